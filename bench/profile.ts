@@ -1,0 +1,51 @@
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { hammer } from './load.ts';
+import { firstJsonLine, spawnNode, type Child } from './processes.ts';
+import { profileMarkdown, summariseCpuProfile, type ProfileSummary } from './cpuprofile.ts';
+import { createStore, provision, startTollgate, tollgateTarget, type Store } from './tollgate.ts';
+
+/**
+ * CPU profile of Tollgate under the concurrency-64 load: the instance runs with `--cpu-prof`, the profile is
+ * written when it stops, and its top self-time functions and files are summarised.
+ */
+
+const PROFILE_DIR = resolve('.tmp/bench-profiles');
+
+/** The chat request every benchmark cell sends (the model is set per target). */
+export const CHAT_BODY = { messages: [{ role: 'user', content: 'Write one short sentence about toll roads.' }], max_tokens: 64 };
+
+/** Profiles an instance on `store` (already provisioned with `keys`, or provisioned here when `keys` is empty). */
+export async function profileTollgate(store: Store, upstreamUrl: string, keys: string[], options: { stream: boolean; seconds: number }): Promise<{ file: string; summary: ProfileSummary }> {
+  const dir = join(PROFILE_DIR, `${store.dialect}-${options.stream ? 'stream' : 'json'}-${Date.now()}`);
+  mkdirSync(dir, { recursive: true });
+  const instance = await startTollgate(store, upstreamUrl, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=250']);
+  try {
+    if (keys.length === 0) keys = await provision(instance, 10);
+    await hammer(tollgateTarget(instance, keys, CHAT_BODY), { stream: options.stream, connections: 64, seconds: options.seconds, warmupSeconds: 1 });
+  } finally {
+    await instance.child.stop(15_000);
+  }
+  const profile = readdirSync(dir).find((name) => name.endsWith('.cpuprofile'));
+  if (!profile) throw new Error(`no .cpuprofile was written in ${dir}`);
+  const file = join(dir, profile);
+  return { file, summary: summariseCpuProfile(file, 15) };
+}
+
+// `node bench/profile.ts [sqlite|postgres] [json|stream] [seconds]`: profile one instance and print the summary.
+if (import.meta.main) {
+  const [dialect = 'sqlite', kind = 'json', seconds = '8'] = process.argv.slice(2);
+  if (dialect !== 'sqlite' && dialect !== 'postgres') throw new Error('dialect: sqlite or postgres');
+  let mock: Child | undefined;
+  const { store, dispose } = await createStore(dialect);
+  try {
+    mock = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd: process.cwd() });
+    const { url } = await firstJsonLine<{ url: string }>(mock);
+    const { file, summary } = await profileTollgate(store, url, [], { stream: kind === 'stream', seconds: Number(seconds) });
+    console.log(`${file}\n\n${profileMarkdown(summary)}`);
+  } finally {
+    await mock?.stop();
+    await dispose();
+  }
+  if (process.env.BENCH_KEEP_PROFILES !== '1') rmSync(PROFILE_DIR, { recursive: true, force: true });
+}

@@ -1,0 +1,190 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { CellResult } from './load.ts';
+
+/**
+ * Turns the figures of one run into `BENCHMARKS.md` and the README's "Benchmarks" section. Every ratio is
+ * computed from figures of the same run; a target is judged on the 10-key instance, except the data-scale
+ * target (10 vs 1,000,000 keys) and memory (the larger of the two instances' peaks).
+ */
+
+/** The figures of one system under test. */
+export interface SystemResult {
+  /** Row label, e.g. "Tollgate · SQLite · 10 keys". */
+  label: string;
+  kind: 'direct' | 'portkey' | 'tollgate';
+  dialect?: 'sqlite' | 'postgres';
+  /** 'small' (10 keys) or 'large' (the seeded scale). */
+  scale?: 'small' | 'large';
+  json1: CellResult;
+  stream1: CellResult;
+  json64: CellResult;
+  stream64: CellResult;
+  /** Time to first token at concurrency 64 (probe client). */
+  ttft64: CellResult;
+  /** Peak resident memory of the process (VmHWM), MB (10^6 bytes); absent for the direct path. */
+  peakRssMB?: number;
+  /** The operator's ledger check after the load (Tollgate only). */
+  ledger?: string;
+}
+
+/** Where and how the run happened. */
+export interface RunInfo {
+  command: string;
+  date: string;
+  machine: string[];
+  settings: string[];
+  scaleLabel: string;
+  notes: string[];
+}
+
+/** One judged target. */
+export interface TargetRow {
+  target: string;
+  threshold: string;
+  values: Record<string, { text: string; met: boolean }>;
+}
+
+const f = (value: number | undefined, digits = 1) => (value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits));
+const rps = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(1));
+/** A ratio with enough digits to stay readable when it is far below 1 (0.0075×, not 0.00×). */
+const times = (value: number) => `${value >= 0.1 ? value.toFixed(2) : value.toPrecision(2)}×`;
+const mark = (met: boolean) => (met ? '✅ met' : '❌ missed');
+
+/** Judges the issue's targets for each Tollgate database, from the results of one run. */
+export function judgeTargets(results: SystemResult[]): TargetRow[] {
+  const direct = results.find((r) => r.kind === 'direct')!;
+  const portkey = results.find((r) => r.kind === 'portkey');
+  const dialects = [...new Set(results.filter((r) => r.kind === 'tollgate').map((r) => r.dialect!))];
+  const rows: TargetRow[] = [];
+  const add = (target: string, threshold: string, judge: (small: SystemResult, large: SystemResult | undefined) => { text: string; met: boolean } | undefined) => {
+    const values: TargetRow['values'] = {};
+    for (const dialect of dialects) {
+      const small = results.find((r) => r.kind === 'tollgate' && r.dialect === dialect && r.scale === 'small');
+      const large = results.find((r) => r.kind === 'tollgate' && r.dialect === dialect && r.scale === 'large');
+      const verdict = small && judge(small, large);
+      if (verdict) values[dialect] = verdict;
+    }
+    rows.push({ target, threshold, values });
+  };
+  add('Added latency, concurrency 1, p50 (non-streaming)', '≤ 1 ms', (s) => {
+    const added = s.json1.p50 - direct.json1.p50;
+    return { text: `${f(added, 2)} ms`, met: added <= 1 };
+  });
+  add('Added latency, concurrency 1, p99 (non-streaming)', '≤ 3 ms', (s) => {
+    const added = s.json1.p99 - direct.json1.p99;
+    return { text: `${f(added, 2)} ms`, met: added <= 3 };
+  });
+  for (const [cell, name] of [['json64', 'non-streaming'], ['stream64', 'streaming']] as const) {
+    if (portkey) {
+      add(`Throughput, concurrency 64, vs Portkey (${name})`, '≥ 3×', (s) => {
+        const ratio = s[cell].rps / portkey[cell].rps;
+        return { text: `${times(ratio)} (${rps(s[cell].rps)} vs ${rps(portkey[cell].rps)} req/s)`, met: ratio >= 3 };
+      });
+    }
+    add(`Throughput, concurrency 64, vs direct (${name})`, '≥ 0.5×', (s) => {
+      const ratio = s[cell].rps / direct[cell].rps;
+      return { text: `${times(ratio)} (${rps(s[cell].rps)} vs ${rps(direct[cell].rps)} req/s)`, met: ratio >= 0.5 };
+    });
+  }
+  add('Peak resident memory under load', '≤ 200 MB', (s, l) => {
+    const peak = Math.max(s.peakRssMB ?? 0, l?.peakRssMB ?? 0);
+    return { text: `${f(peak, 0)} MB`, met: peak <= 200 };
+  });
+  for (const [cell, name] of [['json64', 'non-streaming'], ['stream64', 'streaming']] as const) {
+    add(`Throughput lost with the large data set, concurrency 64 (${name})`, '< 10%', (s, l) => {
+      if (!l) return undefined;
+      const loss = 1 - l[cell].rps / s[cell].rps;
+      return { text: `${f(loss * 100, 1)}% (${rps(l[cell].rps)} vs ${rps(s[cell].rps)} req/s)`, met: loss < 0.1 };
+    });
+  }
+  return rows;
+}
+
+/** The targets table; columns are the databases. */
+export function targetsTable(rows: TargetRow[]): string {
+  const dialects = [...new Set(rows.flatMap((r) => Object.keys(r.values)))];
+  const name = (d: string) => (d === 'sqlite' ? 'Tollgate on SQLite' : 'Tollgate on PostgreSQL');
+  return [
+    `| Target | Threshold | ${dialects.map(name).join(' | ')} |`,
+    `|---|---|${dialects.map(() => '---|').join('')}`,
+    ...rows.map((row) => `| ${row.target} | ${row.threshold} | ${dialects.map((d) => (row.values[d] ? `${mark(row.values[d].met)}: ${row.values[d].text}` : '–')).join(' | ')} |`),
+  ].join('\n');
+}
+
+/** The two figure tables: non-streaming and streaming, one row per system. */
+export function figureTables(results: SystemResult[]): string {
+  const direct = results.find((r) => r.kind === 'direct')!;
+  const portkey = results.find((r) => r.kind === 'portkey');
+  const ratio = (value: number, base: number | undefined) => (base ? times(value / base) : '–');
+  const added = (value: number, base: number, r: SystemResult) => (r.kind === 'direct' ? '–' : f(value - base, 2));
+  const failed = (r: SystemResult) => [r.json1, r.stream1, r.json64, r.stream64, r.ttft64].reduce((sum, c) => sum + c.failed, 0);
+  const json = [
+    '**Non-streaming chat** (latencies in ms; "added" is the difference with the direct path in the same run)',
+    '',
+    '| System | c=1 req/s | c=1 p50 | c=1 p99 | added p50 | added p99 | c=64 req/s | c=64 p50 | c=64 p99 | c=64 vs direct | c=64 vs Portkey | peak RSS MB | failed |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...results.map((r) =>
+      `| ${r.label} | ${rps(r.json1.rps)} | ${f(r.json1.p50, 2)} | ${f(r.json1.p99, 2)} | ${added(r.json1.p50, direct.json1.p50, r)} | ${added(r.json1.p99, direct.json1.p99, r)} | ${rps(r.json64.rps)} | ${f(r.json64.p50, 0)} | ${f(r.json64.p99, 0)} | ${ratio(r.json64.rps, direct.json64.rps)} | ${ratio(r.json64.rps, portkey?.json64.rps)} | ${f(r.peakRssMB, 0)} | ${failed(r)} |`),
+  ];
+  const stream = [
+    '**Streaming chat** (TTFT: time to the first `data:` frame; total: until the last byte)',
+    '',
+    '| System | c=1 req/s | c=1 TTFT p50 | c=1 TTFT p99 | added TTFT p50 | c=1 total p50 | c=1 total p99 | c=64 req/s | c=64 total p50 | c=64 total p99 | c=64 TTFT p50 | c=64 TTFT p99 | c=64 vs direct | c=64 vs Portkey |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...results.map((r) =>
+      `| ${r.label} | ${rps(r.stream1.rps)} | ${f(r.stream1.ttftP50, 2)} | ${f(r.stream1.ttftP99, 2)} | ${added(r.stream1.ttftP50!, direct.stream1.ttftP50!, r)} | ${f(r.stream1.p50, 2)} | ${f(r.stream1.p99, 2)} | ${rps(r.stream64.rps)} | ${f(r.stream64.p50, 0)} | ${f(r.stream64.p99, 0)} | ${f(r.ttft64.ttftP50, 1)} | ${f(r.ttft64.ttftP99, 1)} | ${ratio(r.stream64.rps, direct.stream64.rps)} | ${ratio(r.stream64.rps, portkey?.stream64.rps)} |`),
+  ];
+  return `${json.join('\n')}\n\n${stream.join('\n')}`;
+}
+
+/** The whole `BENCHMARKS.md`. */
+export function benchmarksMarkdown(info: RunInfo, results: SystemResult[], targets: TargetRow[], profiles: string[]): string {
+  const ledgers = results.filter((r) => r.ledger).map((r) => `- ${r.label}: ${r.ledger}`);
+  return [
+    '# Benchmarks',
+    '',
+    `Written by \`${info.command}\` (bench/run.ts) on ${info.date}. Every figure below comes from that one run; rerun the command to`,
+    'replace this file and the table in the README.',
+    '',
+    '## Machine',
+    '',
+    ...info.machine.map((line) => `- ${line}`),
+    '',
+    '## How it was measured',
+    '',
+    ...info.settings.map((line) => `- ${line}`),
+    '',
+    '## Targets (issue 8)',
+    '',
+    targetsTable(targets),
+    '',
+    '## Figures',
+    '',
+    figureTables(results),
+    '',
+    ...(ledgers.length ? ['## Billing after the load', '', 'The operator\'s ledger check (`GET /api/admin/ledger/verify`) after each Tollgate instance\'s load:', '', ...ledgers, ''] : []),
+    ...(info.notes.length ? ['## Notes', '', ...info.notes.map((line) => `- ${line}`), ''] : []),
+    ...(profiles.length ? ['## Profiles of the missed targets', '', ...profiles, ''] : []),
+  ].join('\n');
+}
+
+const START = '<!-- bench:start -->';
+const END = '<!-- bench:end -->';
+
+/**
+ * Puts `body` between the benchmark markers of README.md, adding a "Benchmarks" section before "Deployment"
+ * (or at the end) the first time. The file is read right before the write: other work edits it too.
+ */
+export function updateReadme(path: string, body: string): void {
+  const readme = readFileSync(path, 'utf8');
+  const block = `${START}\n${body.trim()}\n${END}`;
+  let next: string;
+  if (readme.includes(START) && readme.includes(END)) {
+    next = readme.slice(0, readme.indexOf(START)) + block + readme.slice(readme.indexOf(END) + END.length);
+  } else {
+    const section = `## Benchmarks\n\n${block}\n\n`;
+    const before = readme.indexOf('\n## Deployment');
+    next = before >= 0 ? `${readme.slice(0, before + 1)}${section}${readme.slice(before + 1)}` : `${readme.trimEnd()}\n\n${section.trimEnd()}\n`;
+  }
+  writeFileSync(path, next);
+}

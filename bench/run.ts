@@ -1,0 +1,210 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, release, totalmem } from 'node:os';
+import { DatabaseSync } from 'node:sqlite';
+import { hammer, probe, type CellResult, type Target } from './load.ts';
+import { installPortkey, PORTKEY_VERSION, portkeyTarget, startPortkey } from './portkey.ts';
+import { firstJsonLine, spawnNode, type Child } from './processes.ts';
+import { CHAT_BODY, profileTollgate } from './profile.ts';
+import { profileMarkdown } from './cpuprofile.ts';
+import { benchmarksMarkdown, figureTables, judgeTargets, targetsTable, updateReadme, type RunInfo, type SystemResult } from './report.ts';
+import { seedScale } from './seed.ts';
+import { createStore, POSTGRES_URL, provision, startTollgate, tollgateTarget, UPSTREAM_MODEL, verifyLedger, withPostgres, type Store } from './tollgate.ts';
+
+/**
+ * `npm run bench`: one run, on loopback, against one mock upstream — the mock called directly, Portkey's
+ * gateway, and Tollgate on SQLite and on PostgreSQL, each with 10 keys and then with the large data set —
+ * written to BENCHMARKS.md and the README. Bounded: about 6 minutes in full, about 1 minute with BENCH_QUICK=1.
+ *
+ * Settings (environment): BENCH_QUICK=1 (short cells, 10,000 keys instead of 1,000,000), BENCH_SECONDS,
+ * BENCH_WARMUP_SECONDS, BENCH_DATABASES=sqlite,postgres, BENCH_PORTKEY=0 (skip the baseline), BENCH_PROFILE=0
+ * (no profile when a target is missed), BENCH_UPSTREAM_LATENCY_MS / _CHUNK_DELAY_MS / _WORDS (the mock),
+ * BENCH_DATABASE_URL. `node bench/run.ts --render` rewrites the reports from the last run's saved figures.
+ */
+
+const env = process.env;
+const QUICK = env.BENCH_QUICK === '1';
+const SECONDS = Number(env.BENCH_SECONDS ?? (QUICK ? 1.5 : 6));
+const WARMUP = Number(env.BENCH_WARMUP_SECONDS ?? (QUICK ? 0.5 : 2));
+const TTFT_SECONDS = Math.min(3, SECONDS);
+const SCALE = QUICK ? { users: 1_000, keys: 10_000 } : { users: 100_000, keys: 1_000_000 };
+const DIALECTS = (env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').filter(Boolean) as Array<'sqlite' | 'postgres'>;
+const WITH_PORTKEY = env.BENCH_PORTKEY !== '0';
+const PROFILE_ON_MISS = env.BENCH_PROFILE !== '0' && !QUICK;
+const KEYS = 10;
+const started = performance.now();
+
+const log = (message: string) => console.log(`[bench ${((performance.now() - started) / 1000).toFixed(0).padStart(3)}s] ${message}`);
+const fmt = (c: CellResult) => `${c.rps.toFixed(0)} req/s, p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms${c.ttftP50 === undefined ? '' : `, TTFT p50 ${c.ttftP50.toFixed(2)} ms`}${c.failed ? `, ${c.failed} FAILED` : ''}`;
+
+/** Every cell of one system: concurrency 1 with the probe, then concurrency 64 with autocannon, then TTFT at 64. */
+async function measure(label: string, target: Target): Promise<Omit<SystemResult, 'label' | 'kind'>> {
+  const json1 = await probe(target, { stream: false, connections: 1, seconds: SECONDS, warmupSeconds: WARMUP / 2 });
+  log(`${label} · json c=1: ${fmt(json1)}`);
+  const stream1 = await probe(target, { stream: true, connections: 1, seconds: SECONDS, warmupSeconds: WARMUP / 2 });
+  log(`${label} · stream c=1: ${fmt(stream1)}`);
+  const json64 = await hammer(target, { stream: false, connections: 64, seconds: SECONDS, warmupSeconds: WARMUP });
+  log(`${label} · json c=64: ${fmt(json64)}`);
+  const stream64 = await hammer(target, { stream: true, connections: 64, seconds: SECONDS, warmupSeconds: WARMUP });
+  log(`${label} · stream c=64: ${fmt(stream64)}`);
+  const ttft64 = await probe(target, { stream: true, connections: 64, seconds: TTFT_SECONDS, warmupSeconds: 0 });
+  log(`${label} · stream c=64 (probe): ${fmt(ttft64)}`);
+  return { json1, stream1, json64, stream64, ttft64 };
+}
+
+/** Children and stores to clean up however the run ends. */
+const children = new Set<Child>();
+const disposers: Array<() => Promise<void>> = [];
+async function cleanUp(): Promise<void> {
+  await Promise.all([...children].map((child) => child.stop(3_000)));
+  for (const dispose of disposers.splice(0)) await dispose().catch((error) => console.error(`clean-up failed: ${error.message}`));
+}
+process.on('SIGINT', () => void cleanUp().then(() => process.exit(130)));
+
+/** Measures Tollgate on one database: 10 keys, then the large data set seeded into the same store. */
+async function measureTollgate(dialect: 'sqlite' | 'postgres', upstreamUrl: string, results: SystemResult[]): Promise<{ store: Store; keys: string[] }> {
+  const name = dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL';
+  const { store, dispose } = await createStore(dialect);
+  disposers.push(dispose);
+  let keys: string[] = [];
+  for (const scale of ['small', 'large'] as const) {
+    if (scale === 'large') {
+      const seeding = performance.now();
+      await seedScale(store, SCALE.users, SCALE.keys);
+      log(`${name}: seeded ${SCALE.users.toLocaleString('en')} users and ${SCALE.keys.toLocaleString('en')} keys in ${((performance.now() - seeding) / 1000).toFixed(1)} s`);
+    }
+    const instance = await startTollgate(store, upstreamUrl);
+    children.add(instance.child);
+    try {
+      if (scale === 'small') keys = await provision(instance, KEYS);
+      const label = `Tollgate · ${name} · ${scale === 'small' ? `${KEYS} keys` : `${SCALE.keys.toLocaleString('en')} keys, ${SCALE.users.toLocaleString('en')} users`}`;
+      const figures = await measure(label, tollgateTarget(instance, keys, CHAT_BODY));
+      const ledger = await verifyLedger(instance);
+      results.push({ label, kind: 'tollgate', dialect, scale, ...figures, peakRssMB: (instance.child.peakRssMiB() * 1024 * 1024) / 1e6, ledger: `${ledger.ok ? 'verifies' : 'DOES NOT VERIFY'} (${ledger.detail})` });
+      log(`${label}: peak RSS ${instance.child.peakRssMiB().toFixed(0)} MiB; ledger ${ledger.ok ? 'verifies' : 'DOES NOT VERIFY'}`);
+    } finally {
+      await instance.child.stop();
+      children.delete(instance.child);
+    }
+  }
+  return { store, keys };
+}
+
+/** The machine, as the report states it. */
+async function machine(): Promise<string[]> {
+  const lines = [
+    `CPU: ${cpus()[0]?.model ?? 'unknown'}, ${availableParallelism()} cores available (nproc)`,
+    `Memory: ${(totalmem() / 2 ** 30).toFixed(1)} GiB`,
+    `Node ${process.version}, Linux ${release()}`,
+    `SQLite ${(new DatabaseSync(':memory:').prepare('select sqlite_version() as v').get() as { v: string }).v} (node:sqlite)`,
+  ];
+  if (DIALECTS.includes('postgres')) lines.push(await withPostgres(async (client) => (await client.query('SHOW server_version')).rows[0].server_version).then((v) => `PostgreSQL ${v} on the same machine (${POSTGRES_URL.replace(/\/\/[^@]*@/, '//')})`));
+  return lines;
+}
+
+async function main(): Promise<void> {
+  log(`start: ${QUICK ? 'quick' : 'full'} run, ${SECONDS} s per cell after ${WARMUP} s of warm-up; databases ${DIALECTS.join(', ')}`);
+  if (WITH_PORTKEY) {
+    log(`installing @portkey-ai/gateway@${PORTKEY_VERSION} into .tmp/portkey (skipped when present)`);
+    installPortkey();
+  }
+  const mock = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd: process.cwd(), env: Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('BENCH_UPSTREAM_'))) as Record<string, string> });
+  children.add(mock);
+  const { url: upstreamUrl } = await firstJsonLine<{ url: string }>(mock);
+  const results: SystemResult[] = [];
+
+  const directBody = { ...CHAT_BODY, model: UPSTREAM_MODEL };
+  results.push({ label: 'Direct (mock upstream, no gateway)', kind: 'direct', ...(await measure('direct', { url: `${upstreamUrl}/v1/chat/completions`, body: directBody, headers: () => ({ authorization: 'Bearer x' }) })) });
+
+  if (WITH_PORTKEY) {
+    const portkey = await startPortkey();
+    children.add(portkey.child);
+    try {
+      const label = `Portkey gateway ${PORTKEY_VERSION}`;
+      const figures = await measure(label, portkeyTarget(portkey.baseUrl, upstreamUrl, directBody));
+      results.push({ label, kind: 'portkey', ...figures, peakRssMB: (portkey.child.peakRssMiB() * 1024 * 1024) / 1e6 });
+    } finally {
+      await portkey.child.stop();
+      children.delete(portkey.child);
+    }
+  }
+
+  const stores = new Map<string, { store: Store; keys: string[] }>();
+  for (const dialect of DIALECTS) stores.set(dialect, await measureTollgate(dialect, upstreamUrl, results));
+
+  const targets = judgeTargets(results);
+  const profiles: string[] = [];
+  if (PROFILE_ON_MISS) {
+    for (const dialect of DIALECTS) {
+      const missed = targets.filter((t) => t.values[dialect] && !t.values[dialect].met);
+      if (missed.length === 0) continue;
+      log(`profiling Tollgate on ${dialect} under concurrency 64 (missed: ${missed.map((t) => t.target).join('; ')})`);
+      const { store, keys } = stores.get(dialect)!;
+      const { file, summary } = await profileTollgate(store, upstreamUrl, keys, { stream: false, seconds: SECONDS });
+      profiles.push(
+        `### Tollgate on ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, non-streaming, concurrency 64, large data set (${(summary.totalMs / 1000).toFixed(1)} s of samples, start-up included)`,
+        '',
+        `\`node --cpu-prof\` on the serve process; summarised by \`node bench/cpuprofile.ts ${file.replace(`${process.cwd()}/`, '')}\`.`,
+        '',
+        profileMarkdown(summary),
+        '',
+      );
+    }
+  }
+
+  const command = QUICK ? 'BENCH_QUICK=1 npm run bench' : 'npm run bench';
+  const info: RunInfo = {
+    command,
+    date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+    machine: await machine(),
+    settings: [
+      `Everything on loopback on this one machine: the load generator (this script), the mock upstream, and the system under test, each its own process; the ${availableParallelism()} cores are shared by all three.`,
+      `The mock upstream (bench/mock-upstream.ts, the tests' OpenAI-compatible mock) answers at once (latency ${env.BENCH_UPSTREAM_LATENCY_MS ?? 0} ms, ${env.BENCH_UPSTREAM_WORDS ?? 16} content chunks per stream, ${env.BENCH_UPSTREAM_CHUNK_DELAY_MS ?? 0} ms between chunks), so the figures measure the gateways' own cost.`,
+      `Request: \`${JSON.stringify(CHAT_BODY)}\` plus the model; streams ask for \`stream_options.include_usage\`.`,
+      `Concurrency 1: a sequential keep-alive node:http client timing each request with performance.now() (autocannon's latency histogram has 1 ms resolution, too coarse for a 1 ms target). Concurrency 64: autocannon ${SECONDS} s after ${WARMUP} s of warm-up. TTFT at concurrency 64: the node:http client, 64 loops, ${TTFT_SECONDS} s.`,
+      `Tollgate: \`node src/cli.ts serve\` as in production — every call places a billing hold, checks the key's daily spending limit, settles, and writes a usage record — with request-rate limits off (RATE_LIMIT_KEY_RPM=0, RATE_LIMIT_APP_RPM=0), background timers off (SWEEP_INTERVAL_SECONDS=0), LOG_LEVEL=warn. ${KEYS} users with 1,000,000 credits and one key each (made through the operator and dashboard APIs); requests take the keys in turn.`,
+      `Large data set: ${SCALE.users.toLocaleString('en')} more users and ${SCALE.keys.toLocaleString('en')} more keys inserted with SQL into the same database (bench/seed.ts), then a fresh Tollgate process on it.`,
+      `Portkey: @portkey-ai/gateway@${PORTKEY_VERSION} from the npm registry with @hono/node-server pinned to 1.14.1 (overrides), \`start-server.js --headless\`, provider openai with x-portkey-custom-host pointing at the mock.`,
+      'Peak RSS: VmHWM of the gateway process from /proc, over its whole life (start-up included).',
+    ],
+    scaleLabel: `${SCALE.keys.toLocaleString('en')} keys`,
+    notes: QUICK ? ['BENCH_QUICK=1: short cells and a 10,000-key data set; a smoke run, not the figures to quote.'] : [],
+  };
+  mkdirSync('.tmp/bench', { recursive: true });
+  writeFileSync(RESULTS_FILE, `${JSON.stringify({ info, results, profiles }, null, 2)}\n`);
+  writeReports(info, results, profiles);
+  console.log(`\n${targetsTable(targets)}\n`);
+}
+
+/** The raw figures of the last run, kept so that the reports can be rendered again without measuring again. */
+const RESULTS_FILE = '.tmp/bench/results.json';
+
+/** Writes BENCHMARKS.md and the README's section from one run's figures. */
+function writeReports(info: RunInfo, results: SystemResult[], profiles: string[]): void {
+  const targets = judgeTargets(results);
+  const { command } = info;
+  writeFileSync('BENCHMARKS.md', benchmarksMarkdown(info, results, targets, profiles));
+  updateReadme('README.md', [
+    `Measured by \`${command}\` on ${info.date} (${info.machine.slice(0, 3).join('; ')}). Mock upstream on loopback;`,
+    'figures from one run; the full method, the machine and any profiles are in [BENCHMARKS.md](BENCHMARKS.md).',
+    '',
+    targetsTable(targets),
+    '',
+    figureTables(results),
+  ].join('\n'));
+  log(`wrote BENCHMARKS.md and the README's Benchmarks section`);
+}
+
+if (process.argv[2] === '--render') {
+  // `node bench/run.ts --render`: the reports again from .tmp/bench/results.json, nothing measured.
+  const saved = JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as { info: RunInfo; results: SystemResult[]; profiles: string[] };
+  writeReports(saved.info, saved.results, saved.profiles);
+} else {
+  try {
+    await main();
+  } finally {
+    await cleanUp();
+  }
+}
+log('done');
+// Keep-alive sockets of the load tools must not hold the process open.
+process.exit(0);

@@ -1,0 +1,58 @@
+import { escapeHtml, mountModal, type Modal } from './dialog-base.ts';
+import type { TollgateClient } from './client.ts';
+
+/** The `<tollgate-signin-dialog>` element's own API. */
+export interface SignInDialogElement extends HTMLElement {
+  /** The client whose `signIn()` the Continue button calls (it only starts the OAuth redirect). */
+  client: Pick<TollgateClient, 'signIn'> | null;
+  /** The app's name, shown in the text (attribute `app-name`). */
+  appName: string;
+  show(): void;
+  close(): void;
+}
+
+/** Defines `<tollgate-signin-dialog>` once (browser only). */
+export function defineSignInDialog(): void {
+  if (typeof customElements === 'undefined' || customElements.get('tollgate-signin-dialog')) return;
+
+  class TollgateSignInDialog extends HTMLElement implements SignInDialogElement {
+    static observedAttributes = ['app-name'];
+    #modal: Modal;
+    client: SignInDialogElement['client'] = null;
+    appName = '';
+
+    constructor() {
+      super();
+      this.#modal = mountModal(this.attachShadow({ mode: 'open' }), () => this.dispatchEvent(new CustomEvent('tollgate-close', { bubbles: true, composed: true })));
+    }
+
+    attributeChangedCallback(_name: string, _old: string | null, value: string | null) {
+      this.appName = value ?? '';
+    }
+
+    show() {
+      const name = escapeHtml(this.appName || 'This app');
+      this.#modal.dialog.innerHTML = `
+<div class="body">
+<h2 id="title"><span class="badge" aria-hidden="true">T</span>Sign in with Tollgate</h2>
+<p id="description">${name} uses your Tollgate account for AI. You will go to Tollgate to sign in, choose what ${name} may do and set a daily spending limit for it. You can change that limit or revoke ${name} at any time.</p>
+</div>
+<div class="actions"><button type="button" data-action="close">Cancel</button><button type="button" class="primary" data-action="continue" autofocus>Continue with Tollgate</button></div>`;
+      this.#modal.dialog.querySelector('[data-action=close]')!.addEventListener('click', () => this.close());
+      const proceed = this.#modal.dialog.querySelector<HTMLButtonElement>('[data-action=continue]')!;
+      proceed.addEventListener('click', async () => {
+        proceed.disabled = true;
+        this.dispatchEvent(new CustomEvent('tollgate-signin', { bubbles: true, composed: true }));
+        // No REST call here (contract §1): signIn() only builds the authorize URL and navigates to it.
+        await this.client?.signIn();
+      });
+      this.#modal.open();
+    }
+
+    close() {
+      this.#modal.close();
+    }
+  }
+
+  customElements.define('tollgate-signin-dialog', TollgateSignInDialog);
+}

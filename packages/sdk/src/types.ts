@@ -1,0 +1,69 @@
+/** Shapes of the gateway's responses the SDK reads (contract §2, §4; decisions.md "Reads that the contract leaves open"). */
+
+/** `GET /api/user/me`. */
+export interface TollgateUser {
+  id: string;
+  email: string;
+  name: string;
+  image: string | null;
+  createdAt: string;
+}
+
+/** `GET /api/wallet/balance`; amounts in credits. */
+export interface TollgateBalance {
+  balance: number;
+  reserved: number;
+  available: number;
+  currency: string;
+}
+
+/** One spending limit of an authorized app, in credits; `resetsAt` is null for a `total` limit. */
+export interface AppLimit {
+  limit: number;
+  spent: number;
+  reserved: number;
+  resetsAt: string | null;
+}
+
+/** One entry of `GET /api/user/authorized-apps`. */
+export interface AuthorizedApp {
+  clientId: string;
+  name: string;
+  scopes: string[];
+  authorizedAt: string;
+  lastUsedAt: string | null;
+  limits: { daily: AppLimit | null; monthly: AppLimit | null; total: AppLimit | null };
+}
+
+/** A chat message. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool' | (string & {});
+  content: string;
+}
+
+/** The body of `POST /api/v1/chat/completions` (OpenAI-compatible; fields beyond these pass through). */
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  max_tokens?: number;
+  temperature?: number;
+  [field: string]: unknown;
+}
+
+/** A chat completion (contract §2.3: the text is at `choices[0].message.content`). */
+export interface ChatCompletion {
+  id: string;
+  model: string;
+  choices: Array<{ index: number; message: ChatMessage; finish_reason: string | null }>;
+  usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost?: number };
+  [field: string]: unknown;
+}
+
+/** The tokens the SDK keeps; `expiresAt` is epoch milliseconds. */
+export interface TollgateTokens {
+  accessToken: string;
+  refreshToken?: string;
+  expiresAt: number;
+  scope: string;
+  tokenType: string;
+}

@@ -1,0 +1,141 @@
+import Type from 'typebox';
+import type { App } from '../platform/http/server.ts';
+import { principalOf } from '../platform/http/server.ts';
+import type { AppContext } from '../platform/context.ts';
+import { SESSION_COOKIE } from '../platform/http/principal.ts';
+import { escapeHtml, renderPage, safeReturnTo } from '../platform/http/page.ts';
+import { ApiError, errors } from '../platform/errors.ts';
+import { createUser, EMAIL_PATTERN, findUser, verifyCredentials } from './users.ts';
+import { endSession, SESSION_TTL_MS, startSession } from './sessions.ts';
+
+const UserSchema = Type.Object({
+  id: Type.String({ examples: ['usr_3kT9xQ2mN7pR4sV8wY1z'] }),
+  email: Type.String(),
+  name: Type.String(),
+  image: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Type.String({ format: 'date-time' }),
+});
+
+const Credentials = Type.Object({
+  email: Type.String({ pattern: EMAIL_PATTERN, maxLength: 320 }),
+  password: Type.String({ minLength: 1, maxLength: 1024 }),
+});
+
+function authForm(kind: 'signin' | 'signup', returnTo: string, message?: string, email = ''): string {
+  const signup = kind === 'signup';
+  return renderPage(signup ? 'Create your account' : 'Sign in', `
+<h1>${signup ? 'Create your account' : 'Sign in'}</h1>
+<p>${signup ? 'One account for every model, with a wallet you control.' : 'Welcome back.'}</p>
+${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
+<form method="post" action="/${kind}">
+<input type="hidden" name="return_to" value="${escapeHtml(returnTo)}">
+${signup ? '<label for="name">Name</label><input id="name" name="name" autocomplete="name">' : ''}
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="email" required value="${escapeHtml(email)}">
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="${signup ? 'new-password' : 'current-password'}" required ${signup ? 'minlength="8"' : ''}>
+<div class="row"><button class="primary" type="submit">${signup ? 'Create account' : 'Sign in'}</button></div>
+</form>
+<p class="hint" style="margin-top:16px">${signup ? `Have an account? <a href="/signin?return_to=${encodeURIComponent(returnTo)}">Sign in</a>` : `New here? <a href="/signup?return_to=${encodeURIComponent(returnTo)}">Create an account</a>`}</p>`);
+}
+
+/** Sign-up, sign-in and sign-out (pages and JSON for the dashboard), and `GET /api/user/me`. */
+export function registerAccountRoutes(app: App, ctx: AppContext): void {
+  const cookieOptions = {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax' as const,
+    secure: ctx.config.PUBLIC_BASE_URL.startsWith('https://'),
+    signed: true,
+    maxAge: SESSION_TTL_MS / 1000,
+  };
+
+  async function signIn(reply: any, userId: string) {
+    const session = await startSession(ctx.db, ctx.clock, userId);
+    reply.setCookie(SESSION_COOKIE, session.token, cookieOptions);
+    return session;
+  }
+
+  const pageQuery = Type.Object({ return_to: Type.Optional(Type.String()) });
+  for (const kind of ['signin', 'signup'] as const) {
+    app.get(`/${kind}`, { schema: { hide: true, querystring: pageQuery } }, async (request, reply) =>
+      reply.type('text/html').send(authForm(kind, safeReturnTo((request.query as any).return_to))),
+    );
+  }
+
+  app.post('/signup', { schema: { hide: true } }, async (request, reply) => {
+    const body = (request.body ?? {}) as Record<string, string>;
+    const returnTo = safeReturnTo(body.return_to);
+    try {
+      const user = await createUser(ctx.db, ctx.clock, { email: String(body.email ?? ''), name: body.name, password: String(body.password ?? '') });
+      await signIn(reply, user.id);
+      return reply.redirect(returnTo, 303);
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status >= 500) throw error;
+      return reply.code(error.status).type('text/html').send(authForm('signup', returnTo, error.message, String(body.email ?? '')));
+    }
+  });
+
+  app.post('/signin', { schema: { hide: true } }, async (request, reply) => {
+    const body = (request.body ?? {}) as Record<string, string>;
+    const returnTo = safeReturnTo(body.return_to);
+    const user = await verifyCredentials(ctx.db, String(body.email ?? ''), String(body.password ?? ''));
+    if (!user) return reply.code(401).type('text/html').send(authForm('signin', returnTo, 'That email and password do not match.', String(body.email ?? '')));
+    await signIn(reply, user.id);
+    return reply.redirect(returnTo, 303);
+  });
+
+  app.post('/signout', { schema: { hide: true } }, async (request, reply) => {
+    const cookie = request.cookies[SESSION_COOKIE];
+    const unsigned = cookie ? request.unsignCookie(cookie) : null;
+    if (unsigned?.valid && unsigned.value) await endSession(ctx.db, unsigned.value);
+    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    return reply.redirect('/signin', 303);
+  });
+
+  const SessionResponse = Type.Object({ user: UserSchema, csrfToken: Type.String() });
+
+  app.post('/api/auth/signup', {
+    schema: { tags: ['accounts'], summary: 'Create an account and start a dashboard session', body: Type.Intersect([Credentials, Type.Object({ name: Type.Optional(Type.String({ maxLength: 200 })) })]), response: { 201: SessionResponse } },
+  }, async (request, reply) => {
+    const user = await createUser(ctx.db, ctx.clock, request.body as any);
+    const session = await signIn(reply, user.id);
+    return reply.code(201).send({ user, csrfToken: session.csrfToken });
+  });
+
+  app.post('/api/auth/signin', {
+    schema: { tags: ['accounts'], summary: 'Start a dashboard session', body: Credentials, response: { 200: SessionResponse } },
+  }, async (request, reply) => {
+    const { email, password } = request.body as { email: string; password: string };
+    const user = await verifyCredentials(ctx.db, email, password);
+    if (!user) throw errors.unauthenticated('That email and password do not match.');
+    const session = await signIn(reply, user.id);
+    return { user, csrfToken: session.csrfToken };
+  });
+
+  app.post('/api/auth/signout', { schema: { tags: ['accounts'], summary: 'End the dashboard session' }, config: { auth: [] } }, async (request, reply) => {
+    const cookie = request.cookies[SESSION_COOKIE];
+    const unsigned = cookie ? request.unsignCookie(cookie) : null;
+    if (unsigned?.valid && unsigned.value) await endSession(ctx.db, unsigned.value);
+    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    return { success: true };
+  });
+
+  app.get('/api/auth/session', {
+    schema: { tags: ['accounts'], summary: 'The dashboard session: the user and the CSRF token writes must send', response: { 200: SessionResponse } },
+    config: { auth: [] },
+  }, async (request) => {
+    const principal = principalOf(request);
+    if (principal.kind !== 'session') throw errors.forbidden('Only a dashboard session has a session.');
+    const user = await findUser(ctx.db, principal.userId);
+    if (!user) throw errors.unauthenticated();
+    return { user, csrfToken: principal.csrfToken! };
+  });
+
+  app.get('/api/user/me', {
+    schema: { tags: ['user'], summary: 'The signed-in user', security: [{ bearer: [] }], response: { 200: UserSchema } },
+    config: { auth: ['read'] },
+  }, async (request) => {
+    const user = await findUser(ctx.db, principalOf(request).userId);
+    if (!user) throw errors.unauthenticated();
+    return user;
+  });
+}

@@ -1,0 +1,59 @@
+import type { Db } from '../platform/db/connect.ts';
+import { hashPassword, verifyPassword } from '../platform/crypto.ts';
+import { errors } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import type { Clock } from '../platform/clock.ts';
+
+/** A user as the API shows it (decisions.md: `GET /api/user/me`). */
+export interface PublicUser {
+  id: string;
+  email: string;
+  name: string;
+  image: string | null;
+  createdAt: string;
+}
+
+export const EMAIL_PATTERN = '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$';
+const EMAIL = new RegExp(EMAIL_PATTERN);
+
+export function toPublicUser(row: { id: string; email: string; name: string; image: string | null; created_at: number }): PublicUser {
+  return { id: row.id, email: row.email, name: row.name, image: row.image, createdAt: new Date(row.created_at).toISOString() };
+}
+
+/** Creates a user; 409 when the email is taken, 400 when the email or password is unusable. */
+export async function createUser(db: Db, clock: Clock, input: { email: string; name?: string; password: string }): Promise<PublicUser> {
+  const email = input.email.trim().toLowerCase();
+  if (!EMAIL.test(email)) throw errors.invalid('Enter a valid email address.');
+  if (input.password.length < 8) throw errors.invalid('The password must have at least 8 characters.');
+  const row = {
+    id: newId('usr'),
+    email,
+    name: (input.name ?? '').trim() || email.split('@')[0],
+    image: null,
+    password_hash: await hashPassword(input.password),
+    created_at: clock.now(),
+  };
+  const inserted = await db.insertInto('users').values(row).onConflict((oc) => oc.column('email').doNothing()).executeTakeFirst();
+  if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) throw errors.conflict('An account with this email already exists.');
+  return toPublicUser(row);
+}
+
+// A hash of a random password, checked when the email is unknown so that timing does not reveal accounts.
+let decoyHash: Promise<string> | undefined;
+
+/** The user whose email and password match, or null; takes the same time whether or not the email exists. */
+export async function verifyCredentials(db: Db, email: string, password: string): Promise<PublicUser | null> {
+  const row = await db.selectFrom('users').selectAll().where('email', '=', email.trim().toLowerCase()).executeTakeFirst();
+  if (!row) {
+    decoyHash ??= hashPassword(crypto.randomUUID());
+    await verifyPassword(password, await decoyHash);
+    return null;
+  }
+  return (await verifyPassword(password, row.password_hash)) ? toPublicUser(row) : null;
+}
+
+/** The user with this id, or null. */
+export async function findUser(db: Db, id: string): Promise<PublicUser | null> {
+  const row = await db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? toPublicUser(row) : null;
+}

@@ -1,0 +1,146 @@
+import type { Db } from '../platform/db/connect.ts';
+import { ApiError } from '../platform/errors.ts';
+import { microsToCredits } from '../platform/money.ts';
+import type { Trx } from './ledger.ts';
+import { LIMIT_PERIODS, periodAt, type LimitPeriod } from './periods.ts';
+
+/** Whose limit: an app's limit for one user, or an API key's own limit. */
+export type LimitSubject = { kind: 'app'; userId: string; appId: string } | { kind: 'key'; keyId: string };
+
+/** The counter key of a subject. */
+export function subjectKey(subject: LimitSubject): string {
+  return subject.kind === 'app' ? `app:${subject.userId}:${subject.appId}` : `key:${subject.keyId}`;
+}
+
+/** The subjects a hold counts against, in the order decisions.md checks them: the app's, then the key's. */
+export function subjectsOf(hold: { userId: string; appId: string | null; keyId: string | null }): LimitSubject[] {
+  const subjects: LimitSubject[] = [];
+  if (hold.appId) subjects.push({ kind: 'app', userId: hold.userId, appId: hold.appId });
+  if (hold.keyId) subjects.push({ kind: 'key', keyId: hold.keyId });
+  return subjects;
+}
+
+/** A limit that applies to a hold: subject, period and the limit in micro-credits. */
+export interface AppliedLimit {
+  subject: LimitSubject;
+  period: LimitPeriod;
+  limit: number;
+}
+
+/**
+ * The limits that apply to a hold, in check order: the app's daily, monthly and total limits for this user
+ * (from its authorization), then the key's limit. Read inside the hold's transaction, after the wallet lock.
+ */
+export async function applicableLimits(trx: Trx | Db, hold: { userId: string; appId: string | null; keyId: string | null }): Promise<AppliedLimit[]> {
+  const limits: AppliedLimit[] = [];
+  for (const subject of subjectsOf(hold)) {
+    if (subject.kind === 'app') {
+      const row = await trx
+        .selectFrom('authorized_apps')
+        .select(['daily_limit', 'monthly_limit', 'total_limit'])
+        .where('user_id', '=', subject.userId)
+        .where('client_id', '=', subject.appId)
+        .executeTakeFirst();
+      if (!row) continue;
+      if (row.daily_limit !== null) limits.push({ subject, period: 'daily', limit: row.daily_limit });
+      if (row.monthly_limit !== null) limits.push({ subject, period: 'monthly', limit: row.monthly_limit });
+      if (row.total_limit !== null) limits.push({ subject, period: 'total', limit: row.total_limit });
+    } else {
+      const row = await trx
+        .selectFrom('api_keys')
+        .select(['limit_micro', 'limit_period'])
+        .where('id', '=', subject.keyId)
+        .where('user_id', '=', hold.userId)
+        .executeTakeFirst();
+      if (row?.limit_micro != null && row.limit_period) limits.push({ subject, period: row.limit_period, limit: row.limit_micro });
+    }
+  }
+  return limits;
+}
+
+/** Spend of one subject in one period: captured (net of refunds) and still held, in micro-credits. */
+export interface PeriodSpend {
+  spent: number;
+  held: number;
+}
+
+/** Reads the counters of `subject` for the periods that contain `at`. */
+export async function readSpend(trx: Trx | Db, subject: LimitSubject, at: number): Promise<Record<LimitPeriod, PeriodSpend>> {
+  const starts = Object.fromEntries(LIMIT_PERIODS.map((period) => [period, periodAt(period, at).start])) as Record<LimitPeriod, number>;
+  const rows = await trx
+    .selectFrom('spend_counters')
+    .select(['period', 'period_start', 'spent', 'held'])
+    .where('subject', '=', subjectKey(subject))
+    .where('period_start', 'in', [...new Set(Object.values(starts))])
+    .execute();
+  const spend = { daily: { spent: 0, held: 0 }, monthly: { spent: 0, held: 0 }, total: { spent: 0, held: 0 } };
+  for (const row of rows) {
+    if (starts[row.period] === row.period_start) spend[row.period] = { spent: row.spent, held: row.held };
+  }
+  return spend;
+}
+
+/**
+ * Adds `delta` to the counters of every subject of a hold, for each period the hold counts in (the day
+ * and month it was placed, and total). Runs under the user's wallet lock, in the movement's transaction,
+ * so the counters always equal what the holds say.
+ */
+export async function bumpCounters(
+  trx: Trx,
+  hold: { userId: string; appId: string | null; keyId: string | null; periodDay: number; periodMonth: number },
+  delta: PeriodSpend,
+): Promise<void> {
+  if (delta.spent === 0 && delta.held === 0) return;
+  const rows = subjectsOf(hold).flatMap((subject) =>
+    (['daily', 'monthly', 'total'] as const).map((period) => ({
+      subject: subjectKey(subject),
+      period,
+      period_start: period === 'daily' ? hold.periodDay : period === 'monthly' ? hold.periodMonth : 0,
+      spent: delta.spent,
+      held: delta.held,
+    })),
+  );
+  if (rows.length === 0) return;
+  await trx
+    .insertInto('spend_counters')
+    .values(rows)
+    .onConflict((oc) =>
+      oc.columns(['subject', 'period', 'period_start']).doUpdateSet((eb) => ({
+        spent: eb('spend_counters.spent', '+', eb.ref('excluded.spent')),
+        held: eb('spend_counters.held', '+', eb.ref('excluded.held')),
+      })),
+    )
+    .execute();
+}
+
+const PERIOD_WORD: Record<LimitPeriod, string> = { daily: 'Daily', monthly: 'Monthly', total: 'Total' };
+
+/**
+ * The 429 of contract §2.2/§7.2: which limit, the limit, what is already spent or held in the period, what
+ * the request needs, and when the period resets (omitted for `total`). Amounts in credits.
+ */
+export function spendingLimitExceeded(limit: AppliedLimit, current: number, requested: number, now: number): ApiError {
+  const resetsAt = periodAt(limit.period, now).resetsAt;
+  const whose = limit.subject.kind === 'app' ? 'this app' : 'this API key';
+  const message =
+    `${PERIOD_WORD[limit.period]} spending limit exceeded for ${whose}: ${microsToCredits(current)} of ${microsToCredits(limit.limit)} credits used, ` +
+    `this request needs up to ${microsToCredits(requested)} credits.` +
+    (resetsAt === null ? '' : ` The limit resets at ${new Date(resetsAt).toISOString()}.`);
+  const details: Record<string, unknown> = {
+    limitType: limit.period,
+    limit: microsToCredits(limit.limit),
+    current: microsToCredits(current),
+    requested: microsToCredits(requested),
+  };
+  if (resetsAt !== null) details.resetsAt = new Date(resetsAt).toISOString();
+  return new ApiError('SPENDING_LIMIT_EXCEEDED', message, { details });
+}
+
+/** The 402 of contract §2.2/§7.2: what the wallet has available and what the request needs, in credits. */
+export function insufficientCredits(available: number, required: number): ApiError {
+  return new ApiError(
+    'INSUFFICIENT_CREDITS',
+    `Insufficient credits: this request needs up to ${microsToCredits(required)} credits and ${microsToCredits(available)} are available.`,
+    { details: { available: microsToCredits(available), required: microsToCredits(required) } },
+  );
+}

@@ -1,0 +1,167 @@
+import { PostgresAdapter, sql, type Generated, type Kysely, type Migration } from 'kysely';
+
+/**
+ * A user's wallet: a cache of the ledger that is updated in the same transaction as the entries, and the
+ * row every movement of that user locks first (so all of one user's money moves one at a time, across
+ * processes). `balance` is what the user owns (available + held); `reserved` is the part held by open holds.
+ */
+export interface WalletsTable {
+  user_id: string;
+  /** Micro-credits: the sum of the user's `available` and `held` ledger accounts. */
+  balance: number;
+  /** Micro-credits: the sum of the user's `held` ledger account (= the open holds' amounts). */
+  reserved: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** The kinds of money movement; each is one balanced ledger transaction. */
+export const MOVEMENT_TYPES = ['grant', 'topup', 'adjustment', 'hold', 'capture', 'release', 'expiry', 'refund'] as const;
+export type MovementType = (typeof MOVEMENT_TYPES)[number];
+
+/** One movement of credits: the header of a set of entries that sum to zero. Append-only. */
+export interface LedgerTransactionsTable {
+  /** Insertion order; pages of the transaction list follow it. */
+  seq: Generated<number>;
+  /** `txn_…` */
+  id: string;
+  type: MovementType;
+  /** The user whose wallet moved (every movement touches exactly one wallet). */
+  user_id: string;
+  hold_id: string | null;
+  description: string;
+  /** Wallet balance and reserved amount just after this movement (micro-credits). */
+  balance_after: number;
+  reserved_after: number;
+  created_at: number;
+}
+
+/**
+ * One side of a movement: `amount` micro-credits (signed) on `account`. Accounts are `user:<id>:available`,
+ * `user:<id>:held` and `system:<name>`; an account's balance is the sum of its entries, and the entries
+ * of one transaction sum to zero, so all entries together always sum to zero. Append-only.
+ */
+export interface LedgerEntriesTable {
+  transaction_id: string;
+  account: string;
+  amount: number;
+  created_at: number;
+}
+
+/** A hold's life: open until settled (captured and the rest released), released, or expired by the sweep. */
+export type HoldStatus = 'open' | 'settled' | 'released' | 'expired';
+
+/** Credits reserved for one billable call before it runs; settled exactly once. */
+export interface HoldsTable {
+  /** `hold_…` */
+  id: string;
+  user_id: string;
+  app_id: string | null;
+  key_id: string | null;
+  /** Micro-credits reserved when the hold was placed. */
+  amount: number;
+  /** Micro-credits captured at settlement (≤ amount). */
+  captured: number;
+  /** Micro-credits of `captured` given back by refunds (≤ captured). */
+  refunded: number;
+  status: HoldStatus;
+  description: string;
+  created_at: number;
+  expires_at: number;
+  closed_at: number | null;
+  /** Start (epoch ms, UTC) of the day and the month the hold was placed in: the periods it counts in. */
+  period_day: number;
+  period_month: number;
+}
+
+/**
+ * Spend per limit subject and period, kept beside the holds so a limit check reads one row per period.
+ * `subject` is `app:<userId>:<clientId>` or `key:<keyId>`; `period_start` is the UTC day or month start
+ * (0 for `total`). `held` is the sum of the open holds placed in that period, `spent` what their
+ * settlements captured net of refunds. Updated under the user's wallet lock, in the movement's transaction.
+ */
+export interface SpendCountersTable {
+  subject: string;
+  period: 'daily' | 'monthly' | 'total';
+  period_start: number;
+  spent: number;
+  held: number;
+}
+
+export interface BillingTables {
+  wallets: WalletsTable;
+  ledger_transactions: LedgerTransactionsTable;
+  ledger_entries: LedgerEntriesTable;
+  holds: HoldsTable;
+  spend_counters: SpendCountersTable;
+}
+
+export const billingMigrations: Record<string, Migration> = {
+  '0400_billing_wallets_ledger_holds': {
+    async up(db: Kysely<any>) {
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      await db.schema
+        .createTable('wallets')
+        .addColumn('user_id', 'text', (c) => c.primaryKey().references('users.id'))
+        .addColumn('balance', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('reserved', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        // Defence in depth: the service never lets these happen; the database refuses them too.
+        .addCheckConstraint('wallets_reserved_nonnegative', sql.raw('reserved >= 0'))
+        .addCheckConstraint('wallets_available_nonnegative', sql.raw('balance - reserved >= 0'))
+        .execute();
+      await db.schema
+        .createTable('ledger_transactions')
+        .addColumn('seq', postgres ? 'bigserial' : 'integer', (c) => (postgres ? c.primaryKey() : c.primaryKey().autoIncrement()))
+        .addColumn('id', 'text', (c) => c.notNull().unique())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('hold_id', 'text')
+        .addColumn('description', 'text', (c) => c.notNull())
+        .addColumn('balance_after', 'bigint', (c) => c.notNull())
+        .addColumn('reserved_after', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('ledger_transactions_user').on('ledger_transactions').columns(['user_id', 'seq']).execute();
+      await db.schema
+        .createTable('ledger_entries')
+        .addColumn('transaction_id', 'text', (c) => c.notNull().references('ledger_transactions.id'))
+        .addColumn('account', 'text', (c) => c.notNull())
+        .addColumn('amount', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('ledger_entries_pk', ['transaction_id', 'account'])
+        .execute();
+      await db.schema.createIndex('ledger_entries_account').on('ledger_entries').column('account').execute();
+      await db.schema
+        .createTable('holds')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('app_id', 'text')
+        .addColumn('key_id', 'text')
+        .addColumn('amount', 'bigint', (c) => c.notNull())
+        .addColumn('captured', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('refunded', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('description', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('closed_at', 'bigint')
+        .addColumn('period_day', 'bigint', (c) => c.notNull())
+        .addColumn('period_month', 'bigint', (c) => c.notNull())
+        .addCheckConstraint('holds_amounts', sql.raw('amount >= 0 AND captured >= 0 AND captured <= amount AND refunded >= 0 AND refunded <= captured'))
+        .execute();
+      await db.schema.createIndex('holds_open_expiry').on('holds').columns(['status', 'expires_at']).execute();
+      await db.schema.createIndex('holds_user_status').on('holds').columns(['user_id', 'status', 'expires_at']).execute();
+      await db.schema
+        .createTable('spend_counters')
+        .addColumn('subject', 'text', (c) => c.notNull())
+        .addColumn('period', 'text', (c) => c.notNull())
+        .addColumn('period_start', 'bigint', (c) => c.notNull())
+        .addColumn('spent', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('held', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addPrimaryKeyConstraint('spend_counters_pk', ['subject', 'period', 'period_start'])
+        .execute();
+    },
+  },
+};

@@ -1,0 +1,60 @@
+import type { AppContext } from '../../platform/context.ts';
+import { newId, randomText } from '../../platform/ids.ts';
+
+/**
+ * Test fixtures of the billing tests. Users are inserted directly (no Argon2 hash to compute) because the
+ * property test needs a fresh wallet per run; the OAuth tables are filled directly because consent is
+ * the OAuth feature's to test. Everything billing does with them goes through the real service and API.
+ */
+
+/** Inserts a user that cannot sign in (its password hash matches nothing) and returns its id. */
+export async function insertUser(ctx: AppContext): Promise<string> {
+  const id = newId('usr');
+  await ctx.db.insertInto('users').values({ id, email: `${id.toLowerCase()}@example.com`, name: 'Fixture', image: null, password_hash: '!', created_at: ctx.clock.now() }).execute();
+  return id;
+}
+
+/** Registers an OAuth client and records the user's authorization of it with the given limits (micro-credits). */
+export async function authorizeApp(
+  ctx: AppContext,
+  userId: string,
+  options: { clientId?: string; name?: string; scopes?: string; daily?: number | null; monthly?: number | null; total?: number | null; revoked?: boolean } = {},
+): Promise<string> {
+  const clientId = options.clientId ?? newId('app');
+  const now = ctx.clock.now();
+  const existing = await ctx.db.selectFrom('oauth_clients').select('client_id').where('client_id', '=', clientId).executeTakeFirst();
+  if (!existing) {
+    await ctx.db
+      .insertInto('oauth_clients')
+      .values({ client_id: clientId, name: options.name ?? `App ${randomText(4)}`, type: 'public', client_secret_hash: null, redirect_uris: '["http://127.0.0.1/cb"]', scopes: 'read billing:read ai:chat', owner_user_id: null, created_at: now })
+      .execute();
+  }
+  await ctx.db
+    .insertInto('authorized_apps')
+    .values({
+      user_id: userId,
+      client_id: clientId,
+      scopes: options.scopes ?? 'read billing:read ai:chat',
+      daily_limit: options.daily ?? null,
+      monthly_limit: options.monthly ?? null,
+      total_limit: options.total ?? null,
+      authorized_at: now,
+      last_used_at: null,
+      revoked_at: options.revoked ? now : null,
+    })
+    .execute();
+  return clientId;
+}
+
+/** Inserts an API key row with a spending limit (micro-credits); the key value itself is never used here. */
+export async function insertApiKey(ctx: AppContext, userId: string, options: { appId?: string | null; limit: number | null; period: 'daily' | 'monthly' | 'total' | null }): Promise<string> {
+  const id = newId('key');
+  await ctx.db
+    .insertInto('api_keys')
+    .values({
+      id, user_id: userId, app_id: options.appId ?? null, name: 'fixture', key_hash: `fixture-${id}`, key_sealed: 'unused', permissions: '["ai:chat"]',
+      limit_micro: options.limit, limit_period: options.period, last_used_at: null, created_at: ctx.clock.now(), revoked_at: null,
+    })
+    .execute();
+  return id;
+}

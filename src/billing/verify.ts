@@ -1,0 +1,178 @@
+import { sql } from 'kysely';
+import { microsToCredits } from '../platform/money.ts';
+import { accounts, type Trx, type BillingContext } from './ledger.ts';
+import { subjectKey, subjectsOf } from './limits.ts';
+
+/** One place where what is recorded disagrees with what the ledger (or the holds) say; amounts in credits. */
+export interface LedgerDifference {
+  /**
+   * `wallet_balance` / `wallet_reserved`: the wallet's cached numbers against the sums of its accounts;
+   * `open_holds`: the wallet's reserve against its open holds; `spend_counter`: a limit counter against
+   * its holds; `unbalanced_transaction`: a movement whose entries do not sum to zero; `ledger_total`: all
+   * entries together do not sum to zero.
+   */
+  kind: 'wallet_balance' | 'wallet_reserved' | 'open_holds' | 'spend_counter' | 'unbalanced_transaction' | 'ledger_total';
+  /** The user id, counter key or transaction id concerned. */
+  subject: string;
+  recorded: number;
+  computed: number;
+}
+
+/** The report of `GET /api/admin/ledger/verify`. */
+export interface LedgerReport {
+  ok: boolean;
+  /** Wallets checked. */
+  wallets: number;
+  /** Ledger entries summed. */
+  entries: number;
+  differences: LedgerDifference[];
+  negativeAvailable: Array<{ userId: string; available: number }>;
+  expiredOpenHolds: Array<{ holdId: string; userId: string; amount: number; expiresAt: string }>;
+}
+
+const num = (value: unknown): number => Number(value ?? 0);
+
+/**
+ * Recomputes every balance from the ledger entries and compares: wallets (balance and reserve), open holds,
+ * spend counters, and that every movement and the whole ledger sum to zero. Also lists negative available
+ * balances and open holds past their expiry. `userId` narrows the check to one user (tests use it after
+ * every step); the operator route checks everything. Reads only: safe while money moves, though a
+ * movement committing between two of its reads can show a transient difference on a busy system.
+ */
+export async function verifyLedger(ctx: BillingContext, options: { userId?: string } = {}): Promise<LedgerReport> {
+  const { db } = ctx;
+  const userId = options.userId;
+  const now = ctx.clock.now();
+
+  // Everything is read in one transaction so the reads agree with one another (a snapshot on PostgreSQL
+  // under REPEATABLE READ; SQLite's transaction holds the write lock, so nothing moves meanwhile).
+  const transaction = ctx.dialect === 'postgres' ? db.transaction().setIsolationLevel('repeatable read') : db.transaction();
+  return transaction.execute(async (trx) => {
+    let accountQuery = trx.selectFrom('ledger_entries').select(['account', (eb) => eb.fn.sum<string | number>('amount').as('total'), (eb) => eb.fn.countAll<string | number>().as('count')]).groupBy('account');
+    if (userId) accountQuery = accountQuery.where('account', 'in', [accounts.available(userId), accounts.held(userId)]);
+    const accountRows = await accountQuery.execute();
+
+    let walletQuery = trx.selectFrom('wallets').select(['user_id', 'balance', 'reserved']);
+    if (userId) walletQuery = walletQuery.where('user_id', '=', userId);
+    const walletRows = await walletQuery.execute();
+
+    let openQuery = trx.selectFrom('holds').select(['user_id', (eb) => eb.fn.sum<string | number>('amount').as('total')]).where('status', '=', 'open').groupBy('user_id');
+    if (userId) openQuery = openQuery.where('user_id', '=', userId);
+    const openRows = await openQuery.execute();
+
+    let unbalancedQuery = trx
+      .selectFrom('ledger_entries')
+      .innerJoin('ledger_transactions', 'ledger_transactions.id', 'ledger_entries.transaction_id')
+      .select(['ledger_entries.transaction_id', (eb) => eb.fn.sum<string | number>('ledger_entries.amount').as('total')])
+      .groupBy('ledger_entries.transaction_id')
+      .having(sql`sum(ledger_entries.amount)`, '<>', 0);
+    if (userId) unbalancedQuery = unbalancedQuery.where('ledger_transactions.user_id', '=', userId);
+    const unbalancedRows = await unbalancedQuery.execute();
+
+    const differences: LedgerDifference[] = [];
+    let entries = 0;
+    let total = 0;
+    const perUser = new Map<string, { available: number; held: number }>();
+    for (const row of accountRows) {
+      entries += num(row.count);
+      total += num(row.total);
+      const match = /^user:(.+):(available|held)$/.exec(row.account);
+      if (!match) continue;
+      const sums = perUser.get(match[1]) ?? { available: 0, held: 0 };
+      sums[match[2] as 'available' | 'held'] += num(row.total);
+      perUser.set(match[1], sums);
+    }
+    if (!userId && total !== 0) differences.push({ kind: 'ledger_total', subject: 'ledger', recorded: microsToCredits(total), computed: 0 });
+    for (const row of unbalancedRows) {
+      differences.push({ kind: 'unbalanced_transaction', subject: row.transaction_id, recorded: microsToCredits(num(row.total)), computed: 0 });
+    }
+
+    const wallets = new Map(walletRows.map((row) => [row.user_id, row]));
+    const openByUser = new Map(openRows.map((row) => [row.user_id, num(row.total)]));
+    const negativeAvailable: LedgerReport['negativeAvailable'] = [];
+    for (const user of new Set([...wallets.keys(), ...perUser.keys(), ...openByUser.keys()])) {
+      const wallet = wallets.get(user) ?? { balance: 0, reserved: 0 };
+      const ledger = perUser.get(user) ?? { available: 0, held: 0 };
+      const open = openByUser.get(user) ?? 0;
+      if (wallet.balance !== ledger.available + ledger.held) {
+        differences.push({ kind: 'wallet_balance', subject: user, recorded: microsToCredits(wallet.balance), computed: microsToCredits(ledger.available + ledger.held) });
+      }
+      if (wallet.reserved !== ledger.held) differences.push({ kind: 'wallet_reserved', subject: user, recorded: microsToCredits(wallet.reserved), computed: microsToCredits(ledger.held) });
+      if (wallet.reserved !== open) differences.push({ kind: 'open_holds', subject: user, recorded: microsToCredits(wallet.reserved), computed: microsToCredits(open) });
+      const available = Math.min(wallet.balance - wallet.reserved, ledger.available);
+      if (available < 0 || ledger.held < 0) negativeAvailable.push({ userId: user, available: microsToCredits(available) });
+    }
+
+    differences.push(...(await counterDifferences(trx, userId)));
+
+    let expiredQuery = trx.selectFrom('holds').select(['id', 'user_id', 'amount', 'expires_at']).where('status', '=', 'open').where('expires_at', '<=', now).orderBy('expires_at');
+    if (userId) expiredQuery = expiredQuery.where('user_id', '=', userId);
+    const expiredOpenHolds = (await expiredQuery.execute()).map((hold) => ({
+      holdId: hold.id,
+      userId: hold.user_id,
+      amount: microsToCredits(hold.amount),
+      expiresAt: new Date(hold.expires_at).toISOString(),
+    }));
+
+    return {
+      ok: differences.length === 0 && negativeAvailable.length === 0 && expiredOpenHolds.length === 0,
+      wallets: userId ? Math.min(walletRows.length, 1) : walletRows.length,
+      entries,
+      differences,
+      negativeAvailable,
+      expiredOpenHolds,
+    };
+  });
+}
+
+/** Recomputes each spend counter from the holds (open amounts held, captures net of refunds spent) and compares. */
+async function counterDifferences(trx: Trx, userId: string | undefined): Promise<LedgerDifference[]> {
+  let holdQuery = trx
+    .selectFrom('holds')
+    .select([
+      'user_id',
+      'app_id',
+      'key_id',
+      'period_day',
+      'period_month',
+      sql<string | number>`sum(case when status = 'open' then amount else 0 end)`.as('held'),
+      sql<string | number>`sum(captured - refunded)`.as('spent'),
+    ])
+    .where((eb) => eb.or([eb('app_id', 'is not', null), eb('key_id', 'is not', null)]))
+    .groupBy(['user_id', 'app_id', 'key_id', 'period_day', 'period_month']);
+  if (userId) holdQuery = holdQuery.where('user_id', '=', userId);
+  const computed = new Map<string, { spent: number; held: number }>();
+  for (const row of await holdQuery.execute()) {
+    for (const subject of subjectsOf({ userId: row.user_id, appId: row.app_id, keyId: row.key_id })) {
+      for (const [period, start] of [['daily', row.period_day], ['monthly', row.period_month], ['total', 0]] as const) {
+        const key = `${subjectKey(subject)}|${period}|${num(start)}`;
+        const sums = computed.get(key) ?? { spent: 0, held: 0 };
+        sums.spent += num(row.spent);
+        sums.held += num(row.held);
+        computed.set(key, sums);
+      }
+    }
+  }
+  let counterQuery = trx.selectFrom('spend_counters').select(['subject', 'period', 'period_start', 'spent', 'held']);
+  if (userId) {
+    // Counters only ever come from holds, so the user's holds name every counter of theirs.
+    const subjects = trx
+      .selectFrom('holds')
+      .select(sql<string>`'app:' || user_id || ':' || app_id`.as('subject'))
+      .where('user_id', '=', userId)
+      .where('app_id', 'is not', null)
+      .union(trx.selectFrom('holds').select(sql<string>`'key:' || key_id`.as('subject')).where('user_id', '=', userId).where('key_id', 'is not', null));
+    counterQuery = counterQuery.where('subject', 'in', subjects);
+  }
+  const recorded = new Map<string, { spent: number; held: number }>();
+  for (const row of await counterQuery.execute()) recorded.set(`${row.subject}|${row.period}|${num(row.period_start)}`, { spent: num(row.spent), held: num(row.held) });
+
+  const differences: LedgerDifference[] = [];
+  for (const key of new Set([...computed.keys(), ...recorded.keys()])) {
+    const want = computed.get(key) ?? { spent: 0, held: 0 };
+    const have = recorded.get(key) ?? { spent: 0, held: 0 };
+    if (want.spent !== have.spent) differences.push({ kind: 'spend_counter', subject: `${key}|spent`, recorded: microsToCredits(have.spent), computed: microsToCredits(want.spent) });
+    if (want.held !== have.held) differences.push({ kind: 'spend_counter', subject: `${key}|held`, recorded: microsToCredits(have.held), computed: microsToCredits(want.held) });
+  }
+  return differences;
+}

@@ -1,0 +1,53 @@
+import type { Db } from '../platform/db/connect.ts';
+import { errors } from '../platform/errors.ts';
+import { microsToCredits } from '../platform/money.ts';
+import { accounts, lockWallet, postMovement, type BillingContext } from './ledger.ts';
+
+/** A wallet as callers see it, in micro-credits: what the user owns, what open holds reserve, and the rest. */
+export interface BalanceMicros {
+  balance: number;
+  reserved: number;
+  available: number;
+}
+
+/** The user's balance (zeros when the user has never had credits). */
+export async function getBalance(db: Db, userId: string): Promise<BalanceMicros> {
+  const wallet = await db.selectFrom('wallets').select(['balance', 'reserved']).where('user_id', '=', userId).executeTakeFirst();
+  const balance = wallet?.balance ?? 0;
+  const reserved = wallet?.reserved ?? 0;
+  return { balance, reserved, available: balance - reserved };
+}
+
+/** Where credits that enter or leave a wallet come from, by kind of movement. */
+const SOURCES = { grant: accounts.grants, topup: accounts.topups, adjustment: accounts.adjustments } as const;
+
+/**
+ * Adds (or, for an adjustment, possibly removes) credits: a grant from the operator, a purchased top-up,
+ * or a correction. Grants and top-ups must be positive; an adjustment may be negative but never takes more
+ * than the user has available (credits held for calls in flight are not taken back): that is a 400 naming
+ * what is available. 404 when the user does not exist.
+ */
+export async function creditWallet(ctx: BillingContext, userId: string, amount: number, kind: keyof typeof SOURCES, reason: string): Promise<{ balance: number }> {
+  if (!Number.isSafeInteger(amount) || amount === 0 || (kind !== 'adjustment' && amount < 0)) {
+    throw errors.invalid(`A ${kind} must be a ${kind === 'adjustment' ? 'non-zero' : 'positive'} amount of credits with at most 6 decimals.`);
+  }
+  const user = await ctx.db.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst();
+  if (!user) throw errors.notFound('User');
+  const now = ctx.clock.now();
+  const outcome = await ctx.db.transaction().execute(async (trx) => {
+    const wallet = await lockWallet(trx, ctx.dialect, userId, now);
+    const available = wallet.balance - wallet.reserved;
+    if (available + amount < 0) {
+      return { refused: errors.invalid(`The adjustment would make the available credits negative: ${microsToCredits(available)} credits are available.`, { available: microsToCredits(available) }) };
+    }
+    const after = await postMovement(
+      trx,
+      wallet,
+      { type: kind, description: reason, entries: [{ account: SOURCES[kind], amount: -amount }, { account: accounts.available(userId), amount }] },
+      now,
+    );
+    return { balance: after.balance };
+  });
+  if ('refused' in outcome) throw outcome.refused;
+  return outcome;
+}

@@ -1,0 +1,76 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../platform/context.ts';
+import { ApiError } from '../platform/errors.ts';
+import type { CatalogueModel } from '../models/catalogue.ts';
+import { principalOf } from '../platform/http/server.ts';
+import type { ProviderAdapter } from '../providers/types.ts';
+import { Meter, type UsageKind } from './metering.ts';
+import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
+
+/** The catalogue model of a public id (cached); 404 MODEL_NOT_FOUND when it is unknown or disabled. */
+export async function resolveModel(ctx: AppContext, id: string): Promise<CatalogueModel> {
+  const model = await ctx.services.models.get(id);
+  if (!model) throw new ApiError('MODEL_NOT_FOUND', `The model "${id}" does not exist; GET /api/v1/models lists the models.`);
+  return model;
+}
+
+/** A signal that aborts when the client closes the connection before its answer was written in full. */
+export function clientSignal(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  const raw = reply.raw;
+  raw.once('close', () => {
+    if (!raw.writableFinished) controller.abort(new DOMException('The client went away.', 'AbortError'));
+  });
+  return controller.signal;
+}
+
+
+/** What a one-shot call (embeddings, images, speech…) used, in billing terms. */
+export interface OneShotUsage {
+  cost: number;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/**
+ * The shape every non-chat endpoint shares: resolve the model and its fallbacks, hold the worst case over
+ * them, call upstream (fallbacks on 5xx or timeout), then settle on what the answer says it used — or
+ * release the hold when nothing came back.
+ */
+export async function meteredCall<T>(
+  ctx: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  options: {
+    kind: UsageKind;
+    modelId: string;
+    /** Refuses a model whose provider lacks the capability (400), before anything is held. */
+    supports: (adapter: ProviderAdapter) => boolean;
+    worstCase: (model: CatalogueModel) => number;
+    call: (adapter: ProviderAdapter, model: CatalogueModel, signal: AbortSignal) => Promise<T>;
+    usage: (result: T, model: CatalogueModel) => OneShotUsage;
+  },
+): Promise<{ result: T; model: CatalogueModel } | null> {
+  const model = await resolveModel(ctx, options.modelId);
+  const candidates = (await candidatesOf(ctx, model)).filter((m) => {
+    const adapter = ctx.services.providers.get(m.provider);
+    return adapter && options.supports(adapter);
+  });
+  if (candidates[0]?.id !== model.id) throw new ApiError('INVALID_REQUEST', `The model "${model.id}" does not support ${options.kind}.`);
+  const meter = await Meter.open(ctx, principalOf(request), options.kind, model.id, Math.max(...candidates.map(options.worstCase)));
+  let answered;
+  try {
+    answered = await callWithFallbacks(ctx, candidates, clientSignal(reply), (m, adapter, signal) => options.call(adapter, m, signal));
+  } catch (error) {
+    await meter.release(model, error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
+    if (error instanceof ClientGone) {
+      reply.hijack();
+      return null;
+    }
+    throw error;
+  }
+  answered.attempt.dispose();
+  const used = options.usage(answered.result, answered.model);
+  await meter.settle({ model: answered.model, ...used, status: 'ok' });
+  return { result: answered.result, model: answered.model };
+}

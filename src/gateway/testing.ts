@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import type { DashboardSession, TestEnv } from '../testing/harness.ts';
+import { creditsToMicros } from '../platform/money.ts';
+import { parseSse, type SseFrame } from '../testing/sse.ts';
+
+/**
+ * Test helpers of the AI API, all through the real HTTP API: a user with credits and an API key, the
+ * wallet in micro-credits, and catalogue entries.
+ */
+
+/** A user with a dashboard session, `credits` granted, and an API key with `permissions`. */
+export interface FundedUser {
+  session: DashboardSession;
+  key: string;
+}
+
+/** Creates a user, grants credits through the operator API and creates an API key from the dashboard. */
+export async function fundedUser(env: TestEnv, credits: number, permissions: string[] = ['ai:chat', 'ai:models', 'ai:embeddings', 'ai:images', 'ai:audio']): Promise<FundedUser> {
+  const session = await env.createUser();
+  if (credits > 0) {
+    const granted = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: credits, reason: 'test' });
+    assert.equal(granted.status, 200, granted.text);
+  }
+  const created = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'test key', permissions });
+  assert.equal(created.status, 200, created.text);
+  return { session, key: created.body.apiKey.key };
+}
+
+/** The wallet in micro-credits. */
+export async function wallet(env: TestEnv, user: FundedUser): Promise<{ balance: number; reserved: number; available: number }> {
+  const response = await env.dashboard(user.session, 'GET', '/api/wallet/balance');
+  assert.equal(response.status, 200, response.text);
+  const micros = (credits: number) => creditsToMicros(credits)!;
+  return { balance: micros(response.body.balance), reserved: micros(response.body.reserved), available: micros(response.body.available) };
+}
+
+/** Waits until no hold of the user is open (a stream's settle lands after its response ended). */
+export async function settled(env: TestEnv, user: FundedUser): Promise<{ balance: number; reserved: number; available: number }> {
+  for (let i = 0; i < 200; i++) {
+    const current = await wallet(env, user);
+    if (current.reserved === 0) return current;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error('a hold stayed open');
+}
+
+/** Puts a model in the catalogue through the operator API. */
+export async function putModel(env: TestEnv, id: string, body: Record<string, unknown>): Promise<any> {
+  const response = await env.admin('PUT', `/api/admin/models/${id}`, body);
+  assert.equal(response.status, 200, response.text);
+  return response.body;
+}
+
+/**
+ * The usage records of a user, newest first (read from the table the gateway writes). The record is written
+ * right after the settle — after a stream's response already ended — so this waits for `atLeast` of them.
+ */
+export async function usageOf(env: TestEnv, user: FundedUser, atLeast = 1) {
+  for (let i = 0; ; i++) {
+    const rows = await env.service.ctx.db.selectFrom('usage_records').selectAll().where('user_id', '=', user.session.userId).orderBy('created_at', 'desc').orderBy('id').execute();
+    if (rows.length >= atLeast || i === 200) return rows;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** Reads a whole SSE body into its frames, keeping a last frame that lacks its terminator. */
+export async function readSseFrames(response: Response): Promise<SseFrame[]> {
+  return parseSse(`${await response.text()}\n\n`);
+}

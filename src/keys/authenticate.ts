@@ -1,0 +1,129 @@
+import type { Db } from '../platform/db/connect.ts';
+import type { Clock } from '../platform/clock.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { InvalidationBus } from '../platform/bus.ts';
+import type { Principal } from '../platform/http/principal.ts';
+import { sha256Hex } from '../platform/crypto.ts';
+import { isWellFormedApiKey } from './format.ts';
+import { findLiveKeyByValue } from './store.ts';
+
+/** The bus channel on which a revoked key's id is announced, so every process drops it from its cache. */
+export const KEY_REVOKED_CHANNEL = 'keys:revoked';
+
+/**
+ * How long a resolved key is trusted from memory. A revocation reaches this process's cache at once (and
+ * other processes' at once through a shared bus); this bounds the staleness when the bus does not span
+ * the processes.
+ */
+export const KEY_CACHE_TTL_MS = 10_000;
+const KEY_CACHE_MAX_ENTRIES = 10_000;
+
+/** `lastUsed` is written at most once per this interval per key, so the hot path rarely writes. */
+export const LAST_USED_INTERVAL_MS = 60_000;
+
+/** What key authentication needs from the service. */
+export interface KeyAuthDeps {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  bus: InvalidationBus;
+}
+
+/** Turns `ak_…` values into principals, with an in-process cache and throttled `lastUsed` writes. */
+export interface KeyAuthenticator {
+  /** The principal of a live key, or null when the value is malformed, unknown or revoked. */
+  resolve(value: string): Promise<Principal | null>;
+  /** Drops a revoked key here and tells every other process to drop it. */
+  forget(keyId: string): void;
+  /** Resolves once every `lastUsed` write started so far has finished (for shutdown and tests). */
+  settled(): Promise<void>;
+}
+
+interface CachedKey {
+  principal: Principal;
+  expiresAt: number;
+}
+
+/** Builds the `ak_…` resolver of one process; subscribes to revocations on `deps.bus`. */
+export function createKeyAuthenticator({ db, clock, log, bus }: KeyAuthDeps): KeyAuthenticator {
+  const byHash = new Map<string, CachedKey>();
+  const hashById = new Map<string, string>();
+  const lastWrittenAt = new Map<string, number>();
+  const writes = new Set<Promise<void>>();
+  // Counts revocations seen, so that a lookup which raced a revocation is not cached (see resolve).
+  let revocations = 0;
+
+  function drop(keyId: string): void {
+    revocations++;
+    const hash = hashById.get(keyId);
+    if (hash !== undefined) byHash.delete(hash);
+    hashById.delete(keyId);
+  }
+  bus.subscribe(KEY_REVOKED_CHANNEL, drop);
+
+  function remember(hash: string, principal: Principal, now: number): void {
+    if (byHash.size >= KEY_CACHE_MAX_ENTRIES) {
+      // Maps iterate in insertion order: the first entry is the oldest.
+      const [oldestHash, oldest] = byHash.entries().next().value!;
+      byHash.delete(oldestHash);
+      hashById.delete(oldest.principal.keyId!);
+    }
+    byHash.set(hash, { principal, expiresAt: now + KEY_CACHE_TTL_MS });
+    hashById.set(principal.keyId!, hash);
+  }
+
+  /**
+   * Records a use without delaying the request: once a minute per key in this process, and the UPDATE's
+   * own condition keeps several processes from writing more often than that between them.
+   */
+  function noteUse(keyId: string, now: number): void {
+    const previous = lastWrittenAt.get(keyId);
+    if (previous !== undefined && now - previous < LAST_USED_INTERVAL_MS) return;
+    if (lastWrittenAt.size >= KEY_CACHE_MAX_ENTRIES) {
+      for (const [id, at] of lastWrittenAt) if (now - at >= LAST_USED_INTERVAL_MS) lastWrittenAt.delete(id);
+    }
+    lastWrittenAt.set(keyId, now);
+    const write = db
+      .updateTable('api_keys')
+      .set({ last_used_at: now })
+      .where('id', '=', keyId)
+      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<=', now - LAST_USED_INTERVAL_MS)]))
+      .execute()
+      .then(
+        () => undefined,
+        (error: unknown) => log.warn({ err: error, keyId }, 'could not record the use of an API key'),
+      )
+      .finally(() => writes.delete(write));
+    writes.add(write);
+  }
+
+  return {
+    async resolve(value) {
+      // Invariant: a value whose checksum does not match never reaches the database.
+      if (!isWellFormedApiKey(value)) return null;
+      const now = clock.now();
+      const hash = sha256Hex(value);
+      const cached = byHash.get(hash);
+      let principal = cached && cached.expiresAt > now ? cached.principal : undefined;
+      if (!principal) {
+        if (cached) byHash.delete(hash);
+        const revocationsBefore = revocations;
+        const row = await findLiveKeyByValue(db, value);
+        if (!row) return null;
+        principal = { kind: 'api_key', userId: row.user_id, appId: row.app_id, keyId: row.id, scopes: new Set(JSON.parse(row.permissions) as string[]) };
+        // A revocation that landed while the row was being read may be this key's: answer, but do not
+        // keep an answer that could outlive the revocation.
+        if (revocations === revocationsBefore) remember(hash, principal, now);
+      }
+      noteUse(principal.keyId!, now);
+      return principal;
+    },
+    forget(keyId) {
+      drop(keyId);
+      bus.publish(KEY_REVOKED_CHANNEL, keyId);
+    },
+    async settled() {
+      await Promise.all([...writes]);
+    },
+  };
+}

@@ -1,0 +1,140 @@
+import { sql, type ExpressionBuilder, type SqlBool, type Expression } from 'kysely';
+import type { Db } from '../platform/db/connect.ts';
+import type { Clock } from '../platform/clock.ts';
+import type { Tables } from '../tables.ts';
+import type { Principal } from '../platform/http/principal.ts';
+import { decrypt, encrypt, sha256Hex } from '../platform/crypto.ts';
+import { newId } from '../platform/ids.ts';
+import { microsToCredits } from '../platform/money.ts';
+import { generateApiKey } from './format.ts';
+import type { ApiKeysTable } from './tables.ts';
+
+/** The period of a key's spending limit: `total` never resets (decisions.md "Billing"). */
+export type KeyLimitPeriod = NonNullable<ApiKeysTable['limit_period']>;
+export const KEY_LIMIT_PERIODS = ['daily', 'monthly', 'total'] as const satisfies readonly KeyLimitPeriod[];
+
+/** A key as the list endpoint shows it (contract §2.1, plus its spending limit in credits). */
+export interface ListedApiKey {
+  id: string;
+  name: string;
+  key: string;
+  permissions: string[];
+  lastUsed: string | null;
+  createdAt: string;
+  limit: number | null;
+  limitPeriod: KeyLimitPeriod | null;
+}
+
+/** A key as creation returns it (contract §2.1: no lastUsed). */
+export interface CreatedApiKey {
+  id: string;
+  name: string;
+  key: string;
+  permissions: string[];
+  createdAt: string;
+}
+
+/** What a caller asks for when creating a key; validated by the route. */
+export interface NewApiKey {
+  name: string;
+  permissions: string[];
+  limitMicro: number | null;
+  limitPeriod: KeyLimitPeriod | null;
+}
+
+/**
+ * The rows the caller may see or revoke: the user's own live keys and, unless the caller is the user's
+ * first-party dashboard session, only those its own app created (decisions.md "Who is calling").
+ */
+function visibleTo(principal: Principal) {
+  return (eb: ExpressionBuilder<Tables, 'api_keys'>): Expression<SqlBool> => {
+    const conditions: Expression<SqlBool>[] = [eb('user_id', '=', principal.userId), eb('revoked_at', 'is', null)];
+    if (principal.kind !== 'session') {
+      // A credential with no app behind it that is not the dashboard sees nothing rather than everything.
+      conditions.push(principal.appId ? eb('app_id', '=', principal.appId) : sql<SqlBool>`1 = 0`);
+    }
+    return eb.and(conditions);
+  };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * Creates a key for the caller's user, recording the app that created it. Only the SHA-256 of the value
+ * (for lookup) and the value sealed under `encryptionKey` (the contract lists it back) are stored.
+ */
+export async function createApiKey(db: Db, clock: Clock, encryptionKey: Buffer, principal: Principal, input: NewApiKey): Promise<CreatedApiKey> {
+  const key = generateApiKey();
+  const id = newId('key');
+  const createdAt = clock.now();
+  await db
+    .insertInto('api_keys')
+    .values({
+      id,
+      user_id: principal.userId,
+      app_id: principal.kind === 'session' ? null : principal.appId,
+      name: input.name,
+      key_hash: sha256Hex(key),
+      key_sealed: encrypt(encryptionKey, key),
+      permissions: JSON.stringify(input.permissions),
+      limit_micro: input.limitMicro,
+      limit_period: input.limitPeriod,
+      last_used_at: null,
+      created_at: createdAt,
+      revoked_at: null,
+    })
+    .execute();
+  return { id, name: input.name, key, permissions: input.permissions, createdAt: iso(createdAt) };
+}
+
+/** The caller's visible live keys, newest first, with their values unsealed. */
+export async function listApiKeys(db: Db, encryptionKey: Buffer, principal: Principal): Promise<ListedApiKey[]> {
+  const rows = await db
+    .selectFrom('api_keys')
+    .select(['id', 'name', 'key_sealed', 'permissions', 'last_used_at', 'created_at', 'limit_micro', 'limit_period'])
+    .where(visibleTo(principal))
+    .orderBy('created_at', 'desc')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({
+    id: row.id,
+    name: row.name,
+    key: decrypt(encryptionKey, row.key_sealed),
+    permissions: JSON.parse(row.permissions) as string[],
+    lastUsed: row.last_used_at === null ? null : iso(row.last_used_at),
+    createdAt: iso(row.created_at),
+    limit: row.limit_micro === null ? null : microsToCredits(row.limit_micro),
+    limitPeriod: row.limit_period,
+  }));
+}
+
+/**
+ * Revokes one of the caller's visible keys; false when there is none by that id (unknown, another user's,
+ * another app's or already revoked: the caller cannot tell which). The row stays for the usage history.
+ */
+export async function revokeApiKey(db: Db, clock: Clock, principal: Principal, id: string): Promise<boolean> {
+  const result = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: clock.now() })
+    .where('id', '=', id)
+    .where(visibleTo(principal))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** The live key whose value is `value`, found by its hash; undefined when unknown or revoked. */
+export async function findLiveKeyByValue(db: Db, value: string) {
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'user_id', 'app_id', 'permissions'])
+    .where('key_hash', '=', sha256Hex(value))
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+}
+
+/** A key's spending limit in micro-credits, or null when it has none; billing reads it when placing a hold. */
+export async function findKeyLimit(db: Db, keyId: string): Promise<{ limitMicro: number; period: KeyLimitPeriod } | null> {
+  const row = await db.selectFrom('api_keys').select(['limit_micro', 'limit_period']).where('id', '=', keyId).executeTakeFirst();
+  if (!row || row.limit_micro === null) return null;
+  return { limitMicro: row.limit_micro, period: row.limit_period ?? 'total' };
+}

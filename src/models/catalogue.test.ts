@@ -1,0 +1,101 @@
+import { after, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { describeEachDatabase } from '../testing/harness.ts';
+import { startMockUpstream } from '../providers/testing/mock-upstream.ts';
+import { fundedUser, putModel } from '../gateway/testing.ts';
+import { costMicros, parseDecimal, usdToMicros } from './pricing.ts';
+
+const mock = await startMockUpstream({
+  models: [
+    { id: 'acme/small', name: 'Acme: Small', context_length: 32768, top_provider: { max_completion_tokens: 4096 }, architecture: { input_modalities: ['text'], output_modalities: ['text'] }, pricing: { prompt: '0.0000003', completion: '0.0000012', request: '0', image: '0' } },
+    { id: 'acme/vision', name: 'Acme: Vision', context_length: 128000, architecture: { input_modalities: ['text', 'image'], output_modalities: ['text'] }, pricing: { prompt: '0.000003', completion: '0.000015', request: '0.001', image: '0.0048' } },
+    { id: 'acme/varies', name: 'Acme: Router', pricing: { prompt: '-1', completion: '-1' } },
+    { id: 'acme/unpriced' },
+  ],
+});
+after(() => mock.close());
+
+describeEachDatabase('the model catalogue', (env) => {
+  it('PUT /api/admin/models/:vendor/:model sets a model that GET /api/v1/models lists in the OpenAI format, prices in credits', async () => {
+    const saved = await putModel(env, 'acme/writer', { provider: 'openai', upstreamModel: 'gpt-x', name: 'Acme Writer', pricing: { prompt: 2.5, completion: 10, request: 0.000001 }, contextLength: 128000, maxOutputTokens: 16384, inputModalities: ['text', 'image'] });
+    assert.equal(saved.id, 'acme/writer');
+    assert.deepEqual(saved.pricing, { prompt: 2.5, completion: 10, request: 0.000001, second: 0, image: 0 });
+    const user = await fundedUser(env, 0, ['ai:models']);
+    const list = await env.request('GET', '/api/v1/models', { token: user.key });
+    assert.equal(list.body.object, 'list');
+    const writer = list.body.data.find((m: any) => m.id === 'acme/writer');
+    assert.deepEqual(writer, {
+      id: 'acme/writer', object: 'model', created: writer.created, owned_by: 'acme', name: 'Acme Writer',
+      pricing: { prompt: 2.5, completion: 10, request: 0.000001, second: 0, image: 0 },
+      context_length: 128000, modalities: { input: ['text', 'image'], output: ['text'] },
+    });
+    assert.ok(Number.isInteger(writer.created));
+  });
+
+  it('a change is seen at once (the cache is dropped): a disabled model is a 404 on the next call', async () => {
+    const user = await fundedUser(env, 10, ['ai:chat', 'ai:models']);
+    await putModel(env, 'acme/soon-gone', { provider: 'echo', upstreamModel: 'echo', pricing: { prompt: 1 } });
+    const ok = await env.request('POST', '/api/v1/chat/completions', { token: user.key, body: { model: 'acme/soon-gone', messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(ok.status, 200);
+    await putModel(env, 'acme/soon-gone', { provider: 'echo', upstreamModel: 'echo', pricing: { prompt: 1 }, enabled: false });
+    const gone = await env.request('POST', '/api/v1/chat/completions', { token: user.key, body: { model: 'acme/soon-gone', messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(gone.status, 404);
+    assert.equal(gone.body.error.code, 'MODEL_NOT_FOUND');
+  });
+
+  it('PUT refuses an unknown provider, a price with 7 decimals, a negative price and a self-fallback with 400', async () => {
+    for (const body of [
+      { provider: 'nowhere', upstreamModel: 'x', pricing: {} },
+      { provider: 'openai', upstreamModel: 'x', pricing: { prompt: 0.0000001 } },
+      { provider: 'openai', upstreamModel: 'x', pricing: { prompt: -1 } },
+      { provider: 'openai', upstreamModel: 'x', pricing: {}, fallbacks: ['acme/bad'] },
+    ]) {
+      const response = await env.admin('PUT', '/api/admin/models/acme/bad', body);
+      assert.equal(response.status, 400, JSON.stringify(body));
+      assert.equal(response.body.error.code, 'INVALID_REQUEST');
+    }
+    assert.equal((await env.request('PUT', '/api/admin/models/acme/bad', { body: { provider: 'openai', upstreamModel: 'x', pricing: {} } })).status, 401);
+  });
+
+  it('sync imports OpenRouter prices converted exactly with CREDITS_PER_USD; an unpriced model is imported disabled', async () => {
+    const response = await env.admin('POST', '/api/admin/models/sync');
+    assert.equal(response.status, 200, response.text);
+    const openrouter = response.body.providers.find((p: any) => p.provider === 'openrouter');
+    assert.equal(openrouter.imported, 4);
+    assert.deepEqual(openrouter.needsPricing.sort(), ['acme/unpriced', 'acme/varies']);
+    const all = (await env.admin('GET', '/api/admin/models')).body.data;
+    const small = all.find((m: any) => m.id === 'acme/small');
+    // $0.30 and $1.20 per 1M tokens × 250 credits per USD.
+    assert.deepEqual(small.pricing, { prompt: 75, completion: 300, request: 0, second: 0, image: 0 });
+    assert.equal(small.provider, 'openrouter');
+    assert.equal(small.upstreamModel, 'acme/small');
+    assert.equal(small.maxOutputTokens, 4096);
+    assert.equal(small.contextLength, 32768);
+    const vision = all.find((m: any) => m.id === 'acme/vision');
+    assert.deepEqual(vision.pricing, { prompt: 750, completion: 3750, request: 0.25, second: 0, image: 1.2 });
+    assert.deepEqual(vision.inputModalities, ['text', 'image']);
+    assert.equal(all.find((m: any) => m.id === 'acme/unpriced').enabled, false);
+    // The OpenRouter key went upstream.
+    assert.equal(mock.requests.find((r) => r.path === '/v1/models')?.headers.authorization, 'Bearer sk-or-test');
+  });
+}, { config: { OPENROUTER_BASE_URL: `${mock.url}/v1`, OPENROUTER_API_KEY: 'sk-or-test', CREDITS_PER_USD: 250 } });
+
+it('USD prices convert to micro-credits exactly, with no float drift, rounding up', () => {
+  // 0.0000003 USD/token × 100 credits/USD × 1e6 micro × 1e6 tokens = 30 credits per 1M tokens.
+  assert.equal(usdToMicros('0.0000003', 100, 1_000_000n), 30_000_000);
+  // Floats would give 0.1 + 0.2 drift; decimals do not.
+  assert.equal(usdToMicros('0.00000007', 100, 1_000_000n), 7_000_000);
+  assert.equal(usdToMicros('1.5e-7', 100, 1_000_000n), 15_000_000);
+  assert.equal(usdToMicros('0.0048', 100, 1n), 480_000);
+  assert.equal(usdToMicros('0.000000001', 0.3, 1n), 1); // 3e-10 credits → rounds up to one micro-credit
+  assert.equal(usdToMicros('0.1', 0.1, 1n), 10_000);
+  assert.equal(usdToMicros('-1', 100, 1n), null);
+  assert.equal(usdToMicros('abc', 100, 1n), null);
+  assert.deepEqual(parseDecimal('12.3400'), { digits: 123400n, scale: 4 });
+});
+
+it('a cost rounds up to the next micro-credit and adds per-call, per-second and per-image prices', () => {
+  const pricing = { prompt: 1_500_000, completion: 2_000_000, request: 10, second: 100, image: 1000 };
+  assert.equal(costMicros(pricing, { promptTokens: 1, completionTokens: 0 }), 2); // 1.5 → 2
+  assert.equal(costMicros(pricing, { promptTokens: 2, completionTokens: 3, requests: 1, seconds: 1.5, images: 2 }), 3 + 6 + 10 + 150 + 2000);
+});

@@ -1,0 +1,95 @@
+import type { Selectable } from 'kysely';
+import type { Db } from '../platform/db/connect.ts';
+import type { ModelsTable } from './tables.ts';
+
+/** Prices in integer micro-credits: `prompt`/`completion` per 1M tokens, `request` per call, `second` per compute second, `image` per output image. */
+export interface ModelPricing {
+  prompt: number;
+  completion: number;
+  request: number;
+  second: number;
+  image: number;
+}
+
+/** A model of the catalogue, as the features use it. */
+export interface CatalogueModel {
+  id: string;
+  provider: string;
+  upstreamModel: string;
+  name: string;
+  pricing: ModelPricing;
+  contextLength: number | null;
+  maxOutputTokens: number | null;
+  maxPredictSeconds: number | null;
+  inputModalities: string[];
+  outputModalities: string[];
+  fallbacks: string[];
+  isTest: boolean;
+  enabled: boolean;
+  updatedAt: number;
+}
+
+/** Maps a row of `models` to a {@link CatalogueModel}. */
+export function modelFromRow(row: Selectable<ModelsTable>): CatalogueModel {
+  return {
+    id: row.id,
+    provider: row.provider,
+    upstreamModel: row.upstream_model,
+    name: row.name,
+    pricing: { prompt: row.price_prompt, completion: row.price_completion, request: row.price_request, second: row.price_second, image: row.price_image },
+    contextLength: row.context_length,
+    maxOutputTokens: row.max_output_tokens,
+    maxPredictSeconds: row.max_predict_seconds,
+    inputModalities: JSON.parse(row.input_modalities),
+    outputModalities: JSON.parse(row.output_modalities),
+    fallbacks: JSON.parse(row.fallbacks),
+    isTest: row.is_test === 1,
+    enabled: row.enabled === 1,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** The model with this public id, or null (disabled models included; callers decide). */
+export async function getModel(db: Db, id: string): Promise<CatalogueModel | null> {
+  const row = await db.selectFrom('models').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? modelFromRow(row) : null;
+}
+
+/** Every enabled model, by id. */
+export async function listModels(db: Db): Promise<CatalogueModel[]> {
+  const rows = await db.selectFrom('models').selectAll().where('enabled', '=', 1).orderBy('id').execute();
+  return rows.map(modelFromRow);
+}
+
+/** Every model, disabled ones included, by id (the cache keeps them all so a disabled id still resolves to "not found" without a query). */
+export async function listAllModels(db: Db): Promise<CatalogueModel[]> {
+  const rows = await db.selectFrom('models').selectAll().orderBy('id').execute();
+  return rows.map(modelFromRow);
+}
+
+/** Inserts or replaces a model. */
+export async function upsertModel(db: Db, model: Omit<CatalogueModel, 'updatedAt'>, now: number): Promise<CatalogueModel> {
+  const row = {
+    id: model.id,
+    provider: model.provider,
+    upstream_model: model.upstreamModel,
+    name: model.name,
+    price_prompt: model.pricing.prompt,
+    price_completion: model.pricing.completion,
+    price_request: model.pricing.request,
+    price_second: model.pricing.second,
+    price_image: model.pricing.image,
+    context_length: model.contextLength,
+    max_output_tokens: model.maxOutputTokens,
+    max_predict_seconds: model.maxPredictSeconds,
+    input_modalities: JSON.stringify(model.inputModalities),
+    output_modalities: JSON.stringify(model.outputModalities),
+    fallbacks: JSON.stringify(model.fallbacks),
+    is_test: model.isTest ? 1 : 0,
+    enabled: model.enabled ? 1 : 0,
+    updated_at: now,
+  };
+  const { id, ...rest } = row;
+  await db.insertInto('models').values(row).onConflict((oc) => oc.column('id').doUpdateSet(rest)).execute();
+  return modelFromRow(row);
+}

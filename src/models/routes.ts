@@ -1,0 +1,149 @@
+import Type, { type Static } from 'typebox';
+import type { App } from '../platform/http/server.ts';
+import type { AppContext } from '../platform/context.ts';
+import { ApiError } from '../platform/errors.ts';
+import { getModel, listAllModels, upsertModel, type CatalogueModel } from './catalogue.ts';
+import { pricingFromCredits, pricingToCredits } from './pricing.ts';
+import { syncModels } from './sync.ts';
+
+/** A public model id: `<vendor>/<model>`. */
+export const MODEL_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]*/[^\\s]+$';
+
+const Credits = Type.Number({ minimum: 0, description: 'Credits' });
+
+const PricingSchema = Type.Object({
+  prompt: Type.Number({ description: 'Credits per 1M prompt tokens' }),
+  completion: Type.Number({ description: 'Credits per 1M completion tokens' }),
+  request: Type.Number({ description: 'Credits per call' }),
+  second: Type.Number({ description: 'Credits per second of provider compute' }),
+  image: Type.Number({ description: 'Credits per output image' }),
+});
+
+/** A model as `GET /api/v1/models` lists it (OpenAI list entry plus OpenRouter-style details). */
+const PublicModelSchema = Type.Object({
+  id: Type.String({ examples: ['tollgate/echo'] }),
+  object: Type.Literal('model'),
+  created: Type.Integer(),
+  owned_by: Type.String(),
+  name: Type.String(),
+  pricing: PricingSchema,
+  context_length: Type.Union([Type.Integer(), Type.Null()]),
+  modalities: Type.Object({ input: Type.Array(Type.String()), output: Type.Array(Type.String()) }),
+  test: Type.Optional(Type.Boolean({ description: 'A built-in test model (no real inference).' })),
+});
+
+/** A model as the operator API shows it. */
+const AdminModelSchema = Type.Object({
+  id: Type.String(),
+  provider: Type.String(),
+  upstreamModel: Type.String(),
+  name: Type.String(),
+  pricing: PricingSchema,
+  contextLength: Type.Union([Type.Integer(), Type.Null()]),
+  maxOutputTokens: Type.Union([Type.Integer(), Type.Null()]),
+  maxPredictSeconds: Type.Union([Type.Integer(), Type.Null()]),
+  inputModalities: Type.Array(Type.String()),
+  outputModalities: Type.Array(Type.String()),
+  fallbacks: Type.Array(Type.String()),
+  isTest: Type.Boolean(),
+  enabled: Type.Boolean(),
+  updatedAt: Type.String({ format: 'date-time' }),
+});
+
+const PutModelBody = Type.Object({
+  provider: Type.String({ pattern: '^[a-z0-9][a-z0-9-]*$', description: 'openai, openrouter, anthropic, replicate, echo, or a configured provider name' }),
+  upstreamModel: Type.String({ minLength: 1, maxLength: 300 }),
+  name: Type.Optional(Type.String({ maxLength: 300 })),
+  pricing: Type.Object({
+    prompt: Type.Optional(Credits), completion: Type.Optional(Credits), request: Type.Optional(Credits), second: Type.Optional(Credits), image: Type.Optional(Credits),
+  }, { additionalProperties: false }),
+  contextLength: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+  maxOutputTokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+  maxPredictSeconds: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 86400 }), Type.Null()])),
+  inputModalities: Type.Optional(Type.Array(Type.String({ enum: ['text', 'image', 'audio', 'file', 'video'] }))),
+  outputModalities: Type.Optional(Type.Array(Type.String({ enum: ['text', 'image', 'audio', 'embedding', 'video'] }))),
+  fallbacks: Type.Optional(Type.Array(Type.String({ pattern: MODEL_ID_PATTERN }), { maxItems: 5 })),
+  isTest: Type.Optional(Type.Boolean()),
+  enabled: Type.Optional(Type.Boolean()),
+}, { additionalProperties: false });
+
+/** The `GET /api/v1/models` entry of a model. */
+function publicModel(model: CatalogueModel) {
+  return {
+    id: model.id,
+    object: 'model' as const,
+    created: Math.floor(model.updatedAt / 1000),
+    owned_by: model.id.split('/')[0],
+    name: model.name,
+    pricing: pricingToCredits(model.pricing),
+    context_length: model.contextLength,
+    modalities: { input: model.inputModalities, output: model.outputModalities },
+    ...(model.isTest ? { test: true } : {}),
+  };
+}
+
+function adminModel(model: CatalogueModel) {
+  return { ...model, pricing: pricingToCredits(model.pricing), updatedAt: new Date(model.updatedAt).toISOString() };
+}
+
+const security = [{ admin: [] }];
+
+/** `GET /api/v1/models` and the operator's catalogue routes. */
+export function registerModelRoutes(app: App, ctx: AppContext): void {
+  app.get('/api/v1/models', {
+    schema: {
+      tags: ['ai'], summary: 'List the models (OpenAI format, with prices in credits)', security: [{ bearer: [] }],
+      response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(PublicModelSchema) }) },
+    },
+    config: { auth: ['ai:models'] },
+  }, async () => ({ object: 'list' as const, data: (await ctx.services.models.list()).map(publicModel) }));
+
+  app.get('/api/admin/models', {
+    schema: { tags: ['admin'], summary: 'List every model of the catalogue, disabled ones included', security, response: { 200: Type.Object({ data: Type.Array(AdminModelSchema) }) } },
+    config: { admin: true },
+  }, async () => ({ data: (await listAllModels(ctx.db)).map(adminModel) }));
+
+  app.put('/api/admin/models/:vendor/:model', {
+    schema: {
+      tags: ['admin'], summary: 'Create or replace a model of the catalogue', security,
+      params: Type.Object({ vendor: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', maxLength: 100 }), model: Type.String({ pattern: '^[^\\s/]+$', maxLength: 200 }) }),
+      body: PutModelBody,
+      response: { 200: AdminModelSchema },
+    },
+    config: { admin: true },
+  }, async (request) => {
+    const { vendor, model: modelName } = request.params as { vendor: string; model: string };
+    const body = request.body as Static<typeof PutModelBody>;
+    const id = `${vendor}/${modelName}`;
+    if (!ctx.services.providers.knownNames().includes(body.provider)) {
+      throw new ApiError('INVALID_REQUEST', `Unknown provider "${body.provider}"; use one of ${ctx.services.providers.knownNames().join(', ')}.`);
+    }
+    if (body.fallbacks?.includes(id)) throw new ApiError('INVALID_REQUEST', 'A model cannot be its own fallback.');
+    const before = await getModel(ctx.db, id);
+    const saved = await upsertModel(ctx.db, {
+      id,
+      provider: body.provider,
+      upstreamModel: body.upstreamModel,
+      name: body.name ?? before?.name ?? id,
+      pricing: pricingFromCredits(body.pricing),
+      contextLength: body.contextLength ?? null,
+      maxOutputTokens: body.maxOutputTokens ?? null,
+      maxPredictSeconds: body.maxPredictSeconds ?? null,
+      inputModalities: body.inputModalities ?? ['text'],
+      outputModalities: body.outputModalities ?? ['text'],
+      fallbacks: body.fallbacks ?? [],
+      isTest: body.isTest ?? false,
+      enabled: body.enabled ?? true,
+    }, ctx.clock.now());
+    ctx.services.models.announceChange();
+    return adminModel(saved);
+  });
+
+  app.post('/api/admin/models/sync', {
+    schema: {
+      tags: ['admin'], summary: "Import the configured providers' models and USD prices (converted with CREDITS_PER_USD)", security,
+      response: { 200: Type.Object({ providers: Type.Array(Type.Object({ provider: Type.String(), imported: Type.Integer(), updated: Type.Integer(), needsPricing: Type.Array(Type.String()), error: Type.Optional(Type.String()) })) }) },
+    },
+    config: { admin: true },
+  }, async () => syncModels(ctx));
+}

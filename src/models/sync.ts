@@ -1,0 +1,80 @@
+import type { AppContext } from '../platform/context.ts';
+import { listAllModels, upsertModel, type CatalogueModel } from './catalogue.ts';
+import { usdToMicros } from './pricing.ts';
+import type { UpstreamModel } from '../providers/types.ts';
+
+/** What a sync did, per provider. */
+export interface SyncReport {
+  providers: Array<{ provider: string; imported: number; updated: number; needsPricing: string[]; error?: string }>;
+}
+
+/** The public id of an upstream model: OpenRouter's ids are already `<vendor>/<model>`; others get the provider as vendor. */
+function publicId(provider: string, upstreamId: string): string {
+  return provider === 'openrouter' && upstreamId.includes('/') ? upstreamId : `${provider}/${upstreamId}`;
+}
+
+/**
+ * Imports every configured provider's `/models` list into the catalogue, converting USD prices with
+ * `CREDITS_PER_USD` exactly (decimal arithmetic, rounded up to the micro-credit).
+ *
+ * Invariant: a model without a listed price is imported **disabled** (and reported in `needsPricing`) —
+ * enabling it at price zero would give it away. What the operator set by hand (fallbacks, the enabled flag
+ * of an existing model, an output cap) is kept; listed prices and limits follow the provider.
+ */
+export async function syncModels(ctx: AppContext, timeoutMs = ctx.config.UPSTREAM_TIMEOUT_MS): Promise<SyncReport> {
+  const existing = new Map((await listAllModels(ctx.db)).map((m) => [m.id, m]));
+  const report: SyncReport = { providers: [] };
+  for (const adapter of ctx.services.providers.syncable()) {
+    const entry = { provider: adapter.name, imported: 0, updated: 0, needsPricing: [] as string[] };
+    report.providers.push(entry);
+    let listed: UpstreamModel[];
+    try {
+      listed = (await adapter.listModels?.({ signal: AbortSignal.timeout(timeoutMs) })) ?? [];
+    } catch (error) {
+      Object.assign(entry, { error: (error as Error).message });
+      continue;
+    }
+    for (const upstream of listed) {
+      const id = publicId(adapter.name, upstream.id);
+      const before = existing.get(id);
+      const priced = priceOf(upstream, ctx.config.CREDITS_PER_USD);
+      if (!priced) entry.needsPricing.push(id);
+      const model: Omit<CatalogueModel, 'updatedAt'> = {
+        id,
+        provider: adapter.name,
+        upstreamModel: upstream.id,
+        name: upstream.name ?? before?.name ?? upstream.id,
+        pricing: priced ?? before?.pricing ?? { prompt: 0, completion: 0, request: 0, second: 0, image: 0 },
+        contextLength: upstream.contextLength ?? before?.contextLength ?? null,
+        maxOutputTokens: before?.maxOutputTokens ?? upstream.maxOutputTokens ?? null,
+        maxPredictSeconds: before?.maxPredictSeconds ?? null,
+        inputModalities: upstream.inputModalities ?? before?.inputModalities ?? ['text'],
+        outputModalities: upstream.outputModalities ?? before?.outputModalities ?? ['text'],
+        fallbacks: before?.fallbacks ?? [],
+        isTest: before?.isTest ?? false,
+        enabled: before ? before.enabled : priced !== null,
+      };
+      await upsertModel(ctx.db, model, ctx.clock.now());
+      if (before) entry.updated++;
+      else entry.imported++;
+    }
+  }
+  ctx.services.models.announceChange();
+  return report;
+}
+
+/** The listed USD prices in micro-credits, or null when the provider lists no usable prompt and completion price. */
+function priceOf(upstream: UpstreamModel, creditsPerUsd: number) {
+  const usd = upstream.usdPricing;
+  if (!usd?.prompt || !usd.completion) return null;
+  const prompt = usdToMicros(usd.prompt, creditsPerUsd, 1_000_000n);
+  const completion = usdToMicros(usd.completion, creditsPerUsd, 1_000_000n);
+  if (prompt === null || completion === null) return null;
+  return {
+    prompt,
+    completion,
+    request: usd.request ? usdToMicros(usd.request, creditsPerUsd, 1n) ?? 0 : 0,
+    second: 0,
+    image: usd.image ? usdToMicros(usd.image, creditsPerUsd, 1n) ?? 0 : 0,
+  };
+}

@@ -1,0 +1,64 @@
+import type { Kysely, Migration } from 'kysely';
+
+/**
+ * The model catalogue: each public id (`<vendor>/<model>`) maps to a provider, an upstream model and
+ * prices. Prices are integer micro-credits: `prompt`/`completion` per 1M tokens, `request` per call,
+ * `second` per second of provider compute, `image` per output image (decisions.md "Credits").
+ */
+export interface ModelsTable {
+  id: string;
+  /** `openai`, `openrouter`, `anthropic`, `replicate`, `echo`, or the name of a configured provider. */
+  provider: string;
+  upstream_model: string;
+  name: string;
+  price_prompt: number;
+  price_completion: number;
+  price_request: number;
+  price_second: number;
+  price_image: number;
+  context_length: number | null;
+  max_output_tokens: number | null;
+  /** Predictions: the worst-case compute seconds a hold covers (default 120). */
+  max_predict_seconds: number | null;
+  /** JSON arrays of `text`, `image`, `audio`, `embedding`. */
+  input_modalities: string;
+  output_modalities: string;
+  /** JSON array of model ids tried, in order, on an upstream 5xx or timeout before any output. */
+  fallbacks: string;
+  /** 1 for built-in test models such as `tollgate/echo`. */
+  is_test: number;
+  enabled: number;
+  updated_at: number;
+}
+
+export interface ModelsTables {
+  models: ModelsTable;
+}
+
+export const modelsMigrations: Record<string, Migration> = {
+  '0500_models_catalogue': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('models')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('upstream_model', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('price_prompt', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('price_completion', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('price_request', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('price_second', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('price_image', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('context_length', 'integer')
+        .addColumn('max_output_tokens', 'integer')
+        .addColumn('max_predict_seconds', 'integer')
+        .addColumn('input_modalities', 'text', (c) => c.notNull().defaultTo('["text"]'))
+        .addColumn('output_modalities', 'text', (c) => c.notNull().defaultTo('["text"]'))
+        .addColumn('fallbacks', 'text', (c) => c.notNull().defaultTo('[]'))
+        .addColumn('is_test', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('enabled', 'integer', (c) => c.notNull().defaultTo(1))
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
+};

@@ -1,0 +1,156 @@
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { errors as oidcErrors } from 'oidc-provider';
+import type { Db } from '../platform/db/connect.ts';
+import { findClientMetadata } from './clients.ts';
+
+/** What the adapter reports when tokens stop existing, so that caches in every process drop them. */
+export interface RevocationEvent {
+  /** Access token ids destroyed one by one (revocation endpoint, expiry). */
+  tokens?: string[];
+  /** Grants whose codes and tokens were all deleted. */
+  grants?: string[];
+  /** A user revoked an app: every token of that user for that app is gone. */
+  app?: { userId: string; clientId: string };
+}
+
+/**
+ * oidc-provider reads the wall clock (its `epochTime()`) to stamp and check `exp`, so the rows it stores
+ * must expire on the same clock, not on the service's settable clock.
+ */
+const wallClock = () => Date.now();
+
+/**
+ * Deletes grants with every code and token issued under them, in one statement so that no half-revoked
+ * grant can be observed. Returns nothing: deleting what is already gone is not an error.
+ */
+export async function deleteGrants(db: Db, grantIds: string[]): Promise<void> {
+  if (grantIds.length === 0) return;
+  await db
+    .deleteFrom('oidc_payloads')
+    .where((eb) => eb.or([eb('grant_id', 'in', grantIds), eb.and([eb('model', '=', 'Grant'), eb('id', 'in', grantIds)])]))
+    .execute();
+}
+
+/**
+ * Whether the grant still exists. A token is valid only while its grant is: revoking a grant deletes it
+ * first, so a token saved by a request that raced the revocation is dead all the same.
+ */
+export async function grantExists(db: Db, grantId: string): Promise<boolean> {
+  const row = await db.selectFrom('oidc_payloads').select('expires_at').where('model', '=', 'Grant').where('id', '=', grantId).executeTakeFirst();
+  return row !== undefined && (row.expires_at === null || Number(row.expires_at) > wallClock());
+}
+
+function toPayload(row: { payload: string; consumed_at: number | null }): AdapterPayload {
+  const payload = JSON.parse(row.payload) as AdapterPayload;
+  if (row.consumed_at !== null) payload.consumed = Math.floor(Number(row.consumed_at) / 1000);
+  return payload;
+}
+
+/**
+ * The storage oidc-provider runs on: one row per model instance in `oidc_payloads` (grants, codes, access
+ * and refresh tokens, sessions, interactions, replay detection), and clients read from `oauth_clients`.
+ * Nothing lives only in memory, so a restart or another instance sees every grant, code and token.
+ */
+export function createAdapterFactory(db: Db, onRevoked: (event: RevocationEvent) => void): (model: string) => Adapter {
+  const adapters = new Map<string, Adapter>();
+  return (model) => {
+    let adapter = adapters.get(model);
+    if (!adapter) {
+      adapter = model === 'Client' ? clientAdapter(db) : payloadAdapter(db, model, onRevoked);
+      adapters.set(model, adapter);
+    }
+    return adapter;
+  };
+}
+
+function clientAdapter(db: Db): Adapter {
+  const readOnly = async () => {
+    throw new Error('OAuth clients are registered through the operator API, not through oidc-provider');
+  };
+  return {
+    find: (id) => findClientMetadata(db, id),
+    upsert: readOnly,
+    consume: readOnly,
+    destroy: readOnly,
+    revokeByGrantId: readOnly,
+    findByUid: async () => undefined,
+    findByUserCode: async () => undefined,
+  };
+}
+
+function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEvent) => void): Adapter {
+  const rows = () => db.selectFrom('oidc_payloads').select(['payload', 'consumed_at', 'expires_at']).where('model', '=', model);
+  const live = (row: { expires_at: number | null } | undefined) => row !== undefined && (row.expires_at === null || Number(row.expires_at) > wallClock());
+
+  return {
+    async upsert(id, payload, expiresIn) {
+      const values = {
+        payload: JSON.stringify(payload),
+        grant_id: payload.grantId ?? null,
+        user_code: payload.userCode ?? null,
+        uid: payload.uid ?? null,
+        account_id: payload.accountId ?? null,
+        client_id: payload.clientId ?? null,
+        expires_at: typeof expiresIn === 'number' ? wallClock() + expiresIn * 1000 : null,
+        consumed_at: null,
+      };
+      await db
+        .insertInto('oidc_payloads')
+        .values({ id, model, ...values })
+        .onConflict((oc) => oc.columns(['model', 'id']).doUpdateSet(values))
+        .execute();
+    },
+
+    async find(id) {
+      const row = await rows().where('id', '=', id).executeTakeFirst();
+      return live(row) ? toPayload(row!) : undefined;
+    },
+
+    async findByUid(uid) {
+      const row = await rows().where('uid', '=', uid).executeTakeFirst();
+      return live(row) ? toPayload(row!) : undefined;
+    },
+
+    async findByUserCode(userCode) {
+      const row = await rows().where('user_code', '=', userCode).executeTakeFirst();
+      return live(row) ? toPayload(row!) : undefined;
+    },
+
+    // Security invariant: a code or refresh token is used once. oidc-provider checks `consumed` before it
+    // calls this, but two requests can pass that check together; the conditional update lets exactly one
+    // win, and the loser is treated as a replay: the whole grant is revoked (RFC 9700 §4.14.2).
+    async consume(id) {
+      const result = await db
+        .updateTable('oidc_payloads')
+        .set({ consumed_at: wallClock() })
+        .where('model', '=', model)
+        .where('id', '=', id)
+        .where('consumed_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 1) return;
+      const row = await db.selectFrom('oidc_payloads').select('grant_id').where('model', '=', model).where('id', '=', id).executeTakeFirst();
+      if (row?.grant_id) {
+        await deleteGrants(db, [row.grant_id]);
+        onRevoked({ grants: [row.grant_id] });
+      }
+      throw new oidcErrors.InvalidGrant(`${model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`);
+    },
+
+    async destroy(id) {
+      await db.deleteFrom('oidc_payloads').where('model', '=', model).where('id', '=', id).execute();
+      if (model === 'AccessToken') onRevoked({ tokens: [id] });
+      if (model === 'Grant') onRevoked({ grants: [id] });
+    },
+
+    async revokeByGrantId(grantId) {
+      await db.deleteFrom('oidc_payloads').where('model', '=', model).where('grant_id', '=', grantId).execute();
+      if (model === 'AccessToken') onRevoked({ grants: [grantId] });
+    },
+  };
+}
+
+/** Deletes rows that expired more than a minute ago (the minute covers oidc-provider's clock tolerance). */
+export async function deleteExpiredPayloads(db: Db): Promise<number> {
+  const result = await db.deleteFrom('oidc_payloads').where('expires_at', '<', wallClock() - 60_000).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

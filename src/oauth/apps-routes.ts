@@ -1,0 +1,92 @@
+import Type from 'typebox';
+import type { FastifyRequest } from 'fastify';
+import type { App } from '../platform/http/server.ts';
+import { principalOf } from '../platform/http/server.ts';
+import type { AppContext } from '../platform/context.ts';
+import { errors } from '../platform/errors.ts';
+import { SCOPES, type Principal } from '../platform/http/principal.ts';
+import { listOwnedClients, registerClient, type NewClient } from './clients.ts';
+import { revokeAuthorization } from './authorizations.ts';
+import type { AccessTokenResolver } from './bearer.ts';
+
+/** The bus channel that says the set of registered apps (and so of their redirect origins) changed. */
+export const CLIENTS_CHANGED_CHANNEL = 'oauth:clients-changed';
+
+const NewApp = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 100, examples: ['My chat app'] }),
+  redirectUris: Type.Array(Type.String({ minLength: 1, maxLength: 2000 }), {
+    minItems: 1, maxItems: 20,
+    description: 'Exact redirect URIs: https, or http on a loopback address. Matched character for character, port and trailing slash included.',
+    examples: [['https://app.example.com/callback']],
+  }),
+  scopes: Type.Array(Type.Union(SCOPES.map((scope) => Type.Literal(scope))), { minItems: 1, maxItems: SCOPES.length, description: 'Scopes the app may ask for.' }),
+  type: Type.Union([Type.Literal('public'), Type.Literal('confidential')], { description: '`public` (no secret, PKCE only: browser and native apps) or `confidential` (a server holding a secret).' }),
+});
+
+const Registered = Type.Object({
+  clientId: Type.String({ examples: ['app_3kT9xQ2mN7pR4sV8wY1z'] }),
+  clientSecret: Type.Optional(Type.String({ description: 'Confidential apps only. Shown once: only its hash is kept.' })),
+});
+
+const AppView = Type.Object({
+  clientId: Type.String(),
+  name: Type.String(),
+  type: Type.Union([Type.Literal('public'), Type.Literal('confidential')]),
+  redirectUris: Type.Array(Type.String()),
+  scopes: Type.Array(Type.String()),
+  createdAt: Type.String({ format: 'date-time' }),
+});
+
+/** The dashboard's own routes: an app's token or an API key may not manage apps. */
+function dashboardOnly(request: FastifyRequest): Principal {
+  const principal = principalOf(request);
+  if (principal.kind !== 'session') throw errors.forbidden('Only the dashboard (a signed-in session) can manage apps.');
+  return principal;
+}
+
+/**
+ * Registering apps (operator API and dashboard) and revoking a user's authorization of an app.
+ * `GET`/`PATCH /api/user/authorized-apps` (limits and spend) belong to billing.
+ */
+export function registerAppRoutes(app: App, ctx: AppContext, tokens: AccessTokenResolver): void {
+  async function register(input: NewClient, ownerUserId: string | null) {
+    const registered = await registerClient(ctx.db, ctx.clock, input, ownerUserId);
+    // The CORS allow-list (src/ops/cors.ts) holds the origins of every redirect URI.
+    ctx.bus.publish(CLIENTS_CHANGED_CHANNEL, registered.clientId);
+    return registered;
+  }
+
+  app.post('/api/admin/apps', {
+    schema: { tags: ['admin'], summary: 'Register an OAuth app', security: [{ admin: [] }], body: NewApp, response: { 201: Registered } },
+    config: { admin: true },
+  }, async (request, reply) => reply.code(201).send(await register(request.body as NewClient, null)));
+
+  app.post('/api/user/apps', {
+    schema: { tags: ['user'], summary: 'Register an OAuth app owned by the signed-in user (dashboard)', body: NewApp, response: { 201: Registered } },
+    config: { auth: [] },
+  }, async (request, reply) => {
+    const principal = dashboardOnly(request);
+    return reply.code(201).send(await register(request.body as NewClient, principal.userId));
+  });
+
+  app.get('/api/user/apps', {
+    schema: { tags: ['user'], summary: 'The OAuth apps the signed-in user registered (dashboard)', response: { 200: Type.Object({ apps: Type.Array(AppView) }) } },
+    config: { auth: [] },
+  }, async (request) => ({ apps: await listOwnedClients(ctx.db, dashboardOnly(request).userId) }));
+
+  app.delete('/api/user/authorized-apps/:clientId', {
+    schema: {
+      tags: ['user'], summary: "Revoke an app's access to the signed-in user's account (dashboard)",
+      description: 'Every token the app holds for the user stops working at once; the app must ask for consent again.',
+      params: Type.Object({ clientId: Type.String({ maxLength: 100 }) }),
+      response: { 200: Type.Object({ success: Type.Literal(true) }) },
+    },
+    config: { auth: [] },
+  }, async (request) => {
+    const principal = dashboardOnly(request);
+    const { clientId } = request.params as { clientId: string };
+    if (!(await revokeAuthorization(ctx.db, ctx.clock, principal.userId, clientId))) throw errors.notFound('Authorized app');
+    tokens.revoked({ app: { userId: principal.userId, clientId } });
+    return { success: true as const };
+  });
+}

@@ -1,0 +1,60 @@
+import type { Db } from '../platform/db/connect.ts';
+import type { Clock } from '../platform/clock.ts';
+
+/** What the consent step records for a user and an app. */
+export interface ConsentRecord {
+  userId: string;
+  clientId: string;
+  /** Every scope the user's grant to the app now holds. */
+  scopes: string[];
+  /** Micro-credits per UTC day, or null for no limit. */
+  dailyLimit: number | null;
+}
+
+/**
+ * Records (or renews) the user's authorization of the app: the scopes and the daily limit chosen at
+ * consent. A renewed consent clears an earlier revocation; the monthly and total limits, which the
+ * dashboard sets, are kept.
+ */
+export async function recordConsent(db: Db, clock: Clock, consent: ConsentRecord): Promise<void> {
+  const now = clock.now();
+  const scopes = consent.scopes.join(' ');
+  await db
+    .insertInto('authorized_apps')
+    .values({
+      user_id: consent.userId,
+      client_id: consent.clientId,
+      scopes,
+      daily_limit: consent.dailyLimit,
+      monthly_limit: null,
+      total_limit: null,
+      authorized_at: now,
+      last_used_at: null,
+      revoked_at: null,
+    })
+    .onConflict((oc) => oc.columns(['user_id', 'client_id']).doUpdateSet({ scopes, daily_limit: consent.dailyLimit, authorized_at: now, revoked_at: null }))
+    .execute();
+}
+
+/** The daily limit the user set for the app last time (micro-credits), to prefill the consent page. */
+export async function previousDailyLimit(db: Db, userId: string, clientId: string): Promise<number | null> {
+  const row = await db.selectFrom('authorized_apps').select('daily_limit').where('user_id', '=', userId).where('client_id', '=', clientId).executeTakeFirst();
+  return row?.daily_limit == null ? null : Number(row.daily_limit);
+}
+
+/**
+ * Revokes the user's authorization of the app: marks the row revoked and deletes every grant, code and
+ * token of that user for that app, in one transaction, so that no token outlives the revocation.
+ * False when the user never authorized the app.
+ */
+export async function revokeAuthorization(db: Db, clock: Clock, userId: string, clientId: string): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('authorized_apps').select('revoked_at').where('user_id', '=', userId).where('client_id', '=', clientId).executeTakeFirst();
+    if (!row) return false;
+    if (row.revoked_at === null) {
+      await trx.updateTable('authorized_apps').set({ revoked_at: clock.now() }).where('user_id', '=', userId).where('client_id', '=', clientId).execute();
+    }
+    await trx.deleteFrom('oidc_payloads').where('account_id', '=', userId).where('client_id', '=', clientId).execute();
+    return true;
+  });
+}

@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto';
+import type { AdapterPayload } from 'oidc-provider';
+import type { Db } from '../platform/db/connect.ts';
+import type { Clock } from '../platform/clock.ts';
+import { sha256Hex } from '../platform/crypto.ts';
+import { errors } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { SCOPES } from '../platform/http/principal.ts';
+
+/** What registers an app (decisions.md "Operator API": `POST /api/admin/apps`). */
+export interface NewClient {
+  name: string;
+  redirectUris: string[];
+  scopes: string[];
+  type: 'public' | 'confidential';
+}
+
+/** An app as its owner sees it (never its secret). */
+export interface ClientView {
+  clientId: string;
+  name: string;
+  type: 'public' | 'confidential';
+  redirectUris: string[];
+  scopes: string[];
+  createdAt: string;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * Why a redirect URI cannot be registered, or null when it can. OAuth 2.1: https, or http on a loopback
+ * address; never a fragment or credentials. The URI is kept exactly as given, because matching is exact.
+ */
+export function redirectUriProblem(uri: string): string | null {
+  const url = URL.parse(uri);
+  if (!url) return 'is not an absolute URL';
+  if (uri.includes('#')) return 'must not contain a fragment';
+  if (url.username || url.password) return 'must not contain credentials';
+  if (url.protocol === 'https:') return null;
+  if (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)) return null;
+  return 'must use https (http is allowed only on a loopback address)';
+}
+
+/**
+ * Registers an app. A confidential app gets a secret, returned here once: only its SHA-256 is stored,
+ * and the provider compares hashes (see provider.ts), so a database reader cannot act as the app.
+ */
+export async function registerClient(db: Db, clock: Clock, input: NewClient, ownerUserId: string | null): Promise<{ clientId: string; clientSecret?: string }> {
+  const name = input.name.trim();
+  if (!name) throw errors.invalid('The app needs a name.');
+  for (const uri of input.redirectUris) {
+    const problem = redirectUriProblem(uri);
+    if (problem) throw errors.invalid(`The redirect URI ${JSON.stringify(uri)} ${problem}.`);
+  }
+  const unknown = input.scopes.filter((scope) => !(SCOPES as readonly string[]).includes(scope));
+  if (unknown.length) throw errors.invalid(`Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; the scopes are ${SCOPES.join(', ')}.`);
+
+  const clientId = newId('app');
+  const clientSecret = input.type === 'confidential' ? `tgs_${randomBytes(32).toString('base64url')}` : undefined;
+  await db
+    .insertInto('oauth_clients')
+    .values({
+      client_id: clientId,
+      name,
+      type: input.type,
+      client_secret_hash: clientSecret ? sha256Hex(clientSecret) : null,
+      redirect_uris: JSON.stringify([...new Set(input.redirectUris)]),
+      scopes: [...new Set(input.scopes)].join(' '),
+      owner_user_id: ownerUserId,
+      created_at: clock.now(),
+    })
+    .execute();
+  return clientSecret ? { clientId, clientSecret } : { clientId };
+}
+
+/** The apps a user registered from the dashboard, newest first. */
+export async function listOwnedClients(db: Db, userId: string): Promise<ClientView[]> {
+  const rows = await db.selectFrom('oauth_clients').selectAll().where('owner_user_id', '=', userId).orderBy('created_at', 'desc').execute();
+  return rows.map((row) => ({
+    clientId: row.client_id,
+    name: row.name,
+    type: row.type,
+    redirectUris: JSON.parse(row.redirect_uris),
+    scopes: row.scopes.split(' ').filter(Boolean),
+    createdAt: new Date(Number(row.created_at)).toISOString(),
+  }));
+}
+
+/** The app's display name, or null when there is no such app. */
+export async function clientName(db: Db, clientId: string): Promise<string | null> {
+  const row = await db.selectFrom('oauth_clients').select('name').where('client_id', '=', clientId).executeTakeFirst();
+  return row?.name ?? null;
+}
+
+/**
+ * The client metadata oidc-provider validates and runs on. Policy lives here: only the code flow, a
+ * refresh token only for an app allowed `offline_access`, `web` application type so that redirect URIs
+ * match exactly (oidc-provider relaxes loopback ports only for `native` clients).
+ */
+export async function findClientMetadata(db: Db, clientId: string): Promise<AdapterPayload | undefined> {
+  const row = await db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+  if (!row) return undefined;
+  const scopes = row.scopes.split(' ').filter(Boolean);
+  return {
+    client_id: row.client_id,
+    client_name: row.name,
+    application_type: 'web',
+    redirect_uris: JSON.parse(row.redirect_uris),
+    response_types: ['code'],
+    grant_types: scopes.includes('offline_access') ? ['authorization_code', 'refresh_token'] : ['authorization_code'],
+    scope: scopes.join(' '),
+    ...(row.type === 'confidential' && row.client_secret_hash
+      ? { token_endpoint_auth_method: 'client_secret_basic', client_secret: row.client_secret_hash }
+      : { token_endpoint_auth_method: 'none' }),
+  };
+}

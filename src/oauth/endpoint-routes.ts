@@ -1,0 +1,96 @@
+import Type from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Provider } from 'oidc-provider';
+import type { App } from '../platform/http/server.ts';
+import type { AppContext } from '../platform/context.ts';
+import { SCOPES } from '../platform/http/principal.ts';
+import { OAUTH_ROUTES } from './provider.ts';
+
+const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'];
+
+/** RFC 8414 authorization server metadata, as Tollgate publishes it. */
+const Metadata = Type.Object({
+  issuer: Type.String(),
+  authorization_endpoint: Type.String(),
+  token_endpoint: Type.String(),
+  revocation_endpoint: Type.String(),
+  introspection_endpoint: Type.String(),
+  jwks_uri: Type.String(),
+  scopes_supported: Type.Array(Type.String()),
+  response_types_supported: Type.Array(Type.String()),
+  response_modes_supported: Type.Array(Type.String()),
+  grant_types_supported: Type.Array(Type.String()),
+  code_challenge_methods_supported: Type.Array(Type.String()),
+  token_endpoint_auth_methods_supported: Type.Array(Type.String()),
+  revocation_endpoint_auth_methods_supported: Type.Array(Type.String()),
+  introspection_endpoint_auth_methods_supported: Type.Array(Type.String()),
+  authorization_response_iss_parameter_supported: Type.Boolean(),
+});
+
+/** The metadata document of the authorization server whose issuer is `issuer`. */
+export function authorizationServerMetadata(issuer: string) {
+  return {
+    issuer,
+    authorization_endpoint: issuer + OAUTH_ROUTES.authorization,
+    token_endpoint: issuer + OAUTH_ROUTES.token,
+    revocation_endpoint: issuer + OAUTH_ROUTES.revocation,
+    introspection_endpoint: issuer + OAUTH_ROUTES.introspection,
+    jwks_uri: issuer + OAUTH_ROUTES.jwks,
+    scopes_supported: [...SCOPES],
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    code_challenge_methods_supported: ['S256'],
+    token_endpoint_auth_methods_supported: AUTH_METHODS,
+    revocation_endpoint_auth_methods_supported: AUTH_METHODS,
+    introspection_endpoint_auth_methods_supported: AUTH_METHODS,
+    authorization_response_iss_parameter_supported: true,
+  };
+}
+
+/**
+ * The oidc-provider endpoints under `/api/oauth`, declared as Fastify routes (so they are documented and
+ * nothing else can claim their paths) whose `onRequest` hook hands the untouched request to oidc-provider:
+ * the hook runs before Fastify reads the body, so the provider parses the form itself. Also serves the
+ * RFC 8414 metadata document.
+ */
+export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: () => Promise<Provider>): void {
+  let handler: ((req: FastifyRequest['raw'], res: FastifyReply['raw']) => Promise<void>) | undefined;
+  async function forward(request: FastifyRequest, reply: FastifyReply) {
+    handler ??= (await getProvider()).callback();
+    reply.hijack();
+    reply.raw.setHeader('x-request-id', request.id);
+    await handler(request.raw, reply.raw);
+  }
+  const never = async () => undefined;
+  const form = ['application/x-www-form-urlencoded'];
+
+  app.route({
+    method: 'GET', url: OAUTH_ROUTES.authorization, onRequest: forward, handler: never,
+    schema: {
+      tags: ['oauth'], summary: 'Authorization endpoint (code flow with PKCE S256)',
+      description: 'Starts an authorization: `response_type=code`, `client_id`, the exact registered `redirect_uri`, `scope` (space-separated), `state`, `code_challenge` and `code_challenge_method=S256`. Shows the sign-in and consent pages, then redirects to `redirect_uri` with `code`, `state` and `iss` (or `error`). Asking for `offline_access` always shows the consent page and yields a refresh token.',
+    },
+  });
+  app.route({ method: 'GET', url: `${OAUTH_ROUTES.authorization}/:uid`, onRequest: forward, handler: never, schema: { hide: true } });
+  app.route({
+    method: ['POST', 'OPTIONS'], url: OAUTH_ROUTES.token, onRequest: forward, handler: never,
+    schema: {
+      tags: ['oauth'], summary: 'Token endpoint', consumes: form,
+      description: '`grant_type=authorization_code` (with `code`, `redirect_uri`, `code_verifier`) or `grant_type=refresh_token`. Public apps send `client_id`; confidential apps authenticate with HTTP Basic or `client_secret` in the body. Refresh tokens rotate: each use returns a new one, and using an old one again revokes the whole authorization.',
+    },
+  });
+  app.route({
+    method: ['POST', 'OPTIONS'], url: OAUTH_ROUTES.revocation, onRequest: forward, handler: never,
+    schema: { tags: ['oauth'], summary: 'Revoke an access or refresh token (RFC 7009)', consumes: form, description: 'Revoking a refresh token revokes the whole grant; revoking an access token revokes that token. Takes effect on the next request.' },
+  });
+  app.route({
+    method: ['POST', 'OPTIONS'], url: OAUTH_ROUTES.introspection, onRequest: forward, handler: never,
+    schema: { tags: ['oauth'], summary: 'Introspect a token (RFC 7662)', consumes: form, description: 'An app may introspect only its own tokens.' },
+  });
+  app.route({ method: 'GET', url: OAUTH_ROUTES.jwks, onRequest: forward, handler: never, schema: { tags: ['oauth'], summary: "The authorization server's public signing keys" } });
+
+  app.get('/.well-known/oauth-authorization-server', {
+    schema: { tags: ['oauth'], summary: 'OAuth 2.0 authorization server metadata (RFC 8414)', response: { 200: Metadata } },
+  }, async () => authorizationServerMetadata(ctx.config.PUBLIC_BASE_URL));
+}

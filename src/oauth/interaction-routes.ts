@@ -1,0 +1,188 @@
+import Type from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { InteractionDetails, Provider } from 'oidc-provider';
+import type { App } from '../platform/http/server.ts';
+import type { AppContext } from '../platform/context.ts';
+import { SCOPES, SESSION_COOKIE } from '../platform/http/principal.ts';
+import { escapeHtml, renderPage } from '../platform/http/page.ts';
+import { creditsToMicros, microsToCredits } from '../platform/money.ts';
+import { verifyCredentials } from '../accounts/users.ts';
+import { clientName } from './clients.ts';
+import { previousDailyLimit, recordConsent } from './authorizations.ts';
+import { interactionPath } from './provider.ts';
+
+/** What each scope lets an app do, in the words the consent page uses. */
+export const SCOPE_DESCRIPTIONS: Record<(typeof SCOPES)[number], string> = {
+  read: 'See your profile: your name and email address.',
+  write: 'Make changes to your account on your behalf.',
+  'billing:read': 'See your credit balance and what your apps have spent.',
+  'apikeys:read': 'See the API keys it created.',
+  'apikeys:write': 'Create and revoke API keys for you.',
+  'ai:chat': 'Use chat models, paid from your credits.',
+  'ai:completions': 'Use text completion models, paid from your credits.',
+  'ai:models': 'List the models you can use.',
+  'ai:images': 'Generate images, paid from your credits.',
+  'ai:embeddings': 'Create embeddings, paid from your credits.',
+  'ai:audio': 'Transcribe and generate audio, paid from your credits.',
+  offline_access: 'Keep this access when you are not using the app, until you revoke it.',
+};
+
+const Params = Type.Object({ uid: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) });
+const LoginBody = Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })), password: Type.Optional(Type.String({ maxLength: 1024 })) });
+const ConsentBody = Type.Object({
+  decision: Type.Optional(Type.String({ maxLength: 10 })),
+  daily_limit: Type.Optional(Type.String({ maxLength: 40 })),
+});
+const CREDITS_TEXT = /^\d{1,12}(\.\d+)?$/;
+
+function loginPage(uid: string, appName: string, message?: string, email = ''): string {
+  return renderPage('Sign in', `
+<h1>Sign in</h1>
+<p>to continue to <strong>${escapeHtml(appName)}</strong></p>
+${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
+<form method="post" action="${interactionPath(escapeHtml(uid))}/login">
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="email" required value="${escapeHtml(email)}">
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<div class="row"><button class="primary" type="submit">Sign in</button></div>
+</form>`);
+}
+
+function consentPage(uid: string, appName: string, scopes: string[], dailyLimit: string, message?: string): string {
+  const items = scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code>: ${escapeHtml(SCOPE_DESCRIPTIONS[scope as keyof typeof SCOPE_DESCRIPTIONS] ?? scope)}</li>`).join('');
+  return renderPage(`Allow ${appName}?`, `
+<h1>Allow <strong>${escapeHtml(appName)}</strong> to use your account?</h1>
+<p>${escapeHtml(appName)} will be able to:</p>
+<ul class="scopes">${items || '<li>Nothing beyond knowing who you are.</li>'}</ul>
+${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
+<form method="post" action="${interactionPath(escapeHtml(uid))}/consent">
+<label for="daily_limit">Daily spending limit</label>
+<input id="daily_limit" name="daily_limit" inputmode="decimal" placeholder="No limit" value="${escapeHtml(dailyLimit)}" aria-describedby="daily_limit_hint">
+<p class="hint" id="daily_limit_hint">Credits this app may spend per day (resets at 00:00 UTC). Leave empty for no limit.</p>
+<div class="row"><button type="submit" name="decision" value="deny">Deny</button><button class="primary" type="submit" name="decision" value="allow">Allow</button></div>
+</form>`);
+}
+
+// The pages need nothing but their inline style. No `form-action`: browsers apply it to the redirects that
+// follow a form, and consent must end in a redirect to the app.
+const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'";
+
+function sendPage(reply: FastifyReply, status: number, html: string) {
+  return reply.code(status).header('content-security-policy', PAGE_CSP).header('cache-control', 'no-store').type('text/html').send(html);
+}
+
+function errorPage(reply: FastifyReply, status: number, message: string) {
+  return sendPage(reply, status, renderPage('Authorization failed', `<h1>Authorization failed</h1><p class="error" role="alert">${escapeHtml(message)}</p><p class="hint">Go back to the app and start again.</p>`));
+}
+
+/** Parses the daily limit field: empty is no limit, else credits with at most 6 decimals, as micro-credits. */
+export function parseDailyLimit(text: string | undefined): { micros: number | null } | { error: string } {
+  const trimmed = (text ?? '').trim();
+  if (trimmed === '') return { micros: null };
+  const micros = CREDITS_TEXT.test(trimmed) ? creditsToMicros(Number(trimmed)) : null;
+  if (micros === null) return { error: 'Enter the daily spending limit in credits, with at most 6 decimals, or leave it empty for no limit.' };
+  return { micros };
+}
+
+/** The requested scopes that Tollgate knows, in the order the app listed them. */
+function requestedScopes(details: InteractionDetails): string[] {
+  const known = new Set<string>(SCOPES);
+  return [...new Set(String(details.params.scope ?? '').split(' '))].filter((scope) => known.has(scope));
+}
+
+/**
+ * The sign-in and consent pages of an authorization request (decisions.md "OAuth": fields **Email** and
+ * **Password**, button **Sign in**; the consent page names the app and what each scope allows, has a
+ * **Daily spending limit** field and **Allow** / **Deny**). oidc-provider keeps the request in an
+ * interaction, found through its cookie; these routes only read it and report the user's answer.
+ */
+export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider: () => Promise<Provider>): void {
+  /** The interaction this request belongs to, or null when the cookie is missing, expired or for another one. */
+  async function interactionOf(request: FastifyRequest, reply: FastifyReply, uid: string): Promise<{ provider: Provider; details: InteractionDetails } | null> {
+    const provider = await getProvider();
+    try {
+      const details = await provider.interactionDetails(request.raw, reply.raw);
+      return details.uid === uid ? { provider, details } : null;
+    } catch (error) {
+      if ((error as Error)?.name === 'SessionNotFound') return null;
+      throw error;
+    }
+  }
+
+  /** The user of the dashboard session this browser already has, if any. */
+  async function dashboardUserId(request: FastifyRequest): Promise<string | null> {
+    const cookie = request.cookies[SESSION_COOKIE];
+    const unsigned = cookie ? request.unsignCookie(cookie) : null;
+    if (!unsigned?.valid || !unsigned.value || !ctx.auth.session) return null;
+    return (await ctx.auth.session(unsigned.value))?.userId ?? null;
+  }
+
+  async function finish(request: FastifyRequest, reply: FastifyReply, provider: Provider, result: Record<string, unknown>) {
+    const returnTo = await provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: false });
+    return reply.redirect(returnTo, 303);
+  }
+
+  const expired = 'This authorization request has expired or is not valid.';
+
+  app.get('/api/oauth/interaction/:uid', { schema: { hide: true, params: Params } }, async (request, reply) => {
+    const { uid } = request.params as { uid: string };
+    const found = await interactionOf(request, reply, uid);
+    if (!found) return errorPage(reply, 400, expired);
+    const { provider, details } = found;
+    const appName = (await clientName(ctx.db, details.params.client_id)) ?? 'this app';
+
+    if (details.prompt.name === 'login') {
+      // A signed-in dashboard user is not asked again, unless the app asked for a fresh sign-in.
+      const userId = details.prompt.reasons.includes('login_prompt') ? null : await dashboardUserId(request);
+      if (userId) return finish(request, reply, provider, { login: { accountId: userId } });
+      return sendPage(reply, 200, loginPage(uid, appName));
+    }
+    if (details.prompt.name === 'consent' && details.session?.accountId) {
+      const previous = await previousDailyLimit(ctx.db, details.session.accountId, details.params.client_id);
+      return sendPage(reply, 200, consentPage(uid, appName, requestedScopes(details), previous === null ? '' : String(microsToCredits(previous))));
+    }
+    return errorPage(reply, 400, expired);
+  });
+
+  app.post('/api/oauth/interaction/:uid/login', { schema: { hide: true, params: Params, body: LoginBody } }, async (request, reply) => {
+    const { uid } = request.params as { uid: string };
+    const body = request.body as { email?: string; password?: string };
+    const found = await interactionOf(request, reply, uid);
+    if (!found || found.details.prompt.name !== 'login') return errorPage(reply, 400, expired);
+    const user = await verifyCredentials(ctx.db, body.email ?? '', body.password ?? '');
+    if (!user) {
+      const appName = (await clientName(ctx.db, found.details.params.client_id)) ?? 'this app';
+      return sendPage(reply, 401, loginPage(uid, appName, 'That email and password do not match.', body.email));
+    }
+    return finish(request, reply, found.provider, { login: { accountId: user.id } });
+  });
+
+  app.post('/api/oauth/interaction/:uid/consent', { schema: { hide: true, params: Params, body: ConsentBody } }, async (request, reply) => {
+    const { uid } = request.params as { uid: string };
+    const body = request.body as { decision?: string; daily_limit?: string };
+    const found = await interactionOf(request, reply, uid);
+    const accountId = found?.details.session?.accountId;
+    if (!found || found.details.prompt.name !== 'consent' || !accountId) return errorPage(reply, 400, expired);
+    const { provider, details } = found;
+    const clientId: string = details.params.client_id;
+
+    if (body.decision !== 'allow') {
+      return finish(request, reply, provider, { error: 'access_denied', error_description: 'The user denied the request.' });
+    }
+    const limit = parseDailyLimit(body.daily_limit);
+    if ('error' in limit) {
+      const appName = (await clientName(ctx.db, clientId)) ?? 'this app';
+      return sendPage(reply, 400, consentPage(uid, appName, requestedScopes(details), body.daily_limit ?? '', limit.error));
+    }
+
+    const grant = (details.grantId ? await provider.Grant.find(details.grantId) : undefined) ?? new provider.Grant({ accountId, clientId });
+    const held = new Set(grant.getOIDCScope().split(' ').filter(Boolean));
+    const missing: string[] = details.prompt.details.missingOIDCScope ?? [];
+    const added = [...new Set([...missing, ...requestedScopes(details)])].filter((scope) => !held.has(scope));
+    if (added.length) grant.addOIDCScope(added.join(' '));
+    const grantId = await grant.save();
+    // The grant is saved before the authorization row: if the row cannot be written, the interaction does
+    // not finish, so no code is ever issued under a grant that billing does not know about.
+    await recordConsent(ctx.db, ctx.clock, { userId: accountId, clientId, scopes: [...new Set(grant.getOIDCScope().split(' ').filter(Boolean))], dailyLimit: limit.micros });
+    return finish(request, reply, provider, { consent: { grantId } });
+  });
+}

@@ -1,0 +1,129 @@
+import Provider, { type Adapter, type ClientInstance } from 'oidc-provider';
+import type { AppContext } from '../platform/context.ts';
+import { constantTimeEqual, sha256Hex } from '../platform/crypto.ts';
+import { SCOPES } from '../platform/http/principal.ts';
+import { escapeHtml, renderPage } from '../platform/http/page.ts';
+import { findUser } from '../accounts/users.ts';
+import type { PrivateJwk } from './signing-keys.ts';
+
+/** Where each endpoint of the authorization server lives (decisions.md "OAuth": under `/api/oauth`). */
+export const OAUTH_ROUTES = {
+  authorization: '/api/oauth/authorize',
+  token: '/api/oauth/token',
+  revocation: '/api/oauth/revoke',
+  introspection: '/api/oauth/introspect',
+  jwks: '/api/oauth/jwks',
+} as const;
+
+/** The path of an interaction's pages (sign-in, consent). */
+export const interactionPath = (uid: string) => `/api/oauth/interaction/${uid}`;
+
+const MINUTE = 60;
+const DAY = 24 * 60 * MINUTE;
+
+/** Lifetimes in seconds. Access tokens are short so that a leaked one does little; refresh tokens rotate. */
+export const OAUTH_TTL = {
+  AccessToken: 60 * MINUTE,
+  AuthorizationCode: MINUTE,
+  RefreshToken: 30 * DAY,
+  Grant: 365 * DAY,
+  Session: 14 * DAY,
+  Interaction: 30 * MINUTE,
+  IdToken: 60 * MINUTE,
+} as const;
+
+/** Only a client may introspect or revoke its own tokens. */
+async function sameClientOnly(_ctx: unknown, client: ClientInstance, token: { clientId: string }): Promise<boolean> {
+  return token.clientId === client.clientId;
+}
+
+/**
+ * Builds the oidc-provider instance with Tollgate's policy (decisions.md "OAuth", RFC 9700):
+ * - the authorization code flow only (`response_type=code`), with PKCE S256 required of every client
+ *   (oidc-provider 9 knows no `plain`); no implicit, password or client-credentials grant;
+ * - exact redirect URIs (clients are `web`, see clients.ts);
+ * - opaque access tokens (no resource indicators, so no JWT access tokens): revocation is immediate;
+ * - refresh tokens only for `offline_access`, rotated on every use; oidc-provider revokes the whole grant
+ *   when a rotated (consumed) refresh token or a used code comes back, and the adapter does the same for
+ *   two uses that race;
+ * - no OpenID Connect surface (no userinfo, logout, or `openid` scope in any client's allow-list): this
+ *   is an OAuth 2.1 server. oidc-provider insists on knowing the `openid` scope, so it stays configured,
+ *   but no client may ask for it.
+ */
+export function buildProvider(ctx: AppContext, adapter: (model: string) => Adapter, jwks: { keys: PrivateJwk[] }): Provider {
+  const provider = new Provider(ctx.config.PUBLIC_BASE_URL, {
+    adapter,
+    jwks,
+    cookies: {
+      keys: [ctx.secrets.cookieSecret],
+      names: { session: 'tg_oauth_session', interaction: 'tg_oauth_interaction', resume: 'tg_oauth_resume' },
+      // Lax keeps the cookies off cross-site POSTs, which is what makes the sign-in and consent forms
+      // immune to cross-site request forgery: a forged POST arrives without its interaction cookie.
+      long: { httpOnly: true, sameSite: 'lax' },
+      short: { httpOnly: true, sameSite: 'lax' },
+    },
+    routes: OAUTH_ROUTES,
+    scopes: [...SCOPES],
+    claims: { openid: ['sub'] },
+    responseTypes: ['code'],
+    clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
+    clientDefaults: {
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+      id_token_signed_response_alg: 'ES256',
+    },
+    pkce: { required: () => true },
+    rotateRefreshToken: true,
+    issueRefreshToken: async (_ctx: unknown, client: any, code: { scopes: Set<string> }) => client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
+    // Tokens live their own lifetime; signing out of the authorization page must not cut an app off.
+    expiresWithSession: async () => false,
+    ttl: { ...OAUTH_TTL },
+    features: {
+      devInteractions: { enabled: false },
+      dPoP: { enabled: false },
+      userinfo: { enabled: false },
+      rpInitiatedLogout: { enabled: false },
+      pushedAuthorizationRequests: { enabled: false },
+      resourceIndicators: { enabled: false },
+      introspection: { enabled: true, allowedPolicy: sameClientOnly },
+      revocation: { enabled: true, allowedPolicy: sameClientOnly },
+    },
+    interactions: { url: async (_ctx: unknown, interaction: { uid: string }) => interactionPath(interaction.uid) },
+    async findAccount(_ctx: unknown, sub: string) {
+      const user = await findUser(ctx.db, sub);
+      return user ? { accountId: user.id, claims: async () => ({ sub: user.id }) } : undefined;
+    },
+    // A browser app (public client) may call the token endpoint from the origins of its redirect URIs.
+    clientBasedCORS(_ctx: unknown, origin: string, client: { clientAuthMethod: string; redirectUris: string[] }) {
+      return client.clientAuthMethod === 'none' && client.redirectUris.some((uri) => URL.parse(uri)?.origin === origin);
+    },
+    async renderError(koa: any, out: Record<string, string>) {
+      koa.type = 'html';
+      koa.body = renderPage('Authorization failed', `<h1>Authorization failed</h1><p class="error" role="alert">${escapeHtml(out.error_description ?? out.error)}</p><p class="hint">Error: <code>${escapeHtml(out.error)}</code>. Go back to the app and start again.</p>`);
+    },
+  });
+  provider.proxy = true;
+
+  // Security invariant: only the SHA-256 of a client secret is stored (clients.ts), so the client's
+  // `clientSecret` is that hash and the presented secret is hashed before the constant-time compare.
+  provider.Client.prototype.compareClientSecret = function (this: ClientInstance, actual: string) {
+    return typeof this.clientSecret === 'string' && constantTimeEqual(sha256Hex(actual), this.clientSecret);
+  };
+
+  // OpenID Connect drops `offline_access` unless the request also says `prompt=consent`. For an OAuth 2.1
+  // client asking for offline access that rule would silently withhold the refresh token, so such a
+  // request is made to show the consent page, which it would in practice anyway.
+  provider.use(async (koa, next) => {
+    if (koa.path === OAUTH_ROUTES.authorization && koa.method === 'GET') {
+      const query = { ...koa.query };
+      const scopes = typeof query.scope === 'string' ? query.scope.split(' ') : [];
+      if (scopes.includes('offline_access') && query.prompt === undefined) koa.query = { ...query, prompt: 'consent' };
+    }
+    await next();
+  });
+
+  provider.on('server_error', (_koa: unknown, error: unknown) => ctx.log.error({ err: error }, 'oauth server error'));
+  provider.on('error', (error: unknown) => ctx.log.error({ err: error }, 'oauth error'));
+  return provider;
+}

@@ -1,0 +1,109 @@
+import type { Kysely, Migration } from 'kysely';
+
+/** An OAuth client (an "app"), registered by an operator or from the dashboard. */
+export interface OauthClientsTable {
+  /** `app_…` — the OAuth client_id. */
+  client_id: string;
+  name: string;
+  type: 'public' | 'confidential';
+  /** SHA-256 hex of the client secret (confidential clients); the secret itself is shown once. */
+  client_secret_hash: string | null;
+  /** JSON array of exact redirect URIs. */
+  redirect_uris: string;
+  /** Space-separated scopes the client may ask for. */
+  scopes: string;
+  /** The user who registered it from the dashboard; null for operator-registered clients. */
+  owner_user_id: string | null;
+  created_at: number;
+}
+
+/**
+ * A user's authorization of an app: the scopes granted at consent and the spending limits the user set
+ * for it (micro-credits; null means none). Billing reads the limits when it places a hold.
+ */
+export interface AuthorizedAppsTable {
+  user_id: string;
+  client_id: string;
+  scopes: string;
+  daily_limit: number | null;
+  monthly_limit: number | null;
+  total_limit: number | null;
+  authorized_at: number;
+  last_used_at: number | null;
+  /** Set when the user revokes the app; a later consent clears it. */
+  revoked_at: number | null;
+}
+
+/** oidc-provider's stored models (grants, codes, tokens, sessions, interactions…), one row per id. */
+export interface OidcPayloadsTable {
+  id: string;
+  model: string;
+  payload: string;
+  grant_id: string | null;
+  user_code: string | null;
+  uid: string | null;
+  expires_at: number | null;
+  consumed_at: number | null;
+  /** The user and app the row belongs to (grants, codes, tokens), so an app's revocation finds every grant. */
+  account_id: string | null;
+  client_id: string | null;
+}
+
+export interface OauthTables {
+  oauth_clients: OauthClientsTable;
+  authorized_apps: AuthorizedAppsTable;
+  oidc_payloads: OidcPayloadsTable;
+}
+
+export const oauthMigrations: Record<string, Migration> = {
+  '0200_oauth_clients_authorized_apps': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('oauth_clients')
+        .addColumn('client_id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('client_secret_hash', 'text')
+        .addColumn('redirect_uris', 'text', (c) => c.notNull())
+        .addColumn('scopes', 'text', (c) => c.notNull())
+        .addColumn('owner_user_id', 'text', (c) => c.references('users.id').onDelete('set null'))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('authorized_apps')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('client_id', 'text', (c) => c.notNull().references('oauth_clients.client_id').onDelete('cascade'))
+        .addColumn('scopes', 'text', (c) => c.notNull())
+        .addColumn('daily_limit', 'bigint')
+        .addColumn('monthly_limit', 'bigint')
+        .addColumn('total_limit', 'bigint')
+        .addColumn('authorized_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_used_at', 'bigint')
+        .addColumn('revoked_at', 'bigint')
+        .addPrimaryKeyConstraint('authorized_apps_pk', ['user_id', 'client_id'])
+        .execute();
+      await db.schema
+        .createTable('oidc_payloads')
+        .addColumn('id', 'text', (c) => c.notNull())
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('payload', 'text', (c) => c.notNull())
+        .addColumn('grant_id', 'text')
+        .addColumn('user_code', 'text')
+        .addColumn('uid', 'text')
+        .addColumn('expires_at', 'bigint')
+        .addColumn('consumed_at', 'bigint')
+        .addPrimaryKeyConstraint('oidc_payloads_pk', ['model', 'id'])
+        .execute();
+      await db.schema.createIndex('oidc_payloads_grant').on('oidc_payloads').column('grant_id').execute();
+      await db.schema.createIndex('oidc_payloads_uid').on('oidc_payloads').column('uid').execute();
+    },
+  },
+  '0210_oidc_payloads_owner': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('oidc_payloads').addColumn('account_id', 'text').execute();
+      await db.schema.alterTable('oidc_payloads').addColumn('client_id', 'text').execute();
+      await db.schema.createIndex('oidc_payloads_owner').on('oidc_payloads').columns(['account_id', 'client_id']).execute();
+      await db.schema.createIndex('oidc_payloads_expiry').on('oidc_payloads').column('expires_at').execute();
+    },
+  },
+};

@@ -1,0 +1,42 @@
+import { sql } from 'kysely';
+import Type from 'typebox';
+import type { App } from '../platform/http/server.ts';
+import type { AppContext } from '../platform/context.ts';
+import { pendingMigrations } from '../platform/db/migrate.ts';
+import { allMigrations } from '../features.ts';
+import type { Redis } from '../platform/redis.ts';
+
+const Check = Type.Object({ ok: Type.Boolean(), detail: Type.Optional(Type.String()) });
+
+/**
+ * `/healthz` says the process is alive (no dependency is touched, so a slow database does not get a
+ * live process killed); `/readyz` says it can serve: database reachable, migrations applied, Redis
+ * reachable when configured. A load balancer routes only to ready instances.
+ */
+export function registerHealthRoutes(app: App, ctx: AppContext, redis: Redis | null): void {
+  app.get('/healthz', { schema: { tags: ['operations'], summary: 'Liveness', response: { 200: Type.Object({ status: Type.Literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
+
+  app.get('/readyz', {
+    schema: { tags: ['operations'], summary: 'Readiness: database, migrations, Redis', response: { 200: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check) }), 503: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check) }) } },
+  }, async (_request, reply) => {
+    const checks: Record<string, { ok: boolean; detail?: string }> = {};
+    try {
+      await sql`select 1`.execute(ctx.db);
+      checks.database = { ok: true };
+      const pending = await pendingMigrations(ctx.db, allMigrations(), ctx.config);
+      checks.migrations = pending.length ? { ok: false, detail: `pending: ${pending.join(', ')}` } : { ok: true };
+    } catch (error) {
+      checks.database = { ok: false, detail: (error as Error).message };
+    }
+    if (redis) {
+      try {
+        await redis.ping();
+        checks.redis = { ok: true };
+      } catch (error) {
+        checks.redis = { ok: false, detail: (error as Error).message };
+      }
+    }
+    const ready = Object.values(checks).every((c) => c.ok);
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
+  });
+}

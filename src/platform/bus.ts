@@ -1,0 +1,61 @@
+import { EventEmitter } from 'node:events';
+import { connectRedis, type Redis } from './redis.ts';
+
+/**
+ * Tells every process that something changed (a key or token revoked, a model edited) so caches drop it.
+ * In one process it is an EventEmitter; with `REDIS_URL` the same messages cross instances through Redis
+ * pub/sub, and a process always hears its own messages at once, before Redis echoes them.
+ */
+export interface InvalidationBus {
+  publish(channel: string, message: string): void;
+  subscribe(channel: string, listener: (message: string) => void): void;
+  close(): Promise<void>;
+}
+
+/** The in-process bus. */
+export function localBus(): InvalidationBus {
+  const emitter = new EventEmitter();
+  emitter.setMaxListeners(0);
+  return {
+    publish: (channel, message) => void emitter.emit(channel, message),
+    subscribe: (channel, listener) => void emitter.on(channel, listener),
+    close: async () => void emitter.removeAllListeners(),
+  };
+}
+
+const ORIGIN = crypto.randomUUID();
+
+/**
+ * The bus over Redis pub/sub. Messages carry the publishing process's id so it does not apply its own
+ * message twice. Channels are prefixed so that several deployments can share one Redis.
+ */
+export async function redisBus(url: string, prefix = 'tollgate:'): Promise<InvalidationBus> {
+  const local = localBus();
+  const publisher: Redis = connectRedis(url);
+  const subscriber: Redis = connectRedis(url);
+  const channels = new Set<string>();
+  subscriber.on('message', (channel: string, raw: string) => {
+    const separator = raw.indexOf('|');
+    if (raw.slice(0, separator) === ORIGIN) return;
+    local.publish(channel.slice(prefix.length), raw.slice(separator + 1));
+  });
+  await Promise.all([publisher.ping(), subscriber.ping()]);
+  return {
+    publish(channel, message) {
+      local.publish(channel, message);
+      publisher.publish(prefix + channel, `${ORIGIN}|${message}`).catch(() => {});
+    },
+    subscribe(channel, listener) {
+      local.subscribe(channel, listener);
+      if (!channels.has(channel)) {
+        channels.add(channel);
+        void subscriber.subscribe(prefix + channel);
+      }
+    },
+    async close() {
+      await local.close();
+      publisher.disconnect();
+      subscriber.disconnect();
+    },
+  };
+}

@@ -1,0 +1,29 @@
+import { it, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { ConfigSchema, loadConfig } from './config.ts';
+import { ERROR_CODES } from './errors.ts';
+
+describe('configuration', () => {
+  it('defaults serve SQLite on 127.0.0.1:3000', () => {
+    const config = loadConfig({});
+    assert.equal(config.PORT, 3000);
+    assert.equal(config.PUBLIC_BASE_URL, 'http://127.0.0.1:3000');
+    assert.equal(config.DATABASE_URL, undefined);
+  });
+
+  it('a bad value stops the start with a message naming the variable and what it expects', () => {
+    assert.throws(() => loadConfig({ PORT: 'eighty' }), /PORT: .*integer.*TCP port/s);
+    assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://db' }), /DATABASE_URL: .*PostgreSQL connection URL/s);
+    assert.throws(() => loadConfig({ REPLICATE_WEBHOOK_SECRET: 'not-a-secret' }), /REPLICATE_WEBHOOK_SECRET/);
+  });
+
+  it('the README documents every configuration variable and every error code', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    for (const name of Object.keys(ConfigSchema.properties)) {
+      if (name === 'providers') continue;
+      assert.ok(readme.includes(`\`${name}\``), `README lacks ${name}`);
+    }
+    for (const code of Object.keys(ERROR_CODES)) assert.ok(readme.includes(`\`${code}\``), `README lacks error code ${code}`);
+  });
+});

@@ -1,0 +1,105 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import Type, { type Static } from 'typebox';
+import Value from 'typebox/value';
+
+/**
+ * Every setting Tollgate reads, in one schema: the environment and the optional JSON file named by
+ * `TOLLGATE_CONFIG` are parsed against it once, at start-up. A bad value stops the start with a message
+ * that names the variable and what it expects. The README's configuration table is checked against it.
+ */
+export const ConfigSchema = Type.Object({
+  HOST: Type.String({ default: '127.0.0.1', description: 'Interface the HTTP server binds to.' }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'TCP port of the HTTP server.' }),
+  PUBLIC_BASE_URL: Type.Optional(
+    Type.String({ pattern: '^https?://[^/]+(/.*[^/])?$', description: 'Public address of this deployment without a trailing slash; the OAuth issuer and the base of webhook URLs. Default `http://HOST:PORT`.' }),
+  ),
+  DATABASE_URL: Type.Optional(
+    Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL connection URL. Unset: embedded SQLite under `DATA_DIR`.' }),
+  ),
+  DATABASE_SCHEMA: Type.String({ default: 'public', pattern: '^[a-z_][a-z0-9_]*$', description: 'PostgreSQL schema that holds the tables.' }),
+  DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 500, default: 10, description: 'PostgreSQL connections per process.' }),
+  DATA_DIR: Type.String({ default: './data', description: 'Folder of the SQLite database.' }),
+  TOLLGATE_ADMIN_TOKEN: Type.Optional(
+    Type.String({ minLength: 24, description: 'Operator bearer token(s) for `/api/admin/*`, space-separated. Unset: one is generated and kept (print it with `tollgate admin-token`).' }),
+  ),
+  COOKIE_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'Signs session cookies. Unset: generated on first start and kept in the database.' })),
+  ENCRYPTION_KEY: Type.Optional(
+    Type.String({ pattern: '^[A-Za-z0-9+/_-]{43}=?$', description: 'AES-256-GCM key (32 bytes, base64) for secrets kept at rest. Unset: generated on first start and kept in the database.' }),
+  ),
+  CREDITS_PER_USD: Type.Number({ exclusiveMinimum: 0, default: 100, description: 'Credits per US dollar when provider prices are imported.' }),
+  OPENAI_API_KEY: Type.Optional(Type.String({ description: 'OpenAI API key.' })),
+  OPENAI_BASE_URL: Type.String({ default: 'https://api.openai.com/v1', description: 'OpenAI-compatible base URL.' }),
+  OPENROUTER_API_KEY: Type.Optional(Type.String({ description: 'OpenRouter API key.' })),
+  OPENROUTER_BASE_URL: Type.String({ default: 'https://openrouter.ai/api/v1', description: 'OpenRouter base URL.' }),
+  ANTHROPIC_API_KEY: Type.Optional(Type.String({ description: 'Anthropic API key.' })),
+  ANTHROPIC_BASE_URL: Type.String({ default: 'https://api.anthropic.com', description: 'Anthropic base URL (without `/v1`).' }),
+  REPLICATE_API_TOKEN: Type.Optional(Type.String({ description: 'Replicate API token.' })),
+  REPLICATE_BASE_URL: Type.String({ default: 'https://api.replicate.com/v1', description: 'Replicate base URL.' }),
+  REPLICATE_WEBHOOK_SECRET: Type.Optional(
+    Type.String({ pattern: '^whsec_[A-Za-z0-9+/=]+( whsec_[A-Za-z0-9+/=]+)*$', description: 'Replicate webhook signing secret(s) `whsec_…`, space-separated during a rotation. Unset: the webhook refuses every delivery.' }),
+  ),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL for rate limits and cross-instance invalidation. Unset: in process.' })),
+  LOG_LEVEL: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { default: 'info', description: 'Log level.' }),
+  HOLD_TTL_SECONDS: Type.Integer({ minimum: 10, default: 600, description: 'Lifetime of a hold for a synchronous call before the sweep releases it.' }),
+  PREDICTION_HOLD_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 86400, default: 86400, description: 'Lifetime of a prediction hold.' }),
+  SWEEP_INTERVAL_SECONDS: Type.Integer({ minimum: 0, default: 60, description: 'How often each process runs the background jobs (expired holds, reconciliation); 0 turns the timers off.' }),
+  UPSTREAM_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 120000, description: 'Time allowed for an upstream response to begin.' }),
+  SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10000, description: 'On SIGTERM, how long in-flight calls and streams may run before they are cut (and settled for what they produced).' }),
+  RATE_LIMIT_KEY_RPM: Type.Integer({ minimum: 0, default: 600, description: 'Requests per minute per API key on `/api/v1/*`; 0 turns it off.' }),
+  RATE_LIMIT_APP_RPM: Type.Integer({ minimum: 0, default: 1200, description: 'Requests per minute per OAuth app and user on `/api/v1/*`; 0 turns it off.' }),
+  RATE_LIMIT_KEY_TPM: Type.Integer({ minimum: 0, default: 0, description: 'Tokens per minute per API key (and per app and user); 0 turns it off.' }),
+  RATE_LIMIT_AUTH_PER_MINUTE: Type.Integer({ minimum: 0, default: 30, description: 'Sign-in, sign-up and token requests per minute per client address; 0 turns it off.' }),
+  TOLLGATE_CONFIG: Type.Optional(Type.String({ description: 'Path of an optional JSON config file: any variable above, plus `providers` (extra OpenAI-compatible upstreams).' })),
+  providers: Type.Array(
+    Type.Object({
+      name: Type.String({ pattern: '^[a-z0-9][a-z0-9-]*$' }),
+      baseUrl: Type.String({ pattern: '^https?://' }),
+      apiKey: Type.Optional(Type.String()),
+    }),
+    { default: [], description: 'Extra OpenAI-compatible upstreams (config file only).' },
+  ),
+});
+
+/** The validated configuration. */
+export type Config = Static<typeof ConfigSchema> & { PUBLIC_BASE_URL: string };
+
+/** Raised when the configuration is invalid; its message names each bad variable and what it expects. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * Parses the configuration from `env` (and the JSON file `env.TOLLGATE_CONFIG` names). Environment variables
+ * win over the file. `overrides` are applied last; tests use them.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
+  const known = Object.keys(ConfigSchema.properties);
+  let fromFile: Record<string, unknown> = {};
+  const file = overrides.TOLLGATE_CONFIG ?? env.TOLLGATE_CONFIG;
+  if (file) {
+    try {
+      fromFile = JSON.parse(readFileSync(resolve(file), 'utf8'));
+    } catch (error) {
+      throw new ConfigError(`TOLLGATE_CONFIG: cannot read ${file} as JSON (${(error as Error).message})`);
+    }
+  }
+  const raw: Record<string, unknown> = { ...fromFile };
+  for (const name of known) {
+    const value = env[name];
+    if (value !== undefined && value !== '') raw[name] = value;
+  }
+  Object.assign(raw, overrides);
+  const converted = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, raw));
+  if (!Value.Check(ConfigSchema, converted)) {
+    const problems = [...Value.Errors(ConfigSchema, converted)].map((error) => {
+      const name = error.instancePath.replace(/^\//, '') || (error.params as { requiredProperties?: string[] }).requiredProperties?.join(', ') || '(config)';
+      const schema = (ConfigSchema.properties as Record<string, { description?: string }>)[name.split('/')[0]];
+      return `${name}: ${error.message}${schema?.description ? ` — expected: ${schema.description}` : ''} (got ${JSON.stringify(raw[name.split('/')[0]])})`;
+    });
+    throw new ConfigError(`Invalid configuration:\n  ${[...new Set(problems)].join('\n  ')}`);
+  }
+  const config = converted as Config;
+  config.PUBLIC_BASE_URL ??= `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`;
+  return config;
+}

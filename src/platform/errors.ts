@@ -1,0 +1,61 @@
+/**
+ * The one catalogue of error codes: each has its HTTP status, its OpenAI-style `type` and when it happens.
+ * Every error a route answers is an {@link ApiError} built from a code here; a test fails when a code is
+ * missing from the README's error table.
+ */
+export const ERROR_CODES = {
+  INVALID_REQUEST: { status: 400, type: 'invalid_request_error', when: 'The request body, query or path is malformed or fails validation.' },
+  UNAUTHENTICATED: { status: 401, type: 'authentication_error', when: 'The bearer token, API key or session is missing, malformed, expired or revoked.' },
+  INSUFFICIENT_CREDITS: { status: 402, type: 'insufficient_credits_error', when: "The wallet's available credits are below the request's worst-case cost." },
+  PERMISSION_DENIED: { status: 403, type: 'permission_error', when: 'The caller is authenticated but lacks the scope or permission the route needs.' },
+  NOT_FOUND: { status: 404, type: 'not_found_error', when: "The object does not exist or belongs to someone else." },
+  MODEL_NOT_FOUND: { status: 404, type: 'not_found_error', when: 'The model id is not in the catalogue.' },
+  CONFLICT: { status: 409, type: 'conflict_error', when: 'The object already exists (for example an email address already registered).' },
+  PAYLOAD_TOO_LARGE: { status: 413, type: 'invalid_request_error', when: 'The request body is larger than the route accepts.' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, type: 'invalid_request_error', when: 'The Content-Type is not one the route accepts.' },
+  SPENDING_LIMIT_EXCEEDED: { status: 429, type: 'spending_limit_error', when: "An app's or key's spending limit would be exceeded by the request's worst-case cost." },
+  RATE_LIMITED: { status: 429, type: 'rate_limit_error', when: 'Too many requests (or tokens) per minute for this key, app or address; see Retry-After.' },
+  INTERNAL_ERROR: { status: 500, type: 'api_error', when: 'A fault inside Tollgate; the log has the request id.' },
+  UPSTREAM_ERROR: { status: 502, type: 'upstream_error', when: 'The upstream provider failed (502) or timed out (504) before producing output.' },
+  SERVICE_UNAVAILABLE: { status: 503, type: 'api_error', when: 'A dependency is not configured or not reachable (for example no webhook secret).' },
+  WEBHOOK_INVALID: { status: 400, type: 'invalid_request_error', when: 'A webhook delivery lacks a header or its headers or body are malformed.' },
+  WEBHOOK_UNVERIFIED: { status: 401, type: 'authentication_error', when: "A webhook delivery's signature does not verify or its timestamp is more than 5 minutes away." },
+} as const satisfies Record<string, { status: number; type: string; when: string }>;
+
+/** A code of the catalogue. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** An error with a stable code; the HTTP layer turns it into the envelope of its route family. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly type: string;
+  /** Extra fields that go into the envelope beside code, message and type (contract §2.2). */
+  readonly details: Record<string, unknown>;
+  /** Response headers to send with the error (for example Retry-After). */
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, options: { details?: Record<string, unknown>; status?: number; headers?: Record<string, string>; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.status = options.status ?? ERROR_CODES[code].status;
+    this.type = ERROR_CODES[code].type;
+    this.details = options.details ?? {};
+    this.headers = options.headers ?? {};
+  }
+
+  /** The `{ error: { code, message, type, ... } }` envelope of `/api/v1/*` and the reads. */
+  toEnvelope(): { error: Record<string, unknown> } {
+    return { error: { code: this.code, message: this.message, type: this.type, ...this.details } };
+  }
+}
+
+/** Shorthands for the errors every feature raises. */
+export const errors = {
+  invalid: (message: string, details?: Record<string, unknown>) => new ApiError('INVALID_REQUEST', message, { details }),
+  unauthenticated: (message = 'A valid bearer token, API key or session is required.') => new ApiError('UNAUTHENTICATED', message),
+  forbidden: (message: string) => new ApiError('PERMISSION_DENIED', message),
+  notFound: (what = 'Object') => new ApiError('NOT_FOUND', `${what} not found.`),
+  conflict: (message: string) => new ApiError('CONFLICT', message),
+};

@@ -1,0 +1,87 @@
+import type { FastifyRequest } from 'fastify';
+import { ApiError, errors } from '../errors.ts';
+
+/** Every scope an OAuth app can be granted (decisions.md "OAuth"). */
+export const SCOPES = [
+  'read', 'write', 'billing:read', 'apikeys:read', 'apikeys:write',
+  'ai:chat', 'ai:completions', 'ai:models', 'ai:images', 'ai:embeddings', 'ai:audio', 'offline_access',
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** The permissions an API key can carry (contract §5.3). */
+export const KEY_PERMISSIONS = ['ai:chat', 'ai:completions', 'ai:models', 'ai:images', 'ai:embeddings', 'ai:audio', 'billing:read'] as const;
+export type KeyPermission = (typeof KEY_PERMISSIONS)[number];
+
+/**
+ * Who is calling, whatever the credential: an app's OAuth token, an API key or the user's own dashboard
+ * session all become one of these (decisions.md "Who is calling").
+ */
+export interface Principal {
+  kind: 'oauth' | 'api_key' | 'session';
+  userId: string;
+  /** The OAuth client acting for the user: the token's client, or the app that created the key. */
+  appId: string | null;
+  /** The API key used, when the credential is a key. */
+  keyId: string | null;
+  scopes: ReadonlySet<string>;
+  /** Session only: the CSRF token that writes must echo in `x-csrf-token`. */
+  csrfToken?: string;
+}
+
+/** Turns a credential into a principal, or null when it is unknown, expired or revoked. */
+export type CredentialResolver = (credential: string) => Promise<Principal | null>;
+
+/**
+ * The credential resolvers, filled in by the features that own each credential (keys, oauth, accounts).
+ * The platform only knows how to pick one.
+ */
+export interface AuthRegistry {
+  apiKey?: CredentialResolver;
+  accessToken?: CredentialResolver;
+  session?: CredentialResolver;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+const BEARER = /^Bearer ([\x21-\x7e]{1,4096})$/;
+
+/** The session cookie's name. */
+export const SESSION_COOKIE = 'tg_session';
+
+/** Resolves the request's credential into a principal; 401 when there is none or it is not valid. */
+export async function authenticate(request: FastifyRequest, registry: AuthRegistry): Promise<Principal> {
+  const header = request.headers.authorization;
+  if (header !== undefined) {
+    const match = BEARER.exec(header);
+    if (!match) throw errors.unauthenticated('The Authorization header must be "Bearer <token>".');
+    const credential = match[1];
+    const resolver = credential.startsWith('ak_') ? registry.apiKey : registry.accessToken;
+    const principal = resolver ? await resolver(credential) : null;
+    if (!principal) throw errors.unauthenticated('The bearer token is invalid, expired or revoked.');
+    return principal;
+  }
+  const cookie = request.cookies?.[SESSION_COOKIE];
+  if (cookie && registry.session) {
+    const unsigned = request.unsignCookie(cookie);
+    const principal = unsigned.valid && unsigned.value ? await registry.session(unsigned.value) : null;
+    if (principal) {
+      const isWrite = !['GET', 'HEAD', 'OPTIONS'].includes(request.method);
+      if (isWrite && request.headers['x-csrf-token'] !== principal.csrfToken) {
+        throw new ApiError('PERMISSION_DENIED', 'A dashboard write needs the x-csrf-token header of the session.');
+      }
+      return principal;
+    }
+  }
+  throw errors.unauthenticated();
+}
+
+/** Throws 403 unless the principal holds at least one of `anyOf`. */
+export function requireScope(principal: Principal, anyOf: readonly string[]): void {
+  if (anyOf.length === 0 || anyOf.some((scope) => principal.scopes.has(scope))) return;
+  const what = principal.kind === 'api_key' ? 'permission' : 'scope';
+  throw errors.forbidden(`This call needs the ${what} ${anyOf.map((s) => `"${s}"`).join(' or ')}.`);
+}

@@ -1,0 +1,171 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawServerDefault } from 'fastify';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { ApiError, ERROR_CODES, type ErrorCode } from '../errors.ts';
+import type { AppContext } from '../context.ts';
+import { matchesAnySecret } from '../crypto.ts';
+import { authenticate, requireScope, type Principal } from './principal.ts';
+
+/**
+ * How a route family shapes its errors: `api` is `{ error: { code, message, type, ... } }` (contract §2.2,
+ * decisions.md), `keys` is `{ success: false, error: "<text>" }` (contract §7.1).
+ */
+export type ErrorEnvelope = 'api' | 'keys';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    envelope?: ErrorEnvelope;
+    /** Scopes of which the caller needs one; `[]` means any authenticated caller. Unset: no authentication. */
+    auth?: readonly string[];
+    /** Operator route: only a `TOLLGATE_ADMIN_TOKEN` is accepted, never a user credential. */
+    admin?: boolean;
+  }
+}
+
+/** The Fastify instance with TypeBox types, as every feature receives it. */
+export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+/** Maps any thrown value to an ApiError; client mistakes never become a 500. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  const fastifyError = error as FastifyError & { validation?: unknown; validationContext?: string };
+  if (fastifyError?.validation) {
+    return new ApiError('INVALID_REQUEST', `Invalid ${fastifyError.validationContext ?? 'request'}: ${fastifyError.message.replace(/^(body|querystring|params|headers)\/?/, '')}`.trim());
+  }
+  switch (fastifyError?.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('UNSUPPORTED_MEDIA_TYPE', `Unsupported Content-Type; send application/json.`);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('INVALID_REQUEST', 'The JSON body is empty.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ApiError('INVALID_REQUEST', 'The body is not valid JSON.');
+  }
+  const status = fastifyError?.statusCode;
+  if (status && status >= 400 && status < 500) {
+    const code: ErrorCode = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : status === 404 ? 'NOT_FOUND' : status === 413 ? 'PAYLOAD_TOO_LARGE' : status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : status === 429 ? 'RATE_LIMITED' : 'INVALID_REQUEST';
+    return new ApiError(code, fastifyError.message || 'Bad request.', { status });
+  }
+  return new ApiError('INTERNAL_ERROR', 'Internal error.', { cause: error });
+}
+
+/** Writes an error in the envelope of the route's family. */
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
+  const envelope = request.routeOptions.config?.envelope ?? 'api';
+  reply.code(error.status).headers(error.headers);
+  return reply.send(envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope());
+}
+
+/** The authenticated principal of a route that declared `config.auth`. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new ApiError('UNAUTHENTICATED', 'Authentication required.');
+  return request.principal;
+}
+
+/**
+ * Builds the Fastify server every feature registers on: TypeBox schemas, the OpenAPI document at
+ * `/api/openapi.json` and `/docs`, cookies, form bodies, the error envelopes and bearer authentication.
+ */
+export async function createServer(ctx: AppContext): Promise<App> {
+  const app = Fastify({
+    loggerInstance: ctx.log,
+    // One line per request is written by the onResponse hook below, with the caller's ids and no headers.
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+    bodyLimit: 25 * 1024 * 1024,
+    trustProxy: true,
+    genReqId: (req) => (typeof req.headers['x-request-id'] === 'string' && /^[\w.-]{1,64}$/.test(req.headers['x-request-id']) ? req.headers['x-request-id'] : crypto.randomUUID()),
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+    routerOptions: { ignoreTrailingSlash: false },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  await app.register(cookie, { secret: ctx.secrets.cookieSecret, hook: 'onRequest' });
+  await app.register(formbody);
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Tollgate API', version: '0.1.0', description: 'OpenAI-compatible AI gateway with credits, OAuth apps and spending limits.' },
+      servers: [{ url: ctx.config.PUBLIC_BASE_URL }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'OAuth access token or API key (ak_…)' },
+          admin: { type: 'http', scheme: 'bearer', description: 'Operator token (TOLLGATE_ADMIN_TOKEN)' },
+        },
+      },
+      // Every error code, so that clients can generate a complete error type.
+      'x-error-codes': Object.fromEntries(Object.entries(ERROR_CODES).map(([code, v]) => [code, { status: v.status, type: v.type, description: v.when }])),
+    } as any,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    // Secure defaults for every answer; HTML pages set their own CSP where they need more.
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'no-referrer');
+    reply.header('x-frame-options', 'DENY');
+    reply.header('cross-origin-opener-policy', 'same-origin');
+    if (ctx.config.PUBLIC_BASE_URL.startsWith('https://')) reply.header('strict-transport-security', 'max-age=31536000');
+  });
+
+  // One structured line per request: ids of the caller, never a header value, a body or a query string.
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const seconds = reply.elapsedTime / 1000;
+    ctx.metrics.httpRequests.inc({ route, method: request.method, status: String(reply.statusCode) });
+    ctx.metrics.httpDuration.observe({ route, method: request.method }, seconds);
+    const principal = request.principal;
+    request.log.info({
+      reqId: request.id,
+      method: request.method,
+      route,
+      path: request.url.split('?')[0],
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 100) / 100,
+      userId: principal?.userId,
+      appId: principal?.appId ?? undefined,
+      keyId: principal?.keyId ?? undefined,
+    }, 'request');
+  });
+
+  // Invariant: every route under /api/admin is an operator route, so none can be added without the check.
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/api/admin') && route.config?.admin !== true) {
+      throw new Error(`${route.method} ${route.url} is under /api/admin but lacks config.admin`);
+    }
+  });
+
+  app.addHook('preHandler', async (request) => {
+    if (request.routeOptions.config?.admin) {
+      const match = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '');
+      if (!match || !matchesAnySecret(match[1], ctx.secrets.adminTokens)) {
+        throw new ApiError('UNAUTHENTICATED', 'An operator token (TOLLGATE_ADMIN_TOKEN) is required.');
+      }
+      return;
+    }
+    const needed = request.routeOptions.config?.auth;
+    if (!needed) return;
+    const principal = await authenticate(request, ctx.auth);
+    requireScope(principal, needed);
+    request.principal = principal;
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) request.log.error({ err: error, reqId: request.id }, 'request failed');
+    if (['SPENDING_LIMIT_EXCEEDED', 'INSUFFICIENT_CREDITS', 'RATE_LIMITED'].includes(apiError.code)) ctx.metrics.restrictions.inc({ code: apiError.code });
+    return sendError(request, reply, apiError);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const envelope = request.url.startsWith('/api/user/api-keys') ? 'keys' : 'api';
+    const error = new ApiError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
+    reply.code(404);
+    return envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope();
+  });
+  return app as unknown as App;
+}

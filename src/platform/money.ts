@@ -1,0 +1,24 @@
+/**
+ * Credits in the API are JSON numbers with at most 6 decimals; storage and arithmetic use integer
+ * micro-credits (1 credit = 1,000,000). No floating point touches the ledger: conversion happens only at
+ * the edge, here.
+ */
+export const MICROS_PER_CREDIT = 1_000_000;
+
+/** Micro-credits to the credits number the API shows (exact: every integer micro amount has a shortest decimal form with ≤ 6 decimals). */
+export function microsToCredits(micros: number): number {
+  return micros / MICROS_PER_CREDIT;
+}
+
+/**
+ * Parses a credits amount from the API into micro-credits; null when it has more than 6 decimals, is not
+ * finite, or is beyond 2^53 micro-credits.
+ */
+export function creditsToMicros(credits: number): number | null {
+  if (!Number.isFinite(credits)) return null;
+  const micros = Math.round(credits * MICROS_PER_CREDIT);
+  if (!Number.isSafeInteger(micros)) return null;
+  // The decimal text must round-trip: 0.1234567 has a 7th decimal and is refused.
+  if (Math.abs(micros / MICROS_PER_CREDIT - credits) > Number.EPSILON * Math.max(1, Math.abs(credits))) return null;
+  return micros;
+}

@@ -1,0 +1,110 @@
+import type { Transaction } from 'kysely';
+import type { AppContext } from '../platform/context.ts';
+import type { Tables } from '../tables.ts';
+import { recordUsage } from '../usage/records.ts';
+import { billingOf } from './billing-port.ts';
+import { actualCost, predictTimeMicros, TERMINAL_STATUSES } from './pricing.ts';
+import { findPrediction } from './store.ts';
+
+/** What Replicate says about a prediction, from a webhook body or a `GET /predictions/:id` answer. */
+export interface PredictionUpdate {
+  /** Replicate's id. */
+  id: string;
+  status: string;
+  output?: unknown;
+  error?: unknown;
+  metrics?: unknown;
+}
+
+/** What {@link applyPredictionUpdate} did. */
+export interface AppliedUpdate {
+  /** Our id, or null when no prediction has this Replicate id. */
+  predictionId: string | null;
+  /** True only for the one update that claimed the prediction's final billing; settle it after commit. */
+  finalized: boolean;
+}
+
+function errorText(error: unknown): string | null {
+  if (error === null || error === undefined) return null;
+  return (typeof error === 'string' ? error : JSON.stringify(error)).slice(0, 4000);
+}
+
+/**
+ * Applies an update inside the caller's transaction (the webhook's, which also records the delivery, or
+ * reconciliation's).
+ *
+ * Exactly-once invariant: a terminal status claims the prediction with `UPDATE … SET finalized_at … WHERE
+ * finalized_at IS NULL`. The database lets one such update change the row (PostgreSQL re-checks the condition
+ * after waiting on the row lock; SQLite serialises writers), so of any number of webhooks, copies, processes
+ * and reconciliation runs, exactly one sees `finalized: true`, and the charge it computed is stored with the
+ * claim. Updates after the claim change nothing, so a late `processing` cannot undo a final status.
+ */
+export async function applyPredictionUpdate(trx: Transaction<Tables>, update: PredictionUpdate, now: number): Promise<AppliedUpdate> {
+  const row = await trx.selectFrom('predictions').selectAll().where('replicate_id', '=', update.id).executeTakeFirst();
+  if (!row) return { predictionId: null, finalized: false };
+  if (row.finalized_at !== null) return { predictionId: row.id, finalized: false };
+
+  const changes = {
+    status: update.status,
+    updated_at: now,
+    ...(update.output !== undefined ? { output: JSON.stringify(update.output) } : {}),
+    ...(update.error !== undefined ? { error: errorText(update.error) } : {}),
+  };
+  if (!TERMINAL_STATUSES.has(update.status)) {
+    await trx.updateTable('predictions').set(changes).where('id', '=', row.id).where('finalized_at', 'is', null).execute();
+    return { predictionId: row.id, finalized: false };
+  }
+  const predictTimeUs = predictTimeMicros(update.metrics);
+  const pricing = { request: row.price_request, second: row.price_second, image: row.price_image };
+  const charge = actualCost(pricing, update.status, predictTimeUs, update.output ?? null);
+  const claimed = await trx
+    .updateTable('predictions')
+    .set({ ...changes, predict_time_us: predictTimeUs, charge, finalized_at: now })
+    .where('id', '=', row.id)
+    .where('finalized_at', 'is', null)
+    .executeTakeFirst();
+  return { predictionId: row.id, finalized: Number(claimed.numUpdatedRows) === 1 };
+}
+
+/**
+ * Settles the hold of a claimed prediction for the charge stored with the claim: `succeeded` captures it
+ * (the rest is released), `failed`/`canceled` release everything. Runs after the claim committed; when it
+ * does not complete (a crash, billing down), reconciliation runs it again later.
+ *
+ * The billing service's settle/release acts once per hold, so a repeated run is harmless: only the run that
+ * actually settled writes the captured amount and the usage record.
+ */
+export async function settlePrediction(ctx: AppContext, predictionId: string): Promise<{ captured: number } | null> {
+  const row = await findPrediction(ctx.db, predictionId);
+  if (!row || row.finalized_at === null || row.settled_at !== null) return null;
+  const billing = billingOf(ctx);
+  const succeeded = row.status === 'succeeded';
+  const outcome = succeeded
+    ? await billing.settleHold(row.hold_id, row.charge ?? 0, `Prediction ${row.model}`)
+    : { settled: (await billing.releaseHold(row.hold_id)).released, captured: 0 };
+  const now = ctx.clock.now();
+  if (!outcome.settled) {
+    // The hold was no longer open: settled by a concurrent run (which records it) or expired and swept.
+    ctx.log.warn({ predictionId, holdId: row.hold_id }, 'prediction hold was no longer open at settlement');
+    await ctx.db.updateTable('predictions').set({ settled_at: now, captured: 0 }).where('id', '=', row.id).where('settled_at', 'is', null).execute();
+    return null;
+  }
+  await ctx.db.transaction().execute(async (trx) => {
+    await trx.updateTable('predictions').set({ settled_at: now, captured: outcome.captured }).where('id', '=', row.id).execute();
+    await recordUsage(trx, {
+      user_id: row.user_id,
+      app_id: row.app_id,
+      key_id: row.key_id,
+      model: row.model,
+      kind: 'prediction',
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      cost: outcome.captured,
+      latency_ms: Math.max(0, row.finalized_at! - row.created_at),
+      status: succeeded ? 'ok' : row.status === 'failed' ? 'failed' : 'canceled',
+      hold_id: row.hold_id,
+      created_at: now,
+    });
+  });
+  return { captured: outcome.captured };
+}

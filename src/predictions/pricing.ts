@@ -1,0 +1,65 @@
+import { errors } from '../platform/errors.ts';
+
+/** Prices a prediction is billed at, in micro-credits (a snapshot of the model's pricing at creation). */
+export interface PredictionPricing {
+  request: number;
+  second: number;
+  image: number;
+}
+
+/** Worst-case compute seconds when the model sets none (decisions.md "Billing"). */
+export const DEFAULT_MAX_PREDICT_SECONDS = 120;
+/** Most outputs a single prediction may ask for; beyond it the hold would be meaningless. */
+export const MAX_OUTPUTS = 64;
+
+/** The statuses after which Replicate changes nothing more (`aborted` is Replicate's newer form of `canceled`). */
+export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'canceled', 'aborted']);
+
+/** How many outputs the input asks for: `num_outputs` when given (1 to {@link MAX_OUTPUTS}), else 1. */
+export function outputsAsked(input: Record<string, unknown>): number {
+  const asked = input.num_outputs;
+  if (asked === undefined || asked === null) return 1;
+  if (typeof asked !== 'number' || !Number.isInteger(asked) || asked < 1 || asked > MAX_OUTPUTS) {
+    throw errors.invalid(`input.num_outputs must be an integer from 1 to ${MAX_OUTPUTS}.`);
+  }
+  return asked;
+}
+
+/** The hold: `request + second × maxPredictSeconds + image × outputs asked`, in micro-credits. */
+export function worstCaseCost(pricing: PredictionPricing, maxPredictSeconds: number | null, outputs: number): number {
+  const amount = pricing.request + pricing.second * (maxPredictSeconds ?? DEFAULT_MAX_PREDICT_SECONDS) + pricing.image * outputs;
+  if (!Number.isSafeInteger(amount)) throw errors.invalid('The worst-case cost of this prediction is too large to hold.');
+  return amount;
+}
+
+/**
+ * `metrics.predict_time` (seconds, a float from Replicate) as whole microseconds, or null when absent or not
+ * a finite non-negative number. Storing and pricing whole microseconds keeps floats out of the arithmetic.
+ */
+export function predictTimeMicros(metrics: unknown): number | null {
+  const seconds = (metrics as { predict_time?: unknown } | null | undefined)?.predict_time;
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) return null;
+  const micros = Math.round(seconds * 1_000_000);
+  return Number.isSafeInteger(micros) ? micros : null;
+}
+
+/** Images produced: the length of an array output, 1 for any other non-null output, 0 for none. */
+export function outputsProduced(output: unknown): number {
+  if (Array.isArray(output)) return output.length;
+  return output === null || output === undefined ? 0 : 1;
+}
+
+/**
+ * What a succeeded prediction costs: `request + second × predict_time + image × outputs`.
+ *
+ * Rounding: the compute part is `second × predict_time` with predict_time taken to the microsecond, rounded
+ * UP to a whole micro-credit (exact integer arithmetic, BigInt), so a fraction of a micro-credit is never lost
+ * to the house's disadvantage and never more than one micro-credit is added. Failed and canceled predictions
+ * cost nothing. The settlement caps the capture at the hold.
+ */
+export function actualCost(pricing: PredictionPricing, status: string, predictTimeUs: number | null, output: unknown): number {
+  if (status !== 'succeeded') return 0;
+  const compute = (BigInt(pricing.second) * BigInt(predictTimeUs ?? 0) + 999_999n) / 1_000_000n;
+  const total = BigInt(pricing.request) + compute + BigInt(pricing.image) * BigInt(outputsProduced(output));
+  return total > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(total);
+}

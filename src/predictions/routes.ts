@@ -1,0 +1,150 @@
+import Type from 'typebox';
+import type { App } from '../platform/http/server.ts';
+import { principalOf } from '../platform/http/server.ts';
+import type { AppContext } from '../platform/context.ts';
+import { requireScope } from '../platform/http/principal.ts';
+import { ApiError, errors } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { getModel } from '../models/catalogue.ts';
+import { billingOf } from './billing-port.ts';
+import { applyPredictionUpdate, settlePrediction } from './finalize.ts';
+import { outputsAsked, predictTimeMicros, TERMINAL_STATUSES, worstCaseCost } from './pricing.ts';
+import { ReplicateClient, type ReplicatePrediction } from './replicate-client.ts';
+import { findCallerPrediction, findPrediction, predictionResource } from './store.ts';
+
+/** The path Replicate calls back; `webhook` of every prediction is `${PUBLIC_BASE_URL}` + this. */
+export const REPLICATE_WEBHOOK_PATH = '/api/webhooks/replicate';
+
+/** The scopes that may create predictions at all; the model's output then narrows it to one. */
+const PREDICTION_SCOPES = ['ai:images', 'ai:audio'] as const;
+
+/** The permission a model's predictions need: `ai:audio` for audio output, `ai:images` for images and anything else. */
+export function permissionForOutputs(outputModalities: readonly string[]): 'ai:images' | 'ai:audio' {
+  return outputModalities.includes('audio') && !outputModalities.includes('image') ? 'ai:audio' : 'ai:images';
+}
+
+/** The Replicate adapter, or null when `REPLICATE_API_TOKEN` is not set. */
+export function replicateClientOf(ctx: AppContext): ReplicateClient | null {
+  const token = ctx.config.REPLICATE_API_TOKEN;
+  return token ? new ReplicateClient({ baseUrl: ctx.config.REPLICATE_BASE_URL, token, timeoutMs: ctx.config.UPSTREAM_TIMEOUT_MS }) : null;
+}
+
+const Prediction = Type.Object({
+  id: Type.String({ examples: ['pred_3kT9xQ2mN7pR4sV8wY1z'] }),
+  replicate_id: Type.String({ description: "Replicate's id of the prediction (the one its webhooks carry)" }),
+  model: Type.String(),
+  status: Type.String({ description: '`starting`, `processing`, `succeeded`, `failed` or `canceled`' }),
+  output: Type.Unknown(),
+  error: Type.Union([Type.String(), Type.Null()]),
+  metrics: Type.Object({ predict_time: Type.Optional(Type.Number()) }),
+  created_at: Type.String({ format: 'date-time' }),
+  completed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  held: Type.Number({ description: 'Credits held for the worst case' }),
+  cost: Type.Union([Type.Number(), Type.Null()], { description: 'Credits charged; null until billing is final' }),
+  urls: Type.Object({ get: Type.String() }),
+});
+
+const CreateBody = Type.Object({
+  model: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Model id `<vendor>/<model>`' })),
+  version: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Alias of `model` (Replicate clients send `version`)' })),
+  input: Type.Record(Type.String(), Type.Unknown(), { description: "The model's input, passed to Replicate as is" }),
+});
+
+const ApiErrorBody = Type.Object({ error: Type.Object({ code: Type.String(), message: Type.String(), type: Type.String() }, { additionalProperties: true }) });
+const security = [{ bearer: [] }];
+
+/**
+ * Applies what Replicate said (on creation, or on a read) and settles when it was final. Used where no
+ * webhook delivery is involved; the exactly-once claim is the same as the webhook's.
+ */
+async function applyFromUpstream(ctx: AppContext, upstream: ReplicatePrediction): Promise<void> {
+  const applied = await ctx.db.transaction().execute((trx) => applyPredictionUpdate(trx, upstream, ctx.clock.now()));
+  if (applied.finalized && applied.predictionId) await settlePrediction(ctx, applied.predictionId);
+}
+
+/** `POST /api/v1/predictions` and `GET /api/v1/predictions/:id` (Replicate-style asynchronous predictions). */
+export function registerPredictionRoutes(app: App, ctx: AppContext): void {
+  app.post('/api/v1/predictions', {
+    schema: {
+      tags: ['predictions'],
+      summary: 'Start a Replicate prediction',
+      description: 'Holds the worst-case cost (`request + second × maxPredictSeconds + image × num_outputs`), starts the prediction on Replicate and returns at once; the webhook (or reconciliation) finalizes the charge. Needs `ai:images`, or `ai:audio` for audio models.',
+      security,
+      body: CreateBody,
+      response: { 201: Prediction, 400: ApiErrorBody, 402: ApiErrorBody, 403: ApiErrorBody, 404: ApiErrorBody, 429: ApiErrorBody, 502: ApiErrorBody, 503: ApiErrorBody },
+    },
+    config: { auth: PREDICTION_SCOPES },
+  }, async (request, reply) => {
+    const principal = principalOf(request);
+    const body = request.body as { model?: string; version?: string; input: Record<string, unknown> };
+    const modelId = body.model ?? body.version;
+    if (!modelId) throw errors.invalid('model is required.');
+    const model = await getModel(ctx.db, modelId);
+    if (!model || !model.enabled) throw new ApiError('MODEL_NOT_FOUND', `The model ${modelId} does not exist.`);
+    if (model.provider !== 'replicate') throw errors.invalid(`The model ${modelId} is not a Replicate model; predictions run only on Replicate models.`);
+    requireScope(principal, [permissionForOutputs(model.outputModalities)]);
+    const client = replicateClientOf(ctx);
+    if (!client) throw new ApiError('SERVICE_UNAVAILABLE', 'Replicate is not configured (REPLICATE_API_TOKEN).');
+
+    const pricing = { request: model.pricing.request, second: model.pricing.second, image: model.pricing.image };
+    const held = worstCaseCost(pricing, model.maxPredictSeconds, outputsAsked(body.input));
+    const billing = billingOf(ctx);
+    const hold = await billing.placeHold({
+      userId: principal.userId, appId: principal.appId, keyId: principal.keyId, amount: held,
+      ttlMs: ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000, description: `prediction ${model.id}`,
+    });
+
+    // From here the hold is open: every way out that does not store the prediction releases it, so a failed
+    // start never leaves credits reserved until the hold's expiry.
+    let id: string;
+    let upstream: ReplicatePrediction;
+    try {
+      upstream = await client.create(model.upstreamModel, body.input, `${ctx.config.PUBLIC_BASE_URL}${REPLICATE_WEBHOOK_PATH}`);
+      id = newId('pred');
+      const now = ctx.clock.now();
+      await ctx.db.insertInto('predictions').values({
+        id, replicate_id: upstream.id, user_id: principal.userId, app_id: principal.appId, key_id: principal.keyId,
+        model: model.id, upstream_model: model.upstreamModel, hold_id: hold.holdId, held,
+        price_request: pricing.request, price_second: pricing.second, price_image: pricing.image,
+        status: TERMINAL_STATUSES.has(upstream.status) ? 'starting' : upstream.status,
+        output: upstream.output === undefined || upstream.output === null ? null : JSON.stringify(upstream.output),
+        error: null, predict_time_us: predictTimeMicros(upstream.metrics), charge: null, captured: null,
+        created_at: now, updated_at: now, checked_at: null, finalized_at: null, settled_at: null,
+      }).execute();
+    } catch (error) {
+      await billing.releaseHold(hold.holdId).catch((releaseError) => request.log.error({ err: releaseError, holdId: hold.holdId }, 'could not release the hold of a failed prediction'));
+      throw error;
+    }
+    request.log.info({ predictionId: id, replicateId: upstream.id, model: model.id, held }, 'prediction started');
+    // A model fast enough to be done already is finalized now, through the same exactly-once claim.
+    if (TERMINAL_STATUSES.has(upstream.status)) await applyFromUpstream(ctx, upstream);
+    return reply.code(201).send(predictionResource((await findPrediction(ctx.db, id))!, ctx.config.PUBLIC_BASE_URL));
+  });
+
+  app.get('/api/v1/predictions/:id', {
+    schema: {
+      tags: ['predictions'],
+      summary: 'Read one of your predictions',
+      description: 'While the prediction is not final, its state is refreshed from Replicate (and finalized when Replicate says it is done).',
+      security,
+      params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
+      response: { 200: Prediction, 401: ApiErrorBody, 403: ApiErrorBody, 404: ApiErrorBody },
+    },
+    config: { auth: PREDICTION_SCOPES },
+  }, async (request) => {
+    const { id } = request.params as { id: string };
+    let row = await findCallerPrediction(ctx.db, principalOf(request), id);
+    if (!row) throw errors.notFound('Prediction');
+    const client = replicateClientOf(ctx);
+    if (row.finalized_at === null && client) {
+      // Best effort: a Replicate hiccup still answers with what is stored.
+      try {
+        await applyFromUpstream(ctx, await client.get(row.replicate_id));
+        row = (await findPrediction(ctx.db, id))!;
+      } catch (error) {
+        request.log.warn({ err: error, predictionId: id }, 'could not refresh the prediction from Replicate');
+      }
+    }
+    return predictionResource(row, ctx.config.PUBLIC_BASE_URL);
+  });
+}

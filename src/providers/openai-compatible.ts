@@ -1,0 +1,107 @@
+import { joinUrl, readJson, readSse, upstreamFetch } from './http.ts';
+import { UpstreamError, type BinaryResponse, type CallOptions, type ChatBody, type ChatChunk, type ChatCompletion, type ProviderAdapter, type UpstreamModel } from './types.ts';
+
+/** Where an OpenAI-compatible upstream lives and how to authenticate to it. */
+export interface OpenAiCompatibleOptions {
+  name: string;
+  baseUrl: string;
+  apiKey?: string;
+  /** Extra headers on every call (OpenRouter's `HTTP-Referer`/`X-Title`). */
+  headers?: Record<string, string>;
+}
+
+/**
+ * Any upstream that speaks the OpenAI API (OpenAI, OpenRouter, Groq, Together, vLLM, Ollama…). Bodies pass
+ * through untouched: whatever OpenAI field the client sent (tools, response_format, vision parts) reaches the
+ * provider as sent, except `model`, which the gateway has already mapped.
+ */
+export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): ProviderAdapter {
+  const headers = (json: boolean): Record<string, string> => ({
+    ...(json ? { 'content-type': 'application/json' } : {}),
+    ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+    ...options.headers,
+  });
+  const post = (path: string, body: unknown, call: CallOptions) =>
+    upstreamFetch(joinUrl(options.baseUrl, path), { method: 'POST', headers: headers(true), body: JSON.stringify(body), signal: call.signal });
+
+  return {
+    name: options.name,
+
+    async chat(body: ChatBody, call: CallOptions): Promise<ChatCompletion> {
+      const completion = await readJson(await post('/chat/completions', { ...body, stream: false }, call));
+      if (!Array.isArray(completion?.choices)) throw new UpstreamError(502, 'The upstream provider answered a chat completion without choices.');
+      return completion;
+    },
+
+    async streamChat(body: ChatBody, call: CallOptions): Promise<AsyncIterable<ChatChunk>> {
+      const response = await post('/chat/completions', { ...body, stream: true }, call);
+      return (async function* () {
+        let finished = false;
+        for await (const event of readSse(response.body, call.signal)) {
+          if (event.data === '[DONE]') return;
+          let parsed: any;
+          try {
+            parsed = JSON.parse(event.data);
+          } catch {
+            throw new UpstreamError(502, 'The upstream stream carried a frame that is not JSON.');
+          }
+          // Some providers report a failure inside an open stream as a data frame with an error object.
+          if (event.event === 'error' || (parsed?.error && !parsed.choices)) {
+            throw new UpstreamError(502, `The upstream stream failed: ${parsed?.error?.message ?? 'unknown error'}.`);
+          }
+          if (parsed?.choices?.some?.((choice: any) => choice?.finish_reason)) finished = true;
+          yield parsed as ChatChunk;
+        }
+        // A clean end without `[DONE]` is accepted once a choice finished (some local servers omit it).
+        if (!finished) throw new UpstreamError(502, 'The upstream stream ended before it was complete.');
+      })();
+    },
+
+    async embeddings(body, call) {
+      return readJson(await post('/embeddings', body, call));
+    },
+
+    async images(body, call) {
+      return readJson(await post('/images/generations', body, call));
+    },
+
+    async speech(body, call): Promise<BinaryResponse> {
+      const response = await post('/audio/speech', body, call);
+      if (!response.body) throw new UpstreamError(502, 'The upstream provider answered no audio.');
+      return { contentType: response.headers.get('content-type') ?? 'application/octet-stream', body: response.body };
+    },
+
+    async transcription(form, call) {
+      const response = await upstreamFetch(joinUrl(options.baseUrl, '/audio/transcriptions'), { method: 'POST', headers: headers(false), body: form, signal: call.signal });
+      const type = response.headers.get('content-type') ?? '';
+      // `response_format: text|srt|vtt` answers plain text; it is wrapped so the gateway can meter it alike.
+      return type.includes('json') ? readJson(response) : { text: await response.text(), contentType: type };
+    },
+
+    async realtimeSession(body, call) {
+      return readJson(await post('/realtime/sessions', body, call));
+    },
+
+    async listModels(call): Promise<UpstreamModel[]> {
+      const response = await upstreamFetch(joinUrl(options.baseUrl, '/models'), { headers: headers(false), signal: call.signal });
+      const list = await readJson(response);
+      return (Array.isArray(list?.data) ? list.data : []).filter((m: any) => typeof m?.id === 'string').map(upstreamModelFromList);
+    },
+  };
+}
+
+/** Reads one entry of an OpenAI-style `/models` list; OpenRouter's entries add name, context, modalities and USD prices. */
+function upstreamModelFromList(entry: any): UpstreamModel {
+  const price = (value: unknown) => (typeof value === 'string' || typeof value === 'number' ? String(value) : undefined);
+  return {
+    id: entry.id,
+    name: typeof entry.name === 'string' ? entry.name : undefined,
+    contextLength: Number.isInteger(entry.context_length) ? entry.context_length : undefined,
+    maxOutputTokens: Number.isInteger(entry.top_provider?.max_completion_tokens) ? entry.top_provider.max_completion_tokens : undefined,
+    inputModalities: Array.isArray(entry.architecture?.input_modalities) ? entry.architecture.input_modalities : undefined,
+    outputModalities: Array.isArray(entry.architecture?.output_modalities) ? entry.architecture.output_modalities : undefined,
+    usdPricing: entry.pricing
+      ? { prompt: price(entry.pricing.prompt), completion: price(entry.pricing.completion), request: price(entry.pricing.request), image: price(entry.pricing.image) }
+      : undefined,
+  };
+}

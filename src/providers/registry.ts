@@ -1,0 +1,47 @@
+import type { Config } from '../platform/config.ts';
+import { anthropicAdapter } from './anthropic.ts';
+import { echoAdapter } from './echo.ts';
+import { openAiCompatibleAdapter } from './openai-compatible.ts';
+import type { ProviderAdapter } from './types.ts';
+
+/** Built-in provider names; `config.providers` may add any other OpenAI-compatible one. */
+export const BUILT_IN_PROVIDERS = ['openai', 'openrouter', 'anthropic', 'replicate', 'echo'] as const;
+
+/** The adapters by provider name, built from the configuration. */
+export interface ProviderRegistry {
+  get(name: string): ProviderAdapter | undefined;
+  /** Every name a catalogue entry may use (configured or not). */
+  knownNames(): string[];
+  /** Providers with credentials or an explicit entry, whose `/models` lists the sync imports. */
+  syncable(): ProviderAdapter[];
+}
+
+/**
+ * Builds one adapter per provider. Each built-in OpenAI-compatible or Anthropic provider exists even without
+ * an API key (a local vLLM or Ollama needs none), so a base URL alone is enough to use it; Replicate is
+ * registered by the predictions feature, not here.
+ */
+export function createProviderRegistry(config: Config): ProviderRegistry {
+  const adapters = new Map<string, ProviderAdapter>();
+  adapters.set('echo', echoAdapter());
+  adapters.set('openai', openAiCompatibleAdapter({ name: 'openai', baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY }));
+  adapters.set('openrouter', openAiCompatibleAdapter({
+    name: 'openrouter', baseUrl: config.OPENROUTER_BASE_URL, apiKey: config.OPENROUTER_API_KEY,
+    headers: { 'HTTP-Referer': config.PUBLIC_BASE_URL, 'X-Title': 'Tollgate' },
+  }));
+  adapters.set('anthropic', anthropicAdapter({ baseUrl: config.ANTHROPIC_BASE_URL, apiKey: config.ANTHROPIC_API_KEY }));
+  for (const provider of config.providers) {
+    adapters.set(provider.name, openAiCompatibleAdapter({ name: provider.name, baseUrl: provider.baseUrl, apiKey: provider.apiKey }));
+  }
+  const syncable = [
+    ...(config.OPENAI_API_KEY ? ['openai'] : []),
+    ...(config.OPENROUTER_API_KEY ? ['openrouter'] : []),
+    ...(config.ANTHROPIC_API_KEY ? ['anthropic'] : []),
+    ...config.providers.map((p) => p.name),
+  ];
+  return {
+    get: (name) => adapters.get(name),
+    knownNames: () => [...new Set([...BUILT_IN_PROVIDERS, ...adapters.keys()])],
+    syncable: () => syncable.map((name) => adapters.get(name)!),
+  };
+}

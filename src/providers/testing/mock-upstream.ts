@@ -1,0 +1,228 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A real HTTP server that speaks the OpenAI API (`/v1/chat/completions`, embeddings, images, speech,
+ * transcriptions, realtime sessions, `/v1/models` with OpenRouter-style prices) and Anthropic Messages
+ * (`/v1/messages`), streams included. Tests and the benchmark point provider base URLs at it.
+ *
+ * The upstream model name picks a behaviour, so one server serves every scenario at once:
+ * - anything else: answers `reply` (default "alpha beta gamma delta"), one word per stream chunk;
+ * - `status-<code>`: answers that HTTP status with an error body, before any output;
+ * - `hang`: never answers (the gateway's deadline fires);
+ * - `cut-<n>`: streams n words, then destroys the connection (non-streaming: destroys at once);
+ * - `stall-<n>`: streams n words, then sends nothing more until the client goes away;
+ * - `no-usage`: like the default, but reports no usage;
+ * - `error-frame-<n>`: streams n words, then an error frame.
+ */
+export interface MockUpstreamOptions {
+  /** Required bearer token (OpenAI) / `x-api-key` (Anthropic); unset: anything goes. */
+  apiKey?: string;
+  /** Delay before each answer begins, in ms (default 0). */
+  latencyMs?: number;
+  /** Delay between stream chunks, in ms (default 0). */
+  chunkDelayMs?: number;
+  /** The reply text (default "alpha beta gamma delta"). */
+  reply?: string;
+  /** Usage every answer reports (default: prompt 11, completion = words of the reply). */
+  promptTokens?: number;
+  /** The `/v1/models` list (default: two models with OpenRouter-style USD prices). */
+  models?: unknown[];
+  /** Keep a log of request bodies (default true; the benchmark turns it off). */
+  log?: boolean;
+}
+
+/** One request the mock received. */
+export interface MockRequest {
+  method: string;
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: any;
+  /** True when the client closed the connection before the answer was complete. */
+  aborted: boolean;
+}
+
+/** A running mock upstream. */
+export interface MockUpstream {
+  /** `http://127.0.0.1:<port>`; the OpenAI base URL is `${url}/v1`, the Anthropic base URL is `url`. */
+  url: string;
+  requests: MockRequest[];
+  /** Resolves when `count` requests ended (answered or aborted); lets tests wait for an abort to land. */
+  settled(count: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+const DEFAULT_MODELS = [
+  { id: 'acme/small', name: 'Acme: Small', context_length: 32768, top_provider: { max_completion_tokens: 4096 }, architecture: { input_modalities: ['text'], output_modalities: ['text'] }, pricing: { prompt: '0.0000003', completion: '0.0000012', request: '0', image: '0' } },
+  { id: 'acme/vision', name: 'Acme: Vision', context_length: 128000, architecture: { input_modalities: ['text', 'image'], output_modalities: ['text'] }, pricing: { prompt: '0.000003', completion: '0.000015', request: '0.001', image: '0.0048' } },
+];
+
+/** Starts a mock upstream on a random loopback port. */
+export async function startMockUpstream(options: MockUpstreamOptions = {}): Promise<MockUpstream> {
+  const requests: MockRequest[] = [];
+  let ended = 0;
+  const waiters: Array<{ count: number; resolve: () => void }> = [];
+  const sockets = new Set<import('node:net').Socket>();
+  const markEnded = () => {
+    ended++;
+    for (const waiter of waiters.splice(0)) if (ended >= waiter.count) waiter.resolve(); else waiters.push(waiter);
+  };
+
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const raw = Buffer.concat(chunks);
+    const contentType = req.headers['content-type'] ?? '';
+    let body: any = contentType.includes('json') && raw.length ? JSON.parse(raw.toString()) : contentType.includes('multipart') ? { multipart: raw.toString('latin1') } : undefined;
+    const entry: MockRequest = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body, aborted: false };
+    if (options.log !== false) requests.push(entry);
+    let done = false;
+    res.on('close', () => {
+      if (!res.writableFinished) entry.aborted = true;
+      if (!done) {
+        done = true;
+        markEnded();
+      }
+    });
+    try {
+      await route(req, res, entry, options);
+    } catch (error) {
+      if (!res.headersSent) json(res, 500, { error: { message: String(error) } });
+      else res.destroy();
+    }
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    settled: (count) => new Promise((resolve) => (ended >= count ? resolve() : waiters.push({ count, resolve }))),
+    close: () =>
+      new Promise((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/**
+ * Breaks the connection after what was written has had time to reach the client: a cut that raced its own
+ * data would look to the client like a failure before output.
+ */
+async function cutAfterFlush(res: ServerResponse): Promise<void> {
+  await new Promise<void>((resolve) => res.write('', () => resolve()));
+  await sleep(25);
+  res.destroy();
+}
+
+const sleep = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
+
+/** Writes an SSE frame, waiting for the socket to drain when it is full. */
+async function write(res: ServerResponse, frame: string): Promise<void> {
+  if (!res.write(frame)) await new Promise((r) => res.once('drain', r));
+}
+
+async function route(req: IncomingMessage, res: ServerResponse, entry: MockRequest, options: MockUpstreamOptions): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0];
+  const anthropic = path === '/v1/messages';
+  const authorized = !options.apiKey || (anthropic ? req.headers['x-api-key'] === options.apiKey : req.headers.authorization === `Bearer ${options.apiKey}`);
+  if (!authorized) return json(res, 401, anthropic ? { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } } : { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } });
+  const model: string = entry.body?.model ?? '';
+  const status = /^status-(\d{3})$/.exec(model);
+  if (model === 'hang') return; // never answers; the caller's deadline or abort ends it
+  await sleep(options.latencyMs ?? 0);
+  if (status) {
+    const code = Number(status[1]);
+    return json(res, code, anthropic ? { type: 'error', error: { type: 'api_error', message: `mock status ${code}` } } : { error: { message: `mock status ${code}`, type: 'server_error' } });
+  }
+  const reply = options.reply ?? 'alpha beta gamma delta';
+  const words = reply.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`));
+  const promptTokens = options.promptTokens ?? 11;
+  const usage = model === 'no-usage' ? undefined : { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length };
+  const cut = /^(cut|stall|error-frame)-(\d+)$/.exec(model);
+
+  if (req.method === 'GET' && path === '/v1/models') return json(res, 200, { object: 'list', data: options.models ?? DEFAULT_MODELS });
+  if (path === '/v1/embeddings') {
+    const inputs = Array.isArray(entry.body.input) ? entry.body.input : [entry.body.input];
+    // The official SDK asks for base64 (little-endian float32), as OpenAI answers it.
+    const vector = [0.1, 0.2, 0.3];
+    const embedding = entry.body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+    return json(res, 200, { object: 'list', model, data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding })), usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } });
+  }
+  if (path === '/v1/images/generations') {
+    const n = entry.body.n ?? 1;
+    return json(res, 200, { created: 1, data: Array.from({ length: n }, () => ({ url: 'https://images.example/x.png' })) });
+  }
+  if (path === '/v1/audio/speech') {
+    res.writeHead(200, { 'content-type': 'audio/mpeg' });
+    await write(res, 'ID3-mock-audio-');
+    res.end(String(entry.body.input ?? ''));
+    return;
+  }
+  if (path === '/v1/audio/transcriptions') return json(res, 200, { text: reply, usage: { type: 'duration', seconds: 7 } });
+  if (path === '/v1/realtime/sessions') return json(res, 200, { id: 'sess_mock', object: 'realtime.session', model, client_secret: { value: 'ek_mock_secret', expires_at: 1 } });
+
+  if (path === '/v1/chat/completions' && !anthropic) {
+    if (!entry.body.stream) {
+      if (cut) return void res.destroy();
+      return json(res, 200, { id: 'chatcmpl-mock', object: 'chat.completion', created: 1, model, choices: [{ index: 0, message: { role: 'assistant', content: reply }, finish_reason: 'stop' }], ...(usage ? { usage } : {}) });
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const base = { id: 'chatcmpl-mock', object: 'chat.completion.chunk', created: 1, model };
+    const frame = (data: unknown) => write(res, `data: ${JSON.stringify(data)}\n\n`);
+    await frame({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
+    const count = cut ? Number(cut[2]) : words.length;
+    for (let i = 0; i < count; i++) {
+      await sleep(options.chunkDelayMs ?? 0);
+      await frame({ ...base, choices: [{ index: 0, delta: { content: words[i % words.length] }, finish_reason: null }] });
+    }
+    if (cut?.[1] === 'cut') return cutAfterFlush(res);
+    if (cut?.[1] === 'stall') return; // the connection stays open until the client leaves
+    if (cut?.[1] === 'error-frame') {
+      await write(res, `data: ${JSON.stringify({ error: { message: 'mock failure mid-stream' } })}\n\n`);
+      return void res.end();
+    }
+    await frame({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+    if (usage && entry.body.stream_options?.include_usage) await frame({ ...base, choices: [], usage });
+    await write(res, 'data: [DONE]\n\n');
+    return void res.end();
+  }
+
+  if (anthropic) {
+    const anthropicUsage = { input_tokens: promptTokens, output_tokens: words.length };
+    if (!entry.body.stream) {
+      if (cut) return void res.destroy();
+      return json(res, 200, { id: 'msg_mock', type: 'message', role: 'assistant', model, content: [{ type: 'text', text: reply }], stop_reason: 'end_turn', usage: anthropicUsage });
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const event = (type: string, data: object) => write(res, `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+    await event('message_start', { message: { id: 'msg_mock', type: 'message', role: 'assistant', model, content: [], usage: { input_tokens: promptTokens, output_tokens: 1 } } });
+    await event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+    const count = cut ? Number(cut[2]) : words.length;
+    for (let i = 0; i < count; i++) {
+      await sleep(options.chunkDelayMs ?? 0);
+      await event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: words[i % words.length] } });
+    }
+    if (cut?.[1] === 'cut') return cutAfterFlush(res);
+    if (cut?.[1] === 'stall') return;
+    if (cut?.[1] === 'error-frame') {
+      await event('error', { error: { type: 'overloaded_error', message: 'mock failure mid-stream' } });
+      return void res.end();
+    }
+    await event('content_block_stop', { index: 0 });
+    await event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: words.length } });
+    await event('message_stop', {});
+    return void res.end();
+  }
+  json(res, 404, { error: { message: `mock has no route ${req.method} ${path}` } });
+}

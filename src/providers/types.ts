@@ -1,0 +1,105 @@
+/**
+ * The provider adapter contract. The gateway speaks the OpenAI wire format to clients and to adapters; each
+ * adapter translates to its upstream (or speaks it natively) and reports failures as {@link UpstreamError}.
+ * Adapters never bill and never touch the database: they only move bytes, so they can be tested against a
+ * plain HTTP server and reused by the benchmark.
+ */
+
+/** An OpenAI chat completion request body; `model` is already the upstream model. Unknown fields pass through. */
+export type ChatBody = Record<string, unknown> & { model: string; messages: unknown[] };
+
+/** Token counts as the upstream reported them (OpenAI names). */
+export interface TokenUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens?: number;
+  [extra: string]: unknown;
+}
+
+/** An OpenAI `chat.completion` object. */
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: Array<{ index: number; message: { role: string; content: string | null; tool_calls?: unknown[]; [k: string]: unknown }; finish_reason: string | null; [k: string]: unknown }>;
+  usage?: TokenUsage;
+  [extra: string]: unknown;
+}
+
+/** An OpenAI `chat.completion.chunk` object (one SSE `data:` frame of a stream). */
+export interface ChatChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: Array<{ index: number; delta: { role?: string; content?: string | null; tool_calls?: Array<{ index: number; id?: string; type?: string; function?: { name?: string; arguments?: string } }>; [k: string]: unknown }; finish_reason: string | null; [k: string]: unknown }>;
+  usage?: TokenUsage | null;
+  [extra: string]: unknown;
+}
+
+/** What every call receives: the abort signal that the client's disconnect and the upstream deadline share. */
+export interface CallOptions {
+  signal: AbortSignal;
+}
+
+/** A binary answer relayed as-is (text-to-speech audio). */
+export interface BinaryResponse {
+  contentType: string;
+  body: ReadableStream<Uint8Array>;
+}
+
+/** A model as an upstream's `/models` list describes it, prices in USD per token or per unit as decimal strings. */
+export interface UpstreamModel {
+  id: string;
+  name?: string;
+  contextLength?: number;
+  maxOutputTokens?: number;
+  inputModalities?: string[];
+  outputModalities?: string[];
+  /** USD decimal strings, exactly as listed (OpenRouter: per token for prompt/completion, per call, per image). */
+  usdPricing?: { prompt?: string; completion?: string; request?: string; image?: string };
+}
+
+/**
+ * One upstream provider. `chat` and `streamChat` are required; the other capabilities are optional and a
+ * model whose provider lacks one answers 400.
+ */
+export interface ProviderAdapter {
+  readonly name: string;
+  /** A non-streaming chat completion. */
+  chat(body: ChatBody, options: CallOptions): Promise<ChatCompletion>;
+  /**
+   * A streaming chat completion: resolves once the upstream accepted the request (its status is known), then
+   * yields chunks as they arrive. The iterator throws {@link UpstreamError} when the stream breaks.
+   */
+  streamChat(body: ChatBody, options: CallOptions): Promise<AsyncIterable<ChatChunk>>;
+  embeddings?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
+  images?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
+  speech?(body: Record<string, unknown>, options: CallOptions): Promise<BinaryResponse>;
+  transcription?(form: FormData, options: CallOptions): Promise<Record<string, any>>;
+  realtimeSession?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
+  /** The upstream's model list, for `POST /api/admin/models/sync`. */
+  listModels?(options: CallOptions): Promise<UpstreamModel[]>;
+}
+
+/**
+ * An upstream failure. `status` is the upstream's HTTP status (502 for a network failure or a broken
+ * stream); `retryable` says a fallback model may be tried (5xx, network, broken before output).
+ */
+export class UpstreamError extends Error {
+  override name = 'UpstreamError';
+  readonly status: number;
+  readonly retryable: boolean;
+
+  constructor(status: number, message: string, options: { cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.status = status;
+    this.retryable = status >= 500 || status === 408;
+  }
+}
+
+/** True when `error` is the abort of a fetch or stream (client gone or deadline passed). */
+export function isAbortError(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
+}

@@ -1,0 +1,50 @@
+import type { Kysely, Migration } from 'kysely';
+
+/** One billable call (chat, embedding, image, audio, prediction): who, what, how much, how it ended. */
+export interface UsageRecordsTable {
+  /** `use_…` */
+  id: string;
+  user_id: string;
+  app_id: string | null;
+  key_id: string | null;
+  model: string;
+  /** `chat`, `embeddings`, `images`, `speech`, `transcriptions`, `realtime`, `prediction`. */
+  kind: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** Micro-credits captured. */
+  cost: number;
+  latency_ms: number;
+  /** `ok`, `client_aborted`, `upstream_error`, `failed`, `canceled`. */
+  status: string;
+  hold_id: string | null;
+  created_at: number;
+}
+
+export interface UsageTables {
+  usage_records: UsageRecordsTable;
+}
+
+export const usageMigrations: Record<string, Migration> = {
+  '0600_usage_records': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('usage_records')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('app_id', 'text')
+        .addColumn('key_id', 'text')
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('prompt_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('completion_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('cost', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('latency_ms', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('hold_id', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('usage_records_user_time').on('usage_records').columns(['user_id', 'created_at']).execute();
+    },
+  },
+};

@@ -1,0 +1,27 @@
+import type { Feature } from '../platform/feature.ts';
+import { BUILT, serveApp, serveSdk } from './static.ts';
+import { demoClientRegistrar } from './demo-client.ts';
+
+/**
+ * The browser side: the dashboard at `/`, the demo app at `/demo/` (with its OAuth client), and the SDK
+ * bundle at `/sdk/`. All three are built by Vite (`npm run build`) into folders served as they are.
+ */
+export const webFeature: Feature = {
+  name: 'web',
+  async register(app, ctx) {
+    await serveApp(app, { folder: BUILT.dashboard, base: '/', pagePaths: ['/', '/index.html'] });
+    await serveApp(app, { folder: BUILT.demo, base: '/demo/', pagePaths: ['/demo/', '/demo/index.html'] });
+    await serveSdk(app);
+
+    app.get('/demo', { schema: { hide: true } }, async (request, reply) => {
+      const query = request.url.indexOf('?');
+      return reply.redirect(`/demo/${query >= 0 ? request.url.slice(query) : ''}`, 308);
+    });
+
+    const demoConfig = demoClientRegistrar(ctx);
+    app.get('/demo/config.json', { schema: { hide: true } }, async (_request, reply) => {
+      reply.header('cache-control', 'no-store');
+      return demoConfig();
+    });
+  },
+};

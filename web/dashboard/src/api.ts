@@ -1,0 +1,38 @@
+/** The dashboard's calls to the gateway: the session cookie goes along, and every write echoes the CSRF token. */
+
+let csrfToken = '';
+
+/** Remembers the CSRF token of the current session (from sign-in, sign-up or `GET /api/auth/session`). */
+export function setCsrfToken(token: string): void {
+  csrfToken = token;
+}
+
+/** A failed call: the status and the text to show (from either error envelope). */
+export class ApiFailure extends Error {
+  readonly status: number;
+  readonly code: string | undefined;
+  constructor(status: number, message: string, code?: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** Calls the gateway; resolves with the parsed JSON, or throws {@link ApiFailure}. */
+export async function api<T = any>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET') headers['x-csrf-token'] = csrfToken;
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+  const text = await response.text();
+  let parsed: any;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {}
+  if (!response.ok) {
+    const error = parsed?.error;
+    const message = typeof error === 'string' ? error : error?.message ?? parsed?.message ?? `The gateway answered ${response.status}.`;
+    throw new ApiFailure(response.status, message, typeof error === 'object' ? error?.code : undefined);
+  }
+  return parsed as T;
+}

@@ -1,0 +1,42 @@
+import { formatCredits } from './format.ts';
+
+/** Daily spend as an inline SVG bar chart; each bar names its day and amount for screen readers and on hover. */
+export function SpendChart(props: { days: Array<{ date: string; cost: number; requests: number }> }) {
+  const width = 720;
+  const height = 180;
+  const pad = { top: 12, right: 8, bottom: 24, left: 44 };
+  const max = Math.max(...props.days.map((d) => d.cost), 0);
+  const top = max > 0 ? niceCeiling(max) : 1;
+  const slot = (width - pad.left - pad.right) / props.days.length;
+  const y = (value: number) => pad.top + (height - pad.top - pad.bottom) * (1 - value / top);
+  const total = props.days.reduce((sum, d) => sum + d.cost, 0);
+  return (
+    <figure class="chart">
+      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={`Daily spend over the last 30 days: ${formatCredits(total)} credits in all`}>
+        {[0, 0.5, 1].map((f) => (
+          <g key={f}>
+            <line x1={pad.left} x2={width - pad.right} y1={y(top * f)} y2={y(top * f)} class="grid" />
+            <text x={pad.left - 6} y={y(top * f) + 4} class="axis" text-anchor="end">{formatCredits(top * f)}</text>
+          </g>
+        ))}
+        {props.days.map((d, i) => {
+          const barHeight = Math.max(d.cost > 0 ? 2 : 0, y(0) - y(d.cost));
+          return (
+            <rect key={d.date} x={pad.left + i * slot + slot * 0.18} width={slot * 0.64} y={y(0) - barHeight} height={barHeight} rx={2} class="bar-rect">
+              <title>{`${d.date}: ${formatCredits(d.cost)} credits, ${d.requests} requests`}</title>
+            </rect>
+          );
+        })}
+        {props.days.map((d, i) => ((props.days.length - 1 - i) % 7 === 0 ? (
+          <text key={`l${d.date}`} x={pad.left + i * slot + slot / 2} y={height - 6} class="axis" text-anchor="middle">{d.date.slice(5)}</text>
+        ) : null))}
+      </svg>
+    </figure>
+  );
+}
+
+function niceCeiling(value: number): number {
+  const magnitude = 10 ** Math.floor(Math.log10(value));
+  for (const step of [1, 2, 2.5, 5, 10]) if (value <= step * magnitude) return step * magnitude;
+  return 10 * magnitude;
+}

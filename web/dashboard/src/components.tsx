@@ -1,0 +1,138 @@
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { formatCredits, percentOf, resetsIn } from './format.ts';
+
+/** Loads data once (and on `reload`), keeping the last value while a reload runs. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): { data: T | undefined; error: string | null; loading: boolean; reload: () => void } {
+  const [state, setState] = useState<{ data: T | undefined; error: string | null; loading: boolean }>({ data: undefined, error: null, loading: true });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    load().then(
+      (data) => live && setState({ data, error: null, loading: false }),
+      (error: Error) => live && setState((s) => ({ ...s, error: error.message, loading: false })),
+    );
+    return () => void (live = false);
+  }, [...deps, tick]);
+  return { ...state, reload: useCallback(() => setTick((t) => t + 1), []) };
+}
+
+export function PageHeader(props: { title: string; lead?: string; children?: ComponentChildren }) {
+  return (
+    <header class="page-header">
+      <div>
+        <h1>{props.title}</h1>
+        {props.lead && <p class="lead">{props.lead}</p>}
+      </div>
+      {props.children && <div class="page-actions">{props.children}</div>}
+    </header>
+  );
+}
+
+export function Card(props: { title?: string; children: ComponentChildren; class?: string; label?: string }) {
+  return (
+    <section class={`card ${props.class ?? ''}`} aria-label={props.label ?? props.title}>
+      {props.title && <h2>{props.title}</h2>}
+      {props.children}
+    </section>
+  );
+}
+
+export function Stat(props: { label: string; value: string; hint?: string; testId?: string }) {
+  return (
+    <div class="stat">
+      <div class="stat-label">{props.label}</div>
+      <div class="stat-value" data-testid={props.testId}>{props.value}</div>
+      {props.hint && <div class="stat-hint">{props.hint}</div>}
+    </div>
+  );
+}
+
+export function ErrorNote(props: { error: string | null | undefined }) {
+  return props.error ? <p class="error-note" role="alert">{props.error}</p> : null;
+}
+
+export function Empty(props: { children: ComponentChildren }) {
+  return <div class="empty">{props.children}</div>;
+}
+
+/** Copies `value`; says so for two seconds. */
+export function CopyButton(props: { value: string; label?: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <button
+      type="button"
+      class="btn small"
+      onClick={async () => {
+        try {
+          await navigator.clipboard.writeText(props.value);
+        } catch {
+          const area = document.createElement('textarea');
+          area.value = props.value;
+          document.body.append(area);
+          area.select();
+          document.execCommand('copy');
+          area.remove();
+        }
+        setCopied(true);
+        setTimeout(() => setCopied(false), 2000);
+      }}
+    >
+      {copied ? 'Copied' : props.label ?? 'Copy'}
+    </button>
+  );
+}
+
+/** A destructive action that asks once more inline before it runs. */
+export function ConfirmButton(props: { label: string; confirm: string; onConfirm: () => Promise<void> | void }) {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  if (!asking) return <button type="button" class="btn small danger-ghost" onClick={() => setAsking(true)}>{props.label}</button>;
+  return (
+    <span class="confirm">
+      <button type="button" class="btn small danger" disabled={busy} onClick={async () => {
+        setBusy(true);
+        try {
+          await props.onConfirm();
+        } finally {
+          setBusy(false);
+          setAsking(false);
+        }
+      }}>{props.confirm}</button>
+      <button type="button" class="btn small" onClick={() => setAsking(false)}>Cancel</button>
+    </span>
+  );
+}
+
+/** One spending limit: a bar of spent (solid) and reserved (striped) against the limit, and when it resets. */
+export function LimitBar(props: { label: string; limit: { limit: number; spent: number; reserved: number; resetsAt: string | null } | null }) {
+  const { limit } = props;
+  if (!limit) {
+    return (
+      <div class="limit">
+        <div class="limit-head"><span>{props.label}</span><span class="muted">No limit</span></div>
+      </div>
+    );
+  }
+  const spent = percentOf(limit.spent, limit.limit);
+  const reserved = Math.min(100 - spent, percentOf(limit.reserved, limit.limit));
+  const reset = resetsIn(limit.resetsAt);
+  return (
+    <div class="limit" data-testid={`limit-${props.label.toLowerCase()}`}>
+      <div class="limit-head">
+        <span>{props.label}</span>
+        <span><strong>{formatCredits(limit.spent + limit.reserved)}</strong> <span class="muted">of {formatCredits(limit.limit)} credits</span></span>
+      </div>
+      <div class="bar" role="meter" aria-valuemin={0} aria-valuemax={limit.limit} aria-valuenow={limit.spent + limit.reserved} aria-label={`${props.label} spending`}>
+        <span class={spent + reserved >= 100 ? 'full' : ''} style={{ width: `${spent}%` }} />
+        <span class="reserved" style={{ width: `${reserved}%` }} />
+      </div>
+      <div class="limit-foot muted">{reset ? reset[0].toUpperCase() + reset.slice(1) : 'Never resets'}{limit.reserved > 0 ? ` · ${formatCredits(limit.reserved)} held for calls in flight` : ''}</div>
+    </div>
+  );
+}
+
+export function Chips(props: { items: string[] }) {
+  return <span class="chips">{props.items.map((item) => <span class="chip" key={item}>{item}</span>)}</span>;
+}

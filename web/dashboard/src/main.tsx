@@ -1,0 +1,127 @@
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import './styles.css';
+import { api, setCsrfToken } from './api.ts';
+import { AuthPage } from './pages/auth.tsx';
+import { WalletPage } from './pages/wallet.tsx';
+import { UsagePage } from './pages/usage.tsx';
+import { KeysPage } from './pages/keys.tsx';
+import { AuthorizedAppsPage } from './pages/authorized-apps.tsx';
+import { DeveloperAppsPage } from './pages/developer-apps.tsx';
+
+/** The signed-in user, as `GET /api/auth/session` gives it. */
+export interface SessionUser {
+  id: string;
+  email: string;
+  name: string;
+}
+
+/** Small line icons (24×24 paths), drawn inline so they look the same everywhere. */
+const ICONS = {
+  wallet: 'M3 7h15a3 3 0 0 1 3 3v7a3 3 0 0 1-3 3H6a3 3 0 0 1-3-3zm0 0 2-3h11v3M16 13.5h2',
+  usage: 'M4 20V10M10 20V4M16 20v-7M22 20H2',
+  keys: 'M14 10a4 4 0 1 1-1.2-2.8L21 15v3h-3v-2h-2v-2h-2z',
+  apps: 'M12 3 4 6v6c0 5 3.5 8 8 9 4.5-1 8-4 8-9V6zM9 12l2 2 4-4',
+  developer: 'M8 8l-4 4 4 4M16 8l4 4-4 4M13.5 5l-3 14',
+} as const;
+
+const ROUTES = [
+  { path: 'wallet', label: 'Wallet', icon: ICONS.wallet, page: WalletPage },
+  { path: 'usage', label: 'Usage', icon: ICONS.usage, page: UsagePage },
+  { path: 'keys', label: 'API keys', icon: ICONS.keys, page: KeysPage },
+  { path: 'apps', label: 'Authorized apps', icon: ICONS.apps, page: AuthorizedAppsPage },
+  { path: 'developer', label: 'Developer apps', icon: ICONS.developer, page: DeveloperAppsPage },
+] as const;
+
+function currentRoute(): string {
+  const path = location.hash.replace(/^#\/?/, '').split('?')[0];
+  return ROUTES.some((r) => r.path === path) ? path : 'wallet';
+}
+
+function useTheme(): [string, () => void] {
+  const [theme, setTheme] = useState(() => localStorage.getItem('tollgate:theme') ?? (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'));
+  useEffect(() => {
+    document.documentElement.dataset.theme = theme;
+    localStorage.setItem('tollgate:theme', theme);
+  }, [theme]);
+  return [theme, () => setTheme((t) => (t === 'dark' ? 'light' : 'dark'))];
+}
+
+function App() {
+  const [user, setUser] = useState<SessionUser | null | undefined>(undefined);
+  const [route, setRoute] = useState(currentRoute);
+  const [theme, toggleTheme] = useTheme();
+
+  useEffect(() => {
+    api<{ user: SessionUser; csrfToken: string }>('GET', '/api/auth/session').then(
+      (session) => {
+        setCsrfToken(session.csrfToken);
+        setUser(session.user);
+      },
+      () => setUser(null),
+    );
+    const onHash = () => setRoute(currentRoute());
+    addEventListener('hashchange', onHash);
+    return () => removeEventListener('hashchange', onHash);
+  }, []);
+
+  useEffect(() => {
+    const label = ROUTES.find((r) => r.path === route)?.label;
+    document.title = user && label ? `${label} · Tollgate` : 'Tollgate';
+  }, [route, user]);
+
+  const themeButton = (
+    <button type="button" class="btn ghost theme-toggle" onClick={toggleTheme} aria-label={`Switch to ${theme === 'dark' ? 'light' : 'dark'} mode`} title="Light or dark">
+      {theme === 'dark' ? '☀' : '☾'}
+    </button>
+  );
+
+  if (user === undefined) return <div class="splash" aria-busy="true">Loading…</div>;
+  if (user === null) {
+    return (
+      <AuthPage
+        themeButton={themeButton}
+        onSignedIn={(session) => {
+          setCsrfToken(session.csrfToken);
+          setUser(session.user);
+        }}
+      />
+    );
+  }
+
+  const Page = ROUTES.find((r) => r.path === route)!.page;
+  return (
+    <div class="shell">
+      <aside class="sidebar">
+        <a class="brand" href="#/wallet"><span class="logo" aria-hidden="true">T</span>Tollgate</a>
+        <nav aria-label="Dashboard">
+          {ROUTES.map((r) => (
+            <a key={r.path} href={`#/${r.path}`} class={r.path === route ? 'active' : ''} aria-current={r.path === route ? 'page' : undefined}>
+              <svg class="nav-icon" viewBox="0 0 24 24" aria-hidden="true"><path d={r.icon} /></svg>{r.label}
+            </a>
+          ))}
+        </nav>
+        <div class="sidebar-foot">
+          <a href="/docs" target="_blank" rel="noopener">API reference ↗</a>
+          <a href="/demo/" target="_blank" rel="noopener">Demo app ↗</a>
+        </div>
+      </aside>
+      <div class="main">
+        <div class="topbar">
+          <span class="who" title={user.email}>{user.name || user.email}<span class="muted"> · {user.email}</span></span>
+          {themeButton}
+          <button type="button" class="btn small" onClick={async () => {
+            await api('POST', '/api/auth/signout').catch(() => {});
+            setCsrfToken('');
+            setUser(null);
+          }}>Sign out</button>
+        </div>
+        <main id="content" tabIndex={-1}>
+          <Page />
+        </main>
+      </div>
+    </div>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,83 @@
+import { useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import { Card, Chips, ConfirmButton, Empty, ErrorNote, LimitBar, PageHeader, useLoad } from '../components.tsx';
+import { ago, when } from '../format.ts';
+
+interface Limit { limit: number; spent: number; reserved: number; resetsAt: string | null }
+interface AuthorizedApp { clientId: string; name: string; scopes: string[]; authorizedAt: string; lastUsedAt: string | null; limits: { daily: Limit | null; monthly: Limit | null; total: Limit | null } }
+
+const PERIODS = [['daily', 'Daily'], ['monthly', 'Monthly'], ['total', 'Total']] as const;
+
+function LimitsForm(props: { app: AuthorizedApp; onSaved: () => void; onCancel: () => void }) {
+  const [error, setError] = useState<string | null>(null);
+  async function submit(event: Event) {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget as HTMLFormElement);
+    const limits: Record<string, number | null> = {};
+    for (const [period] of PERIODS) {
+      const text = String(form.get(period) ?? '').trim();
+      limits[period] = text === '' ? null : Number(text);
+    }
+    try {
+      await api('PATCH', `/api/user/authorized-apps/${encodeURIComponent(props.app.clientId)}`, { limits });
+      props.onSaved();
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  }
+  return (
+    <form class="limits-form" onSubmit={submit} aria-label={`Limits of ${props.app.name}`}>
+      <div class="row">
+        {PERIODS.map(([period, label]) => (
+          <label key={period}>{label} limit (credits)
+            <input name={period} type="number" min="0" step="0.000001" inputMode="decimal" placeholder="No limit" defaultValue={props.app.limits[period]?.limit?.toString() ?? ''} />
+          </label>
+        ))}
+      </div>
+      <ErrorNote error={error} />
+      <div class="row-actions"><button class="btn primary" type="submit">Save limits</button><button type="button" class="btn" onClick={props.onCancel}>Cancel</button></div>
+    </form>
+  );
+}
+
+/** The apps allowed to spend the user's credits: their scopes and limits, which the user can change or revoke. */
+export function AuthorizedAppsPage() {
+  const apps = useLoad(() => api<{ apps: AuthorizedApp[] }>('GET', '/api/user/authorized-apps'));
+  const [editing, setEditing] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <>
+      <PageHeader title="Authorized apps" lead="Apps you signed in to with Tollgate. Each spends your credits only within the limits you set here." />
+      <ErrorNote error={apps.error ?? error} />
+      {apps.data?.apps.length === 0 && <Empty>No app is authorized. When you sign in to an app with Tollgate, it shows up here.</Empty>}
+      <div class="app-list">
+        {(apps.data?.apps ?? []).map((app) => (
+          <Card key={app.clientId} class="app-card" label={app.name}>
+            <div class="app-head">
+              <div>
+                <h2>{app.name}</h2>
+                <div class="muted small"><code>{app.clientId}</code> · authorized {when(app.authorizedAt)} · last used {ago(app.lastUsedAt)}</div>
+              </div>
+              <div class="row-actions">
+                <button type="button" class="btn small" onClick={() => setEditing(editing === app.clientId ? null : app.clientId)} aria-expanded={editing === app.clientId}>Change limits</button>
+                <ConfirmButton label="Revoke" confirm="Revoke access" onConfirm={async () => {
+                  try {
+                    await api('DELETE', `/api/user/authorized-apps/${encodeURIComponent(app.clientId)}`);
+                    apps.reload();
+                  } catch (e) {
+                    setError((e as Error).message);
+                  }
+                }} />
+              </div>
+            </div>
+            <div class="scopes"><span class="muted small">Scopes</span> <Chips items={app.scopes} /></div>
+            <div class="limits">
+              {PERIODS.map(([period, label]) => <LimitBar key={period} label={label} limit={app.limits[period]} />)}
+            </div>
+            {editing === app.clientId && <LimitsForm app={app} onCancel={() => setEditing(null)} onSaved={() => { setEditing(null); apps.reload(); }} />}
+          </Card>
+        ))}
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,109 @@
+import { useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import { Card, Chips, CopyButton, Empty, ErrorNote, PageHeader, useLoad } from '../components.tsx';
+import { when } from '../format.ts';
+
+interface OwnedApp { clientId: string; name: string; type: 'public' | 'confidential'; redirectUris: string[]; scopes: string[]; createdAt: string }
+
+const SCOPES: Array<[string, string, boolean]> = [
+  ['read', 'Read the profile and authorized apps', true],
+  ['billing:read', 'Read credits and usage', true],
+  ['ai:chat', 'Chat completions', true],
+  ['offline_access', 'Stay signed in (refresh tokens)', true],
+  ['ai:completions', 'Completions', false],
+  ['ai:models', 'List models', false],
+  ['ai:images', 'Images', false],
+  ['ai:embeddings', 'Embeddings', false],
+  ['ai:audio', 'Audio', false],
+  ['apikeys:read', 'List the API keys it created', false],
+  ['apikeys:write', 'Create and revoke API keys', false],
+  ['write', 'Change settings', false],
+];
+
+/** Register OAuth clients (apps) whose users pay with their own Tollgate credits. The secret is shown once. */
+export function DeveloperAppsPage() {
+  const apps = useLoad(() => api<{ apps: OwnedApp[] }>('GET', '/api/user/apps'));
+  const [created, setCreated] = useState<{ clientId: string; clientSecret?: string; name: string } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  async function submit(event: Event) {
+    event.preventDefault();
+    const formElement = event.currentTarget as HTMLFormElement;
+    const form = new FormData(formElement);
+    const name = String(form.get('name') ?? '').trim();
+    const body = {
+      name,
+      redirectUris: String(form.get('redirectUris') ?? '').split(/\s+/).filter(Boolean),
+      type: String(form.get('type')),
+      scopes: form.getAll('scopes').map(String),
+    };
+    setError(null);
+    try {
+      const result = await api<{ clientId: string; clientSecret?: string }>('POST', '/api/user/apps', body);
+      setCreated({ ...result, name });
+      formElement.reset();
+      apps.reload();
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  }
+
+  return (
+    <>
+      <PageHeader title="Developer apps" lead="Register an app to let its users sign in with Tollgate and pay for AI with their own credits, under limits they choose." />
+      {created && (
+        <div class="notice success" role="status">
+          <div><strong>“{created.name}” registered.</strong> Client ID <code data-testid="new-client-id">{created.clientId}</code> <CopyButton value={created.clientId} /></div>
+          {created.clientSecret && (
+            <div class="secret"><span>Client secret — shown only now:</span><code data-testid="new-client-secret">{created.clientSecret}</code><CopyButton value={created.clientSecret} /></div>
+          )}
+        </div>
+      )}
+      <Card title="Register an app">
+        <form class="form-grid" onSubmit={submit} aria-label="Register an app">
+          <label>App name<input name="name" required maxLength={100} placeholder="e.g. My chat app" /></label>
+          <label>Redirect URIs (one per line, matched exactly)<textarea name="redirectUris" rows={2} required placeholder="https://myapp.example.com/callback" /></label>
+          <fieldset>
+            <legend>Client type</legend>
+            <div class="checks">
+              <label class="check"><input type="radio" name="type" value="public" defaultChecked /><span>Public <span class="muted">— runs in the browser or on a device; uses PKCE, no secret</span></span></label>
+              <label class="check"><input type="radio" name="type" value="confidential" /><span>Confidential <span class="muted">— has a server that keeps a client secret</span></span></label>
+            </div>
+          </fieldset>
+          <fieldset>
+            <legend>Scopes it may ask for</legend>
+            <div class="checks two">
+              {SCOPES.map(([scope, text, checked]) => (
+                <label class="check" key={scope}><input type="checkbox" name="scopes" value={scope} defaultChecked={checked} /><span><code>{scope}</code> <span class="muted">{text}</span></span></label>
+              ))}
+            </div>
+          </fieldset>
+          <ErrorNote error={error} />
+          <div><button class="btn primary" type="submit">Register app</button></div>
+        </form>
+      </Card>
+      <Card title="Your apps">
+        <ErrorNote error={apps.error} />
+        {apps.data?.apps.length === 0 ? <Empty>You have not registered an app yet.</Empty> : (
+          <div class="table-wrap">
+            <table>
+              <thead><tr><th>Name</th><th>Client ID</th><th>Type</th><th>Redirect URIs</th><th>Scopes</th><th>Created</th></tr></thead>
+              <tbody>
+                {(apps.data?.apps ?? []).map((app) => (
+                  <tr key={app.clientId}>
+                    <td><strong>{app.name}</strong></td>
+                    <td class="nowrap"><code>{app.clientId}</code> <CopyButton value={app.clientId} /></td>
+                    <td>{app.type}</td>
+                    <td>{app.redirectUris.map((uri) => <div key={uri}><code>{uri}</code></div>)}</td>
+                    <td><Chips items={app.scopes} /></td>
+                    <td class="nowrap">{when(app.createdAt)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </Card>
+    </>
+  );
+}

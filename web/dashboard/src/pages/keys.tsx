@@ -1,0 +1,121 @@
+import { useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import { Card, Chips, ConfirmButton, CopyButton, Empty, ErrorNote, PageHeader, useLoad } from '../components.tsx';
+import { ago, formatCredits, when } from '../format.ts';
+
+interface ApiKey { id: string; name: string; key: string; permissions: string[]; lastUsed: string | null; createdAt: string; limit: number | null; limitPeriod: string | null }
+
+/** Contract §5.3, with what each grants. */
+const PERMISSIONS: Array<[string, string]> = [
+  ['ai:chat', 'Chat completions'],
+  ['ai:completions', 'Completions'],
+  ['ai:models', 'List models'],
+  ['ai:images', 'Images'],
+  ['ai:embeddings', 'Embeddings'],
+  ['ai:audio', 'Speech, transcription, realtime'],
+  ['billing:read', 'View credits and usage'],
+];
+
+function masked(key: string): string {
+  return key.length > 12 ? `${key.slice(0, 7)}…${key.slice(-4)}` : key;
+}
+
+function CreateKey(props: { onCreated: (key: ApiKey) => void }) {
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  async function submit(event: Event) {
+    event.preventDefault();
+    const formElement = event.currentTarget as HTMLFormElement;
+    const form = new FormData(formElement);
+    const limitText = String(form.get('limit') ?? '').trim();
+    const body: Record<string, unknown> = { name: String(form.get('name') ?? '').trim(), permissions: form.getAll('permissions') };
+    if (limitText) {
+      body.limit = Number(limitText);
+      body.limitPeriod = form.get('limitPeriod');
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      const created = await api<{ apiKey: ApiKey }>('POST', '/api/user/api-keys', body);
+      formElement.reset();
+      props.onCreated(created.apiKey);
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <form class="form-grid" onSubmit={submit} aria-label="Create an API key">
+      <label>Name<input name="name" placeholder="e.g. Laptop scripts" required maxLength={100} /></label>
+      <fieldset>
+        <legend>Permissions</legend>
+        <div class="checks">
+          {PERMISSIONS.map(([value, text]) => (
+            <label class="check" key={value}><input type="checkbox" name="permissions" value={value} defaultChecked={value === 'ai:chat'} /><span><code>{value}</code> <span class="muted">{text}</span></span></label>
+          ))}
+        </div>
+      </fieldset>
+      <div class="row">
+        <label>Spending limit (credits, optional)<input name="limit" type="number" min="0" step="0.000001" inputMode="decimal" placeholder="No limit" /></label>
+        <label>Period<select name="limitPeriod" defaultValue="monthly"><option value="daily">Daily</option><option value="monthly">Monthly</option><option value="total">Total</option></select></label>
+      </div>
+      <ErrorNote error={error} />
+      <div><button class="btn primary" type="submit" disabled={busy}>Create key</button></div>
+    </form>
+  );
+}
+
+/** Create, copy and revoke API keys; see when each was last used. */
+export function KeysPage() {
+  const keys = useLoad(() => api<{ apiKeys: ApiKey[] }>('GET', '/api/user/api-keys'));
+  const [created, setCreated] = useState<ApiKey | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <>
+      <PageHeader title="API keys" lead="Keys call the OpenAI-compatible API at /api/v1 with your credits. Give each its own permissions and limit." />
+      {created && (
+        <div class="notice success" role="status">
+          <div><strong>Key “{created.name}” created.</strong> Copy it now and keep it somewhere safe.</div>
+          <div class="secret"><code data-testid="new-key">{created.key}</code><CopyButton value={created.key} /></div>
+        </div>
+      )}
+      <Card title="New key">
+        <CreateKey onCreated={(key) => { setCreated(key); keys.reload(); }} />
+      </Card>
+      <Card title="Your keys">
+        <ErrorNote error={keys.error ?? error} />
+        {keys.data?.apiKeys.length === 0 ? <Empty>No keys yet. Create one above.</Empty> : (
+          <div class="table-wrap">
+            <table>
+              <thead><tr><th>Name</th><th>Key</th><th>Permissions</th><th>Limit</th><th>Last used</th><th>Created</th><th /></tr></thead>
+              <tbody>
+                {(keys.data?.apiKeys ?? []).map((k) => (
+                  <tr key={k.id} data-key-id={k.id}>
+                    <td><strong>{k.name}</strong></td>
+                    <td class="nowrap"><code title="Use Copy for the whole key">{masked(k.key)}</code> <CopyButton value={k.key} /></td>
+                    <td><Chips items={k.permissions} /></td>
+                    <td class="nowrap">{k.limit === null ? <span class="muted">None</span> : `${formatCredits(k.limit)} / ${k.limitPeriod}`}</td>
+                    <td class="nowrap" title={when(k.lastUsed)}>{ago(k.lastUsed)}</td>
+                    <td class="nowrap">{when(k.createdAt)}</td>
+                    <td class="actions-cell">
+                      <ConfirmButton label="Revoke" confirm="Revoke key" onConfirm={async () => {
+                        try {
+                          await api('DELETE', `/api/user/api-keys/${encodeURIComponent(k.id)}`);
+                          if (created?.id === k.id) setCreated(null);
+                          keys.reload();
+                        } catch (e) {
+                          setError((e as Error).message);
+                        }
+                      }} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </Card>
+    </>
+  );
+}

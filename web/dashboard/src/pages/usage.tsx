@@ -1,0 +1,52 @@
+import { Card, Empty, ErrorNote, PageHeader, Stat, useLoad } from '../components.tsx';
+import { count, formatCredits } from '../format.ts';
+import { SpendChart } from '../chart.tsx';
+import { dailySpend, loadUsage, type UsageTotals } from '../usage-data.ts';
+
+function UsageTable(props: { label: string; rows: Array<UsageTotals & { name: string }> }) {
+  if (props.rows.length === 0) return <Empty>No calls in the last 30 days.</Empty>;
+  return (
+    <div class="table-wrap">
+      <table aria-label={props.label}>
+        <thead><tr><th>{props.label}</th><th class="num">Requests</th><th class="num">Prompt tokens</th><th class="num">Completion tokens</th><th class="num">Cost (credits)</th></tr></thead>
+        <tbody>
+          {props.rows.map((r) => (
+            <tr key={r.name}>
+              <td>{r.name}</td>
+              <td class="num">{count(r.requests)}</td>
+              <td class="num">{count(r.promptTokens)}</td>
+              <td class="num">{count(r.completionTokens)}</td>
+              <td class="num">{formatCredits(r.cost)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** Requests, tokens and cost over the last 30 days, by model and by app. */
+export function UsagePage() {
+  const usage = useLoad(loadUsage);
+  const totals = usage.data?.totals;
+  return (
+    <>
+      <PageHeader title="Usage" lead="The last 30 days of calls made with your keys, your apps and this dashboard." />
+      <ErrorNote error={usage.error} />
+      <div class="stats">
+        <Stat label="Requests" value={totals ? count(totals.requests) : '…'} testId="usage-requests" />
+        <Stat label="Tokens" value={totals ? count(totals.promptTokens + totals.completionTokens) : '…'} hint={totals ? `${count(totals.promptTokens)} in · ${count(totals.completionTokens)} out` : undefined} />
+        <Stat label="Cost" value={totals ? formatCredits(totals.cost) : '…'} hint="credits" testId="usage-cost" />
+      </div>
+      <Card title="Daily spend">
+        <SpendChart days={dailySpend(usage.data)} />
+      </Card>
+      <Card title="By model">
+        <UsageTable label="Model" rows={(usage.data?.byModel ?? []).map((r) => ({ ...r, name: r.model }))} />
+      </Card>
+      <Card title="By app">
+        <UsageTable label="App" rows={(usage.data?.byApp ?? []).map((r) => ({ ...r, name: r.appId ? r.name : `${r.name}` }))} />
+      </Card>
+    </>
+  );
+}

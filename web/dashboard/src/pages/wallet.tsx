@@ -1,0 +1,69 @@
+import { useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import { Card, Empty, ErrorNote, PageHeader, Stat, useLoad } from '../components.tsx';
+import { formatCredits, when } from '../format.ts';
+import { SpendChart } from '../chart.tsx';
+import { dailySpend, loadUsage } from '../usage-data.ts';
+
+interface Balance { balance: number; reserved: number; available: number; currency: string }
+interface Transaction { id: string; type: string; amount: number; description: string; createdAt: string }
+
+/** Balance, reserved and available credits, a 30-day spend chart and the ledger's transactions. */
+export function WalletPage() {
+  const balance = useLoad(() => api<Balance>('GET', '/api/wallet/balance'));
+  const usage = useLoad(() => loadUsage().catch(() => undefined));
+  const [pages, setPages] = useState<Transaction[][]>([]);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const first = useLoad(async () => {
+    const page = await api<{ transactions: Transaction[]; nextCursor: string | null }>('GET', '/api/wallet/transactions?limit=20');
+    setPages([page.transactions]);
+    setCursor(page.nextCursor);
+    return page;
+  });
+  const transactions = pages.flat();
+
+  return (
+    <>
+      <PageHeader title="Wallet" lead="Prepaid credits. Every AI call holds its worst-case cost first, then settles what it really used." />
+      <ErrorNote error={balance.error} />
+      <div class="stats" id="add-credits">
+        <Stat label="Balance" value={balance.data ? formatCredits(balance.data.balance) : '…'} hint="credits" testId="wallet-balance" />
+        <Stat label="Reserved" value={balance.data ? formatCredits(balance.data.reserved) : '…'} hint="held for calls in flight" testId="wallet-reserved" />
+        <Stat label="Available" value={balance.data ? formatCredits(balance.data.available) : '…'} hint="what new calls can use" testId="wallet-available" />
+      </div>
+      <Card title="Add credits">
+        <p class="muted">Credits are added by the operator of this Tollgate (for example <code>tollgate grant-credits --email you@example.com --amount 10</code>), and appear here at once.</p>
+      </Card>
+      <Card title="Daily spend, last 30 days">
+        <SpendChart days={dailySpend(usage.data)} />
+      </Card>
+      <Card title="Transactions">
+        <ErrorNote error={first.error} />
+        {transactions.length === 0 && !first.loading ? <Empty>No transactions yet.</Empty> : (
+          <div class="table-wrap">
+            <table>
+              <thead><tr><th>When</th><th>What</th><th>Type</th><th class="num">Credits</th></tr></thead>
+              <tbody>
+                {transactions.map((t) => (
+                  <tr key={t.id}>
+                    <td class="nowrap">{when(t.createdAt)}</td>
+                    <td>{t.description}</td>
+                    <td><span class="chip">{t.type}</span></td>
+                    <td class={`num ${t.amount < 0 ? 'negative' : 'positive'}`}>{t.amount > 0 ? '+' : ''}{formatCredits(t.amount)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        {cursor && (
+          <button type="button" class="btn" onClick={async () => {
+            const page = await api<{ transactions: Transaction[]; nextCursor: string | null }>('GET', `/api/wallet/transactions?limit=20&cursor=${encodeURIComponent(cursor)}`);
+            setPages((p) => [...p, page.transactions]);
+            setCursor(page.nextCursor);
+          }}>Load more</button>
+        )}
+      </Card>
+    </>
+  );
+}
