@@ -1,10 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Tables } from '../../tables.ts';
 import { nodeSqliteDialect } from './node-sqlite-dialect.ts';
+import { SchemaScopedPostgresDialect } from './postgres-dialect.ts';
 
 // int8 columns hold micro-credits and epoch milliseconds: both fit a JS number exactly (< 2^53).
 pg.types.setTypeParser(20, (value) => {
@@ -34,7 +35,7 @@ export function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATABASE_SCH
       max: config.DATABASE_POOL_SIZE,
       options: `-c search_path=${config.DATABASE_SCHEMA}`,
     });
-    const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Tables>({ dialect: new SchemaScopedPostgresDialect({ pool }) });
     return { db, dialect: 'postgres', close: () => db.destroy() };
   }
   const dir = resolve(config.DATA_DIR);
