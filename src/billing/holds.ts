@@ -145,19 +145,35 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
   return { holdId: outcome.hold.id, expiresAt: outcome.hold.expires_at };
 }
 
+/** How a settle or release is recorded, and what must commit with it. */
+export interface CloseHoldOptions {
+  /** What the user sees on the movement (settle only; default "Charge"). */
+  description?: string;
+  /**
+   * The hold's owner, when the caller knows it: saves the read that finds it. A hold that belongs to
+   * someone else is treated as unknown.
+   */
+  userId?: string;
+  /**
+   * Writes that must commit with the close or not at all (a usage record, a prediction's settlement): run
+   * in the close's transaction, only by the call that closes the hold, so they happen exactly once.
+   */
+  alongside?: (trx: Trx, closed: { captured: number }) => Promise<void>;
+}
+
 /**
  * Runs `close` on the hold under its owner's wallet lock, when the hold is still open. The owner is read
- * first without a lock (it never changes), then the hold is read again after the lock, so its status is the
- * one every other process agrees on.
+ * first without a lock (it never changes) unless the caller gave it, then the hold is read again after the
+ * lock, so its status is the one every other process agrees on.
  */
-async function withOpenHold<T>(ctx: BillingContext, holdId: string, close: (trx: Trx, wallet: Wallet, hold: HoldRow, now: number) => Promise<T>): Promise<T | null> {
-  const owner = await ctx.db.selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst();
+async function withOpenHold<T>(ctx: BillingContext, holdId: string, knownOwner: string | undefined, close: (trx: Trx, wallet: Wallet, hold: HoldRow, now: number) => Promise<T>): Promise<T | null> {
+  const owner = knownOwner ?? (await ctx.db.selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst())?.user_id;
   if (!owner) return null;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
-    const wallet = await lockWallet(trx, ctx.dialect, owner.user_id, now);
-    const hold = await trx.selectFrom('holds').selectAll().where('id', '=', holdId).executeTakeFirstOrThrow();
-    if (hold.status !== 'open') return null;
+    const wallet = await lockWallet(trx, ctx.dialect, owner, now);
+    const hold = await trx.selectFrom('holds').selectAll().where('id', '=', holdId).executeTakeFirst();
+    if (!hold || hold.user_id !== owner || hold.status !== 'open') return null;
     return close(trx, wallet, hold, now);
   });
 }
@@ -167,21 +183,30 @@ async function withOpenHold<T>(ctx: BillingContext, holdId: string, close: (trx:
  * longer open (settled, released, expired), or unknown, answers `{ settled: false, captured: 0 }`.
  * A hold past its expiry that the sweep has not reached yet is still open, and settles normally.
  */
-export async function settleHold(ctx: BillingContext, holdId: string, actual: number, description = 'Charge'): Promise<{ settled: boolean; captured: number }> {
+export async function settleHold(ctx: BillingContext, holdId: string, actual: number, options: CloseHoldOptions = {}): Promise<{ settled: boolean; captured: number }> {
   assertMicros('actual', actual);
-  const result = await withOpenHold(ctx, holdId, async (trx, wallet, hold, now) => {
+  const description = options.description ?? 'Charge';
+  const result = await withOpenHold(ctx, holdId, options.userId, async (trx, wallet, hold, now) => {
     const captured = Math.min(actual, hold.amount);
     const closed = await closeHold(trx, wallet, hold, { status: 'settled', captured, type: captured > 0 ? 'capture' : 'release', description: captured > 0 ? description : 'Hold released' }, now);
-    return closed ? captured : null;
+    if (!closed) return null;
+    await options.alongside?.(trx, { captured });
+    return captured;
   });
   return result === null ? { settled: false, captured: 0 } : { settled: true, captured: result };
 }
 
-/** Releases a hold whole (the call cost nothing), exactly once; `released: false` when it was not open. */
-export async function releaseHold(ctx: BillingContext, holdId: string): Promise<{ released: boolean }> {
-  const result = await withOpenHold(ctx, holdId, (trx, wallet, hold, now) =>
-    closeHold(trx, wallet, hold, { status: 'released', captured: 0, type: 'release', description: 'Hold released' }, now),
-  );
+/**
+ * Releases a hold whole (the call cost nothing), exactly once; `released: false` when it was not open.
+ * `options.alongside` runs in the release's transaction when this call released it.
+ */
+export async function releaseHold(ctx: BillingContext, holdId: string, options: Omit<CloseHoldOptions, 'description'> = {}): Promise<{ released: boolean }> {
+  const result = await withOpenHold(ctx, holdId, options.userId, async (trx, wallet, hold, now) => {
+    const closed = await closeHold(trx, wallet, hold, { status: 'released', captured: 0, type: 'release', description: 'Hold released' }, now);
+    if (!closed) return null;
+    await options.alongside?.(trx, { captured: 0 });
+    return closed;
+  });
   return { released: result !== null };
 }
 
@@ -195,7 +220,7 @@ export async function releaseExpiredHolds(ctx: BillingContext, batchSize = 500):
     const now = ctx.clock.now();
     const due = await ctx.db.selectFrom('holds').select('id').where('status', '=', 'open').where('expires_at', '<=', now).orderBy('expires_at').limit(batchSize).execute();
     for (const { id } of due) {
-      const closed = await withOpenHold(ctx, id, (trx, wallet, hold, at) =>
+      const closed = await withOpenHold(ctx, id, undefined, (trx, wallet, hold, at) =>
         hold.expires_at <= at ? closeHold(trx, wallet, hold, { status: 'expired', captured: 0, type: 'expiry', description: 'Hold expired' }, at) : Promise.resolve(null),
       );
       if (closed) expired += 1;

@@ -22,7 +22,7 @@ describeEachDatabase('wallet and authorized-app reads', (env) => {
     const session = await env.createUser();
     await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 5, reason: 'welcome' });
     const { holdId } = await billing().placeHold({ userId: session.userId, appId: null, keyId: null, amount: 2 * CREDIT, description: 'Chat openai/gpt-x' });
-    await billing().settleHold(holdId, 1_500_000, 'Chat openai/gpt-x');
+    await billing().settleHold(holdId, 1_500_000, { description: 'Chat openai/gpt-x' });
     await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: -0.5, reason: 'correction' });
 
     const first = await env.dashboard(session, 'GET', '/api/wallet/transactions?limit=2');

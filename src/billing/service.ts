@@ -1,4 +1,4 @@
-import { placeHold, refundHold, releaseExpiredHolds, releaseHold, settleHold, type PlaceHoldInput } from './holds.ts';
+import { placeHold, refundHold, releaseExpiredHolds, releaseHold, settleHold, type CloseHoldOptions, type PlaceHoldInput } from './holds.ts';
 import { creditWallet, getBalance, type BalanceMicros } from './wallets.ts';
 import { listTransactions, type TransactionView } from './transactions.ts';
 import { verifyLedger, type LedgerReport } from './verify.ts';
@@ -22,10 +22,11 @@ export interface Billing {
   /**
    * Captures `min(actual, held)` and releases the rest, exactly once: `{ settled: true, captured }` the
    * first time, `{ settled: false, captured: 0 }` when the hold is no longer open (or unknown).
+   * `options.alongside` writes what must commit with the charge (a usage record) in the same transaction.
    */
-  settleHold(holdId: string, actual: number, description?: string): Promise<{ settled: boolean; captured: number }>;
+  settleHold(holdId: string, actual: number, options?: CloseHoldOptions): Promise<{ settled: boolean; captured: number }>;
   /** Releases the whole hold, exactly once; `released: false` when it was no longer open. */
-  releaseHold(holdId: string): Promise<{ released: boolean }>;
+  releaseHold(holdId: string, options?: Omit<CloseHoldOptions, 'description'>): Promise<{ released: boolean }>;
   /** Operator grant (positive). 404 when the user does not exist. */
   grant(userId: string, amount: number, reason: string): Promise<{ balance: number }>;
   /** Purchased credits (positive). */
@@ -54,8 +55,8 @@ declare module '../platform/context.ts' {
 export function createBilling(ctx: BillingContext): Billing {
   return {
     placeHold: (input) => placeHold(ctx, input),
-    settleHold: (holdId, actual, description) => settleHold(ctx, holdId, actual, description),
-    releaseHold: (holdId) => releaseHold(ctx, holdId),
+    settleHold: (holdId, actual, options) => settleHold(ctx, holdId, actual, options),
+    releaseHold: (holdId, options) => releaseHold(ctx, holdId, options),
     grant: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'grant', reason),
     topUp: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'topup', reason),
     adjust: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'adjustment', reason),

@@ -3,6 +3,7 @@ import type { Principal } from '../platform/http/principal.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { recordUsage } from '../usage/records.ts';
 import type { Billing } from '../billing/service.ts';
+import type { Db } from '../platform/db/connect.ts';
 
 /** What a metered call is for; stored as the usage record's `kind`. */
 export type UsageKind = 'chat' | 'embeddings' | 'images' | 'speech' | 'transcriptions' | 'realtime';
@@ -23,7 +24,7 @@ export interface CallOutcome {
 
 /**
  * One billable call: the hold placed for its worst case, then exactly one close — a settle for what it used
- * or a release when it failed — followed by its usage record.
+ * or a release when it failed — that writes its usage record in the same transaction.
  *
  * Invariant: a meter closes once. The hold is placed before any upstream byte is sent, and closing is
  * idempotent here and in billing, so a retry or a late abort can neither charge twice nor leave the hold
@@ -76,19 +77,31 @@ export class Meter {
     return new Meter(ctx, principal, kind, hold.holdId, worstCase, performance.now() - startedAt);
   }
 
-  /** Settles the hold on the call's cost (capped at the hold) and records the usage; returns the micro-credits captured. */
+  /**
+   * Settles the hold on the call's cost (capped at the hold) and records the usage in the settle's own
+   * transaction, so the charge and its usage row commit together; returns the micro-credits captured.
+   */
   async settle(outcome: CallOutcome): Promise<number> {
     if (this.#closed) return 0;
     this.#closed = true;
     try {
       const startedAt = performance.now();
       let captured = 0;
+      let recorded = false;
       if (this.#holdId) {
-        const result = await billingOf(this.#ctx).settleHold(this.#holdId, Math.min(outcome.cost, this.held));
+        const result = await billingOf(this.#ctx).settleHold(this.#holdId, Math.min(outcome.cost, this.held), {
+          userId: this.#principal.userId,
+          alongside: async (trx, closed) => {
+            await this.#record(trx, outcome, closed.captured);
+            recorded = true;
+          },
+        });
         captured = result.captured;
       }
       this.#ownMs += performance.now() - startedAt;
-      await this.#record(outcome, captured);
+      // A free call has no hold, and a hold the sweep expired during a very long call cannot be charged:
+      // the call is still recorded, at what it was charged (nothing).
+      if (!recorded) await this.#record(this.#ctx.db, outcome, captured);
       const metrics = this.#ctx.metrics;
       metrics.tokens.inc({ model: outcome.model.id, direction: 'prompt' }, outcome.promptTokens);
       metrics.tokens.inc({ model: outcome.model.id, direction: 'completion' }, outcome.completionTokens);
@@ -101,24 +114,31 @@ export class Meter {
     }
   }
 
-  /** Releases the hold of a call that produced nothing billable, and records it with cost 0. */
+  /** Releases the hold of a call that produced nothing billable, and records it with cost 0 in the same transaction. */
   async release(model: CatalogueModel, status: UsageStatus): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     try {
-      if (this.#holdId) await billingOf(this.#ctx).releaseHold(this.#holdId);
-      await this.#record({ model, cost: 0, promptTokens: 0, completionTokens: 0, status }, 0);
+      const outcome = { model, cost: 0, promptTokens: 0, completionTokens: 0, status };
+      let recorded = false;
+      if (this.#holdId) {
+        await billingOf(this.#ctx).releaseHold(this.#holdId, {
+          userId: this.#principal.userId,
+          alongside: async (trx) => {
+            await this.#record(trx, outcome, 0);
+            recorded = true;
+          },
+        });
+      }
+      if (!recorded) await this.#record(this.#ctx.db, outcome, 0);
     } finally {
       this.#done.resolve();
     }
   }
 
-  /**
-   * The usage record, written after the settle: billing offers no hook to join its transaction, so a crash
-   * between the two leaves the charge in the ledger without its usage row (never the reverse).
-   */
-  async #record(outcome: CallOutcome, captured: number): Promise<void> {
-    await recordUsage(this.#ctx.db, {
+  /** The usage record of this call, written with `db` (the settle's transaction when there is one). */
+  async #record(db: Db, outcome: CallOutcome, captured: number): Promise<void> {
+    await recordUsage(db, {
       user_id: this.#principal.userId,
       app_id: this.#principal.appId,
       key_id: this.#principal.keyId,

@@ -71,26 +71,18 @@ export async function applyPredictionUpdate(trx: Transaction<Tables>, update: Pr
  * (the rest is released), `failed`/`canceled` release everything. Runs after the claim committed; when it
  * does not complete (a crash, billing down), reconciliation runs it again later.
  *
- * The billing service's settle/release acts once per hold, so a repeated run is harmless: only the run that
- * actually settled writes the captured amount and the usage record.
+ * The prediction's `settled_at` and its usage record are written in the settle's own transaction, by the
+ * call that closes the hold: the charge, its usage row and the settled mark commit together or not at all,
+ * and a repeated run (which finds the hold closed) writes neither twice.
  */
 export async function settlePrediction(ctx: AppContext, predictionId: string): Promise<{ captured: number } | null> {
   const row = await findPrediction(ctx.db, predictionId);
   if (!row || row.finalized_at === null || row.settled_at !== null) return null;
   const billing = billingOf(ctx);
   const succeeded = row.status === 'succeeded';
-  const outcome = succeeded
-    ? await billing.settleHold(row.hold_id, row.charge ?? 0, `Prediction ${row.model}`)
-    : { settled: (await billing.releaseHold(row.hold_id)).released, captured: 0 };
   const now = ctx.clock.now();
-  if (!outcome.settled) {
-    // The hold was no longer open: settled by a concurrent run (which records it) or expired and swept.
-    ctx.log.warn({ predictionId, holdId: row.hold_id }, 'prediction hold was no longer open at settlement');
-    await ctx.db.updateTable('predictions').set({ settled_at: now, captured: 0 }).where('id', '=', row.id).where('settled_at', 'is', null).execute();
-    return null;
-  }
-  await ctx.db.transaction().execute(async (trx) => {
-    await trx.updateTable('predictions').set({ settled_at: now, captured: outcome.captured }).where('id', '=', row.id).execute();
+  const alongside = async (trx: Transaction<Tables>, { captured }: { captured: number }) => {
+    await trx.updateTable('predictions').set({ settled_at: now, captured }).where('id', '=', row.id).execute();
     await recordUsage(trx, {
       user_id: row.user_id,
       app_id: row.app_id,
@@ -99,12 +91,21 @@ export async function settlePrediction(ctx: AppContext, predictionId: string): P
       kind: 'prediction',
       prompt_tokens: 0,
       completion_tokens: 0,
-      cost: outcome.captured,
+      cost: captured,
       latency_ms: Math.max(0, row.finalized_at! - row.created_at),
       status: succeeded ? 'ok' : row.status === 'failed' ? 'failed' : 'canceled',
       hold_id: row.hold_id,
       created_at: now,
     });
-  });
+  };
+  const outcome = succeeded
+    ? await billing.settleHold(row.hold_id, row.charge ?? 0, { description: `Prediction ${row.model}`, userId: row.user_id, alongside })
+    : { settled: (await billing.releaseHold(row.hold_id, { userId: row.user_id, alongside })).released, captured: 0 };
+  if (!outcome.settled) {
+    // The hold was no longer open: settled by a concurrent run (which recorded it) or expired and swept.
+    ctx.log.warn({ predictionId, holdId: row.hold_id }, 'prediction hold was no longer open at settlement');
+    await ctx.db.updateTable('predictions').set({ settled_at: now, captured: 0 }).where('id', '=', row.id).where('settled_at', 'is', null).execute();
+    return null;
+  }
   return { captured: outcome.captured };
 }

@@ -1,5 +1,6 @@
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
-import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { SqliteDialect, type Driver, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { GroupCommitSqliteDriver } from './sqlite-group-commit.ts';
 
 /**
  * Kysely over Node's built-in `node:sqlite`, so the embedded default needs no native addon.
@@ -34,24 +35,24 @@ function adapt(database: DatabaseSync): SqliteDatabase {
   };
 }
 
-/**
- * Transactions start with BEGIN IMMEDIATE: the write lock is taken at the start, so two writers never
- * both read and then fail to upgrade (SQLITE_BUSY mid-transaction); the busy timeout makes the second wait.
- */
-class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
-  }
+/** The SQLite dialect, with the counters of its group-commit driver. */
+export interface NodeSqliteDialect extends SqliteDialect {
+  readonly stats: GroupCommitSqliteDriver['stats'];
 }
 
-/** Opens `filename` in WAL mode with foreign keys on and returns a Kysely dialect over it. */
-export function nodeSqliteDialect(filename: string): SqliteDialect {
+/**
+ * Opens `filename` in WAL mode with foreign keys on and returns a Kysely dialect over it whose driver
+ * commits concurrent transactions in groups (see {@link GroupCommitSqliteDriver}).
+ */
+export function nodeSqliteDialect(filename: string, options: { maxGroupCommit?: number } = {}): NodeSqliteDialect {
   const database = new DatabaseSync(filename);
   database.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;');
-  const config = { database: adapt(database) };
+  const statements = adapt(database);
+  const driver = new GroupCommitSqliteDriver(database, statements, { maxMembers: options.maxGroupCommit });
   return new (class extends SqliteDialect {
+    readonly stats = driver.stats;
     override createDriver(): Driver {
-      return new ImmediateSqliteDriver(config);
+      return driver;
     }
-  })(config);
+  })({ database: statements });
 }

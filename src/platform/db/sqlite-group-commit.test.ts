@@ -1,0 +1,117 @@
+import { describe, it, beforeEach, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { Kysely, sql } from 'kysely';
+import { nodeSqliteDialect, type NodeSqliteDialect } from './node-sqlite-dialect.ts';
+
+interface Schema {
+  rows: { id: number; note: string };
+  doom: { id: number };
+}
+
+/** Rows that a fresh connection to the file sees: what is durable, not what the driver's connection sees. */
+function durableIds(file: string): number[] {
+  const reader = new DatabaseSync(file, { readOnly: true });
+  try {
+    return (reader.prepare('SELECT id FROM rows ORDER BY id').all() as Array<{ id: number }>).map((row) => row.id);
+  } finally {
+    reader.close();
+  }
+}
+
+describe('SQLite group commit', () => {
+  let dir: string;
+  let file: string;
+  let dialect: NodeSqliteDialect;
+  let db: Kysely<Schema>;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tollgate-group-commit-'));
+    file = join(dir, 'test.db');
+    dialect = nodeSqliteDialect(file);
+    db = new Kysely<Schema>({ dialect });
+    await sql`CREATE TABLE rows (id INTEGER PRIMARY KEY, note TEXT NOT NULL)`.execute(db);
+    // A trigger that makes SQLite roll back the whole physical transaction, as an I/O error or a full disk can.
+    await sql`CREATE TABLE doom (id INTEGER PRIMARY KEY)`.execute(db);
+    await sql`CREATE TRIGGER doom_rolls_back BEFORE INSERT ON doom BEGIN SELECT RAISE(ROLLBACK, 'the whole transaction is gone'); END`.execute(db);
+  });
+
+  afterEach(async () => {
+    await db.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('commits concurrent transactions in fewer physical commits, each durable once its promise resolves', async () => {
+    const before = { ...dialect.stats };
+    const ids = Array.from({ length: 200 }, (_, i) => i + 1);
+    await Promise.all(ids.map((id) => db.transaction().execute((trx) => trx.insertInto('rows').values({ id, note: 'txn' }).execute())));
+    const transactions = dialect.stats.transactions - before.transactions;
+    const commits = dialect.stats.commits - before.commits;
+    assert.equal(transactions, 200);
+    assert.ok(commits < 200 / 4, `200 queued transactions shared ${commits} commits`);
+    assert.deepEqual(durableIds(file), ids);
+  });
+
+  it('a lone transaction commits by itself and is durable as soon as it resolves', async () => {
+    const before = dialect.stats.commits;
+    for (let id = 1; id <= 5; id++) {
+      await db.transaction().execute((trx) => trx.insertInto('rows').values({ id, note: 'alone' }).execute());
+      assert.deepEqual(durableIds(file).at(-1), id, 'visible to another connection as soon as it resolved');
+    }
+    assert.equal(dialect.stats.commits - before, 5);
+  });
+
+  it('a transaction that fails rolls back alone; the others of its batch commit', async () => {
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 60 }, (_, i) =>
+        db.transaction().execute(async (trx) => {
+          await trx.insertInto('rows').values({ id: i + 1, note: 'maybe' }).execute();
+          await trx.updateTable('rows').set({ note: 'touched' }).where('id', '=', i + 1).execute();
+          if (i % 5 === 0) throw new Error(`transaction ${i + 1} gives up`);
+        }),
+      ),
+    );
+    const kept = outcomes.flatMap((outcome, i) => (outcome.status === 'fulfilled' ? [i + 1] : []));
+    assert.equal(kept.length, 48);
+    assert.deepEqual(durableIds(file), kept);
+    const notes = await db.selectFrom('rows').select('note').distinct().execute();
+    assert.deepEqual(notes.map((row) => row.note), ['touched'], 'each kept transaction kept all of its writes');
+  });
+
+  it('when SQLite drops the physical transaction, every member of that batch fails and none of it is kept', async () => {
+    // Transactions and plain statements queued together; one of them makes SQLite roll back everything.
+    const work = Array.from({ length: 40 }, (_, i) => {
+      const id = i + 1;
+      if (id === 20) return db.transaction().execute((trx) => trx.insertInto('doom').values({ id }).execute());
+      if (id % 3 === 0) return db.insertInto('rows').values({ id, note: 'plain' }).execute();
+      return db.transaction().execute((trx) => trx.insertInto('rows').values({ id, note: 'txn' }).execute());
+    });
+    const outcomes = await Promise.allSettled(work);
+    assert.equal(outcomes[19]!.status, 'rejected');
+    const resolved = outcomes.flatMap((outcome, i) => (outcome.status === 'fulfilled' ? [i + 1] : []));
+    const failed = outcomes.flatMap((outcome, i) => (outcome.status === 'rejected' && i !== 19 ? [i + 1] : []));
+    assert.ok(failed.length > 0, 'the members batched with the doomed transaction failed with it');
+    // The guarantee: a promise resolved if and only if its row is durable.
+    assert.deepEqual(durableIds(file), resolved);
+    // And the connection is usable afterwards.
+    await db.transaction().execute((trx) => trx.insertInto('rows').values({ id: 1000, note: 'after' }).execute());
+    assert.ok(durableIds(file).includes(1000));
+  });
+
+  it('a statement that fails inside a transaction leaves the transaction going, as SQLite does without batching', async () => {
+    await db.insertInto('rows').values({ id: 1, note: 'first' }).execute();
+    const results = await Promise.allSettled([
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('rows').values({ id: 2, note: 'second' }).execute();
+        await trx.insertInto('rows').values({ id: 1, note: 'duplicate' }).execute().catch(() => 'refused');
+        await trx.insertInto('rows').values({ id: 3, note: 'third' }).execute();
+      }),
+      db.transaction().execute((trx) => trx.insertInto('rows').values({ id: 4, note: 'fourth' }).execute()),
+    ]);
+    assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'fulfilled']);
+    assert.deepEqual(durableIds(file), [1, 2, 3, 4]);
+  });
+});

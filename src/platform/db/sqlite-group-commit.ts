@@ -1,0 +1,188 @@
+import type { DatabaseSync } from 'node:sqlite';
+import { CompiledQuery, type DatabaseConnection, type Driver, type QueryResult, type SqliteDatabase } from 'kysely';
+
+/** Most logical transactions one physical commit carries; bounds the wait of the first one in a batch. */
+export const GROUP_COMMIT_MAX_MEMBERS = 32;
+
+/**
+ * A batch: one physical SQLite transaction that several logical ones (and the plain statements run between
+ * them) share, committed once when nobody is waiting for the connection or the batch is full.
+ */
+interface Batch {
+  members: number;
+  /** A commit is scheduled for the end of this event-loop turn. */
+  scheduled: boolean;
+  /** The scheduled commit found the connection in use: the use that holds it commits on release. */
+  commitOnRelease: boolean;
+  /** Set when SQLite dropped the physical transaction under us (I/O error, disk full…): nothing in it may commit. */
+  lost: unknown;
+  done: PromiseWithResolvers<void>;
+}
+
+const SAVEPOINT = 'tollgate_txn';
+
+/**
+ * Kysely driver over one `node:sqlite` connection that commits in groups.
+ *
+ * Why: SQLite runs one writer at a time and each COMMIT writes every page the transaction touched to the
+ * WAL; on the gateway's path a commit cost more than all the other statements of a call together. The
+ * transactions that start in one turn of the event loop (node:sqlite is synchronous, so each runs whole
+ * between two I/O events) run one after another inside one physical transaction, each as a SAVEPOINT, and
+ * one COMMIT at the end of the turn (`setImmediate`) makes them all durable.
+ *
+ * Invariants:
+ * - A logical transaction is atomic on its own: its failure rolls back to its savepoint and leaves the
+ *   others of the batch untouched.
+ * - Nobody hears "committed" before the data is: every use of the connection that ran inside a batch
+ *   (transaction or plain statement) resolves only after the batch's COMMIT, and fails with it if the
+ *   COMMIT fails. So a caller never acts on a write that could still vanish.
+ * - If SQLite drops the physical transaction (some errors roll back the whole transaction), the batch is
+ *   lost: every member fails, and the statement that found out refuses any further statement of its use,
+ *   so nothing of a member runs half in the batch and half outside it.
+ * - Transactions are serial (one connection, handed over first come first served), as with Kysely's own
+ *   SQLite driver; BEGIN IMMEDIATE takes the write lock at the start so a second process waits rather than
+ *   failing to upgrade mid-transaction.
+ * - A batch commits at the end of the event-loop turn it began in, or sooner when full: a lone caller waits
+ *   one turn, never for company that may not come.
+ */
+export class GroupCommitSqliteDriver implements Driver {
+  readonly #database: DatabaseSync;
+  readonly #connection: GroupCommitConnection;
+  readonly #maxMembers: number;
+  #busy = false;
+  readonly #waiters: Array<() => void> = [];
+  #batch: Batch | null = null;
+  /** Counts since start: logical transactions committed, and the physical commits that carried them. */
+  readonly stats = { transactions: 0, commits: 0 };
+
+  constructor(database: DatabaseSync, statements: SqliteDatabase, options: { maxMembers?: number } = {}) {
+    this.#database = database;
+    this.#maxMembers = options.maxMembers ?? GROUP_COMMIT_MAX_MEMBERS;
+    this.#connection = new GroupCommitConnection(statements, () => this.#batch, database);
+  }
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    if (this.#busy) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    this.#busy = true;
+    this.#connection.startUse();
+    return this.#connection;
+  }
+
+  async beginTransaction(): Promise<void> {
+    if (!this.#batch) {
+      this.#database.exec('BEGIN IMMEDIATE');
+      this.#batch = { members: 0, scheduled: false, commitOnRelease: false, lost: undefined, done: Promise.withResolvers<void>() };
+      // Every member awaits `done`; this keeps a rejection nobody awaits yet from being reported as unhandled.
+      this.#batch.done.promise.catch(() => {});
+    }
+    await this.#connection.executeQuery(CompiledQuery.raw(`SAVEPOINT ${SAVEPOINT}`));
+  }
+
+  async commitTransaction(): Promise<void> {
+    await this.#connection.executeQuery(CompiledQuery.raw(`RELEASE ${SAVEPOINT}`));
+    this.stats.transactions += 1;
+  }
+
+  async rollbackTransaction(): Promise<void> {
+    if (this.#batch?.lost !== undefined || !this.#database.isTransaction) return;
+    this.#database.exec(`ROLLBACK TO ${SAVEPOINT}; RELEASE ${SAVEPOINT}`);
+  }
+
+  async releaseConnection(): Promise<void> {
+    const batch = this.#batch;
+    if (batch) {
+      batch.members += 1;
+      if (batch.lost !== undefined || batch.commitOnRelease || batch.members >= this.#maxMembers) this.#finish(batch);
+      else if (!batch.scheduled) {
+        batch.scheduled = true;
+        setImmediate(() => this.#commitWhenIdle(batch));
+      }
+    }
+    const next = this.#waiters.shift();
+    if (next) next();
+    else this.#busy = false;
+    if (batch) await batch.done.promise;
+  }
+
+  async destroy(): Promise<void> {
+    if (this.#batch) this.#finish(this.#batch);
+    this.#database.close();
+  }
+
+  /**
+   * The end of the event-loop turn in which the batch began: every call whose I/O arrived in that turn has
+   * had its chance to join. Commits now, or, when a use holds the connection mid-transaction (a COMMIT now
+   * would take its half-done work along), when that use releases it.
+   */
+  #commitWhenIdle(batch: Batch): void {
+    if (this.#batch !== batch) return;
+    if (this.#busy) batch.commitOnRelease = true;
+    else this.#finish(batch);
+  }
+
+  /** Commits the batch (or rolls back a lost one) and tells every member. */
+  #finish(batch: Batch): void {
+    this.#batch = null;
+    if (batch.lost !== undefined) {
+      if (this.#database.isTransaction) this.#database.exec('ROLLBACK');
+      batch.done.reject(batch.lost);
+      return;
+    }
+    try {
+      this.#database.exec('COMMIT');
+      this.stats.commits += 1;
+      batch.done.resolve();
+    } catch (error) {
+      if (this.#database.isTransaction) this.#database.exec('ROLLBACK');
+      batch.done.reject(error);
+    }
+  }
+}
+
+/** The one connection: runs statements, and notices when SQLite drops the batch's transaction. */
+class GroupCommitConnection implements DatabaseConnection {
+  readonly #statements: SqliteDatabase;
+  readonly #batch: () => Batch | null;
+  readonly #database: DatabaseSync;
+  /** The loss this use found, if any: it refuses every further statement of the use. */
+  #useLost: unknown;
+
+  constructor(statements: SqliteDatabase, batch: () => Batch | null, database: DatabaseSync) {
+    this.#statements = statements;
+    this.#batch = batch;
+    this.#database = database;
+  }
+
+  startUse(): void {
+    this.#useLost = undefined;
+  }
+
+  async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    if (this.#useLost !== undefined) throw this.#useLost;
+    const { sql, parameters } = compiledQuery;
+    try {
+      const statement = this.#statements.prepare(sql);
+      if (statement.reader) return { rows: statement.all(parameters) as R[] };
+      const { changes, lastInsertRowid } = statement.run(parameters);
+      return {
+        numAffectedRows: changes === undefined || changes === null ? undefined : BigInt(changes),
+        insertId: lastInsertRowid === undefined || lastInsertRowid === null ? undefined : BigInt(lastInsertRowid),
+        rows: [],
+      };
+    } catch (error) {
+      const batch = this.#batch();
+      if (batch && batch.lost === undefined && !this.#database.isTransaction) {
+        batch.lost = error;
+        this.#useLost = error;
+      }
+      throw error;
+    }
+  }
+
+  async *streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    const { sql, parameters } = compiledQuery;
+    for (const row of this.#statements.prepare(sql).iterate(parameters)) yield { rows: [row as R] };
+  }
+}
