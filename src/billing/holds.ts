@@ -31,48 +31,68 @@ function holdScope(hold: HoldRow) {
   return { userId: hold.user_id, appId: hold.app_id, keyId: hold.key_id, periodDay: hold.period_day, periodMonth: hold.period_month };
 }
 
+/** How a hold ends: its status, the most it may capture, and the movement that records it. */
+interface HoldEnding {
+  status: 'settled' | 'released' | 'expired';
+  /** Micro-credits the caller wants captured; the hold's amount caps it. */
+  capture: number;
+  /** The movement's type and description, given what was actually captured. */
+  movement: (captured: number) => { type: MovementType; description: string };
+}
+
 /**
- * Closes an open hold on a locked wallet: captures `captured` (≤ the hold's amount) into revenue and gives
- * the rest back to the user's available credits, as one balanced movement, and moves the hold's counters
- * from held to spent. Claims the hold with a conditional update first, so a hold is closed exactly once
- * even if two closers reach it.
+ * Claims open holds for closing, in one statement: marks them closed with what they capture (at most
+ * their amount) and returns them as they are now. A hold that is not open, or not `userId`'s, is not
+ * returned, so a hold is closed exactly once even if two closers reach it (the wallet lock makes them
+ * take turns; the `status = 'open'` condition makes the second find nothing).
  */
-async function closeHold(trx: Trx, wallet: Wallet, hold: HoldRow, outcome: { status: 'settled' | 'released' | 'expired'; captured: number; type: MovementType; description: string }, now: number): Promise<Wallet | null> {
-  const claimed = await trx
+async function claimHolds(trx: Trx, userId: string, which: { holdId: string } | { expiredAt: number }, ending: HoldEnding, now: number): Promise<HoldRow[]> {
+  let query = trx
     .updateTable('holds')
-    .set({ status: outcome.status, captured: outcome.captured, closed_at: now })
-    .where('id', '=', hold.id)
-    .where('status', '=', 'open')
-    .executeTakeFirst();
-  if (Number(claimed.numUpdatedRows) !== 1) return null;
-  const released = hold.amount - outcome.captured;
+    .set((eb) => ({
+      status: ending.status,
+      captured: eb.case().when('amount', '<', ending.capture).then(eb.ref('amount')).else(ending.capture).end(),
+      closed_at: now,
+    }))
+    .where('user_id', '=', userId)
+    .where('status', '=', 'open');
+  query = 'holdId' in which ? query.where('id', '=', which.holdId) : query.where('expires_at', '<=', which.expiredAt);
+  return query.returningAll().execute();
+}
+
+/**
+ * Records the close of a claimed hold on the locked wallet: its capture goes to revenue and the rest back
+ * to the user's available credits, as one balanced movement, and the hold's counters move from held to
+ * spent. Returns the wallet after it.
+ */
+async function recordClose(trx: Trx, wallet: Wallet, hold: HoldRow, ending: HoldEnding, now: number): Promise<Wallet> {
+  const released = hold.amount - hold.captured;
   const after = await postMovement(
     trx,
     wallet,
     {
-      type: outcome.type,
-      description: outcome.description,
+      ...ending.movement(hold.captured),
       holdId: hold.id,
       entries: [
         { account: accounts.held(hold.user_id), amount: -hold.amount },
-        { account: accounts.revenue, amount: outcome.captured },
+        { account: accounts.revenue, amount: hold.captured },
         { account: accounts.available(hold.user_id), amount: released },
       ],
     },
     now,
   );
-  await bumpCounters(trx, holdScope(hold), { held: -hold.amount, spent: outcome.captured });
+  await bumpCounters(trx, holdScope(hold), { held: -hold.amount, spent: hold.captured });
   return after;
 }
+
+const EXPIRY: HoldEnding = { status: 'expired', capture: 0, movement: () => ({ type: 'expiry', description: 'Hold expired' }) };
+const RELEASE: HoldEnding = { status: 'released', capture: 0, movement: () => ({ type: 'release', description: 'Hold released' }) };
 
 /** Expires the user's open holds that are past their expiry, on the locked wallet (placing a hold starts with this). */
 async function expireOverdue(trx: Trx, locked: Wallet & { hasOverdueHolds: boolean }, now: number): Promise<Wallet> {
   let wallet: Wallet = locked;
   if (!locked.hasOverdueHolds) return wallet;
-  const overdue = await trx.selectFrom('holds').selectAll().where('user_id', '=', wallet.user_id).where('status', '=', 'open').where('expires_at', '<=', now).execute();
-  for (const hold of overdue) {
-    wallet = (await closeHold(trx, wallet, hold, { status: 'expired', captured: 0, type: 'expiry', description: 'Hold expired' }, now)) ?? wallet;
-  }
+  for (const hold of await claimHolds(trx, wallet.user_id, { expiredAt: now }, EXPIRY, now)) wallet = await recordClose(trx, wallet, hold, EXPIRY, now);
   return wallet;
 }
 
@@ -162,19 +182,21 @@ export interface CloseHoldOptions {
 }
 
 /**
- * Runs `close` on the hold under its owner's wallet lock, when the hold is still open. The owner is read
- * first without a lock (it never changes) unless the caller gave it, then the hold is read again after the
- * lock, so its status is the one every other process agrees on.
+ * Closes the hold `ending` says, under its owner's wallet lock, when it is still open; then runs
+ * `alongside` in the same transaction. The owner is read first without a lock (it never changes) unless
+ * the caller gave it. Null when the hold was unknown, someone else's, or no longer open.
  */
-async function withOpenHold<T>(ctx: BillingContext, holdId: string, knownOwner: string | undefined, close: (trx: Trx, wallet: Wallet, hold: HoldRow, now: number) => Promise<T>): Promise<T | null> {
+async function closeOpenHold(ctx: BillingContext, holdId: string, knownOwner: string | undefined, ending: HoldEnding, alongside?: CloseHoldOptions['alongside']): Promise<{ captured: number } | null> {
   const owner = knownOwner ?? (await ctx.db.selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst())?.user_id;
   if (!owner) return null;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const wallet = await lockWallet(trx, ctx.dialect, owner, now);
-    const hold = await trx.selectFrom('holds').selectAll().where('id', '=', holdId).executeTakeFirst();
-    if (!hold || hold.user_id !== owner || hold.status !== 'open') return null;
-    return close(trx, wallet, hold, now);
+    const [hold] = await claimHolds(trx, owner, { holdId }, ending, now);
+    if (!hold) return null;
+    await recordClose(trx, wallet, hold, ending, now);
+    await alongside?.(trx, { captured: hold.captured });
+    return { captured: hold.captured };
   });
 }
 
@@ -186,14 +208,13 @@ async function withOpenHold<T>(ctx: BillingContext, holdId: string, knownOwner: 
 export async function settleHold(ctx: BillingContext, holdId: string, actual: number, options: CloseHoldOptions = {}): Promise<{ settled: boolean; captured: number }> {
   assertMicros('actual', actual);
   const description = options.description ?? 'Charge';
-  const result = await withOpenHold(ctx, holdId, options.userId, async (trx, wallet, hold, now) => {
-    const captured = Math.min(actual, hold.amount);
-    const closed = await closeHold(trx, wallet, hold, { status: 'settled', captured, type: captured > 0 ? 'capture' : 'release', description: captured > 0 ? description : 'Hold released' }, now);
-    if (!closed) return null;
-    await options.alongside?.(trx, { captured });
-    return captured;
-  });
-  return result === null ? { settled: false, captured: 0 } : { settled: true, captured: result };
+  const ending: HoldEnding = {
+    status: 'settled',
+    capture: actual,
+    movement: (captured) => (captured > 0 ? { type: 'capture', description } : { type: 'release', description: 'Hold released' }),
+  };
+  const closed = await closeOpenHold(ctx, holdId, options.userId, ending, options.alongside);
+  return closed === null ? { settled: false, captured: 0 } : { settled: true, captured: closed.captured };
 }
 
 /**
@@ -201,29 +222,26 @@ export async function settleHold(ctx: BillingContext, holdId: string, actual: nu
  * `options.alongside` runs in the release's transaction when this call released it.
  */
 export async function releaseHold(ctx: BillingContext, holdId: string, options: Omit<CloseHoldOptions, 'description'> = {}): Promise<{ released: boolean }> {
-  const result = await withOpenHold(ctx, holdId, options.userId, async (trx, wallet, hold, now) => {
-    const closed = await closeHold(trx, wallet, hold, { status: 'released', captured: 0, type: 'release', description: 'Hold released' }, now);
-    if (!closed) return null;
-    await options.alongside?.(trx, { captured: 0 });
-    return closed;
-  });
-  return { released: result !== null };
+  return { released: (await closeOpenHold(ctx, holdId, options.userId, RELEASE, options.alongside)) !== null };
 }
 
 /**
- * The sweep: expires every open hold past its expiry, each in its own transaction under its owner's wallet
- * lock and claimed by a conditional update, so processes sweeping at once never expire a hold twice.
+ * The sweep: expires every open hold past its expiry, each user's under that user's wallet lock in a
+ * transaction of its own, claimed by a conditional update, so processes sweeping at once never expire a
+ * hold twice.
  */
 export async function releaseExpiredHolds(ctx: BillingContext, batchSize = 500): Promise<{ expired: number }> {
   let expired = 0;
   for (;;) {
     const now = ctx.clock.now();
-    const due = await ctx.db.selectFrom('holds').select('id').where('status', '=', 'open').where('expires_at', '<=', now).orderBy('expires_at').limit(batchSize).execute();
-    for (const { id } of due) {
-      const closed = await withOpenHold(ctx, id, undefined, (trx, wallet, hold, at) =>
-        hold.expires_at <= at ? closeHold(trx, wallet, hold, { status: 'expired', captured: 0, type: 'expiry', description: 'Hold expired' }, at) : Promise.resolve(null),
-      );
-      if (closed) expired += 1;
+    const due = await ctx.db.selectFrom('holds').select('user_id').distinct().where('status', '=', 'open').where('expires_at', '<=', now).limit(batchSize).execute();
+    for (const { user_id: userId } of due) {
+      expired += await ctx.db.transaction().execute(async (trx) => {
+        let wallet: Wallet = await lockWallet(trx, ctx.dialect, userId, now);
+        const holds = await claimHolds(trx, userId, { expiredAt: now }, EXPIRY, now);
+        for (const hold of holds) wallet = await recordClose(trx, wallet, hold, EXPIRY, now);
+        return holds.length;
+      });
     }
     if (due.length < batchSize) return { expired };
   }
