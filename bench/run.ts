@@ -6,14 +6,15 @@ import { installPortkey, PORTKEY_VERSION, portkeyTarget, startPortkey } from './
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { CHAT_BODY, profileTollgate } from './profile.ts';
 import { profileMarkdown } from './cpuprofile.ts';
-import { benchmarksMarkdown, figureTables, judgeTargets, targetsTable, updateReadme, type RunInfo, type SystemResult } from './report.ts';
+import { BARE_PROXY_LABEL, benchmarksMarkdown, figureTables, judgeTargets, proxyCeiling, targetsTable, updateReadme, type RunInfo, type SystemResult } from './report.ts';
 import { seedScale } from './seed.ts';
 import { createStore, POSTGRES_URL, provision, startTollgate, tollgateTarget, UPSTREAM_MODEL, verifyLedger, withPostgres, type Store } from './tollgate.ts';
 
 /**
- * `npm run bench`: one run, on loopback, against one mock upstream — the mock called directly, Portkey's
- * gateway, and Tollgate on SQLite and on PostgreSQL, each with 10 keys and then with the large data set —
- * written to BENCHMARKS.md and the README. Bounded: about 6 minutes in full, about 1 minute with BENCH_QUICK=1.
+ * `npm run bench`: one run, on loopback, against one mock upstream — the mock called directly, a bare Node
+ * proxy (the floor of any proxy's cost), Portkey's gateway, and Tollgate on SQLite and on PostgreSQL, each
+ * with 10 keys and then with the large data set — written to BENCHMARKS.md and the README. Bounded: about 7
+ * minutes in full, under 2 minutes with BENCH_QUICK=1.
  *
  * Settings (environment): BENCH_QUICK=1 (short cells, 10,000 keys instead of 1,000,000), BENCH_SECONDS,
  * BENCH_WARMUP_SECONDS, BENCH_DATABASES=sqlite,postgres, BENCH_PORTKEY=0 (skip the baseline), BENCH_PROFILE=0
@@ -115,6 +116,17 @@ async function main(): Promise<void> {
   const directBody = { ...CHAT_BODY, model: UPSTREAM_MODEL };
   results.push({ label: 'Direct (mock upstream, no gateway)', kind: 'direct', ...(await measure('direct', { url: `${upstreamUrl}/v1/chat/completions`, body: directBody, headers: () => ({ authorization: 'Bearer x' }) })) });
 
+  const bare = spawnNode('bare-proxy', ['bench/bare-proxy.ts', upstreamUrl], { cwd: process.cwd() });
+  children.add(bare);
+  try {
+    const { url: bareUrl } = await firstJsonLine<{ url: string }>(bare);
+    const figures = await measure(BARE_PROXY_LABEL, { url: `${bareUrl}/v1/chat/completions`, body: directBody, headers: () => ({ authorization: 'Bearer x' }) });
+    results.push({ label: BARE_PROXY_LABEL, kind: 'bare', ...figures, peakRssMB: (bare.peakRssMiB() * 1024 * 1024) / 1e6 });
+  } finally {
+    await bare.stop();
+    children.delete(bare);
+  }
+
   if (WITH_PORTKEY) {
     const portkey = await startPortkey();
     children.add(portkey.child);
@@ -161,6 +173,7 @@ async function main(): Promise<void> {
       `The mock upstream (bench/mock-upstream.ts, the tests' OpenAI-compatible mock) answers at once (latency ${env.BENCH_UPSTREAM_LATENCY_MS ?? 0} ms, ${env.BENCH_UPSTREAM_WORDS ?? 16} content chunks per stream, ${env.BENCH_UPSTREAM_CHUNK_DELAY_MS ?? 0} ms between chunks), so the figures measure the gateways' own cost.`,
       `Request: \`${JSON.stringify(CHAT_BODY)}\` plus the model; streams ask for \`stream_options.include_usage\`.`,
       `Concurrency 1: a sequential keep-alive node:http client timing each request with performance.now() (autocannon's latency histogram has 1 ms resolution, too coarse for a 1 ms target). Concurrency 64: autocannon ${SECONDS} s after ${WARMUP} s of warm-up. TTFT at concurrency 64: the node:http client, 64 loops, ${TTFT_SECONDS} s.`,
+      'Bare Node proxy (bench/bare-proxy.ts): a reference, not a gateway — a node:http server that forwards the body to the mock with the built-in fetch (undici, the client Tollgate uses) and pipes the answer back, streams included; no auth, billing, parsing or logging. What any Node proxy that forwards with fetch costs at the least on this machine.',
       `Tollgate: \`node src/cli.ts serve\` as in production — every call places a billing hold, checks the key's daily spending limit, settles, and writes a usage record — with request-rate limits off (RATE_LIMIT_KEY_RPM=0, RATE_LIMIT_APP_RPM=0), background timers off (SWEEP_INTERVAL_SECONDS=0), LOG_LEVEL=warn. ${KEYS} users with 1,000,000 credits and one key each (made through the operator and dashboard APIs); requests take the keys in turn.`,
       `Large data set: ${SCALE.users.toLocaleString('en')} more users and ${SCALE.keys.toLocaleString('en')} more keys inserted with SQL into the same database (bench/seed.ts), then a fresh Tollgate process on it.`,
       `Portkey: @portkey-ai/gateway@${PORTKEY_VERSION} from the npm registry with @hono/node-server pinned to 1.14.1 (overrides), \`start-server.js --headless\`, provider openai with x-portkey-custom-host pointing at the mock.`,
@@ -172,7 +185,7 @@ async function main(): Promise<void> {
   mkdirSync('.tmp/bench', { recursive: true });
   writeFileSync(RESULTS_FILE, `${JSON.stringify({ info, results, profiles }, null, 2)}\n`);
   writeReports(info, results, profiles);
-  console.log(`\n${targetsTable(targets)}\n`);
+  console.log(`\n${targetsTable(targets)}\n${proxyCeiling(results) ? `\n${proxyCeiling(results)}\n` : ''}`);
 }
 
 /** The raw figures of the last run, kept so that the reports can be rendered again without measuring again. */
@@ -189,6 +202,7 @@ function writeReports(info: RunInfo, results: SystemResult[], profiles: string[]
     '',
     targetsTable(targets),
     '',
+    ...(proxyCeiling(results) ? [proxyCeiling(results)!, ''] : []),
     figureTables(results),
   ].join('\n'));
   log(`wrote BENCHMARKS.md and the README's Benchmarks section`);
