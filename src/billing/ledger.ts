@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { PostgresAdapter, type Transaction } from 'kysely';
 import type { Tables } from '../tables.ts';
 import type { DialectName } from '../platform/db/connect.ts';
 import type { AppContext } from '../platform/context.ts';
@@ -107,24 +107,33 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
   }
 
   const transactionId = newId('txn');
-  await trx
-    .insertInto('ledger_transactions')
-    .values({
-      id: transactionId,
-      type: movement.type,
-      user_id: wallet.user_id,
-      hold_id: movement.holdId ?? null,
-      description: movement.description,
-      balance_after: after.balance,
-      reserved_after: after.reserved,
-      created_at: now,
-    })
-    .execute();
-  if (entries.length > 0) {
-    await trx.insertInto('ledger_entries').values(entries.map((entry) => ({ transaction_id: transactionId, account: entry.account, amount: entry.amount, created_at: now }))).execute();
+  const header = {
+    id: transactionId,
+    type: movement.type,
+    user_id: wallet.user_id,
+    hold_id: movement.holdId ?? null,
+    description: movement.description,
+    balance_after: after.balance,
+    reserved_after: after.reserved,
+    created_at: now,
+  };
+  const rows = entries.map((entry) => ({ transaction_id: transactionId, account: entry.account, amount: entry.amount, created_at: now }));
+  const walletChange = { balance: after.balance, reserved: after.reserved, updated_at: now };
+  const walletMoves = balanceDelta !== 0 || reservedDelta !== 0;
+  if (walletMoves && rows.length > 0 && trx.getExecutor().adapter instanceof PostgresAdapter) {
+    // One round trip instead of three: PostgreSQL runs data-modifying CTEs as one statement (the entries'
+    // foreign key is checked at its end, when the header exists). SQLite has no such CTEs, and no round trips.
+    await trx
+      .with('header', (db) => db.insertInto('ledger_transactions').values(header).returning('id'))
+      .with('entries', (db) => db.insertInto('ledger_entries').values(rows).returning('transaction_id'))
+      .updateTable('wallets')
+      .set(walletChange)
+      .where('user_id', '=', wallet.user_id)
+      .execute();
+    return { ...after, transactionId };
   }
-  if (balanceDelta !== 0 || reservedDelta !== 0) {
-    await trx.updateTable('wallets').set({ balance: after.balance, reserved: after.reserved, updated_at: now }).where('user_id', '=', wallet.user_id).execute();
-  }
+  await trx.insertInto('ledger_transactions').values(header).execute();
+  if (rows.length > 0) await trx.insertInto('ledger_entries').values(rows).execute();
+  if (walletMoves) await trx.updateTable('wallets').set(walletChange).where('user_id', '=', wallet.user_id).execute();
   return { ...after, transactionId };
 }
