@@ -33,3 +33,42 @@ describe('operator CLI', () => {
     assert.throws(() => execFileSync(process.execPath, ['src/cli.ts', 'migrate'], { cwd: root, env: { ...env, PORT: 'eighty' }, encoding: 'utf8', stdio: 'pipe' }), (error: any) => /PORT: .*integer/s.test(error.stderr));
   });
 });
+
+describe('serve runtime settings', () => {
+  it('names what serve still lacks, and keeps what the operator set on the command line, in NODE_OPTIONS or the environment', async () => {
+    const { missingServeRuntime, SERVE_RUNTIME, SERVE_RUNTIME_MARK } = await import('./cli.ts');
+    assert.deepEqual(missingServeRuntime([], {}), { nodeFlags: SERVE_RUNTIME.nodeFlags, env: SERVE_RUNTIME.env });
+    assert.deepEqual(missingServeRuntime(['--max-semi-space-size=64'], {}).nodeFlags, []);
+    assert.deepEqual(missingServeRuntime([], { NODE_OPTIONS: '--max_semi_space_size=8' }).nodeFlags, []);
+    assert.deepEqual(missingServeRuntime([], { MALLOC_MMAP_THRESHOLD_: '1048576' }).env, {});
+    assert.deepEqual(missingServeRuntime([], { [SERVE_RUNTIME_MARK]: 'off' }), { nodeFlags: [], env: {} });
+  });
+
+  it('serve replaces its own process (same pid) with the settings applied', { skip: process.platform !== 'linux' }, async () => {
+    const { spawn } = await import('node:child_process');
+    const { readFileSync } = await import('node:fs');
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-serve-runtime-'));
+    const serveEnv: Record<string, string | undefined> = { ...env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info', SWEEP_INTERVAL_SECONDS: '0' };
+    // Whatever the test runner's own environment says, serve must find these unset and apply its defaults.
+    for (const name of ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'TOLLGATE_SERVE_RUNTIME']) delete serveEnv[name];
+    const child = spawn(process.execPath, ['src/cli.ts', 'serve'], { cwd: root, env: serveEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let out = '';
+        child.stdout!.on('data', (chunk) => {
+          out += chunk;
+          if (out.includes('"url"')) resolve();
+        });
+        child.on('exit', (code) => reject(new Error(`serve exited ${code}`)));
+      });
+      const cmdline = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
+      const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
+      assert.ok(cmdline.includes('--max-semi-space-size=16'), cmdline.join(' '));
+      assert.ok(environ.includes('MALLOC_MMAP_THRESHOLD_=131072'));
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

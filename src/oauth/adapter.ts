@@ -1,5 +1,4 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import { errors as oidcErrors } from 'oidc-provider';
 import type { Db } from '../platform/db/connect.ts';
 import { findClientMetadata } from './clients.ts';
 
@@ -133,6 +132,9 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
         await deleteGrants(db, [row.grant_id]);
         onRevoked({ grants: [row.grant_id] });
       }
+      // Imported here, not at the top, so that oidc-provider loads only once OAuth is used (provider.ts);
+      // by the time it calls consume() it is loaded, and this import is a cache hit.
+      const { errors: oidcErrors } = await import('oidc-provider');
       throw new oidcErrors.InvalidGrant(`${model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`);
     },
 

@@ -1,4 +1,4 @@
-import Provider, { type Adapter, type ClientInstance } from 'oidc-provider';
+import type { Adapter, ClientInstance, Provider } from 'oidc-provider';
 import type { AppContext } from '../platform/context.ts';
 import { constantTimeEqual, sha256Hex } from '../platform/crypto.ts';
 import { SCOPES } from '../platform/http/principal.ts';
@@ -50,7 +50,10 @@ async function sameClientOnly(_ctx: unknown, client: ClientInstance, token: { cl
  *   is an OAuth 2.1 server. oidc-provider insists on knowing the `openid` scope, so it stays configured,
  *   but no client may ask for it.
  */
-export function buildProvider(ctx: AppContext, adapter: (model: string) => Adapter, jwks: { keys: PrivateJwk[] }): Provider {
+export async function buildProvider(ctx: AppContext, adapter: (model: string) => Adapter, jwks: { keys: PrivateJwk[] }): Promise<Provider> {
+  // oidc-provider and its dependencies take tens of MB once loaded; imported here, on the first OAuth
+  // request, a process that serves only API keys never pays for them.
+  const { default: Provider } = await import('oidc-provider');
   const provider = new Provider(ctx.config.PUBLIC_BASE_URL, {
     adapter,
     jwks,
