@@ -40,13 +40,19 @@ export function spawnNode(name: string, args: string[], options: { env?: Record<
     err = (err + chunk.toString()).slice(-8_000);
   });
   let exitCode: number | null | undefined;
-  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve((exitCode = code))));
+  let exitSignal: NodeJS.Signals | null = null;
+  const exited = new Promise<number | null>((resolve) =>
+    proc.on('exit', (code, signal) => {
+      exitSignal = signal;
+      resolve((exitCode = code));
+    }),
+  );
   let lastPeak = 0;
   return {
     name,
     pid: proc.pid!,
     stdout: () => out,
-    stderrTail: () => err.split('\n').slice(-20).join('\n'),
+    stderrTail: () => [exitCode !== undefined ? `(exit code ${exitCode}, signal ${exitSignal})` : '', ...err.split('\n').slice(-20), ...out.split('\n').slice(-5)].join('\n'),
     peakRssMiB() {
       if (exitCode === undefined) lastPeak = Math.max(lastPeak, readPeakRssMiB(proc.pid!));
       return lastPeak;

@@ -151,7 +151,17 @@ async function main(): Promise<void> {
       if (missed.length === 0) continue;
       log(`profiling Tollgate on ${dialect} under concurrency 64 (missed: ${missed.map((t) => t.target).join('; ')})`);
       const { store, keys } = stores.get(dialect)!;
-      const { file, summary } = await profileTollgate(store, upstreamUrl, keys, { stream: false, seconds: SECONDS });
+      // A profile explains a miss; it is not a figure. One retry, then the report says it is missing.
+      const profiled = await profileTollgate(store, upstreamUrl, keys, { stream: false, seconds: SECONDS }).catch((first) => {
+        log(`profiling failed once (${String(first.message ?? first).split('\n').slice(0, 3).join(' ')}); retrying`);
+        return profileTollgate(store, upstreamUrl, keys, { stream: false, seconds: SECONDS }).catch((error) => error as Error);
+      });
+      if (profiled instanceof Error) {
+        log(`profiling failed: ${profiled.message}`);
+        profiles.push(`### Tollgate on ${dialect}: the profile could not be taken (${profiled.message.split('\n')[0]})`, '');
+        continue;
+      }
+      const { file, summary } = profiled;
       profiles.push(
         `### Tollgate on ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, non-streaming, concurrency 64, large data set (${(summary.totalMs / 1000).toFixed(1)} s of samples, start-up included)`,
         '',
