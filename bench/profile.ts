@@ -4,6 +4,7 @@ import { hammer } from './load.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { profileMarkdown, summariseCpuProfile, type ProfileSummary } from './cpuprofile.ts';
 import { createStore, provision, startTollgate, tollgateTarget, type Store } from './tollgate.ts';
+import { SERVE_RUNTIME } from '../src/cli.ts';
 
 /**
  * CPU profile of Tollgate under the concurrency-64 load: the instance runs with `--cpu-prof`, the profile is
@@ -19,7 +20,8 @@ export const CHAT_BODY = { messages: [{ role: 'user', content: 'Write one short 
 export async function profileTollgate(store: Store, upstreamUrl: string, keys: string[], options: { stream: boolean; seconds: number }): Promise<{ file: string; summary: ProfileSummary }> {
   const dir = join(PROFILE_DIR, `${store.dialect}-${options.stream ? 'stream' : 'json'}-${Date.now()}`);
   mkdirSync(dir, { recursive: true });
-  const instance = await startTollgate(store, upstreamUrl, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=250']);
+  // A profiled serve does not re-execute itself (src/cli.ts SAMPLING_PROFILERS): its V8 flags are given here.
+  const instance = await startTollgate(store, upstreamUrl, [...SERVE_RUNTIME.nodeFlags, '--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=250']);
   try {
     if (keys.length === 0) keys = await provision(instance, 10);
     await hammer(tollgateTarget(instance, keys, CHAT_BODY), { stream: options.stream, connections: 64, seconds: options.seconds, warmupSeconds: 1 });

@@ -42,6 +42,8 @@ describe('serve runtime settings', () => {
     assert.deepEqual(missingServeRuntime([], { NODE_OPTIONS: '--max_semi_space_size=8' }).nodeFlags, []);
     assert.deepEqual(missingServeRuntime([], { MALLOC_MMAP_THRESHOLD_: '1048576' }).env, {});
     assert.deepEqual(missingServeRuntime([], { [SERVE_RUNTIME_MARK]: 'off' }), { nodeFlags: [], env: {} });
+    // A profiler's timer would outlive execve and kill the new process with SIGPROF.
+    assert.deepEqual(missingServeRuntime(['--cpu-prof', '--cpu-prof-dir=/tmp/x'], {}), { nodeFlags: [], env: {} });
   });
 
   it('serve replaces its own process (same pid) with the settings applied', { skip: process.platform !== 'linux' }, async () => {

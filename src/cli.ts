@@ -26,16 +26,23 @@ export const SERVE_RUNTIME = {
   nodeFlags: ['--max-semi-space-size=16'],
 };
 
+/**
+ * Flags that start a sampling profiler. Its interval timer survives `execve`, and the new process, which
+ * has no SIGPROF handler yet, dies of the first tick (seen: `--cpu-prof` killed by SIGPROF at start-up);
+ * a profiled `serve` therefore keeps the settings it was started with.
+ */
+const SAMPLING_PROFILERS = ['--cpu-prof', '--prof', '--heap-prof'];
+
 /** Set by `serve` when it re-executes itself with {@link SERVE_RUNTIME}; set it yourself to run with Node's defaults. */
 export const SERVE_RUNTIME_MARK = 'TOLLGATE_SERVE_RUNTIME';
 
 /**
  * What of {@link SERVE_RUNTIME} the process was not started with: the flags whose name is in neither
- * `execArgv` nor NODE_OPTIONS, and the variables not set. Empty once applied, or when the operator set
- * {@link SERVE_RUNTIME_MARK}.
+ * `execArgv` nor NODE_OPTIONS, and the variables not set. Empty once applied, when the operator set
+ * {@link SERVE_RUNTIME_MARK}, or under a sampling profiler (see {@link SAMPLING_PROFILERS}).
  */
 export function missingServeRuntime(execArgv: readonly string[], env: NodeJS.ProcessEnv): { nodeFlags: string[]; env: Record<string, string> } {
-  if (env[SERVE_RUNTIME_MARK] !== undefined) return { nodeFlags: [], env: {} };
+  if (env[SERVE_RUNTIME_MARK] !== undefined || execArgv.some((arg) => SAMPLING_PROFILERS.includes(arg.split('=')[0]!))) return { nodeFlags: [], env: {} };
   const given = [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].map((arg) => arg.split('=')[0].replaceAll('_', '-'));
   return {
     nodeFlags: SERVE_RUNTIME.nodeFlags.filter((flag) => !given.includes(flag.split('=')[0])),

@@ -1,15 +1,30 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghjkmnpqrstvwxyz';
+/** Bytes at or above this are skipped: the rest divide evenly among the alphabet, so no letter is favoured. */
+const UNBIASED_BELOW = 256 - (256 % ALPHABET.length);
+
+/**
+ * Random bytes drawn from the CSPRNG 4 KiB at a time: ids are made several times per request, and one
+ * call into OpenSSL per id cost more than the id itself. Every byte is used once, then the pool refills.
+ */
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
+function randomByte(): number {
+  if (poolOffset === pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  return pool[poolOffset++]!;
+}
 
 /** Random url-safe text of `length` characters, drawn without modulo bias. */
 export function randomText(length: number): string {
   let out = '';
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte < 256 - (256 % ALPHABET.length)) out += ALPHABET[byte % ALPHABET.length];
-      if (out.length === length) break;
-    }
+    const byte = randomByte();
+    if (byte < UNBIASED_BELOW) out += ALPHABET[byte % ALPHABET.length];
   }
   return out;
 }

@@ -31,7 +31,7 @@ describe('SQLite group commit', () => {
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tollgate-group-commit-'));
     file = join(dir, 'test.db');
-    dialect = nodeSqliteDialect(file);
+    dialect = nodeSqliteDialect(file, { checkpointIntervalMs: 20 });
     db = new Kysely<Schema>({ dialect });
     await sql`CREATE TABLE rows (id INTEGER PRIMARY KEY, note TEXT NOT NULL)`.execute(db);
     // A trigger that makes SQLite roll back the whole physical transaction, as an I/O error or a full disk can.
@@ -113,5 +113,22 @@ describe('SQLite group commit', () => {
     ]);
     assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'fulfilled']);
     assert.deepEqual(durableIds(file), [1, 2, 3, 4]);
+  });
+
+  it('checkpoints the WAL on a timer between transactions, so the database file itself holds what was committed', async () => {
+    await Promise.all(Array.from({ length: 50 }, (_, i) => db.transaction().execute((trx) => trx.insertInto('rows').values({ id: i + 1, note: 'x' }).execute())));
+    const before = dialect.stats.checkpoints;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.ok(dialect.stats.checkpoints > before, 'the timer checkpointed');
+    // Copy the database file alone, without its WAL: the checkpointed rows are in it.
+    const copy = join(dir, 'copy.db');
+    const { copyFileSync } = await import('node:fs');
+    copyFileSync(file, copy);
+    const reader = new DatabaseSync(copy, { readOnly: true });
+    try {
+      assert.equal((reader.prepare('SELECT count(*) AS n FROM rows').get() as { n: number }).n, 50);
+    } finally {
+      reader.close();
+    }
   });
 });
