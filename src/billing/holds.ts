@@ -2,8 +2,8 @@ import type { Selectable } from 'kysely';
 import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { accounts, lockWallet, postMovement, type Trx, type Wallet, type BillingContext } from './ledger.ts';
-import { applicableLimits, bumpCounters, insufficientCredits, readSpend, spendingLimitExceeded, subjectKey } from './limits.ts';
+import { accounts, lockWallet, postMovement, type CompanionWrite, type Trx, type Wallet, type BillingContext } from './ledger.ts';
+import { applicableLimits, counterWrite, insufficientCredits, readSpend, spendingLimitExceeded, subjectKey } from './limits.ts';
 import { dayStart, monthStart } from './periods.ts';
 import type { HoldsTable, MovementType } from './tables.ts';
 
@@ -25,6 +25,11 @@ export interface PlaceHoldInput {
 
 function assertMicros(name: string, value: number): void {
   if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer of micro-credits, got ${value}`);
+}
+
+/** The writes that go with a movement, leaving out the ones there is no need for. */
+function companions(...writes: Array<CompanionWrite | null>): CompanionWrite[] {
+  return writes.filter((write): write is CompanionWrite => write !== null);
 }
 
 function holdScope(hold: HoldRow) {
@@ -80,8 +85,8 @@ async function recordClose(trx: Trx, wallet: Wallet, hold: HoldRow, ending: Hold
       ],
     },
     now,
+    companions(counterWrite(trx, holdScope(hold), { held: -hold.amount, spent: hold.captured })),
   );
-  await bumpCounters(trx, holdScope(hold), { held: -hold.amount, spent: hold.captured });
   return after;
 }
 
@@ -143,7 +148,6 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
       period_day: dayStart(now),
       period_month: monthStart(now),
     };
-    await trx.insertInto('holds').values(hold).execute();
     await postMovement(
       trx,
       wallet,
@@ -157,8 +161,8 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
         ],
       },
       now,
+      companions(trx.insertInto('holds').values(hold), counterWrite(trx, holdScope(hold), { held: input.amount, spent: 0 })),
     );
-    await bumpCounters(trx, holdScope(hold), { held: input.amount, spent: 0 });
     return { hold };
   });
   if ('refused' in outcome) throw outcome.refused;
@@ -269,8 +273,8 @@ export async function refundHold(ctx: BillingContext, holdId: string, amount: nu
       wallet,
       { type: 'refund', description: reason, holdId, entries: [{ account: accounts.revenue, amount: -amount }, { account: accounts.available(hold.user_id), amount }] },
       now,
+      companions(counterWrite(trx, holdScope(hold), { held: 0, spent: -amount })),
     );
-    await bumpCounters(trx, holdScope(hold), { held: 0, spent: -amount });
     return { balance: after.balance };
   });
   if ('refused' in outcome) throw outcome.refused;

@@ -1,4 +1,4 @@
-import { PostgresAdapter, type Transaction } from 'kysely';
+import { PostgresAdapter, sql, type InsertQueryBuilder, type Transaction } from 'kysely';
 import type { Tables } from '../tables.ts';
 import type { DialectName } from '../platform/db/connect.ts';
 import type { AppContext } from '../platform/context.ts';
@@ -78,15 +78,22 @@ export interface Movement {
 }
 
 /**
- * Posts a movement on a locked wallet: the transaction header, its entries, and the wallet's cached
- * balance and reserved amount, all in `trx`. Returns the wallet as it is after the movement.
+ * A write that belongs with a movement (the hold it reserves for, the limit counters it moves): an INSERT
+ * built on the movement's transaction. PostgreSQL runs it inside the movement's statement; SQLite right
+ * before it, in the same transaction. Either way it commits with the movement or not at all.
+ */
+export type CompanionWrite = InsertQueryBuilder<Tables, any, any>;
+
+/**
+ * Posts a movement on a locked wallet: the transaction header, its entries, the wallet's cached balance
+ * and reserved amount, and the `companions`, all in `trx`. Returns the wallet as it is after the movement.
  *
  * Invariants kept here, whatever the caller computed: the entries are integers that sum to zero (credits are
  * neither created nor lost), they touch only this wallet's user accounts and system accounts, and the wallet
  * never ends with a negative reserve or a negative available amount. Breaking one is a bug: it throws and
  * the transaction rolls back.
  */
-export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement, now: number): Promise<Wallet & { transactionId: string }> {
+export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement, now: number, companions: CompanionWrite[] = []): Promise<Wallet & { transactionId: string }> {
   const entries = movement.entries.filter((entry) => entry.amount !== 0);
   let sum = 0;
   let balanceDelta = 0;
@@ -121,17 +128,19 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
   const walletChange = { balance: after.balance, reserved: after.reserved, updated_at: now };
   const walletMoves = balanceDelta !== 0 || reservedDelta !== 0;
   if (walletMoves && rows.length > 0 && trx.getExecutor().adapter instanceof PostgresAdapter) {
-    // One round trip instead of three: PostgreSQL runs data-modifying CTEs as one statement (the entries'
-    // foreign key is checked at its end, when the header exists). SQLite has no such CTEs, and no round trips.
-    await trx
+    // One round trip instead of three or more: PostgreSQL runs data-modifying CTEs as one statement (the
+    // entries' foreign key is checked at its end, when the header exists). Under load, the socket writes of
+    // separate statements were a quarter of the process's CPU. SQLite has no such CTEs, and no round trips.
+    let statement = trx
       .with('header', (db) => db.insertInto('ledger_transactions').values(header).returning('id'))
-      .with('entries', (db) => db.insertInto('ledger_entries').values(rows).returning('transaction_id'))
-      .updateTable('wallets')
-      .set(walletChange)
-      .where('user_id', '=', wallet.user_id)
-      .execute();
+      .with('entries', (db) => db.insertInto('ledger_entries').values(rows).returning('transaction_id'));
+    companions.forEach((companion, i) => {
+      statement = statement.with(`companion_${i}` as 'entries', () => companion.returning(sql<string>`1`.as('transaction_id')) as any);
+    });
+    await statement.updateTable('wallets').set(walletChange).where('user_id', '=', wallet.user_id).execute();
     return { ...after, transactionId };
   }
+  for (const companion of companions) await companion.execute();
   await trx.insertInto('ledger_transactions').values(header).execute();
   if (rows.length > 0) await trx.insertInto('ledger_entries').values(rows).execute();
   if (walletMoves) await trx.updateTable('wallets').set(walletChange).where('user_id', '=', wallet.user_id).execute();

@@ -1,7 +1,7 @@
 import type { Db } from '../platform/db/connect.ts';
 import { ApiError } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
-import type { Trx } from './ledger.ts';
+import type { CompanionWrite, Trx } from './ledger.ts';
 import { LIMIT_PERIODS, periodAt, type LimitPeriod } from './periods.ts';
 
 /** Whose limit: an app's limit for one user, or an API key's own limit. */
@@ -81,16 +81,17 @@ export async function readSpend(trx: Trx | Db, subject: LimitSubject, at: number
 }
 
 /**
- * Adds `delta` to the counters of every subject of a hold, for each period the hold counts in (the day
- * and month it was placed, and total). Runs under the user's wallet lock, in the movement's transaction,
- * so the counters always equal what the holds say.
+ * The write that adds `delta` to the counters of every subject of a hold, for each period the hold counts
+ * in (the day and month it was placed, and total), as a companion of the hold's movement (see
+ * `postMovement`): it runs under the user's wallet lock, in the movement's transaction, so the counters
+ * always equal what the holds say. Null when there is nothing to count.
  */
-export async function bumpCounters(
+export function counterWrite(
   trx: Trx,
   hold: { userId: string; appId: string | null; keyId: string | null; periodDay: number; periodMonth: number },
   delta: PeriodSpend,
-): Promise<void> {
-  if (delta.spent === 0 && delta.held === 0) return;
+): CompanionWrite | null {
+  if (delta.spent === 0 && delta.held === 0) return null;
   const rows = subjectsOf(hold).flatMap((subject) =>
     (['daily', 'monthly', 'total'] as const).map((period) => ({
       subject: subjectKey(subject),
@@ -100,8 +101,8 @@ export async function bumpCounters(
       held: delta.held,
     })),
   );
-  if (rows.length === 0) return;
-  await trx
+  if (rows.length === 0) return null;
+  return trx
     .insertInto('spend_counters')
     .values(rows)
     .onConflict((oc) =>
@@ -109,8 +110,7 @@ export async function bumpCounters(
         spent: eb('spend_counters.spent', '+', eb.ref('excluded.spent')),
         held: eb('spend_counters.held', '+', eb.ref('excluded.held')),
       })),
-    )
-    .execute();
+    );
 }
 
 const PERIOD_WORD: Record<LimitPeriod, string> = { daily: 'Daily', monthly: 'Monthly', total: 'Total' };
