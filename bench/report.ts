@@ -105,16 +105,16 @@ export function judgeTargets(results: SystemResult[]): TargetRow[] {
 export const BARE_PROXY_LABEL = 'Bare Node proxy (fetch, no gateway logic)';
 
 /**
- * The sentence under the targets table that puts "≥ 0.5× of direct" in proportion: how much of the direct
- * path's throughput at concurrency 64 a proxy that does nothing but forward keeps, in the same run. Undefined
- * when the run has no bare-proxy row (results saved before it existed).
+ * The paragraph under the targets table that puts "≥ 0.5× of direct" in proportion: how much of the direct
+ * path's throughput at concurrency 64 a proxy that does nothing but forward keeps, in the same run, and the
+ * blank line after it. No lines when the run has no bare-proxy row (results saved before it existed).
  */
-export function proxyCeiling(results: SystemResult[]): string | undefined {
+export function proxyCeiling(results: SystemResult[]): string[] {
   const direct = results.find((r) => r.kind === 'direct');
   const bare = results.find((r) => r.kind === 'bare');
-  if (!direct || !bare) return undefined;
+  if (!direct || !bare) return [];
   const share = (cell: 'json64' | 'stream64') => `${times(bare[cell].rps / direct[cell].rps)} (${rps(bare[cell].rps)} vs ${rps(direct[cell].rps)} req/s)`;
-  return `For scale: the bare Node proxy of the figures below, which only forwards with fetch, keeps ${share('json64')} of the direct path's throughput at concurrency 64 non-streaming and ${share('stream64')} streaming — the ceiling, on this machine, of any Node proxy forwarding with fetch, gateway logic or not.`;
+  return [`For scale: the bare Node proxy of the figures below, which only forwards with fetch, keeps ${share('json64')} of the direct path's throughput at concurrency 64 non-streaming and ${share('stream64')} streaming — the ceiling, on this machine, of any Node proxy forwarding with fetch, gateway logic or not.`, ''];
 }
 
 /** The targets table; columns are the databases. */
@@ -175,7 +175,7 @@ export function benchmarksMarkdown(info: RunInfo, results: SystemResult[], targe
     '',
     targetsTable(targets),
     '',
-    ...(proxyCeiling(results) ? [proxyCeiling(results)!, ''] : []),
+    ...proxyCeiling(results),
     '## Figures',
     '',
     figureTables(results),

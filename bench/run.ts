@@ -195,7 +195,7 @@ async function main(): Promise<void> {
   mkdirSync('.tmp/bench', { recursive: true });
   writeFileSync(RESULTS_FILE, `${JSON.stringify({ info, results, profiles }, null, 2)}\n`);
   writeReports(info, results, profiles);
-  console.log(`\n${targetsTable(targets)}\n${proxyCeiling(results) ? `\n${proxyCeiling(results)}\n` : ''}`);
+  console.log(['', targetsTable(targets), '', ...proxyCeiling(results)].join('\n'));
 }
 
 /** The raw figures of the last run, kept so that the reports can be rendered again without measuring again. */
@@ -212,7 +212,7 @@ function writeReports(info: RunInfo, results: SystemResult[], profiles: string[]
     '',
     targetsTable(targets),
     '',
-    ...(proxyCeiling(results) ? [proxyCeiling(results)!, ''] : []),
+    ...proxyCeiling(results),
     figureTables(results),
   ].join('\n'));
   log(`wrote BENCHMARKS.md and the README's Benchmarks section`);

@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { accounts, lockWallet, postMovement, type CompanionWrite, type Trx, type Wallet, type BillingContext } from './ledger.ts';
+import { accounts, lockWallet, postMovement, type Trx, type Wallet, type BillingContext } from './ledger.ts';
 import { applicableLimits, counterWrite, insufficientCredits, readSpend, spendingLimitExceeded, subjectKey } from './limits.ts';
 import { dayStart, monthStart } from './periods.ts';
 import type { HoldsTable, MovementType } from './tables.ts';
@@ -25,11 +25,6 @@ export interface PlaceHoldInput {
 
 function assertMicros(name: string, value: number): void {
   if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer of micro-credits, got ${value}`);
-}
-
-/** The writes that go with a movement, leaving out the ones there is no need for. */
-function companions(...writes: Array<CompanionWrite | null>): CompanionWrite[] {
-  return writes.filter((write): write is CompanionWrite => write !== null);
 }
 
 function holdScope(hold: HoldRow) {
@@ -72,7 +67,7 @@ async function claimHolds(trx: Trx, userId: string, which: { holdId: string } | 
  */
 async function recordClose(trx: Trx, wallet: Wallet, hold: HoldRow, ending: HoldEnding, now: number): Promise<Wallet> {
   const released = hold.amount - hold.captured;
-  const after = await postMovement(
+  return postMovement(
     trx,
     wallet,
     {
@@ -85,20 +80,23 @@ async function recordClose(trx: Trx, wallet: Wallet, hold: HoldRow, ending: Hold
       ],
     },
     now,
-    companions(counterWrite(trx, holdScope(hold), { held: -hold.amount, spent: hold.captured })),
+    [counterWrite(trx, holdScope(hold), { held: -hold.amount, spent: hold.captured })],
   );
-  return after;
 }
 
 const EXPIRY: HoldEnding = { status: 'expired', capture: 0, movement: () => ({ type: 'expiry', description: 'Hold expired' }) };
 const RELEASE: HoldEnding = { status: 'released', capture: 0, movement: () => ({ type: 'release', description: 'Hold released' }) };
 
-/** Expires the user's open holds that are past their expiry, on the locked wallet (placing a hold starts with this). */
-async function expireOverdue(trx: Trx, locked: Wallet & { hasOverdueHolds: boolean }, now: number): Promise<Wallet> {
+/**
+ * Expires the user's open holds that are past their expiry, on the locked wallet (placing a hold starts
+ * with this; the sweep is made of it). Returns the wallet after them and how many expired.
+ */
+async function expireOverdue(trx: Trx, locked: Wallet & { hasOverdueHolds: boolean }, now: number): Promise<{ wallet: Wallet; expired: number }> {
   let wallet: Wallet = locked;
-  if (!locked.hasOverdueHolds) return wallet;
-  for (const hold of await claimHolds(trx, wallet.user_id, { expiredAt: now }, EXPIRY, now)) wallet = await recordClose(trx, wallet, hold, EXPIRY, now);
-  return wallet;
+  if (!locked.hasOverdueHolds) return { wallet, expired: 0 };
+  const holds = await claimHolds(trx, wallet.user_id, { expiredAt: now }, EXPIRY, now);
+  for (const hold of holds) wallet = await recordClose(trx, wallet, hold, EXPIRY, now);
+  return { wallet, expired: holds.length };
 }
 
 /**
@@ -118,7 +116,7 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
   const outcome = await ctx.db.transaction().execute(async (trx) => {
     // Stale holds would block credits the user has; they are released first (and stay released even when
     // this hold is refused: the refusal is returned, not thrown, so this transaction still commits).
-    const wallet = await expireOverdue(trx, await lockWallet(trx, ctx.dialect, input.userId, now), now);
+    const { wallet } = await expireOverdue(trx, await lockWallet(trx, ctx.dialect, input.userId, now), now);
 
     const limits = await applicableLimits(trx, input);
     const spendBySubject = new Map<string, Awaited<ReturnType<typeof readSpend>>>();
@@ -161,7 +159,7 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
         ],
       },
       now,
-      companions(trx.insertInto('holds').values(hold), counterWrite(trx, holdScope(hold), { held: input.amount, spent: 0 })),
+      [trx.insertInto('holds').values(hold), counterWrite(trx, holdScope(hold), { held: input.amount, spent: 0 })],
     );
     return { hold };
   });
@@ -240,12 +238,7 @@ export async function releaseExpiredHolds(ctx: BillingContext, batchSize = 500):
     const now = ctx.clock.now();
     const due = await ctx.db.selectFrom('holds').select('user_id').distinct().where('status', '=', 'open').where('expires_at', '<=', now).limit(batchSize).execute();
     for (const { user_id: userId } of due) {
-      expired += await ctx.db.transaction().execute(async (trx) => {
-        let wallet: Wallet = await lockWallet(trx, ctx.dialect, userId, now);
-        const holds = await claimHolds(trx, userId, { expiredAt: now }, EXPIRY, now);
-        for (const hold of holds) wallet = await recordClose(trx, wallet, hold, EXPIRY, now);
-        return holds.length;
-      });
+      expired += await ctx.db.transaction().execute(async (trx) => (await expireOverdue(trx, await lockWallet(trx, ctx.dialect, userId, now), now)).expired);
     }
     if (due.length < batchSize) return { expired };
   }
@@ -273,7 +266,7 @@ export async function refundHold(ctx: BillingContext, holdId: string, amount: nu
       wallet,
       { type: 'refund', description: reason, holdId, entries: [{ account: accounts.revenue, amount: -amount }, { account: accounts.available(hold.user_id), amount }] },
       now,
-      companions(counterWrite(trx, holdScope(hold), { held: 0, spent: -amount })),
+      [counterWrite(trx, holdScope(hold), { held: 0, spent: -amount })],
     );
     return { balance: after.balance };
   });

@@ -86,14 +86,16 @@ export type CompanionWrite = InsertQueryBuilder<Tables, any, any>;
 
 /**
  * Posts a movement on a locked wallet: the transaction header, its entries, the wallet's cached balance
- * and reserved amount, and the `companions`, all in `trx`. Returns the wallet as it is after the movement.
+ * and reserved amount, and the companion writes (nulls are skipped), all in `trx`. Returns the wallet as it is
+ * after the movement.
  *
  * Invariants kept here, whatever the caller computed: the entries are integers that sum to zero (credits are
  * neither created nor lost), they touch only this wallet's user accounts and system accounts, and the wallet
  * never ends with a negative reserve or a negative available amount. Breaking one is a bug: it throws and
  * the transaction rolls back.
  */
-export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement, now: number, companions: CompanionWrite[] = []): Promise<Wallet & { transactionId: string }> {
+export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement, now: number, companionWrites: Array<CompanionWrite | null> = []): Promise<Wallet & { transactionId: string }> {
+  const companions = companionWrites.filter((write) => write !== null);
   const entries = movement.entries.filter((entry) => entry.amount !== 0);
   let sum = 0;
   let balanceDelta = 0;
@@ -134,6 +136,7 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
     let statement = trx
       .with('header', (db) => db.insertInto('ledger_transactions').values(header).returning('id'))
       .with('entries', (db) => db.insertInto('ledger_entries').values(rows).returning('transaction_id'));
+    // Kysely types each CTE by name; the companions' names are made up here and nothing reads their output.
     companions.forEach((companion, i) => {
       statement = statement.with(`companion_${i}` as 'entries', () => companion.returning(sql<string>`1`.as('transaction_id')) as any);
     });

@@ -4,6 +4,8 @@ import { listTransactions, type TransactionView } from './transactions.ts';
 import { verifyLedger, type LedgerReport } from './verify.ts';
 import type { BillingContext } from './ledger.ts';
 
+export type { CloseHoldOptions };
+
 /**
  * The money core other features call (`ctx.services.billing`). Every amount is integer micro-credits.
  * Every method that moves credits is one database transaction that first locks the user's wallet row, so

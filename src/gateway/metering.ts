@@ -2,7 +2,7 @@ import type { AppContext } from '../platform/context.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { recordUsage } from '../usage/records.ts';
-import type { Billing } from '../billing/service.ts';
+import type { Billing, CloseHoldOptions } from '../billing/service.ts';
 import type { Db } from '../platform/db/connect.ts';
 
 /** What a metered call is for; stored as the usage record's `kind`. */
@@ -85,23 +85,13 @@ export class Meter {
     if (this.#closed) return 0;
     this.#closed = true;
     try {
-      const startedAt = performance.now();
-      let captured = 0;
-      let recorded = false;
-      if (this.#holdId) {
-        const result = await billingOf(this.#ctx).settleHold(this.#holdId, Math.min(outcome.cost, this.held), {
-          userId: this.#principal.userId,
-          alongside: async (trx, closed) => {
-            await this.#record(trx, outcome, closed.captured);
-            recorded = true;
-          },
-        });
-        captured = result.captured;
-      }
-      this.#ownMs += performance.now() - startedAt;
-      // A free call has no hold, and a hold the sweep expired during a very long call cannot be charged:
-      // the call is still recorded, at what it was charged (nothing).
-      if (!recorded) await this.#record(this.#ctx.db, outcome, captured);
+      const holdId = this.#holdId;
+      const captured = await this.#closeRecording(outcome, holdId ? async (options) => {
+        const startedAt = performance.now();
+        const result = await billingOf(this.#ctx).settleHold(holdId, Math.min(outcome.cost, this.held), options);
+        this.#ownMs += performance.now() - startedAt;
+        return result.captured;
+      } : null);
       const metrics = this.#ctx.metrics;
       metrics.tokens.inc({ model: outcome.model.id, direction: 'prompt' }, outcome.promptTokens);
       metrics.tokens.inc({ model: outcome.model.id, direction: 'completion' }, outcome.completionTokens);
@@ -119,21 +109,34 @@ export class Meter {
     if (this.#closed) return;
     this.#closed = true;
     try {
-      const outcome = { model, cost: 0, promptTokens: 0, completionTokens: 0, status };
-      let recorded = false;
-      if (this.#holdId) {
-        await billingOf(this.#ctx).releaseHold(this.#holdId, {
-          userId: this.#principal.userId,
-          alongside: async (trx) => {
-            await this.#record(trx, outcome, 0);
-            recorded = true;
-          },
-        });
-      }
-      if (!recorded) await this.#record(this.#ctx.db, outcome, 0);
+      const holdId = this.#holdId;
+      await this.#closeRecording({ model, cost: 0, promptTokens: 0, completionTokens: 0, status }, holdId ? async (options) => {
+        await billingOf(this.#ctx).releaseHold(holdId, options);
+        return 0;
+      } : null);
     } finally {
       this.#done.resolve();
     }
+  }
+
+  /**
+   * Closes the hold with `close` (settle or release), which writes the usage record in its transaction;
+   * returns what it captured. A free call has no hold, and a hold the sweep expired during a very long call
+   * cannot be closed: the call is still recorded, at what it was charged (nothing).
+   */
+  async #closeRecording(outcome: CallOutcome, close: ((options: Pick<CloseHoldOptions, 'userId' | 'alongside'>) => Promise<number>) | null): Promise<number> {
+    let recorded = false;
+    const captured = close
+      ? await close({
+          userId: this.#principal.userId,
+          alongside: async (trx, closed) => {
+            await this.#record(trx, outcome, closed.captured);
+            recorded = true;
+          },
+        })
+      : 0;
+    if (!recorded) await this.#record(this.#ctx.db, outcome, captured);
+    return captured;
   }
 
   /** The usage record of this call, written with `db` (the settle's transaction when there is one). */

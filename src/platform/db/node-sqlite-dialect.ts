@@ -44,11 +44,11 @@ export interface NodeSqliteDialect extends SqliteDialect {
  * Opens `filename` in WAL mode with foreign keys on and returns a Kysely dialect over it whose driver
  * commits concurrent transactions in groups (see {@link GroupCommitSqliteDriver}).
  */
-export function nodeSqliteDialect(filename: string, options: { maxGroupCommit?: number; checkpointIntervalMs?: number } = {}): NodeSqliteDialect {
+export function nodeSqliteDialect(filename: string, options: { checkpointIntervalMs?: number } = {}): NodeSqliteDialect {
   const database = new DatabaseSync(filename);
   database.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;');
   const statements = adapt(database);
-  const driver = new GroupCommitSqliteDriver(database, statements, { maxMembers: options.maxGroupCommit, checkpointIntervalMs: options.checkpointIntervalMs });
+  const driver = new GroupCommitSqliteDriver(database, statements, { checkpointIntervalMs: options.checkpointIntervalMs });
   return new (class extends SqliteDialect {
     readonly stats = driver.stats;
     override createDriver(): Driver {

@@ -56,7 +56,6 @@ const SAVEPOINT = 'tollgate_txn';
 export class GroupCommitSqliteDriver implements Driver {
   readonly #database: DatabaseSync;
   readonly #connection: GroupCommitConnection;
-  readonly #maxMembers: number;
   #busy = false;
   readonly #waiters: Array<() => void> = [];
   #batch: Batch | null = null;
@@ -64,9 +63,8 @@ export class GroupCommitSqliteDriver implements Driver {
   readonly stats = { transactions: 0, commits: 0, checkpoints: 0 };
   readonly #checkpointTimer: NodeJS.Timeout;
 
-  constructor(database: DatabaseSync, statements: SqliteDatabase, options: { maxMembers?: number; checkpointIntervalMs?: number } = {}) {
+  constructor(database: DatabaseSync, statements: SqliteDatabase, options: { checkpointIntervalMs?: number } = {}) {
     this.#database = database;
-    this.#maxMembers = options.maxMembers ?? GROUP_COMMIT_MAX_MEMBERS;
     this.#connection = new GroupCommitConnection(statements, () => this.#batch, database);
     database.exec(`PRAGMA wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     this.#checkpointTimer = setInterval(() => this.#checkpoint(), options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS).unref();
@@ -121,7 +119,7 @@ export class GroupCommitSqliteDriver implements Driver {
     const batch = this.#batch;
     if (batch) {
       batch.members += 1;
-      if (batch.lost !== undefined || batch.commitOnRelease || batch.members >= this.#maxMembers) this.#finish(batch);
+      if (batch.lost !== undefined || batch.commitOnRelease || batch.members >= GROUP_COMMIT_MAX_MEMBERS) this.#finish(batch);
       else if (!batch.scheduled) {
         batch.scheduled = true;
         setImmediate(() => this.#commitWhenIdle(batch));
