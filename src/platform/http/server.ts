@@ -120,8 +120,8 @@ export async function createServer(ctx: AppContext): Promise<App> {
     ctx.metrics.httpRequests.inc({ route, method: request.method, status: String(reply.statusCode) });
     ctx.metrics.httpDuration.observe({ route, method: request.method }, seconds);
     const principal = request.principal;
+    // request.log is Fastify's child logger: it already carries `reqId`.
     request.log.info({
-      reqId: request.id,
       method: request.method,
       route,
       path: request.url.split('?')[0],
@@ -157,7 +157,7 @@ export async function createServer(ctx: AppContext): Promise<App> {
 
   app.setErrorHandler((error, request, reply) => {
     const apiError = toApiError(error);
-    if (apiError.status >= 500) request.log.error({ err: error, reqId: request.id }, 'request failed');
+    if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
     if (['SPENDING_LIMIT_EXCEEDED', 'INSUFFICIENT_CREDITS', 'RATE_LIMITED'].includes(apiError.code)) ctx.metrics.restrictions.inc({ code: apiError.code });
     return sendError(request, reply, apiError);
   });
