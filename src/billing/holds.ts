@@ -5,7 +5,7 @@ import { microsToCredits } from '../platform/money.ts';
 import { accounts, lockWallet, postMovement, type Trx, type Wallet, type BillingContext } from './ledger.ts';
 import { applicableLimits, counterWrite, insufficientCredits, readSpend, spendingLimitExceeded, subjectKey } from './limits.ts';
 import { dayStart, monthStart } from './periods.ts';
-import type { HoldsTable, MovementType } from './tables.ts';
+import { OPEN, type HoldsTable, type MovementType } from './tables.ts';
 
 type HoldRow = Selectable<HoldsTable>;
 
@@ -51,11 +51,11 @@ async function claimHolds(trx: Trx, userId: string, which: { holdId: string } | 
     .updateTable('holds')
     .set((eb) => ({
       status: ending.status,
-      captured: eb.case().when('amount', '<', ending.capture).then(eb.ref('amount')).else(ending.capture).end(),
+      captured: eb.case().when('amount', '<', ending.capture).then(eb.ref('amount')).else(eb.val(ending.capture)).end(),
       closed_at: now,
     }))
     .where('user_id', '=', userId)
-    .where('status', '=', 'open');
+    .where('status', '=', OPEN);
   query = 'holdId' in which ? query.where('id', '=', which.holdId) : query.where('expires_at', '<=', which.expiredAt);
   return query.returningAll().execute();
 }
@@ -236,7 +236,7 @@ export async function releaseExpiredHolds(ctx: BillingContext, batchSize = 500):
   let expired = 0;
   for (;;) {
     const now = ctx.clock.now();
-    const due = await ctx.db.selectFrom('holds').select('user_id').distinct().where('status', '=', 'open').where('expires_at', '<=', now).limit(batchSize).execute();
+    const due = await ctx.db.selectFrom('holds').select('user_id').distinct().where('status', '=', OPEN).where('expires_at', '<=', now).limit(batchSize).execute();
     for (const { user_id: userId } of due) {
       expired += await ctx.db.transaction().execute(async (trx) => (await expireOverdue(trx, await lockWallet(trx, ctx.dialect, userId, now), now)).expired);
     }

@@ -3,7 +3,7 @@ import type { Tables } from '../tables.ts';
 import type { DialectName } from '../platform/db/connect.ts';
 import type { AppContext } from '../platform/context.ts';
 import { newId } from '../platform/ids.ts';
-import type { MovementType, WalletsTable } from './tables.ts';
+import { OPEN, type MovementType, type WalletsTable } from './tables.ts';
 
 /** What billing needs of the application context: the database, its dialect, the clock and the config. */
 export type BillingContext = Pick<AppContext, 'db' | 'dialect' | 'clock' | 'config'>;
@@ -45,7 +45,7 @@ export async function lockWallet(trx: Trx, dialect: DialectName, userId: string,
         'user_id',
         'balance',
         'reserved',
-        eb.exists(eb.selectFrom('holds').select('holds.id').where('holds.user_id', '=', userId).where('holds.status', '=', 'open').where('holds.expires_at', '<=', now)).as('overdue'),
+        eb.exists(eb.selectFrom('holds').select('holds.id').where('holds.user_id', '=', userId).where('holds.status', '=', OPEN).where('holds.expires_at', '<=', now)).as('overdue'),
       ])
       .where('wallets.user_id', '=', userId);
     const row = await (dialect === 'postgres' ? query.forUpdate('wallets') : query).executeTakeFirst();

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { microsToCredits } from '../platform/money.ts';
+import { OPEN } from './tables.ts';
 import { accounts, type Trx, type BillingContext } from './ledger.ts';
 import { subjectKey, subjectsOf } from './limits.ts';
 
@@ -105,7 +106,7 @@ export async function verifyLedger(ctx: BillingContext, options: { userId?: stri
 
     differences.push(...(await counterDifferences(trx, userId)));
 
-    let expiredQuery = trx.selectFrom('holds').select(['id', 'user_id', 'amount', 'expires_at']).where('status', '=', 'open').where('expires_at', '<=', now).orderBy('expires_at');
+    let expiredQuery = trx.selectFrom('holds').select(['id', 'user_id', 'amount', 'expires_at']).where('status', '=', OPEN).where('expires_at', '<=', now).orderBy('expires_at');
     if (userId) expiredQuery = expiredQuery.where('user_id', '=', userId);
     const expiredOpenHolds = (await expiredQuery.execute()).map((hold) => ({
       holdId: hold.id,

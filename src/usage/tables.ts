@@ -1,4 +1,5 @@
-import type { Kysely, Migration } from 'kysely';
+import { PostgresAdapter, type Kysely, type Migration } from 'kysely';
+import { rebuildWithoutRowid } from '../platform/db/sqlite-rebuild.ts';
 
 /** One billable call (chat, embedding, image, audio, prediction): who, what, how much, how it ended. */
 export interface UsageRecordsTable {
@@ -45,6 +46,13 @@ export const usageMigrations: Record<string, Migration> = {
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('usage_records_user_time').on('usage_records').columns(['user_id', 'created_at']).execute();
+    },
+  },
+  '0910_usage_records_compact_storage': {
+    /** On SQLite, usage records are stored by their id alone (see `rebuildWithoutRowid`): one B-tree less per call. */
+    async up(db: Kysely<any>) {
+      if (db.getExecutor().adapter instanceof PostgresAdapter) return;
+      await db.transaction().execute((trx) => rebuildWithoutRowid(trx, 'usage_records'));
     },
   },
 };

@@ -17,6 +17,8 @@ function migrator(db: Kysely<any>, migrations: Record<string, Migration>, place:
 /**
  * Applies every feature's migrations in name order. Each feature owns a `migrations.ts` whose names start
  * with a sequence number, so one set of migrations serves both dialects and lands in a known order.
+ * A new migration takes a number above every existing one, whichever feature it belongs to: Kysely refuses
+ * to apply one that sorts before a migration a database already ran.
  * Kysely's migrator takes a lock, so several processes starting at once apply each migration once.
  */
 export async function migrateToLatest(db: Kysely<any>, migrations: Record<string, Migration>, place: MigrationPlace): Promise<MigrationResultSet> {

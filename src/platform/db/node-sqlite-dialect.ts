@@ -46,7 +46,10 @@ export interface NodeSqliteDialect extends SqliteDialect {
  */
 export function nodeSqliteDialect(filename: string, options: { checkpointIntervalMs?: number } = {}): NodeSqliteDialect {
   const database = new DatabaseSync(filename);
-  database.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;');
+  // temp_store = MEMORY: a savepoint (each logical transaction of a group commit is one) copies every page
+  // it first touches to a statement journal; in a temporary file that was a pwrite per page, a quarter of
+  // the cost of placing and settling a hold (bench/holds.ts: 717 → 555 µs one at a time).
+  database.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000; PRAGMA temp_store = MEMORY;');
   const statements = adapt(database);
   const driver = new GroupCommitSqliteDriver(database, statements, { checkpointIntervalMs: options.checkpointIntervalMs });
   return new (class extends SqliteDialect {
