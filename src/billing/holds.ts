@@ -1,11 +1,13 @@
-import type { Selectable } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
+import { preparedQuery } from '../platform/db/prepared.ts';
+import type { Tables } from '../tables.ts';
 import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { accounts, lockWallet, postMovement, type Trx, type Wallet, type BillingContext } from './ledger.ts';
+import { accounts, lockWallet, postMovement, type CompanionWrite, type Trx, type Wallet, type BillingContext } from './ledger.ts';
 import { applicableLimits, counterWrite, insufficientCredits, readSpend, spendingLimitExceeded, subjectKey } from './limits.ts';
 import { dayStart, monthStart } from './periods.ts';
-import { OPEN, type HoldsTable, type MovementType } from './tables.ts';
+import { OPEN, type HoldsTable, type HoldStatus, type MovementType } from './tables.ts';
 
 type HoldRow = Selectable<HoldsTable>;
 
@@ -31,6 +33,29 @@ function holdScope(hold: HoldRow) {
   return { userId: hold.user_id, appId: hold.app_id, keyId: hold.key_id, periodDay: hold.period_day, periodMonth: hold.period_month };
 }
 
+/** The insert of a new hold, as a companion of the movement that reserves its amount. */
+function holdInsert(hold: HoldRow): CompanionWrite {
+  return { build: (trx) => trx.insertInto('holds').values(hold), run: (trx) => insertHold(trx, hold) };
+}
+const insertHold = preparedQuery((db: Kysely<Tables>, p: HoldRow) =>
+  db.insertInto('holds').values({
+    id: p.id,
+    user_id: p.user_id,
+    app_id: p.app_id,
+    key_id: p.key_id,
+    amount: p.amount,
+    captured: p.captured,
+    refunded: p.refunded,
+    status: p.status,
+    description: p.description,
+    created_at: p.created_at,
+    expires_at: p.expires_at,
+    closed_at: p.closed_at,
+    period_day: p.period_day,
+    period_month: p.period_month,
+  }),
+);
+
 /** How a hold ends: its status, the most it may capture, and the movement that records it. */
 interface HoldEnding {
   status: 'settled' | 'released' | 'expired';
@@ -47,18 +72,27 @@ interface HoldEnding {
  * take turns; the `status = 'open'` condition makes the second find nothing).
  */
 async function claimHolds(trx: Trx, userId: string, which: { holdId: string } | { expiredAt: number }, ending: HoldEnding, now: number): Promise<HoldRow[]> {
-  let query = trx
+  const values = { status: ending.status, capture: ending.capture, now, userId };
+  const { rows } = 'holdId' in which ? await claimHold(trx, { ...values, holdId: which.holdId }) : await claimOverdueHolds(trx, { ...values, expiredAt: which.expiredAt });
+  return rows;
+}
+
+type ClaimValues = { status: HoldStatus; capture: number; now: number; userId: string };
+
+/** The claim's update, with the capture computed in SQL: at most the hold's amount. */
+function claimUpdate(db: Kysely<Tables>, p: ClaimValues) {
+  return db
     .updateTable('holds')
     .set((eb) => ({
-      status: ending.status,
-      captured: eb.case().when('amount', '<', ending.capture).then(eb.ref('amount')).else(eb.val(ending.capture)).end(),
-      closed_at: now,
+      status: p.status,
+      captured: eb.case().when('amount', '<', p.capture).then(eb.ref('amount')).else(eb.val(p.capture)).end(),
+      closed_at: p.now,
     }))
-    .where('user_id', '=', userId)
+    .where('user_id', '=', p.userId)
     .where('status', '=', OPEN);
-  query = 'holdId' in which ? query.where('id', '=', which.holdId) : query.where('expires_at', '<=', which.expiredAt);
-  return query.returningAll().execute();
 }
+const claimHold = preparedQuery((db: Kysely<Tables>, p: ClaimValues & { holdId: string }) => claimUpdate(db, p).where('id', '=', p.holdId).returningAll());
+const claimOverdueHolds = preparedQuery((db: Kysely<Tables>, p: ClaimValues & { expiredAt: number }) => claimUpdate(db, p).where('expires_at', '<=', p.expiredAt).returningAll());
 
 /**
  * Records the close of a claimed hold on the locked wallet: its capture goes to revenue and the rest back
@@ -80,7 +114,7 @@ async function recordClose(trx: Trx, wallet: Wallet, hold: HoldRow, ending: Hold
       ],
     },
     now,
-    [counterWrite(trx, holdScope(hold), { held: -hold.amount, spent: hold.captured })],
+    [counterWrite(holdScope(hold), { held: -hold.amount, spent: hold.captured })],
   );
 }
 
@@ -116,7 +150,7 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
   const outcome = await ctx.db.transaction().execute(async (trx) => {
     // Stale holds would block credits the user has; they are released first (and stay released even when
     // this hold is refused: the refusal is returned, not thrown, so this transaction still commits).
-    const { wallet } = await expireOverdue(trx, await lockWallet(trx, ctx.dialect, input.userId, now), now);
+    const { wallet } = await expireOverdue(trx, await lockWallet(trx, input.userId, now), now);
 
     const limits = await applicableLimits(trx, input);
     const spendBySubject = new Map<string, Awaited<ReturnType<typeof readSpend>>>();
@@ -159,7 +193,7 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
         ],
       },
       now,
-      [trx.insertInto('holds').values(hold), counterWrite(trx, holdScope(hold), { held: input.amount, spent: 0 })],
+      [holdInsert(hold), counterWrite(holdScope(hold), { held: input.amount, spent: 0 })],
     );
     return { hold };
   });
@@ -193,7 +227,7 @@ async function closeOpenHold(ctx: BillingContext, holdId: string, knownOwner: st
   if (!owner) return null;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
-    const wallet = await lockWallet(trx, ctx.dialect, owner, now);
+    const wallet = await lockWallet(trx, owner, now);
     const [hold] = await claimHolds(trx, owner, { holdId }, ending, now);
     if (!hold) return null;
     await recordClose(trx, wallet, hold, ending, now);
@@ -238,7 +272,7 @@ export async function releaseExpiredHolds(ctx: BillingContext, batchSize = 500):
     const now = ctx.clock.now();
     const due = await ctx.db.selectFrom('holds').select('user_id').distinct().where('status', '=', OPEN).where('expires_at', '<=', now).limit(batchSize).execute();
     for (const { user_id: userId } of due) {
-      expired += await ctx.db.transaction().execute(async (trx) => (await expireOverdue(trx, await lockWallet(trx, ctx.dialect, userId, now), now)).expired);
+      expired += await ctx.db.transaction().execute(async (trx) => (await expireOverdue(trx, await lockWallet(trx, userId, now), now)).expired);
     }
     if (due.length < batchSize) return { expired };
   }
@@ -256,7 +290,7 @@ export async function refundHold(ctx: BillingContext, holdId: string, amount: nu
   if (!owner) throw errors.notFound('Hold');
   const now = ctx.clock.now();
   const outcome = await ctx.db.transaction().execute(async (trx) => {
-    const wallet = await lockWallet(trx, ctx.dialect, owner.user_id, now);
+    const wallet = await lockWallet(trx, owner.user_id, now);
     const hold = await trx.selectFrom('holds').selectAll().where('id', '=', holdId).executeTakeFirstOrThrow();
     const refundable = hold.captured - hold.refunded;
     if (amount > refundable) return { refused: errors.invalid(`Only ${microsToCredits(refundable)} credits of this hold can still be refunded.`) };
@@ -266,7 +300,7 @@ export async function refundHold(ctx: BillingContext, holdId: string, amount: nu
       wallet,
       { type: 'refund', description: reason, holdId, entries: [{ account: accounts.revenue, amount: -amount }, { account: accounts.available(hold.user_id), amount }] },
       now,
-      [counterWrite(trx, holdScope(hold), { held: 0, spent: -amount })],
+      [counterWrite(holdScope(hold), { held: 0, spent: -amount })],
     );
     return { balance: after.balance };
   });

@@ -1,9 +1,9 @@
-import { PostgresAdapter, sql, type InsertQueryBuilder, type Transaction } from 'kysely';
+import { PostgresAdapter, sql, type Insertable, type InsertQueryBuilder, type Kysely, type Transaction } from 'kysely';
+import { preparedQuery, type PreparedQuery } from '../platform/db/prepared.ts';
 import type { Tables } from '../tables.ts';
-import type { DialectName } from '../platform/db/connect.ts';
 import type { AppContext } from '../platform/context.ts';
 import { newId } from '../platform/ids.ts';
-import { OPEN, type MovementType, type WalletsTable } from './tables.ts';
+import { OPEN, type LedgerTransactionsTable, type MovementType, type WalletsTable } from './tables.ts';
 
 /** What billing needs of the application context: the database, its dialect, the clock and the config. */
 export type BillingContext = Pick<AppContext, 'db' | 'dialect' | 'clock' | 'config'>;
@@ -37,18 +37,9 @@ export type Wallet = Pick<WalletsTable, 'user_id' | 'balance' | 'reserved'>;
  * The same read says whether the user has open holds past their expiry at `now` (one round trip less on
  * the path of every hold).
  */
-export async function lockWallet(trx: Trx, dialect: DialectName, userId: string, now: number): Promise<Wallet & { hasOverdueHolds: boolean }> {
+export async function lockWallet(trx: Trx, userId: string, now: number): Promise<Wallet & { hasOverdueHolds: boolean }> {
   const select = async () => {
-    const query = trx
-      .selectFrom('wallets')
-      .select((eb) => [
-        'user_id',
-        'balance',
-        'reserved',
-        eb.exists(eb.selectFrom('holds').select('holds.id').where('holds.user_id', '=', userId).where('holds.status', '=', OPEN).where('holds.expires_at', '<=', now)).as('overdue'),
-      ])
-      .where('wallets.user_id', '=', userId);
-    const row = await (dialect === 'postgres' ? query.forUpdate('wallets') : query).executeTakeFirst();
+    const row = (await walletForMovement(trx, { userId, now })).rows[0];
     return row && { user_id: row.user_id, balance: row.balance, reserved: row.reserved, hasOverdueHolds: Boolean(Number(row.overdue)) };
   };
   const existing = await select();
@@ -62,6 +53,20 @@ export async function lockWallet(trx: Trx, dialect: DialectName, userId: string,
   if (!created) throw new Error(`wallet of ${userId} could not be created`);
   return created;
 }
+
+/** The read of {@link lockWallet}: the wallet, locked on PostgreSQL, and whether the user has overdue open holds. */
+const walletForMovement = preparedQuery((db: Kysely<Tables>, p: { userId: string; now: number }) => {
+  const query = db
+    .selectFrom('wallets')
+    .select((eb) => [
+      'user_id',
+      'balance',
+      'reserved',
+      eb.exists(eb.selectFrom('holds').select('holds.id').where('holds.user_id', '=', p.userId).where('holds.status', '=', OPEN).where('holds.expires_at', '<=', p.now)).as('overdue'),
+    ])
+    .where('wallets.user_id', '=', p.userId);
+  return db.getExecutor().adapter instanceof PostgresAdapter ? query.forUpdate('wallets') : query;
+});
 
 /** One side of a movement: signed micro-credits on an account. */
 export interface Entry {
@@ -78,11 +83,16 @@ export interface Movement {
 }
 
 /**
- * A write that belongs with a movement (the hold it reserves for, the limit counters it moves): an INSERT
- * built on the movement's transaction. PostgreSQL runs it inside the movement's statement; SQLite right
- * before it, in the same transaction. Either way it commits with the movement or not at all.
+ * A write that belongs with a movement (the hold it reserves for, the limit counters it moves). PostgreSQL
+ * runs it inside the movement's statement (`build`); SQLite right before it, in the same transaction
+ * (`run`, a prepared query). Either way it commits with the movement or not at all.
  */
-export type CompanionWrite = InsertQueryBuilder<Tables, any, any>;
+export interface CompanionWrite {
+  /** The INSERT as a builder on the movement's transaction, to fold into one statement. */
+  build(trx: Trx): InsertQueryBuilder<Tables, any, any>;
+  /** The same INSERT, run on its own. */
+  run(trx: Trx): Promise<unknown>;
+}
 
 /**
  * Posts a movement on a locked wallet: the transaction header, its entries, the wallet's cached balance
@@ -138,14 +148,50 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
       .with('entries', (db) => db.insertInto('ledger_entries').values(rows).returning('transaction_id'));
     // Kysely types each CTE by name; the companions' names are made up here and nothing reads their output.
     companions.forEach((companion, i) => {
-      statement = statement.with(`companion_${i}` as 'entries', () => companion.returning(sql<string>`1`.as('transaction_id')) as any);
+      statement = statement.with(`companion_${i}` as 'entries', () => companion.build(trx).returning(sql<string>`1`.as('transaction_id')) as any);
     });
     await statement.updateTable('wallets').set(walletChange).where('user_id', '=', wallet.user_id).execute();
     return { ...after, transactionId };
   }
-  for (const companion of companions) await companion.execute();
-  await trx.insertInto('ledger_transactions').values(header).execute();
-  if (rows.length > 0) await trx.insertInto('ledger_entries').values(rows).execute();
-  if (walletMoves) await trx.updateTable('wallets').set(walletChange).where('user_id', '=', wallet.user_id).execute();
+  for (const companion of companions) await companion.run(trx);
+  await insertHeader(trx, header);
+  if (entries.length > 0) await insertEntries(trx, transactionId, entries, now);
+  if (walletMoves) await updateWallet(trx, { userId: wallet.user_id, ...walletChange });
   return { ...after, transactionId };
 }
+
+const insertHeader = preparedQuery((db: Kysely<Tables>, p: Insertable<LedgerTransactionsTable>) =>
+  db.insertInto('ledger_transactions').values({
+    id: p.id,
+    type: p.type,
+    user_id: p.user_id,
+    hold_id: p.hold_id,
+    description: p.description,
+    balance_after: p.balance_after,
+    reserved_after: p.reserved_after,
+    created_at: p.created_at,
+  }),
+);
+
+/** Inserts a movement's entries (two or three), with one prepared query per count. */
+function insertEntries(trx: Trx, transactionId: string, entries: Entry[], now: number): Promise<unknown> {
+  const values: Record<string, string | number> = { transactionId, now };
+  entries.forEach((entry, i) => {
+    values[`account${i}`] = entry.account;
+    values[`amount${i}`] = entry.amount;
+  });
+  let insert = entriesInsertByCount.get(entries.length);
+  if (!insert) {
+    const count = entries.length;
+    insert = preparedQuery((db: Kysely<Tables>, p: Record<string, any>) =>
+      db.insertInto('ledger_entries').values(Array.from({ length: count }, (_, i) => ({ transaction_id: p.transactionId, account: p[`account${i}`], amount: p[`amount${i}`], created_at: p.now }))),
+    );
+    entriesInsertByCount.set(count, insert);
+  }
+  return insert(trx, values);
+}
+const entriesInsertByCount = new Map<number, PreparedQuery<Record<string, string | number>, unknown>>();
+
+const updateWallet = preparedQuery((db: Kysely<Tables>, p: { userId: string; balance: number; reserved: number; updated_at: number }) =>
+  db.updateTable('wallets').set({ balance: p.balance, reserved: p.reserved, updated_at: p.updated_at }).where('user_id', '=', p.userId),
+);

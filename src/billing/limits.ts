@@ -1,4 +1,7 @@
+import type { Kysely } from 'kysely';
 import type { Db } from '../platform/db/connect.ts';
+import { preparedQuery, type PreparedQuery } from '../platform/db/prepared.ts';
+import type { Tables } from '../tables.ts';
 import { ApiError } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
 import type { CompanionWrite, Trx } from './ledger.ts';
@@ -35,28 +38,25 @@ export async function applicableLimits(trx: Trx | Db, hold: { userId: string; ap
   const limits: AppliedLimit[] = [];
   for (const subject of subjectsOf(hold)) {
     if (subject.kind === 'app') {
-      const row = await trx
-        .selectFrom('authorized_apps')
-        .select(['daily_limit', 'monthly_limit', 'total_limit'])
-        .where('user_id', '=', subject.userId)
-        .where('client_id', '=', subject.appId)
-        .executeTakeFirst();
+      const [row] = (await appLimits(trx, { userId: subject.userId, appId: subject.appId })).rows;
       if (!row) continue;
       if (row.daily_limit !== null) limits.push({ subject, period: 'daily', limit: row.daily_limit });
       if (row.monthly_limit !== null) limits.push({ subject, period: 'monthly', limit: row.monthly_limit });
       if (row.total_limit !== null) limits.push({ subject, period: 'total', limit: row.total_limit });
     } else {
-      const row = await trx
-        .selectFrom('api_keys')
-        .select(['limit_micro', 'limit_period'])
-        .where('id', '=', subject.keyId)
-        .where('user_id', '=', hold.userId)
-        .executeTakeFirst();
+      const [row] = (await keyLimit(trx, { keyId: subject.keyId, userId: hold.userId })).rows;
       if (row?.limit_micro != null && row.limit_period) limits.push({ subject, period: row.limit_period, limit: row.limit_micro });
     }
   }
   return limits;
 }
+
+const appLimits = preparedQuery((db: Kysely<Tables>, p: { userId: string; appId: string }) =>
+  db.selectFrom('authorized_apps').select(['daily_limit', 'monthly_limit', 'total_limit']).where('user_id', '=', p.userId).where('client_id', '=', p.appId),
+);
+const keyLimit = preparedQuery((db: Kysely<Tables>, p: { keyId: string; userId: string }) =>
+  db.selectFrom('api_keys').select(['limit_micro', 'limit_period']).where('id', '=', p.keyId).where('user_id', '=', p.userId),
+);
 
 /** Spend of one subject in one period: captured (net of refunds) and still held, in micro-credits. */
 export interface PeriodSpend {
@@ -67,18 +67,19 @@ export interface PeriodSpend {
 /** Reads the counters of `subject` for the periods that contain `at`. */
 export async function readSpend(trx: Trx | Db, subject: LimitSubject, at: number): Promise<Record<LimitPeriod, PeriodSpend>> {
   const starts = Object.fromEntries(LIMIT_PERIODS.map((period) => [period, periodAt(period, at).start])) as Record<LimitPeriod, number>;
-  const rows = await trx
-    .selectFrom('spend_counters')
-    .select(['period', 'period_start', 'spent', 'held'])
-    .where('subject', '=', subjectKey(subject))
-    .where('period_start', 'in', [...new Set(Object.values(starts))])
-    .execute();
+  const { rows } = await spendCounters(trx, { subject: subjectKey(subject), daily: starts.daily, monthly: starts.monthly, total: starts.total });
   const spend = { daily: { spent: 0, held: 0 }, monthly: { spent: 0, held: 0 }, total: { spent: 0, held: 0 } };
   for (const row of rows) {
     if (starts[row.period] === row.period_start) spend[row.period] = { spent: row.spent, held: row.held };
   }
   return spend;
 }
+
+// The three period starts are always three values (the day and the month start together on the 1st), so
+// the query keeps one shape.
+const spendCounters = preparedQuery((db: Kysely<Tables>, p: { subject: string; daily: number; monthly: number; total: number }) =>
+  db.selectFrom('spend_counters').select(['period', 'period_start', 'spent', 'held']).where('subject', '=', p.subject).where('period_start', 'in', [p.daily, p.monthly, p.total]),
+);
 
 /**
  * The write that adds `delta` to the counters of every subject of a hold, for each period the hold counts
@@ -87,7 +88,6 @@ export async function readSpend(trx: Trx | Db, subject: LimitSubject, at: number
  * always equal what the holds say. Null when there is nothing to count.
  */
 export function counterWrite(
-  trx: Trx,
   hold: { userId: string; appId: string | null; keyId: string | null; periodDay: number; periodMonth: number },
   delta: PeriodSpend,
 ): CompanionWrite | null {
@@ -102,6 +102,23 @@ export function counterWrite(
     })),
   );
   if (rows.length === 0) return null;
+  return {
+    build: (trx) => counterUpsert(trx, rows),
+    run: (trx) => {
+      const values: Record<string, string | number> = { spent: delta.spent, held: delta.held };
+      rows.forEach((row, i) => {
+        values[`subject${i}`] = row.subject;
+        values[`periodStart${i}`] = row.period_start;
+      });
+      return preparedCounterUpsert(rows.length / 3)(trx, values);
+    },
+  };
+}
+
+type CounterRow = { subject: string; period: LimitPeriod; period_start: number; spent: number; held: number };
+
+/** Adds each row's spent and held to its counter, creating the counter at the row's values. */
+function counterUpsert(trx: Kysely<Tables>, rows: CounterRow[]) {
   return trx
     .insertInto('spend_counters')
     .values(rows)
@@ -111,6 +128,22 @@ export function counterWrite(
         held: eb('spend_counters.held', '+', eb.ref('excluded.held')),
       })),
     );
+}
+
+/** {@link counterUpsert} prepared for a hold with one or two subjects (three periods each). */
+const counterUpserts = new Map<number, PreparedQuery<Record<string, string | number>, unknown>>();
+function preparedCounterUpsert(subjects: number): PreparedQuery<Record<string, string | number>, unknown> {
+  let prepared = counterUpserts.get(subjects);
+  if (!prepared) {
+    prepared = preparedQuery((db: Kysely<Tables>, p: Record<string, any>) =>
+      counterUpsert(
+        db,
+        Array.from({ length: subjects * 3 }, (_, i) => ({ subject: p[`subject${i}`], period: LIMIT_PERIODS[i % 3]!, period_start: p[`periodStart${i}`], spent: p.spent, held: p.held })),
+      ),
+    );
+    counterUpserts.set(subjects, prepared);
+  }
+  return prepared;
 }
 
 const PERIOD_WORD: Record<LimitPeriod, string> = { daily: 'Daily', monthly: 'Monthly', total: 'Total' };

@@ -35,7 +35,7 @@ export async function creditWallet(ctx: BillingContext, userId: string, amount: 
   if (!user) throw errors.notFound('User');
   const now = ctx.clock.now();
   const outcome = await ctx.db.transaction().execute(async (trx) => {
-    const wallet = await lockWallet(trx, ctx.dialect, userId, now);
+    const wallet = await lockWallet(trx, userId, now);
     const available = wallet.balance - wallet.reserved;
     if (available + amount < 0) {
       return { refused: errors.invalid(`The adjustment would make the available credits negative: ${microsToCredits(available)} credits are available.`, { available: microsToCredits(available) }) };

@@ -1,11 +1,47 @@
-import type { Insertable } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import type { Db } from '../platform/db/connect.ts';
+import { preparedQuery } from '../platform/db/prepared.ts';
 import { newId } from '../platform/ids.ts';
+import type { Tables } from '../tables.ts';
 import type { UsageRecordsTable } from './tables.ts';
 
 /** Writes one usage record; returns its id. */
 export async function recordUsage(db: Db, record: Omit<Insertable<UsageRecordsTable>, 'id'>): Promise<string> {
   const id = newId('use');
-  await db.insertInto('usage_records').values({ id, ...record }).execute();
+  await insertRecord(db, {
+    id,
+    user_id: record.user_id,
+    app_id: record.app_id ?? null,
+    key_id: record.key_id ?? null,
+    model: record.model,
+    kind: record.kind,
+    prompt_tokens: record.prompt_tokens ?? 0,
+    completion_tokens: record.completion_tokens ?? 0,
+    cost: record.cost ?? 0,
+    latency_ms: record.latency_ms ?? 0,
+    status: record.status,
+    hold_id: record.hold_id ?? null,
+    created_at: record.created_at,
+  });
   return id;
 }
+
+type FullRecord = Required<Insertable<UsageRecordsTable>>;
+
+const insertRecord = preparedQuery((db: Kysely<Tables>, p: FullRecord) =>
+  db.insertInto('usage_records').values({
+    id: p.id,
+    user_id: p.user_id,
+    app_id: p.app_id,
+    key_id: p.key_id,
+    model: p.model,
+    kind: p.kind,
+    prompt_tokens: p.prompt_tokens,
+    completion_tokens: p.completion_tokens,
+    cost: p.cost,
+    latency_ms: p.latency_ms,
+    status: p.status,
+    hold_id: p.hold_id,
+    created_at: p.created_at,
+  }),
+);

@@ -1,0 +1,44 @@
+import { PostgresAdapter, type Compilable, type CompiledQuery, type Kysely, type QueryResult } from 'kysely';
+
+/** Stands for a named value in a query compiled once; {@link preparedQuery} puts the value in its place. */
+class Slot {
+  readonly name: string;
+  constructor(name: string) {
+    this.name = name;
+  }
+}
+
+const slots = new Proxy({}, { get: (_, name) => new Slot(String(name)) });
+
+/** Runs a prepared query with its values; see {@link preparedQuery}. */
+export type PreparedQuery<P, O> = (db: Kysely<any>, values: P) => Promise<QueryResult<O>>;
+
+/**
+ * A query built and compiled by Kysely once per dialect, then run with new values each time.
+ *
+ * Why: Kysely builds a frozen tree of nodes and compiles it to SQL on every call; on the gateway's path
+ * (a dozen fixed queries per call) that was about a seventh of the process's CPU (see BENCHMARKS.md).
+ *
+ * `build` receives stand-ins for the values (`p.userId` …), to use wherever the query takes a value; the
+ * SQL is compiled with them and each run puts the real values in their places.
+ * Invariant: the shape of the query must not depend on the values — `build` runs once, so a clause added
+ * only for some values, a list whose length varies, or a value inspected while building would be frozen
+ * into every later run. Such queries are built per call, or get one prepared query per shape.
+ */
+export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: Kysely<any>, p: P) => Compilable<O>): PreparedQuery<P, O> {
+  let sqlite: CompiledQuery<O> | undefined;
+  let postgres: CompiledQuery<O> | undefined;
+  return (db, values) => {
+    const isPostgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    const compiled = (isPostgres ? postgres : sqlite) ?? build(db, slots as P).compile();
+    if (isPostgres) postgres = compiled;
+    else sqlite = compiled;
+    const parameters = compiled.parameters.map((value) => {
+      if (!(value instanceof Slot)) return value;
+      const given = values[value.name];
+      if (given === undefined) throw new Error(`prepared query: no value for "${value.name}"`);
+      return given;
+    });
+    return db.executeQuery({ ...compiled, parameters });
+  };
+}
