@@ -28,7 +28,7 @@ export type PreparedQuery<P, O> = (db: Kysely<any>, values: P) => Promise<QueryR
 export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: Kysely<any>, p: P) => Compilable<O>): PreparedQuery<P, O> {
   let sqlite: CompiledQuery<O> | undefined;
   let postgres: CompiledQuery<O> | undefined;
-  return (db, values) => {
+  return async (db, values) => {
     const isPostgres = db.getExecutor().adapter instanceof PostgresAdapter;
     const compiled = (isPostgres ? postgres : sqlite) ?? build(db, slots as P).compile();
     if (isPostgres) postgres = compiled;
