@@ -131,4 +131,12 @@ describe('SQLite group commit', () => {
       reader.close();
     }
   });
+
+  it('still checkpoints on time under unbroken load, when a batch is open every time the timer fires', async () => {
+    const before = dialect.stats.checkpoints;
+    const until = performance.now() + 200;
+    // One transaction after another: the next batch opens before the timers' turn of the event loop.
+    for (let id = 1; performance.now() < until; id++) await db.transaction().execute((trx) => trx.insertInto('rows').values({ id, note: 'x' }).execute());
+    assert.ok(dialect.stats.checkpoints - before >= 3, `checkpoints in 200 ms at a 20 ms interval: ${dialect.stats.checkpoints - before}`);
+  });
 });
