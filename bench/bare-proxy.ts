@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
+import { request } from 'undici';
 
 /**
  * The benchmark's reference row: the smallest honest forwarding proxy, to show what putting any Node process
@@ -9,7 +10,7 @@ import { pipeline } from 'node:stream/promises';
  * against a figure this row shows to be out of reach of a plain proxy where the upstream answers in no time.
  *
  * It does what forwarding needs and nothing more: a `node:http` server reads the request body, sends it to the
- * upstream's `/v1/chat/completions` with the built-in `fetch` (undici with its default pool, the client
+ * upstream's `/v1/chat/completions` with undici's `request` (its default keep-alive pool: the client
  * Tollgate's providers use, see src/providers/http.ts), and pipes the answer back as it arrives, streams
  * included, with the upstream's status and content type. No auth, no billing, no parsing, no logging.
  *
@@ -34,16 +35,15 @@ const server = createServer(async (req, res) => {
     for await (const chunk of req) chunks.push(chunk);
     const headers: Record<string, string> = { 'content-type': req.headers['content-type'] ?? 'application/json' };
     if (req.headers.authorization) headers.authorization = req.headers.authorization;
-    const upstream = await fetch(chatUrl, { method: 'POST', headers, body: Buffer.concat(chunks), signal: upstreamCall.signal });
+    const upstream = await request(chatUrl, { method: 'POST', headers, body: Buffer.concat(chunks), signal: upstreamCall.signal });
     // Only the headers that describe the body: hop-by-hop headers (connection, transfer-encoding) are this
-    // hop's own. The length passes on when fetch did not decode the body (it undoes content-encoding); a
-    // stream has none and goes out chunked as it comes in.
-    const answerHeaders: Record<string, string> = { 'content-type': upstream.headers.get('content-type') ?? 'application/octet-stream' };
-    const length = upstream.headers.get('content-length');
-    if (length !== null && !upstream.headers.has('content-encoding')) answerHeaders['content-length'] = length;
-    res.writeHead(upstream.status, answerHeaders);
-    if (upstream.body) await pipeline(upstream.body, res);
-    else res.end();
+    // hop's own. A stream has no length and goes out chunked as it comes in.
+    const answerHeaders: Record<string, string> = { 'content-type': String(upstream.headers['content-type'] ?? 'application/octet-stream') };
+    const length = upstream.headers['content-length'];
+    if (typeof length === 'string') answerHeaders['content-length'] = length;
+    if (typeof upstream.headers['content-encoding'] === 'string') answerHeaders['content-encoding'] = upstream.headers['content-encoding'];
+    res.writeHead(upstream.statusCode, answerHeaders);
+    await pipeline(upstream.body, res);
   } catch (error) {
     if (upstreamCall.signal.aborted) return;
     if (!res.headersSent) {

@@ -102,7 +102,7 @@ export function judgeTargets(results: SystemResult[]): TargetRow[] {
 }
 
 /** The row label of the bare Node proxy (bench/bare-proxy.ts). */
-export const BARE_PROXY_LABEL = 'Bare Node proxy (fetch, no gateway logic)';
+export const BARE_PROXY_LABEL = 'Bare Node proxy (undici, no gateway logic)';
 
 /**
  * The paragraph under the targets table that puts "≥ 0.5× of direct" in proportion: how much of the direct
@@ -114,7 +114,7 @@ export function proxyCeiling(results: SystemResult[]): string[] {
   const bare = results.find((r) => r.kind === 'bare');
   if (!direct || !bare) return [];
   const share = (cell: 'json64' | 'stream64') => `${times(bare[cell].rps / direct[cell].rps)} (${rps(bare[cell].rps)} vs ${rps(direct[cell].rps)} req/s)`;
-  return [`For scale: the bare Node proxy of the figures below, which only forwards with fetch, keeps ${share('json64')} of the direct path's throughput at concurrency 64 non-streaming and ${share('stream64')} streaming — the ceiling, on this machine, of any Node proxy forwarding with fetch, gateway logic or not.`, ''];
+  return [`For scale: the bare Node proxy of the figures below, which only forwards (undici's request), keeps ${share('json64')} of the direct path's throughput at concurrency 64 non-streaming and ${share('stream64')} streaming — the ceiling, on this machine, of a Node proxy forwarding with the client Tollgate uses, gateway logic or not.`, ''];
 }
 
 /** The targets table; columns are the databases. */

@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import Type from 'typebox';
 import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
@@ -46,7 +45,7 @@ export function registerSpeechRoute(app: App, ctx: AppContext): void {
       usage: (_audio, model) => ({ cost: costMicros(model.pricing, { promptTokens, requests: 1 }), promptTokens, completionTokens: 0 }),
     });
     if (!answered) return reply;
-    return reply.type(answered.result.contentType).send(Readable.fromWeb(answered.result.body as any));
+    return reply.type(answered.result.contentType).send(answered.result.body);
   });
 }
 

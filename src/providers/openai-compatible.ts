@@ -67,13 +67,12 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
 
     async speech(body, call): Promise<BinaryResponse> {
       const response = await post('/audio/speech', body, call);
-      if (!response.body) throw new UpstreamError(502, 'The upstream provider answered no audio.');
-      return { contentType: response.headers.get('content-type') ?? 'application/octet-stream', body: response.body };
+      return { contentType: response.header('content-type') ?? 'application/octet-stream', body: response.body };
     },
 
     async transcription(form, call) {
       const response = await upstreamFetch(joinUrl(options.baseUrl, '/audio/transcriptions'), { method: 'POST', headers: headers(false), body: form, signal: call.signal });
-      const type = response.headers.get('content-type') ?? '';
+      const type = response.header('content-type') ?? '';
       // `response_format: text|srt|vtt` answers plain text; it is wrapped so the gateway can meter it alike.
       return type.includes('json') ? readJson(response) : { text: await response.text(), contentType: type };
     },

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 /**
  * The provider adapter contract. The gateway speaks the OpenAI wire format to clients and to adapters; each
  * adapter translates to its upstream (or speaks it natively) and reports failures as {@link UpstreamError}.
@@ -46,7 +47,7 @@ export interface CallOptions {
 /** A binary answer relayed as-is (text-to-speech audio). */
 export interface BinaryResponse {
   contentType: string;
-  body: ReadableStream<Uint8Array>;
+  body: Readable;
 }
 
 /** A model as an upstream's `/models` list describes it, prices in USD per token or per unit as decimal strings. */
