@@ -118,8 +118,10 @@ export async function* readSse(body: Readable, signal: AbortSignal): AsyncGenera
     }
     if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
   } finally {
-    // Stops the upstream sending what nobody will read (a consumer that stopped early, or a failure).
-    body.destroy();
+    // A consumer that stopped at the end marker leaves at most the stream's last bytes: they are read so the
+    // keep-alive connection serves the next call (destroying the body closed it, and built an error with its
+    // stack for every stream). More than that unread, or a broken stream, closes it.
+    if (!body.readableEnded && !body.destroyed) (body as Readable & { dump(options: { limit: number }): Promise<void> }).dump({ limit: 64 * 1024 }).catch(() => {});
   }
 }
 
