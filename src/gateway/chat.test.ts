@@ -14,6 +14,7 @@ describeEachDatabase('chat completions through an OpenAI-compatible upstream', (
   before(async () => {
     await putModel(env, 'acme/ok', { provider: 'mock', upstreamModel: 'default-model', pricing, maxOutputTokens: 1000 });
     await putModel(env, 'acme/no-usage', { provider: 'mock', upstreamModel: 'no-usage', pricing, maxOutputTokens: 1000 });
+    await putModel(env, 'acme/late-end', { provider: 'mock', upstreamModel: 'late-end', pricing, maxOutputTokens: 1000 });
     await putModel(env, 'acme/capped', { provider: 'mock', upstreamModel: 'default-model', pricing, maxOutputTokens: 50 });
     await putModel(env, 'acme/pricey', { provider: 'mock', upstreamModel: 'default-model', pricing: { prompt: 1_000_000, completion: 1_000_000 }, maxOutputTokens: 1000 });
   });
@@ -86,6 +87,21 @@ describeEachDatabase('chat completions through an OpenAI-compatible upstream', (
     const usageFrame = (await readSseFrames(withUsage)).find((f) => f.data?.usage);
     assert.deepEqual(usageFrame?.data.usage, { prompt_tokens: 11, completion_tokens: 4, total_tokens: 15 });
     assert.equal((await settled(env, user)).balance, 5_000_000 - 246);
+  });
+
+  it('streamed chats one after another reuse one upstream connection, even when the stream ends a little after [DONE]', async () => {
+    const user = await fundedUser(env, 5);
+    const stream = async () => {
+      const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'acme/late-end', stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
+      assert.equal((await readSseFrames(response)).at(-1)!.data, '[DONE]');
+      await settled(env, user);
+      // The upstream's answer has ended (its last bytes come after [DONE]): the connection is free again.
+      await mock.settled(mock.requests.length);
+    };
+    await stream();
+    const before = mock.connections();
+    for (let i = 0; i < 5; i++) await stream();
+    assert.equal(mock.connections() - before, 0, 'no new connection to the upstream');
   });
 
   it('an upstream that reports no usage is billed on counted tokens', async () => {

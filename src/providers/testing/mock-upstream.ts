@@ -13,7 +13,8 @@ import type { AddressInfo } from 'node:net';
  * - `cut-<n>`: streams n words, then destroys the connection (non-streaming: destroys at once);
  * - `stall-<n>`: streams n words, then sends nothing more until the client goes away;
  * - `no-usage`: like the default, but reports no usage;
- * - `error-frame-<n>`: streams n words, then an error frame.
+ * - `error-frame-<n>`: streams n words, then an error frame;
+ * - `late-end`: like the default, but the stream's last bytes come 30 ms after its `[DONE]`.
  */
 export interface MockUpstreamOptions {
   /** Required bearer token (OpenAI) / `x-api-key` (Anthropic); unset: anything goes. */
@@ -49,6 +50,8 @@ export interface MockUpstream {
   requests: MockRequest[];
   /** Resolves when `count` requests ended (answered or aborted); lets tests wait for an abort to land. */
   settled(count: number): Promise<void>;
+  /** TCP connections accepted so far: a client that keeps its connections alive opens few. */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -63,6 +66,7 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
   let ended = 0;
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   const sockets = new Set<import('node:net').Socket>();
+  let connections = 0;
   const markEnded = () => {
     ended++;
     for (const waiter of waiters.splice(0)) if (ended >= waiter.count) waiter.resolve(); else waiters.push(waiter);
@@ -92,6 +96,7 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     }
   });
   server.on('connection', (socket) => {
+    connections++;
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
@@ -101,6 +106,7 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     url: `http://127.0.0.1:${port}`,
     requests,
     settled: (count) => new Promise((resolve) => (ended >= count ? resolve() : waiters.push({ count, resolve }))),
+    connections: () => connections,
     close: () =>
       new Promise((resolve) => {
         for (const socket of sockets) socket.destroy();
@@ -195,6 +201,7 @@ async function route(req: IncomingMessage, res: ServerResponse, entry: MockReque
     await frame({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
     if (usage && entry.body.stream_options?.include_usage) await frame({ ...base, choices: [], usage });
     await write(res, 'data: [DONE]\n\n');
+    if (model === 'late-end') await sleep(30);
     return void res.end();
   }
 
