@@ -45,9 +45,18 @@ export class StreamTally {
   }
 }
 
-/** Writes one frame, waiting for the socket to drain when it is full; false when the client is gone. */
+/**
+ * Writes one frame, waiting for the socket to drain when it is full; false when the client is gone.
+ * Frames written in one turn of the event loop (an upstream read often carries several) leave in one
+ * socket write: the response is corked until the turn's queued work is done. Each frame its own write was
+ * a system call per token.
+ */
 export async function writeFrame(raw: ServerResponse, frame: string): Promise<boolean> {
   if (raw.destroyed || raw.writableEnded) return false;
+  if (raw.writableCorked === 0) {
+    raw.cork();
+    process.nextTick(() => raw.uncork());
+  }
   if (raw.write(frame)) return true;
   await new Promise<void>((resolve) => {
     const done = () => {
