@@ -158,6 +158,13 @@ describeEachDatabase('the dashboard, the demo app and the restriction dialog in 
     assert.equal(await dialog.isVisible(), false);
     await screenshot(demo, 'demo-chat');
 
+    // The reply shows while its stream is still open; the charge lands as the stream ends (the wallet page
+    // reads the balance once, so it is opened after that).
+    for (let i = 0; (await env.request('GET', '/api/wallet/balance', { token: key })).body.reserved !== 0; i++) {
+      assert.ok(i < 400, 'the last call was settled');
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+
     // The wallet shows the three charges and the usage page counts them by app and model.
     await dashboard.goto(`${env.baseUrl}/#/wallet`);
     await dashboard.getByTestId('wallet-balance').filter({ hasText: '7.00' }).waitFor();
