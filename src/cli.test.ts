@@ -38,21 +38,25 @@ describe('serve runtime settings', () => {
   it('names what serve still lacks, and keeps what the operator set on the command line, in NODE_OPTIONS or the environment', async () => {
     const { missingServeRuntime, SERVE_RUNTIME, SERVE_RUNTIME_MARK } = await import('./cli.ts');
     assert.deepEqual(missingServeRuntime([], {}), { nodeFlags: SERVE_RUNTIME.nodeFlags, env: SERVE_RUNTIME.env });
-    assert.deepEqual(missingServeRuntime(['--max-semi-space-size=64'], {}).nodeFlags, []);
-    assert.deepEqual(missingServeRuntime([], { NODE_OPTIONS: '--max_semi_space_size=8' }).nodeFlags, []);
-    assert.deepEqual(missingServeRuntime([], { MALLOC_MMAP_THRESHOLD_: '1048576' }).env, {});
+    assert.deepEqual(missingServeRuntime(['--max-semi-space-size=64'], {}).nodeFlags, ['--heap-growing-percent=30']);
+    assert.deepEqual(missingServeRuntime([], { NODE_OPTIONS: '--max_semi_space_size=8 --heap-growing-percent=50' }).nodeFlags, []);
+    assert.equal(missingServeRuntime([], { MALLOC_MMAP_THRESHOLD_: '1048576' }).env.MALLOC_MMAP_THRESHOLD_, undefined);
+    assert.deepEqual(Object.keys(missingServeRuntime([], { NODE_COMPILE_CACHE: '/elsewhere' }).env).sort(), ['MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_']);
     assert.deepEqual(missingServeRuntime([], { [SERVE_RUNTIME_MARK]: 'off' }), { nodeFlags: [], env: {} });
     // A profiler's timer would outlive execve and kill the new process with SIGPROF.
     assert.deepEqual(missingServeRuntime(['--cpu-prof', '--cpu-prof-dir=/tmp/x'], {}), { nodeFlags: [], env: {} });
   });
 
-  it('serve replaces its own process (same pid) with the settings applied', { skip: process.platform !== 'linux' }, async () => {
+  // With a compile cache that has never seen the code, as on the first start after an upgrade: serve loads
+  // the service once (stripping types), then once more from the cache.
+  it('serve replaces its own process (same pid) with the settings applied, and again to leave the TypeScript stripper behind', { skip: process.platform !== 'linux' }, async () => {
     const { spawn } = await import('node:child_process');
-    const { readFileSync } = await import('node:fs');
+    const { readFileSync, readdirSync } = await import('node:fs');
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-serve-runtime-'));
-    const serveEnv: Record<string, string | undefined> = { ...env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info', SWEEP_INTERVAL_SECONDS: '0' };
+    const compileCache = join(dir, 'compile-cache');
+    const serveEnv: Record<string, string | undefined> = { ...env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info', SWEEP_INTERVAL_SECONDS: '0', NODE_COMPILE_CACHE: compileCache };
     // Whatever the test runner's own environment says, serve must find these unset and apply its defaults.
-    for (const name of ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'TOLLGATE_SERVE_RUNTIME']) delete serveEnv[name];
+    for (const name of ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_ARENA_MAX', 'TOLLGATE_SERVE_RUNTIME']) delete serveEnv[name];
     const child = spawn(process.execPath, ['src/cli.ts', 'serve'], { cwd: root, env: serveEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     try {
       await new Promise<void>((resolve, reject) => {
@@ -66,7 +70,11 @@ describe('serve runtime settings', () => {
       const cmdline = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
       const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
       assert.ok(cmdline.includes('--max-semi-space-size=16'), cmdline.join(' '));
+      assert.ok(cmdline.includes('--heap-growing-percent=30'), cmdline.join(' '));
       assert.ok(environ.includes('MALLOC_MMAP_THRESHOLD_=131072'));
+      assert.ok(environ.includes('MALLOC_ARENA_MAX=2'));
+      assert.ok(environ.includes('TOLLGATE_SERVE_RUNTIME=applied, from the compile cache'), environ.filter((line) => line.startsWith('TOLLGATE')).join(' '));
+      assert.ok(readdirSync(compileCache).length > 0);
     } finally {
       child.kill('SIGTERM');
       await new Promise((resolve) => child.once('exit', resolve));

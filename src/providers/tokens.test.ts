@@ -1,13 +1,50 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
-import { countChatPromptTokens, countTextTokens, truncateToTokens } from './tokens.ts';
+import { countTokens, encode } from 'gpt-tokenizer/encoding/o200k_base';
+import shippedRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
+import { countChatPromptTokens, countTextTokens, o200k, truncateToTokens } from './tokens.ts';
 
 describe('token counting', () => {
+  it('reads the vocabulary gpt-tokenizer ships as a module, byte sequences that are not UTF-8 included', () => {
+    assert.equal(o200k.size, shippedRanks.length);
+    const utf8 = new TextEncoder();
+    shippedRanks.forEach((token, rank) => {
+      const bytes = typeof token === 'string' ? utf8.encode(token) : Uint8Array.from(token);
+      assert.deepEqual(o200k.tokenBytes(rank), bytes, `token ${rank}`);
+      assert.equal(o200k.rank(bytes, 0, bytes.length), rank);
+    });
+  });
+
   it('counts ordinary text exactly as the o200k tokenizer does', () => {
     for (const text of ['Write one short sentence about toll roads.', 'naïve café — 東京 😀 x=42;\n\tindent', 'word '.repeat(5_000)]) {
       assert.equal(countTextTokens(text), countTokens(text));
     }
+  });
+
+  it('counts text of many scripts exactly as gpt-tokenizer does', () => {
+    // Seeded, so a failure repeats. Code points of Latin, Greek, Cyrillic, Hebrew and Arabic, Devanagari, Thai,
+    // Hangul, kana, CJK, emoji, combining marks, punctuation, digits and control whitespace, mixed with spaces.
+    const blocks = [[0x20, 0x7e], [0xa0, 0x24f], [0x370, 0x4ff], [0x590, 0x6ff], [0x900, 0x97f], [0xe00, 0xe7f], [0x1100, 0x11ff], [0x3040, 0x30ff], [0x4e00, 0x9fff], [0xac00, 0xd7a3], [0x1f300, 0x1faff], [0x300, 0x36f], [0x2000, 0x206f], [0x9, 0xd], [0x30, 0x39]];
+    let seed = 8;
+    const random = () => ((seed = (Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) | 0) >>> 0) / 2 ** 32;
+    for (let n = 0; n < 2_000; n++) {
+      let text = '';
+      for (let i = 1 + Math.floor(random() * 60); i > 0; i--) {
+        const [from, to] = blocks[Math.floor(random() * blocks.length)]!;
+        text += String.fromCodePoint(from! + Math.floor(random() * (to! - from! + 1))) + (random() < 0.2 ? ' ' : '');
+      }
+      assert.equal(countTextTokens(text), countTokens(text), JSON.stringify(text));
+      // The first tokens are gpt-tokenizer's too. (Its own decode is not the reference: its streaming decoder
+      // keeps the bytes of a cut character from one call and puts them in front of the next call's text.)
+      const limit = 1 + (n % 20);
+      const bytes = Buffer.concat(encode(text).slice(0, limit).map((rank) => o200k.tokenBytes(rank)));
+      assert.equal(truncateToTokens(text, limit).text, new TextDecoder().decode(bytes, { stream: true }), JSON.stringify(text));
+    }
+  });
+
+  it('counts the text of special tokens as ordinary text, as a prompt quoting them is', () => {
+    const text = 'Never write <|endoftext|> or <|im_start|> here.';
+    assert.equal(countTextTokens(text), countTokens(text, { disallowedSpecial: new Set() }));
   });
 
   it('counts a long run of one character class within about one token per 128 characters of the exact count', () => {
