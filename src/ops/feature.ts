@@ -12,8 +12,8 @@ import { registerCors } from './cors.ts';
  */
 export const opsFeature: Feature = {
   name: 'ops',
-  register(app, ctx) {
-    const redis = ctx.config.REDIS_URL ? connectRedis(ctx.config.REDIS_URL) : null;
+  async register(app, ctx) {
+    const redis = ctx.config.REDIS_URL ? await connectRedis(ctx.config.REDIS_URL) : null;
     if (redis) ctx.onClose.push(() => void redis.disconnect());
     registerCors(app, ctx);
     registerRateLimits(app, ctx, redis ? redisRateLimiter(redis) : memoryRateLimiter());

@@ -31,8 +31,7 @@ const ORIGIN = crypto.randomUUID();
  */
 export async function redisBus(url: string, prefix = 'tollgate:'): Promise<InvalidationBus> {
   const local = localBus();
-  const publisher: Redis = connectRedis(url);
-  const subscriber: Redis = connectRedis(url);
+  const [publisher, subscriber]: Redis[] = await Promise.all([connectRedis(url), connectRedis(url)]);
   const channels = new Set<string>();
   subscriber.on('message', (channel: string, raw: string) => {
     const separator = raw.indexOf('|');
