@@ -69,7 +69,7 @@ describe('serve runtime settings', () => {
       });
       const cmdline = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
       const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
-      assert.ok(cmdline.includes('--max-semi-space-size=16'), cmdline.join(' '));
+      assert.ok(cmdline.includes('--max-semi-space-size=8'), cmdline.join(' '));
       assert.ok(cmdline.includes('--heap-growing-percent=30'), cmdline.join(' '));
       assert.ok(environ.includes('MALLOC_MMAP_THRESHOLD_=131072'));
       assert.ok(environ.includes('MALLOC_ARENA_MAX=2'));

@@ -38,11 +38,12 @@ export const SERVE_RUNTIME = {
     NODE_COMPILE_CACHE: fileURLToPath(new URL('../node_modules/.cache/tollgate-compile', import.meta.url)),
   } as Record<string, string>,
   /**
-   * V8: young-generation semi-spaces of at most 16 MB (the default lets them grow to 32 MB), and an old
+   * V8: young-generation semi-spaces of at most 8 MB (the default lets them grow to 32 MB; 8 rather than 16
+   * took ~15 MB off the peak at no throughput or latency cost we could measure apart from noise), and an old
    * generation collected once it has grown 30% past what the last full collection kept. On a large machine
    * V8 otherwise lets it grow up to four times that before collecting (~70 MB more under load).
    */
-  nodeFlags: ['--max-semi-space-size=16', '--heap-growing-percent=30'],
+  nodeFlags: ['--max-semi-space-size=8', '--heap-growing-percent=30'],
 };
 
 /**
