@@ -38,7 +38,7 @@ describe('serve runtime settings', () => {
   it('names what serve still lacks, and keeps what the operator set on the command line, in NODE_OPTIONS or the environment', async () => {
     const { missingServeRuntime, SERVE_RUNTIME, SERVE_RUNTIME_MARK } = await import('./cli.ts');
     assert.deepEqual(missingServeRuntime([], {}), { nodeFlags: SERVE_RUNTIME.nodeFlags, env: SERVE_RUNTIME.env });
-    assert.deepEqual(missingServeRuntime(['--max-semi-space-size=64'], {}).nodeFlags, ['--heap-growing-percent=30']);
+    assert.deepEqual(missingServeRuntime(['--max-semi-space-size=64'], {}).nodeFlags, ['--heap-growing-percent=20']);
     assert.deepEqual(missingServeRuntime([], { NODE_OPTIONS: '--max_semi_space_size=8 --heap-growing-percent=50' }).nodeFlags, []);
     assert.equal(missingServeRuntime([], { MALLOC_MMAP_THRESHOLD_: '1048576' }).env.MALLOC_MMAP_THRESHOLD_, undefined);
     assert.deepEqual(Object.keys(missingServeRuntime([], { NODE_COMPILE_CACHE: '/elsewhere' }).env).sort(), ['MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_']);
@@ -70,9 +70,9 @@ describe('serve runtime settings', () => {
       const cmdline = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
       const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
       assert.ok(cmdline.includes('--max-semi-space-size=8'), cmdline.join(' '));
-      assert.ok(cmdline.includes('--heap-growing-percent=30'), cmdline.join(' '));
+      assert.ok(cmdline.includes('--heap-growing-percent=20'), cmdline.join(' '));
       assert.ok(environ.includes('MALLOC_MMAP_THRESHOLD_=131072'));
-      assert.ok(environ.includes('MALLOC_ARENA_MAX=2'));
+      assert.ok(environ.includes('MALLOC_ARENA_MAX=1'));
       assert.ok(environ.includes('TOLLGATE_SERVE_RUNTIME=applied, from the compile cache'), environ.filter((line) => line.startsWith('TOLLGATE')).join(' '));
       assert.ok(readdirSync(compileCache).length > 0);
     } finally {
