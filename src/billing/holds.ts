@@ -99,7 +99,7 @@ const claimOverdueHolds = preparedQuery((db: Kysely<Tables>, p: ClaimValues & { 
  * to the user's available credits, as one balanced movement, and the hold's counters move from held to
  * spent. Returns the wallet after it.
  */
-async function recordClose(trx: Trx, wallet: Wallet, hold: HoldRow, ending: HoldEnding, now: number): Promise<Wallet> {
+async function recordClose(trx: Trx, wallet: Wallet, hold: HoldRow, ending: HoldEnding, now: number, companion: CompanionWrite | null = null): Promise<Wallet> {
   const released = hold.amount - hold.captured;
   return postMovement(
     trx,
@@ -114,7 +114,7 @@ async function recordClose(trx: Trx, wallet: Wallet, hold: HoldRow, ending: Hold
       ],
     },
     now,
-    [counterWrite(holdScope(hold), { held: -hold.amount, spent: hold.captured })],
+    [counterWrite(holdScope(hold), { held: -hold.amount, spent: hold.captured }), companion],
   );
 }
 
@@ -215,6 +215,11 @@ export interface CloseHoldOptions {
    * in the close's transaction, only by the call that closes the hold, so they happen exactly once.
    */
   alongside?: (trx: Trx, closed: { captured: number }) => Promise<void>;
+  /**
+   * An INSERT that must commit with the close (a usage record), built once the capture is known. Unlike
+   * `alongside` it joins the movement's own statement on PostgreSQL: one round trip less.
+   */
+  companion?: (closed: { captured: number }) => CompanionWrite;
 }
 
 /**
@@ -222,7 +227,7 @@ export interface CloseHoldOptions {
  * `alongside` in the same transaction. The owner is read first without a lock (it never changes) unless
  * the caller gave it. Null when the hold was unknown, someone else's, or no longer open.
  */
-async function closeOpenHold(ctx: BillingContext, holdId: string, knownOwner: string | undefined, ending: HoldEnding, alongside?: CloseHoldOptions['alongside']): Promise<{ captured: number } | null> {
+async function closeOpenHold(ctx: BillingContext, holdId: string, knownOwner: string | undefined, ending: HoldEnding, options: Pick<CloseHoldOptions, 'alongside' | 'companion'>): Promise<{ captured: number } | null> {
   const owner = knownOwner ?? (await ctx.db.selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst())?.user_id;
   if (!owner) return null;
   const now = ctx.clock.now();
@@ -230,8 +235,8 @@ async function closeOpenHold(ctx: BillingContext, holdId: string, knownOwner: st
     const wallet = await lockWallet(trx, owner, now);
     const [hold] = await claimHolds(trx, owner, { holdId }, ending, now);
     if (!hold) return null;
-    await recordClose(trx, wallet, hold, ending, now);
-    await alongside?.(trx, { captured: hold.captured });
+    await recordClose(trx, wallet, hold, ending, now, options.companion?.({ captured: hold.captured }) ?? null);
+    await options.alongside?.(trx, { captured: hold.captured });
     return { captured: hold.captured };
   });
 }
@@ -249,7 +254,7 @@ export async function settleHold(ctx: BillingContext, holdId: string, actual: nu
     capture: actual,
     movement: (captured) => (captured > 0 ? { type: 'capture', description } : { type: 'release', description: 'Hold released' }),
   };
-  const closed = await closeOpenHold(ctx, holdId, options.userId, ending, options.alongside);
+  const closed = await closeOpenHold(ctx, holdId, options.userId, ending, options);
   return closed === null ? { settled: false, captured: 0 } : { settled: true, captured: closed.captured };
 }
 
@@ -258,7 +263,7 @@ export async function settleHold(ctx: BillingContext, holdId: string, actual: nu
  * `options.alongside` runs in the release's transaction when this call released it.
  */
 export async function releaseHold(ctx: BillingContext, holdId: string, options: Omit<CloseHoldOptions, 'description'> = {}): Promise<{ released: boolean }> {
-  return { released: (await closeOpenHold(ctx, holdId, options.userId, RELEASE, options.alongside)) !== null };
+  return { released: (await closeOpenHold(ctx, holdId, options.userId, RELEASE, options)) !== null };
 }
 
 /**

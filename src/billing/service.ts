@@ -24,7 +24,8 @@ export interface Billing {
   /**
    * Captures `min(actual, held)` and releases the rest, exactly once: `{ settled: true, captured }` the
    * first time, `{ settled: false, captured: 0 }` when the hold is no longer open (or unknown).
-   * `options.alongside` writes what must commit with the charge (a usage record) in the same transaction.
+   * `options.companion` (an INSERT, such as a usage record) or `options.alongside` (anything else) writes what
+   * must commit with the charge, in the same transaction.
    */
   settleHold(holdId: string, actual: number, options?: CloseHoldOptions): Promise<{ settled: boolean; captured: number }>;
   /** Releases the whole hold, exactly once; `released: false` when it was no longer open. */

@@ -1,9 +1,8 @@
 import type { AppContext } from '../platform/context.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
-import { recordUsage } from '../usage/records.ts';
+import { recordUsage, usageRecordWrite } from '../usage/records.ts';
 import type { Billing, CloseHoldOptions } from '../billing/service.ts';
-import type { Db } from '../platform/db/connect.ts';
 
 /** What a metered call is for; stored as the usage record's `kind`. */
 export type UsageKind = 'chat' | 'embeddings' | 'images' | 'speech' | 'transcriptions' | 'realtime';
@@ -120,28 +119,29 @@ export class Meter {
   }
 
   /**
-   * Closes the hold with `close` (settle or release), which writes the usage record in its transaction;
-   * returns what it captured. A free call has no hold, and a hold the sweep expired during a very long call
-   * cannot be closed: the call is still recorded, at what it was charged (nothing).
+   * Closes the hold with `close` (settle or release), whose movement writes the usage record in the same
+   * statement on PostgreSQL, the same transaction on SQLite; returns what it captured. A free call has no
+   * hold, and a hold the sweep expired during a very long call cannot be closed: the call is still
+   * recorded, at what it was charged (nothing).
    */
-  async #closeRecording(outcome: CallOutcome, close: ((options: Pick<CloseHoldOptions, 'userId' | 'alongside'>) => Promise<number>) | null): Promise<number> {
+  async #closeRecording(outcome: CallOutcome, close: ((options: Pick<CloseHoldOptions, 'userId' | 'companion'>) => Promise<number>) | null): Promise<number> {
     let recorded = false;
     const captured = close
       ? await close({
           userId: this.#principal.userId,
-          alongside: async (trx, closed) => {
-            await this.#record(trx, outcome, closed.captured);
+          companion: (closed) => {
             recorded = true;
+            return usageRecordWrite(this.#recordOf(outcome, closed.captured));
           },
         })
       : 0;
-    if (!recorded) await this.#record(this.#ctx.db, outcome, captured);
+    if (!recorded) await recordUsage(this.#ctx.db, this.#recordOf(outcome, captured));
     return captured;
   }
 
-  /** The usage record of this call, written with `db` (the settle's transaction when there is one). */
-  async #record(db: Db, outcome: CallOutcome, captured: number): Promise<void> {
-    await recordUsage(db, {
+  /** The usage record of this call. */
+  #recordOf(outcome: CallOutcome, captured: number) {
+    return {
       user_id: this.#principal.userId,
       app_id: this.#principal.appId,
       key_id: this.#principal.keyId,
@@ -154,7 +154,7 @@ export class Meter {
       status: outcome.status,
       hold_id: this.#holdId,
       created_at: this.#ctx.clock.now(),
-    });
+    };
   }
 }
 

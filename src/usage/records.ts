@@ -1,4 +1,5 @@
 import type { Insertable, Kysely } from 'kysely';
+import type { CompanionWrite } from '../billing/ledger.ts';
 import type { Db } from '../platform/db/connect.ts';
 import { preparedQuery } from '../platform/db/prepared.ts';
 import { newId } from '../platform/ids.ts';
@@ -7,9 +8,20 @@ import type { UsageRecordsTable } from './tables.ts';
 
 /** Writes one usage record; returns its id. */
 export async function recordUsage(db: Db, record: Omit<Insertable<UsageRecordsTable>, 'id'>): Promise<string> {
-  const id = newId('use');
-  await insertRecord(db, {
-    id,
+  const full = withId(record);
+  await insertRecord(db, full);
+  return full.id;
+}
+
+/** One usage record as a companion of the settle or release that charges it (see `CloseHoldOptions.companion`). */
+export function usageRecordWrite(record: Omit<Insertable<UsageRecordsTable>, 'id'>): CompanionWrite {
+  const full = withId(record);
+  return { build: (trx) => trx.insertInto('usage_records').values(full), run: (trx) => insertRecord(trx, full) };
+}
+
+function withId(record: Omit<Insertable<UsageRecordsTable>, 'id'>): FullRecord {
+  return {
+    id: newId('use'),
     user_id: record.user_id,
     app_id: record.app_id ?? null,
     key_id: record.key_id ?? null,
@@ -22,8 +34,7 @@ export async function recordUsage(db: Db, record: Omit<Insertable<UsageRecordsTa
     status: record.status,
     hold_id: record.hold_id ?? null,
     created_at: record.created_at,
-  });
-  return id;
+  };
 }
 
 type FullRecord = Required<Insertable<UsageRecordsTable>>;
