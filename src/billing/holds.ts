@@ -1,10 +1,10 @@
 import type { Kysely, Selectable } from 'kysely';
-import { preparedQuery } from '../platform/db/prepared.ts';
+import { preparedInsert, preparedQuery } from '../platform/db/prepared.ts';
 import type { Tables } from '../tables.ts';
 import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { accounts, lockWallet, postMovement, type CompanionWrite, type Trx, type Wallet, type BillingContext } from './ledger.ts';
+import { accounts, insertCompanion, lockWallet, postMovement, type CompanionWrite, type Trx, type Wallet, type BillingContext } from './ledger.ts';
 import { applicableLimits, counterWrite, insufficientCredits, readSpend, spendingLimitExceeded, subjectKey } from './limits.ts';
 import { dayStart, monthStart } from './periods.ts';
 import { OPEN, type HoldsTable, type HoldStatus, type MovementType } from './tables.ts';
@@ -33,28 +33,7 @@ function holdScope(hold: HoldRow) {
   return { userId: hold.user_id, appId: hold.app_id, keyId: hold.key_id, periodDay: hold.period_day, periodMonth: hold.period_month };
 }
 
-/** The insert of a new hold, as a companion of the movement that reserves its amount. */
-function holdInsert(hold: HoldRow): CompanionWrite {
-  return { build: (trx) => trx.insertInto('holds').values(hold), run: (trx) => insertHold(trx, hold) };
-}
-const insertHold = preparedQuery((db: Kysely<Tables>, p: HoldRow) =>
-  db.insertInto('holds').values({
-    id: p.id,
-    user_id: p.user_id,
-    app_id: p.app_id,
-    key_id: p.key_id,
-    amount: p.amount,
-    captured: p.captured,
-    refunded: p.refunded,
-    status: p.status,
-    description: p.description,
-    created_at: p.created_at,
-    expires_at: p.expires_at,
-    closed_at: p.closed_at,
-    period_day: p.period_day,
-    period_month: p.period_month,
-  }),
-);
+const insertHold = preparedInsert<HoldRow>('holds', ['id', 'user_id', 'app_id', 'key_id', 'amount', 'captured', 'refunded', 'status', 'description', 'created_at', 'expires_at', 'closed_at', 'period_day', 'period_month']);
 
 /** How a hold ends: its status, the most it may capture, and the movement that records it. */
 interface HoldEnding {
@@ -193,7 +172,7 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
         ],
       },
       now,
-      [holdInsert(hold), counterWrite(holdScope(hold), { held: input.amount, spent: 0 })],
+      [insertCompanion('holds', insertHold, hold), counterWrite(holdScope(hold), { held: input.amount, spent: 0 })],
     );
     return { hold };
   });

@@ -1,5 +1,5 @@
 import { PostgresAdapter, sql, type Insertable, type InsertQueryBuilder, type Kysely, type Transaction } from 'kysely';
-import { preparedQuery, type PreparedQuery } from '../platform/db/prepared.ts';
+import { preparedByShape, preparedInsert, preparedQuery, type PreparedQuery } from '../platform/db/prepared.ts';
 import type { Tables } from '../tables.ts';
 import type { AppContext } from '../platform/context.ts';
 import { newId } from '../platform/ids.ts';
@@ -160,18 +160,7 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
   return { ...after, transactionId };
 }
 
-const insertHeader = preparedQuery((db: Kysely<Tables>, p: Insertable<LedgerTransactionsTable>) =>
-  db.insertInto('ledger_transactions').values({
-    id: p.id,
-    type: p.type,
-    user_id: p.user_id,
-    hold_id: p.hold_id,
-    description: p.description,
-    balance_after: p.balance_after,
-    reserved_after: p.reserved_after,
-    created_at: p.created_at,
-  }),
-);
+const insertHeader = preparedInsert<Insertable<LedgerTransactionsTable>>('ledger_transactions', ['id', 'type', 'user_id', 'hold_id', 'description', 'balance_after', 'reserved_after', 'created_at']);
 
 /** Inserts a movement's entries (two or three), with one prepared query per count. */
 function insertEntries(trx: Trx, transactionId: string, entries: Entry[], now: number): Promise<unknown> {
@@ -180,18 +169,17 @@ function insertEntries(trx: Trx, transactionId: string, entries: Entry[], now: n
     values[`account${i}`] = entry.account;
     values[`amount${i}`] = entry.amount;
   });
-  let insert = entriesInsertByCount.get(entries.length);
-  if (!insert) {
-    const count = entries.length;
-    insert = preparedQuery((db: Kysely<Tables>, p: Record<string, any>) =>
-      db.insertInto('ledger_entries').values(Array.from({ length: count }, (_, i) => ({ transaction_id: p.transactionId, account: p[`account${i}`], amount: p[`amount${i}`], created_at: p.now }))),
-    );
-    entriesInsertByCount.set(count, insert);
-  }
-  return insert(trx, values);
+  return entriesInsert(entries.length)(trx, values);
 }
-const entriesInsertByCount = new Map<number, PreparedQuery<Record<string, string | number>, unknown>>();
+const entriesInsert = preparedByShape((count: number) => (db: Kysely<Tables>, p: Record<string, any>) =>
+  db.insertInto('ledger_entries').values(Array.from({ length: count }, (_, i) => ({ transaction_id: p.transactionId, account: p[`account${i}`], amount: p[`amount${i}`], created_at: p.now }))),
+);
 
 const updateWallet = preparedQuery((db: Kysely<Tables>, p: { userId: string; balance: number; reserved: number; updated_at: number }) =>
   db.updateTable('wallets').set({ balance: p.balance, reserved: p.reserved, updated_at: p.updated_at }).where('user_id', '=', p.userId),
 );
+
+/** A row insert as a companion write: folded into the movement's statement, or run as the prepared `insert`. */
+export function insertCompanion<R extends Record<string, unknown>>(table: keyof Tables, insert: PreparedQuery<R, unknown>, row: R): CompanionWrite {
+  return { build: (trx) => trx.insertInto(table).values(row as any), run: (trx) => insert(trx, row) };
+}

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Db } from '../platform/db/connect.ts';
-import { preparedQuery, type PreparedQuery } from '../platform/db/prepared.ts';
+import { preparedByShape, preparedQuery } from '../platform/db/prepared.ts';
 import type { Tables } from '../tables.ts';
 import { ApiError } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
@@ -131,20 +131,12 @@ function counterUpsert(trx: Kysely<Tables>, rows: CounterRow[]) {
 }
 
 /** {@link counterUpsert} prepared for a hold with one or two subjects (three periods each). */
-const counterUpserts = new Map<number, PreparedQuery<Record<string, string | number>, unknown>>();
-function preparedCounterUpsert(subjects: number): PreparedQuery<Record<string, string | number>, unknown> {
-  let prepared = counterUpserts.get(subjects);
-  if (!prepared) {
-    prepared = preparedQuery((db: Kysely<Tables>, p: Record<string, any>) =>
-      counterUpsert(
-        db,
-        Array.from({ length: subjects * 3 }, (_, i) => ({ subject: p[`subject${i}`], period: LIMIT_PERIODS[i % 3]!, period_start: p[`periodStart${i}`], spent: p.spent, held: p.held })),
-      ),
-    );
-    counterUpserts.set(subjects, prepared);
-  }
-  return prepared;
-}
+const preparedCounterUpsert = preparedByShape((subjects: number) => (db: Kysely<Tables>, p: Record<string, any>) =>
+  counterUpsert(
+    db,
+    Array.from({ length: subjects * 3 }, (_, i) => ({ subject: p[`subject${i}`], period: LIMIT_PERIODS[i % 3]!, period_start: p[`periodStart${i}`], spent: p.spent, held: p.held })),
+  ),
+);
 
 const PERIOD_WORD: Record<LimitPeriod, string> = { daily: 'Daily', monthly: 'Monthly', total: 'Total' };
 

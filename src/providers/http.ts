@@ -4,7 +4,6 @@ import { isAbortError, UpstreamError } from './types.ts';
 
 /** What a provider reads of an upstream answer. */
 export interface UpstreamResponse {
-  status: number;
   /** A header by name (any case); null when absent. */
   header(name: string): string | null;
   /** The body as it arrives; read it once, as a stream or with `text()`. */
@@ -32,7 +31,7 @@ export interface UpstreamRequest {
 export async function upstreamFetch(url: string, init: UpstreamRequest): Promise<UpstreamResponse> {
   let answer: Awaited<ReturnType<typeof request>>;
   try {
-    // Node's global FormData and undici's are the same class at run time; only their type declarations differ.
+    // undici takes any FormData by its shape, Node's global one included; only the two type declarations differ.
     answer = await request(url, { method: init.method ?? 'GET', headers: init.headers, body: init.body as string | undefined, signal: init.signal });
   } catch (error) {
     if (isAbortError(error) || init.signal.aborted) throw init.signal.reason ?? error;
@@ -40,7 +39,6 @@ export async function upstreamFetch(url: string, init: UpstreamRequest): Promise
   }
   const { statusCode, headers, body } = answer;
   const response: UpstreamResponse = {
-    status: statusCode,
     header: (name) => {
       const value = headers[name.toLowerCase()];
       return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;

@@ -1,9 +1,8 @@
-import type { Insertable, Kysely } from 'kysely';
-import type { CompanionWrite } from '../billing/ledger.ts';
+import type { Insertable } from 'kysely';
+import { insertCompanion, type CompanionWrite } from '../billing/ledger.ts';
 import type { Db } from '../platform/db/connect.ts';
-import { preparedQuery } from '../platform/db/prepared.ts';
+import { preparedInsert } from '../platform/db/prepared.ts';
 import { newId } from '../platform/ids.ts';
-import type { Tables } from '../tables.ts';
 import type { UsageRecordsTable } from './tables.ts';
 
 /** Writes one usage record; returns its id. */
@@ -16,7 +15,7 @@ export async function recordUsage(db: Db, record: Omit<Insertable<UsageRecordsTa
 /** One usage record as a companion of the settle or release that charges it (see `CloseHoldOptions.companion`). */
 export function usageRecordWrite(record: Omit<Insertable<UsageRecordsTable>, 'id'>): CompanionWrite {
   const full = withId(record);
-  return { build: (trx) => trx.insertInto('usage_records').values(full), run: (trx) => insertRecord(trx, full) };
+  return insertCompanion('usage_records', insertRecord, full);
 }
 
 function withId(record: Omit<Insertable<UsageRecordsTable>, 'id'>): FullRecord {
@@ -39,20 +38,4 @@ function withId(record: Omit<Insertable<UsageRecordsTable>, 'id'>): FullRecord {
 
 type FullRecord = Required<Insertable<UsageRecordsTable>>;
 
-const insertRecord = preparedQuery((db: Kysely<Tables>, p: FullRecord) =>
-  db.insertInto('usage_records').values({
-    id: p.id,
-    user_id: p.user_id,
-    app_id: p.app_id,
-    key_id: p.key_id,
-    model: p.model,
-    kind: p.kind,
-    prompt_tokens: p.prompt_tokens,
-    completion_tokens: p.completion_tokens,
-    cost: p.cost,
-    latency_ms: p.latency_ms,
-    status: p.status,
-    hold_id: p.hold_id,
-    created_at: p.created_at,
-  }),
-);
+const insertRecord = preparedInsert<FullRecord>('usage_records', ['id', 'user_id', 'app_id', 'key_id', 'model', 'kind', 'prompt_tokens', 'completion_tokens', 'cost', 'latency_ms', 'status', 'hold_id', 'created_at']);

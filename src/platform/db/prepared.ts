@@ -42,3 +42,24 @@ export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: 
     return db.executeQuery({ ...compiled, parameters });
   };
 }
+
+/**
+ * A prepared INSERT of one row into `table`: each of `columns` takes the value of the same name. For rows
+ * whose columns are all given on every insert (a value may be null, never left out).
+ */
+export function preparedInsert<R extends Record<string, unknown>>(table: string, columns: ReadonlyArray<keyof R & string>): PreparedQuery<R, unknown> {
+  return preparedQuery((db, p: R) => db.insertInto(table).values(Object.fromEntries(columns.map((column) => [column, p[column]]))));
+}
+
+/**
+ * A family of prepared queries, one per shape (a number of rows, say), each prepared on first use: for a
+ * query whose shape varies with its input in a few known ways (see {@link preparedQuery}'s invariant).
+ */
+export function preparedByShape<S, P extends Record<string, unknown>, O>(build: (shape: S) => (db: Kysely<any>, p: P) => Compilable<O>): (shape: S) => PreparedQuery<P, O> {
+  const byShape = new Map<S, PreparedQuery<P, O>>();
+  return (shape) => {
+    let prepared = byShape.get(shape);
+    if (!prepared) byShape.set(shape, (prepared = preparedQuery(build(shape))));
+    return prepared;
+  };
+}

@@ -74,10 +74,10 @@ export class GroupCommitSqliteDriver implements Driver {
 
   /**
    * Copies the WAL into the database file, when no transaction is open (a checkpoint cannot run inside
-   * one). PASSIVE: it never waits for, nor blocks, a reader or another process's writer. On a timer rather
-   * than inside a commit, so pages written many times between two ticks (a wallet, a counter, the right
-   * edge of an index) are copied once, and no WAL grows to SQLite's threshold of 10,000 pages, whose
-   * checkpoint stalled a call for ~80 ms.
+   * one). PASSIVE: it never waits for, nor blocks, a reader or another process's writer. On a timer (or
+   * right after the commit of the batch the timer found open), so pages written many times between two
+   * ticks (a wallet, a counter, the right edge of an index) are copied once, and no WAL grows to SQLite's
+   * threshold of 10,000 pages, whose checkpoint stalled a call for ~80 ms.
    */
   #checkpoint(): void {
     if (this.#busy || this.#batch || this.#database.isTransaction) {
