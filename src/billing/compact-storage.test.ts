@@ -9,7 +9,6 @@ import { createService } from '../service.ts';
 import { allMigrations } from '../features.ts';
 import { createBilling } from './service.ts';
 import { insertUser } from './testing/fixtures.ts';
-import { recordUsage } from '../usage/records.ts';
 
 /** The migrations that changed how holds and usage records are stored (issue 8), which this upgrade applies. */
 const COMPACT_STORAGE = ['0900_billing_compact_storage', '0910_usage_records_compact_storage'];
@@ -23,7 +22,8 @@ for (const kind of selectedDatabases()) {
       await space.create();
       const env = { ...space.env(), LOG_LEVEL: 'warn', SWEEP_INTERVAL_SECONDS: '0', REPLICATE_WEBHOOK_SECRET: '' };
       const config = loadConfig(env);
-      const before = Object.fromEntries(Object.entries(allMigrations()).filter(([name]) => !COMPACT_STORAGE.includes(name)));
+      // The schema as it was before them: later migrations (the meter's usage columns) come after, as in a real upgrade.
+      const before = Object.fromEntries(Object.entries(allMigrations()).filter(([name]) => name < COMPACT_STORAGE[0]!));
       const database = openDatabase(config);
       const ctx = { db: database.db, dialect: database.dialect, clock: systemClock, config } as any;
       const billing = createBilling(ctx);
@@ -36,7 +36,7 @@ for (const kind of selectedDatabases()) {
         const settled = await billing.placeHold({ userId, appId: null, keyId: null, amount: 300_000 });
         await billing.settleHold(settled.holdId, 120_000, { userId });
         openHold = (await billing.placeHold({ userId, appId: null, keyId: null, amount: 200_000 })).holdId;
-        await recordUsage(database.db, { user_id: userId, app_id: null, key_id: null, model: 'acme/m', kind: 'chat', prompt_tokens: 3, completion_tokens: 4, cost: 120_000, latency_ms: 5, status: 'ok', hold_id: settled.holdId, created_at: Date.now() });
+        await database.db.insertInto('usage_records').values({ id: 'use_before_upgrade', user_id: userId, app_id: null, key_id: null, model: 'acme/m', kind: 'chat', prompt_tokens: 3, completion_tokens: 4, cost: 120_000, latency_ms: 5, status: 'ok', hold_id: settled.holdId, created_at: Date.now() } as any).execute();
       } finally {
         await database.close();
       }

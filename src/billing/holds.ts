@@ -193,12 +193,18 @@ export interface CloseHoldOptions {
    * Writes that must commit with the close or not at all (a usage record, a prediction's settlement): run
    * in the close's transaction, only by the call that closes the hold, so they happen exactly once.
    */
-  alongside?: (trx: Trx, closed: { captured: number }) => Promise<void>;
+  alongside?: (trx: Trx, closed: { captured: number; afterExpiry: boolean }) => Promise<void>;
   /**
    * An INSERT that must commit with the close (a usage record), built once the capture is known. Unlike
    * `alongside` it joins the movement's own statement on PostgreSQL: one round trip less.
    */
-  companion?: (closed: { captured: number }) => CompanionWrite;
+  companion?: (closed: { captured: number; afterExpiry: boolean }) => CompanionWrite;
+  /**
+   * Settle only: when the hold expired before this settle, charge the cost anyway from the user's available
+   * credits (down to zero, never below) instead of answering `settled: false`. The meter sets it: a call
+   * that produced output is never free because its hold lapsed.
+   */
+  afterExpiry?: boolean;
 }
 
 /**
@@ -206,18 +212,96 @@ export interface CloseHoldOptions {
  * `alongside` in the same transaction. The owner is read first without a lock (it never changes) unless
  * the caller gave it. Null when the hold was unknown, someone else's, or no longer open.
  */
-async function closeOpenHold(ctx: BillingContext, holdId: string, knownOwner: string | undefined, ending: HoldEnding, options: Pick<CloseHoldOptions, 'alongside' | 'companion'>): Promise<{ captured: number } | null> {
+async function closeOpenHold(
+  ctx: BillingContext,
+  holdId: string,
+  knownOwner: string | undefined,
+  ending: HoldEnding,
+  options: Pick<CloseHoldOptions, 'alongside' | 'companion' | 'afterExpiry'>,
+): Promise<{ captured: number; afterExpiry: boolean } | null> {
   const owner = knownOwner ?? (await ctx.db.selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst())?.user_id;
   if (!owner) return null;
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const wallet = await lockWallet(trx, owner, now);
     const [hold] = await claimHolds(trx, owner, { holdId }, ending, now);
-    if (!hold) return null;
-    await recordClose(trx, wallet, hold, ending, now, options.companion?.({ captured: hold.captured }) ?? null);
-    await options.alongside?.(trx, { captured: hold.captured });
-    return { captured: hold.captured };
+    if (!hold) {
+      // Off the hot path: only a hold that was no longer open gets here.
+      if (ending.status !== 'settled' || !options.afterExpiry || ending.capture === 0) return null;
+      return chargeAfterExpiry(trx, wallet, holdId, ending.capture, now, options);
+    }
+    await recordClose(trx, wallet, hold, ending, now, options.companion?.({ captured: hold.captured, afterExpiry: false }) ?? null);
+    await options.alongside?.(trx, { captured: hold.captured, afterExpiry: false });
+    return { captured: hold.captured, afterExpiry: false };
   });
+}
+
+/**
+ * Charges a call whose hold expired before it was settled (a crash, a stalled heartbeat): the cost, capped
+ * at what was held, comes from the user's available credits, down to zero and never below, as a `capture`
+ * movement; the hold is marked settled with that capture and counts as spent in its periods, as any settle.
+ *
+ * Exactly-once invariant: the claim is `status = 'expired'` → `'settled'` under the wallet lock, so a hold
+ * is charged after its expiry at most once, and never if it was settled or released. Null when the hold
+ * was not an expired one.
+ */
+async function chargeAfterExpiry(trx: Trx, wallet: Wallet, holdId: string, cost: number, now: number, options: Pick<CloseHoldOptions, 'alongside' | 'companion'>): Promise<{ captured: number; afterExpiry: true } | null> {
+  const available = Math.max(0, wallet.balance - wallet.reserved);
+  const [hold] = (await claimExpiredHold(trx, { holdId, userId: wallet.user_id, capture: Math.min(cost, available), now })).rows;
+  if (!hold) return null;
+  await postMovement(
+    trx,
+    wallet,
+    {
+      type: hold.captured > 0 ? 'capture' : 'release',
+      description: hold.captured > 0 ? 'Charge (hold had expired)' : 'Hold had expired; nothing available to charge',
+      holdId: hold.id,
+      entries: [
+        { account: accounts.available(hold.user_id), amount: -hold.captured },
+        { account: accounts.revenue, amount: hold.captured },
+      ],
+    },
+    now,
+    [counterWrite(holdScope(hold), { held: 0, spent: hold.captured }), options.companion?.({ captured: hold.captured, afterExpiry: true }) ?? null],
+  );
+  await options.alongside?.(trx, { captured: hold.captured, afterExpiry: true });
+  return { captured: hold.captured, afterExpiry: true };
+}
+
+const claimExpiredHold = preparedQuery((db: Kysely<Tables>, p: { holdId: string; userId: string; capture: number; now: number }) =>
+  db
+    .updateTable('holds')
+    .set((eb) => ({
+      status: 'settled',
+      captured: eb.case().when('amount', '<', p.capture).then(eb.ref('amount')).else(eb.val(p.capture)).end(),
+      closed_at: p.now,
+    }))
+    .where('id', '=', p.holdId)
+    .where('user_id', '=', p.userId)
+    .where('status', '=', 'expired')
+    .returningAll(),
+);
+
+/**
+ * Moves an open hold's expiry forward to `expiresAt` (never back), in one statement, without the wallet
+ * lock: the meter's heartbeat, so a call still running is never expired by the sweep or by the user's next
+ * hold. False when the hold is no longer open (closed, or expired already: then the settle charges after
+ * expiry). A sweep that claims the hold first wins; one that comes after sees the new expiry (PostgreSQL
+ * re-checks its condition on the updated row; SQLite runs one writer at a time).
+ */
+export async function extendHold(ctx: BillingContext, holdId: string, userId: string, expiresAt: number): Promise<boolean> {
+  return (await extendOpenHold(ctx.db, { holdId, userId, expiresAt })).rows.length > 0;
+}
+
+const extendOpenHold = preparedQuery((db: Kysely<Tables>, p: { holdId: string; userId: string; expiresAt: number }) =>
+  db.updateTable('holds').set({ expires_at: p.expiresAt }).where('id', '=', p.holdId).where('user_id', '=', p.userId).where('status', '=', OPEN).where('expires_at', '<', p.expiresAt).returning('id'),
+);
+
+/** What a settle did: `afterExpiry` is set when the hold had expired and the cost was charged from available credits. */
+export interface SettleResult {
+  settled: boolean;
+  captured: number;
+  afterExpiry?: true;
 }
 
 /**
@@ -225,7 +309,7 @@ async function closeOpenHold(ctx: BillingContext, holdId: string, knownOwner: st
  * longer open (settled, released, expired), or unknown, answers `{ settled: false, captured: 0 }`.
  * A hold past its expiry that the sweep has not reached yet is still open, and settles normally.
  */
-export async function settleHold(ctx: BillingContext, holdId: string, actual: number, options: CloseHoldOptions = {}): Promise<{ settled: boolean; captured: number }> {
+export async function settleHold(ctx: BillingContext, holdId: string, actual: number, options: CloseHoldOptions = {}): Promise<SettleResult> {
   assertMicros('actual', actual);
   const description = options.description ?? 'Charge';
   const ending: HoldEnding = {
@@ -234,7 +318,7 @@ export async function settleHold(ctx: BillingContext, holdId: string, actual: nu
     movement: (captured) => (captured > 0 ? { type: 'capture', description } : { type: 'release', description: 'Hold released' }),
   };
   const closed = await closeOpenHold(ctx, holdId, options.userId, ending, options);
-  return closed === null ? { settled: false, captured: 0 } : { settled: true, captured: closed.captured };
+  return closed === null ? { settled: false, captured: 0 } : { settled: true, captured: closed.captured, ...(closed.afterExpiry ? { afterExpiry: true } : {}) };
 }
 
 /**

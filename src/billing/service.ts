@@ -1,4 +1,4 @@
-import { placeHold, refundHold, releaseExpiredHolds, releaseHold, settleHold, type CloseHoldOptions, type PlaceHoldInput } from './holds.ts';
+import { extendHold, placeHold, refundHold, releaseExpiredHolds, releaseHold, settleHold, type CloseHoldOptions, type PlaceHoldInput, type SettleResult } from './holds.ts';
 import { creditWallet, getBalance, type BalanceMicros } from './wallets.ts';
 import { listTransactions, type TransactionView } from './transactions.ts';
 import { verifyLedger, type LedgerReport } from './verify.ts';
@@ -7,7 +7,9 @@ import type { BillingContext } from './ledger.ts';
 export type { CloseHoldOptions };
 
 /**
- * The money core other features call (`ctx.services.billing`). Every amount is integer micro-credits.
+ * The money core (`ctx.services.billing`). Every amount is integer micro-credits. Other features meter
+ * billable calls through {@link Meter} (./meter.ts), never through the hold methods here: placing, extending,
+ * settling and releasing holds is billing's own business (a test keeps it so).
  * Every method that moves credits is one database transaction that first locks the user's wallet row, so
  * credits are never lost, created or overspent, whatever runs concurrently in this or another process.
  */
@@ -27,7 +29,12 @@ export interface Billing {
    * `options.companion` (an INSERT, such as a usage record) or `options.alongside` (anything else) writes what
    * must commit with the charge, in the same transaction.
    */
-  settleHold(holdId: string, actual: number, options?: CloseHoldOptions): Promise<{ settled: boolean; captured: number }>;
+  settleHold(holdId: string, actual: number, options?: CloseHoldOptions): Promise<SettleResult>;
+  /**
+   * Moves an open hold's expiry forward to `expiresAt` (never back), in one statement: the meter's heartbeat.
+   * False when the hold is no longer open.
+   */
+  extendHold(holdId: string, userId: string, expiresAt: number): Promise<boolean>;
   /** Releases the whole hold, exactly once; `released: false` when it was no longer open. */
   releaseHold(holdId: string, options?: Omit<CloseHoldOptions, 'description'>): Promise<{ released: boolean }>;
   /** Operator grant (positive). 404 when the user does not exist. */
@@ -59,6 +66,7 @@ export function createBilling(ctx: BillingContext): Billing {
   return {
     placeHold: (input) => placeHold(ctx, input),
     settleHold: (holdId, actual, options) => settleHold(ctx, holdId, actual, options),
+    extendHold: (holdId, userId, expiresAt) => extendHold(ctx, holdId, userId, expiresAt),
     releaseHold: (holdId, options) => releaseHold(ctx, holdId, options),
     grant: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'grant', reason),
     topUp: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'topup', reason),

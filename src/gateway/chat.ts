@@ -9,7 +9,7 @@ import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { countChatPromptTokens, countTextTokens } from '../providers/tokens.ts';
 import type { ChatChunk, ChatCompletion } from '../providers/types.ts';
-import { Meter } from './metering.ts';
+import { Meter } from '../billing/meter.ts';
 import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
 import { chatWorstCase, upstreamChatBody, type ChatRequest } from './chat-plan.ts';
 import { StreamTally, writeFrame } from './chat-stream.ts';

@@ -4,7 +4,7 @@ import { ApiError } from '../platform/errors.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { principalOf } from '../platform/http/server.ts';
 import type { ProviderAdapter } from '../providers/types.ts';
-import { Meter, type UsageKind } from './metering.ts';
+import { Meter, type UsageKind } from '../billing/meter.ts';
 import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
 
 /** The catalogue model of a public id (cached); 404 MODEL_NOT_FOUND when it is unknown or disabled. */

@@ -1,8 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { AppContext } from '../platform/context.ts';
 import type { Tables } from '../tables.ts';
-import { recordUsage } from '../usage/records.ts';
-import { billingOf } from './billing-port.ts';
+import { Meter } from '../billing/meter.ts';
 import { actualCost, predictTimeMicros, TERMINAL_STATUSES } from './pricing.ts';
 import { findPrediction } from './store.ts';
 
@@ -78,34 +77,31 @@ export async function applyPredictionUpdate(trx: Transaction<Tables>, update: Pr
 export async function settlePrediction(ctx: AppContext, predictionId: string): Promise<{ captured: number } | null> {
   const row = await findPrediction(ctx.db, predictionId);
   if (!row || row.finalized_at === null || row.settled_at !== null) return null;
-  const billing = billingOf(ctx);
   const succeeded = row.status === 'succeeded';
   const now = ctx.clock.now();
+  let closed = false;
   const alongside = async (trx: Transaction<Tables>, { captured }: { captured: number }) => {
+    closed = true;
     await trx.updateTable('predictions').set({ settled_at: now, captured }).where('id', '=', row.id).execute();
-    await recordUsage(trx, {
-      user_id: row.user_id,
-      app_id: row.app_id,
-      key_id: row.key_id,
-      model: row.model,
-      kind: 'prediction',
-      prompt_tokens: 0,
-      completion_tokens: 0,
-      cost: captured,
-      latency_ms: Math.max(0, row.finalized_at! - row.created_at),
-      status: succeeded ? 'ok' : row.status === 'failed' ? 'failed' : 'canceled',
-      hold_id: row.hold_id,
-      created_at: now,
-    });
   };
-  const outcome = succeeded
-    ? await billing.settleHold(row.hold_id, row.charge ?? 0, { description: `Prediction ${row.model}`, userId: row.user_id, alongside })
-    : { settled: (await billing.releaseHold(row.hold_id, { userId: row.user_id, alongside })).released, captured: 0 };
-  if (!outcome.settled) {
-    // The hold was no longer open: settled by a concurrent run (which recorded it) or expired and swept.
+  // The meter writes the usage record with the close; only the close that acts writes it.
+  const meter = Meter.resume(ctx, {
+    owner: { userId: row.user_id, appId: row.app_id, keyId: row.key_id },
+    kind: 'prediction',
+    holdId: row.hold_id,
+    held: row.held,
+    latencyMs: Math.max(0, row.finalized_at! - row.created_at),
+  });
+  const model = { id: row.model };
+  const captured = succeeded
+    ? await meter.settle({ model, cost: row.charge ?? 0, promptTokens: 0, completionTokens: 0, status: 'ok' }, { description: `Prediction ${row.model}`, alongside })
+    : (await meter.release(model, row.status === 'failed' ? 'failed' : 'canceled', { alongside }), 0);
+  if (!closed) {
+    // The hold was no longer open: settled by a concurrent run (which recorded it) or released.
     ctx.log.warn({ predictionId, holdId: row.hold_id }, 'prediction hold was no longer open at settlement');
     await ctx.db.updateTable('predictions').set({ settled_at: now, captured: 0 }).where('id', '=', row.id).where('settled_at', 'is', null).execute();
     return null;
   }
+  const outcome = { captured };
   return { captured: outcome.captured };
 }

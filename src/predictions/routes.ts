@@ -6,7 +6,7 @@ import { requireScope } from '../platform/http/principal.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { getModel } from '../models/catalogue.ts';
-import { billingOf } from './billing-port.ts';
+import { Meter } from '../billing/meter.ts';
 import { applyPredictionUpdate, settlePrediction } from './finalize.ts';
 import { outputsAsked, predictTimeMicros, TERMINAL_STATUSES, worstCaseCost } from './pricing.ts';
 import { ReplicateClient, type ReplicatePrediction } from './replicate-client.ts';
@@ -88,11 +88,8 @@ export function registerPredictionRoutes(app: App, ctx: AppContext): void {
 
     const pricing = { request: model.pricing.request, second: model.pricing.second, image: model.pricing.image };
     const held = worstCaseCost(pricing, model.maxPredictSeconds, outputsAsked(body.input));
-    const billing = billingOf(ctx);
-    const hold = await billing.placeHold({
-      userId: principal.userId, appId: principal.appId, keyId: principal.keyId, amount: held,
-      ttlMs: ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000, description: `prediction ${model.id}`,
-    });
+    // The prediction runs at Replicate, not here: a detached meter, resumed by whoever finalizes it.
+    const meter = await Meter.open(ctx, principal, 'prediction', model.id, held, { ttlMs: ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000, detached: true });
 
     // From here the hold is open: every way out that does not store the prediction releases it, so a failed
     // start never leaves credits reserved until the hold's expiry.
@@ -104,7 +101,7 @@ export function registerPredictionRoutes(app: App, ctx: AppContext): void {
       const now = ctx.clock.now();
       await ctx.db.insertInto('predictions').values({
         id, replicate_id: upstream.id, user_id: principal.userId, app_id: principal.appId, key_id: principal.keyId,
-        model: model.id, upstream_model: model.upstreamModel, hold_id: hold.holdId, held,
+        model: model.id, upstream_model: model.upstreamModel, hold_id: meter.holdId!, held,
         price_request: pricing.request, price_second: pricing.second, price_image: pricing.image,
         status: TERMINAL_STATUSES.has(upstream.status) ? 'starting' : upstream.status,
         output: upstream.output === undefined || upstream.output === null ? null : JSON.stringify(upstream.output),
@@ -112,7 +109,7 @@ export function registerPredictionRoutes(app: App, ctx: AppContext): void {
         created_at: now, updated_at: now, checked_at: null, finalized_at: null, settled_at: null,
       }).execute();
     } catch (error) {
-      await billing.releaseHold(hold.holdId).catch((releaseError) => request.log.error({ err: releaseError, holdId: hold.holdId }, 'could not release the hold of a failed prediction'));
+      await meter.release(model, 'failed').catch((releaseError) => request.log.error({ err: releaseError, holdId: meter.holdId }, 'could not release the hold of a failed prediction'));
       throw error;
     }
     request.log.info({ predictionId: id, replicateId: upstream.id, model: model.id, held }, 'prediction started');

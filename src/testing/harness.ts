@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { loadConfig, type Config } from '../platform/config.ts';
-import { ManualClock, type Clock } from '../platform/clock.ts';
+import { ManualClock, systemClock, type Clock } from '../platform/clock.ts';
 import { createService, type Service } from '../service.ts';
 import { createLogger } from '../platform/logger.ts';
 import { randomText } from '../platform/ids.ts';
@@ -153,7 +153,7 @@ export class TestEnv {
     await this.space.create();
     this.clock = this.options.manualClock
       ? new ManualClock(typeof this.options.manualClock === 'string' ? this.options.manualClock : Date.now())
-      : { now: () => Date.now() };
+      : systemClock;
     const config = this.config();
     this.service = await createService({ config, clock: this.clock, timers: this.options.timers ?? false, log: createLogger(this.options.logDestination ? 'info' : config.LOG_LEVEL, this.options.logDestination) });
     this.baseUrl = await this.service.listen(0);

@@ -1,4 +1,4 @@
-import { PostgresAdapter, type Kysely, type Migration } from 'kysely';
+import { PostgresAdapter, type ColumnType, type Kysely, type Migration } from 'kysely';
 import { rebuildWithoutRowid } from '../platform/db/sqlite-rebuild.ts';
 
 /** One billable call (chat, embedding, image, audio, prediction): who, what, how much, how it ended. */
@@ -20,6 +20,15 @@ export interface UsageRecordsTable {
   status: string;
   hold_id: string | null;
   created_at: number;
+  /**
+   * How the charge was taken: null when the call was settled on its hold; `charged_after_expiry` when its
+   * hold had expired (a crash, a stall) and the cost was charged from the available credits instead.
+   */
+  settlement: 'charged_after_expiry' | null;
+  /** Micro-credits of the call's cost that were not charged: beyond its hold, or beyond what was available after it expired. */
+  uncollected: ColumnType<number, number | undefined, number>;
+  /** JSON of the usage details the meter was given (cached, reasoning, audio tokens…), or null. */
+  details: string | null;
 }
 
 export interface UsageTables {
@@ -53,6 +62,14 @@ export const usageMigrations: Record<string, Migration> = {
     async up(db: Kysely<any>) {
       if (db.getExecutor().adapter instanceof PostgresAdapter) return;
       await db.transaction().execute((trx) => rebuildWithoutRowid(trx, 'usage_records'));
+    },
+  },
+  '1000_usage_records_settlement': {
+    /** What the meter records beyond the charge: a charge taken after the hold expired, what was not collected, the usage details. */
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('usage_records').addColumn('settlement', 'text').execute();
+      await db.schema.alterTable('usage_records').addColumn('uncollected', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('usage_records').addColumn('details', 'text').execute();
     },
   },
 };

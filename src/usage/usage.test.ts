@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { recordUsage } from './records.ts';
+import { recordUsage } from '../billing/usage-records.ts';
 
 const NOW = Date.parse('2030-01-31T12:00:00.000Z');
 const DAY = 86_400_000;

@@ -1,9 +1,14 @@
 import type { Insertable } from 'kysely';
-import { insertCompanion, type CompanionWrite } from '../billing/ledger.ts';
+import { insertCompanion, type CompanionWrite } from './ledger.ts';
 import type { Db } from '../platform/db/connect.ts';
 import { preparedInsert } from '../platform/db/prepared.ts';
 import { newId } from '../platform/ids.ts';
-import type { UsageRecordsTable } from './tables.ts';
+import type { UsageRecordsTable } from '../usage/tables.ts';
+
+/*
+ * The usage record of a billable call is billing's to write: the meter (./meter.ts) writes it with the
+ * settle or release that charges the call, in the same transaction. The usage feature only reads it.
+ */
 
 /** Writes one usage record; returns its id. */
 export async function recordUsage(db: Db, record: Omit<Insertable<UsageRecordsTable>, 'id'>): Promise<string> {
@@ -33,9 +38,12 @@ function withId(record: Omit<Insertable<UsageRecordsTable>, 'id'>): FullRecord {
     status: record.status,
     hold_id: record.hold_id ?? null,
     created_at: record.created_at,
+    settlement: record.settlement ?? null,
+    uncollected: record.uncollected ?? 0,
+    details: record.details ?? null,
   };
 }
 
 type FullRecord = Required<Insertable<UsageRecordsTable>>;
 
-const insertRecord = preparedInsert<FullRecord>('usage_records', ['id', 'user_id', 'app_id', 'key_id', 'model', 'kind', 'prompt_tokens', 'completion_tokens', 'cost', 'latency_ms', 'status', 'hold_id', 'created_at']);
+const insertRecord = preparedInsert<FullRecord>('usage_records', ['id', 'user_id', 'app_id', 'key_id', 'model', 'kind', 'prompt_tokens', 'completion_tokens', 'cost', 'latency_ms', 'status', 'hold_id', 'created_at', 'settlement', 'uncollected', 'details']);
