@@ -5,7 +5,7 @@ import type { InvalidationBus } from '../platform/bus.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { isWellFormedApiKey } from './format.ts';
-import { findLiveKeyByValue } from './store.ts';
+import { findLiveKeyByValue, revokeKeysOfApp, type AppKeysScope } from './store.ts';
 
 /** The bus channel on which a revoked key's id is announced, so every process drops it from its cache. */
 export const KEY_REVOKED_CHANNEL = 'keys:revoked';
@@ -35,6 +35,12 @@ export interface KeyAuthenticator {
   resolve(value: string): Promise<Principal | null>;
   /** Drops a revoked key here and tells every other process to drop it. */
   forget(keyId: string): void;
+  /**
+   * Revokes the keys an OAuth app created (for one user, or for everyone): the step of revoking or deleting
+   * an app that ends its keys. Runs on `db` (a caller's transaction) when given; returns the keys' ids, which
+   * the caller passes to {@link forget} once that has committed (so no process caches them again meanwhile).
+   */
+  revokeAppKeys(scope: AppKeysScope, db?: Db): Promise<string[]>;
   /** Resolves once every `lastUsed` write started so far has finished (for shutdown and tests). */
   settled(): Promise<void>;
 }
@@ -121,6 +127,9 @@ export function createKeyAuthenticator({ db, clock, log, bus }: KeyAuthDeps): Ke
     forget(keyId) {
       drop(keyId);
       bus.publish(KEY_REVOKED_CHANNEL, keyId);
+    },
+    revokeAppKeys(scope, within) {
+      return revokeKeysOfApp(within ?? db, clock, scope);
     },
     async settled() {
       await Promise.all([...writes]);

@@ -122,14 +122,45 @@ export async function revokeApiKey(db: Db, clock: Clock, principal: Principal, i
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** The live key whose value is `value`, found by its hash; undefined when unknown or revoked. */
+/**
+ * The live key whose value is `value`, found by its hash; undefined when unknown or revoked.
+ *
+ * Security invariant: a key an OAuth app created lives only while the user's authorization of that app
+ * stands. Revoking the app revokes its keys too (see {@link revokeKeysOfApp}); this condition also refuses
+ * a key the app minted while its revocation was being written.
+ */
 export async function findLiveKeyByValue(db: Db, value: string) {
   return db
     .selectFrom('api_keys')
     .select(['id', 'user_id', 'app_id', 'permissions'])
     .where('key_hash', '=', sha256Hex(value))
     .where('revoked_at', 'is', null)
+    .where((eb) =>
+      eb.or([
+        eb('app_id', 'is', null),
+        eb.exists(
+          eb.selectFrom('authorized_apps').select('authorized_apps.client_id')
+            .whereRef('authorized_apps.user_id', '=', 'api_keys.user_id')
+            .whereRef('authorized_apps.client_id', '=', 'api_keys.app_id')
+            .where('authorized_apps.revoked_at', 'is', null),
+        ),
+      ]),
+    )
     .executeTakeFirst();
+}
+
+/** Whose app keys to revoke: one user's authorization of an app, or the app for every user. */
+export interface AppKeysScope {
+  clientId: string;
+  /** The user whose authorization ended; leave out when the app itself is revoked or deleted. */
+  userId?: string;
+}
+
+/** Revokes every live key the app created (for one user, or for all); returns their ids, to drop from caches. */
+export async function revokeKeysOfApp(db: Db, clock: Clock, scope: AppKeysScope): Promise<string[]> {
+  let query = db.updateTable('api_keys').set({ revoked_at: clock.now() }).where('app_id', '=', scope.clientId).where('revoked_at', 'is', null);
+  if (scope.userId !== undefined) query = query.where('user_id', '=', scope.userId);
+  return (await query.returning('id').execute()).map((row) => row.id);
 }
 
 /** A key's spending limit in micro-credits, or null when it has none; billing reads it when placing a hold. */

@@ -5,7 +5,7 @@ import { principalOf } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 import { errors } from '../platform/errors.ts';
 import { SCOPES, type Principal } from '../platform/http/principal.ts';
-import { listOwnedClients, registerClient, type NewClient } from './clients.ts';
+import { deleteClient, listOwnedClients, registerClient, type NewClient } from './clients.ts';
 import { revokeAuthorization } from './authorizations.ts';
 import type { AccessTokenResolver } from './bearer.ts';
 
@@ -61,6 +61,26 @@ export function registerAppRoutes(app: App, ctx: AppContext, tokens: AccessToken
     config: { admin: true },
   }, async (request, reply) => reply.code(201).send(await register(request.body as NewClient, null)));
 
+  app.delete('/api/admin/apps/:clientId', {
+    schema: {
+      tags: ['admin'], summary: 'Delete an OAuth app',
+      description: "Every user's authorization of the app, every token it holds and every API key it created stop working at once, in every instance.",
+      security: [{ admin: [] }],
+      params: Type.Object({ clientId: Type.String({ maxLength: 100 }) }),
+      response: { 200: Type.Object({ success: Type.Literal(true) }) },
+    },
+    config: { admin: true },
+  }, async (request) => {
+    const { clientId } = request.params as { clientId: string };
+    const keys = ctx.services.keys;
+    const deleted = await deleteClient(ctx.db, ctx.dialect, clientId, (trx) => keys.revokeAppKeys({ clientId }, trx));
+    if (!deleted) throw errors.notFound('App');
+    for (const keyId of deleted.keyIds) keys.forget(keyId);
+    for (const userId of deleted.userIds) tokens.revoked({ app: { userId, clientId } });
+    ctx.bus.publish(CLIENTS_CHANGED_CHANNEL, clientId);
+    return { success: true as const };
+  });
+
   app.post('/api/user/apps', {
     schema: { tags: ['user'], summary: 'Register an OAuth app owned by the signed-in user (dashboard)', body: NewApp, response: { 201: Registered } },
     config: { auth: [] },
@@ -77,7 +97,7 @@ export function registerAppRoutes(app: App, ctx: AppContext, tokens: AccessToken
   app.delete('/api/user/authorized-apps/:clientId', {
     schema: {
       tags: ['user'], summary: "Revoke an app's access to the signed-in user's account (dashboard)",
-      description: 'Every token the app holds for the user stops working at once; the app must ask for consent again.',
+      description: 'Every token the app holds for the user, and every API key it created for them, stops working at once; the app must ask for consent again.',
       params: Type.Object({ clientId: Type.String({ maxLength: 100 }) }),
       response: { 200: Type.Object({ success: Type.Literal(true) }) },
     },
@@ -87,6 +107,10 @@ export function registerAppRoutes(app: App, ctx: AppContext, tokens: AccessToken
     const { clientId } = request.params as { clientId: string };
     if (!(await revokeAuthorization(ctx.db, ctx.clock, principal.userId, clientId))) throw errors.notFound('Authorized app');
     tokens.revoked({ app: { userId: principal.userId, clientId } });
+    // The keys the app created for this user end with its authorization, in every process (hole 2). Were
+    // this step to fail, they would still be refused: a key of an app lives only while its authorization stands.
+    const keys = ctx.services.keys;
+    for (const keyId of await keys.revokeAppKeys({ userId: principal.userId, clientId })) keys.forget(keyId);
     return { success: true as const };
   });
 }

@@ -114,3 +114,27 @@ export async function findClientMetadata(db: Db, clientId: string): Promise<Adap
       : { token_endpoint_auth_method: 'none' }),
   };
 }
+
+/**
+ * Deletes an app for good (the operator's call): every user's authorization of it, every grant, code and
+ * token it holds, and — through `revokeKeys`, in the same transaction — every API key it created. Returns
+ * the users who had authorized it and the revoked keys' ids (for the caches to drop once this committed),
+ * or null when there is no such app.
+ *
+ * Security invariant: the app's row is locked first (PostgreSQL `FOR UPDATE`; SQLite's transaction holds
+ * the write lock), so a key the app mints concurrently either committed before (and is revoked here) or
+ * fails its reference to the deleted app; none survives with its app link set to null, which would make it
+ * look first party.
+ */
+export async function deleteClient(db: Db, dialect: 'sqlite' | 'postgres', clientId: string, revokeKeys: (trx: Db) => Promise<string[]>): Promise<{ userIds: string[]; keyIds: string[] } | null> {
+  return db.transaction().execute(async (trx) => {
+    let lock = trx.selectFrom('oauth_clients').select('client_id').where('client_id', '=', clientId);
+    if (dialect === 'postgres') lock = lock.forUpdate();
+    if (!(await lock.executeTakeFirst())) return null;
+    const keyIds = await revokeKeys(trx);
+    const userIds = (await trx.selectFrom('authorized_apps').select('user_id').where('client_id', '=', clientId).execute()).map((row) => row.user_id);
+    await trx.deleteFrom('oidc_payloads').where('client_id', '=', clientId).execute();
+    await trx.deleteFrom('oauth_clients').where('client_id', '=', clientId).execute();
+    return { userIds, keyIds };
+  });
+}
