@@ -41,7 +41,7 @@ export const ConfigSchema = Type.Object({
   ),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL for rate limits and cross-instance invalidation. Unset: in process.' })),
   LOG_LEVEL: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { default: 'info', description: 'Log level.' }),
-  HOLD_TTL_SECONDS: Type.Integer({ minimum: 10, default: 600, description: 'Lifetime of a hold for a synchronous call before the sweep releases it.' }),
+  HOLD_TTL_SECONDS: Type.Integer({ minimum: 10, default: 600, description: "Lifetime of a hold for a synchronous call without a heartbeat (a running call's meter extends it every third of it); the sweep releases it after." }),
   PREDICTION_HOLD_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 86400, default: 86400, description: 'Lifetime of a prediction hold.' }),
   SWEEP_INTERVAL_SECONDS: Type.Integer({ minimum: 0, default: 60, description: 'How often each process runs the background jobs (expired holds, reconciliation); 0 turns the timers off.' }),
   UPSTREAM_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 120000, description: 'Time allowed for an upstream response to begin.' }),
