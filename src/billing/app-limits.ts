@@ -1,6 +1,6 @@
 import { errors } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { readSpend } from './limits.ts';
+import { readLimits, readSpend, subjectKey, writeLimits } from './limits.ts';
 import { periodAt, type LimitPeriod } from './periods.ts';
 import type { BillingContext } from './ledger.ts';
 
@@ -38,7 +38,6 @@ export async function listAuthorizedApps(ctx: BillingContext, userId: string, on
     .innerJoin('oauth_clients', 'oauth_clients.client_id', 'authorized_apps.client_id')
     .select([
       'authorized_apps.client_id', 'oauth_clients.name', 'authorized_apps.scopes', 'authorized_apps.authorized_at', 'authorized_apps.last_used_at',
-      'authorized_apps.daily_limit', 'authorized_apps.monthly_limit', 'authorized_apps.total_limit',
     ])
     .where('authorized_apps.user_id', '=', userId)
     .where('authorized_apps.revoked_at', 'is', null)
@@ -46,11 +45,13 @@ export async function listAuthorizedApps(ctx: BillingContext, userId: string, on
     .orderBy('authorized_apps.client_id');
   if (onlyClientId !== null) query = query.where('authorized_apps.client_id', '=', onlyClientId);
   const rows = await query.execute();
+  const subjects = rows.map((row) => ({ kind: 'app' as const, userId, appId: row.client_id }));
+  const limits = await readLimits(ctx.db, subjects);
 
   const now = ctx.clock.now();
   return Promise.all(
-    rows.map(async (row) => {
-      const configured: Record<LimitPeriod, number | null> = { daily: row.daily_limit, monthly: row.monthly_limit, total: row.total_limit };
+    rows.map(async (row, i) => {
+      const configured = limits.get(subjectKey(subjects[i]!))!;
       const anyLimit = Object.values(configured).some((limit) => limit !== null);
       const spend = anyLimit ? await readSpend(ctx.db, { kind: 'app', userId, appId: row.client_id }, now) : null;
       const view = (period: LimitPeriod): LimitView | null => {
@@ -76,13 +77,9 @@ export async function listAuthorizedApps(ctx: BillingContext, userId: string, on
  * holds read the limits inside their own transaction.
  */
 export async function setAppLimits(ctx: BillingContext, userId: string, clientId: string, changes: Partial<Record<LimitPeriod, number | null>>): Promise<AuthorizedAppView> {
-  const set: { daily_limit?: number | null; monthly_limit?: number | null; total_limit?: number | null } = {};
-  if (changes.daily !== undefined) set.daily_limit = changes.daily;
-  if (changes.monthly !== undefined) set.monthly_limit = changes.monthly;
-  if (changes.total !== undefined) set.total_limit = changes.total;
-  if (Object.keys(set).length > 0) {
-    await ctx.db.updateTable('authorized_apps').set(set).where('user_id', '=', userId).where('client_id', '=', clientId).where('revoked_at', 'is', null).execute();
-  }
+  const authorized = await ctx.db.selectFrom('authorized_apps').select('client_id').where('user_id', '=', userId).where('client_id', '=', clientId).where('revoked_at', 'is', null).executeTakeFirst();
+  if (!authorized) throw errors.notFound('Authorized app');
+  await writeLimits(ctx.db, { kind: 'app', userId, appId: clientId }, changes);
   const [view] = await listAuthorizedApps(ctx, userId, clientId);
   if (!view) throw errors.notFound('Authorized app');
   return view;

@@ -31,32 +31,67 @@ export interface AppliedLimit {
 }
 
 /**
- * The limits that apply to a hold, in check order: the app's daily, monthly and total limits for this user
- * (from its authorization), then the key's limit. Read inside the hold's transaction, after the wallet lock.
+ * The limits that apply to a hold, in check order: the app's daily, monthly and total limits for this user,
+ * then the key's limit. Read inside the hold's transaction, after the wallet lock, in one query.
  */
 export async function applicableLimits(trx: Trx | Db, hold: { userId: string; appId: string | null; keyId: string | null }): Promise<AppliedLimit[]> {
+  const subjects = subjectsOf(hold);
+  if (subjects.length === 0) return [];
+  const values: Record<string, string> = {};
+  subjects.forEach((subject, i) => (values[`subject${i}`] = subjectKey(subject)));
+  const { rows } = await limitRows(subjects.length)(trx, values);
   const limits: AppliedLimit[] = [];
-  for (const subject of subjectsOf(hold)) {
-    if (subject.kind === 'app') {
-      const [row] = (await appLimits(trx, { userId: subject.userId, appId: subject.appId })).rows;
-      if (!row) continue;
-      if (row.daily_limit !== null) limits.push({ subject, period: 'daily', limit: row.daily_limit });
-      if (row.monthly_limit !== null) limits.push({ subject, period: 'monthly', limit: row.monthly_limit });
-      if (row.total_limit !== null) limits.push({ subject, period: 'total', limit: row.total_limit });
-    } else {
-      const [row] = (await keyLimit(trx, { keyId: subject.keyId, userId: hold.userId })).rows;
-      if (row?.limit_micro != null && row.limit_period) limits.push({ subject, period: row.limit_period, limit: row.limit_micro });
+  for (const subject of subjects) {
+    const key = subjectKey(subject);
+    for (const period of LIMIT_PERIODS) {
+      const row = rows.find((r) => r.subject === key && r.period === period);
+      if (row) limits.push({ subject, period, limit: Number(row.amount) });
     }
   }
   return limits;
 }
 
-const appLimits = preparedQuery((db: Kysely<Tables>, p: { userId: string; appId: string }) =>
-  db.selectFrom('authorized_apps').select(['daily_limit', 'monthly_limit', 'total_limit']).where('user_id', '=', p.userId).where('client_id', '=', p.appId),
+/** The limit rows of one or two subjects (an app's and a key's), prepared per count. */
+const limitRows = preparedByShape((count: number) => (db: Kysely<Tables>, p: Record<string, string>) =>
+  db.selectFrom('spending_limits').select(['subject', 'period', 'amount']).where('subject', 'in', Array.from({ length: count }, (_, i) => p[`subject${i}`]!)),
 );
-const keyLimit = preparedQuery((db: Kysely<Tables>, p: { keyId: string; userId: string }) =>
-  db.selectFrom('api_keys').select(['limit_micro', 'limit_period']).where('id', '=', p.keyId).where('user_id', '=', p.userId),
-);
+
+/** A subject's limits per period, in micro-credits (null: none). */
+export type LimitsByPeriod = Record<LimitPeriod, number | null>;
+
+/** The limits of several subjects at once, by subject key; a subject without any has all three null. */
+export async function readLimits(db: Trx | Db, subjects: LimitSubject[]): Promise<Map<string, LimitsByPeriod>> {
+  const keys = [...new Set(subjects.map(subjectKey))];
+  const limits = new Map<string, LimitsByPeriod>(keys.map((key) => [key, { daily: null, monthly: null, total: null }]));
+  if (keys.length === 0) return limits;
+  for (const row of await db.selectFrom('spending_limits').select(['subject', 'period', 'amount']).where('subject', 'in', keys).execute()) {
+    limits.get(row.subject)![row.period] = Number(row.amount);
+  }
+  return limits;
+}
+
+/**
+ * Sets or removes a subject's limits: a number sets the period's limit, null removes it, a period left out
+ * keeps its own. The only writer of spending limits. Takes effect on the next hold: holds read the limits
+ * inside their own transaction.
+ */
+export async function writeLimits(db: Trx | Db, subject: LimitSubject, changes: Partial<LimitsByPeriod>): Promise<void> {
+  const key = subjectKey(subject);
+  for (const period of LIMIT_PERIODS) {
+    const amount = changes[period];
+    if (amount === undefined) continue;
+    if (amount === null) {
+      await db.deleteFrom('spending_limits').where('subject', '=', key).where('period', '=', period).execute();
+      continue;
+    }
+    if (!Number.isSafeInteger(amount) || amount < 0) throw new RangeError(`a spending limit must be a non-negative integer of micro-credits, got ${amount}`);
+    await db
+      .insertInto('spending_limits')
+      .values({ subject: key, period, amount })
+      .onConflict((oc) => oc.columns(['subject', 'period']).doUpdateSet({ amount }))
+      .execute();
+  }
+}
 
 /** Spend of one subject in one period: captured (net of refunds) and still held, in micro-credits. */
 export interface PeriodSpend {

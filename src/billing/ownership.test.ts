@@ -27,3 +27,13 @@ it('nothing outside billing places, extends, settles or releases holds, or write
   }
   assert.deepEqual(offenders, []);
 });
+
+it('billing owns the spending limits: no code outside billing reads or writes them (feature tables keep only their history)', () => {
+  const limitColumns = /'(spending_limits|daily_limit|monthly_limit|total_limit|limit_micro|limit_period)'/;
+  const offenders: string[] = [];
+  for (const file of sources()) {
+    if (file.startsWith('billing/') || file.endsWith('.test.ts') || file.endsWith('/tables.ts')) continue;
+    if (limitColumns.test(readFileSync(join(SRC, file), 'utf8'))) offenders.push(file);
+  }
+  assert.deepEqual(offenders, []);
+});

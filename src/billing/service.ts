@@ -3,6 +3,9 @@ import { creditWallet, getBalance, type BalanceMicros } from './wallets.ts';
 import { listTransactions, type TransactionView } from './transactions.ts';
 import { verifyLedger, type LedgerReport } from './verify.ts';
 import type { BillingContext } from './ledger.ts';
+import type { Db } from '../platform/db/connect.ts';
+import { readLimits, writeLimits, type LimitsByPeriod } from './limits.ts';
+import type { LimitPeriod } from './periods.ts';
 
 export type { CloseHoldOptions };
 
@@ -53,6 +56,20 @@ export interface Billing {
   listTransactions(userId: string, page?: { limit?: number; cursor?: string }): Promise<{ transactions: TransactionView[]; nextCursor: string | null }>;
   /** Recomputes balances from the ledger and reports every difference (all users, or one). */
   verify(options?: { userId?: string }): Promise<LedgerReport>;
+
+  // Spending limits are billing's: only these write them (micro-credits; null means no limit).
+  /** The user's limits for an app, per period. */
+  appLimits(userId: string, clientId: string): Promise<LimitsByPeriod>;
+  /**
+   * Sets the user's limits for an app (consent sets the daily one; the dashboard any, through
+   * `PATCH /api/user/authorized-apps/:clientId`): a number sets, null removes, a period left out keeps its
+   * limit. On `db` (the caller's transaction) when given.
+   */
+  setAppLimits(userId: string, clientId: string, changes: Partial<LimitsByPeriod>, db?: Db): Promise<void>;
+  /** The limits of API keys, by key id: the one period a key's limit has, or null. */
+  keyLimits(keyIds: string[]): Promise<Map<string, { amount: number; period: LimitPeriod } | null>>;
+  /** Sets (or, with null, removes) a key's one limit; on `db` (the caller's transaction) when given. */
+  setKeyLimit(keyId: string, limit: { amount: number; period: LimitPeriod } | null, db?: Db): Promise<void>;
 }
 
 declare module '../platform/context.ts' {
@@ -76,5 +93,21 @@ export function createBilling(ctx: BillingContext): Billing {
     releaseExpiredHolds: () => releaseExpiredHolds(ctx),
     listTransactions: (userId, page) => listTransactions(ctx.db, userId, page),
     verify: (options) => verifyLedger(ctx, options),
+    appLimits: async (userId, clientId) => (await readLimits(ctx.db, [{ kind: 'app', userId, appId: clientId }])).values().next().value!,
+    setAppLimits: (userId, clientId, changes, db) => writeLimits(db ?? ctx.db, { kind: 'app', userId, appId: clientId }, changes),
+    keyLimits: async (keyIds) => {
+      const limits = await readLimits(ctx.db, keyIds.map((keyId) => ({ kind: 'key', keyId })));
+      return new Map(keyIds.map((keyId) => {
+        const periods = limits.get(`key:${keyId}`)!;
+        const period = (['daily', 'monthly', 'total'] as const).find((p) => periods[p] !== null);
+        return [keyId, period ? { amount: periods[period]!, period } : null];
+      }));
+    },
+    setKeyLimit: (keyId, limit, db) => {
+      // A key has one limit: setting one period clears the others.
+      const changes: Partial<LimitsByPeriod> = { daily: null, monthly: null, total: null };
+      if (limit) changes[limit.period] = limit.amount;
+      return writeLimits(db ?? ctx.db, { kind: 'key', keyId }, changes);
+    },
   };
 }

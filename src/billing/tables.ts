@@ -95,12 +95,24 @@ export interface SpendCountersTable {
   held: number;
 }
 
+/**
+ * Spending limits, billing's own: one row per subject (`app:<userId>:<clientId>` or `key:<keyId>`, as the
+ * spend counters name them) and period, with the limit in micro-credits. No row: no limit for that period.
+ * An app may have a limit for each period; a key has at most one. Only billing writes it (see limits.ts).
+ */
+export interface SpendingLimitsTable {
+  subject: string;
+  period: 'daily' | 'monthly' | 'total';
+  amount: number;
+}
+
 export interface BillingTables {
   wallets: WalletsTable;
   ledger_transactions: LedgerTransactionsTable;
   ledger_entries: LedgerEntriesTable;
   holds: HoldsTable;
   spend_counters: SpendCountersTable;
+  spending_limits: SpendingLimitsTable;
 }
 
 export const billingMigrations: Record<string, Migration> = {
@@ -189,6 +201,49 @@ export const billingMigrations: Record<string, Migration> = {
         await trx.schema.createIndex('holds_user_open').on('holds').columns(['user_id', 'expires_at']).where(sql.ref('status'), '=', sql.lit('open')).execute();
       };
       // PostgreSQL runs every migration in a transaction already; Kysely runs SQLite's without one.
+      await (postgres ? change(db) : db.transaction().execute(change));
+    },
+  },
+  '1010_billing_spending_limits': {
+    /**
+     * Billing owns the spending limits: they move out of `authorized_apps` (an app's daily, monthly and total
+     * limit for a user) and `api_keys` (a key's limit and period) into `spending_limits`, which only billing
+     * writes; the old columns go, so nothing can read a stale copy.
+     */
+    async up(db: Kysely<any>) {
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      const change = async (trx: Kysely<any>) => {
+        await trx.schema
+          .createTable('spending_limits')
+          .addColumn('subject', 'text', (c) => c.notNull())
+          .addColumn('period', 'text', (c) => c.notNull())
+          .addColumn('amount', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('spending_limits_pk', ['subject', 'period'])
+          .addCheckConstraint('spending_limits_amount', sql.raw('amount >= 0'))
+          .execute();
+        for (const period of ['daily', 'monthly', 'total'] as const) {
+          await trx
+            .insertInto('spending_limits')
+            .columns(['subject', 'period', 'amount'])
+            .expression(
+              trx.selectFrom('authorized_apps')
+                .select([sql<string>`'app:' || user_id || ':' || client_id`.as('subject'), sql.lit(period).as('period'), `${period}_limit as amount`])
+                .where(`${period}_limit`, 'is not', null),
+            )
+            .execute();
+        }
+        await trx
+          .insertInto('spending_limits')
+          .columns(['subject', 'period', 'amount'])
+          .expression(
+            trx.selectFrom('api_keys')
+              .select([sql<string>`'key:' || id`.as('subject'), sql<string>`coalesce(limit_period, 'total')`.as('period'), 'limit_micro as amount'])
+              .where('limit_micro', 'is not', null),
+          )
+          .execute();
+        for (const column of ['daily_limit', 'monthly_limit', 'total_limit']) await trx.schema.alterTable('authorized_apps').dropColumn(column).execute();
+        for (const column of ['limit_micro', 'limit_period']) await trx.schema.alterTable('api_keys').dropColumn(column).execute();
+      };
       await (postgres ? change(db) : db.transaction().execute(change));
     },
   },

@@ -53,8 +53,8 @@ describeEachDatabase('API keys endpoints', (env) => {
   it("a limit without a period never resets ('total') and is stored in micro-credits", async () => {
     const session = await env.createUser();
     const key = await createKey(env, session, { limit: 0.000001 });
-    const row = await env.service.ctx.db.selectFrom('api_keys').select(['limit_micro', 'limit_period']).where('id', '=', key.id).executeTakeFirstOrThrow();
-    assert.deepEqual({ ...row }, { limit_micro: 1, limit_period: 'total' });
+    const rows = await env.service.ctx.db.selectFrom('spending_limits').select(['period', 'amount']).where('subject', '=', `key:${key.id}`).execute();
+    assert.deepEqual(rows.map((row) => ({ period: row.period, amount: Number(row.amount) })), [{ period: 'total', amount: 1 }]);
   });
 
   it('a limit with a 7th decimal, a negative limit or a period without a limit is a 400', async () => {

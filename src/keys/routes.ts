@@ -95,7 +95,7 @@ export function registerKeyRoutes(app: App, ctx: AppContext, keyAuth: KeyAuthent
     config: { auth: ['apikeys:read'], envelope: 'keys' },
   }, async (request) => ({
     success: true as const,
-    apiKeys: await listApiKeys(ctx.db, ctx.secrets.encryptionKey, principalOf(request)),
+    apiKeys: await listApiKeys(ctx.db, ctx.secrets.encryptionKey, principalOf(request), ctx.services.billing),
   }));
 
   app.post('/api/user/api-keys', {
@@ -113,7 +113,7 @@ export function registerKeyRoutes(app: App, ctx: AppContext, keyAuth: KeyAuthent
     const principal = principalOf(request);
     const input = parseCreateBody(request);
     requireWithinScopes(principal, input.permissions);
-    return { success: true as const, apiKey: await createApiKey(ctx.db, ctx.clock, ctx.secrets.encryptionKey, principal, input) };
+    return { success: true as const, apiKey: await createApiKey(ctx.db, ctx.clock, ctx.secrets.encryptionKey, principal, input, ctx.services.billing) };
   });
 
   app.delete('/api/user/api-keys/:id', {

@@ -7,10 +7,11 @@ import { decrypt, encrypt, sha256Hex } from '../platform/crypto.ts';
 import { newId } from '../platform/ids.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { generateApiKey } from './format.ts';
-import type { ApiKeysTable } from './tables.ts';
+import type { Billing } from '../billing/service.ts';
+import type { LimitPeriod } from '../billing/periods.ts';
 
 /** The period of a key's spending limit: `total` never resets (decisions.md "Billing"). */
-export type KeyLimitPeriod = NonNullable<ApiKeysTable['limit_period']>;
+export type KeyLimitPeriod = LimitPeriod;
 export const KEY_LIMIT_PERIODS = ['daily', 'monthly', 'total'] as const satisfies readonly KeyLimitPeriod[];
 
 /** A key as the list endpoint shows it (contract §2.1, plus its spending limit in credits). */
@@ -63,39 +64,42 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * Creates a key for the caller's user, recording the app that created it. Only the SHA-256 of the value
  * (for lookup) and the value sealed under `encryptionKey` (the contract lists it back) are stored.
  */
-export async function createApiKey(db: Db, clock: Clock, encryptionKey: Buffer, principal: Principal, input: NewApiKey): Promise<CreatedApiKey> {
+export async function createApiKey(db: Db, clock: Clock, encryptionKey: Buffer, principal: Principal, input: NewApiKey, billing: Pick<Billing, 'setKeyLimit'>): Promise<CreatedApiKey> {
   const key = generateApiKey();
   const id = newId('key');
   const createdAt = clock.now();
-  await db
-    .insertInto('api_keys')
-    .values({
-      id,
-      user_id: principal.userId,
-      app_id: principal.kind === 'session' ? null : principal.appId,
-      name: input.name,
-      key_hash: sha256Hex(key),
-      key_sealed: encrypt(encryptionKey, key),
-      permissions: JSON.stringify(input.permissions),
-      limit_micro: input.limitMicro,
-      limit_period: input.limitPeriod,
-      last_used_at: null,
-      created_at: createdAt,
-      revoked_at: null,
-    })
-    .execute();
+  // The key and its limit (billing's to write) commit together: no moment where the key exists unlimited.
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('api_keys')
+      .values({
+        id,
+        user_id: principal.userId,
+        app_id: principal.kind === 'session' ? null : principal.appId,
+        name: input.name,
+        key_hash: sha256Hex(key),
+        key_sealed: encrypt(encryptionKey, key),
+        permissions: JSON.stringify(input.permissions),
+        last_used_at: null,
+        created_at: createdAt,
+        revoked_at: null,
+      })
+      .execute();
+    if (input.limitMicro !== null) await billing.setKeyLimit(id, { amount: input.limitMicro, period: input.limitPeriod ?? 'total' }, trx);
+  });
   return { id, name: input.name, key, permissions: input.permissions, createdAt: iso(createdAt) };
 }
 
 /** The caller's visible live keys, newest first, with their values unsealed. */
-export async function listApiKeys(db: Db, encryptionKey: Buffer, principal: Principal): Promise<ListedApiKey[]> {
+export async function listApiKeys(db: Db, encryptionKey: Buffer, principal: Principal, billing: Pick<Billing, 'keyLimits'>): Promise<ListedApiKey[]> {
   const rows = await db
     .selectFrom('api_keys')
-    .select(['id', 'name', 'key_sealed', 'permissions', 'last_used_at', 'created_at', 'limit_micro', 'limit_period'])
+    .select(['id', 'name', 'key_sealed', 'permissions', 'last_used_at', 'created_at'])
     .where(visibleTo(principal))
     .orderBy('created_at', 'desc')
     .orderBy('id')
     .execute();
+  const limits = await billing.keyLimits(rows.map((row) => row.id));
   return rows.map((row) => ({
     id: row.id,
     name: row.name,
@@ -103,8 +107,8 @@ export async function listApiKeys(db: Db, encryptionKey: Buffer, principal: Prin
     permissions: JSON.parse(row.permissions) as string[],
     lastUsed: row.last_used_at === null ? null : iso(row.last_used_at),
     createdAt: iso(row.created_at),
-    limit: row.limit_micro === null ? null : microsToCredits(row.limit_micro),
-    limitPeriod: row.limit_period,
+    limit: limits.get(row.id) ? microsToCredits(limits.get(row.id)!.amount) : null,
+    limitPeriod: limits.get(row.id)?.period ?? null,
   }));
 }
 
@@ -161,11 +165,4 @@ export async function revokeKeysOfApp(db: Db, clock: Clock, scope: AppKeysScope)
   let query = db.updateTable('api_keys').set({ revoked_at: clock.now() }).where('app_id', '=', scope.clientId).where('revoked_at', 'is', null);
   if (scope.userId !== undefined) query = query.where('user_id', '=', scope.userId);
   return (await query.returning('id').execute()).map((row) => row.id);
-}
-
-/** A key's spending limit in micro-credits, or null when it has none; billing reads it when placing a hold. */
-export async function findKeyLimit(db: Db, keyId: string): Promise<{ limitMicro: number; period: KeyLimitPeriod } | null> {
-  const row = await db.selectFrom('api_keys').select(['limit_micro', 'limit_period']).where('id', '=', keyId).executeTakeFirst();
-  if (!row || row.limit_micro === null) return null;
-  return { limitMicro: row.limit_micro, period: row.limit_period ?? 'total' };
 }

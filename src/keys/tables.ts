@@ -14,9 +14,6 @@ export interface ApiKeysTable {
   key_sealed: string;
   /** JSON array of permissions (contract §5.3). */
   permissions: string;
-  /** Optional spending limit in micro-credits, with its period; billing checks it when placing a hold. */
-  limit_micro: number | null;
-  limit_period: 'daily' | 'monthly' | 'total' | null;
   last_used_at: number | null;
   created_at: number;
   revoked_at: number | null;

@@ -1,5 +1,6 @@
 import type { Db } from '../platform/db/connect.ts';
 import type { Clock } from '../platform/clock.ts';
+import type { Billing } from '../billing/service.ts';
 
 /** What the consent step records for a user and an app. */
 export interface ConsentRecord {
@@ -12,34 +13,21 @@ export interface ConsentRecord {
 }
 
 /**
- * Records (or renews) the user's authorization of the app: the scopes and the daily limit chosen at
- * consent. A renewed consent clears an earlier revocation; the monthly and total limits, which the
- * dashboard sets, are kept.
+ * Records (or renews) the user's authorization of the app: the scopes, and through billing (which owns
+ * spending limits) the daily limit chosen at consent, in one transaction. A renewed consent clears an
+ * earlier revocation; the monthly and total limits, which the dashboard sets, are kept.
  */
-export async function recordConsent(db: Db, clock: Clock, consent: ConsentRecord): Promise<void> {
+export async function recordConsent(db: Db, clock: Clock, consent: ConsentRecord, billing: Pick<Billing, 'setAppLimits'>): Promise<void> {
   const now = clock.now();
   const scopes = consent.scopes.join(' ');
-  await db
-    .insertInto('authorized_apps')
-    .values({
-      user_id: consent.userId,
-      client_id: consent.clientId,
-      scopes,
-      daily_limit: consent.dailyLimit,
-      monthly_limit: null,
-      total_limit: null,
-      authorized_at: now,
-      last_used_at: null,
-      revoked_at: null,
-    })
-    .onConflict((oc) => oc.columns(['user_id', 'client_id']).doUpdateSet({ scopes, daily_limit: consent.dailyLimit, authorized_at: now, revoked_at: null }))
-    .execute();
-}
-
-/** The daily limit the user set for the app last time (micro-credits), to prefill the consent page. */
-export async function previousDailyLimit(db: Db, userId: string, clientId: string): Promise<number | null> {
-  const row = await db.selectFrom('authorized_apps').select('daily_limit').where('user_id', '=', userId).where('client_id', '=', clientId).executeTakeFirst();
-  return row?.daily_limit == null ? null : Number(row.daily_limit);
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('authorized_apps')
+      .values({ user_id: consent.userId, client_id: consent.clientId, scopes, authorized_at: now, last_used_at: null, revoked_at: null })
+      .onConflict((oc) => oc.columns(['user_id', 'client_id']).doUpdateSet({ scopes, authorized_at: now, revoked_at: null }))
+      .execute();
+    await billing.setAppLimits(consent.userId, consent.clientId, { daily: consent.dailyLimit }, trx);
+  });
 }
 
 /**

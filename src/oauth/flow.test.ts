@@ -61,7 +61,7 @@ describeEachDatabase('oauth authorization code flow', (env) => {
     const { user, clientId } = await authorizeForTest(env, { scopes: ['read', 'billing:read', 'ai:chat'], dailyLimit: '12.345678' });
     const row = await env.service.ctx.db.selectFrom('authorized_apps').selectAll().where('user_id', '=', user.userId).where('client_id', '=', clientId).executeTakeFirstOrThrow();
     assert.deepEqual(row.scopes.split(' ').sort(), ['ai:chat', 'billing:read', 'read']);
-    assert.equal(Number(row.daily_limit), 12_345_678);
+    assert.deepEqual(await env.service.ctx.services.billing.appLimits(user.userId, clientId), { daily: 12_345_678, monthly: null, total: null }, 'billing keeps the limit');
     assert.equal(row.revoked_at, null);
   });
 
@@ -74,8 +74,7 @@ describeEachDatabase('oauth authorization code flow', (env) => {
     assert.match((refused as { html: string }).html, /at most 6 decimals/);
 
     await authorizeForTest(env, { user, app, scopes: ['read'] });
-    const row = await env.service.ctx.db.selectFrom('authorized_apps').select('daily_limit').where('user_id', '=', user.userId).where('client_id', '=', app.clientId).executeTakeFirstOrThrow();
-    assert.equal(row.daily_limit, null);
+    assert.equal((await env.service.ctx.services.billing.appLimits(user.userId, app.clientId)).daily, null);
   });
 
   it('a token without the needed scope gets 403, a wrong token 401', async () => {

@@ -8,7 +8,7 @@ import { escapeHtml, renderPage } from '../platform/http/page.ts';
 import { creditsToMicros, microsToCredits } from '../platform/money.ts';
 import { verifyCredentials } from '../accounts/users.ts';
 import { clientName } from './clients.ts';
-import { previousDailyLimit, recordConsent } from './authorizations.ts';
+import { recordConsent } from './authorizations.ts';
 import { interactionPath } from './provider.ts';
 
 /** What each scope lets an app do, in the words the consent page uses. */
@@ -137,7 +137,7 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
       return sendPage(reply, 200, loginPage(uid, appName));
     }
     if (details.prompt.name === 'consent' && details.session?.accountId) {
-      const previous = await previousDailyLimit(ctx.db, details.session.accountId, details.params.client_id);
+      const previous = (await ctx.services.billing.appLimits(details.session.accountId, details.params.client_id)).daily;
       return sendPage(reply, 200, consentPage(uid, appName, requestedScopes(details), previous === null ? '' : String(microsToCredits(previous))));
     }
     return errorPage(reply, 400, expired);
@@ -182,7 +182,7 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
     const grantId = await grant.save();
     // The grant is saved before the authorization row: if the row cannot be written, the interaction does
     // not finish, so no code is ever issued under a grant that billing does not know about.
-    await recordConsent(ctx.db, ctx.clock, { userId: accountId, clientId, scopes: [...new Set(grant.getOIDCScope().split(' ').filter(Boolean))], dailyLimit: limit.micros });
+    await recordConsent(ctx.db, ctx.clock, { userId: accountId, clientId, scopes: [...new Set(grant.getOIDCScope().split(' ').filter(Boolean))], dailyLimit: limit.micros }, ctx.services.billing);
     return finish(request, reply, provider, { consent: { grantId } });
   });
 }

@@ -18,16 +18,13 @@ export interface OauthClientsTable {
 }
 
 /**
- * A user's authorization of an app: the scopes granted at consent and the spending limits the user set
- * for it (micro-credits; null means none). Billing reads the limits when it places a hold.
+ * A user's authorization of an app: the scopes granted at consent. (The spending limits the user set for
+ * it are billing's, in `spending_limits`, since migration 1010.)
  */
 export interface AuthorizedAppsTable {
   user_id: string;
   client_id: string;
   scopes: string;
-  daily_limit: number | null;
-  monthly_limit: number | null;
-  total_limit: number | null;
   authorized_at: number;
   last_used_at: number | null;
   /** Set when the user revokes the app; a later consent clears it. */

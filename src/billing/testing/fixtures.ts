@@ -1,5 +1,6 @@
 import type { AppContext } from '../../platform/context.ts';
 import { newId, randomText } from '../../platform/ids.ts';
+import { writeLimits } from '../limits.ts';
 
 /**
  * Test fixtures of the billing tests. Users are inserted directly (no Argon2 hash to compute) because the
@@ -35,14 +36,12 @@ export async function authorizeApp(
       user_id: userId,
       client_id: clientId,
       scopes: options.scopes ?? 'read billing:read ai:chat',
-      daily_limit: options.daily ?? null,
-      monthly_limit: options.monthly ?? null,
-      total_limit: options.total ?? null,
       authorized_at: now,
       last_used_at: null,
       revoked_at: options.revoked ? now : null,
     })
     .execute();
+  await writeLimits(ctx.db, { kind: 'app', userId, appId: clientId }, { daily: options.daily ?? null, monthly: options.monthly ?? null, total: options.total ?? null });
   return clientId;
 }
 
@@ -53,8 +52,9 @@ export async function insertApiKey(ctx: AppContext, userId: string, options: { a
     .insertInto('api_keys')
     .values({
       id, user_id: userId, app_id: options.appId ?? null, name: 'fixture', key_hash: `fixture-${id}`, key_sealed: 'unused', permissions: '["ai:chat"]',
-      limit_micro: options.limit, limit_period: options.period, last_used_at: null, created_at: ctx.clock.now(), revoked_at: null,
+      last_used_at: null, created_at: ctx.clock.now(), revoked_at: null,
     })
     .execute();
+  if (options.limit !== null) await writeLimits(ctx.db, { kind: 'key', keyId: id }, { [options.period ?? 'total']: options.limit });
   return id;
 }
