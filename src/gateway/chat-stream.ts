@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { countTextTokens } from '../providers/tokens.ts';
 import type { ChatChunk, TokenUsage } from '../providers/types.ts';
+import type { ChatAccount, OwnCount } from './chat-usage.ts';
 
 /**
  * Follows a relayed stream: what it produced (for billing when the upstream reports no usage, or the stream
@@ -11,10 +12,15 @@ export class StreamTally {
   #reported: TokenUsage | null = null;
   readonly #publicModel: string;
   readonly #clientWantsUsage: boolean;
+  readonly #account: (reported: TokenUsage | null, own: OwnCount) => ChatAccount;
+  #promptTokens = 0;
 
-  constructor(publicModel: string, clientWantsUsage: boolean) {
+  /** `account` prices a usage report (or our own counts when there is none): the usage frame shows what it says. */
+  constructor(publicModel: string, clientWantsUsage: boolean, account: (reported: TokenUsage | null, own: OwnCount) => ChatAccount, countedPromptTokens = 0) {
     this.#publicModel = publicModel;
     this.#clientWantsUsage = clientWantsUsage;
+    this.#account = account;
+    this.#promptTokens = countedPromptTokens;
   }
 
   /** Records the chunk; returns the frame to send, or null when the client did not ask for the usage frame. */
@@ -33,15 +39,21 @@ export class StreamTally {
     if (chunk.usage && !this.#clientWantsUsage) {
       if (!chunk.choices?.length) return null;
       delete chunk.usage;
+    } else if (chunk.usage) {
+      // The client sees the counts it is billed on and their cost (the output so far is all of it: usage comes last).
+      chunk.usage = this.#account(chunk.usage, this.#own(this.#promptTokens)).usage;
     }
     chunk.model = this.#publicModel;
     return `data: ${JSON.stringify(chunk)}\n\n`;
   }
 
-  /** Tokens used: the upstream's report when it sent one, else the counted prompt and the counted output so far. */
-  usage(countedPromptTokens: number): { promptTokens: number; completionTokens: number } {
-    if (this.#reported) return { promptTokens: this.#reported.prompt_tokens ?? countedPromptTokens, completionTokens: this.#reported.completion_tokens ?? 0 };
-    return { promptTokens: countedPromptTokens, completionTokens: countTextTokens(this.#text.join('')) };
+  /** The call priced: on the upstream's report when it sent one (sanitized), else on the counted prompt and the output counted so far. */
+  account(countedPromptTokens: number): ChatAccount {
+    return this.#account(this.#reported, this.#own(countedPromptTokens));
+  }
+
+  #own(prompt: number): OwnCount {
+    return { prompt, output: () => countTextTokens(this.#text.join('')) };
   }
 }
 

@@ -19,14 +19,14 @@ describeEachDatabase('the model catalogue', (env) => {
   it('PUT /api/admin/models/:vendor/:model sets a model that GET /api/v1/models lists in the OpenAI format, prices in credits', async () => {
     const saved = await putModel(env, 'acme/writer', { provider: 'openai', upstreamModel: 'gpt-x', name: 'Acme Writer', pricing: { prompt: 2.5, completion: 10, request: 0.000001 }, contextLength: 128000, maxOutputTokens: 16384, inputModalities: ['text', 'image'] });
     assert.equal(saved.id, 'acme/writer');
-    assert.deepEqual(saved.pricing, { prompt: 2.5, completion: 10, request: 0.000001, second: 0, image: 0 });
+    assert.deepEqual(saved.pricing, { prompt: 2.5, completion: 10, cacheRead: null, cacheWrite: null, reasoning: null, audioInput: null, audioOutput: null, request: 0.000001, image: 0, second: 0, webSearch: 0 });
     const user = await fundedUser(env, 0, ['ai:models']);
     const list = await env.request('GET', '/api/v1/models', { token: user.key });
     assert.equal(list.body.object, 'list');
     const writer = list.body.data.find((m: any) => m.id === 'acme/writer');
     assert.deepEqual(writer, {
       id: 'acme/writer', object: 'model', created: writer.created, owned_by: 'acme', name: 'Acme Writer',
-      pricing: { prompt: 2.5, completion: 10, request: 0.000001, second: 0, image: 0 },
+      pricing: { prompt: 2.5, completion: 10, cacheRead: 2.5, cacheWrite: 2.5, reasoning: 10, audioInput: 2.5, audioOutput: 10, request: 0.000001, image: 0, second: 0, webSearch: 0 },
       context_length: 128000, modalities: { input: ['text', 'image'], output: ['text'] },
     });
     assert.ok(Number.isInteger(writer.created));
@@ -66,13 +66,13 @@ describeEachDatabase('the model catalogue', (env) => {
     const all = (await env.admin('GET', '/api/admin/models')).body.data;
     const small = all.find((m: any) => m.id === 'acme/small');
     // $0.30 and $1.20 per 1M tokens × 250 credits per USD.
-    assert.deepEqual(small.pricing, { prompt: 75, completion: 300, request: 0, second: 0, image: 0 });
+    assert.deepEqual(small.pricing, { prompt: 75, completion: 300, cacheRead: null, cacheWrite: null, reasoning: null, audioInput: null, audioOutput: null, request: 0, image: 0, second: 0, webSearch: 0 });
     assert.equal(small.provider, 'openrouter');
     assert.equal(small.upstreamModel, 'acme/small');
     assert.equal(small.maxOutputTokens, 4096);
     assert.equal(small.contextLength, 32768);
     const vision = all.find((m: any) => m.id === 'acme/vision');
-    assert.deepEqual(vision.pricing, { prompt: 750, completion: 3750, request: 0.25, second: 0, image: 1.2 });
+    assert.deepEqual(vision.pricing, { prompt: 750, completion: 3750, cacheRead: null, cacheWrite: null, reasoning: null, audioInput: null, audioOutput: null, request: 0.25, image: 1.2, second: 0, webSearch: 0 });
     assert.deepEqual(vision.inputModalities, ['text', 'image']);
     assert.equal(all.find((m: any) => m.id === 'acme/unpriced').enabled, false);
     // The OpenRouter key went upstream.
