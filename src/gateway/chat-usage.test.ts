@@ -39,6 +39,7 @@ describeEachDatabase('usage details are priced exactly (prompt caching, reasonin
   before(async () => {
     // Per 1M tokens: prompt 10 credits (10 micro-credits a token), cached reads 1, cache writes 12.5, completion 20, reasoning 40.
     await putModel(env, 'acme/cached', { provider: 'mock', upstreamModel: 'default-model', pricing: { prompt: 10, completion: 20, cacheRead: 1, cacheWrite: 12.5, reasoning: 40, request: 0.0001 }, maxOutputTokens: 1000 });
+    await putModel(env, 'acme/embed', { provider: 'mock', upstreamModel: 'embed-1', pricing: { prompt: 1000 }, outputModalities: ['embedding'] });
     await putModel(env, 'acme/plain', { provider: 'mock', upstreamModel: 'default-model', pricing: { prompt: 10, completion: 20 }, maxOutputTokens: 1000 });
     // Anthropic's list prices for a Sonnet-class model, per 1M tokens, at 100 credits per USD: $3, $3.75 write, $0.30 read, $15.
     await putModel(env, 'anthropic/cached', { provider: 'anthropic', upstreamModel: 'claude-x', pricing: { prompt: 300, completion: 1500, cacheRead: 30, cacheWrite: 375, webSearch: 0.001 }, maxOutputTokens: 1000 });
@@ -131,6 +132,17 @@ describeEachDatabase('usage details are priced exactly (prompt caching, reasonin
     await chat(env, user, 'acme/cached', { prompt_tokens: 1e300, completion_tokens: 4 });
     const absurd = await charged(env, user);
     assert.equal(absurd.cost, absurd.held);
+  });
+
+  it('hole 6: embeddings whose upstream reports a negative, fractional or absurd token count are charged on a sanitized count', async () => {
+    for (const prompt_tokens of [-40, 3.5, 1e300, 'x']) {
+      const user = await fundedUser(env, 5);
+      const response = await env.request('POST', '/api/v1/embeddings', { token: user.key, body: { model: 'acme/embed', input: 'hello there', mock_usage: { prompt_tokens, total_tokens: prompt_tokens } } });
+      assert.equal(response.status, 200, response.text);
+      const { cost, held, record } = await charged(env, user);
+      assert.equal(record.status, 'ok');
+      assert.ok(cost > 0 && cost <= held, `${prompt_tokens}: ${cost} of ${held}`);
+    }
   });
 
   it('property: random usage details through the gateway are charged the reference cost rounded up when the hold covers it, the hold otherwise, never 0', async () => {

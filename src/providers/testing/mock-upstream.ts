@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
  * - `late-end`: like the default, but the stream's last bytes come 30 ms after its `[DONE]`.
  *
  * A request may dictate the usage reported, verbatim (garbage included), to test how the gateway reads
- * it: the OpenAI routes report the body's `mock_usage` (an unknown field passes through the gateway), the
+ * it: the OpenAI chat and embeddings routes report the body's `mock_usage` (an unknown field passes through the gateway), the
  * Anthropic route its `metadata.mock_usage` (Anthropic usage fields; a stream reports `output_tokens` in
  * its `message_delta` and the rest in its `message_start`).
  */
@@ -168,7 +168,7 @@ async function route(req: IncomingMessage, res: ServerResponse, entry: MockReque
     // The official SDK asks for base64 (little-endian float32), as OpenAI answers it.
     const vector = [0.1, 0.2, 0.3];
     const embedding = entry.body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
-    return json(res, 200, { object: 'list', model, data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding })), usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } });
+    return json(res, 200, { object: 'list', model, data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding })), usage: entry.body.mock_usage ?? { prompt_tokens: promptTokens, total_tokens: promptTokens } });
   }
   if (path === '/v1/images/generations') {
     const n = entry.body.n ?? 1;
