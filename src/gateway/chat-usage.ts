@@ -13,7 +13,9 @@ import type { TokenUsage } from '../providers/types.ts';
  *   sums `input_tokens` (which excludes the cache) + `cache_read_input_tokens` + `cache_creation_input_tokens`.
  *   The plain-prompt part is what remains after cache reads, cache writes and audio are taken out.
  * - `completion_tokens` is **all** output: `completion_tokens_details.reasoning_tokens` and `audio_tokens`
- *   are inside it; the plain-completion part is the rest.
+ *   are inside it; the plain-completion part is the rest. (An upstream whose `total_tokens` shows that its
+ *   reasoning is outside `completion_tokens`, as Gemini's OpenAI endpoint does, has it added instead.)
+ * - DeepSeek's `prompt_cache_hit_tokens` are its cached reads (inside `prompt_tokens`).
  *
  * Security invariant (the upstream is not trusted as sent): every count is read through {@link tokenCount}
  * — a negative, fractional, non-numeric or absurd number can never make the settle throw (which left the
@@ -53,10 +55,19 @@ export function chatBreakdown(reported: TokenUsage | null | undefined, own: OwnC
   const promptDetails = objectOr(usage.prompt_tokens_details);
   const completionDetails = objectOr(usage.completion_tokens_details);
   const promptTotal = reported ? total(usage.prompt_tokens, () => own.prompt) : own.prompt;
-  const completionTotal = reported ? total(usage.completion_tokens, own.output) : own.output();
+  let completionTotal = reported ? total(usage.completion_tokens, own.output) : own.output();
+  // Some OpenAI-compatible upstreams (Gemini's) count reasoning outside `completion_tokens`; their
+  // `total_tokens` then says so exactly, and the reasoning is added rather than taken out of the completion.
+  // (Checked on the reported completion: Gemini may say 0 there for a call that only thought.)
+  const reportedReasoning = tokenCount(completionDetails.reasoning_tokens) ?? 0;
+  const reportedCompletion = tokenCount(usage.completion_tokens);
+  if (reportedReasoning > 0 && reportedCompletion !== null && tokenCount(usage.total_tokens) === promptTotal + reportedCompletion + reportedReasoning) {
+    completionTotal = Math.min(completionTotal + reportedReasoning, MAX_REPORTED_TOKENS);
+  }
   let inputLeft = promptTotal;
   const take = (value: unknown, left: number) => Math.min(tokenCount(value) ?? 0, left);
-  const cachedRead = take(promptDetails.cached_tokens, inputLeft);
+  // DeepSeek reports its cache hits as `prompt_cache_hit_tokens` (inside `prompt_tokens`), not as a detail.
+  const cachedRead = take(promptDetails.cached_tokens ?? usage.prompt_cache_hit_tokens, inputLeft);
   inputLeft -= cachedRead;
   const cacheWrite = take(promptDetails.cache_write_tokens, inputLeft);
   inputLeft -= cacheWrite;

@@ -80,6 +80,21 @@ it('property: a garbage usage report never throws; it is read as non-negative in
   );
 });
 
+it('upstreams that count differently are read without charging a token twice or dropping one: DeepSeek cache hits, Gemini reasoning outside completion_tokens', () => {
+  const own = { prompt: 5, output: () => 5 };
+  const deepseek = chatBreakdown({ prompt_tokens: 1000, completion_tokens: 10, prompt_cache_hit_tokens: 600, prompt_cache_miss_tokens: 400 } as any, own);
+  assert.deepEqual([deepseek.prompt, deepseek.cachedRead], [400, 600]);
+  // Gemini: total = prompt + completion + reasoning, so the 300 reasoning tokens are not inside the 20.
+  const gemini = chatBreakdown({ prompt_tokens: 100, completion_tokens: 20, total_tokens: 420, completion_tokens_details: { reasoning_tokens: 300 } } as any, own);
+  assert.deepEqual([gemini.completion, gemini.reasoning], [20, 300]);
+  // A Gemini call that only thought reports completion_tokens 0: the reasoning is still all charged.
+  const thinker = chatBreakdown({ prompt_tokens: 21, completion_tokens: 0, total_tokens: 81, completion_tokens_details: { reasoning_tokens: 60 } } as any, { prompt: 5, output: () => 0 });
+  assert.deepEqual([thinker.completion, thinker.reasoning], [0, 60]);
+  // OpenAI: reasoning inside completion_tokens (total = prompt + completion).
+  const openai = chatBreakdown({ prompt_tokens: 100, completion_tokens: 320, total_tokens: 420, completion_tokens_details: { reasoning_tokens: 300 } } as any, own);
+  assert.deepEqual([openai.completion, openai.reasoning], [20, 300]);
+});
+
 it('an unset detailed price falls back to prompt (cache read, cache write, audio input) or completion (reasoning, audio output), never to 0', () => {
   const pricing: ModelPricing = { prompt: 2_000_000, completion: 8_000_000, request: 0, second: 0, image: 0 };
   const parts: UsageBreakdown = { prompt: 0, cachedRead: 1, cacheWrite: 1, audioIn: 1, completion: 0, reasoning: 1, audioOut: 1, requests: 0, images: 0, seconds: 0, webSearches: 0 };
