@@ -13,10 +13,12 @@ export class StreamTally {
   readonly #publicModel: string;
   readonly #clientWantsUsage: boolean;
   readonly #account: (reported: TokenUsage | null, own: OwnCount) => ChatAccount;
-  #promptTokens = 0;
+  readonly #promptTokens: number;
+  /** The id and creation time of the chunks relayed, for a usage frame the gateway writes itself. */
+  #last: Pick<ChatChunk, 'id' | 'created'> = { id: 'chatcmpl', created: 0 };
 
   /** `account` prices a usage report (or our own counts when there is none): the usage frame shows what it says. */
-  constructor(publicModel: string, clientWantsUsage: boolean, account: (reported: TokenUsage | null, own: OwnCount) => ChatAccount, countedPromptTokens = 0) {
+  constructor(publicModel: string, clientWantsUsage: boolean, countedPromptTokens: number, account: (reported: TokenUsage | null, own: OwnCount) => ChatAccount) {
     this.#publicModel = publicModel;
     this.#clientWantsUsage = clientWantsUsage;
     this.#account = account;
@@ -26,6 +28,7 @@ export class StreamTally {
   /** Records the chunk; returns the frame to send, or null when the client did not ask for the usage frame. */
   frame(chunk: ChatChunk): string | null {
     if (chunk.usage) this.#reported = chunk.usage;
+    this.#last = { id: chunk.id, created: chunk.created };
     for (const choice of chunk.choices ?? []) {
       const delta = choice.delta;
       if (!delta) continue;
@@ -48,8 +51,18 @@ export class StreamTally {
   }
 
   /** The call priced: on the upstream's report when it sent one (sanitized), else on the counted prompt and the output counted so far. */
-  account(countedPromptTokens: number): ChatAccount {
-    return this.#account(this.#reported, this.#own(countedPromptTokens));
+  account(): ChatAccount {
+    return this.#account(this.#reported, this.#own(this.#promptTokens));
+  }
+
+  /**
+   * The usage frame a finished stream still owes the client: when it asked for usage and the upstream sent
+   * none, the gateway writes one on its own counts, so the client always learns what it was charged.
+   */
+  missingUsageFrame(): string | null {
+    if (!this.#clientWantsUsage || this.#reported) return null;
+    const chunk: ChatChunk = { ...this.#last, object: 'chat.completion.chunk', model: this.#publicModel, choices: [], usage: this.account().usage };
+    return `data: ${JSON.stringify(chunk)}\n\n`;
   }
 
   #own(prompt: number): OwnCount {

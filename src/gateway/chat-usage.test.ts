@@ -39,6 +39,7 @@ describeEachDatabase('usage details are priced exactly (prompt caching, reasonin
   before(async () => {
     // Per 1M tokens: prompt 10 credits (10 micro-credits a token), cached reads 1, cache writes 12.5, completion 20, reasoning 40.
     await putModel(env, 'acme/cached', { provider: 'mock', upstreamModel: 'default-model', pricing: { prompt: 10, completion: 20, cacheRead: 1, cacheWrite: 12.5, reasoning: 40, request: 0.0001 }, maxOutputTokens: 1000 });
+    await putModel(env, 'acme/silent', { provider: 'mock', upstreamModel: 'no-usage', pricing: { prompt: 10, completion: 20 }, maxOutputTokens: 1000 });
     await putModel(env, 'acme/embed', { provider: 'mock', upstreamModel: 'embed-1', pricing: { prompt: 1000 }, outputModalities: ['embedding'] });
     await putModel(env, 'acme/plain', { provider: 'mock', upstreamModel: 'default-model', pricing: { prompt: 10, completion: 20 }, maxOutputTokens: 1000 });
     // Anthropic's list prices for a Sonnet-class model, per 1M tokens, at 100 credits per USD: $3, $3.75 write, $0.30 read, $15.
@@ -101,6 +102,17 @@ describeEachDatabase('usage details are priced exactly (prompt caching, reasonin
     const user = await fundedUser(env, 5);
     await chat(env, user, 'acme/plain', { prompt_tokens: 1000, completion_tokens: 10, prompt_tokens_details: { cached_tokens: 1000, cache_write_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 10 } });
     assert.equal((await charged(env, user)).cost, 1000 * 10 + 10 * 20);
+  });
+
+  it('a client that asked for the usage chunk gets one, on the gateway\'s own counts, when the upstream sent none', async () => {
+    const user = await fundedUser(env, 5);
+    const answer = await chat(env, user, 'acme/silent', undefined, { stream: true, includeUsage: true });
+    assert.ok(answer.done, answer.raw);
+    const { cost, record } = await charged(env, user);
+    assert.equal(answer.usage.completion_tokens, 4);
+    assert.equal(answer.usage.prompt_tokens, Number(record.prompt_tokens));
+    assert.equal(answer.usage.cost, cost / 1_000_000);
+    assert.equal(cost, Number(record.prompt_tokens) * 10 + 4 * 20);
   });
 
   it('hole 6: usage an upstream sends negative, fractional, non-numeric or absurd is sanitized and charged: the hold never stays open or expires uncharged', async () => {

@@ -114,13 +114,15 @@ async function streamChat(ctx: AppContext, request: FastifyRequest, reply: Fasti
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
-  const tally = new StreamTally(model.id, body.stream_options?.include_usage === true, (reported, own) => accountChat(model.pricing, meter.held, reported, own), promptTokens);
+  const tally = new StreamTally(model.id, body.stream_options?.include_usage === true, promptTokens, (reported, own) => accountChat(model.pricing, meter.held, reported, own));
   let status: 'ok' | 'client_aborted' | 'upstream_error' = 'ok';
   try {
     for (let step = first; !step.done; step = await iterator.next()) {
       const frame = tally.frame(step.value as ChatChunk);
       if (frame && !(await writeFrame(raw, frame))) throw new ClientGone('The client went away mid-stream.');
     }
+    const usageFrame = tally.missingUsageFrame();
+    if (usageFrame && !(await writeFrame(raw, usageFrame))) throw new ClientGone('The client went away mid-stream.');
     await writeFrame(raw, 'data: [DONE]\n\n');
   } catch (error) {
     if (error instanceof ClientGone || attempt.signal.aborted || raw.destroyed) {
@@ -135,7 +137,7 @@ async function streamChat(ctx: AppContext, request: FastifyRequest, reply: Fasti
     await iterator.return?.().catch(() => {});
   } finally {
     attempt.dispose();
-    const { breakdown, charge } = tally.account(promptTokens);
+    const { breakdown, charge } = tally.account();
     await meter.settle({ model, cost: charge, promptTokens: inputTokens(breakdown), completionTokens: outputTokens(breakdown), status }).catch((error) => request.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'));
     // The response ends only after the settle, so a client that reads its wallet once the stream closed sees the charge.
     if (!raw.writableEnded) raw.end();
