@@ -102,7 +102,7 @@ export function pricingFromCredits(pricing: Partial<Record<keyof ModelPricing, n
 /**
  * What a call used, in the parts the price list prices. The token parts are **disjoint**: each token the
  * provider counted is in exactly one of them, so the cost is a plain sum and nothing is charged twice
- * (providers differ on which of their counts include which; `usage.ts` maps each onto these parts).
+ * (providers differ on which of their counts include which; `gateway/chat-usage.ts` maps them onto these parts).
  */
 export interface UsageBreakdown {
   /** Input tokens at the plain prompt price: the input less cache reads, cache writes and audio input. */
@@ -127,11 +127,6 @@ export interface UsageBreakdown {
   seconds: number;
   /** Web searches the provider ran for the call. */
   webSearches: number;
-}
-
-/** A breakdown with every part 0. */
-export function emptyUsage(): UsageBreakdown {
-  return { prompt: 0, cachedRead: 0, cacheWrite: 0, audioIn: 0, completion: 0, reasoning: 0, audioOut: 0, requests: 0, images: 0, seconds: 0, webSearches: 0 };
 }
 
 /** All input tokens of a breakdown (what OpenAI calls `prompt_tokens`). */
