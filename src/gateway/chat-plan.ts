@@ -1,5 +1,5 @@
 import type { CatalogueModel } from '../models/catalogue.ts';
-import { costMicros } from '../models/pricing.ts';
+import { worstCaseCostMicros } from '../models/pricing.ts';
 import type { ChatBody } from '../providers/types.ts';
 
 /** The output cap when neither the request, the model's cap nor its context length gives one. */
@@ -68,7 +68,7 @@ export function chatWorstCase(request: ChatRequest, candidates: CatalogueModel[]
   const choices = request.n ?? 1;
   let worst = 0;
   for (const model of candidates) {
-    const cost = costMicros(model.pricing, { promptTokens: worstPromptTokens(promptTokens), completionTokens: outputCap(request, model, promptTokens) * choices, requests: 1 });
+    const cost = worstCaseCostMicros(model.pricing, { promptTokens: worstPromptTokens(promptTokens), completionTokens: outputCap(request, model, promptTokens) * choices, requests: 1 });
     worst = Math.max(worst, cost);
   }
   return worst;

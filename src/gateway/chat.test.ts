@@ -85,7 +85,11 @@ describeEachDatabase('chat completions through an OpenAI-compatible upstream', (
 
     const withUsage = await fetch(`${env.baseUrl}/api/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'acme/ok', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }) });
     const usageFrame = (await readSseFrames(withUsage)).find((f) => f.data?.usage);
-    assert.deepEqual(usageFrame?.data.usage, { prompt_tokens: 11, completion_tokens: 4, total_tokens: 15 });
+    assert.deepEqual(usageFrame?.data.usage, {
+      prompt_tokens: 11, completion_tokens: 4, total_tokens: 15,
+      prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0 },
+      cost: 0.000123,
+    });
     assert.equal((await settled(env, user)).balance, 5_000_000 - 246);
   });
 

@@ -4,7 +4,8 @@ import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../platform/errors.ts';
-import { costMicros } from '../models/pricing.ts';
+import { inputTokens, outputTokens } from '../models/pricing.ts';
+import { microsToCredits } from '../platform/money.ts';
 import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { countChatPromptTokens, countTextTokens } from '../providers/tokens.ts';
@@ -13,6 +14,7 @@ import { Meter } from '../billing/meter.ts';
 import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
 import { chatWorstCase, upstreamChatBody, type ChatRequest } from './chat-plan.ts';
 import { StreamTally, writeFrame } from './chat-stream.ts';
+import { accountChat } from './chat-usage.ts';
 import { clientSignal, resolveModel } from './common.ts';
 
 /** The chat request as validated: only what the gateway must read; every other OpenAI field passes through. */
@@ -73,10 +75,10 @@ async function completeChat(ctx: AppContext, reply: FastifyReply, body: ChatRequ
   }
   answered.attempt.dispose();
   const { result: completion, model } = answered;
-  const usage = completion.usage
-    ? { promptTokens: completion.usage.prompt_tokens ?? promptTokens, completionTokens: completion.usage.completion_tokens ?? 0 }
-    : { promptTokens, completionTokens: countTextTokens(completion.choices.map((c) => `${c.message?.content ?? ''}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`).join('')) };
-  await meter.settle({ model, cost: costMicros(model.pricing, { ...usage, requests: 1 }), ...usage, status: 'ok' });
+  const outputText = () => completion.choices.map((c) => `${c.message?.content ?? ''}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`).join('');
+  const account = accountChat(model.pricing, meter.held, completion.usage, { prompt: promptTokens, output: () => countTextTokens(outputText()) });
+  const captured = await meter.settle({ model, cost: account.charge, promptTokens: inputTokens(account.breakdown), completionTokens: outputTokens(account.breakdown), status: 'ok' });
+  completion.usage = { ...account.usage, cost: microsToCredits(captured) };
   completion.model = model.id;
   return completion;
 }
@@ -112,13 +114,15 @@ async function streamChat(ctx: AppContext, request: FastifyRequest, reply: Fasti
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
-  const tally = new StreamTally(model.id, body.stream_options?.include_usage === true);
+  const tally = new StreamTally(model.id, body.stream_options?.include_usage === true, promptTokens, (reported, own) => accountChat(model.pricing, meter.held, reported, own));
   let status: 'ok' | 'client_aborted' | 'upstream_error' = 'ok';
   try {
     for (let step = first; !step.done; step = await iterator.next()) {
       const frame = tally.frame(step.value as ChatChunk);
       if (frame && !(await writeFrame(raw, frame))) throw new ClientGone('The client went away mid-stream.');
     }
+    const usageFrame = tally.missingUsageFrame();
+    if (usageFrame && !(await writeFrame(raw, usageFrame))) throw new ClientGone('The client went away mid-stream.');
     await writeFrame(raw, 'data: [DONE]\n\n');
   } catch (error) {
     if (error instanceof ClientGone || attempt.signal.aborted || raw.destroyed) {
@@ -133,8 +137,8 @@ async function streamChat(ctx: AppContext, request: FastifyRequest, reply: Fasti
     await iterator.return?.().catch(() => {});
   } finally {
     attempt.dispose();
-    const usage = tally.usage(promptTokens);
-    await meter.settle({ model, cost: costMicros(model.pricing, { ...usage, requests: 1 }), ...usage, status }).catch((error) => request.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'));
+    const { breakdown, charge } = tally.account();
+    await meter.settle({ model, cost: charge, promptTokens: inputTokens(breakdown), completionTokens: outputTokens(breakdown), status }).catch((error) => request.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'));
     // The response ends only after the settle, so a client that reads its wallet once the stream closed sees the charge.
     if (!raw.writableEnded) raw.end();
   }

@@ -2,6 +2,7 @@ import Type from 'typebox';
 import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 import { costMicros } from '../models/pricing.ts';
+import { tokenCount } from './chat-usage.ts';
 import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import { countEmbeddingInputTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
@@ -27,7 +28,8 @@ export function registerEmbeddingsRoute(app: App, ctx: AppContext): void {
       worstCase: (model) => costMicros(model.pricing, { promptTokens: worstPromptTokens(counted), requests: 1 }),
       call: (adapter, model, signal) => adapter.embeddings!({ ...body, model: model.upstreamModel }, { signal }),
       usage: (result, model) => {
-        const promptTokens = Number.isInteger(result?.usage?.prompt_tokens) ? result.usage.prompt_tokens : counted;
+        // The upstream's count, sanitized (a negative or absurd one would fail the settle): else ours.
+        const promptTokens = tokenCount(result?.usage?.prompt_tokens) || counted;
         return { cost: costMicros(model.pricing, { promptTokens, requests: 1 }), promptTokens, completionTokens: 0 };
       },
     });

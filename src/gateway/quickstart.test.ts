@@ -25,7 +25,8 @@ describeEachDatabase('quick start with tollgate/echo', (env) => {
     assert.equal(models.status, 200);
     const echo = models.body.data.find((m: any) => m.id === 'tollgate/echo');
     assert.equal(echo.test, true);
-    assert.deepEqual(echo.pricing, { prompt: 1, completion: 2, request: 0, second: 0, image: 0 });
+    // Detailed prices it does not set are shown at the price they fall back to.
+    assert.deepEqual(echo.pricing, { prompt: 1, completion: 2, cacheRead: 1, cacheWrite: 1, reasoning: 2, audioInput: 1, audioOutput: 2, request: 0, image: 0, second: 0, webSearch: 0 });
 
     // 4. The first chat.
     const chat = await env.request('POST', '/api/v1/chat/completions', { token: apiKey, body: { model: 'tollgate/echo', messages: [{ role: 'user', content: 'Hello, Tollgate!' }] } });

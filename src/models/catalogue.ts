@@ -2,13 +2,28 @@ import type { Selectable } from 'kysely';
 import type { Db } from '../platform/db/connect.ts';
 import type { ModelsTable } from './tables.ts';
 
-/** Prices in integer micro-credits: `prompt`/`completion` per 1M tokens, `request` per call, `second` per compute second, `image` per output image. */
+/**
+ * Prices in integer micro-credits: token prices per 1M tokens, `request` per call, `second` per compute
+ * second, `image` per output image, `webSearch` per search. A detailed token price that is unset (`null` or
+ * absent) is charged at its fallback — `prompt` for `cacheRead`, `cacheWrite` and `audioInput`,
+ * `completion` for `reasoning` and `audioOutput` (`PRICE_FALLBACKS` in `pricing.ts`) — never at 0.
+ */
 export interface ModelPricing {
   prompt: number;
   completion: number;
+  /** Input tokens read from the provider's prompt cache. */
+  cacheRead?: number | null;
+  /** Input tokens written to the provider's prompt cache. */
+  cacheWrite?: number | null;
+  /** Reasoning tokens, when the provider prices them apart from the completion. */
+  reasoning?: number | null;
+  audioInput?: number | null;
+  audioOutput?: number | null;
   request: number;
   second: number;
   image: number;
+  /** Per web search the provider ran; unset is 0 (a model that cannot search never reports one). */
+  webSearch?: number;
 }
 
 /** A model of the catalogue, as the features use it. */
@@ -36,7 +51,12 @@ export function modelFromRow(row: Selectable<ModelsTable>): CatalogueModel {
     provider: row.provider,
     upstreamModel: row.upstream_model,
     name: row.name,
-    pricing: { prompt: row.price_prompt, completion: row.price_completion, request: row.price_request, second: row.price_second, image: row.price_image },
+    pricing: {
+      prompt: row.price_prompt, completion: row.price_completion,
+      cacheRead: row.price_cache_read ?? null, cacheWrite: row.price_cache_write ?? null, reasoning: row.price_reasoning ?? null,
+      audioInput: row.price_audio_input ?? null, audioOutput: row.price_audio_output ?? null,
+      request: row.price_request, second: row.price_second, image: row.price_image, webSearch: row.price_web_search ?? 0,
+    },
     contextLength: row.context_length,
     maxOutputTokens: row.max_output_tokens,
     maxPredictSeconds: row.max_predict_seconds,
@@ -79,6 +99,12 @@ export async function upsertModel(db: Db, model: Omit<CatalogueModel, 'updatedAt
     price_request: model.pricing.request,
     price_second: model.pricing.second,
     price_image: model.pricing.image,
+    price_cache_read: model.pricing.cacheRead ?? null,
+    price_cache_write: model.pricing.cacheWrite ?? null,
+    price_reasoning: model.pricing.reasoning ?? null,
+    price_audio_input: model.pricing.audioInput ?? null,
+    price_audio_output: model.pricing.audioOutput ?? null,
+    price_web_search: model.pricing.webSearch ?? 0,
     context_length: model.contextLength,
     max_output_tokens: model.maxOutputTokens,
     max_predict_seconds: model.maxPredictSeconds,

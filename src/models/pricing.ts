@@ -41,23 +41,57 @@ export function usdToMicros(usd: string, creditsPerUsd: number, perUnits: bigint
   return micros <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(micros) : null;
 }
 
-/** Catalogue prices (micro-credits) as the API shows them (credits). */
-export function pricingToCredits(pricing: ModelPricing): Record<keyof ModelPricing, number> {
-  return {
-    prompt: microsToCredits(pricing.prompt),
-    completion: microsToCredits(pricing.completion),
-    request: microsToCredits(pricing.request),
-    second: microsToCredits(pricing.second),
-    image: microsToCredits(pricing.image),
-  };
+/** The prices a price list names, in the order the API and the README show them. */
+export const PRICE_KEYS = ['prompt', 'completion', 'cacheRead', 'cacheWrite', 'reasoning', 'audioInput', 'audioOutput', 'request', 'image', 'second', 'webSearch'] as const;
+
+/**
+ * The detailed token prices that may be left unset, and the plain price each falls back to. A price that
+ * is not set is charged at its fallback, never at 0: a catalogue entry made before a provider priced its
+ * cache, or by an operator who priced only prompt and completion, can never give cached or reasoning
+ * tokens away.
+ */
+export const PRICE_FALLBACKS = { cacheRead: 'prompt', cacheWrite: 'prompt', audioInput: 'prompt', reasoning: 'completion', audioOutput: 'completion' } as const satisfies Record<string, 'prompt' | 'completion'>;
+
+type FallbackKey = keyof typeof PRICE_FALLBACKS;
+
+/** The price of `key` in micro-credits, with an unset detailed price resolved to its fallback. */
+export function effectivePrice(pricing: ModelPricing, key: keyof ModelPricing): number {
+  const value = pricing[key];
+  if (value !== null && value !== undefined) return value;
+  return key in PRICE_FALLBACKS ? pricing[PRICE_FALLBACKS[key as FallbackKey]] : 0;
 }
 
-/** Prices given in credits (the admin API) as micro-credits; 400 for a negative price or one with more than 6 decimals. */
-export function pricingFromCredits(pricing: Partial<Record<keyof ModelPricing, number>>): ModelPricing {
-  const out = { prompt: 0, completion: 0, request: 0, second: 0, image: 0 };
-  for (const key of Object.keys(out) as Array<keyof ModelPricing>) {
+/** Every price in micro-credits, unset detailed prices resolved to their fallbacks. */
+export function effectivePricing(pricing: ModelPricing): Required<{ [K in keyof ModelPricing]: number }> {
+  return Object.fromEntries(PRICE_KEYS.map((key) => [key, effectivePrice(pricing, key)])) as Required<{ [K in keyof ModelPricing]: number }>;
+}
+
+/** Catalogue prices (micro-credits) as `GET /api/v1/models` shows them (credits): every price, an unset detailed price shown as the price it falls back to (what the caller pays). */
+export function pricingToCredits(pricing: ModelPricing): Record<(typeof PRICE_KEYS)[number], number> {
+  const effective = effectivePricing(pricing);
+  return Object.fromEntries(PRICE_KEYS.map((key) => [key, microsToCredits(effective[key])])) as Record<(typeof PRICE_KEYS)[number], number>;
+}
+
+/** Prices as the operator API shows them: credits, an unset detailed price `null`. */
+export type AdminPricing = { [K in (typeof PRICE_KEYS)[number]]: K extends FallbackKey ? number | null : number };
+
+/** Catalogue prices as the operator API shows them (credits): an unset detailed price is `null` (it falls back). */
+export function pricingToAdminCredits(pricing: ModelPricing): AdminPricing {
+  return Object.fromEntries(PRICE_KEYS.map((key) => {
     const value = pricing[key];
-    if (value === undefined) continue;
+    return [key, value === null || value === undefined ? (key in PRICE_FALLBACKS ? null : 0) : microsToCredits(value)];
+  })) as AdminPricing;
+}
+
+/**
+ * Prices given in credits (the admin API) as micro-credits; 400 for a negative price or one with more than
+ * 6 decimals. A plain price left out is 0; a detailed price left out or `null` is unset (it falls back).
+ */
+export function pricingFromCredits(pricing: Partial<Record<keyof ModelPricing, number | null>>): Required<ModelPricing> {
+  const out: Required<ModelPricing> = { prompt: 0, completion: 0, cacheRead: null, cacheWrite: null, reasoning: null, audioInput: null, audioOutput: null, request: 0, image: 0, second: 0, webSearch: 0 };
+  for (const key of PRICE_KEYS) {
+    const value = pricing[key];
+    if (value === undefined || value === null) continue;
     const micros = creditsToMicros(value);
     if (micros === null || micros < 0) throw new ApiError('INVALID_REQUEST', `pricing.${key} must be a non-negative number of credits with at most 6 decimals.`);
     out[key] = micros;
@@ -65,12 +99,92 @@ export function pricingFromCredits(pricing: Partial<Record<keyof ModelPricing, n
   return out;
 }
 
-/** The cost in micro-credits of a call with these token counts and units, rounded up to the next micro-credit. */
-export function costMicros(pricing: ModelPricing, usage: { promptTokens?: number; completionTokens?: number; requests?: number; seconds?: number; images?: number }): number {
-  const perMillion = BigInt(usage.promptTokens ?? 0) * BigInt(pricing.prompt) + BigInt(usage.completionTokens ?? 0) * BigInt(pricing.completion);
-  const tokenCost = (perMillion + 999_999n) / 1_000_000n;
-  const secondsCost = BigInt(Math.ceil((usage.seconds ?? 0) * 1000)) * BigInt(pricing.second);
-  const total = tokenCost + (secondsCost + 999n) / 1000n + BigInt(usage.requests ?? 0) * BigInt(pricing.request) + BigInt(usage.images ?? 0) * BigInt(pricing.image);
+/**
+ * What a call used, in the parts the price list prices. The token parts are **disjoint**: each token the
+ * provider counted is in exactly one of them, so the cost is a plain sum and nothing is charged twice
+ * (providers differ on which of their counts include which; `gateway/chat-usage.ts` maps them onto these parts).
+ */
+export interface UsageBreakdown {
+  /** Input tokens at the plain prompt price: the input less cache reads, cache writes and audio input. */
+  prompt: number;
+  /** Input tokens read from the provider's prompt cache. */
+  cachedRead: number;
+  /** Input tokens written to the provider's prompt cache. */
+  cacheWrite: number;
+  /** Input audio tokens (not cached). */
+  audioIn: number;
+  /** Output tokens at the plain completion price: the output less reasoning and audio output. */
+  completion: number;
+  /** Reasoning (thinking) tokens. */
+  reasoning: number;
+  /** Output audio tokens. */
+  audioOut: number;
+  /** Calls (chat: 1). */
+  requests: number;
+  /** Output images. */
+  images: number;
+  /** Seconds of provider compute or of audio; fractions are charged to the millisecond. */
+  seconds: number;
+  /** Web searches the provider ran for the call. */
+  webSearches: number;
+}
+
+/** All input tokens of a breakdown (what OpenAI calls `prompt_tokens`). */
+export function inputTokens(usage: Pick<UsageBreakdown, 'prompt' | 'cachedRead' | 'cacheWrite' | 'audioIn'>): number {
+  return usage.prompt + usage.cachedRead + usage.cacheWrite + usage.audioIn;
+}
+
+/** All output tokens of a breakdown (what OpenAI calls `completion_tokens`). */
+export function outputTokens(usage: Pick<UsageBreakdown, 'completion' | 'reasoning' | 'audioOut'>): number {
+  return usage.completion + usage.reasoning + usage.audioOut;
+}
+
+/**
+ * What {@link costMicros} accepts: any parts of a {@link UsageBreakdown}, plus the older `promptTokens` and
+ * `completionTokens`, which are plain prompt and completion tokens (added to `prompt` and `completion`).
+ */
+export type CostUsage = Partial<UsageBreakdown> & { promptTokens?: number; completionTokens?: number };
+
+/** A part as a BigInt; a count that is not a non-negative safe integer is a programming error here (usage is sanitized before it is priced). */
+function count(value: number | undefined, name: string): bigint {
+  const n = value ?? 0;
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`usage.${name} must be a non-negative integer, got ${n}.`);
+  return BigInt(n);
+}
+
+const TOKEN_PRICES: Array<[keyof UsageBreakdown, keyof ModelPricing]> = [
+  ['prompt', 'prompt'], ['cachedRead', 'cacheRead'], ['cacheWrite', 'cacheWrite'], ['audioIn', 'audioInput'],
+  ['completion', 'completion'], ['reasoning', 'reasoning'], ['audioOut', 'audioOutput'],
+];
+
+/**
+ * The cost in micro-credits of a call that used `usage`: each token part at its price per 1M tokens (an
+ * unset detailed price at its fallback), seconds to the millisecond, plus per-call, per-image and
+ * per-search prices. Exact integer arithmetic; the sum is rounded up to the next micro-credit once.
+ */
+export function costMicros(pricing: ModelPricing, usage: CostUsage): number {
+  // Everything is summed in nano-micro-credits (10^-9 micro-credits): tokens are priced per 10^6, seconds per 10^3.
+  let nanos = 0n;
+  for (const [part, price] of TOKEN_PRICES) nanos += count(usage[part], part) * BigInt(effectivePrice(pricing, price)) * 1_000n;
+  nanos += count(usage.promptTokens, 'promptTokens') * BigInt(pricing.prompt) * 1_000n;
+  nanos += count(usage.completionTokens, 'completionTokens') * BigInt(pricing.completion) * 1_000n;
+  const seconds = usage.seconds ?? 0;
+  if (!Number.isFinite(seconds) || seconds < 0) throw new RangeError(`usage.seconds must be a non-negative number, got ${seconds}.`);
+  nanos += BigInt(Math.ceil(seconds * 1000)) * BigInt(pricing.second) * 1_000_000n;
+  const units = count(usage.requests, 'requests') * BigInt(pricing.request) + count(usage.images, 'images') * BigInt(pricing.image) + count(usage.webSearches, 'webSearches') * BigInt(pricing.webSearch ?? 0);
+  const total = (nanos + 999_999_999n) / 1_000_000_000n + units;
   if (total > BigInt(Number.MAX_SAFE_INTEGER)) throw new ApiError('INVALID_REQUEST', 'The request would cost more than can be represented.');
   return Number(total);
+}
+
+/**
+ * The most a call with these counts can cost whatever the provider's details turn out to be: every input
+ * token at the highest input price (prompt, cache read/write, audio input) and every output token at the
+ * highest output price (completion, reasoning, audio output). A hold computed with this bounds the charge
+ * even when the provider reports cache writes or reasoning priced above the plain prices.
+ */
+export function worstCaseCostMicros(pricing: ModelPricing, usage: { promptTokens?: number; completionTokens?: number; requests?: number; seconds?: number; images?: number; webSearches?: number }): number {
+  const highestInput = Math.max(...(['prompt', 'cacheRead', 'cacheWrite', 'audioInput'] as const).map((key) => effectivePrice(pricing, key)));
+  const highestOutput = Math.max(...(['completion', 'reasoning', 'audioOutput'] as const).map((key) => effectivePrice(pricing, key)));
+  return costMicros({ ...pricing, prompt: highestInput, completion: highestOutput }, usage);
 }

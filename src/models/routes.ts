@@ -3,7 +3,7 @@ import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../platform/errors.ts';
 import { getModel, listAllModels, upsertModel, type CatalogueModel } from './catalogue.ts';
-import { pricingFromCredits, pricingToCredits } from './pricing.ts';
+import { pricingFromCredits, pricingToAdminCredits, pricingToCredits } from './pricing.ts';
 import { syncModels } from './sync.ts';
 
 /** A public model id: `<vendor>/<model>`. */
@@ -11,13 +11,57 @@ export const MODEL_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]*/[^\\s]+$';
 
 const Credits = Type.Number({ minimum: 0, description: 'Credits' });
 
+const PLAIN_PRICES = {
+  prompt: 'Credits per 1M prompt (input) tokens',
+  completion: 'Credits per 1M completion (output) tokens',
+  request: 'Credits per call',
+  second: 'Credits per second of provider compute',
+  image: 'Credits per output image',
+  webSearch: 'Credits per web search the provider ran',
+} as const;
+
+/** Detailed token prices: unset ones fall back to the prompt (input kinds) or completion (output kinds) price. */
+const DETAILED_PRICES = {
+  cacheRead: 'Credits per 1M input tokens read from the prompt cache (unset: the prompt price)',
+  cacheWrite: 'Credits per 1M input tokens written to the prompt cache (unset: the prompt price)',
+  reasoning: 'Credits per 1M reasoning tokens (unset: the completion price)',
+  audioInput: 'Credits per 1M audio input tokens (unset: the prompt price)',
+  audioOutput: 'Credits per 1M audio output tokens (unset: the completion price)',
+} as const;
+
+/** Prices as `GET /api/v1/models` shows them: every price a number, an unset detailed price shown as the price it falls back to. */
 const PricingSchema = Type.Object({
-  prompt: Type.Number({ description: 'Credits per 1M prompt tokens' }),
-  completion: Type.Number({ description: 'Credits per 1M completion tokens' }),
-  request: Type.Number({ description: 'Credits per call' }),
-  second: Type.Number({ description: 'Credits per second of provider compute' }),
-  image: Type.Number({ description: 'Credits per output image' }),
+  prompt: Type.Number({ description: PLAIN_PRICES.prompt }),
+  completion: Type.Number({ description: PLAIN_PRICES.completion }),
+  cacheRead: Type.Number({ description: DETAILED_PRICES.cacheRead }),
+  cacheWrite: Type.Number({ description: DETAILED_PRICES.cacheWrite }),
+  reasoning: Type.Number({ description: DETAILED_PRICES.reasoning }),
+  audioInput: Type.Number({ description: DETAILED_PRICES.audioInput }),
+  audioOutput: Type.Number({ description: DETAILED_PRICES.audioOutput }),
+  request: Type.Number({ description: PLAIN_PRICES.request }),
+  image: Type.Number({ description: PLAIN_PRICES.image }),
+  second: Type.Number({ description: PLAIN_PRICES.second }),
+  webSearch: Type.Number({ description: PLAIN_PRICES.webSearch }),
 });
+
+const Nullable = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
+
+/** Prices as the operator API shows them: an unset detailed price is null. */
+const AdminPricingSchema = Type.Object({
+  prompt: Type.Number({ description: PLAIN_PRICES.prompt }),
+  completion: Type.Number({ description: PLAIN_PRICES.completion }),
+  cacheRead: Nullable(DETAILED_PRICES.cacheRead),
+  cacheWrite: Nullable(DETAILED_PRICES.cacheWrite),
+  reasoning: Nullable(DETAILED_PRICES.reasoning),
+  audioInput: Nullable(DETAILED_PRICES.audioInput),
+  audioOutput: Nullable(DETAILED_PRICES.audioOutput),
+  request: Type.Number({ description: PLAIN_PRICES.request }),
+  image: Type.Number({ description: PLAIN_PRICES.image }),
+  second: Type.Number({ description: PLAIN_PRICES.second }),
+  webSearch: Type.Number({ description: PLAIN_PRICES.webSearch }),
+});
+
+const OptionalDetailed = (description: string) => Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description }));
 
 /** A model as `GET /api/v1/models` lists it (OpenAI list entry plus OpenRouter-style details). */
 const PublicModelSchema = Type.Object({
@@ -38,7 +82,7 @@ const AdminModelSchema = Type.Object({
   provider: Type.String(),
   upstreamModel: Type.String(),
   name: Type.String(),
-  pricing: PricingSchema,
+  pricing: AdminPricingSchema,
   contextLength: Type.Union([Type.Integer(), Type.Null()]),
   maxOutputTokens: Type.Union([Type.Integer(), Type.Null()]),
   maxPredictSeconds: Type.Union([Type.Integer(), Type.Null()]),
@@ -56,6 +100,9 @@ const PutModelBody = Type.Object({
   name: Type.Optional(Type.String({ maxLength: 300 })),
   pricing: Type.Object({
     prompt: Type.Optional(Credits), completion: Type.Optional(Credits), request: Type.Optional(Credits), second: Type.Optional(Credits), image: Type.Optional(Credits),
+    webSearch: Type.Optional(Credits),
+    cacheRead: OptionalDetailed(DETAILED_PRICES.cacheRead), cacheWrite: OptionalDetailed(DETAILED_PRICES.cacheWrite), reasoning: OptionalDetailed(DETAILED_PRICES.reasoning),
+    audioInput: OptionalDetailed(DETAILED_PRICES.audioInput), audioOutput: OptionalDetailed(DETAILED_PRICES.audioOutput),
   }, { additionalProperties: false }),
   contextLength: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
   maxOutputTokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
@@ -83,7 +130,7 @@ function publicModel(model: CatalogueModel) {
 }
 
 function adminModel(model: CatalogueModel) {
-  return { ...model, pricing: pricingToCredits(model.pricing), updatedAt: new Date(model.updatedAt).toISOString() };
+  return { ...model, pricing: pricingToAdminCredits(model.pricing), updatedAt: new Date(model.updatedAt).toISOString() };
 }
 
 const security = [{ admin: [] }];

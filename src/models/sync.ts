@@ -1,5 +1,5 @@
 import type { AppContext } from '../platform/context.ts';
-import { listAllModels, upsertModel, type CatalogueModel } from './catalogue.ts';
+import { listAllModels, upsertModel, type CatalogueModel, type ModelPricing } from './catalogue.ts';
 import { usdToMicros } from './pricing.ts';
 import type { UpstreamModel } from '../providers/types.ts';
 
@@ -63,18 +63,29 @@ export async function syncModels(ctx: AppContext, timeoutMs = ctx.config.UPSTREA
   return report;
 }
 
-/** The listed USD prices in micro-credits, or null when the provider lists no usable prompt and completion price. */
-function priceOf(upstream: UpstreamModel, creditsPerUsd: number) {
+/**
+ * The listed USD prices in micro-credits, or null when the provider lists no usable prompt and completion
+ * price. A detailed token price that is not listed, or listed unusable (OpenRouter's `-1` for "varies"),
+ * stays unset so it falls back to the prompt/completion price: never 0.
+ */
+function priceOf(upstream: UpstreamModel, creditsPerUsd: number): ModelPricing | null {
   const usd = upstream.usdPricing;
   if (!usd?.prompt || !usd.completion) return null;
   const prompt = usdToMicros(usd.prompt, creditsPerUsd, 1_000_000n);
   const completion = usdToMicros(usd.completion, creditsPerUsd, 1_000_000n);
   if (prompt === null || completion === null) return null;
+  const perMillion = (value: string | undefined) => (value ? usdToMicros(value, creditsPerUsd, 1_000_000n) : null);
   return {
     prompt,
     completion,
+    cacheRead: perMillion(usd.cacheRead),
+    cacheWrite: perMillion(usd.cacheWrite),
+    reasoning: perMillion(usd.reasoning),
+    audioInput: perMillion(usd.audioInput),
+    audioOutput: perMillion(usd.audioOutput),
     request: usd.request ? usdToMicros(usd.request, creditsPerUsd, 1n) ?? 0 : 0,
     second: 0,
     image: usd.image ? usdToMicros(usd.image, creditsPerUsd, 1n) ?? 0 : 0,
+    webSearch: usd.webSearch ? usdToMicros(usd.webSearch, creditsPerUsd, 1n) ?? 0 : 0,
   };
 }

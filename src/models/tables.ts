@@ -1,4 +1,4 @@
-import type { Kysely, Migration } from 'kysely';
+import type { Generated, Kysely, Migration } from 'kysely';
 
 /**
  * The model catalogue: each public id (`<vendor>/<model>`) maps to a provider, an upstream model and
@@ -16,6 +16,14 @@ export interface ModelsTable {
   price_request: number;
   price_second: number;
   price_image: number;
+  /** Detailed token prices per 1M tokens (migration 1100); NULL falls back to `price_prompt` (cache read/write, audio input) or `price_completion` (reasoning, audio output). */
+  price_cache_read: number | null;
+  price_cache_write: number | null;
+  price_reasoning: number | null;
+  price_audio_input: number | null;
+  price_audio_output: number | null;
+  /** Per web search (migration 1100). */
+  price_web_search: Generated<number>;
   context_length: number | null;
   max_output_tokens: number | null;
   /** Predictions: the worst-case compute seconds a hold covers (default 120). */
@@ -59,6 +67,16 @@ export const modelsMigrations: Record<string, Migration> = {
         .addColumn('enabled', 'integer', (c) => c.notNull().defaultTo(1))
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .execute();
+    },
+  },
+  '1100_models_detail_prices': {
+    async up(db: Kysely<any>) {
+      // Nullable on purpose: NULL means "not set, charge the plain prompt/completion price", which is what
+      // every model priced before this migration was charged, so existing rows keep their charges.
+      for (const column of ['price_cache_read', 'price_cache_write', 'price_reasoning', 'price_audio_input', 'price_audio_output']) {
+        await db.schema.alterTable('models').addColumn(column, 'bigint').execute();
+      }
+      await db.schema.alterTable('models').addColumn('price_web_search', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
     },
   },
 };

@@ -23,7 +23,11 @@ describeEachDatabase('Anthropic Messages behind the OpenAI chat format', (env) =
     assert.equal(response.status, 200, response.text);
     assert.equal(response.body.choices[0].message.content, 'alpha beta gamma delta');
     assert.equal(response.body.choices[0].finish_reason, 'stop');
-    assert.deepEqual(response.body.usage, { prompt_tokens: 11, completion_tokens: 4, total_tokens: 15 });
+    assert.deepEqual(response.body.usage, {
+      prompt_tokens: 11, completion_tokens: 4, total_tokens: 15,
+      prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0 },
+      cost: 0.000015,
+    });
     const sent = mock.requests.at(-1)!;
     assert.equal(sent.path, '/v1/messages');
     assert.equal(sent.headers['x-api-key'], 'sk-ant-mock');
@@ -47,7 +51,11 @@ describeEachDatabase('Anthropic Messages behind the OpenAI chat format', (env) =
     assert.equal(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), 'alpha beta gamma delta');
     assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk' && c.model === 'anthropic/claude-test'));
     assert.equal(chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0].finish_reason, 'stop');
-    assert.deepEqual(chunks.at(-1).usage, { prompt_tokens: 11, completion_tokens: 4, total_tokens: 15 });
+    assert.deepEqual(chunks.at(-1).usage, {
+      prompt_tokens: 11, completion_tokens: 4, total_tokens: 15,
+      prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0 },
+      cost: 0.000015,
+    });
     assert.equal((await settled(env, user)).balance, 5_000_000 - 15);
   });
 
@@ -90,5 +98,6 @@ it('tools, tool calls, tool results and images translate to Anthropic blocks and
   assert.equal(completion.choices[0].finish_reason, 'tool_calls');
   assert.equal(completion.choices[0].message.content, null);
   assert.deepEqual(completion.choices[0].message.tool_calls, [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } }]);
-  assert.deepEqual(completion.usage, { prompt_tokens: 23, completion_tokens: 5, total_tokens: 28 });
+  // Anthropic's input_tokens excludes the cache: the cache read is added to prompt_tokens and restated as cached_tokens.
+  assert.deepEqual(completion.usage, { prompt_tokens: 23, completion_tokens: 5, total_tokens: 28, prompt_tokens_details: { cached_tokens: 3, cache_write_tokens: 0 } });
 });

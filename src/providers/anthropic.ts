@@ -118,11 +118,31 @@ export function toAnthropicRequest(body: ChatBody, stream: boolean): Record<stri
 
 const FINISH_REASONS: Record<string, string> = { end_turn: 'stop', stop_sequence: 'stop', max_tokens: 'length', tool_use: 'tool_calls', pause_turn: 'stop', refusal: 'content_filter' };
 
-/** Anthropic usage as OpenAI usage; cached input counts as prompt tokens. */
-function usageOf(usage: any, outputTokens?: number): TokenUsage {
-  const prompt = (usage?.input_tokens ?? 0) + (usage?.cache_creation_input_tokens ?? 0) + (usage?.cache_read_input_tokens ?? 0);
-  const completion = outputTokens ?? usage?.output_tokens ?? 0;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+/**
+ * Anthropic usage as OpenAI usage. Anthropic's `input_tokens` **excludes** the cache: cache reads
+ * (`cache_read_input_tokens`) and cache writes (`cache_creation_input_tokens`) come on top. OpenAI's
+ * `prompt_tokens` includes its cached tokens, so the three are summed into `prompt_tokens` and the two cache
+ * counts are restated as its details (`cached_tokens`, and OpenRouter's `cache_write_tokens`): the gateway
+ * prices each part once. Web searches the model ran travel as `server_tool_use`. Counts are passed on as
+ * sent, an unusable total as NaN; the gateway sanitizes them before it prices them.
+ */
+function usageOf(usage: any, outputTokens?: unknown): TokenUsage {
+  // An unusable cache count adds nothing (its tokens stay at the plain price); an unusable input count makes
+  // the total unusable (NaN), so the gateway falls back to its own count rather than bill only the cache.
+  const usable = (value: unknown) => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+  const cacheRead = usable(usage?.cache_read_input_tokens) ? usage.cache_read_input_tokens : 0;
+  const cacheWrite = usable(usage?.cache_creation_input_tokens) ? usage.cache_creation_input_tokens : 0;
+  const prompt = usable(usage?.input_tokens) ? usage.input_tokens + cacheWrite + cacheRead : Number.NaN;
+  const output = outputTokens ?? usage?.output_tokens;
+  const completion = usable(output) ? (output as number) : Number.NaN;
+  const searches = usage?.server_tool_use?.web_search_requests;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite },
+    ...(searches !== undefined ? { server_tool_use: { web_search_requests: searches } } : {}),
+  };
 }
 
 /** Translates an Anthropic Messages response to an OpenAI chat completion. */
@@ -190,8 +210,9 @@ async function* translateStream(events: AsyncIterable<{ event: string; data: str
 }
 
 /** Input-token fields a `message_delta` may restate (newer API versions report them there too). */
-function pickInput(usage: any): Record<string, number> {
-  const out: Record<string, number> = {};
+function pickInput(usage: any): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
   for (const key of ['input_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens']) if (typeof usage?.[key] === 'number') out[key] = usage[key];
+  if (usage?.server_tool_use) out.server_tool_use = usage.server_tool_use;
   return out;
 }

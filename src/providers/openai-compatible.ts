@@ -100,7 +100,11 @@ function upstreamModelFromList(entry: any): UpstreamModel {
     inputModalities: Array.isArray(entry.architecture?.input_modalities) ? entry.architecture.input_modalities : undefined,
     outputModalities: Array.isArray(entry.architecture?.output_modalities) ? entry.architecture.output_modalities : undefined,
     usdPricing: entry.pricing
-      ? { prompt: price(entry.pricing.prompt), completion: price(entry.pricing.completion), request: price(entry.pricing.request), image: price(entry.pricing.image) }
+      ? {
+          prompt: price(entry.pricing.prompt), completion: price(entry.pricing.completion), request: price(entry.pricing.request), image: price(entry.pricing.image),
+          cacheRead: price(entry.pricing.input_cache_read), cacheWrite: price(entry.pricing.input_cache_write), reasoning: price(entry.pricing.internal_reasoning),
+          audioInput: price(entry.pricing.audio), audioOutput: price(entry.pricing.audio_output), webSearch: price(entry.pricing.web_search),
+        }
       : undefined,
   };
 }

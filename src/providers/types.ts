@@ -58,8 +58,13 @@ export interface UpstreamModel {
   maxOutputTokens?: number;
   inputModalities?: string[];
   outputModalities?: string[];
-  /** USD decimal strings, exactly as listed (OpenRouter: per token for prompt/completion, per call, per image). */
-  usdPricing?: { prompt?: string; completion?: string; request?: string; image?: string };
+  /**
+   * USD decimal strings, exactly as listed (OpenRouter: per token for the token prices, per call, per image,
+   * per search). `cacheRead`/`cacheWrite` are OpenRouter's `input_cache_read`/`input_cache_write`,
+   * `reasoning` its `internal_reasoning`, `audioInput`/`audioOutput` its `audio`/`audio_output`, `webSearch`
+   * its `web_search`.
+   */
+  usdPricing?: { prompt?: string; completion?: string; request?: string; image?: string; cacheRead?: string; cacheWrite?: string; reasoning?: string; audioInput?: string; audioOutput?: string; webSearch?: string };
 }
 
 /**

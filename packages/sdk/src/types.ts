@@ -55,7 +55,21 @@ export interface ChatCompletion {
   id: string;
   model: string;
   choices: Array<{ index: number; message: ChatMessage; finish_reason: string | null }>;
-  usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost?: number };
+  usage?: ChatUsage;
+  [field: string]: unknown;
+}
+
+/** What a chat call used and was charged, as Tollgate answers it (OpenRouter's usage accounting). */
+export interface ChatUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  /** Input tokens read from (`cached_tokens`) and written to (`cache_write_tokens`) the prompt cache, and audio input; all inside `prompt_tokens`. */
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number; audio_tokens?: number; [field: string]: unknown };
+  /** Reasoning and audio output tokens, inside `completion_tokens`. */
+  completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number; [field: string]: unknown };
+  /** Credits charged for the call. */
+  cost?: number;
   [field: string]: unknown;
 }
 

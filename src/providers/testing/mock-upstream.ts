@@ -15,6 +15,11 @@ import type { AddressInfo } from 'node:net';
  * - `no-usage`: like the default, but reports no usage;
  * - `error-frame-<n>`: streams n words, then an error frame;
  * - `late-end`: like the default, but the stream's last bytes come 30 ms after its `[DONE]`.
+ *
+ * A request may dictate the usage reported, verbatim (garbage included), to test how the gateway reads
+ * it: the OpenAI chat and embeddings routes report the body's `mock_usage` (an unknown field passes through the gateway), the
+ * Anthropic route its `metadata.mock_usage` (Anthropic usage fields; a stream reports `output_tokens` in
+ * its `message_delta` and the rest in its `message_start`).
  */
 export interface MockUpstreamOptions {
   /** Required bearer token (OpenAI) / `x-api-key` (Anthropic); unset: anything goes. */
@@ -154,7 +159,7 @@ async function route(req: IncomingMessage, res: ServerResponse, entry: MockReque
   const reply = options.reply ?? 'alpha beta gamma delta';
   const words = reply.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`));
   const promptTokens = options.promptTokens ?? 11;
-  const usage = model === 'no-usage' ? undefined : { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length };
+  const usage = entry.body?.mock_usage ?? (model === 'no-usage' ? undefined : { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length });
   const cut = /^(cut|stall|error-frame)-(\d+)$/.exec(model);
 
   if (req.method === 'GET' && path === '/v1/models') return json(res, 200, { object: 'list', data: options.models ?? DEFAULT_MODELS });
@@ -163,7 +168,7 @@ async function route(req: IncomingMessage, res: ServerResponse, entry: MockReque
     // The official SDK asks for base64 (little-endian float32), as OpenAI answers it.
     const vector = [0.1, 0.2, 0.3];
     const embedding = entry.body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
-    return json(res, 200, { object: 'list', model, data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding })), usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } });
+    return json(res, 200, { object: 'list', model, data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding })), usage: entry.body.mock_usage ?? { prompt_tokens: promptTokens, total_tokens: promptTokens } });
   }
   if (path === '/v1/images/generations') {
     const n = entry.body.n ?? 1;
@@ -206,14 +211,15 @@ async function route(req: IncomingMessage, res: ServerResponse, entry: MockReque
   }
 
   if (anthropic) {
-    const anthropicUsage = { input_tokens: promptTokens, output_tokens: words.length };
+    const anthropicUsage = entry.body?.metadata?.mock_usage ?? { input_tokens: promptTokens, output_tokens: words.length };
+    const { output_tokens: outputTokens, ...inputUsage } = anthropicUsage;
     if (!entry.body.stream) {
       if (cut) return void res.destroy();
       return json(res, 200, { id: 'msg_mock', type: 'message', role: 'assistant', model, content: [{ type: 'text', text: reply }], stop_reason: 'end_turn', usage: anthropicUsage });
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const event = (type: string, data: object) => write(res, `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
-    await event('message_start', { message: { id: 'msg_mock', type: 'message', role: 'assistant', model, content: [], usage: { input_tokens: promptTokens, output_tokens: 1 } } });
+    await event('message_start', { message: { id: 'msg_mock', type: 'message', role: 'assistant', model, content: [], usage: { ...inputUsage, output_tokens: 1 } } });
     await event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
     const count = cut ? Number(cut[2]) : words.length;
     for (let i = 0; i < count; i++) {
@@ -227,7 +233,7 @@ async function route(req: IncomingMessage, res: ServerResponse, entry: MockReque
       return void res.end();
     }
     await event('content_block_stop', { index: 0 });
-    await event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: words.length } });
+    await event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: outputTokens } });
     await event('message_stop', {});
     return void res.end();
   }
