@@ -6,12 +6,12 @@ import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../platform/errors.ts';
 import { costMicros } from '../models/pricing.ts';
 import { MODEL_ID_PATTERN } from '../models/routes.ts';
-import type { CatalogueModel } from '../models/catalogue.ts';
 import { countChatPromptTokens, countTextTokens } from '../providers/tokens.ts';
 import type { ChatChunk, ChatCompletion } from '../providers/types.ts';
-import { Meter } from './metering.ts';
+import type { Meter } from './metering.ts';
 import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
-import { chatWorstCase, upstreamChatBody, type ChatRequest } from './chat-plan.ts';
+import { planChat, planPromptTokens, upstreamChatBody, type ChatPlan, type ChatRequest } from './chat-plan.ts';
+import { openChatMeter } from './affordable.ts';
 import { StreamTally, writeFrame } from './chat-stream.ts';
 import { clientSignal, resolveModel } from './common.ts';
 
@@ -54,25 +54,26 @@ export function registerChatRoute(app: App, ctx: AppContext): void {
     const model = await resolveModel(ctx, body.model);
     const candidates = await candidatesOf(ctx, model);
     const promptTokens = countChatPromptTokens(body);
-    const meter = await Meter.open(ctx, principalOf(request), 'chat', model.id, chatWorstCase(body, candidates, promptTokens));
+    const { meter, plan } = await openChatMeter(ctx, principalOf(request), model.id, body, planChat(body, candidates, promptTokens, ctx.config.MAX_IMAGES_PER_REQUEST));
     return body.stream
-      ? streamChat(ctx, request, reply, body, candidates, promptTokens, meter)
-      : completeChat(ctx, reply, body, candidates, promptTokens, meter);
+      ? streamChat(ctx, request, reply, body, plan, meter)
+      : completeChat(ctx, reply, body, plan, meter);
   });
 }
 
 /** A non-streaming chat: the upstream's completion, its model renamed to the public id, charged on its usage. */
-async function completeChat(ctx: AppContext, reply: FastifyReply, body: ChatRequest, candidates: CatalogueModel[], promptTokens: number, meter: Meter): Promise<ChatCompletion | FastifyReply> {
+async function completeChat(ctx: AppContext, reply: FastifyReply, body: ChatRequest, plan: ChatPlan, meter: Meter): Promise<ChatCompletion | FastifyReply> {
   let answered;
   try {
-    answered = await callWithFallbacks(ctx, candidates, clientSignal(reply), (model, adapter, signal) => adapter.chat(upstreamChatBody(body, model, promptTokens, false), { signal }));
+    answered = await callWithFallbacks(ctx, plan.candidates, clientSignal(reply), (model, adapter, signal) => adapter.chat(upstreamChatBody(body, model, plan, false), { signal }));
   } catch (error) {
-    await meter.release(candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
+    await meter.release(plan.candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
     if (error instanceof ClientGone) return reply.hijack();
     throw error;
   }
   answered.attempt.dispose();
   const { result: completion, model } = answered;
+  const promptTokens = planPromptTokens(plan, model);
   const usage = completion.usage
     ? { promptTokens: completion.usage.prompt_tokens ?? promptTokens, completionTokens: completion.usage.completion_tokens ?? 0 }
     : { promptTokens, completionTokens: countTextTokens(completion.choices.map((c) => `${c.message?.content ?? ''}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`).join('')) };
@@ -89,15 +90,15 @@ async function completeChat(ctx: AppContext, reply: FastifyReply, body: ChatRequ
  * (2) once output began, every exit path — done, client gone, upstream broken — settles the hold for what
  * was produced, exactly once, in the `finally`, before the response ends.
  */
-async function streamChat(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, body: ChatRequest, candidates: CatalogueModel[], promptTokens: number, meter: Meter): Promise<FastifyReply> {
+async function streamChat(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, body: ChatRequest, plan: ChatPlan, meter: Meter): Promise<FastifyReply> {
   let answered;
   try {
-    answered = await callWithFallbacks(ctx, candidates, clientSignal(reply), async (model, adapter, signal) => {
-      const iterator = (await adapter.streamChat(upstreamChatBody(body, model, promptTokens, true), { signal }))[Symbol.asyncIterator]();
+    answered = await callWithFallbacks(ctx, plan.candidates, clientSignal(reply), async (model, adapter, signal) => {
+      const iterator = (await adapter.streamChat(upstreamChatBody(body, model, plan, true), { signal }))[Symbol.asyncIterator]();
       return { iterator, first: await iterator.next() };
     });
   } catch (error) {
-    await meter.release(candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
+    await meter.release(plan.candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
     if (error instanceof ClientGone) return reply.hijack();
     throw error;
   }
@@ -133,7 +134,7 @@ async function streamChat(ctx: AppContext, request: FastifyRequest, reply: Fasti
     await iterator.return?.().catch(() => {});
   } finally {
     attempt.dispose();
-    const usage = tally.usage(promptTokens);
+    const usage = tally.usage(planPromptTokens(plan, model));
     await meter.settle({ model, cost: costMicros(model.pricing, { ...usage, requests: 1 }), ...usage, status }).catch((error) => request.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'));
     // The response ends only after the settle, so a client that reads its wallet once the stream closed sees the charge.
     if (!raw.writableEnded) raw.end();
