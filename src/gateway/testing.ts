@@ -69,7 +69,7 @@ export async function readSseFrames(response: Response): Promise<SseFrame[]> {
 }
 
 /** A PCM WAV file of `seconds` of silence (mono, 16-bit, `sampleRate` Hz). */
-export function wavFile(seconds: number, sampleRate = 8000): Uint8Array {
+export function wavFile(seconds: number, sampleRate = 8000): Uint8Array<ArrayBuffer> {
   const dataBytes = Math.round(seconds * sampleRate) * 2;
   const bytes = new Uint8Array(44 + dataBytes);
   const view = new DataView(bytes.buffer);
@@ -91,7 +91,7 @@ export function wavFile(seconds: number, sampleRate = 8000): Uint8Array {
 }
 
 /** An MP3 of `frames` silent MPEG-1 Layer III frames at 128 kbit/s, 44.1 kHz (1152 samples, 417 bytes each). */
-export function mp3File(frames: number): Uint8Array {
+export function mp3File(frames: number): Uint8Array<ArrayBuffer> {
   const bytes = new Uint8Array(frames * 417);
   for (let i = 0; i < frames; i++) bytes.set([0xff, 0xfb, 0x90, 0x00], i * 417);
   return bytes;
