@@ -7,7 +7,8 @@
  * and its byte rate must equal `sampleRate × blockAlign` (a forged rate cannot shrink the time); a data size
  * past the end of the file counts the bytes present. MP3: every frame in the file is counted, resyncing
  * past garbage as decoders do, so a short first frame or a forged Xing header cannot hide the rest. Both
- * readers are linear in the file's length (at most `MAX_AUDIO_BYTES`).
+ * readers are linear in the file's length (at most `MAX_AUDIO_BYTES`). An MP3 in which more than a few KB
+ * (and 5%) is not frames this reader understands has no readable duration.
  */
 
 /** Seconds of audio in `bytes`, or null when the format is not WAV or MP3 or its headers are not readable. */
@@ -99,27 +100,40 @@ function id3Length(bytes: Uint8Array, at: number): number {
 }
 
 /**
- * Duration of an MPEG audio (MP3) file: the sum of every frame's duration. A frame counts when the next
- * header follows it (or it ends the file), which rules out false syncs in garbage; a byte that starts no
- * such frame is skipped, as decoders resync. Null when fewer than two consecutive frames are found (not
- * an MP3).
+ * Duration of an MPEG audio (MP3) file: the sum of every frame's duration. A frame counts when it follows
+ * the previous frame directly, or when another header follows it (or it ends the file), which rules out
+ * false syncs in garbage; a byte that starts no such frame is skipped, as decoders resync. Null when no
+ * two consecutive frames are found (not an MP3).
  */
 function mp3Seconds(bytes: Uint8Array): number | null {
-  let at = id3Length(bytes, 0);
+  const start = id3Length(bytes, 0);
+  let at = start;
   let seconds = 0;
   let frames = 0;
+  let covered = 0;
+  let inSync = false;
   while (at + 4 <= bytes.length) {
     const frame = mpegFrame(bytes, at);
     if (frame) {
       const next = at + frame.length;
-      if (next === bytes.length || (next < bytes.length && mpegFrame(bytes, next)) || (frames > 0 && next > bytes.length)) {
+      if (inSync || next === bytes.length || (next < bytes.length && mpegFrame(bytes, next))) {
         seconds += frame.seconds;
         frames++;
+        covered += Math.min(next, bytes.length) - at;
         at = next;
+        inSync = true;
         continue;
       }
     }
+    inSync = false;
     at++;
   }
+  // Audio this reader cannot frame (free-format bit rates, another codec spliced in) may still play
+  // upstream: a file that is more than a little of it has no readable duration.
+  const unframed = bytes.length - start - covered;
+  if (unframed > Math.max(UNFRAMED_BYTES_ALLOWED, (bytes.length - start) / 20)) return null;
   return frames >= 2 ? seconds : null;
 }
+
+/** Bytes outside frames an MP3 may carry (an ID3v1 or APE tag, padding); beyond it and 5%, it is refused. */
+const UNFRAMED_BYTES_ALLOWED = 4096;
