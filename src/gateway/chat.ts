@@ -35,7 +35,7 @@ const ChatCompletionSchema = Type.Object({
   usage: Type.Optional(Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Optional(Type.Integer()) }, { additionalProperties: true })),
 }, { additionalProperties: true });
 
-const ErrorSchema = Type.Object({ error: Type.Object({ code: Type.String(), message: Type.String(), type: Type.String() }, { additionalProperties: true }) });
+const ErrorSchema = Type.Object({ error: Type.Object({ code: Type.String(), message: Type.String(), type: Type.String(), param: Type.Optional(Type.String()) }, { additionalProperties: true }) });
 
 /** `POST /api/v1/chat/completions`: OpenAI-compatible chat, streamed or not, billed by hold and settle. */
 export function registerChatRoute(app: App, ctx: AppContext): void {
@@ -43,10 +43,10 @@ export function registerChatRoute(app: App, ctx: AppContext): void {
     schema: {
       tags: ['ai'],
       summary: 'Create a chat completion (OpenAI-compatible; `stream: true` answers Server-Sent Events)',
-      description: 'Any OpenAI chat field (tools, response_format, vision parts, …) passes through to the provider. The call holds its worst-case cost before going upstream and is charged what it used.',
+      description: 'The OpenAI chat fields on the provider\'s pass-through allow-list (tools, response_format, vision parts, …) reach the provider; another field is a 400 UNSUPPORTED_PARAMETER naming it. The call holds its worst-case cost before going upstream (each image part at the model\'s image-token budget) and is charged what it used; without max_tokens, the output cap is lowered to what the payer can afford.',
       security: [{ bearer: [] }],
       body: ChatBodySchema,
-      response: { 200: ChatCompletionSchema, 402: ErrorSchema, 404: ErrorSchema, 429: ErrorSchema, 502: ErrorSchema, 504: ErrorSchema },
+      response: { 200: ChatCompletionSchema, 400: ErrorSchema, 402: ErrorSchema, 404: ErrorSchema, 429: ErrorSchema, 502: ErrorSchema, 504: ErrorSchema },
     },
     config: { auth: ['ai:chat', 'ai:completions'] },
   }, async (request, reply) => {
