@@ -20,6 +20,7 @@ const DURATION_MARGIN_SECONDS = 1;
 const SpeechBody = Type.Object({
   model: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: 300 }),
   input: Type.String({ minLength: 1, maxLength: 4096 }),
+  instructions: Type.Optional(Type.String({ maxLength: 4096 })),
   voice: Type.Optional(Type.Unknown()),
 }, { additionalProperties: true });
 
@@ -35,7 +36,8 @@ export function registerSpeechRoute(app: App, ctx: AppContext): void {
     config: { auth: ['ai:audio'] },
   }, async (request, reply) => {
     const body = request.body as { model: string; input: string; [k: string]: unknown };
-    const promptTokens = countTextTokens(body.input);
+    // gpt-4o-mini-tts bills its `instructions` as input text too.
+    const promptTokens = countTextTokens(body.input) + (typeof body.instructions === 'string' ? countTextTokens(body.instructions) : 0);
     const answered = await meteredCall(ctx, request, reply, {
       kind: 'speech',
       modelId: body.model,
@@ -82,6 +84,8 @@ export function registerTranscriptionRoute(app: App, ctx: AppContext): void {
     }
     const measured = durationSeconds;
     const heldSeconds = Math.ceil(measured) + DURATION_MARGIN_SECONDS;
+    // A text `prompt` (a glossary, the previous segment) is billed as input tokens by token-priced models.
+    const textPromptTokens = fields.prompt ? countTextTokens(fields.prompt) : 0;
     const capOf = (model: CatalogueModel) => Math.min(ctx.config.MAX_TRANSCRIPTION_SECONDS, model.maxPredictSeconds ?? Infinity);
     const answered = await meteredCall(ctx, request, reply, {
       kind: 'transcriptions',
@@ -92,7 +96,7 @@ export function registerTranscriptionRoute(app: App, ctx: AppContext): void {
         : null,
       worstCase: (model) => {
         const seconds = heldSeconds;
-        return costMicros(model.pricing, { requests: 1, seconds, promptTokens: worstPromptTokens(seconds * AUDIO_TOKENS_PER_SECOND), completionTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS });
+        return costMicros(model.pricing, { requests: 1, seconds, promptTokens: worstPromptTokens(seconds * AUDIO_TOKENS_PER_SECOND + textPromptTokens), completionTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS });
       },
       call: (adapter, model, signal) => {
         const upstreamForm = new FormData();

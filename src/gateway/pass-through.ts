@@ -54,8 +54,17 @@ export const REFUSED_FIELDS: Readonly<Record<string, string>> = {
   provider: "OpenRouter's provider preferences may pick an endpoint priced above the catalogue's price",
 };
 
+/** Built once per provider name (the lists are constant). */
+const allowLists = new Map<string, ReadonlyMap<string, FieldRule>>();
+
 /** Every provider's allow-list: field → rule. Providers not named here are self-hosted OpenAI-compatible ones. */
 export function allowListOf(provider: string): ReadonlyMap<string, FieldRule> {
+  let rules = allowLists.get(provider);
+  if (!rules) allowLists.set(provider, (rules = buildAllowList(provider)));
+  return rules;
+}
+
+function buildAllowList(provider: string): ReadonlyMap<string, FieldRule> {
   const rules = new Map<string, FieldRule>();
   const add = (fields: readonly string[], rule: FieldRule) => fields.forEach((field) => rules.set(field, rule));
   if (provider === 'anthropic') {

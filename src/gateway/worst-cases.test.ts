@@ -41,6 +41,7 @@ describeEachDatabase('worst cases that bound the truth (issue 12, holes 3 to 5)'
     await putModel(env, 'acme/listen', { provider: 'mock', upstreamModel: 'whisper-1', pricing: { request: 0.001, second: 0.01 }, inputModalities: ['audio'] });
     await putModel(env, 'acme/listen-short', { provider: 'mock', upstreamModel: 'whisper-1', pricing: { request: 0.001, second: 0.01 }, maxPredictSeconds: 5, inputModalities: ['audio'] });
     await putModel(env, 'acme/live', { provider: 'mock', upstreamModel: 'realtime-1', pricing: { request: 0.05 }, outputModalities: ['audio'] });
+    await putModel(env, 'acme/voice', { provider: 'mock', upstreamModel: 'tts-1', pricing: { prompt: 1000, request: 0.001 }, outputModalities: ['audio'] });
   });
 
   it('hole 3: five high-detail images are held at the model\'s image budget and charged their real cost (not 0.094 credits for 1.27)', async () => {
@@ -169,6 +170,15 @@ describeEachDatabase('worst cases that bound the truth (issue 12, holes 3 to 5)'
     assert.equal(unreadable.status, 400);
     assert.equal(unreadable.body.error.code, 'AUDIO_DURATION_UNREADABLE');
     assert.deepEqual(await holdsOf(env, user), []);
+  });
+
+  it('speech instructions are billed as input text, with the input', async () => {
+    const user = await fundedUser(env, 1);
+    const instructions = 'Speak slowly, like a calm lighthouse keeper reading the weather at night.';
+    const response = await fetch(`${env.baseUrl}/api/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'acme/voice', input: 'hello world', instructions, voice: 'alloy' }) });
+    assert.equal(response.status, 200);
+    await response.arrayBuffer();
+    assert.equal((await wallet(env, user)).balance, 1_000_000 - 1000 - 1000 * (countTextTokens('hello world') + countTextTokens(instructions)));
   });
 
   it('hole 5: realtime sessions are off unless the operator enables them (404), and nothing is minted upstream', async () => {
