@@ -62,8 +62,36 @@ export function planChat(request: ChatRequest, candidates: CatalogueModel[], pro
     throw new ApiError('IMAGE_INPUT_UNSUPPORTED', `The model "${model.id}" does not accept image parts (it has no image-token budget in the catalogue).`, { details: { param: 'messages' } });
   }
   checkPassThrough(request, model.provider);
+  checkContentParts(request.messages);
   const accepting = candidates.filter((m) => (images === 0 || m.imageTokens !== null) && passThroughProblem(request, m.provider) === null);
   return { candidates: accepting, promptTokens, images, predictionTokens: countPredictionTokens(request.prediction), ceiling: null };
+}
+
+/**
+ * Content part types whose cost the hold bounds: text and refusals are counted; images are held at the
+ * model's budget; `input_audio` and inline `file_data` are counted as the text of their base64 data, far
+ * more tokens than the audio or document they carry.
+ */
+const HELD_PART_TYPES: ReadonlySet<string> = new Set(['text', 'refusal', 'image_url', 'input_audio', 'file']);
+
+/**
+ * Refuses (400 `UNSUPPORTED_PARAMETER`, `param: "messages"`) a content part whose cost nothing here bounds:
+ * an unknown part type, or a `file` given by `file_id` (an uploaded document of any length, which the
+ * request's own bytes do not show).
+ */
+function checkContentParts(messages: unknown[]): void {
+  for (const message of messages as any[]) {
+    if (!Array.isArray(message?.content)) continue;
+    for (const part of message.content) {
+      const type = typeof part?.type === 'string' ? part.type : String(part?.type);
+      if (!HELD_PART_TYPES.has(type)) {
+        throw new ApiError('UNSUPPORTED_PARAMETER', `Content parts of type "${type}" are not accepted: the gateway cannot hold for their cost. Use text, image_url, input_audio or file with file_data.`, { details: { param: 'messages' } });
+      }
+      if (type === 'file' && typeof part.file?.file_data !== 'string') {
+        throw new ApiError('UNSUPPORTED_PARAMETER', 'A file content part must carry its data inline (file.file_data): a file_id refers to an upload of any length, whose cost the request does not show.', { details: { param: 'messages' } });
+      }
+    }
+  }
 }
 
 /** Image parts (`type: "image_url"`) in the messages' content arrays. */

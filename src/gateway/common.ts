@@ -65,6 +65,7 @@ export async function meteredCall<T>(
   if (options.refuses) {
     const refusal = options.refuses(model);
     if (refusal) throw refusal;
+    // Filtered in place: the hold and the calls below are over the candidates that can take this request.
     candidates.splice(0, candidates.length, ...candidates.filter((m) => options.refuses!(m) === null));
   }
   const meter = await Meter.open(ctx, principalOf(request), options.kind, model.id, Math.max(...candidates.map(options.worstCase)));

@@ -103,6 +103,19 @@ describeEachDatabase('worst cases that bound the truth (issue 12, holes 3 to 5)'
     assert.deepEqual(await holdsOf(env, user), []);
   });
 
+  it('content parts whose cost the request does not show (a file by file_id, an unknown part type) are refused', async () => {
+    const user = await fundedUser(env, 5);
+    for (const part of [{ type: 'file', file: { file_id: 'file-abc123' } }, { type: 'video_url', video_url: { url: 'https://example.com/a.mp4' } }]) {
+      const response = await chat(env, user, { model: 'acme/text', messages: [{ role: 'user', content: [{ type: 'text', text: 'summarize' }, part] }] });
+      assert.equal(response.status, 400, response.text);
+      assert.equal(response.body.error.code, 'UNSUPPORTED_PARAMETER');
+      assert.equal(response.body.error.param, 'messages');
+    }
+    const inline = await chat(env, user, { model: 'acme/text', messages: [{ role: 'user', content: [{ type: 'file', file: { filename: 'a.pdf', file_data: 'data:application/pdf;base64,JVBERi0xLjQK' } }] }] });
+    assert.equal(inline.status, 200, inline.text);
+    assert.equal((await holdsOf(env, user)).length, 1);
+  });
+
   it('fields whose cost the catalogue price covers pass: service_tier flex, text modalities, OpenRouter sampling and transforms', async () => {
     const user = await fundedUser(env, 5);
     const direct = await chat(env, user, { model: 'acme/text', messages: hi, service_tier: 'flex', modalities: ['text'], seed: 1 });
