@@ -1,8 +1,11 @@
-import { after, before, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
 import { startMockUpstream } from '../providers/testing/mock-upstream.ts';
 import { fundedUser, putModel, readSseFrames, settled, wallet, type FundedUser } from './testing.ts';
+import { affordableCeiling } from './affordable.ts';
+import { chatWorstCase, type ChatPlan } from './chat-plan.ts';
+import type { CatalogueModel } from '../models/catalogue.ts';
 
 const mock = await startMockUpstream();
 after(() => mock.close());
@@ -76,3 +79,33 @@ describeEachDatabase('affordable outputs: a chat without max_tokens is sent the 
     assert.equal(explicit.body.error.requested, 1);
   });
 }, { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } });
+
+describe('the affordable output cap', () => {
+  const model = (id: string, prompt: number, completion: number, request: number, maxOutputTokens: number | null, imageTokens: number | null = null): CatalogueModel => ({
+    id, provider: 'openai', upstreamModel: id, name: id, pricing: { prompt, completion, request, second: 0, image: 0 },
+    contextLength: null, maxOutputTokens, maxPredictSeconds: null, imageTokens, imagePrices: {}, inputModalities: ['text'], outputModalities: ['text'],
+    fallbacks: [], isTest: false, enabled: true, updatedAt: 0,
+  });
+
+  it('is the largest cap whose worst case over every candidate fits what is spendable, never below the floor', () => {
+    let seed = 42;
+    const random = (below: number) => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31), seed % below);
+    for (let run = 0; run < 500; run++) {
+      const candidates = Array.from({ length: 1 + random(3) }, (_, i) => model(`m${i}`, random(5_000_000), 1 + random(20_000_000), random(10_000), random(4) === 0 ? null : 1 + random(20_000), random(2) ? 1_445 : null));
+      const plan: ChatPlan = { candidates, promptTokens: random(5_000), images: candidates.every((m) => m.imageTokens !== null) ? random(4) : 0, predictionTokens: random(3) ? 0 : random(500), ceiling: null };
+      const request = { model: 'x', messages: [], n: 1 + random(3) };
+      const spendable = random(200_000_000);
+      const floor = 1 + random(600);
+      const ceiling = affordableCeiling(request, plan, spendable, floor);
+      const worst = (cap: number) => chatWorstCase(request, { ...plan, ceiling: cap });
+      if (ceiling === null) {
+        const full = chatWorstCase(request, plan);
+        assert.ok(worst(floor) > spendable || worst(floor) === full, `run ${run}: refused although the floor fits`);
+        continue;
+      }
+      assert.ok(ceiling >= floor, `run ${run}: below the floor`);
+      assert.ok(worst(ceiling) <= spendable, `run ${run}: the cap does not fit`);
+      assert.ok(worst(ceiling + 1) > spendable || worst(ceiling + 1) === worst(ceiling), `run ${run}: a larger cap fits`);
+    }
+  });
+});
