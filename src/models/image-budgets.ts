@@ -9,8 +9,9 @@
  *   768 px, so at most 2 × 4 tiles of 512 px: 85 + 8 × 170 = 1,445 tokens;
  * - gpt-4o-mini counts the same tiles at 2,833 + 8 × 5,667 = 48,169 tokens (priced so an image costs what it
  *   costs on gpt-4o: a 1024² image is 25,501 tokens);
- * - OpenAI patch models (gpt-4.1-mini, gpt-4.1-nano, o4-mini, gpt-5…): at most 1,536 patches of 32 px times
- *   the model's multiplier (1.62, 2.46, 1.72): 2,489, 3,779 and 2,642 tokens;
+ * - OpenAI patch models (gpt-4.1-mini, gpt-4.1-nano, o4-mini): at most 1,536 patches of 32 px times the
+ *   model's multiplier (1.62, 2.46, 1.72): 2,489, 3,779 and 2,642 tokens; gpt-5 variants count images
+ *   either way, so they get the largest of both, 3,779;
  * - Anthropic Claude: an image is resized to at most ~1.15 megapixels, ≈ width × height / 750 ≤ 1,600 tokens;
  * - Google Gemini: 258 tokens per 768 px tile, and a large image is up to 6 tiles plus an overview: 1,806;
  * - any other model that lists image input: {@link DEFAULT_IMAGE_TOKENS}, gpt-4o-mini's worst case, the
