@@ -6,6 +6,7 @@ import type { BillingContext } from './ledger.ts';
 import type { Db } from '../platform/db/connect.ts';
 import { readLimits, writeLimits, type LimitsByPeriod } from './limits.ts';
 import type { LimitPeriod } from './periods.ts';
+import { spendable, type Payer, type Spendable } from './headroom.ts';
 
 export type { CloseHoldOptions };
 
@@ -50,6 +51,11 @@ export interface Billing {
   refund(holdId: string, amount: number, reason?: string): Promise<{ refunded: number; balance: number }>;
   /** What the user owns, what open holds reserve, and what is available. */
   getBalance(userId: string): Promise<BalanceMicros>;
+  /**
+   * What `payer` can spend now: the wallet's available credits lowered to each applicable spending limit's
+   * headroom. A read for sizing a call; the hold placed after it still checks atomically.
+   */
+  spendable(payer: Payer): Promise<Spendable>;
   /** The sweep: expires every open hold past its expiry; safe in several processes at once. */
   releaseExpiredHolds(): Promise<{ expired: number }>;
   /** The user's movements, newest first (credits, for the dashboard). */
@@ -90,6 +96,7 @@ export function createBilling(ctx: BillingContext): Billing {
     adjust: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'adjustment', reason),
     refund: (holdId, amount, reason) => refundHold(ctx, holdId, amount, reason),
     getBalance: (userId) => getBalance(ctx.db, userId),
+    spendable: (payer) => spendable(ctx, payer),
     releaseExpiredHolds: () => releaseExpiredHolds(ctx),
     listTransactions: (userId, page) => listTransactions(ctx.db, userId, page),
     verify: (options) => verifyLedger(ctx, options),

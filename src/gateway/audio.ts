@@ -7,19 +7,20 @@ import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import { countTextTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
 import { DEFAULT_MAX_OUTPUT_TOKENS, worstPromptTokens } from './chat-plan.ts';
+import { audioDurationSeconds } from './audio-duration.ts';
+import type { CatalogueModel } from '../models/catalogue.ts';
 
 /** Largest audio upload relayed for transcription (OpenAI's own limit). */
 export const MAX_AUDIO_BYTES = 25 * 1024 * 1024;
-/** Audio length a transcription hold covers when the model sets no `maxPredictSeconds`. */
-const DEFAULT_MAX_AUDIO_SECONDS = 3_600;
 /** Audio tokens per second a token-priced transcription model is assumed to read, for the hold. */
 const AUDIO_TOKENS_PER_SECOND = 50;
-/** Bytes per second of audio assumed when the provider reports no duration (128 kbit/s). */
-const AUDIO_BYTES_PER_SECOND = 16_000;
+/** Seconds added to the header's duration for the hold: providers round a started second up. */
+const DURATION_MARGIN_SECONDS = 1;
 
 const SpeechBody = Type.Object({
   model: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: 300 }),
   input: Type.String({ minLength: 1, maxLength: 4096 }),
+  instructions: Type.Optional(Type.String({ maxLength: 4096 })),
   voice: Type.Optional(Type.Unknown()),
 }, { additionalProperties: true });
 
@@ -35,7 +36,8 @@ export function registerSpeechRoute(app: App, ctx: AppContext): void {
     config: { auth: ['ai:audio'] },
   }, async (request, reply) => {
     const body = request.body as { model: string; input: string; [k: string]: unknown };
-    const promptTokens = countTextTokens(body.input);
+    // gpt-4o-mini-tts bills its `instructions` as input text too.
+    const promptTokens = countTextTokens(body.input) + (typeof body.instructions === 'string' ? countTextTokens(body.instructions) : 0);
     const answered = await meteredCall(ctx, request, reply, {
       kind: 'speech',
       modelId: body.model,
@@ -62,11 +64,13 @@ export function registerTranscriptionRoute(app: App, ctx: AppContext): void {
     const form = new FormData();
     const fields: Record<string, string> = {};
     let audioBytes = 0;
+    let durationSeconds: number | null = null;
     for await (const part of request.parts({ limits: { fileSize: MAX_AUDIO_BYTES, files: 1, fields: 32 } })) {
       if (part.type === 'file') {
         const buffer = await part.toBuffer();
         if (part.file.truncated) throw new ApiError('PAYLOAD_TOO_LARGE', `The audio file is larger than ${MAX_AUDIO_BYTES} bytes.`);
         audioBytes = buffer.length;
+        durationSeconds = audioDurationSeconds(buffer);
         form.append(part.fieldname, new Blob([new Uint8Array(buffer)], { type: part.mimetype }), part.filename || 'audio');
       } else {
         fields[part.fieldname] = String(part.value);
@@ -74,14 +78,25 @@ export function registerTranscriptionRoute(app: App, ctx: AppContext): void {
     }
     if (!audioBytes) throw new ApiError('INVALID_REQUEST', 'The multipart body needs a non-empty "file".');
     if (!fields.model || !new RegExp(MODEL_ID_PATTERN).test(fields.model)) throw new ApiError('INVALID_REQUEST', 'The multipart body needs a "model" of the form <vendor>/<model>.');
-    const estimatedSeconds = Math.ceil(audioBytes / AUDIO_BYTES_PER_SECOND);
+    // The hold covers the audio the file carries (read from its header), not a flat hour; see audio-duration.ts.
+    if (durationSeconds === null) {
+      throw new ApiError('AUDIO_DURATION_UNREADABLE', 'The audio file\'s duration cannot be read from its header; send WAV (PCM) or MP3 audio.', { details: { param: 'file' } });
+    }
+    const measured = durationSeconds;
+    const heldSeconds = Math.ceil(measured) + DURATION_MARGIN_SECONDS;
+    // A text `prompt` (a glossary, the previous segment) is billed as input tokens by token-priced models.
+    const textPromptTokens = fields.prompt ? countTextTokens(fields.prompt) : 0;
+    const capOf = (model: CatalogueModel) => Math.min(ctx.config.MAX_TRANSCRIPTION_SECONDS, model.maxPredictSeconds ?? Infinity);
     const answered = await meteredCall(ctx, request, reply, {
       kind: 'transcriptions',
       modelId: fields.model,
       supports: (adapter) => !!adapter.transcription,
+      refuses: (model) => measured > capOf(model)
+        ? new ApiError('AUDIO_TOO_LONG', `The audio is ${Math.ceil(measured)} s long; the model "${model.id}" transcribes at most ${capOf(model)} s per request.`, { details: { param: 'file', seconds: Math.ceil(measured), maxSeconds: capOf(model) } })
+        : null,
       worstCase: (model) => {
-        const seconds = model.maxPredictSeconds ?? DEFAULT_MAX_AUDIO_SECONDS;
-        return costMicros(model.pricing, { requests: 1, seconds, promptTokens: worstPromptTokens(seconds * AUDIO_TOKENS_PER_SECOND), completionTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS });
+        const seconds = heldSeconds;
+        return costMicros(model.pricing, { requests: 1, seconds, promptTokens: worstPromptTokens(seconds * AUDIO_TOKENS_PER_SECOND + textPromptTokens), completionTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS });
       },
       call: (adapter, model, signal) => {
         const upstreamForm = new FormData();
@@ -91,7 +106,7 @@ export function registerTranscriptionRoute(app: App, ctx: AppContext): void {
       },
       usage: (result, model) => {
         const usage = result?.usage;
-        const seconds = usage?.type === 'duration' && typeof usage.seconds === 'number' ? usage.seconds : typeof result?.duration === 'number' ? result.duration : estimatedSeconds;
+        const seconds = usage?.type === 'duration' && typeof usage.seconds === 'number' ? usage.seconds : typeof result?.duration === 'number' ? result.duration : measured;
         const promptTokens = usage?.type === 'tokens' ? Number(usage.input_tokens ?? 0) : 0;
         const completionTokens = usage?.type === 'tokens' ? Number(usage.output_tokens ?? 0) : 0;
         return { cost: costMicros(model.pricing, { requests: 1, seconds, promptTokens, completionTokens }), promptTokens, completionTokens };

@@ -1,6 +1,9 @@
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { worstCaseCostMicros } from '../models/pricing.ts';
+import { ApiError } from '../platform/errors.ts';
+import { countTextTokens } from '../providers/tokens.ts';
 import type { ChatBody } from '../providers/types.ts';
+import { checkPassThrough, passThroughProblem } from './pass-through.ts';
 
 /** The output cap when neither the request, the model's cap nor its context length gives one. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4_096;
@@ -25,13 +28,112 @@ export interface ChatRequest {
   [field: string]: unknown;
 }
 
-/** The output cap for one model: the request's, clamped to the model's cap or what its context leaves. */
-export function outputCap(request: ChatRequest, model: CatalogueModel, promptTokens: number): number {
+/**
+ * What the gateway knows of a chat before it holds: the models that may answer it, its counted text
+ * tokens, its image parts and its predicted-output tokens, and the output ceiling it can afford (set only
+ * when the full cap is not affordable; see `affordable.ts`).
+ */
+export interface ChatPlan {
+  /** The model asked for, then the fallbacks that accept this request (its fields, its images). */
+  candidates: CatalogueModel[];
+  /** Counted text tokens of the prompt (images apart). */
+  promptTokens: number;
+  /** Image parts in the messages. */
+  images: number;
+  /** Tokens of `prediction.content`: OpenAI bills rejected predicted tokens as output, beyond the cap. */
+  predictionTokens: number;
+  /** The lowered output cap when the full one is not affordable; null: the request's or the model's cap. */
+  ceiling: number | null;
+}
+
+/**
+ * Plans a chat on the model asked for and its fallbacks. 400 `TOO_MANY_IMAGES` past `maxImages` image parts;
+ * 400 `IMAGE_INPUT_UNSUPPORTED` when the model has no image-token budget; 400 `UNSUPPORTED_PARAMETER` for a
+ * field its provider may not receive. A fallback that could not take the request is left out (the hold is
+ * computed over those that can).
+ */
+export function planChat(request: ChatRequest, candidates: CatalogueModel[], promptTokens: number, maxImages: number): ChatPlan {
+  const images = countImageParts(request.messages);
+  if (images > maxImages) {
+    throw new ApiError('TOO_MANY_IMAGES', `This request has ${images} image parts; at most ${maxImages} are accepted per request (MAX_IMAGES_PER_REQUEST).`, { details: { param: 'messages', images, maxImages } });
+  }
+  const [model] = candidates;
+  if (images > 0 && model.imageTokens === null) {
+    throw new ApiError('IMAGE_INPUT_UNSUPPORTED', `The model "${model.id}" does not accept image parts (it has no image-token budget in the catalogue).`, { details: { param: 'messages' } });
+  }
+  checkPassThrough(request, model.provider);
+  checkContentParts(request.messages);
+  const accepting = candidates.filter((m) => (images === 0 || m.imageTokens !== null) && passThroughProblem(request, m.provider) === null);
+  return { candidates: accepting, promptTokens, images, predictionTokens: countPredictionTokens(request.prediction), ceiling: null };
+}
+
+/**
+ * Content part types whose cost the hold bounds: text and refusals are counted; images are held at the
+ * model's budget; `input_audio` and inline `file_data` are counted as the text of their base64 data, far
+ * more tokens than the audio or document they carry.
+ */
+const HELD_PART_TYPES: ReadonlySet<string> = new Set(['text', 'refusal', 'image_url', 'input_audio', 'file']);
+
+/**
+ * Refuses (400 `UNSUPPORTED_PARAMETER`, `param: "messages"`) a content part whose cost nothing here bounds:
+ * an unknown part type, or a `file` given by `file_id` (an uploaded document of any length, which the
+ * request's own bytes do not show).
+ */
+function checkContentParts(messages: unknown[]): void {
+  for (const message of messages as any[]) {
+    if (!Array.isArray(message?.content)) continue;
+    for (const part of message.content) {
+      const type = typeof part?.type === 'string' ? part.type : String(part?.type);
+      if (!HELD_PART_TYPES.has(type)) {
+        throw new ApiError('UNSUPPORTED_PARAMETER', `Content parts of type "${type}" are not accepted: the gateway cannot hold for their cost. Use text, image_url, input_audio or file with file_data.`, { details: { param: 'messages' } });
+      }
+      if (type === 'file' && typeof part.file?.file_data !== 'string') {
+        throw new ApiError('UNSUPPORTED_PARAMETER', 'A file content part must carry its data inline (file.file_data): a file_id refers to an upload of any length, whose cost the request does not show.', { details: { param: 'messages' } });
+      }
+    }
+  }
+}
+
+/** Image parts (`type: "image_url"`) in the messages' content arrays. */
+export function countImageParts(messages: unknown[]): number {
+  let images = 0;
+  for (const message of messages as any[]) {
+    if (Array.isArray(message?.content)) for (const part of message.content) if (part?.type === 'image_url') images++;
+  }
+  return images;
+}
+
+/** Tokens of an OpenAI `prediction` (`{ type: "content", content: string | text parts }`); 0 when absent. */
+function countPredictionTokens(prediction: unknown): number {
+  if (prediction === undefined || prediction === null) return 0;
+  const content = (prediction as { content?: unknown }).content;
+  if (typeof content === 'string') return countTextTokens(content);
+  if (Array.isArray(content)) return content.reduce((sum: number, part: any) => sum + countTextTokens(typeof part?.text === 'string' ? part.text : JSON.stringify(part ?? '')), 0);
+  return countTextTokens(JSON.stringify(prediction));
+}
+
+/** Prompt tokens of the plan on one model: the counted text plus each image at the model's budget. */
+export function planPromptTokens(plan: ChatPlan, model: CatalogueModel): number {
+  return plan.promptTokens + plan.images * (model.imageTokens ?? 0);
+}
+
+/** True when the client set the output cap itself (`max_tokens` or `max_completion_tokens`): it is never lowered. */
+export function asksOutputCap(request: ChatRequest): boolean {
+  return request.max_completion_tokens !== undefined || request.max_tokens !== undefined;
+}
+
+/**
+ * The output cap for one model: the request's, clamped to the model's cap or what its context leaves, and
+ * to the plan's affordable ceiling when the request set none.
+ */
+export function outputCap(request: ChatRequest, model: CatalogueModel, plan: ChatPlan): number {
+  const promptTokens = planPromptTokens(plan, model);
   const asked = request.max_completion_tokens ?? request.max_tokens;
   const contextLeft = model.contextLength ? Math.max(1, model.contextLength - promptTokens) : null;
   const modelCap = model.maxOutputTokens !== null ? Math.min(model.maxOutputTokens, contextLeft ?? Infinity) : contextLeft;
   if (asked !== undefined) return modelCap !== null ? Math.min(asked, modelCap) : asked;
-  return modelCap ?? DEFAULT_MAX_OUTPUT_TOKENS;
+  const cap = modelCap ?? DEFAULT_MAX_OUTPUT_TOKENS;
+  return plan.ceiling !== null ? Math.min(cap, plan.ceiling) : cap;
 }
 
 /**
@@ -41,8 +143,8 @@ export function outputCap(request: ChatRequest, model: CatalogueModel, promptTok
  * the completion. The client's own field name is kept; otherwise OpenAI gets `max_completion_tokens` (its
  * reasoning models refuse `max_tokens`) and every other provider `max_tokens`.
  */
-export function upstreamChatBody(request: ChatRequest, model: CatalogueModel, promptTokens: number, stream: boolean): ChatBody {
-  const cap = outputCap(request, model, promptTokens);
+export function upstreamChatBody(request: ChatRequest, model: CatalogueModel, plan: ChatPlan, stream: boolean): ChatBody {
+  const cap = outputCap(request, model, plan);
   const body: ChatBody = { ...request, model: model.upstreamModel };
   const field = request.max_completion_tokens !== undefined || (request.max_tokens === undefined && model.provider === 'openai') ? 'max_completion_tokens' : 'max_tokens';
   delete body.max_tokens;
@@ -63,13 +165,18 @@ export function worstPromptTokens(promptTokens: number): number {
   return Number((BigInt(promptTokens) * PROMPT_MARGIN_NUMERATOR + PROMPT_MARGIN_DENOMINATOR - 1n) / PROMPT_MARGIN_DENOMINATOR) + PROMPT_MARGIN_TOKENS;
 }
 
-/** The most a chat call can cost on any of its candidate models, in micro-credits. */
-export function chatWorstCase(request: ChatRequest, candidates: CatalogueModel[], promptTokens: number): number {
+/**
+ * The most a chat call can cost on any of its candidate models, in micro-credits: the counted text with the
+ * tokenizer margin, each image at the model's image-token budget, the output cap for every choice, and the
+ * predicted-output tokens.
+ */
+export function chatWorstCase(request: ChatRequest, plan: ChatPlan): number {
   const choices = request.n ?? 1;
   let worst = 0;
-  for (const model of candidates) {
-    const cost = worstCaseCostMicros(model.pricing, { promptTokens: worstPromptTokens(promptTokens), completionTokens: outputCap(request, model, promptTokens) * choices, requests: 1 });
-    worst = Math.max(worst, cost);
+  for (const model of plan.candidates) {
+    const promptTokens = worstPromptTokens(plan.promptTokens) + plan.images * (model.imageTokens ?? 0);
+    const completionTokens = outputCap(request, model, plan) * choices + plan.predictionTokens;
+    worst = Math.max(worst, worstCaseCostMicros(model.pricing, { promptTokens, completionTokens, requests: 1 }));
   }
   return worst;
 }

@@ -13,6 +13,7 @@ const pricing = { prompt: 1, completion: 3, request: 0.0001 };
 describeEachDatabase('chat completions through an OpenAI-compatible upstream', (env) => {
   before(async () => {
     await putModel(env, 'acme/ok', { provider: 'mock', upstreamModel: 'default-model', pricing, maxOutputTokens: 1000 });
+    await putModel(env, 'acme/see', { provider: 'mock', upstreamModel: 'default-model', pricing, maxOutputTokens: 1000, imageTokens: 1500 });
     await putModel(env, 'acme/no-usage', { provider: 'mock', upstreamModel: 'no-usage', pricing, maxOutputTokens: 1000 });
     await putModel(env, 'acme/late-end', { provider: 'mock', upstreamModel: 'late-end', pricing, maxOutputTokens: 1000 });
     await putModel(env, 'acme/capped', { provider: 'mock', upstreamModel: 'default-model', pricing, maxOutputTokens: 50 });
@@ -39,10 +40,10 @@ describeEachDatabase('chat completions through an OpenAI-compatible upstream', (
     assert.ok(record.hold_id?.startsWith('hold_'));
   });
 
-  it('unknown OpenAI fields (tools, response_format, vision parts) reach the upstream untouched', async () => {
+  it('allow-listed OpenAI fields (tools, response_format, vision parts) reach the upstream untouched', async () => {
     const user = await fundedUser(env, 5);
     const body = {
-      model: 'acme/ok',
+      model: 'acme/see',
       messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }],
       tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
       tool_choice: 'auto',

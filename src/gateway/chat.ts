@@ -7,12 +7,12 @@ import { ApiError } from '../platform/errors.ts';
 import { inputTokens, outputTokens } from '../models/pricing.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { MODEL_ID_PATTERN } from '../models/routes.ts';
-import type { CatalogueModel } from '../models/catalogue.ts';
 import { countChatPromptTokens, countTextTokens } from '../providers/tokens.ts';
 import type { ChatChunk, ChatCompletion } from '../providers/types.ts';
-import { Meter } from '../billing/meter.ts';
+import type { Meter } from '../billing/meter.ts';
 import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
-import { chatWorstCase, upstreamChatBody, type ChatRequest } from './chat-plan.ts';
+import { planChat, planPromptTokens, upstreamChatBody, type ChatPlan, type ChatRequest } from './chat-plan.ts';
+import { openChatMeter } from './affordable.ts';
 import { StreamTally, writeFrame } from './chat-stream.ts';
 import { accountChat } from './chat-usage.ts';
 import { clientSignal, resolveModel } from './common.ts';
@@ -37,7 +37,7 @@ const ChatCompletionSchema = Type.Object({
   usage: Type.Optional(Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Optional(Type.Integer()) }, { additionalProperties: true })),
 }, { additionalProperties: true });
 
-const ErrorSchema = Type.Object({ error: Type.Object({ code: Type.String(), message: Type.String(), type: Type.String() }, { additionalProperties: true }) });
+const ErrorSchema = Type.Object({ error: Type.Object({ code: Type.String(), message: Type.String(), type: Type.String(), param: Type.Optional(Type.String()) }, { additionalProperties: true }) });
 
 /** `POST /api/v1/chat/completions`: OpenAI-compatible chat, streamed or not, billed by hold and settle. */
 export function registerChatRoute(app: App, ctx: AppContext): void {
@@ -45,10 +45,10 @@ export function registerChatRoute(app: App, ctx: AppContext): void {
     schema: {
       tags: ['ai'],
       summary: 'Create a chat completion (OpenAI-compatible; `stream: true` answers Server-Sent Events)',
-      description: 'Any OpenAI chat field (tools, response_format, vision parts, …) passes through to the provider. The call holds its worst-case cost before going upstream and is charged what it used.',
+      description: 'The OpenAI chat fields on the provider\'s pass-through allow-list (tools, response_format, vision parts, …) reach the provider; another field is a 400 UNSUPPORTED_PARAMETER naming it. The call holds its worst-case cost before going upstream (each image part at the model\'s image-token budget) and is charged what it used; without max_tokens, the output cap is lowered to what the payer can afford.',
       security: [{ bearer: [] }],
       body: ChatBodySchema,
-      response: { 200: ChatCompletionSchema, 402: ErrorSchema, 404: ErrorSchema, 429: ErrorSchema, 502: ErrorSchema, 504: ErrorSchema },
+      response: { 200: ChatCompletionSchema, 400: ErrorSchema, 402: ErrorSchema, 404: ErrorSchema, 429: ErrorSchema, 502: ErrorSchema, 504: ErrorSchema },
     },
     config: { auth: ['ai:chat', 'ai:completions'] },
   }, async (request, reply) => {
@@ -56,25 +56,26 @@ export function registerChatRoute(app: App, ctx: AppContext): void {
     const model = await resolveModel(ctx, body.model);
     const candidates = await candidatesOf(ctx, model);
     const promptTokens = countChatPromptTokens(body);
-    const meter = await Meter.open(ctx, principalOf(request), 'chat', model.id, chatWorstCase(body, candidates, promptTokens));
+    const { meter, plan } = await openChatMeter(ctx, principalOf(request), model.id, body, planChat(body, candidates, promptTokens, ctx.config.MAX_IMAGES_PER_REQUEST));
     return body.stream
-      ? streamChat(ctx, request, reply, body, candidates, promptTokens, meter)
-      : completeChat(ctx, reply, body, candidates, promptTokens, meter);
+      ? streamChat(ctx, request, reply, body, plan, meter)
+      : completeChat(ctx, reply, body, plan, meter);
   });
 }
 
 /** A non-streaming chat: the upstream's completion, its model renamed to the public id, charged on its usage. */
-async function completeChat(ctx: AppContext, reply: FastifyReply, body: ChatRequest, candidates: CatalogueModel[], promptTokens: number, meter: Meter): Promise<ChatCompletion | FastifyReply> {
+async function completeChat(ctx: AppContext, reply: FastifyReply, body: ChatRequest, plan: ChatPlan, meter: Meter): Promise<ChatCompletion | FastifyReply> {
   let answered;
   try {
-    answered = await callWithFallbacks(ctx, candidates, clientSignal(reply), (model, adapter, signal) => adapter.chat(upstreamChatBody(body, model, promptTokens, false), { signal }));
+    answered = await callWithFallbacks(ctx, plan.candidates, clientSignal(reply), (model, adapter, signal) => adapter.chat(upstreamChatBody(body, model, plan, false), { signal }));
   } catch (error) {
-    await meter.release(candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
+    await meter.release(plan.candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
     if (error instanceof ClientGone) return reply.hijack();
     throw error;
   }
   answered.attempt.dispose();
   const { result: completion, model } = answered;
+  const promptTokens = planPromptTokens(plan, model);
   const outputText = () => completion.choices.map((c) => `${c.message?.content ?? ''}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`).join('');
   const account = accountChat(model.pricing, meter.held, completion.usage, { prompt: promptTokens, output: () => countTextTokens(outputText()) });
   const captured = await meter.settle({ model, cost: account.charge, promptTokens: inputTokens(account.breakdown), completionTokens: outputTokens(account.breakdown), status: 'ok' });
@@ -91,15 +92,15 @@ async function completeChat(ctx: AppContext, reply: FastifyReply, body: ChatRequ
  * (2) once output began, every exit path — done, client gone, upstream broken — settles the hold for what
  * was produced, exactly once, in the `finally`, before the response ends.
  */
-async function streamChat(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, body: ChatRequest, candidates: CatalogueModel[], promptTokens: number, meter: Meter): Promise<FastifyReply> {
+async function streamChat(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, body: ChatRequest, plan: ChatPlan, meter: Meter): Promise<FastifyReply> {
   let answered;
   try {
-    answered = await callWithFallbacks(ctx, candidates, clientSignal(reply), async (model, adapter, signal) => {
-      const iterator = (await adapter.streamChat(upstreamChatBody(body, model, promptTokens, true), { signal }))[Symbol.asyncIterator]();
+    answered = await callWithFallbacks(ctx, plan.candidates, clientSignal(reply), async (model, adapter, signal) => {
+      const iterator = (await adapter.streamChat(upstreamChatBody(body, model, plan, true), { signal }))[Symbol.asyncIterator]();
       return { iterator, first: await iterator.next() };
     });
   } catch (error) {
-    await meter.release(candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
+    await meter.release(plan.candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
     if (error instanceof ClientGone) return reply.hijack();
     throw error;
   }
@@ -114,6 +115,7 @@ async function streamChat(ctx: AppContext, request: FastifyRequest, reply: Fasti
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
+  const promptTokens = planPromptTokens(plan, model);
   const tally = new StreamTally(model.id, body.stream_options?.include_usage === true, promptTokens, (reported, own) => accountChat(model.pricing, meter.held, reported, own));
   let status: 'ok' | 'client_aborted' | 'upstream_error' = 'ok';
   try {

@@ -46,6 +46,11 @@ export async function meteredCall<T>(
     modelId: string;
     /** Refuses a model whose provider lacks the capability (400), before anything is held. */
     supports: (adapter: ProviderAdapter) => boolean;
+    /**
+     * Why this request cannot be held for on a model (a field it cannot price), or null. The model asked for
+     * answers the error (a 400); a fallback that refuses is left out.
+     */
+    refuses?: (model: CatalogueModel) => ApiError | null;
     worstCase: (model: CatalogueModel) => number;
     call: (adapter: ProviderAdapter, model: CatalogueModel, signal: AbortSignal) => Promise<T>;
     usage: (result: T, model: CatalogueModel) => OneShotUsage;
@@ -57,6 +62,12 @@ export async function meteredCall<T>(
     return adapter && options.supports(adapter);
   });
   if (candidates[0]?.id !== model.id) throw new ApiError('INVALID_REQUEST', `The model "${model.id}" does not support ${options.kind}.`);
+  if (options.refuses) {
+    const refusal = options.refuses(model);
+    if (refusal) throw refusal;
+    // Filtered in place: the hold and the calls below are over the candidates that can take this request.
+    candidates.splice(0, candidates.length, ...candidates.filter((m) => options.refuses!(m) === null));
+  }
   const meter = await Meter.open(ctx, principalOf(request), options.kind, model.id, Math.max(...candidates.map(options.worstCase)));
   let answered;
   try {

@@ -2,7 +2,7 @@ import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { startMockUpstream } from '../providers/testing/mock-upstream.ts';
-import { fundedUser, putModel, usageOf, wallet } from './testing.ts';
+import { fundedUser, putModel, usageOf, wallet, wavFile } from './testing.ts';
 
 const mock = await startMockUpstream();
 after(() => mock.close());
@@ -10,7 +10,7 @@ after(() => mock.close());
 describeEachDatabase('embeddings, images, audio and realtime sessions', (env) => {
   before(async () => {
     await putModel(env, 'acme/embed', { provider: 'mock', upstreamModel: 'embed-1', pricing: { prompt: 1000 }, outputModalities: ['embedding'] });
-    await putModel(env, 'acme/draw', { provider: 'mock', upstreamModel: 'draw-1', pricing: { request: 0.01, image: 0.5 }, outputModalities: ['image'] });
+    await putModel(env, 'acme/draw', { provider: 'mock', upstreamModel: 'draw-1', pricing: { request: 0.01, image: 0.5 }, imagePrices: { '*/256x256': 0.5 }, outputModalities: ['image'] });
     await putModel(env, 'acme/voice', { provider: 'mock', upstreamModel: 'tts-1', pricing: { prompt: 1000, request: 0.001 }, outputModalities: ['audio'] });
     await putModel(env, 'acme/listen', { provider: 'mock', upstreamModel: 'whisper-1', pricing: { request: 0.001, second: 0.01 }, maxPredictSeconds: 600, inputModalities: ['audio'] });
     await putModel(env, 'acme/live', { provider: 'mock', upstreamModel: 'realtime-1', pricing: { request: 0.05 }, outputModalities: ['audio'] });
@@ -67,7 +67,7 @@ describeEachDatabase('embeddings, images, audio and realtime sessions', (env) =>
     const form = new FormData();
     form.append('model', 'acme/listen');
     form.append('language', 'en');
-    form.append('file', new Blob([new Uint8Array(2048)], { type: 'audio/wav' }), 'clip.wav');
+    form.append('file', new Blob([wavFile(10)], { type: 'audio/wav' }), 'clip.wav');
     const response = await fetch(`${env.baseUrl}/api/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${user.key}` }, body: form });
     assert.equal(response.status, 200, await response.clone().text());
     assert.equal((await response.json()).text, 'alpha beta gamma delta');
@@ -89,7 +89,7 @@ describeEachDatabase('embeddings, images, audio and realtime sessions', (env) =>
     assert.equal(response.status, 415);
   });
 
-  it('a realtime session is minted upstream, needs ai:audio and is billed its request price', async () => {
+  it('a realtime session is minted upstream, needs ai:audio and is billed its request price (no per-second price set)', async () => {
     const user = await fundedUser(env, 10);
     const response = await env.request('POST', '/api/v1/realtime/sessions', { token: user.key, body: { model: 'acme/live', voice: 'verse' } });
     assert.equal(response.status, 200, response.text);
@@ -100,4 +100,4 @@ describeEachDatabase('embeddings, images, audio and realtime sessions', (env) =>
     const chatOnly = await fundedUser(env, 10, ['ai:chat']);
     assert.equal((await env.request('POST', '/api/v1/realtime/sessions', { token: chatOnly.key, body: { model: 'acme/live' } })).status, 403);
   });
-}, { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } });
+}, { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }], REALTIME_ENABLED: true } });

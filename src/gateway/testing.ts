@@ -67,3 +67,32 @@ export async function usageOf(env: TestEnv, user: FundedUser, atLeast = 1) {
 export async function readSseFrames(response: Response): Promise<SseFrame[]> {
   return parseSse(`${await response.text()}\n\n`);
 }
+
+/** A PCM WAV file of `seconds` of silence (mono, 16-bit, `sampleRate` Hz). */
+export function wavFile(seconds: number, sampleRate = 8000): Uint8Array<ArrayBuffer> {
+  const dataBytes = Math.round(seconds * sampleRate) * 2;
+  const bytes = new Uint8Array(44 + dataBytes);
+  const view = new DataView(bytes.buffer);
+  const text = (at: number, value: string) => [...value].forEach((c, i) => (bytes[at + i] = c.charCodeAt(0)));
+  text(0, 'RIFF');
+  view.setUint32(4, 36 + dataBytes, true);
+  text(8, 'WAVE');
+  text(12, 'fmt ');
+  view.setUint32(16, 16, true);
+  view.setUint16(20, 1, true); // PCM
+  view.setUint16(22, 1, true); // mono
+  view.setUint32(24, sampleRate, true);
+  view.setUint32(28, sampleRate * 2, true); // byte rate
+  view.setUint16(32, 2, true); // block align
+  view.setUint16(34, 16, true); // bits
+  text(36, 'data');
+  view.setUint32(40, dataBytes, true);
+  return bytes;
+}
+
+/** An MP3 of `frames` silent MPEG-1 Layer III frames at 128 kbit/s, 44.1 kHz (1152 samples, 417 bytes each). */
+export function mp3File(frames: number): Uint8Array<ArrayBuffer> {
+  const bytes = new Uint8Array(frames * 417);
+  for (let i = 0; i < frames; i++) bytes.set([0xff, 0xfb, 0x90, 0x00], i * 417);
+  return bytes;
+}

@@ -36,6 +36,10 @@ export interface CatalogueModel {
   contextLength: number | null;
   maxOutputTokens: number | null;
   maxPredictSeconds: number | null;
+  /** Prompt tokens one image part may cost in a chat (held per image); null: image parts are refused. */
+  imageTokens: number | null;
+  /** Images API prices per image in micro-credits by `"<quality>/<size>"` (`*` for either); see {@link imagePriceOf}. */
+  imagePrices: Record<string, number>;
   inputModalities: string[];
   outputModalities: string[];
   fallbacks: string[];
@@ -60,6 +64,8 @@ export function modelFromRow(row: Selectable<ModelsTable>): CatalogueModel {
     contextLength: row.context_length,
     maxOutputTokens: row.max_output_tokens,
     maxPredictSeconds: row.max_predict_seconds,
+    imageTokens: row.image_tokens ?? null,
+    imagePrices: JSON.parse(row.image_prices ?? '{}'),
     inputModalities: JSON.parse(row.input_modalities),
     outputModalities: JSON.parse(row.output_modalities),
     fallbacks: JSON.parse(row.fallbacks),
@@ -87,8 +93,11 @@ export async function listAllModels(db: Db): Promise<CatalogueModel[]> {
   return rows.map(modelFromRow);
 }
 
+/** A model as written: the worst-case fields default to none (no images in chat, no per-size image prices). */
+export type ModelInput = Omit<CatalogueModel, 'updatedAt' | 'imageTokens' | 'imagePrices'> & Partial<Pick<CatalogueModel, 'imageTokens' | 'imagePrices'>>;
+
 /** Inserts or replaces a model. */
-export async function upsertModel(db: Db, model: Omit<CatalogueModel, 'updatedAt'>, now: number): Promise<CatalogueModel> {
+export async function upsertModel(db: Db, model: ModelInput, now: number): Promise<CatalogueModel> {
   const row = {
     id: model.id,
     provider: model.provider,
@@ -108,6 +117,8 @@ export async function upsertModel(db: Db, model: Omit<CatalogueModel, 'updatedAt
     context_length: model.contextLength,
     max_output_tokens: model.maxOutputTokens,
     max_predict_seconds: model.maxPredictSeconds,
+    image_tokens: model.imageTokens ?? null,
+    image_prices: JSON.stringify(model.imagePrices ?? {}),
     input_modalities: JSON.stringify(model.inputModalities),
     output_modalities: JSON.stringify(model.outputModalities),
     fallbacks: JSON.stringify(model.fallbacks),
@@ -118,4 +129,20 @@ export async function upsertModel(db: Db, model: Omit<CatalogueModel, 'updatedAt
   const { id, ...rest } = row;
   await db.insertInto('models').values(row).onConflict((oc) => oc.column('id').doUpdateSet(rest)).execute();
   return modelFromRow(row);
+}
+
+/**
+ * The per-image price of an Images API request for `quality` and `size` (as the client sent them; absent is
+ * `auto`): the most specific key the model lists, tried in the order quality and size, quality with `*`,
+ * `*` with size, then `*` with `*`. A model with no per-size prices has its flat `image` price for a request
+ * that names neither; otherwise null, and the request is refused (a flat price cannot bound a larger or
+ * finer image).
+ */
+export function imagePriceOf(model: Pick<CatalogueModel, 'pricing' | 'imagePrices'>, quality: string | undefined, size: string | undefined): number | null {
+  const prices = model.imagePrices;
+  if (Object.keys(prices).length === 0) return quality === undefined && size === undefined ? model.pricing.image : null;
+  const q = quality ?? 'auto';
+  const s = size ?? 'auto';
+  for (const key of [`${q}/${s}`, `${q}/*`, `*/${s}`, '*/*']) if (prices[key] !== undefined) return prices[key];
+  return null;
 }

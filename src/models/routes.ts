@@ -4,12 +4,16 @@ import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../platform/errors.ts';
 import { getModel, listAllModels, upsertModel, type CatalogueModel } from './catalogue.ts';
 import { pricingFromCredits, pricingToAdminCredits, pricingToCredits } from './pricing.ts';
+import { defaultImageTokens } from './image-budgets.ts';
+import { creditsToMicros, microsToCredits } from '../platform/money.ts';
 import { syncModels } from './sync.ts';
 
 /** A public model id: `<vendor>/<model>`. */
 export const MODEL_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]*/[^\\s]+$';
 
 const Credits = Type.Number({ minimum: 0, description: 'Credits' });
+/** A key of `imagePrices`: `<quality>/<size>`, either part `*`. */
+const IMAGE_PRICE_KEY = '^[A-Za-z0-9_*-]+/[A-Za-z0-9_*-]+$';
 
 const PLAIN_PRICES = {
   prompt: 'Credits per 1M prompt (input) tokens',
@@ -86,6 +90,8 @@ const AdminModelSchema = Type.Object({
   contextLength: Type.Union([Type.Integer(), Type.Null()]),
   maxOutputTokens: Type.Union([Type.Integer(), Type.Null()]),
   maxPredictSeconds: Type.Union([Type.Integer(), Type.Null()]),
+  imageTokens: Type.Union([Type.Integer(), Type.Null()], { description: 'Prompt tokens held per image part in a chat; null: image parts are refused.' }),
+  imagePrices: Type.Record(Type.String(), Type.Number(), { description: 'Images API credits per image by "<quality>/<size>" (`*` for either).' }),
   inputModalities: Type.Array(Type.String()),
   outputModalities: Type.Array(Type.String()),
   fallbacks: Type.Array(Type.String()),
@@ -107,6 +113,13 @@ const PutModelBody = Type.Object({
   contextLength: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
   maxOutputTokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
   maxPredictSeconds: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 86400 }), Type.Null()])),
+  imageTokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000 }), Type.Null()], {
+    description: 'Prompt tokens one image part may cost (held per image in a chat). Omitted: the family default when `inputModalities` has `image` (README "The hold\'s worst case per endpoint"); null: image parts are refused.',
+  })),
+  imagePrices: Type.Optional(Type.Record(Type.String({ pattern: IMAGE_PRICE_KEY, maxLength: 100 }), Credits, {
+    maxProperties: 50,
+    description: 'Images API credits per image by `"<quality>/<size>"`, either part `*` (e.g. `{ "hd/1024x1792": 0.12, "*/*": 0.04 }`). Empty: the flat `pricing.image` applies only to requests that name no quality or size.',
+  })),
   inputModalities: Type.Optional(Type.Array(Type.String({ enum: ['text', 'image', 'audio', 'file', 'video'] }))),
   outputModalities: Type.Optional(Type.Array(Type.String({ enum: ['text', 'image', 'audio', 'embedding', 'video'] }))),
   fallbacks: Type.Optional(Type.Array(Type.String({ pattern: MODEL_ID_PATTERN }), { maxItems: 5 })),
@@ -130,7 +143,17 @@ function publicModel(model: CatalogueModel) {
 }
 
 function adminModel(model: CatalogueModel) {
-  return { ...model, pricing: pricingToAdminCredits(model.pricing), updatedAt: new Date(model.updatedAt).toISOString() };
+  const imagePrices = Object.fromEntries(Object.entries(model.imagePrices).map(([key, micros]) => [key, microsToCredits(micros)]));
+  return { ...model, pricing: pricingToAdminCredits(model.pricing), imagePrices, updatedAt: new Date(model.updatedAt).toISOString() };
+}
+
+/** `imagePrices` in credits as micro-credits; 400 for a price with more than 6 decimals. */
+function imagePricesFromCredits(prices: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(prices).map(([key, credits]) => {
+    const micros = creditsToMicros(credits);
+    if (micros === null || micros < 0) throw new ApiError('INVALID_REQUEST', `imagePrices["${key}"] must be a non-negative number of credits with at most 6 decimals.`);
+    return [key, micros];
+  }));
 }
 
 const security = [{ admin: [] }];
@@ -176,6 +199,8 @@ export function registerModelRoutes(app: App, ctx: AppContext): void {
       contextLength: body.contextLength ?? null,
       maxOutputTokens: body.maxOutputTokens ?? null,
       maxPredictSeconds: body.maxPredictSeconds ?? null,
+      imageTokens: body.imageTokens !== undefined ? body.imageTokens : defaultImageTokens(body.upstreamModel, body.inputModalities ?? ['text']),
+      imagePrices: imagePricesFromCredits(body.imagePrices ?? {}),
       inputModalities: body.inputModalities ?? ['text'],
       outputModalities: body.outputModalities ?? ['text'],
       fallbacks: body.fallbacks ?? [],

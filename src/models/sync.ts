@@ -1,5 +1,6 @@
 import type { AppContext } from '../platform/context.ts';
-import { listAllModels, upsertModel, type CatalogueModel, type ModelPricing } from './catalogue.ts';
+import { listAllModels, upsertModel, type ModelInput, type ModelPricing } from './catalogue.ts';
+import { defaultImageTokens } from './image-budgets.ts';
 import { usdToMicros } from './pricing.ts';
 import type { UpstreamModel } from '../providers/types.ts';
 
@@ -39,7 +40,8 @@ export async function syncModels(ctx: AppContext, timeoutMs = ctx.config.UPSTREA
       const before = existing.get(id);
       const priced = priceOf(upstream, ctx.config.CREDITS_PER_USD);
       if (!priced) entry.needsPricing.push(id);
-      const model: Omit<CatalogueModel, 'updatedAt'> = {
+      const inputModalities = upstream.inputModalities ?? before?.inputModalities ?? ['text'];
+      const model: ModelInput = {
         id,
         provider: adapter.name,
         upstreamModel: upstream.id,
@@ -48,7 +50,10 @@ export async function syncModels(ctx: AppContext, timeoutMs = ctx.config.UPSTREA
         contextLength: upstream.contextLength ?? before?.contextLength ?? null,
         maxOutputTokens: before?.maxOutputTokens ?? upstream.maxOutputTokens ?? null,
         maxPredictSeconds: before?.maxPredictSeconds ?? null,
-        inputModalities: upstream.inputModalities ?? before?.inputModalities ?? ['text'],
+        // An operator's budget is kept; an imported vision model gets its family's worst case.
+        imageTokens: before?.imageTokens ?? defaultImageTokens(upstream.id, inputModalities),
+        imagePrices: before?.imagePrices ?? {},
+        inputModalities,
         outputModalities: upstream.outputModalities ?? before?.outputModalities ?? ['text'],
         fallbacks: before?.fallbacks ?? [],
         isTest: before?.isTest ?? false,

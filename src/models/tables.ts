@@ -1,4 +1,5 @@
 import type { Generated, Kysely, Migration } from 'kysely';
+import { defaultImageTokens } from './image-budgets.ts';
 
 /**
  * The model catalogue: each public id (`<vendor>/<model>`) maps to a provider, an upstream model and
@@ -26,6 +27,16 @@ export interface ModelsTable {
   price_web_search: Generated<number>;
   context_length: number | null;
   max_output_tokens: number | null;
+  /**
+   * Chat: the prompt tokens one image part may cost, held per image; null refuses image parts (migration
+   * 1200; see `image-budgets.ts` for the defaults).
+   */
+  image_tokens: number | null;
+  /**
+   * Images API: JSON object of per-image prices in micro-credits by `"<quality>/<size>"`, either part may be
+   * `*` (migration 1200). `{}`: the flat `price_image` for a request that names neither quality nor size.
+   */
+  image_prices: Generated<string>;
   /** Predictions: the worst-case compute seconds a hold covers (default 120). */
   max_predict_seconds: number | null;
   /** JSON arrays of `text`, `image`, `audio`, `embedding`. */
@@ -77,6 +88,18 @@ export const modelsMigrations: Record<string, Migration> = {
         await db.schema.alterTable('models').addColumn(column, 'bigint').execute();
       }
       await db.schema.alterTable('models').addColumn('price_web_search', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+    },
+  },
+  '1200_models_worst_cases': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('models').addColumn('image_tokens', 'integer').execute();
+      await db.schema.alterTable('models').addColumn('image_prices', 'text', (c) => c.notNull().defaultTo('{}')).execute();
+      // Models that already list image input keep taking images, at their family's worst case.
+      const rows = await db.selectFrom('models').select(['id', 'upstream_model', 'input_modalities']).execute();
+      for (const row of rows) {
+        const budget = defaultImageTokens(row.upstream_model, JSON.parse(row.input_modalities));
+        if (budget !== null) await db.updateTable('models').set({ image_tokens: budget }).where('id', '=', row.id).execute();
+      }
     },
   },
 };

@@ -50,6 +50,12 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_APP_RPM: Type.Integer({ minimum: 0, default: 1200, description: 'Requests per minute per OAuth app and user on `/api/v1/*`; 0 turns it off.' }),
   RATE_LIMIT_KEY_TPM: Type.Integer({ minimum: 0, default: 0, description: 'Tokens per minute per API key (and per app and user); 0 turns it off.' }),
   RATE_LIMIT_AUTH_PER_MINUTE: Type.Integer({ minimum: 0, default: 30, description: 'Sign-in, sign-up and token requests per minute per client address; 0 turns it off.' }),
+  MAX_IMAGES_PER_REQUEST: Type.Integer({ minimum: 1, maximum: 500, default: 20, description: 'Most image parts one chat request may carry (each is held at its model\'s image-token budget); more is a 400 `TOO_MANY_IMAGES`.' }),
+  MIN_AFFORDABLE_OUTPUT_TOKENS: Type.Integer({ minimum: 1, default: 256, description: 'A chat without `max_tokens` that cannot afford its model\'s full output cap is sent with the cap it can afford, if at least this many tokens; below it the call is refused (402/429).' }),
+  MAX_TRANSCRIPTION_SECONDS: Type.Integer({ minimum: 1, maximum: 86400, default: 3600, description: 'Longest audio a transcription accepts (a model\'s `maxPredictSeconds` lowers it); longer is a 400 `AUDIO_TOO_LONG`.' }),
+  REALTIME_ENABLED: Type.Boolean({ default: false, description: 'Enables `POST /api/v1/realtime/sessions` (off: 404). Each session is charged its worst case, set by the two caps below.' }),
+  REALTIME_MAX_SESSION_SECONDS: Type.Integer({ minimum: 10, maximum: 7200, default: 1800, description: 'Realtime: the seconds each session is held and charged for (`second` price), and the lifetime of its client secret set upstream; keep it at or above the provider\'s own session limit (OpenAI: 30 minutes).' }),
+  REALTIME_MAX_RESPONSE_OUTPUT_TOKENS: Type.Integer({ minimum: 1, maximum: 4096, default: 1024, description: 'Realtime: `max_response_output_tokens` set on the upstream session.' }),
   TOLLGATE_CONFIG: Type.Optional(Type.String({ description: 'Path of an optional JSON config file: any variable above, plus `providers` (extra OpenAI-compatible upstreams).' })),
   providers: Type.Array(
     Type.Object({

@@ -6,6 +6,11 @@
 export const ERROR_CODES = {
   INVALID_REQUEST: { status: 400, type: 'invalid_request_error', when: 'The request body, query or path is malformed or fails validation.' },
   UNAUTHENTICATED: { status: 401, type: 'authentication_error', when: 'The bearer token, API key or session is missing, malformed, expired or revoked.' },
+  UNSUPPORTED_PARAMETER: { status: 400, type: 'invalid_request_error', when: 'A request field (named in `param`) would change what the call costs in a way the gateway cannot hold for, or is not on the provider\'s pass-through allow-list.' },
+  IMAGE_INPUT_UNSUPPORTED: { status: 400, type: 'invalid_request_error', when: 'A chat sent image parts to a model with no image-token budget in the catalogue.' },
+  TOO_MANY_IMAGES: { status: 400, type: 'invalid_request_error', when: 'A chat sent more image parts than `MAX_IMAGES_PER_REQUEST`.' },
+  AUDIO_DURATION_UNREADABLE: { status: 400, type: 'invalid_request_error', when: "A transcription's audio duration cannot be read from its header (WAV and MP3 are read)." },
+  AUDIO_TOO_LONG: { status: 400, type: 'invalid_request_error', when: "A transcription's audio is longer than the model's (or `MAX_TRANSCRIPTION_SECONDS`) cap." },
   INSUFFICIENT_CREDITS: { status: 402, type: 'insufficient_credits_error', when: "The wallet's available credits are below the request's worst-case cost." },
   PERMISSION_DENIED: { status: 403, type: 'permission_error', when: 'The caller is authenticated but lacks the scope or permission the route needs.' },
   NOT_FOUND: { status: 404, type: 'not_found_error', when: "The object does not exist or belongs to someone else." },

@@ -48,6 +48,18 @@ describeEachDatabase('predictions', (env) => {
     assert.equal(fake.requests.at(-1)!.body.version, '5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55cca93cb72c9bf15ccaa');
   });
 
+  it('hole 4: a prediction asking for outputs through num_images, or batch_size × num_outputs, holds an image price for each', async () => {
+    const user = await userWithCredits(env, 100);
+    const perOutputs = (outputs: number) => 10_000 + 333_333 * 60 + 30_000 * outputs;
+    const images = await startPrediction(env, user, { model: IMAGE_MODEL.id, input: { prompt: 'a lighthouse', num_images: 4 } });
+    assert.equal(images.held, perOutputs(4));
+    const batch = await startPrediction(env, user, { model: IMAGE_MODEL.id, input: { prompt: 'a lighthouse', batch_size: 2, num_outputs: 3 } });
+    assert.equal(batch.held, perOutputs(6));
+    const tooMany = await env.dashboard(user, 'POST', '/api/v1/predictions', { model: IMAGE_MODEL.id, input: { batch_size: 16, num_outputs: 8 } });
+    assert.equal(tooMany.status, 400, tooMany.text);
+    assert.match(tooMany.body.error.message, /128 outputs/);
+  });
+
   it('the three webhooks of a prediction charge once, at completion, for the time and images used', async () => {
     const user = await userWithCredits(env, 100);
     const prediction = await startPrediction(env, user);

@@ -15,14 +15,31 @@ export const MAX_OUTPUTS = 64;
 /** The statuses after which Replicate changes nothing more (`aborted` is Replicate's newer form of `canceled`). */
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'canceled', 'aborted']);
 
-/** How many outputs the input asks for: `num_outputs` when given (1 to {@link MAX_OUTPUTS}), else 1. */
+/**
+ * The inputs through which Replicate models ask for several outputs: each model names its own (FLUX and
+ * SDXL `num_outputs`, Imagen and Ideogram `num_images` or `number_of_images`, some `batch_size`,
+ * `num_samples` or `n`).
+ */
+export const OUTPUT_COUNT_INPUTS: readonly string[] = ['num_outputs', 'num_images', 'number_of_images', 'batch_size', 'num_samples', 'n'];
+
+/**
+ * How many outputs the input asks for: the product of every output-count input present (a model that
+ * reads two of them, a batch of `batch_size` runs of `num_outputs` each, makes that many), each an integer
+ * from 1 and the product at most {@link MAX_OUTPUTS}; 1 when none is given. Reading only `num_outputs` held
+ * a `num_images: 8` prediction for one image.
+ */
 export function outputsAsked(input: Record<string, unknown>): number {
-  const asked = input.num_outputs;
-  if (asked === undefined || asked === null) return 1;
-  if (typeof asked !== 'number' || !Number.isInteger(asked) || asked < 1 || asked > MAX_OUTPUTS) {
-    throw errors.invalid(`input.num_outputs must be an integer from 1 to ${MAX_OUTPUTS}.`);
+  let outputs = 1;
+  for (const name of OUTPUT_COUNT_INPUTS) {
+    const asked = input[name];
+    if (asked === undefined || asked === null) continue;
+    if (typeof asked !== 'number' || !Number.isInteger(asked) || asked < 1 || asked > MAX_OUTPUTS) {
+      throw errors.invalid(`input.${name} must be an integer from 1 to ${MAX_OUTPUTS}.`);
+    }
+    outputs *= asked;
+    if (outputs > MAX_OUTPUTS) throw errors.invalid(`The input asks for ${outputs} outputs (${OUTPUT_COUNT_INPUTS.filter((n) => input[n] != null).join(' × ')}); at most ${MAX_OUTPUTS} per prediction.`);
   }
-  return asked;
+  return outputs;
 }
 
 /** The hold: `request + second × maxPredictSeconds + image × outputs asked`, in micro-credits. */

@@ -13,8 +13,6 @@ import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants'
  * vocabulary is three typed arrays outside the JavaScript heap (~4 MB), read from the file in ~0.1 s.
  */
 
-/** Tokens an image part is assumed to cost before the upstream says (OpenAI's high-detail tile budget, rounded up). */
-export const IMAGE_PART_TOKENS = 1_500;
 /** Framing tokens per message (role, separators), as OpenAI counts them. */
 const PER_MESSAGE_TOKENS = 4;
 /** Tokens that prime the assistant's reply. */
@@ -229,14 +227,17 @@ export function truncateToTokens(text: string, limit: number): { text: string; t
   return tokens.length <= limit ? { text, truncated: false } : { text: decode(tokens.slice(0, limit)), truncated: true };
 }
 
-/** Tokens of one OpenAI content value: a string, or text, image and audio parts. */
+/**
+ * Tokens of one OpenAI content value: a string, or text and audio parts. Image parts count 0 here: what one
+ * costs depends on the model, so the chat plan holds each at the model's image-token budget.
+ */
 function contentTokens(content: unknown): number {
   if (typeof content === 'string') return countTextTokens(content);
   if (!Array.isArray(content)) return content == null ? 0 : countTextTokens(JSON.stringify(content));
   let total = 0;
   for (const part of content as any[]) {
     if (part?.type === 'text') total += countTextTokens(String(part.text ?? ''));
-    else if (part?.type === 'image_url') total += IMAGE_PART_TOKENS;
+    else if (part?.type === 'image_url') continue;
     else total += countTextTokens(JSON.stringify(part ?? ''));
   }
   return total;
@@ -244,9 +245,10 @@ function contentTokens(content: unknown): number {
 
 /**
  * Prompt tokens of a chat request: every message's content, name and tool calls, plus the tool definitions
- * and the response format (both are sent to the model as text).
+ * (`tools`, and the legacy `functions`) and the response format (all are sent to the model as text).
+ * Image parts are not counted here (see {@link contentTokens}).
  */
-export function countChatPromptTokens(body: { messages: unknown[]; tools?: unknown; response_format?: unknown }): number {
+export function countChatPromptTokens(body: { messages: unknown[]; tools?: unknown; functions?: unknown; response_format?: unknown }): number {
   let total = REPLY_PRIMING_TOKENS;
   for (const message of body.messages as any[]) {
     total += PER_MESSAGE_TOKENS + contentTokens(message?.content);
@@ -254,6 +256,7 @@ export function countChatPromptTokens(body: { messages: unknown[]; tools?: unkno
     if (message?.tool_calls) total += countTextTokens(JSON.stringify(message.tool_calls));
   }
   if (body.tools) total += countTextTokens(JSON.stringify(body.tools));
+  if (body.functions) total += countTextTokens(JSON.stringify(body.functions));
   if (body.response_format) total += countTextTokens(JSON.stringify(body.response_format));
   return total;
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { upsertModel, type CatalogueModel } from '../../models/catalogue.ts';
+import { upsertModel, type ModelInput } from '../../models/catalogue.ts';
 import type { DashboardSession, TestEnv } from '../../testing/harness.ts';
 import { MICROS_PER_CREDIT } from '../../platform/money.ts';
 import type { FakeReplicate } from './replicate-server.ts';
@@ -31,7 +31,7 @@ export const AUDIO_MODEL = {
 /** Puts the test models in the catalogue. */
 export async function addReplicateModels(env: TestEnv): Promise<void> {
   for (const model of [IMAGE_MODEL, AUDIO_MODEL]) {
-    const entry: Omit<CatalogueModel, 'updatedAt'> = {
+    const entry: ModelInput = {
       id: model.id, provider: 'replicate', upstreamModel: model.upstreamModel, name: model.id, pricing: model.pricing,
       contextLength: null, maxOutputTokens: null, maxPredictSeconds: model.maxPredictSeconds,
       inputModalities: ['text'], outputModalities: model.outputModalities, fallbacks: [], isTest: true, enabled: true,

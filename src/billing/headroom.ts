@@ -1,0 +1,43 @@
+import { applicableLimits, readSpend } from './limits.ts';
+import { getBalance } from './wallets.ts';
+import type { BillingContext } from './ledger.ts';
+
+/** Who would pay for a call: the user, and the app and key whose limits apply. */
+export interface Payer {
+  userId: string;
+  appId: string | null;
+  keyId: string | null;
+}
+
+/** What a payer can still spend now, in micro-credits, and what bounds it. */
+export interface Spendable {
+  /** The least of the wallet's available credits and every applicable limit's headroom (never below 0). */
+  amount: number;
+  /** `wallet` when the wallet is the bound, else the limit period that is (`daily`, `monthly`, `total`). */
+  boundBy: 'wallet' | 'daily' | 'monthly' | 'total';
+}
+
+/**
+ * What `payer` can spend right now: the wallet's available credits, lowered to the headroom
+ * (`limit - spent - held`) of each spending limit that applies, in the order holds check them.
+ *
+ * This is a read, not a reservation: a call sizes itself with it (a chat's affordable output cap) and then
+ * places its hold, which checks the same things atomically; if another call spent in between, the hold is
+ * refused with the contract's error as usual. So nothing here needs the wallet lock.
+ */
+export async function spendable(ctx: BillingContext, payer: Payer): Promise<Spendable> {
+  const wallet = await getBalance(ctx.db, payer.userId);
+  let result: Spendable = { amount: Math.max(0, wallet.available), boundBy: 'wallet' };
+  const limits = await applicableLimits(ctx.db, payer);
+  if (limits.length === 0) return result;
+  const now = ctx.clock.now();
+  const spendBySubject = new Map<string, Awaited<ReturnType<typeof readSpend>>>();
+  for (const limit of limits) {
+    const key = JSON.stringify(limit.subject);
+    let spend = spendBySubject.get(key);
+    if (!spend) spendBySubject.set(key, (spend = await readSpend(ctx.db, limit.subject, now)));
+    const headroom = Math.max(0, limit.limit - spend[limit.period].spent - spend[limit.period].held);
+    if (headroom < result.amount) result = { amount: headroom, boundBy: limit.period };
+  }
+  return result;
+}

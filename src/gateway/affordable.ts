@@ -1,0 +1,54 @@
+import type { AppContext } from '../platform/context.ts';
+import type { Principal } from '../platform/http/principal.ts';
+import { ApiError } from '../platform/errors.ts';
+import { Meter } from '../billing/meter.ts';
+import { asksOutputCap, chatWorstCase, outputCap, type ChatPlan, type ChatRequest } from './chat-plan.ts';
+
+/**
+ * Opens a chat's meter. The hold is first placed for the full worst case. When the wallet or a spending
+ * limit refuses it (402/429) and the client set no `max_tokens`/`max_completion_tokens`, the output cap is
+ * lowered to the largest one the payer can afford — at least `MIN_AFFORDABLE_OUTPUT_TOKENS` — and the hold
+ * is placed again for exactly that plan, whose cap is then the one sent upstream.
+ *
+ * Invariants: an explicit output cap is never lowered (the client asked for it: it gets it or the contract's
+ * error); the lowered hold is placed by the same atomic check as any hold, so a concurrent spend between
+ * reading what is spendable and holding only makes the second placement fail with the contract's error;
+ * when even the floor is not affordable the first refusal (for the full worst case) is answered unchanged.
+ */
+export async function openChatMeter(ctx: AppContext, principal: Principal, modelId: string, request: ChatRequest, plan: ChatPlan): Promise<{ meter: Meter; plan: ChatPlan }> {
+  try {
+    return { meter: await Meter.open(ctx, principal, 'chat', modelId, chatWorstCase(request, plan)), plan };
+  } catch (error) {
+    if (!isRestriction(error) || asksOutputCap(request)) throw error;
+    const { amount } = await ctx.services.billing.spendable(principal);
+    const ceiling = affordableCeiling(request, plan, amount, ctx.config.MIN_AFFORDABLE_OUTPUT_TOKENS);
+    if (ceiling === null) throw error;
+    const lowered: ChatPlan = { ...plan, ceiling };
+    return { meter: await Meter.open(ctx, principal, 'chat', modelId, chatWorstCase(request, lowered)), plan: lowered };
+  }
+}
+
+/** The contract's restriction errors: the wallet (402) or a spending limit (429). */
+function isRestriction(error: unknown): error is ApiError {
+  return error instanceof ApiError && (error.code === 'INSUFFICIENT_CREDITS' || error.code === 'SPENDING_LIMIT_EXCEEDED');
+}
+
+/**
+ * The largest output cap, at least `floor`, whose worst case over the plan's models is within `spendable`
+ * micro-credits; null when even `floor` is not (or the models' own cap is already at most `floor`).
+ * The worst case grows with the cap, so a binary search finds it in ~log2(cap) cost computations.
+ */
+export function affordableCeiling(request: ChatRequest, plan: ChatPlan, spendable: number, floor: number): number | null {
+  const full = Math.max(...plan.candidates.map((model) => outputCap(request, model, { ...plan, ceiling: null })));
+  if (full <= floor) return null;
+  const fits = (ceiling: number) => chatWorstCase(request, { ...plan, ceiling }) <= spendable;
+  if (!fits(floor)) return null;
+  let low = floor;
+  let high = full;
+  while (low < high) {
+    const middle = low + Math.ceil((high - low) / 2);
+    if (fits(middle)) low = middle;
+    else high = middle - 1;
+  }
+  return low;
+}

@@ -1,0 +1,129 @@
+import { ApiError } from '../platform/errors.ts';
+
+/**
+ * The chat fields each provider is sent, and what the gateway does with each (README "Pass-through
+ * allow-list").
+ *
+ * Security invariant: a field reaches an upstream only if it is on that provider's allow-list, and a field
+ * on it that changes what the call costs is either counted into the hold (`priced`) or checked to a value
+ * the catalogue price covers (`checked`). A field that is on no list is refused with 400
+ * `UNSUPPORTED_PARAMETER` naming it, never passed on unread: a new upstream option (a web search, a
+ * priority tier, an audio output) can make a call cost more than its hold, and the capture is capped at the
+ * hold, so the operator would pay the difference. Fields that are known to change the cost and that the
+ * catalogue cannot price are refused by name with the reason.
+ */
+
+/** How the gateway treats an allowed field. */
+export type FieldRule =
+  /** Passed as sent: it changes nothing the hold does not already bound (sampling, tool plumbing…). */
+  | 'passed'
+  /** Passed, and counted into the hold (its tokens are prompt or completion tokens). */
+  | 'priced'
+  /** Passed when its value costs no more than the catalogue price; another value is refused. */
+  | 'checked';
+
+/** Fields every OpenAI-compatible upstream receives as sent (their cost is bounded by tokens already held). */
+const OPENAI_PASSED = [
+  'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'n', 'temperature', 'top_p', 'stop', 'seed',
+  'user', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'frequency_penalty', 'presence_penalty', 'logit_bias',
+  'logprobs', 'top_logprobs', 'reasoning_effort', 'verbosity', 'metadata', 'store', 'function_call', 'prompt_cache_key', 'safety_identifier',
+] as const;
+
+/** Fields counted into the hold: `functions` (legacy tools, prompt tokens) and `prediction` (its tokens may all be billed as output). */
+const OPENAI_PRICED = ['functions', 'prediction'] as const;
+
+/** Fields passed only with a value the catalogue price covers. */
+const OPENAI_CHECKED = ['service_tier', 'modalities'] as const;
+
+/** OpenRouter's own sampling and routing-free options (output stays bounded by the cap sent). */
+const OPENROUTER_PASSED = ['top_k', 'repetition_penalty', 'min_p', 'top_a', 'transforms', 'reasoning', 'include_reasoning', 'usage'] as const;
+
+/** Sampling options of the usual self-hosted OpenAI-compatible servers (vLLM, Ollama, llama.cpp). */
+const SELF_HOSTED_PASSED = ['top_k', 'min_p', 'repetition_penalty'] as const;
+
+/** What the Anthropic translation reads (`providers/anthropic.ts`); nothing else reaches Anthropic. */
+const ANTHROPIC_PASSED = ['model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'n', 'temperature', 'top_p', 'top_k', 'stop', 'tools', 'tool_choice', 'metadata', 'user'] as const;
+
+/** Fields known to change the cost beyond what the catalogue prices, refused by name with why. */
+export const REFUSED_FIELDS: Readonly<Record<string, string>> = {
+  web_search_options: 'a web search is billed per search on top of tokens, and the catalogue has no price for it here',
+  audio: 'audio output is billed at audio-token prices the hold does not cover',
+  plugins: "OpenRouter plugins (web search, file parsing) are billed on top of the model's tokens",
+  models: "OpenRouter's model list routes to other models at their own prices; use the catalogue's fallbacks instead",
+  route: "OpenRouter's routing may answer with another model at its own price",
+  provider: "OpenRouter's provider preferences may pick an endpoint priced above the catalogue's price",
+};
+
+/** Built once per provider name (the lists are constant). */
+const allowLists = new Map<string, ReadonlyMap<string, FieldRule>>();
+
+/** Every provider's allow-list: field → rule. Providers not named here are self-hosted OpenAI-compatible ones. */
+export function allowListOf(provider: string): ReadonlyMap<string, FieldRule> {
+  let rules = allowLists.get(provider);
+  if (!rules) allowLists.set(provider, (rules = buildAllowList(provider)));
+  return rules;
+}
+
+function buildAllowList(provider: string): ReadonlyMap<string, FieldRule> {
+  const rules = new Map<string, FieldRule>();
+  const add = (fields: readonly string[], rule: FieldRule) => fields.forEach((field) => rules.set(field, rule));
+  if (provider === 'anthropic') {
+    add(ANTHROPIC_PASSED, 'passed');
+    return rules;
+  }
+  add(OPENAI_PASSED, 'passed');
+  add(OPENAI_PRICED, 'priced');
+  add(OPENAI_CHECKED, 'checked');
+  if (provider === 'openrouter') add(OPENROUTER_PASSED, 'passed');
+  else if (provider !== 'openai' && provider !== 'echo') add(SELF_HOSTED_PASSED, 'passed');
+  return rules;
+}
+
+/** `service_tier` values billed at (or below) the standard price: OpenAI's `priority` (and `scale`) cost more. */
+export const STANDARD_SERVICE_TIERS: readonly string[] = ['auto', 'default', 'flex'];
+
+/** Why a `checked` field's value is refused, or null when its value is covered by the catalogue price. */
+function checkedValueProblem(field: string, value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (field === 'service_tier') {
+    return typeof value === 'string' && STANDARD_SERVICE_TIERS.includes(value)
+      ? null
+      : `service_tier ${JSON.stringify(value)} is billed above the catalogue price; use one of ${STANDARD_SERVICE_TIERS.join(', ')}`;
+  }
+  if (field === 'modalities') {
+    return Array.isArray(value) && value.every((m) => m === 'text') ? null : 'only text output is priced; audio output is billed at audio-token prices the hold does not cover';
+  }
+  return null;
+}
+
+/**
+ * Refuses the request when one of its fields may not reach `provider`: a 400 `UNSUPPORTED_PARAMETER` whose
+ * `param` names the field and whose message says why. Returns nothing when every field is allowed.
+ */
+export function checkPassThrough(body: Record<string, unknown>, provider: string): void {
+  const problem = passThroughProblem(body, provider);
+  if (problem) throw new ApiError('UNSUPPORTED_PARAMETER', problem.message, { details: { param: problem.field } });
+}
+
+/** The first field of `body` that may not reach `provider`, and why; null when all may. */
+export function passThroughProblem(body: Record<string, unknown>, provider: string): { field: string; message: string } | null {
+  const rules = allowListOf(provider);
+  for (const [field, value] of Object.entries(body)) {
+    if (value === undefined) continue;
+    const rule = rules.get(field);
+    if (rule === undefined) {
+      const why = REFUSED_FIELDS[field];
+      return {
+        field,
+        message: why
+          ? `The field "${field}" is refused: ${why}.`
+          : `The field "${field}" is not on the pass-through allow-list of the provider "${provider}"; the gateway passes only fields whose cost it can hold for (README "Pass-through allow-list").`,
+      };
+    }
+    if (rule === 'checked') {
+      const why = checkedValueProblem(field, value);
+      if (why) return { field, message: `The field "${field}" is refused: ${why}.` };
+    }
+  }
+  return null;
+}
