@@ -11,9 +11,9 @@ after(() => mock.close());
 
 const hi = [{ role: 'user', content: 'hi' }];
 
-/** One chat through the gateway; the mock reports `usage` verbatim (`mock_usage`, or Anthropic's `metadata.mock_usage`). */
+/** One chat through the gateway; the mock reports `usage` verbatim from `metadata.mock_usage` (an allow-listed field on both wire formats). */
 async function chat(env: TestEnv, user: FundedUser, model: string, usage: unknown, options: { stream?: boolean; anthropic?: boolean; includeUsage?: boolean } = {}) {
-  const body: Record<string, unknown> = { model, messages: hi, ...(options.anthropic ? { metadata: { mock_usage: usage } } : { mock_usage: usage }) };
+  const body: Record<string, unknown> = { model, messages: hi, metadata: { mock_usage: usage } };
   if (!options.stream) {
     const response = await env.request('POST', '/api/v1/chat/completions', { token: user.key, body });
     return { status: response.status, text: response.body?.choices?.[0]?.message?.content, usage: response.body?.usage, raw: response.text };

@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
  * - `late-end`: like the default, but the stream's last bytes come 30 ms after its `[DONE]`.
  *
  * A request may dictate the usage reported, verbatim (garbage included), to test how the gateway reads
- * it: the OpenAI chat and embeddings routes report the body's `mock_usage` (an unknown field passes through the gateway), the
+ * it: the OpenAI chat route reports the body's `metadata.mock_usage` (the embeddings route its `mock_usage`), the
  * Anthropic route its `metadata.mock_usage` (Anthropic usage fields; a stream reports `output_tokens` in
  * its `message_delta` and the rest in its `message_start`).
  */
@@ -159,7 +159,7 @@ async function route(req: IncomingMessage, res: ServerResponse, entry: MockReque
   const reply = options.reply ?? 'alpha beta gamma delta';
   const words = reply.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`));
   const promptTokens = options.promptTokens ?? 11;
-  const usage = entry.body?.mock_usage ?? (model === 'no-usage' ? undefined : { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length });
+  const usage = entry.body?.metadata?.mock_usage ?? (model === 'no-usage' ? undefined : { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length });
   const cut = /^(cut|stall|error-frame)-(\d+)$/.exec(model);
 
   if (req.method === 'GET' && path === '/v1/models') return json(res, 200, { object: 'list', data: options.models ?? DEFAULT_MODELS });
