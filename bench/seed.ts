@@ -52,17 +52,23 @@ async function seedPostgres(schema: string, users: number, keys: number): Promis
     for (const c of [...constraints].sort((a, b) => order(a.type) - order(b.type))) await client.query(`ALTER TABLE ${c.owner} DROP CONSTRAINT "${c.name}"`);
     for (const index of indexes) await client.query(`DROP INDEX "${index.name}"`);
     await client.query(
-      `INSERT INTO api_keys (id, user_id, app_id, name, key_hash, key_sealed, permissions, limit_micro, limit_period, last_used_at, created_at, revoked_at)
+      `INSERT INTO api_keys (id, user_id, app_id, name, key_hash, key_sealed, permissions, last_used_at, created_at, revoked_at)
        SELECT 'key_' || substr(md5('bench-key-' || i), 1, 20), 'usr_' || substr(md5('bench-user-' || (i % $2::int)), 1, 20), NULL, 'Seed key ' || i,
               encode(sha256(convert_to('bench-key-value-' || i, 'UTF8')), 'hex'), 'v1.' || md5('sealed' || i), '["ai:chat"]',
-              CASE WHEN i % 3 = 0 THEN 5000000 ELSE NULL END, CASE WHEN i % 3 = 0 THEN 'daily' ELSE NULL END, NULL, $1::bigint - i, NULL
+              NULL, $1::bigint - i, NULL
        FROM generate_series(0, $3::int - 1) AS i`,
       [now, users, keys],
+    );
+    // A third of the keys have a daily limit (billing's table since migration 1010).
+    await client.query(
+      `INSERT INTO spending_limits (subject, period, amount)
+       SELECT 'key:key_' || substr(md5('bench-key-' || i), 1, 20), 'daily', 5000000 FROM generate_series(0, $1::int - 1) AS i WHERE i % 3 = 0`,
+      [keys],
     );
     for (const c of [...constraints].sort((a, b) => order(b.type) - order(a.type))) await client.query(`ALTER TABLE ${c.owner} ADD CONSTRAINT "${c.name}" ${c.definition}`);
     for (const index of indexes) await client.query(index.definition);
     await client.query('COMMIT');
-    await client.query('ANALYZE users; ANALYZE api_keys');
+    await client.query('ANALYZE users; ANALYZE api_keys; ANALYZE spending_limits');
   });
 }
 
@@ -127,10 +133,12 @@ function seedSqlite(file: string, users: number, keys: number): void {
     ]);
     const keyIds = ascendingIds('key_', keys);
     const keyHashes = ascendingHashes(keys);
-    insertMany('api_keys', ['id', 'user_id', 'app_id', 'name', 'key_hash', 'key_sealed', 'permissions', 'limit_micro', 'limit_period', 'last_used_at', 'created_at', 'revoked_at'], keys, (i) => [
+    insertMany('api_keys', ['id', 'user_id', 'app_id', 'name', 'key_hash', 'key_sealed', 'permissions', 'last_used_at', 'created_at', 'revoked_at'], keys, (i) => [
       keyIds[i], userIds[Math.floor((i * users) / keys)], null, `Seed key ${i}`, keyHashes[i], `v1.sealed-dummy-${i}`, '["ai:chat"]',
-      i % 3 === 0 ? 5_000_000 : null, i % 3 === 0 ? 'daily' : null, null, now - keys + i, null,
+      null, now - keys + i, null,
     ]);
+    // A third of the keys have a daily limit (billing's table since migration 1010), in key order.
+    insertMany('spending_limits', ['subject', 'period', 'amount'], Math.ceil(keys / 3), (j) => [`key:${keyIds[j * 3]}`, 'daily', 5_000_000]);
     db.exec('ANALYZE');
   } finally {
     db.close();

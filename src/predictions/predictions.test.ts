@@ -258,4 +258,22 @@ describeEachDatabase('predictions', (env) => {
     // A key sees the predictions of its user made outside any app; the owner's dashboard sees them too.
     assert.equal((await env.request('GET', `/api/v1/predictions/${made.body.id}`, { token: audioKey })).status, 200);
   });
+
+  it('a prediction that outlives its hold is still charged when it completes, from the available credits, and its usage record says charged_after_expiry', async () => {
+    const user = await userWithCredits(env, 100);
+    const prediction = await startPrediction(env, user);
+    await env.manualClock.advance(env.service.ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000 + 1);
+    await env.service.ctx.services.billing.releaseExpiredHolds();
+    const hold = await env.service.ctx.db.selectFrom('predictions').innerJoin('holds', 'holds.id', 'predictions.hold_id').select('holds.status').where('predictions.id', '=', prediction.id).executeTakeFirstOrThrow();
+    assert.equal(hold.status, 'expired', 'the sweep expired the hold and freed its credits');
+    assert.deepEqual(await walletMicros(env, user), { balance: 100_000_000, reserved: 0, available: 100_000_000 });
+
+    fake.update(prediction.replicateId, { status: 'succeeded', output: ['https://replicate.delivery/a.png', 'https://replicate.delivery/b.png'], metrics: { predict_time: 1.5 } });
+    const completed = await FakeReplicate.deliver(webhookUrlOf(fake, prediction.replicateId), fake.webhookFor(prediction.replicateId));
+    assert.equal(completed.body.charged, true);
+    assert.deepEqual(await walletMicros(env, user), { balance: 100_000_000 - IMAGE_COST, reserved: 0, available: 100_000_000 - IMAGE_COST });
+    const usage = await usageOf(env, prediction.id);
+    assert.deepEqual(usage.map((u) => [Number(u.cost), u.settlement, u.status]), [[IMAGE_COST, 'charged_after_expiry', 'ok']]);
+    await assertLedgerVerifies(env);
+  });
 }, { manualClock: true, config: { REPLICATE_WEBHOOK_SECRET: fake.secret, REPLICATE_BASE_URL: fake.baseUrl, REPLICATE_API_TOKEN: fake.token } });
