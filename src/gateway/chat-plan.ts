@@ -16,7 +16,7 @@ const PROMPT_MARGIN_NUMERATOR = 5n;
 const PROMPT_MARGIN_DENOMINATOR = 4n;
 const PROMPT_MARGIN_TOKENS = 16;
 
-/** The chat request fields the gateway reads; every other field passes through untouched. */
+/** The chat request fields the gateway reads; the other fields pass through when on the provider's allow-list (`pass-through.ts`). */
 export interface ChatRequest {
   model: string;
   messages: unknown[];
@@ -49,8 +49,12 @@ export interface ChatPlan {
 /**
  * Plans a chat on the model asked for and its fallbacks. 400 `TOO_MANY_IMAGES` past `maxImages` image parts;
  * 400 `IMAGE_INPUT_UNSUPPORTED` when the model has no image-token budget; 400 `UNSUPPORTED_PARAMETER` for a
- * field its provider may not receive. A fallback that could not take the request is left out (the hold is
- * computed over those that can).
+ * field its provider may not receive or a content part nothing bounds. A fallback that could not take the
+ * request is left out (the hold is computed over those that can).
+ *
+ * Security invariant: everything in the request that can make the upstream charge more is either counted
+ * into the plan (text, tools, functions, images at the model's budget, predicted output) or refused here,
+ * before any hold is placed, so the hold computed from the plan bounds what the call can cost.
  */
 export function planChat(request: ChatRequest, candidates: CatalogueModel[], promptTokens: number, maxImages: number): ChatPlan {
   const images = countImageParts(request.messages);
@@ -59,7 +63,7 @@ export function planChat(request: ChatRequest, candidates: CatalogueModel[], pro
   }
   const [model] = candidates;
   if (images > 0 && model.imageTokens === null) {
-    throw new ApiError('IMAGE_INPUT_UNSUPPORTED', `The model "${model.id}" does not accept image parts (it has no image-token budget in the catalogue).`, { details: { param: 'messages' } });
+    throw new ApiError('IMAGE_INPUT_UNSUPPORTED', `The model "${model.id}" does not accept image parts (it has no image-token budget in the catalogue); send them to a vision model, or ask the operator to set the model's imageTokens.`, { details: { param: 'messages' } });
   }
   checkPassThrough(request, model.provider);
   checkContentParts(request.messages);
