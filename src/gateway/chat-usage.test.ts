@@ -52,9 +52,11 @@ describeEachDatabase('usage details are priced exactly (prompt caching, reasonin
     const answer = await chat(env, user, 'acme/cached', usage);
     assert.equal(answer.status, 200, answer.raw);
     // 200 plain prompt tokens × 10 + 800 cached × 1 + 10 completion × 20 + 100 per request = 3,100 (today: 10,300).
-    const { cost, balance } = await charged(env, user);
+    const { cost, balance, record } = await charged(env, user);
     assert.equal(cost, 3_100);
     assert.equal(balance, 5_000_000 - 3_100);
+    // The usage record keeps what its prompt and completion counts do not show.
+    assert.deepEqual(JSON.parse(String(record.details)), { cachedRead: 800, cacheWrite: 0, audioIn: 0, reasoning: 0, audioOut: 0, webSearches: 0 });
     assert.deepEqual(answer.usage, {
       prompt_tokens: 1000, completion_tokens: 10, total_tokens: 1010,
       prompt_tokens_details: { cached_tokens: 800, cache_write_tokens: 0, audio_tokens: 0 },

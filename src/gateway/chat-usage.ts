@@ -128,3 +128,14 @@ function answerUsage(reported: TokenUsage | null | undefined, parts: UsageBreakd
     cost: microsToCredits(charge),
   };
 }
+
+/**
+ * The parts of a call's usage that its usage record's prompt and completion counts do not show (cache
+ * reads and writes, audio, reasoning, web searches), for the record's `details`; undefined for a plain call,
+ * so the common case writes nothing more.
+ */
+export function recordedDetails(breakdown: UsageBreakdown): Record<string, number> | undefined {
+  const { cachedRead, cacheWrite, audioIn, reasoning, audioOut, webSearches } = breakdown;
+  const details = { cachedRead, cacheWrite, audioIn, reasoning, audioOut, webSearches };
+  return Object.values(details).some((count) => count > 0) ? details : undefined;
+}

@@ -14,7 +14,7 @@ import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
 import { planChat, planPromptTokens, upstreamChatBody, type ChatPlan, type ChatRequest } from './chat-plan.ts';
 import { openChatMeter } from './affordable.ts';
 import { StreamTally, writeFrame } from './chat-stream.ts';
-import { accountChat } from './chat-usage.ts';
+import { accountChat, recordedDetails } from './chat-usage.ts';
 import { clientSignal, resolveModel } from './common.ts';
 
 /** The chat request as validated: only what the gateway must read; every other OpenAI field passes through. */
@@ -78,7 +78,7 @@ async function completeChat(ctx: AppContext, reply: FastifyReply, body: ChatRequ
   const promptTokens = planPromptTokens(plan, model);
   const outputText = () => completion.choices.map((c) => `${c.message?.content ?? ''}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`).join('');
   const account = accountChat(model.pricing, meter.held, completion.usage, { prompt: promptTokens, output: () => countTextTokens(outputText()) });
-  const captured = await meter.settle({ model, cost: account.charge, promptTokens: inputTokens(account.breakdown), completionTokens: outputTokens(account.breakdown), status: 'ok' });
+  const captured = await meter.settle({ model, cost: account.charge, promptTokens: inputTokens(account.breakdown), completionTokens: outputTokens(account.breakdown), details: recordedDetails(account.breakdown), status: 'ok' });
   completion.usage = { ...account.usage, cost: microsToCredits(captured) };
   completion.model = model.id;
   return completion;
@@ -140,7 +140,7 @@ async function streamChat(ctx: AppContext, request: FastifyRequest, reply: Fasti
   } finally {
     attempt.dispose();
     const { breakdown, charge } = tally.account();
-    await meter.settle({ model, cost: charge, promptTokens: inputTokens(breakdown), completionTokens: outputTokens(breakdown), status }).catch((error) => request.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'));
+    await meter.settle({ model, cost: charge, promptTokens: inputTokens(breakdown), completionTokens: outputTokens(breakdown), details: recordedDetails(breakdown), status }).catch((error) => request.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'));
     // The response ends only after the settle, so a client that reads its wallet once the stream closed sees the charge.
     if (!raw.writableEnded) raw.end();
   }
