@@ -1,10 +1,11 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { Db } from '../platform/db/connect.ts';
+import { sha256Hex } from '../platform/crypto.ts';
 import { findClientMetadata } from './clients.ts';
 
 /** What the adapter reports when tokens stop existing, so that caches in every process drop them. */
 export interface RevocationEvent {
-  /** Access token ids destroyed one by one (revocation endpoint, expiry). */
+  /** Stored ids ({@link storedPayloadId}: hashes, never the tokens) of access tokens destroyed one by one. */
   tokens?: string[];
   /** Grants whose codes and tokens were all deleted. */
   grants?: string[];
@@ -39,8 +40,35 @@ export async function grantExists(db: Db, grantId: string): Promise<boolean> {
   return row !== undefined && (row.expires_at === null || Number(row.expires_at) > wallClock());
 }
 
-function toPayload(row: { payload: string; consumed_at: number | null }): AdapterPayload {
+/**
+ * The id a model instance is stored under. Security invariant: for every model but `Grant`, oidc-provider's
+ * id is the credential itself (access and refresh tokens, codes, the session and interaction cookies), so
+ * only its SHA-256 is stored. Unkeyed, like the dashboard's session tokens: the ids carry 256 random bits,
+ * so a hash cannot be reversed by guessing, and no key is needed whose loss would end every grant. A grant
+ * id is no credential (no endpoint accepts it; tokens name it in `grant_id`), so it stays as it is.
+ */
+export function storedPayloadId(model: string, id: string): string {
+  return model === 'Grant' ? id : sha256Hex(id);
+}
+
+/**
+ * What is stored of a payload: everything but the copies of credentials it carries. `jti` is the id
+ * itself (given back by `find`); an interaction names its session's cookie, which oidc-provider never reads.
+ */
+export function storablePayload(model: string, payload: AdapterPayload): AdapterPayload {
+  if (model === 'Grant') return payload;
+  const { jti: _id, ...rest } = payload;
+  const session = rest.session as { cookie?: string } | undefined;
+  if (session && typeof session === 'object' && 'cookie' in session) {
+    const { cookie: _cookie, ...kept } = session;
+    rest.session = kept as AdapterPayload['session'];
+  }
+  return rest;
+}
+
+function toPayload(row: { payload: string; consumed_at: number | null }, id?: string): AdapterPayload {
   const payload = JSON.parse(row.payload) as AdapterPayload;
+  if (id !== undefined) payload.jti = id;
   if (row.consumed_at !== null) payload.consumed = Math.floor(Number(row.consumed_at) / 1000);
   return payload;
 }
@@ -49,6 +77,8 @@ function toPayload(row: { payload: string; consumed_at: number | null }): Adapte
  * The storage oidc-provider runs on: one row per model instance in `oidc_payloads` (grants, codes, access
  * and refresh tokens, sessions, interactions, replay detection), and clients read from `oauth_clients`.
  * Nothing lives only in memory, so a restart or another instance sees every grant, code and token.
+ * Rows are keyed by {@link storedPayloadId}, so the database holds no usable token; a model found by uid
+ * (a session) comes back without its id, which only its holder knows: it can be read, not saved.
  */
 export function createAdapterFactory(db: Db, onRevoked: (event: RevocationEvent) => void): (model: string) => Adapter {
   const adapters = new Map<string, Adapter>();
@@ -84,7 +114,7 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
   return {
     async upsert(id, payload, expiresIn) {
       const values = {
-        payload: JSON.stringify(payload),
+        payload: JSON.stringify(storablePayload(model, payload)),
         grant_id: payload.grantId ?? null,
         user_code: payload.userCode ?? null,
         uid: payload.uid ?? null,
@@ -95,14 +125,14 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
       };
       await db
         .insertInto('oidc_payloads')
-        .values({ id, model, ...values })
+        .values({ id: storedPayloadId(model, id), model, ...values })
         .onConflict((oc) => oc.columns(['model', 'id']).doUpdateSet(values))
         .execute();
     },
 
     async find(id) {
-      const row = await rows().where('id', '=', id).executeTakeFirst();
-      return live(row) ? toPayload(row!) : undefined;
+      const row = await rows().where('id', '=', storedPayloadId(model, id)).executeTakeFirst();
+      return live(row) ? toPayload(row!, id) : undefined;
     },
 
     async findByUid(uid) {
@@ -119,15 +149,16 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
     // calls this, but two requests can pass that check together; the conditional update lets exactly one
     // win, and the loser is treated as a replay: the whole grant is revoked (RFC 9700 §4.14.2).
     async consume(id) {
+      const stored = storedPayloadId(model, id);
       const result = await db
         .updateTable('oidc_payloads')
         .set({ consumed_at: wallClock() })
         .where('model', '=', model)
-        .where('id', '=', id)
+        .where('id', '=', stored)
         .where('consumed_at', 'is', null)
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) === 1) return;
-      const row = await db.selectFrom('oidc_payloads').select('grant_id').where('model', '=', model).where('id', '=', id).executeTakeFirst();
+      const row = await db.selectFrom('oidc_payloads').select('grant_id').where('model', '=', model).where('id', '=', stored).executeTakeFirst();
       if (row?.grant_id) {
         await deleteGrants(db, [row.grant_id]);
         onRevoked({ grants: [row.grant_id] });
@@ -139,8 +170,9 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
     },
 
     async destroy(id) {
-      await db.deleteFrom('oidc_payloads').where('model', '=', model).where('id', '=', id).execute();
-      if (model === 'AccessToken') onRevoked({ tokens: [id] });
+      const stored = storedPayloadId(model, id);
+      await db.deleteFrom('oidc_payloads').where('model', '=', model).where('id', '=', stored).execute();
+      if (model === 'AccessToken') onRevoked({ tokens: [stored] });
       if (model === 'Grant') onRevoked({ grants: [id] });
     },
 
