@@ -2,7 +2,7 @@ import type { Feature } from '../platform/feature.ts';
 import { accountsMigrations } from './tables.ts';
 import { registerAccountRoutes } from './routes.ts';
 import { resolveSession } from './sessions.ts';
-import { refuseCrossOriginPosts } from '../platform/http/same-origin.ts';
+import { protectFormPages } from './form-pages.ts';
 
 /** Accounts: users (Argon2id passwords), dashboard sessions, the sign-up/sign-in pages and `/api/user/me`. */
 export const accountsFeature: Feature = {
@@ -10,7 +10,7 @@ export const accountsFeature: Feature = {
   migrations: accountsMigrations,
   register(app, ctx) {
     ctx.auth.session = (token) => resolveSession(ctx.db, ctx.clock, token);
-    refuseCrossOriginPosts(app, ctx, ['/signin', '/signup', '/signout', '/api/auth/signin', '/api/auth/signup', '/api/auth/signout']);
+    protectFormPages(app, ctx);
     registerAccountRoutes(app, ctx);
   },
 };
