@@ -124,12 +124,15 @@ function createKeyFile(path: string, values: Record<string, string>, log: Logger
   } finally {
     unlinkSync(temporary);
   }
-  const directory = openSync(dirname(path), 'r');
+  // The new name must survive a crash too. Some systems cannot sync a folder; the file itself is synced.
   try {
-    fsyncSync(directory);
-  } finally {
-    closeSync(directory);
-  }
+    const directory = openSync(dirname(path), 'r');
+    try {
+      fsyncSync(directory);
+    } finally {
+      closeSync(directory);
+    }
+  } catch {}
   return readKeyFile(path, log)!;
 }
 
@@ -158,9 +161,9 @@ export async function loadInstanceSecrets(db: Db, config: Config, log: Logger): 
       const moved = SPECS.filter((spec) => stored.some((row) => row.name === spec.row && row.value === file![spec.variable]));
       if (moved.length > 0) {
         await db.deleteFrom('instance_secrets').where('name', 'in', moved.map((spec) => spec.row)).execute();
-        log.warn({ path, moved: moved.map((spec) => spec.variable) }, 'secrets generated into the database by an earlier version were moved to the key file; older copies of the database (backups) still hold them');
+        log.warn({ path, moved: moved.map((spec) => spec.variable) }, 'secrets generated into the database by an earlier version were moved to the key file: back it up with the database (without it stored API keys cannot be opened); older copies of the database still hold them');
       } else {
-        log.info({ path }, 'generated the instance secrets into the key file');
+        log.info({ path }, 'generated the instance secrets into the key file: back it up with the database');
       }
     }
     for (const spec of missing()) if (file[spec.variable]) values.set(spec.variable, file[spec.variable]);
