@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { Db } from '../platform/db/connect.ts';
 import { sha256Hex } from '../platform/crypto.ts';
@@ -48,8 +49,17 @@ export async function grantExists(db: Db, grantId: string): Promise<boolean> {
  * id is no credential (no endpoint accepts it; tokens name it in `grant_id`), so it stays as it is.
  */
 export function storedPayloadId(model: string, id: string): string {
-  return model === 'Grant' ? id : sha256Hex(id);
+  if (model === 'Grant') return id;
+  if (id.startsWith(HANDLE_PREFIX)) return id.slice(HANDLE_PREFIX.length);
+  return sha256Hex(id);
 }
+
+/**
+ * A model found by uid (a session) must still save and destroy its own row, but its id, the cookie, is
+ * nowhere to be read. It gets a handle instead: this prefix, then the stored hash. The prefix is random per
+ * process and never leaves it, so no cookie or token from outside can name a row by its hash.
+ */
+const HANDLE_PREFIX = `tg-handle-${randomBytes(24).toString('base64url')}:`;
 
 /**
  * What is stored of a payload: everything but the copies of credentials it carries. `jti` is the id
@@ -78,7 +88,7 @@ function toPayload(row: { payload: string; consumed_at: number | null }, id?: st
  * and refresh tokens, sessions, interactions, replay detection), and clients read from `oauth_clients`.
  * Nothing lives only in memory, so a restart or another instance sees every grant, code and token.
  * Rows are keyed by {@link storedPayloadId}, so the database holds no usable token; a model found by uid
- * (a session) comes back without its id, which only its holder knows: it can be read, not saved.
+ * or user code comes back with a handle for its id (see HANDLE_PREFIX), which saves and destroys its row.
  */
 export function createAdapterFactory(db: Db, onRevoked: (event: RevocationEvent) => void): (model: string) => Adapter {
   const adapters = new Map<string, Adapter>();
@@ -108,7 +118,7 @@ function clientAdapter(db: Db): Adapter {
 }
 
 function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEvent) => void): Adapter {
-  const rows = () => db.selectFrom('oidc_payloads').select(['payload', 'consumed_at', 'expires_at']).where('model', '=', model);
+  const rows = () => db.selectFrom('oidc_payloads').select(['id', 'payload', 'consumed_at', 'expires_at']).where('model', '=', model);
   const live = (row: { expires_at: number | null } | undefined) => row !== undefined && (row.expires_at === null || Number(row.expires_at) > wallClock());
 
   return {
@@ -137,12 +147,12 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
 
     async findByUid(uid) {
       const row = await rows().where('uid', '=', uid).executeTakeFirst();
-      return live(row) ? toPayload(row!) : undefined;
+      return live(row) ? toPayload(row!, HANDLE_PREFIX + row!.id) : undefined;
     },
 
     async findByUserCode(userCode) {
       const row = await rows().where('user_code', '=', userCode).executeTakeFirst();
-      return live(row) ? toPayload(row!) : undefined;
+      return live(row) ? toPayload(row!, HANDLE_PREFIX + row!.id) : undefined;
     },
 
     // Security invariant: a code or refresh token is used once. oidc-provider checks `consumed` before it

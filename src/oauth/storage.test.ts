@@ -8,6 +8,7 @@ import { describeEachDatabase, request, startServeProcess, type TestEnv } from '
 import { sha256Hex } from '../platform/crypto.ts';
 import { migrateToLatest } from '../platform/db/migrate.ts';
 import { allMigrations } from '../features.ts';
+import { createAdapterFactory } from './adapter.ts';
 import { authorizationRequest, authorizeForTest, discover, exchangeCode, registerTestApp, runAuthorization, TestBrowser } from './testing.ts';
 
 const insecure = { [oauth.allowInsecureRequests]: true } as const;
@@ -83,6 +84,26 @@ describeEachDatabase('oauth storage', (env) => {
     const client = { client_id: authorization.clientId };
     const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), authorization.refreshToken!, insecure));
     assert.equal((await env.request('GET', '/api/user/me', { token: refreshed.access_token })).status, 200);
+  });
+
+  it('a session found by uid keeps working although its id is stored only hashed: it saves and destroys its own row', async () => {
+    const adapter = createAdapterFactory(env.service.ctx.db, () => {})('Session');
+    const cookie = `session-cookie-${Date.now()}-abcdefghijklmnopqrstuvwxyz`;
+    const uid = `uid-${Date.now()}`;
+    await adapter.upsert(cookie, { jti: cookie, uid, accountId: 'usr_someone', kind: 'Session' }, 3600);
+    assert.equal((await adapter.find(cookie))?.jti, cookie, 'found by its cookie, with its id');
+    assert.equal((await databaseContents(env)).includes(cookie), false, 'the cookie is not stored');
+
+    const byUid = await adapter.findByUid(uid);
+    assert.equal(byUid?.accountId, 'usr_someone');
+    assert.notEqual(byUid!.jti, cookie);
+    await adapter.upsert(byUid!.jti!, { ...byUid!, accountId: 'usr_changed' }, 3600);
+    assert.equal((await adapter.find(cookie))?.accountId, 'usr_changed', 'saving through the uid-found session updates the same row');
+    await adapter.destroy(byUid!.jti!);
+    assert.equal(await adapter.find(cookie), undefined, 'destroying it ends the session');
+    // The handle is this process's own: the stored hash sent as a cookie names nothing.
+    await adapter.upsert(cookie, { jti: cookie, uid, kind: 'Session' }, 3600);
+    assert.equal(await adapter.find(sha256Hex(cookie)), undefined);
   });
 
   it('a revoked access token stops working, with its grant', async () => {
