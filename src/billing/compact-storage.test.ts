@@ -23,7 +23,9 @@ for (const kind of selectedDatabases()) {
       await space.create();
       const env = { ...space.env(), LOG_LEVEL: 'warn', SWEEP_INTERVAL_SECONDS: '0', REPLICATE_WEBHOOK_SECRET: '' };
       const config = loadConfig(env);
-      const before = Object.fromEntries(Object.entries(allMigrations()).filter(([name]) => !COMPACT_STORAGE.includes(name)));
+      // The database as it was before that upgrade: every migration named before it (later ones, of other
+      // features, must not run first: Kysely applies migrations only in name order).
+      const before = Object.fromEntries(Object.entries(allMigrations()).filter(([name]) => name < COMPACT_STORAGE[0]));
       const database = openDatabase(config);
       const ctx = { db: database.db, dialect: database.dialect, clock: systemClock, config } as any;
       const billing = createBilling(ctx);
