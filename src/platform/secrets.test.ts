@@ -109,6 +109,20 @@ describe('instance secrets at rest', () => {
     }
   });
 
+  it('SECRETS_FILE puts the key file elsewhere (a folder of its own, 0700), away from the database folder', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'tollgate-secrets-'));
+    try {
+      const keyFile = join(root, 'keys', 'tollgate.json');
+      const secrets = await withService(bareConfig({ DATA_DIR: join(root, 'data'), SECRETS_FILE: keyFile }), capturedLog().log, async (service) => service.ctx.secrets);
+      assert.equal(mode(keyFile), 0o600);
+      assert.equal(mode(join(root, 'keys')), 0o700);
+      assert.equal(JSON.parse(readFileSync(keyFile, 'utf8')).COOKIE_SECRET, secrets.cookieSecret);
+      assert.equal(readdirSync(join(root, 'data')).includes('secrets.json'), false);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('the environment wins over the key file', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-secrets-'));
     try {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, fsyncSync, linkSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Kysely, Migration } from 'kysely';
 import type { Config } from './config.ts';
@@ -107,6 +107,8 @@ function readKeyFile(path: string, log: Logger): Record<string, string> | undefi
  * starting on the same folder got there first. Returns what the file holds afterwards, whoever wrote it.
  */
 function createKeyFile(path: string, values: Record<string, string>, log: Logger): Record<string, string> {
+  // A named file may be in a folder not made yet: made for this user only, like the data folder.
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const temporary = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   const fd = openSync(temporary, 'wx', 0o600);
   try {
