@@ -1,7 +1,7 @@
 import { it, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -27,6 +27,8 @@ describe('operator CLI', () => {
     const token = tollgate('admin-token').trim();
     assert.match(token, /^tga_[\w-]{40,}$/);
     assert.equal(tollgate('admin-token').trim(), token, 'the generated operator token is kept');
+    const keyFile = JSON.parse(readFileSync(join(dataDir, 'secrets.json'), 'utf8'));
+    assert.equal(keyFile.TOLLGATE_ADMIN_TOKEN, token, 'it is the one in the key file the service reads, not in the database');
   });
 
   it('an invalid configuration stops with a message naming the variable', () => {

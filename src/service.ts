@@ -37,7 +37,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const log = options.log ?? createLogger(config.LOG_LEVEL);
   const database = openDatabase(config);
   if (options.migrate !== false) await migrateToLatest(database.db, allMigrations(), config);
-  const secrets = await loadInstanceSecrets(database.db, config);
+  const secrets = await loadInstanceSecrets(database.db, config, log);
   const ctx: AppContext = {
     config,
     db: database.db,

@@ -5,7 +5,8 @@ import type { AppContext } from '../platform/context.ts';
 import { SESSION_COOKIE } from '../platform/http/principal.ts';
 import { escapeHtml, renderPage, safeReturnTo } from '../platform/http/page.ts';
 import { ApiError, errors } from '../platform/errors.ts';
-import { createUser, EMAIL_PATTERN, findUser, verifyCredentials } from './users.ts';
+import { randomBytes } from 'node:crypto';
+import { EMAIL_PATTERN, findUser, registerUser, verifyCredentials } from './users.ts';
 import { endSession, SESSION_TTL_MS, startSession } from './sessions.ts';
 
 const UserSchema = Type.Object({
@@ -65,8 +66,9 @@ export function registerAccountRoutes(app: App, ctx: AppContext): void {
     const body = (request.body ?? {}) as Record<string, string>;
     const returnTo = safeReturnTo(body.return_to);
     try {
-      const user = await createUser(ctx.db, ctx.clock, { email: String(body.email ?? ''), name: body.name, password: String(body.password ?? '') });
-      await signIn(reply, user.id);
+      // Security invariant: the answer does not tell whether the email already has an account (see registerUser).
+      const { user, created } = await registerUser(ctx.db, ctx.clock, { email: String(body.email ?? ''), name: body.name, password: String(body.password ?? '') });
+      if (created) await signIn(reply, user.id);
       return reply.redirect(returnTo, 303);
     } catch (error) {
       if (!(error instanceof ApiError) || error.status >= 500) throw error;
@@ -96,9 +98,11 @@ export function registerAccountRoutes(app: App, ctx: AppContext): void {
   app.post('/api/auth/signup', {
     schema: { tags: ['accounts'], summary: 'Create an account and start a dashboard session', body: Type.Intersect([Credentials, Type.Object({ name: Type.Optional(Type.String({ maxLength: 200 })) })]), response: { 201: SessionResponse } },
   }, async (request, reply) => {
-    const user = await createUser(ctx.db, ctx.clock, request.body as any);
-    const session = await signIn(reply, user.id);
-    return reply.code(201).send({ user, csrfToken: session.csrfToken });
+    // Security invariant: a taken email gets the same status and shape as a new account (a made-up user and
+    // CSRF token, no session), so sign-up cannot be used to find out who has an account.
+    const { user, created } = await registerUser(ctx.db, ctx.clock, request.body as any);
+    const csrfToken = created ? (await signIn(reply, user.id)).csrfToken : randomBytes(24).toString('base64url');
+    return reply.code(201).send({ user, csrfToken });
   });
 
   app.post('/api/auth/signin', {

@@ -22,6 +22,18 @@ export function toPublicUser(row: { id: string; email: string; name: string; ima
 
 /** Creates a user; 409 when the email is taken, 400 when the email or password is unusable. */
 export async function createUser(db: Db, clock: Clock, input: { email: string; name?: string; password: string }): Promise<PublicUser> {
+  const { user, created } = await registerUser(db, clock, input);
+  if (!created) throw errors.conflict('An account with this email already exists.');
+  return user;
+}
+
+/**
+ * Creates a user unless the email is taken; either way returns the user as it would be, and whether it was
+ * created. The password is hashed before the email is looked at, so both cases take the same time: public
+ * sign-up answers them alike (the id of a user not created is made up and stored nowhere).
+ * 400 when the email or password is unusable.
+ */
+export async function registerUser(db: Db, clock: Clock, input: { email: string; name?: string; password: string }): Promise<{ user: PublicUser; created: boolean }> {
   const email = input.email.trim().toLowerCase();
   if (!EMAIL.test(email)) throw errors.invalid('Enter a valid email address.');
   if (input.password.length < 8) throw errors.invalid('The password must have at least 8 characters.');
@@ -34,8 +46,7 @@ export async function createUser(db: Db, clock: Clock, input: { email: string; n
     created_at: clock.now(),
   };
   const inserted = await db.insertInto('users').values(row).onConflict((oc) => oc.column('email').doNothing()).executeTakeFirst();
-  if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) throw errors.conflict('An account with this email already exists.');
-  return toPublicUser(row);
+  return { user: toPublicUser(row), created: Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1 };
 }
 
 // A hash of a random password, checked when the email is unknown so that timing does not reveal accounts.

@@ -59,7 +59,7 @@ export interface Billing {
   /** The sweep: expires every open hold past its expiry; safe in several processes at once. */
   releaseExpiredHolds(): Promise<{ expired: number }>;
   /** The user's movements, newest first (credits, for the dashboard). */
-  listTransactions(userId: string, page?: { limit?: number; cursor?: string }): Promise<{ transactions: TransactionView[]; nextCursor: string | null }>;
+  listTransactions(userId: string, page?: { limit?: number; cursor?: string; appId?: string | null }): Promise<{ transactions: TransactionView[]; nextCursor: string | null }>;
   /** Recomputes balances from the ledger and reports every difference (all users, or one). */
   verify(options?: { userId?: string }): Promise<LedgerReport>;
 

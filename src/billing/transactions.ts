@@ -30,8 +30,11 @@ function decodeCursor(cursor: string): number {
   return Number(match[1]);
 }
 
-/** A page of the user's movements, newest first, and the cursor of the next page (null on the last). */
-export async function listTransactions(db: Db, userId: string, page: { limit?: number; cursor?: string } = {}): Promise<{ transactions: TransactionView[]; nextCursor: string | null }> {
+/**
+ * A page of the user's movements, newest first, and the cursor of the next page (null on the last). With
+ * `page.appId`, only the movements of that app's holds (placed, captured, released, expired, refunded).
+ */
+export async function listTransactions(db: Db, userId: string, page: { limit?: number; cursor?: string; appId?: string | null } = {}): Promise<{ transactions: TransactionView[]; nextCursor: string | null }> {
   const limit = page.limit ?? 50;
   let query = db
     .selectFrom('ledger_transactions')
@@ -40,6 +43,10 @@ export async function listTransactions(db: Db, userId: string, page: { limit?: n
     .orderBy('seq', 'desc')
     .limit(limit + 1);
   if (page.cursor) query = query.where('seq', '<', decodeCursor(page.cursor));
+  if (page.appId) {
+    const appId = page.appId;
+    query = query.where('hold_id', 'in', (eb) => eb.selectFrom('holds').select('holds.id').where('holds.user_id', '=', userId).where('holds.app_id', '=', appId));
+  }
   const rows = await query.execute();
   const shown = rows.slice(0, limit);
 

@@ -1,10 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { Db } from '../platform/db/connect.ts';
+import { sha256Hex } from '../platform/crypto.ts';
 import { findClientMetadata } from './clients.ts';
 
 /** What the adapter reports when tokens stop existing, so that caches in every process drop them. */
 export interface RevocationEvent {
-  /** Access token ids destroyed one by one (revocation endpoint, expiry). */
+  /** Stored ids ({@link storedPayloadId}: hashes, never the tokens) of access tokens destroyed one by one. */
   tokens?: string[];
   /** Grants whose codes and tokens were all deleted. */
   grants?: string[];
@@ -39,8 +41,44 @@ export async function grantExists(db: Db, grantId: string): Promise<boolean> {
   return row !== undefined && (row.expires_at === null || Number(row.expires_at) > wallClock());
 }
 
-function toPayload(row: { payload: string; consumed_at: number | null }): AdapterPayload {
+/**
+ * The id a model instance is stored under. Security invariant: for every model but `Grant`, oidc-provider's
+ * id is the credential itself (access and refresh tokens, codes, the session and interaction cookies), so
+ * only its SHA-256 is stored. Unkeyed, like the dashboard's session tokens: the ids carry 256 random bits,
+ * so a hash cannot be reversed by guessing, and no key is needed whose loss would end every grant. A grant
+ * id is no credential (no endpoint accepts it; tokens name it in `grant_id`), so it stays as it is.
+ */
+export function storedPayloadId(model: string, id: string): string {
+  if (model === 'Grant') return id;
+  if (id.startsWith(HANDLE_PREFIX)) return id.slice(HANDLE_PREFIX.length);
+  return sha256Hex(id);
+}
+
+/**
+ * A model found by uid (a session) must still save and destroy its own row, but its id, the cookie, is
+ * nowhere to be read. It gets a handle instead: this prefix, then the stored hash. The prefix is random per
+ * process and never leaves it, so no cookie or token from outside can name a row by its hash.
+ */
+const HANDLE_PREFIX = `tg-handle-${randomBytes(24).toString('base64url')}:`;
+
+/**
+ * What is stored of a payload: everything but the copies of credentials it carries. `jti` is the id
+ * itself (given back by `find`); an interaction names its session's cookie, which oidc-provider never reads.
+ */
+export function storablePayload(model: string, payload: AdapterPayload): AdapterPayload {
+  if (model === 'Grant') return payload;
+  const { jti: _id, ...rest } = payload;
+  const session = rest.session as { cookie?: string } | undefined;
+  if (session && typeof session === 'object' && 'cookie' in session) {
+    const { cookie: _cookie, ...kept } = session;
+    rest.session = kept as AdapterPayload['session'];
+  }
+  return rest;
+}
+
+function toPayload(row: { payload: string; consumed_at: number | null }, id?: string): AdapterPayload {
   const payload = JSON.parse(row.payload) as AdapterPayload;
+  if (id !== undefined) payload.jti = id;
   if (row.consumed_at !== null) payload.consumed = Math.floor(Number(row.consumed_at) / 1000);
   return payload;
 }
@@ -49,6 +87,8 @@ function toPayload(row: { payload: string; consumed_at: number | null }): Adapte
  * The storage oidc-provider runs on: one row per model instance in `oidc_payloads` (grants, codes, access
  * and refresh tokens, sessions, interactions, replay detection), and clients read from `oauth_clients`.
  * Nothing lives only in memory, so a restart or another instance sees every grant, code and token.
+ * Rows are keyed by {@link storedPayloadId}, so the database holds no usable token; a model found by uid
+ * or user code comes back with a handle for its id (see HANDLE_PREFIX), which saves and destroys its row.
  */
 export function createAdapterFactory(db: Db, onRevoked: (event: RevocationEvent) => void): (model: string) => Adapter {
   const adapters = new Map<string, Adapter>();
@@ -78,13 +118,13 @@ function clientAdapter(db: Db): Adapter {
 }
 
 function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEvent) => void): Adapter {
-  const rows = () => db.selectFrom('oidc_payloads').select(['payload', 'consumed_at', 'expires_at']).where('model', '=', model);
+  const rows = () => db.selectFrom('oidc_payloads').select(['id', 'payload', 'consumed_at', 'expires_at']).where('model', '=', model);
   const live = (row: { expires_at: number | null } | undefined) => row !== undefined && (row.expires_at === null || Number(row.expires_at) > wallClock());
 
   return {
     async upsert(id, payload, expiresIn) {
       const values = {
-        payload: JSON.stringify(payload),
+        payload: JSON.stringify(storablePayload(model, payload)),
         grant_id: payload.grantId ?? null,
         user_code: payload.userCode ?? null,
         uid: payload.uid ?? null,
@@ -95,39 +135,40 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
       };
       await db
         .insertInto('oidc_payloads')
-        .values({ id, model, ...values })
+        .values({ id: storedPayloadId(model, id), model, ...values })
         .onConflict((oc) => oc.columns(['model', 'id']).doUpdateSet(values))
         .execute();
     },
 
     async find(id) {
-      const row = await rows().where('id', '=', id).executeTakeFirst();
-      return live(row) ? toPayload(row!) : undefined;
+      const row = await rows().where('id', '=', storedPayloadId(model, id)).executeTakeFirst();
+      return live(row) ? toPayload(row!, id) : undefined;
     },
 
     async findByUid(uid) {
       const row = await rows().where('uid', '=', uid).executeTakeFirst();
-      return live(row) ? toPayload(row!) : undefined;
+      return live(row) ? toPayload(row!, HANDLE_PREFIX + row!.id) : undefined;
     },
 
     async findByUserCode(userCode) {
       const row = await rows().where('user_code', '=', userCode).executeTakeFirst();
-      return live(row) ? toPayload(row!) : undefined;
+      return live(row) ? toPayload(row!, HANDLE_PREFIX + row!.id) : undefined;
     },
 
     // Security invariant: a code or refresh token is used once. oidc-provider checks `consumed` before it
     // calls this, but two requests can pass that check together; the conditional update lets exactly one
     // win, and the loser is treated as a replay: the whole grant is revoked (RFC 9700 §4.14.2).
     async consume(id) {
+      const stored = storedPayloadId(model, id);
       const result = await db
         .updateTable('oidc_payloads')
         .set({ consumed_at: wallClock() })
         .where('model', '=', model)
-        .where('id', '=', id)
+        .where('id', '=', stored)
         .where('consumed_at', 'is', null)
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) === 1) return;
-      const row = await db.selectFrom('oidc_payloads').select('grant_id').where('model', '=', model).where('id', '=', id).executeTakeFirst();
+      const row = await db.selectFrom('oidc_payloads').select('grant_id').where('model', '=', model).where('id', '=', stored).executeTakeFirst();
       if (row?.grant_id) {
         await deleteGrants(db, [row.grant_id]);
         onRevoked({ grants: [row.grant_id] });
@@ -139,8 +180,9 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
     },
 
     async destroy(id) {
-      await db.deleteFrom('oidc_payloads').where('model', '=', model).where('id', '=', id).execute();
-      if (model === 'AccessToken') onRevoked({ tokens: [id] });
+      const stored = storedPayloadId(model, id);
+      await db.deleteFrom('oidc_payloads').where('model', '=', model).where('id', '=', stored).execute();
+      if (model === 'AccessToken') onRevoked({ tokens: [stored] });
       if (model === 'Grant') onRevoked({ grants: [id] });
     },
 

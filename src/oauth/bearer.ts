@@ -1,7 +1,7 @@
 import type { StoredToken } from 'oidc-provider';
 import type { AppContext } from '../platform/context.ts';
 import type { Principal } from '../platform/http/principal.ts';
-import { grantExists, type RevocationEvent } from './adapter.ts';
+import { grantExists, storedPayloadId, type RevocationEvent } from './adapter.ts';
 
 /** The bus channel on which every process hears that OAuth tokens are gone. */
 export const REVOKED_CHANNEL = 'oauth:revoked';
@@ -78,12 +78,14 @@ export function createAccessTokenResolver(ctx: AppContext, findToken: (value: st
   return {
     async resolve(value) {
       const now = Date.now();
-      const hit = cache.get(value);
+      // Keyed like the stored row, so that a revocation event (which carries only stored ids) finds it.
+      const key = storedPayloadId('AccessToken', value);
+      const hit = cache.get(key);
       if (hit && hit.until > now) {
         touchLastUsed(hit.principal.userId, hit.principal.appId!);
         return hit.principal;
       }
-      cache.delete(value);
+      cache.delete(key);
 
       const startedAt = generation;
       const token = await findToken(value);
@@ -106,7 +108,7 @@ export function createAccessTokenResolver(ctx: AppContext, findToken: (value: st
       };
       if (generation === startedAt) {
         if (cache.size >= CACHE_LIMIT) cache.clear();
-        cache.set(value, { principal, grantId: token.grantId, until: Math.min(now + CACHE_MS, token.exp * 1000) });
+        cache.set(key, { principal, grantId: token.grantId, until: Math.min(now + CACHE_MS, token.exp * 1000) });
       }
       touchLastUsed(principal.userId, token.clientId);
       return principal;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Kysely, Migration } from 'kysely';
 
 /** An OAuth client (an "app"), registered by an operator or from the dashboard. */
@@ -101,6 +102,25 @@ export const oauthMigrations: Record<string, Migration> = {
       await db.schema.alterTable('oidc_payloads').addColumn('client_id', 'text').execute();
       await db.schema.createIndex('oidc_payloads_owner').on('oidc_payloads').columns(['account_id', 'client_id']).execute();
       await db.schema.createIndex('oidc_payloads_expiry').on('oidc_payloads').column('expires_at').execute();
+    },
+  },
+  // Rows written before ids were hashed (see storedPayloadId in adapter.ts) hold live tokens as their ids and
+  // in their payloads' `jti`. The logic is spelled out here, not imported, so this step never changes.
+  '1500_oidc_payload_ids_hashed': {
+    async up(db: Kysely<any>) {
+      const rows: { id: string; model: string; payload: string }[] = await db.selectFrom('oidc_payloads').select(['id', 'model', 'payload']).where('model', '<>', 'Grant').execute();
+      for (const row of rows) {
+        const payload = JSON.parse(row.payload) as Record<string, unknown>;
+        delete payload.jti;
+        const session = payload.session as Record<string, unknown> | undefined;
+        if (session && typeof session === 'object') delete session.cookie;
+        await db
+          .updateTable('oidc_payloads')
+          .set({ id: createHash('sha256').update(row.id).digest('hex'), payload: JSON.stringify(payload) })
+          .where('model', '=', row.model)
+          .where('id', '=', row.id)
+          .execute();
+      }
     },
   },
 };

@@ -21,11 +21,18 @@ export const ConfigSchema = Type.Object({
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 500, default: 10, description: 'PostgreSQL connections per process.' }),
   DATA_DIR: Type.String({ default: './data', description: 'Folder of the SQLite database.' }),
   TOLLGATE_ADMIN_TOKEN: Type.Optional(
-    Type.String({ minLength: 24, description: 'Operator bearer token(s) for `/api/admin/*`, space-separated. Unset: one is generated and kept (print it with `tollgate admin-token`).' }),
+    Type.String({ minLength: 24, description: 'Operator bearer token(s) for `/api/admin/*`, space-separated. Unset: read from the key file (`SECRETS_FILE`; print it with `tollgate admin-token`).' }),
   ),
-  COOKIE_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'Signs session cookies. Unset: generated on first start and kept in the database.' })),
+  COOKIE_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'Signs session cookies. Unset: read from the key file (`SECRETS_FILE`).' })),
   ENCRYPTION_KEY: Type.Optional(
-    Type.String({ pattern: '^[A-Za-z0-9+/_-]{43}=?$', description: 'AES-256-GCM key (32 bytes, base64) for secrets kept at rest. Unset: generated on first start and kept in the database.' }),
+    Type.String({ pattern: '^[A-Za-z0-9+/_-]{43}=?$', description: 'AES-256-GCM key (32 bytes, base64) for secrets kept at rest (API keys). Unset: read from the key file (`SECRETS_FILE`).' }),
+  ),
+  SECRETS_FILE: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'JSON key file holding any of `ENCRYPTION_KEY`, `COOKIE_SECRET`, `TOLLGATE_ADMIN_TOKEN` not set in the environment. Default on SQLite: `DATA_DIR/secrets.json`, generated (mode 0600) on first start. On PostgreSQL it has no default and must exist; without it unset secrets are generated into the database, with a warning.',
+    }),
   ),
   CREDITS_PER_USD: Type.Number({ exclusiveMinimum: 0, default: 100, description: 'Credits per US dollar when provider prices are imported.' }),
   OPENAI_API_KEY: Type.Optional(Type.String({ description: 'OpenAI API key.' })),

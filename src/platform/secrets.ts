@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { chmodSync, closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { Kysely, Migration } from 'kysely';
 import type { Config } from './config.ts';
 import type { Db } from './db/connect.ts';
+import type { Logger } from './logger.ts';
 
 /** Storage of the secrets Tollgate generates for itself when the operator gave none. */
 export interface InstanceSecretsTable {
@@ -47,16 +50,141 @@ export interface InstanceSecrets {
   adminTokens: string[];
 }
 
-/** Resolves every secret: the operator's value when configured, else the kept generated one. */
-export async function loadInstanceSecrets(db: Db, config: Config): Promise<InstanceSecrets> {
-  const cookieSecret = config.COOKIE_SECRET ?? (await getOrCreateSecret(db, 'cookie_secret', () => randomBytes(32).toString('base64url')));
-  const encryptionKey = Buffer.from(
-    config.ENCRYPTION_KEY ?? (await getOrCreateSecret(db, 'encryption_key', () => randomBytes(32).toString('base64'))),
-    config.ENCRYPTION_KEY?.match(/[-_]/) ? 'base64url' : 'base64',
-  );
+/** One operator secret: its variable (and key in the key file), its `instance_secrets` row, how to make one. */
+interface SecretSpec {
+  variable: 'COOKIE_SECRET' | 'ENCRYPTION_KEY' | 'TOLLGATE_ADMIN_TOKEN';
+  row: string;
+  generate: () => string;
+  valid: (value: string) => boolean;
+}
+
+const SPECS: SecretSpec[] = [
+  { variable: 'ENCRYPTION_KEY', row: 'encryption_key', generate: () => randomBytes(32).toString('base64'), valid: (v) => decodeKey(v).length === 32 },
+  { variable: 'COOKIE_SECRET', row: 'cookie_secret', generate: () => randomBytes(32).toString('base64url'), valid: (v) => v.length >= 32 },
+  { variable: 'TOLLGATE_ADMIN_TOKEN', row: 'admin_token', generate: () => `tga_${randomBytes(32).toString('base64url')}`, valid: (v) => v.trim().length >= 24 },
+];
+
+function decodeKey(value: string): Buffer {
+  return Buffer.from(value, /[-_]/.test(value) ? 'base64url' : 'base64');
+}
+
+/**
+ * Where the key file is: `SECRETS_FILE`, or on SQLite `DATA_DIR/secrets.json`. PostgreSQL has no default:
+ * instances on several machines share the database, not a folder, and each would make its own keys.
+ */
+export function secretsFilePath(config: Pick<Config, 'SECRETS_FILE' | 'DATABASE_URL' | 'DATA_DIR'>): string | undefined {
+  if (config.SECRETS_FILE) return resolve(config.SECRETS_FILE);
+  return config.DATABASE_URL ? undefined : join(resolve(config.DATA_DIR), 'secrets.json');
+}
+
+function readKeyFile(path: string, log: Logger): Record<string, string> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new Error(`SECRETS_FILE: cannot read ${path} (${(error as Error).message})`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`SECRETS_FILE: ${path} is not JSON (${(error as Error).message})`);
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error(`SECRETS_FILE: ${path} must hold a JSON object of ${SPECS.map((s) => s.variable).join(', ')}`);
+  const values = parsed as Record<string, unknown>;
+  for (const spec of SPECS) {
+    const value = values[spec.variable];
+    if (value !== undefined && (typeof value !== 'string' || !spec.valid(value))) throw new Error(`SECRETS_FILE: ${spec.variable} in ${path} is not a valid value`);
+  }
+  if ((statSync(path).mode & 0o077) !== 0) log.warn({ path }, 'the key file can be read by other users of this machine: chmod 600 it');
+  return values as Record<string, string>;
+}
+
+/**
+ * Creates the key file with `values`, readable by its owner only, all at once or not at all: the content is
+ * written and synced under a temporary name, then linked to its name, which fails if another process
+ * starting on the same folder got there first. Returns what the file holds afterwards, whoever wrote it.
+ */
+function createKeyFile(path: string, values: Record<string, string>, log: Logger): Record<string, string> {
+  // A named file may be in a folder not made yet: made for this user only, like the data folder.
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const temporary = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  const fd = openSync(temporary, 'wx', 0o600);
+  try {
+    writeSync(fd, `${JSON.stringify(values, null, 2)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  // The umask can only take bits away; chmod states the intent whatever the umask.
+  chmodSync(temporary, 0o600);
+  try {
+    linkSync(temporary, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    unlinkSync(temporary);
+  }
+  // The new name must survive a crash too. Some systems cannot sync a folder; the file itself is synced.
+  try {
+    const directory = openSync(dirname(path), 'r');
+    try {
+      fsyncSync(directory);
+    } finally {
+      closeSync(directory);
+    }
+  } catch {}
+  return readKeyFile(path, log)!;
+}
+
+/**
+ * Resolves every secret. Security invariant: a copy of the database alone must not reveal the key that
+ * seals API keys, nor the cookie secret or the operator token. So each comes, in order of preference, from
+ * the environment (or `TOLLGATE_CONFIG`), then from the key file, and only then from the database, with a
+ * warning the operator cannot miss. On SQLite the key file is made on first start, so one command still
+ * runs the service; secrets an earlier version generated into the database move into it and leave the
+ * database. On PostgreSQL a named key file must exist (every instance needs the same one).
+ */
+export async function loadInstanceSecrets(db: Db, config: Config, log: Logger): Promise<InstanceSecrets> {
+  const values = new Map<SecretSpec['variable'], string>();
+  const missing = () => SPECS.filter((spec) => !values.has(spec.variable));
+  for (const spec of SPECS) if (config[spec.variable]) values.set(spec.variable, config[spec.variable]!);
+
+  const path = secretsFilePath(config);
+  if (path && missing().length > 0) {
+    let file = readKeyFile(path, log);
+    if (!file && config.DATABASE_URL) throw new Error(`SECRETS_FILE: ${path} does not exist (on PostgreSQL, write it once and give every instance the same file)`);
+    if (!file) {
+      const stored = await db.selectFrom('instance_secrets').select(['name', 'value']).where('name', 'in', missing().map((spec) => spec.row)).execute();
+      const fresh: Record<string, string> = {};
+      for (const spec of missing()) fresh[spec.variable] = stored.find((row) => row.name === spec.row)?.value ?? spec.generate();
+      file = createKeyFile(path, fresh, log);
+      const moved = SPECS.filter((spec) => stored.some((row) => row.name === spec.row && row.value === file![spec.variable]));
+      if (moved.length > 0) {
+        await db.deleteFrom('instance_secrets').where('name', 'in', moved.map((spec) => spec.row)).execute();
+        log.warn({ path, moved: moved.map((spec) => spec.variable) }, 'secrets generated into the database by an earlier version were moved to the key file: back it up with the database (without it stored API keys cannot be opened); older copies of the database still hold them');
+      } else {
+        log.info({ path }, 'generated the instance secrets into the key file: back it up with the database');
+      }
+    }
+    for (const spec of missing()) if (file[spec.variable]) values.set(spec.variable, file[spec.variable]);
+  }
+
+  const inDatabase = missing();
+  for (const spec of inDatabase) values.set(spec.variable, await getOrCreateSecret(db, spec.row, spec.generate));
+  if (inDatabase.length > 0) {
+    log.warn(
+      { secrets: inDatabase.map((spec) => spec.variable) },
+      `SECURITY: ${inDatabase.map((spec) => spec.variable).join(', ')} ${inDatabase.length === 1 ? 'is' : 'are'} kept in the database, so anyone with a copy of it can read them (the encryption key opens every stored API key). Set them in the environment or in the key file SECRETS_FILE.`,
+    );
+  }
+
+  const encryptionKey = decodeKey(values.get('ENCRYPTION_KEY')!);
   if (encryptionKey.length !== 32) throw new Error('ENCRYPTION_KEY must decode to 32 bytes');
-  const adminTokens = config.TOLLGATE_ADMIN_TOKEN
-    ? config.TOLLGATE_ADMIN_TOKEN.split(/\s+/).filter(Boolean)
-    : [await getOrCreateSecret(db, 'admin_token', () => `tga_${randomBytes(32).toString('base64url')}`)];
-  return { cookieSecret, encryptionKey, adminTokens };
+  return {
+    cookieSecret: values.get('COOKIE_SECRET')!,
+    encryptionKey,
+    adminTokens: values.get('TOLLGATE_ADMIN_TOKEN')!.split(/\s+/).filter(Boolean),
+  };
 }

@@ -35,8 +35,11 @@ function totals(row: SumRow) {
   return { requests: Number(row.requests), promptTokens: Number(row.prompt ?? 0), completionTokens: Number(row.completion ?? 0), cost: microsToCredits(Number(row.cost ?? 0)) };
 }
 
-/** Aggregates usage records since `from` (in the database: totals, by model, by app and by UTC day), for one user or for all. */
-async function usageReport(ctx: AppContext, userId: string | null, days: number) {
+/**
+ * Aggregates usage records since `from` (in the database: totals, by model, by app and by UTC day), for one
+ * user or for all; with `appId`, only the calls made through that app.
+ */
+async function usageReport(ctx: AppContext, userId: string | null, days: number, appId: string | null = null) {
   const now = ctx.clock.now();
   const from = Math.floor(now / DAY_MS) * DAY_MS - (days - 1) * DAY_MS;
   const sums = {
@@ -47,6 +50,7 @@ async function usageReport(ctx: AppContext, userId: string | null, days: number)
   };
   let scoped = ctx.db.selectFrom('usage_records').where('created_at', '>=', from);
   if (userId) scoped = scoped.where('user_id', '=', userId);
+  if (appId) scoped = scoped.where('app_id', '=', appId);
   // Integer division of epoch ms gives the UTC day number on both SQLite and PostgreSQL.
   const dayNumber = sql<number>`created_at / ${sql.lit(DAY_MS)}`;
   const [all, byModel, byApp, byDay] = await Promise.all([
@@ -77,7 +81,12 @@ export function registerUsageRoutes(app: App, ctx: AppContext): void {
       querystring: UsageQuery, response: { 200: UsageReportSchema },
     },
     config: { auth: ['billing:read'] },
-  }, async (request) => usageReport(ctx, principalOf(request).userId, Number((request.query as { days?: string }).days ?? 30)));
+  }, async (request) => {
+    // Security invariant: an app (its token, or a key it created) sees only the calls made through it, not
+    // which other apps the user runs or what they spend; the user's own keys and dashboard see everything.
+    const principal = principalOf(request);
+    return usageReport(ctx, principal.userId, Number((request.query as { days?: string }).days ?? 30), principal.appId);
+  });
 
   app.get('/api/admin/usage', {
     schema: {

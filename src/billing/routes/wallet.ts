@@ -52,6 +52,9 @@ export function registerWalletRoutes(app: App, ctx: AppContext): void {
     config: { auth: ['billing:read'] },
   }, async (request) => {
     const query = request.query as { limit?: string; cursor?: string };
-    return ctx.services.billing.listTransactions(principalOf(request).userId, { limit: query.limit ? Number(query.limit) : undefined, cursor: query.cursor });
+    // Security invariant: an app (its token, or a key it created) sees only the movements of its own holds,
+    // not the other apps' spend nor the user's grants and top-ups; the balance stays readable (decisions.md).
+    const principal = principalOf(request);
+    return ctx.services.billing.listTransactions(principal.userId, { limit: query.limit ? Number(query.limit) : undefined, cursor: query.cursor, appId: principal.appId });
   });
 }

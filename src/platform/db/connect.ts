@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Kysely } from 'kysely';
 import pg from 'pg';
@@ -39,7 +39,25 @@ export function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATABASE_SCH
     return { db, dialect: 'postgres', close: () => db.destroy() };
   }
   const dir = resolve(config.DATA_DIR);
-  mkdirSync(dir, { recursive: true });
-  const db = new Kysely<Tables>({ dialect: nodeSqliteDialect(join(dir, 'tollgate.db')) });
+  const file = join(dir, 'tollgate.db');
+  prepareSqliteFile(dir, file);
+  const db = new Kysely<Tables>({ dialect: nodeSqliteDialect(file) });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+/**
+ * Security invariant: the database (password hashes, sealed API keys, the ledger) and the key file next to
+ * it are for this user only. The folder is made 0700 and the file 0600 when they are created, whatever
+ * the umask (it can only take bits away, so chmod states the intent); SQLite gives the `-wal` and `-shm`
+ * files it makes later the mode of the database file. Existing ones keep the mode the operator chose.
+ */
+function prepareSqliteFile(dir: string, file: string): void {
+  if (!existsSync(dir)) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
+  }
+  if (!existsSync(file)) {
+    closeSync(openSync(file, 'a', 0o600));
+    chmodSync(file, 0o600);
+  }
 }

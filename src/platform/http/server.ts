@@ -109,6 +109,8 @@ export async function createServer(ctx: AppContext): Promise<App> {
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
     reply.header('x-frame-options', 'DENY');
+    // Framing is refused by CSP too (X-Frame-Options is its legacy form); pages replace it with a full policy.
+    reply.header('content-security-policy', "frame-ancestors 'none'");
     reply.header('cross-origin-opener-policy', 'same-origin');
     if (ctx.config.PUBLIC_BASE_URL.startsWith('https://')) reply.header('strict-transport-security', 'max-age=31536000');
   });

@@ -18,7 +18,16 @@ export function AuthPage(props: { onSignedIn: (session: { user: SessionUser; csr
     try {
       const body: Record<string, string> = { email: String(form.get('email')), password: String(form.get('password')) };
       if (signup && form.get('name')) body.name = String(form.get('name'));
-      props.onSignedIn(await api('POST', `/api/auth/${mode}`, body));
+      const answer = await api('POST', `/api/auth/${mode}`, body);
+      // Sign-up answers alike whether or not the email was free (so it reveals no account); only a new
+      // account comes with a session, so the session is confirmed before the dashboard opens.
+      const session = signup ? await api('GET', '/api/auth/session').catch(() => null) : answer;
+      if (!session) {
+        setMode('signin');
+        setError('If this email already has an account, sign in with its password.');
+        return;
+      }
+      props.onSignedIn(session);
       if (signup) location.hash = '#/wallet';
     } catch (e) {
       setError((e as Error).message);
