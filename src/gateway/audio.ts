@@ -8,8 +8,6 @@ import { countTextTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
 import { DEFAULT_MAX_OUTPUT_TOKENS, worstPromptTokens } from './chat-plan.ts';
 
-/** Largest audio upload relayed for transcription (OpenAI's own limit). */
-export const MAX_AUDIO_BYTES = 25 * 1024 * 1024;
 /** Audio length a transcription hold covers when the model sets no `maxPredictSeconds`. */
 const DEFAULT_MAX_AUDIO_SECONDS = 3_600;
 /** Audio tokens per second a token-priced transcription model is assumed to read, for the hold. */
@@ -62,10 +60,10 @@ export function registerTranscriptionRoute(app: App, ctx: AppContext): void {
     const form = new FormData();
     const fields: Record<string, string> = {};
     let audioBytes = 0;
-    for await (const part of request.parts({ limits: { fileSize: MAX_AUDIO_BYTES, files: 1, fields: 32 } })) {
+    for await (const part of request.parts({ limits: { fileSize: ctx.config.BODY_LIMIT_UPLOAD_BYTES, files: 1, fields: 32 } })) {
       if (part.type === 'file') {
         const buffer = await part.toBuffer();
-        if (part.file.truncated) throw new ApiError('PAYLOAD_TOO_LARGE', `The audio file is larger than ${MAX_AUDIO_BYTES} bytes.`);
+        if (part.file.truncated) throw new ApiError('PAYLOAD_TOO_LARGE', `The audio file is larger than the ${ctx.config.BODY_LIMIT_UPLOAD_BYTES} bytes this route accepts (BODY_LIMIT_UPLOAD_BYTES).`, { details: { limit: ctx.config.BODY_LIMIT_UPLOAD_BYTES } });
         audioBytes = buffer.length;
         form.append(part.fieldname, new Blob([new Uint8Array(buffer)], { type: part.mimetype }), part.filename || 'audio');
       } else {

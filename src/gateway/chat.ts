@@ -14,6 +14,7 @@ import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
 import { chatWorstCase, upstreamChatBody, type ChatRequest } from './chat-plan.ts';
 import { StreamTally, writeFrame } from './chat-stream.ts';
 import { clientSignal, resolveModel } from './common.ts';
+import { refuseBeforeCounting } from './count-guard.ts';
 
 /** The chat request as validated: only what the gateway must read; every other OpenAI field passes through. */
 const ChatBodySchema = Type.Object({
@@ -53,6 +54,7 @@ export function registerChatRoute(app: App, ctx: AppContext): void {
     const body = request.body as ChatRequest;
     const model = await resolveModel(ctx, body.model);
     const candidates = await candidatesOf(ctx, model);
+    await refuseBeforeCounting(ctx, principalOf(request), body, candidates);
     const promptTokens = countChatPromptTokens(body);
     const meter = await Meter.open(ctx, principalOf(request), 'chat', model.id, chatWorstCase(body, candidates, promptTokens));
     return body.stream

@@ -51,9 +51,10 @@ export function authorizationServerMetadata(issuer: string) {
 
 /**
  * The oidc-provider endpoints under `/api/oauth`, declared as Fastify routes (so they are documented and
- * nothing else can claim their paths) whose `onRequest` hook hands the untouched request to oidc-provider:
- * the hook runs before Fastify reads the body, so the provider parses the form itself. Also serves the
- * RFC 8414 metadata document.
+ * nothing else can claim their paths) that hand the request to oidc-provider: the browser endpoints from
+ * their `onRequest` hook, untouched; the client-authenticated ones (token, revocation, introspection) from
+ * `preHandler`, after Fastify read the form and the per-app throttle (client-throttle.ts) admitted it, with
+ * RFC 6749 error bodies for what is refused before oidc-provider. Also serves the RFC 8414 metadata document.
  */
 export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: () => Promise<Provider>): void {
   let handler: ((req: FastifyRequest['raw'], res: FastifyReply['raw']) => Promise<void>) | undefined;
