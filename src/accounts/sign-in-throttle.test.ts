@@ -105,9 +105,19 @@ describeEachDatabase('sign-in throttle, TRUST_PROXY off', (env) => {
     assert.deepEqual(statuses.slice(-2), [429, 429], JSON.stringify(statuses));
     assert.equal((await env.request('POST', '/api/auth/signin', { body: account })).status, 429);
   });
-}, { config: { ...PRODUCTION_THROTTLE, TRUST_PROXY: 'false' }, manualClock: true });
 
-describeEachDatabase('sign-in throttle, TRUST_PROXY on (one proxy hop)', (env) => {
+  it('sign-ups are limited per address, matched by route: an encoded path counts the same', async () => {
+    const signUp = (path: string) => env.request('POST', path, { body: { email: `new-${randomText(8).toLowerCase()}@example.com`, password: `pw-${randomText(12)}` } });
+    for (let i = 0; i < 3; i++) assert.notEqual((await signUp(i % 2 ? '/api/auth/%73ignup' : '/api/auth/signup')).status, 429);
+    const limited = await signUp('/api/auth/%73ignup');
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.error.code, 'RATE_LIMITED');
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+  });
+}, { config: { ...PRODUCTION_THROTTLE, TRUST_PROXY: 'false', RATE_LIMIT_SIGNUP_PER_MINUTE: 3 }, manualClock: true });
+
+// Both forms of TRUST_PROXY: a hop count, and a list of proxy addresses/CIDRs (the test client is the proxy).
+for (const trustProxy of ['1', 'loopback, 192.0.2.0/24']) describeEachDatabase(`sign-in throttle, TRUST_PROXY=${trustProxy}`, (env) => {
   it('100 wrong passwords for one account from rotating forwarded addresses are throttled per account', async () => {
     const account = await newAccount(env);
     const { statuses, lastRefusal } = await guessFromRotatingAddresses(env, account.email);
@@ -128,7 +138,17 @@ describeEachDatabase('sign-in throttle, TRUST_PROXY on (one proxy hop)', (env) =
     const account = await newAccount(env);
     assert.equal((await env.request('POST', '/api/auth/signin', { body: account, headers: { 'x-forwarded-for': freshAddress() } })).status, 200);
   });
-}, { config: { ...PRODUCTION_THROTTLE, TRUST_PROXY: '1' }, manualClock: true });
+}, { config: { ...PRODUCTION_THROTTLE, TRUST_PROXY: trustProxy }, manualClock: true });
+
+describe('TRUST_PROXY values', () => {
+  it('accepts off, a hop count or a list of addresses/CIDRs, and refuses `true`, which would believe any client', () => {
+    assert.equal(loadConfig({}).TRUST_PROXY, 'false');
+    assert.equal(loadConfig({ TRUST_PROXY: '2' }).TRUST_PROXY, '2');
+    assert.equal(loadConfig({ TRUST_PROXY: '10.0.0.1, 192.168.0.0/16,loopback' }).TRUST_PROXY, '10.0.0.1, 192.168.0.0/16,loopback');
+    assert.throws(() => loadConfig({ TRUST_PROXY: 'true' }), /TRUST_PROXY: .*hop count/s);
+    assert.throws(() => loadConfig({ TRUST_PROXY: 'everyone' }), /TRUST_PROXY/);
+  });
+});
 
 // Two processes on one PostgreSQL database and one Redis: failures counted by one are seen by the other.
 if (selectedDatabases().includes('postgres')) {
