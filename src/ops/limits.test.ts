@@ -31,7 +31,7 @@ function trickle(socket: Socket, everyMs: number, byte = 'x'): () => void {
 /** When the connection closed, or null when it was still open after `ms`. */
 const closedWithin = (closed: Promise<number>, ms: number) => Promise.race([closed, sleep(ms).then(() => null)]);
 
-const TIMEOUTS = { HTTP_REQUEST_TIMEOUT_SECONDS: 2, HTTP_HEADERS_TIMEOUT_SECONDS: 1, HTTP_KEEPALIVE_TIMEOUT_SECONDS: 1 };
+const TIMEOUTS = { HTTP_REQUEST_TIMEOUT_SECONDS: 2, HTTP_UPLOAD_TIMEOUT_SECONDS: 4, HTTP_HEADERS_TIMEOUT_SECONDS: 1, HTTP_KEEPALIVE_TIMEOUT_SECONDS: 1 };
 
 describeEachDatabase('timeouts', (env) => {
   it('a body sent a byte at a time is cut by the request timeout with 408, though no gap between bytes is long', async () => {
@@ -44,7 +44,22 @@ describeEachDatabase('timeouts', (env) => {
     socket.destroy();
     assert.ok(end, 'the connection was still open after 8 s');
     // The request timeout (2 s) plus Node's check interval (0.5 s here), with room for a loaded machine.
-    assert.ok(end - started < 4500, `cut after ${end - started} ms`);
+    assert.ok(end - started < 3800, `cut after ${end - started} ms (the upload timeout is 4 s)`);
+    assert.match(received(), /^HTTP\/1\.1 408/);
+  });
+
+  it('an upload (multipart) gets HTTP_UPLOAD_TIMEOUT_SECONDS instead, and is cut after it', async () => {
+    const user = await fundedUser(env, 5);
+    const { socket, received, closed } = await rawConnection(env);
+    const started = Date.now();
+    socket.write(`POST /api/v1/audio/transcriptions HTTP/1.1\r\nHost: tollgate\r\nAuthorization: Bearer ${user.key}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n--b\r\n`);
+    const stop = trickle(socket, 400);
+    const end = await closedWithin(closed, 10_000);
+    stop();
+    socket.destroy();
+    assert.ok(end, 'the connection was still open after 10 s');
+    assert.ok(end - started > 3000, `cut after ${end - started} ms, before the upload timeout`);
+    assert.ok(end - started < 8000, `cut after ${end - started} ms`);
     assert.match(received(), /^HTTP\/1\.1 408/);
   });
 

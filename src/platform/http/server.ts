@@ -117,11 +117,12 @@ export async function createServer(ctx: AppContext): Promise<App> {
     // Routes get their family's limit (onRoute below); this one covers what matches no route.
     bodyLimit: ctx.config.BODY_LIMIT_DEFAULT_BYTES,
     trustProxy: trustProxyOption(ctx.config.TRUST_PROXY),
-    // Slow clients: the whole request (headers and body) must arrive within HTTP_REQUEST_TIMEOUT_SECONDS
-    // (Node answers 408 and closes), the headers within HTTP_HEADERS_TIMEOUT_SECONDS. Both cover only
+    // Slow clients: Node cuts (408, connection closed) a request whose headers took more than
+    // HTTP_HEADERS_TIMEOUT_SECONDS or whose whole body took more than the longest allowance, an upload's;
+    // the onRequest hook below holds every other body to HTTP_REQUEST_TIMEOUT_SECONDS. All cover only
     // receiving the request: an answer, an hour-long stream included, is never cut by them. No socket
     // inactivity timeout, which would cut a stream waiting on a slow model.
-    requestTimeout: ctx.config.HTTP_REQUEST_TIMEOUT_SECONDS * 1000,
+    requestTimeout: Math.max(ctx.config.HTTP_REQUEST_TIMEOUT_SECONDS, ctx.config.HTTP_UPLOAD_TIMEOUT_SECONDS) * 1000,
     keepAliveTimeout: ctx.config.HTTP_KEEPALIVE_TIMEOUT_SECONDS * 1000,
     connectionTimeout: 0,
     http: {
@@ -183,6 +184,25 @@ export async function createServer(ctx: AppContext): Promise<App> {
       keyId: principal?.keyId ?? undefined,
     }, 'request');
   });
+
+  // A body that is not an upload (multipart) must arrive within HTTP_REQUEST_TIMEOUT_SECONDS, as Node's
+  // own timeout would cut it: a bare 408 and the connection closed. Checked once, when the time is up.
+  const requestTimeoutMs = ctx.config.HTTP_REQUEST_TIMEOUT_SECONDS * 1000;
+  if (requestTimeoutMs < ctx.config.HTTP_UPLOAD_TIMEOUT_SECONDS * 1000) {
+    app.addHook('onRequest', (request, reply, done) => {
+      const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined;
+      if (!hasBody || request.raw.complete || request.headers['content-type']?.toLowerCase().startsWith('multipart/')) return done();
+      const timer = setTimeout(() => {
+        if (request.raw.complete || reply.raw.headersSent) return;
+        request.log.info({ route: request.routeOptions.url }, 'request body too slow: cut');
+        request.raw.socket?.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        request.raw.socket?.destroySoon();
+      }, requestTimeoutMs);
+      timer.unref();
+      reply.raw.once('close', () => clearTimeout(timer));
+      done();
+    });
+  }
 
   // Body limits per route family, unless a route set its own (the webhook, the OAuth endpoints).
   app.addHook('onRoute', (route) => {
