@@ -2,6 +2,7 @@ import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
 import { startMockUpstream } from '../providers/testing/mock-upstream.ts';
@@ -150,3 +151,20 @@ describeEachDatabase('body limits and the cost of counting', (env) => {
     assert.equal(mock.requests.length, upstreamCalls);
   });
 }, { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1`, apiKey: 'sk-mock' }] } });
+
+const logLines: string[] = [];
+const logStream = new PassThrough();
+logStream.on('data', (chunk) => logLines.push(...String(chunk).split('\n').filter(Boolean)));
+
+describeEachDatabase('TRUST_PROXY left off behind a proxy', (env) => {
+  it('the first request carrying X-Forwarded-For logs one warning that the header is ignored', async () => {
+    await env.request('GET', '/healthz');
+    assert.ok(!logLines.some((line) => line.includes('TRUST_PROXY is off')));
+    await env.request('GET', '/healthz', { headers: { 'x-forwarded-for': '198.51.100.9' } });
+    await env.request('GET', '/healthz', { headers: { 'x-forwarded-for': '198.51.100.10' } });
+    await new Promise((resolve) => setImmediate(resolve));
+    const warnings = logLines.map((line) => JSON.parse(line)).filter((entry) => entry.level === 40 && String(entry.msg).includes('TRUST_PROXY is off'));
+    assert.equal(warnings.length, 1);
+    logLines.length = 0;
+  });
+}, { logDestination: logStream });

@@ -59,6 +59,15 @@ function rateLimited(what: string, retryAfterSeconds: number, limit: number): Ap
  */
 export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimiter, backoff: Backoff): void {
   ctx.services.throttles = { windows: limiter, backoff };
+  if (ctx.config.TRUST_PROXY === 'false') {
+    // Behind a proxy with TRUST_PROXY off, every client has the proxy's address: say so once.
+    let warned = false;
+    app.addHook('onRequest', async (request) => {
+      if (warned || request.headers['x-forwarded-for'] === undefined) return;
+      warned = true;
+      ctx.log.warn('A request carries X-Forwarded-For but TRUST_PROXY is off, so the header is ignored: if Tollgate runs behind a proxy or load balancer, every client has its address and shares its per-address limits (sign-in failures, sign-ups). Set TRUST_PROXY to the number of proxies, or their addresses.');
+    });
+  }
   const signupLimit = ctx.config.RATE_LIMIT_SIGNUP_PER_MINUTE;
   if (signupLimit > 0) {
     app.addHook('onRequest', async (request: FastifyRequest) => {
