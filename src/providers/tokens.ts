@@ -292,10 +292,8 @@ export function chatPromptLowerBound(body: { messages: unknown[] }): { tokens: n
     const content = message?.content;
     if (typeof content === 'string') text(content);
     else if (Array.isArray(content)) {
-      for (const part of content) {
-        if (part?.type === 'text') text(part.text);
-        else if (part?.type === 'image_url') tokens += IMAGE_PART_TOKENS;
-      }
+      // Only text parts: what an image costs depends on the model, and nothing is still a lower bound.
+      for (const part of content) if (part?.type === 'text') text(part.text);
     }
   }
   return { tokens, textLength };
