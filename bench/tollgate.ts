@@ -62,7 +62,7 @@ export async function startTollgate(store: Store, upstreamUrl: string, nodeArgs:
     LOG_LEVEL: 'warn',
     RATE_LIMIT_KEY_RPM: '0',
     RATE_LIMIT_APP_RPM: '0',
-    RATE_LIMIT_AUTH_PER_MINUTE: '0',
+    RATE_LIMIT_SIGNUP_PER_MINUTE: '0',
     SWEEP_INTERVAL_SECONDS: '0',
     ...(store.dialect === 'sqlite' ? { DATA_DIR: store.dataDir } : { DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: store.schema }),
   };

@@ -6,7 +6,8 @@ import { SESSION_COOKIE } from '../platform/http/principal.ts';
 import { escapeHtml, renderPage, safeReturnTo } from '../platform/http/page.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 import { randomBytes } from 'node:crypto';
-import { EMAIL_PATTERN, findUser, registerUser, verifyCredentials } from './users.ts';
+import { EMAIL_PATTERN, findUser, registerUser } from './users.ts';
+import { checkSignIn, throttleMessage } from './sign-in-throttle.ts';
 import { endSession, SESSION_TTL_MS, startSession } from './sessions.ts';
 
 const UserSchema = Type.Object({
@@ -79,7 +80,14 @@ export function registerAccountRoutes(app: App, ctx: AppContext): void {
   app.post('/signin', { schema: { hide: true } }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, string>;
     const returnTo = safeReturnTo(body.return_to);
-    const user = await verifyCredentials(ctx.db, String(body.email ?? ''), String(body.password ?? ''));
+    let user;
+    try {
+      user = await checkSignIn(ctx, request.ip, String(body.email ?? ''), String(body.password ?? ''));
+    } catch (error) {
+      const waitMessage = throttleMessage(error, reply);
+      if (waitMessage === null) throw error;
+      return reply.type('text/html').send(authForm('signin', returnTo, waitMessage, String(body.email ?? '')));
+    }
     if (!user) return reply.code(401).type('text/html').send(authForm('signin', returnTo, 'That email and password do not match.', String(body.email ?? '')));
     await signIn(reply, user.id);
     return reply.redirect(returnTo, 303);
@@ -109,7 +117,7 @@ export function registerAccountRoutes(app: App, ctx: AppContext): void {
     schema: { tags: ['accounts'], summary: 'Start a dashboard session', body: Credentials, response: { 200: SessionResponse } },
   }, async (request, reply) => {
     const { email, password } = request.body as { email: string; password: string };
-    const user = await verifyCredentials(ctx.db, email, password);
+    const user = await checkSignIn(ctx, request.ip, email, password);
     if (!user) throw errors.unauthenticated('That email and password do not match.');
     const session = await signIn(reply, user.id);
     return { user, csrfToken: session.csrfToken };

@@ -8,7 +8,7 @@ import { bodiesFor, jsonOperations, type GeneratedBody, type JsonOperation } fro
 import { createChaosUser, send, type ChaosUser } from './client.ts';
 import { count } from './figures.ts';
 
-/** The server's body limit (src/platform/http/server.ts): one byte more must be refused whole. */
+/** Above every route family's body limit (BODY_LIMIT_*_BYTES, 25 MiB at most by default): such a body must be refused whole. */
 const BODY_LIMIT_BYTES = 25 * 1024 * 1024;
 const WEBHOOK_SECRET = `whsec_${Buffer.from('chaos-suite-webhook-signing-key!').toString('base64')}`;
 

@@ -7,7 +7,7 @@
  * and its byte rate must equal `sampleRate × blockAlign` (a forged rate cannot shrink the time); a data size
  * past the end of the file counts the bytes present. MP3: every frame in the file is counted, resyncing
  * past garbage as decoders do, so a short first frame or a forged Xing header cannot hide the rest. Both
- * readers are linear in the file's length (at most `MAX_AUDIO_BYTES`). An MP3 in which more than a few KB
+ * readers are linear in the file's length (at most `BODY_LIMIT_UPLOAD_BYTES`). An MP3 in which more than a few KB
  * (and 5%) is not frames this reader understands has no readable duration.
  */
 

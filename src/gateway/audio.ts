@@ -10,8 +10,6 @@ import { DEFAULT_MAX_OUTPUT_TOKENS, worstPromptTokens } from './chat-plan.ts';
 import { audioDurationSeconds } from './audio-duration.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 
-/** Largest audio upload relayed for transcription (OpenAI's own limit). */
-export const MAX_AUDIO_BYTES = 25 * 1024 * 1024;
 /** Audio tokens per second a token-priced transcription model is assumed to read, for the hold. */
 const AUDIO_TOKENS_PER_SECOND = 50;
 /** Seconds added to the header's duration for the hold: providers round a started second up. */
@@ -65,10 +63,10 @@ export function registerTranscriptionRoute(app: App, ctx: AppContext): void {
     const fields: Record<string, string> = {};
     let audioBytes = 0;
     let durationSeconds: number | null = null;
-    for await (const part of request.parts({ limits: { fileSize: MAX_AUDIO_BYTES, files: 1, fields: 32 } })) {
+    for await (const part of request.parts({ limits: { fileSize: ctx.config.BODY_LIMIT_UPLOAD_BYTES, files: 1, fields: 32 } })) {
       if (part.type === 'file') {
         const buffer = await part.toBuffer();
-        if (part.file.truncated) throw new ApiError('PAYLOAD_TOO_LARGE', `The audio file is larger than ${MAX_AUDIO_BYTES} bytes.`);
+        if (part.file.truncated) throw new ApiError('PAYLOAD_TOO_LARGE', `The audio file is larger than the ${ctx.config.BODY_LIMIT_UPLOAD_BYTES} bytes this route accepts (BODY_LIMIT_UPLOAD_BYTES).`, { details: { limit: ctx.config.BODY_LIMIT_UPLOAD_BYTES } });
         audioBytes = buffer.length;
         durationSeconds = audioDurationSeconds(buffer);
         form.append(part.fieldname, new Blob([new Uint8Array(buffer)], { type: part.mimetype }), part.filename || 'audio');

@@ -16,6 +16,7 @@ import { openChatMeter } from './affordable.ts';
 import { StreamTally, writeFrame } from './chat-stream.ts';
 import { accountChat, recordedDetails } from './chat-usage.ts';
 import { clientSignal, resolveModel } from './common.ts';
+import { refuseBeforeCounting } from './count-guard.ts';
 
 /** The chat request as validated: only what the gateway must read; every other OpenAI field passes through. */
 const ChatBodySchema = Type.Object({
@@ -55,6 +56,7 @@ export function registerChatRoute(app: App, ctx: AppContext): void {
     const body = request.body as ChatRequest;
     const model = await resolveModel(ctx, body.model);
     const candidates = await candidatesOf(ctx, model);
+    await refuseBeforeCounting(ctx, principalOf(request), body, candidates);
     const promptTokens = countChatPromptTokens(body);
     const { meter, plan } = await openChatMeter(ctx, principalOf(request), model.id, body, planChat(body, candidates, promptTokens, ctx.config.MAX_IMAGES_PER_REQUEST));
     return body.stream

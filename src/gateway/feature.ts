@@ -4,7 +4,7 @@ import type { App } from '../platform/http/server.ts';
 import { registerChatRoute } from './chat.ts';
 import { registerEmbeddingsRoute } from './embeddings.ts';
 import { registerImagesRoute } from './images.ts';
-import { MAX_AUDIO_BYTES, registerSpeechRoute, registerTranscriptionRoute } from './audio.ts';
+import { registerSpeechRoute, registerTranscriptionRoute } from './audio.ts';
 import { registerRealtimeRoute } from './realtime.ts';
 
 /**
@@ -23,7 +23,7 @@ export const gatewayFeature: Feature = {
     registerRealtimeRoute(typed, ctx);
     // Multipart parsing exists only inside this scope, so no other route accepts a multipart body.
     await app.register(async (scope) => {
-      await scope.register(multipart, { limits: { fileSize: MAX_AUDIO_BYTES, files: 1 } });
+      await scope.register(multipart, { limits: { fileSize: ctx.config.BODY_LIMIT_UPLOAD_BYTES, files: 1 } });
       registerTranscriptionRoute(scope as unknown as App, ctx);
     });
   },

@@ -5,6 +5,7 @@ import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 import { SCOPES } from '../platform/http/principal.ts';
 import { OAUTH_ROUTES } from './provider.ts';
+import { clientThrottle, requestClientId } from './client-throttle.ts';
 
 const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'];
 
@@ -50,9 +51,10 @@ export function authorizationServerMetadata(issuer: string) {
 
 /**
  * The oidc-provider endpoints under `/api/oauth`, declared as Fastify routes (so they are documented and
- * nothing else can claim their paths) whose `onRequest` hook hands the untouched request to oidc-provider:
- * the hook runs before Fastify reads the body, so the provider parses the form itself. Also serves the
- * RFC 8414 metadata document.
+ * nothing else can claim their paths) that hand the request to oidc-provider: the browser endpoints from
+ * their `onRequest` hook, untouched; the client-authenticated ones (token, revocation, introspection) from
+ * `preHandler`, after Fastify read the form and the per-app throttle (client-throttle.ts) admitted it, with
+ * RFC 6749 error bodies for what is refused before oidc-provider. Also serves the RFC 8414 metadata document.
  */
 export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: () => Promise<Provider>): void {
   let handler: ((req: FastifyRequest['raw'], res: FastifyReply['raw']) => Promise<void>) | undefined;
@@ -65,6 +67,21 @@ export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: (
   const never = async () => undefined;
   const form = ['application/x-www-form-urlencoded'];
 
+  // The client-authenticated endpoints are forwarded once Fastify has read the form (preHandler), so the
+  // throttle knows the app before oidc-provider runs; oidc-provider takes the parsed form from `req.body`
+  // (its documented fallback for an upstream body parser).
+  const throttle = clientThrottle(ctx);
+  async function forwardThrottled(request: FastifyRequest, reply: FastifyReply) {
+    const clientId = request.method === 'POST' ? requestClientId(request) : null;
+    if (request.method === 'POST') await throttle.admit(clientId, request.ip);
+    (request.raw as FastifyRequest['raw'] & { body?: unknown }).body = request.body;
+    await forward(request, reply);
+    if (request.method === 'POST') await throttle.record(clientId, request.ip, reply.raw.statusCode);
+  }
+  // RFC 6749 error bodies for what Fastify refuses before oidc-provider (oversized form, rate limit…);
+  // oidc-provider's own limit for a form is 56 KiB.
+  const clientEndpoint = { preHandler: forwardThrottled, handler: never, config: { envelope: 'oauth' as const }, bodyLimit: 56 * 1024 };
+
   app.route({
     method: 'GET', url: OAUTH_ROUTES.authorization, onRequest: forward, handler: never,
     schema: {
@@ -74,18 +91,18 @@ export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: (
   });
   app.route({ method: 'GET', url: `${OAUTH_ROUTES.authorization}/:uid`, onRequest: forward, handler: never, schema: { hide: true } });
   app.route({
-    method: ['POST', 'OPTIONS'], url: OAUTH_ROUTES.token, onRequest: forward, handler: never,
+    method: ['POST', 'OPTIONS'], url: OAUTH_ROUTES.token, ...clientEndpoint,
     schema: {
       tags: ['oauth'], summary: 'Token endpoint', consumes: form,
       description: '`grant_type=authorization_code` (with `code`, `redirect_uri`, `code_verifier`) or `grant_type=refresh_token`. Public apps send `client_id`; confidential apps authenticate with HTTP Basic or `client_secret` in the body. Refresh tokens rotate: each use returns a new one, and using an old one again revokes the whole authorization.',
     },
   });
   app.route({
-    method: ['POST', 'OPTIONS'], url: OAUTH_ROUTES.revocation, onRequest: forward, handler: never,
+    method: ['POST', 'OPTIONS'], url: OAUTH_ROUTES.revocation, ...clientEndpoint,
     schema: { tags: ['oauth'], summary: 'Revoke an access or refresh token (RFC 7009)', consumes: form, description: 'Revoking a refresh token revokes the whole grant; revoking an access token revokes that token. Takes effect on the next request.' },
   });
   app.route({
-    method: ['POST', 'OPTIONS'], url: OAUTH_ROUTES.introspection, onRequest: forward, handler: never,
+    method: ['POST', 'OPTIONS'], url: OAUTH_ROUTES.introspection, ...clientEndpoint,
     schema: { tags: ['oauth'], summary: 'Introspect a token (RFC 7662)', consumes: form, description: 'An app may introspect only its own tokens.' },
   });
   app.route({ method: 'GET', url: OAUTH_ROUTES.jwks, onRequest: forward, handler: never, schema: { tags: ['oauth'], summary: "The authorization server's public signing keys" } });

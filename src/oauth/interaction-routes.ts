@@ -6,7 +6,7 @@ import type { AppContext } from '../platform/context.ts';
 import { SCOPES, SESSION_COOKIE } from '../platform/http/principal.ts';
 import { escapeHtml, renderPage } from '../platform/http/page.ts';
 import { creditsToMicros, microsToCredits } from '../platform/money.ts';
-import { verifyCredentials } from '../accounts/users.ts';
+import { checkSignIn, throttleMessage } from '../accounts/sign-in-throttle.ts';
 import { clientName } from './clients.ts';
 import { recordConsent } from './authorizations.ts';
 import { interactionPath } from './provider.ts';
@@ -148,7 +148,15 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
     const body = request.body as { email?: string; password?: string };
     const found = await interactionOf(request, reply, uid);
     if (!found || found.details.prompt.name !== 'login') return errorPage(reply, 400, expired);
-    const user = await verifyCredentials(ctx.db, body.email ?? '', body.password ?? '');
+    let user;
+    try {
+      user = await checkSignIn(ctx, request.ip, body.email ?? '', body.password ?? '');
+    } catch (error) {
+      const waitMessage = throttleMessage(error, reply);
+      if (waitMessage === null) throw error;
+      const appName = (await clientName(ctx.db, found.details.params.client_id)) ?? 'this app';
+      return sendPage(reply, 429, loginPage(uid, appName, waitMessage, body.email));
+    }
     if (!user) {
       const appName = (await clientName(ctx.db, found.details.params.client_id)) ?? 'this app';
       return sendPage(reply, 401, loginPage(uid, appName, 'That email and password do not match.', body.email));

@@ -1,6 +1,6 @@
 import type { Feature } from '../platform/feature.ts';
 import { connectRedis } from '../platform/redis.ts';
-import { memoryRateLimiter, redisRateLimiter } from '../platform/ratelimit.ts';
+import { memoryBackoff, memoryRateLimiter, redisBackoff, redisRateLimiter } from '../platform/ratelimit.ts';
 import { registerHealthRoutes } from './health.ts';
 import { registerMetricsRoute } from './metrics-route.ts';
 import { registerRateLimits } from './rate-limits.ts';
@@ -16,7 +16,7 @@ export const opsFeature: Feature = {
     const redis = ctx.config.REDIS_URL ? await connectRedis(ctx.config.REDIS_URL) : null;
     if (redis) ctx.onClose.push(() => void redis.disconnect());
     registerCors(app, ctx);
-    registerRateLimits(app, ctx, redis ? redisRateLimiter(redis) : memoryRateLimiter());
+    registerRateLimits(app, ctx, redis ? redisRateLimiter(redis) : memoryRateLimiter(), redis ? redisBackoff(redis) : memoryBackoff());
     registerHealthRoutes(app, ctx, redis);
     registerMetricsRoute(app, ctx);
   },

@@ -3,7 +3,7 @@ import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../platform/errors.ts';
 import type { Principal } from '../platform/http/principal.ts';
-import type { RateLimiter } from '../platform/ratelimit.ts';
+import type { Backoff, RateLimiter } from '../platform/ratelimit.ts';
 
 /** What the gateway calls to count tokens against the per-minute token limits. */
 export interface RateLimits {
@@ -13,13 +13,29 @@ export interface RateLimits {
   addTokens(principal: Principal, tokens: number): Promise<void>;
 }
 
+/**
+ * The counters other features throttle with (sign-in failures, OAuth clients): in Redis when `REDIS_URL`
+ * is set, so every instance sees the same counts, else in this process.
+ */
+export interface Throttles {
+  /** Fixed one-minute windows. */
+  windows: RateLimiter;
+  /** Growing delays. */
+  backoff: Backoff;
+}
+
 declare module '../platform/context.ts' {
   interface Services {
     rateLimits: RateLimits;
+    throttles: Throttles;
   }
 }
 
-const AUTH_PATHS = new Set(['/signin', '/signup', '/api/auth/signin', '/api/auth/signup', '/api/oauth/token']);
+/**
+ * The sign-up routes, matched by the route Fastify chose and not by the raw URL, so that an encoded path
+ * (`/api/auth/%73ignup`) counts like the plain one. Sign-in is throttled on its failures instead (src/accounts).
+ */
+const SIGNUP_ROUTES = new Set(['/signup', '/api/auth/signup']);
 
 /** The buckets a principal's AI calls count in: its key, and the app acting for the user. */
 function subjectsOf(principal: Principal, ctx: AppContext): Array<{ subject: string; rpm: number }> {
@@ -39,23 +55,31 @@ function rateLimited(what: string, retryAfterSeconds: number, limit: number): Ap
 /**
  * Request-rate limits (429 RATE_LIMITED with Retry-After; never confused with a spending limit, which
  * is SPENDING_LIMIT_EXCEEDED): per API key and per app on `/api/v1/*`, after authentication; per client
- * address on sign-in, sign-up and the token endpoint, before anything else runs.
+ * address on sign-up, before anything else runs. Every match is on the route, never on the raw URL.
  */
-export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimiter): void {
-  const authLimit = ctx.config.RATE_LIMIT_AUTH_PER_MINUTE;
-  if (authLimit > 0) {
+export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimiter, backoff: Backoff): void {
+  ctx.services.throttles = { windows: limiter, backoff };
+  if (ctx.config.TRUST_PROXY === 'false') {
+    // Behind a proxy with TRUST_PROXY off, every client has the proxy's address: say so once.
+    let warned = false;
+    app.addHook('onRequest', async (request) => {
+      if (warned || request.headers['x-forwarded-for'] === undefined) return;
+      warned = true;
+      ctx.log.warn('A request carries X-Forwarded-For but TRUST_PROXY is off, so the header is ignored: if Tollgate runs behind a proxy or load balancer, every client has its address and shares its per-address limits (sign-in failures, sign-ups). Set TRUST_PROXY to the number of proxies, or their addresses.');
+    });
+  }
+  const signupLimit = ctx.config.RATE_LIMIT_SIGNUP_PER_MINUTE;
+  if (signupLimit > 0) {
     app.addHook('onRequest', async (request: FastifyRequest) => {
-      if (request.method !== 'POST') return;
-      const path = request.url.split('?')[0];
-      if (!AUTH_PATHS.has(path) && !path.startsWith('/api/oauth/interaction/')) return;
-      const decision = await limiter.take(`auth:${request.ip}`, 1, authLimit, ctx.clock.now());
-      if (!decision.allowed) throw rateLimited('sign-in and token requests', decision.retryAfterSeconds, authLimit);
+      if (request.method !== 'POST' || !SIGNUP_ROUTES.has(request.routeOptions.url ?? '')) return;
+      const decision = await limiter.take(`signup:${request.ip}`, 1, signupLimit, ctx.clock.now());
+      if (!decision.allowed) throw rateLimited('sign-ups from one address', decision.retryAfterSeconds, signupLimit);
     });
   }
 
   app.addHook('preHandler', async (request) => {
     const principal = request.principal;
-    if (!principal || !request.url.startsWith('/api/v1/')) return;
+    if (!principal || !request.routeOptions.url?.startsWith('/api/v1/')) return;
     for (const { subject, rpm } of subjectsOf(principal, ctx)) {
       if (rpm <= 0) continue;
       const decision = await limiter.take(`rpm:${subject}`, 1, rpm, ctx.clock.now());

@@ -19,7 +19,7 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: { status: 413, type: 'invalid_request_error', when: 'The request body is larger than the route accepts.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, type: 'invalid_request_error', when: 'The Content-Type is not one the route accepts.' },
   SPENDING_LIMIT_EXCEEDED: { status: 429, type: 'spending_limit_error', when: "An app's or key's spending limit would be exceeded by the request's worst-case cost." },
-  RATE_LIMITED: { status: 429, type: 'rate_limit_error', when: 'Too many requests (or tokens) per minute for this key, app or address; see Retry-After.' },
+  RATE_LIMITED: { status: 429, type: 'rate_limit_error', when: 'Too many requests (or tokens) per minute for this key, app or address, or too many failed sign-ins for this account or address; see Retry-After.' },
   INTERNAL_ERROR: { status: 500, type: 'api_error', when: 'A fault inside Tollgate; the log has the request id.' },
   UPSTREAM_ERROR: { status: 502, type: 'upstream_error', when: 'The upstream provider failed (502) or timed out (504) before producing output.' },
   SERVICE_UNAVAILABLE: { status: 503, type: 'api_error', when: 'A dependency is not configured or not reachable (for example no webhook secret).' },

@@ -67,3 +67,101 @@ export function redisRateLimiter(redis: Redis, prefix = 'tollgate:rl:'): RateLim
     },
   };
 }
+
+/** The outcome of an attempt under a {@link Backoff}. */
+export interface BackoffDecision {
+  /** False while the subject must still wait; nothing was counted then. */
+  allowed: boolean;
+  /** Seconds left to wait (0 when allowed). */
+  retryAfterSeconds: number;
+}
+
+/**
+ * Growing delays per subject, for guesses that must get slower the more of them fail: each attempt is
+ * counted before the work it guards is done (so parallel attempts cannot slip past one another), the first
+ * `free` attempts go ahead at once, and every one after that makes the next wait 1 s, 2 s, 4 s… up to
+ * `maxDelayMs`. A success resets the subject (or gives its attempt back, for a subject many people share).
+ * A subject with no attempt for a day is forgotten.
+ */
+export interface Backoff {
+  /** Counts an attempt unless the subject is still waiting. */
+  attempt(subject: string, free: number, maxDelayMs: number, now: number): Promise<BackoffDecision>;
+  /** Gives one attempt back (a success on a shared subject); below `free` again, the wait is lifted. */
+  refund(subject: string, free: number): Promise<void>;
+  /** Forgets the subject's attempts (a success on the subject's own account). */
+  reset(subject: string): Promise<void>;
+}
+
+const FORGET_AFTER_MS = 24 * 60 * 60_000;
+
+/** The wait that the `count`-th attempt imposes on the next one. */
+function delayAfter(count: number, free: number, maxDelayMs: number): number {
+  return count > free ? Math.min(maxDelayMs, 1000 * 2 ** Math.min(count - free - 1, 30)) : 0;
+}
+
+/** Growing delays in this process only. */
+export function memoryBackoff(): Backoff {
+  const subjects = new Map<string, { count: number; until: number; seen: number }>();
+  let sweptAt = 0;
+  return {
+    async attempt(subject, free, maxDelayMs, now) {
+      if (now - sweptAt > 60_000) {
+        for (const [name, state] of subjects) if (now - state.seen > FORGET_AFTER_MS) subjects.delete(name);
+        sweptAt = now;
+      }
+      const state = subjects.get(subject) ?? { count: 0, until: 0, seen: now };
+      if (now < state.until) return { allowed: false, retryAfterSeconds: Math.ceil((state.until - now) / 1000) };
+      state.count++;
+      state.seen = now;
+      const delay = delayAfter(state.count, free, maxDelayMs);
+      if (delay) state.until = now + delay;
+      subjects.set(subject, state);
+      return { allowed: true, retryAfterSeconds: 0 };
+    },
+    async refund(subject, free) {
+      const state = subjects.get(subject);
+      if (!state || state.count === 0) return;
+      state.count--;
+      if (state.count <= free) state.until = 0;
+    },
+    async reset(subject) {
+      subjects.delete(subject);
+    },
+  };
+}
+
+// One script each, so that reading the wait and counting the attempt are one atomic step on the server.
+const ATTEMPT_SCRIPT = `
+local now = tonumber(ARGV[1])
+local untilAt = tonumber(redis.call('HGET', KEYS[1], 'until') or '0')
+if now < untilAt then return {0, math.ceil((untilAt - now) / 1000)} end
+local count = redis.call('HINCRBY', KEYS[1], 'count', 1)
+local free = tonumber(ARGV[2])
+if count > free then
+  local delay = math.min(tonumber(ARGV[3]), 1000 * 2 ^ math.min(count - free - 1, 30))
+  redis.call('HSET', KEYS[1], 'until', string.format('%d', now + delay))
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return {1, 0}`;
+const REFUND_SCRIPT = `
+local count = tonumber(redis.call('HGET', KEYS[1], 'count') or '0')
+if count <= 0 then return 0 end
+count = redis.call('HINCRBY', KEYS[1], 'count', -1)
+if count <= tonumber(ARGV[1]) then redis.call('HDEL', KEYS[1], 'until') end
+return count`;
+
+/** Growing delays in Redis, shared by every instance. */
+export function redisBackoff(redis: Redis, prefix = 'tollgate:bo:'): Backoff {
+  return {
+    async attempt(subject, free, maxDelayMs, now) {
+      const [allowed, retryAfterSeconds] = (await redis.eval(ATTEMPT_SCRIPT, 1, prefix + subject, now, free, maxDelayMs, FORGET_AFTER_MS)) as [number, number];
+      return { allowed: allowed === 1, retryAfterSeconds: Number(retryAfterSeconds) };
+    },
+    async refund(subject, free) {
+      await redis.eval(REFUND_SCRIPT, 1, prefix + subject, free);
+    },
+    async reset(subject) {
+      await redis.del(prefix + subject);
+    },
+  };
+}

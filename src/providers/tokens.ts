@@ -268,3 +268,36 @@ export function countEmbeddingInputTokens(input: unknown): number {
   if (input.every((item) => typeof item === 'number')) return input.length;
   return input.reduce((sum: number, item) => sum + countEmbeddingInputTokens(item), 0);
 }
+
+/** The longest token of the vocabulary, in UTF-8 bytes (128 for o200k): no token covers more text. */
+export const MAX_TOKEN_BYTES = (() => {
+  let longest = 0;
+  for (let rank = 0; rank < O200K.size; rank++) longest = Math.max(longest, O200K.tokenBytes(rank).length);
+  return longest;
+})();
+
+/**
+ * A lower bound of {@link countChatPromptTokens} from lengths alone, in time linear in the number of
+ * messages and parts (no text is read): every token covers at most {@link MAX_TOKEN_BYTES} bytes and a
+ * UTF-16 code unit is at least one UTF-8 byte, so a text of `n` code units makes at least `n / 128` tokens.
+ * Also the text length, for callers that weigh whether exact counting is worth a check first.
+ */
+export function chatPromptLowerBound(body: { messages: unknown[] }): { tokens: number; textLength: number } {
+  let tokens = REPLY_PRIMING_TOKENS;
+  let textLength = 0;
+  const text = (value: unknown) => {
+    if (typeof value !== 'string') return;
+    textLength += value.length;
+    tokens += Math.ceil(value.length / MAX_TOKEN_BYTES);
+  };
+  for (const message of body.messages as any[]) {
+    tokens += PER_MESSAGE_TOKENS;
+    const content = message?.content;
+    if (typeof content === 'string') text(content);
+    else if (Array.isArray(content)) {
+      // Only text parts: what an image costs depends on the model, and nothing is still a lower bound.
+      for (const part of content) if (part?.type === 'text') text(part.text);
+    }
+  }
+  return { tokens, textLength };
+}

@@ -12,9 +12,10 @@ import { authenticate, requireScope, type Principal } from './principal.ts';
 
 /**
  * How a route family shapes its errors: `api` is `{ error: { code, message, type, ... } }` (contract §2.2,
- * decisions.md), `keys` is `{ success: false, error: "<text>" }` (contract §7.1).
+ * decisions.md), `keys` is `{ success: false, error: "<text>" }` (contract §7.1), `oauth` is RFC 6749's
+ * `{ error: "<code>", error_description: "<text>" }` (the OAuth endpoints, whose clients read only that).
  */
-export type ErrorEnvelope = 'api' | 'keys';
+export type ErrorEnvelope = 'api' | 'keys' | 'oauth';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -54,11 +55,47 @@ export function toApiError(error: unknown): ApiError {
   return new ApiError('INTERNAL_ERROR', 'Internal error.', { cause: error });
 }
 
+/** The RFC 6749 §5.2 error code an OAuth client reads for each of our codes. */
+function oauthErrorCode(error: ApiError): string {
+  switch (error.code) {
+    case 'UNAUTHENTICATED':
+      return 'invalid_client';
+    case 'RATE_LIMITED':
+    case 'SERVICE_UNAVAILABLE':
+      return 'temporarily_unavailable';
+    case 'INTERNAL_ERROR':
+      return 'server_error';
+    default:
+      return 'invalid_request';
+  }
+}
+
 /** Writes an error in the envelope of the route's family. */
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   const envelope = request.routeOptions.config?.envelope ?? 'api';
   reply.code(error.status).headers(error.headers);
+  if (envelope === 'oauth') return reply.header('cache-control', 'no-store').send({ error: oauthErrorCode(error), error_description: error.message });
   return reply.send(envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope());
+}
+
+/**
+ * `TRUST_PROXY` as Fastify's `trustProxy` takes it: false (the peer is the client), a hop count, or the
+ * list of proxy addresses/CIDRs whose `X-Forwarded-For` entries are believed. Never `true`, which would
+ * believe whatever address a client writes into the header.
+ */
+export function trustProxyOption(value: string): false | string[] | ((address: string, hop: number) => boolean) {
+  if (value === 'false') return false;
+  if (/^\d+$/.test(value)) {
+    // What Fastify does with a number (its types only miss it): the nearest `hops` peers are proxies.
+    const hops = Number(value);
+    return hops === 0 ? false : (_address, hop) => hop < hops;
+  }
+  return value.split(',').map((entry) => entry.trim()).filter(Boolean);
+}
+
+/** The body limit of a route: AI calls get `BODY_LIMIT_API_BYTES`, every other route the default. */
+function bodyLimitOf(url: string, config: AppContext['config']): number {
+  return url.startsWith('/api/v1/') ? config.BODY_LIMIT_API_BYTES : config.BODY_LIMIT_DEFAULT_BYTES;
 }
 
 /** The authenticated principal of a route that declared `config.auth`. */
@@ -77,8 +114,23 @@ export async function createServer(ctx: AppContext): Promise<App> {
     // One line per request is written by the onResponse hook below, with the caller's ids and no headers.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
-    bodyLimit: 25 * 1024 * 1024,
-    trustProxy: true,
+    // Routes get their family's limit (onRoute below); this one covers what matches no route.
+    bodyLimit: ctx.config.BODY_LIMIT_DEFAULT_BYTES,
+    trustProxy: trustProxyOption(ctx.config.TRUST_PROXY),
+    // Slow clients: Node cuts (408, connection closed) a request whose headers took more than
+    // HTTP_HEADERS_TIMEOUT_SECONDS or whose whole body took more than the longest allowance, an upload's;
+    // the onRequest hook below holds every other body to HTTP_REQUEST_TIMEOUT_SECONDS. All cover only
+    // receiving the request: an answer, an hour-long stream included, is never cut by them. No socket
+    // inactivity timeout, which would cut a stream waiting on a slow model.
+    requestTimeout: Math.max(ctx.config.HTTP_REQUEST_TIMEOUT_SECONDS, ctx.config.HTTP_UPLOAD_TIMEOUT_SECONDS) * 1000,
+    keepAliveTimeout: ctx.config.HTTP_KEEPALIVE_TIMEOUT_SECONDS * 1000,
+    connectionTimeout: 0,
+    http: {
+      headersTimeout: Math.min(ctx.config.HTTP_HEADERS_TIMEOUT_SECONDS, ctx.config.HTTP_REQUEST_TIMEOUT_SECONDS) * 1000,
+      // How often Node looks for requests past those timeouts (its default, 30 s, would let a slow body
+      // live that much longer).
+      connectionsCheckingInterval: Math.min(1000, ctx.config.HTTP_HEADERS_TIMEOUT_SECONDS * 500),
+    },
     genReqId: (req) => (typeof req.headers['x-request-id'] === 'string' && /^[\w.-]{1,64}$/.test(req.headers['x-request-id']) ? req.headers['x-request-id'] : crypto.randomUUID()),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     routerOptions: { ignoreTrailingSlash: false },
@@ -135,6 +187,30 @@ export async function createServer(ctx: AppContext): Promise<App> {
     }, 'request');
   });
 
+  // A body that is not an upload (multipart) must arrive within HTTP_REQUEST_TIMEOUT_SECONDS, as Node's
+  // own timeout would cut it: a bare 408 and the connection closed. Checked once, when the time is up.
+  const requestTimeoutMs = ctx.config.HTTP_REQUEST_TIMEOUT_SECONDS * 1000;
+  if (requestTimeoutMs < ctx.config.HTTP_UPLOAD_TIMEOUT_SECONDS * 1000) {
+    app.addHook('onRequest', (request, reply, done) => {
+      const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined;
+      if (!hasBody || request.raw.complete || request.headers['content-type']?.toLowerCase().startsWith('multipart/')) return done();
+      const timer = setTimeout(() => {
+        if (request.raw.complete || reply.raw.headersSent) return;
+        request.log.info({ route: request.routeOptions.url }, 'request body too slow: cut');
+        request.raw.socket?.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        request.raw.socket?.destroySoon();
+      }, requestTimeoutMs);
+      timer.unref();
+      reply.raw.once('close', () => clearTimeout(timer));
+      done();
+    });
+  }
+
+  // Body limits per route family, unless a route set its own (the webhook, the OAuth endpoints).
+  app.addHook('onRoute', (route) => {
+    route.bodyLimit ??= bodyLimitOf(route.url, ctx.config);
+  });
+
   // Invariant: every route under /api/admin is an operator route, so none can be added without the check.
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/api/admin') && route.config?.admin !== true) {
@@ -158,7 +234,11 @@ export async function createServer(ctx: AppContext): Promise<App> {
   });
 
   app.setErrorHandler((error, request, reply) => {
-    const apiError = toApiError(error);
+    let apiError = toApiError(error);
+    if ((error as FastifyError)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      const limit = request.routeOptions.bodyLimit ?? ctx.config.BODY_LIMIT_DEFAULT_BYTES;
+      apiError = new ApiError('PAYLOAD_TOO_LARGE', `The request body is larger than the ${limit} bytes this route accepts.`, { details: { limit } });
+    }
     if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
     if (['SPENDING_LIMIT_EXCEEDED', 'INSUFFICIENT_CREDITS', 'RATE_LIMITED'].includes(apiError.code)) ctx.metrics.restrictions.inc({ code: apiError.code });
     return sendError(request, reply, apiError);

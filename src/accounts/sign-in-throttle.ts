@@ -1,0 +1,71 @@
+import type { FastifyReply } from 'fastify';
+import type { AppContext } from '../platform/context.ts';
+import { sha256Hex } from '../platform/crypto.ts';
+import { ApiError } from '../platform/errors.ts';
+import { verifyCredentials, type PublicUser } from './users.ts';
+
+/** "2 minutes", "1 second": the wait in the words a person reads. */
+export function waitText(seconds: number): string {
+  if (seconds < 60) return `${seconds} second${seconds === 1 ? '' : 's'}`;
+  const minutes = Math.ceil(seconds / 60);
+  return `${minutes} minute${minutes === 1 ? '' : 's'}`;
+}
+
+/**
+ * Checks an email and password under the brute-force throttle; every sign-in form (the JSON endpoint, the
+ * `/signin` page and the OAuth sign-in page) goes through here. Answers the user, null for a wrong
+ * password, or throws 429 RATE_LIMITED (with Retry-After and `retryAfter`) while the account or the
+ * address must wait.
+ *
+ * Security invariants:
+ * - an attempt is counted *before* the password hash is computed, so parallel guesses cannot slip past
+ *   the count, and a refused attempt costs no hash;
+ * - failures are counted per account (whatever address they come from: rotating forwarded addresses do
+ *   not help) and per client address (spraying one password over many accounts does not either); each
+ *   past the free ones makes the next attempt wait twice as long, up to `SIGNIN_MAX_DELAY_SECONDS`;
+ * - a success clears its account and gives its address's attempt back, so people signing in correctly
+ *   from one office address never add up to a wait;
+ * - accounts are keyed by the SHA-256 of the normalized email, so the counters (in Redis, maybe) hold no
+ *   address book; an unknown email is throttled exactly like a known one, revealing nothing.
+ */
+export async function checkSignIn(ctx: AppContext, clientAddress: string, email: string, password: string): Promise<PublicUser | null> {
+  const maxDelayMs = ctx.config.SIGNIN_MAX_DELAY_SECONDS * 1000;
+  if (maxDelayMs === 0) return verifyCredentials(ctx.db, email, password);
+  const { backoff } = ctx.services.throttles;
+  const account = `signin:account:${sha256Hex(email.trim().toLowerCase())}`;
+  const address = `signin:address:${clientAddress}`;
+  const perAccount = ctx.config.SIGNIN_FREE_FAILURES_PER_ACCOUNT;
+  const perAddress = ctx.config.SIGNIN_FREE_FAILURES_PER_ADDRESS;
+
+  const forAccount = await backoff.attempt(account, perAccount, maxDelayMs, ctx.clock.now());
+  if (!forAccount.allowed) throw throttled(forAccount.retryAfterSeconds, 'for this account');
+  const forAddress = await backoff.attempt(address, perAddress, maxDelayMs, ctx.clock.now());
+  if (!forAddress.allowed) {
+    await backoff.refund(account, perAccount);
+    throw throttled(forAddress.retryAfterSeconds, 'from your network');
+  }
+
+  const user = await verifyCredentials(ctx.db, email, password);
+  if (user) {
+    await backoff.reset(account);
+    await backoff.refund(address, perAddress);
+  }
+  return user;
+}
+
+function throttled(seconds: number, where: string): ApiError {
+  return new ApiError('RATE_LIMITED', `Too many failed sign-ins ${where}. Wait ${waitText(seconds)} before trying again.`, {
+    headers: { 'retry-after': String(seconds) },
+    details: { retryAfter: seconds },
+  });
+}
+
+/**
+ * For the HTML sign-in pages: the message to show when `error` is the throttle's 429 (after setting its
+ * status and Retry-After on `reply`), else null.
+ */
+export function throttleMessage(error: unknown, reply: FastifyReply): string | null {
+  if (!(error instanceof ApiError) || error.code !== 'RATE_LIMITED') return null;
+  reply.code(error.status).headers(error.headers);
+  return error.message;
+}

@@ -1,0 +1,67 @@
+import type { FastifyRequest } from 'fastify';
+import type { AppContext } from '../platform/context.ts';
+import { ApiError } from '../platform/errors.ts';
+
+/** The client a token, revocation or introspection request names: HTTP Basic first, else `client_id` in the form. */
+export function requestClientId(request: FastifyRequest): string | null {
+  const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(request.headers.authorization ?? '');
+  if (basic) {
+    const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    try {
+      if (colon > 0) return decodeURIComponent(decoded.slice(0, colon).replaceAll('+', ' ')).slice(0, 200);
+    } catch {}
+    return null;
+  }
+  const id = (request.body as Record<string, unknown> | undefined)?.client_id;
+  return typeof id === 'string' && id ? id.slice(0, 200) : null;
+}
+
+function secondsLeftInMinute(now: number): number {
+  return Math.max(1, Math.ceil((60_000 - (now % 60_000)) / 1000));
+}
+
+function limited(message: string, seconds: number): ApiError {
+  return new ApiError('RATE_LIMITED', `${message} Retry after ${seconds} s.`, { headers: { 'retry-after': String(seconds) }, details: { retryAfter: seconds } });
+}
+
+/**
+ * Throttling of the client-authenticated OAuth endpoints (token, revocation, introspection), where a busy
+ * server-side app exchanges codes and refreshes tokens for all its users from one address.
+ *
+ * Security invariants:
+ * - failures (a wrong client secret, an invalid or replayed code or refresh token, any 4xx) are counted per
+ *   app *and* client address: past `OAUTH_CLIENT_FAILURES_PER_MINUTE`, that address is refused for that app
+ *   until the minute ends. Keyed by address too, because client ids are public: counting per app alone would
+ *   let anyone lock a busy app out by sending failures in its name;
+ * - successful answers count only against the app's generous `RATE_LIMIT_OAUTH_CLIENT_PER_MINUTE`, which a
+ *   stranger cannot use up (a success needs the app's own codes, tokens or secret); nothing is counted per
+ *   address, so one app's server can serve any number of users;
+ * - a refused request never reaches oidc-provider: it costs no client lookup and no grant lookup.
+ */
+export function clientThrottle(ctx: AppContext) {
+  const failures = ctx.config.OAUTH_CLIENT_FAILURES_PER_MINUTE;
+  const successes = ctx.config.RATE_LIMIT_OAUTH_CLIENT_PER_MINUTE;
+  const failureKey = (clientId: string | null, address: string) => `oauth-fail:${clientId ?? '-'}:${address}`;
+  const successKey = (clientId: string) => `oauth-ok:${clientId}`;
+  return {
+    /** Throws 429 RATE_LIMITED when this app (from this address) must wait. */
+    async admit(clientId: string | null, address: string): Promise<void> {
+      const { windows } = ctx.services.throttles;
+      const now = ctx.clock.now();
+      if (failures > 0 && (await windows.peek(failureKey(clientId, address), now)) >= failures) {
+        throw limited(`Too many failed requests for this app from your address (at most ${failures} a minute).`, secondsLeftInMinute(now));
+      }
+      if (successes > 0 && clientId && (await windows.peek(successKey(clientId), now)) >= successes) {
+        throw limited(`This app reached its ${successes} token requests a minute.`, secondsLeftInMinute(now));
+      }
+    },
+    /** Counts the answer oidc-provider gave. */
+    async record(clientId: string | null, address: string, status: number): Promise<void> {
+      const { windows } = ctx.services.throttles;
+      const now = ctx.clock.now();
+      if (status >= 200 && status < 300 && clientId && successes > 0) await windows.take(successKey(clientId), 1, successes, now);
+      else if (status >= 400 && status < 500 && failures > 0) await windows.take(failureKey(clientId, address), 1, failures, now);
+    },
+  };
+}
