@@ -2,6 +2,7 @@ import type { Feature } from '../platform/feature.ts';
 import { accountsMigrations } from './tables.ts';
 import { registerAccountRoutes } from './routes.ts';
 import { resolveSession } from './sessions.ts';
+import { createBrowserSessions } from './browser-sessions.ts';
 
 /** Accounts: users (Argon2id passwords), dashboard sessions, the sign-up/sign-in pages and `/api/user/me`. */
 export const accountsFeature: Feature = {
@@ -9,6 +10,7 @@ export const accountsFeature: Feature = {
   migrations: accountsMigrations,
   register(app, ctx) {
     ctx.auth.session = (token) => resolveSession(ctx.db, ctx.clock, token);
+    ctx.services.browserSessions = createBrowserSessions(ctx);
     registerAccountRoutes(app, ctx);
   },
 };

@@ -1,12 +1,11 @@
 import Type from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
-import { SESSION_COOKIE } from '../platform/http/principal.ts';
 import { escapeHtml, renderPage, safeReturnTo } from '../platform/http/page.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 import { createUser, EMAIL_PATTERN, findUser, verifyCredentials } from './users.ts';
-import { endSession, SESSION_TTL_MS, startSession } from './sessions.ts';
 
 const UserSchema = Type.Object({
   id: Type.String({ examples: ['usr_3kT9xQ2mN7pR4sV8wY1z'] }),
@@ -39,20 +38,10 @@ ${signup ? '<label for="name">Name</label><input id="name" name="name" autocompl
 
 /** Sign-up, sign-in and sign-out (pages and JSON for the dashboard), and `GET /api/user/me`. */
 export function registerAccountRoutes(app: App, ctx: AppContext): void {
-  const cookieOptions = {
-    path: '/',
-    httpOnly: true,
-    sameSite: 'lax' as const,
-    secure: ctx.config.PUBLIC_BASE_URL.startsWith('https://'),
-    signed: true,
-    maxAge: SESSION_TTL_MS / 1000,
-  };
-
-  async function signIn(reply: any, userId: string) {
-    const session = await startSession(ctx.db, ctx.clock, userId);
-    reply.setCookie(SESSION_COOKIE, session.token, cookieOptions);
-    return session;
-  }
+  // One account per browser: every sign-in, sign-up and sign-out goes through the browser's sessions, which
+  // also end the OAuth provider's session of the previous account (browser-sessions.ts).
+  const sessions = ctx.services.browserSessions;
+  const signIn = (request: FastifyRequest, reply: FastifyReply, userId: string) => sessions.signIn(request, reply, userId);
 
   const pageQuery = Type.Object({ return_to: Type.Optional(Type.String()) });
   for (const kind of ['signin', 'signup'] as const) {
@@ -66,7 +55,7 @@ export function registerAccountRoutes(app: App, ctx: AppContext): void {
     const returnTo = safeReturnTo(body.return_to);
     try {
       const user = await createUser(ctx.db, ctx.clock, { email: String(body.email ?? ''), name: body.name, password: String(body.password ?? '') });
-      await signIn(reply, user.id);
+      await signIn(request, reply, user.id);
       return reply.redirect(returnTo, 303);
     } catch (error) {
       if (!(error instanceof ApiError) || error.status >= 500) throw error;
@@ -79,15 +68,12 @@ export function registerAccountRoutes(app: App, ctx: AppContext): void {
     const returnTo = safeReturnTo(body.return_to);
     const user = await verifyCredentials(ctx.db, String(body.email ?? ''), String(body.password ?? ''));
     if (!user) return reply.code(401).type('text/html').send(authForm('signin', returnTo, 'That email and password do not match.', String(body.email ?? '')));
-    await signIn(reply, user.id);
+    await signIn(request, reply, user.id);
     return reply.redirect(returnTo, 303);
   });
 
   app.post('/signout', { schema: { hide: true } }, async (request, reply) => {
-    const cookie = request.cookies[SESSION_COOKIE];
-    const unsigned = cookie ? request.unsignCookie(cookie) : null;
-    if (unsigned?.valid && unsigned.value) await endSession(ctx.db, unsigned.value);
-    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    await sessions.signOut(request, reply);
     return reply.redirect('/signin', 303);
   });
 
@@ -97,7 +83,7 @@ export function registerAccountRoutes(app: App, ctx: AppContext): void {
     schema: { tags: ['accounts'], summary: 'Create an account and start a dashboard session', body: Type.Intersect([Credentials, Type.Object({ name: Type.Optional(Type.String({ maxLength: 200 })) })]), response: { 201: SessionResponse } },
   }, async (request, reply) => {
     const user = await createUser(ctx.db, ctx.clock, request.body as any);
-    const session = await signIn(reply, user.id);
+    const session = await signIn(request, reply, user.id);
     return reply.code(201).send({ user, csrfToken: session.csrfToken });
   });
 
@@ -107,15 +93,12 @@ export function registerAccountRoutes(app: App, ctx: AppContext): void {
     const { email, password } = request.body as { email: string; password: string };
     const user = await verifyCredentials(ctx.db, email, password);
     if (!user) throw errors.unauthenticated('That email and password do not match.');
-    const session = await signIn(reply, user.id);
+    const session = await signIn(request, reply, user.id);
     return { user, csrfToken: session.csrfToken };
   });
 
   app.post('/api/auth/signout', { schema: { tags: ['accounts'], summary: 'End the dashboard session' }, config: { auth: [] } }, async (request, reply) => {
-    const cookie = request.cookies[SESSION_COOKIE];
-    const unsigned = cookie ? request.unsignCookie(cookie) : null;
-    if (unsigned?.valid && unsigned.value) await endSession(ctx.db, unsigned.value);
-    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    await sessions.signOut(request, reply);
     return { success: true };
   });
 
