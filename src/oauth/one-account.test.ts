@@ -69,16 +69,25 @@ describeEachDatabase('one account per browser, in Chromium', (env) => {
     const alice = await env.createUser({ name: 'Alice' });
     const bob = await env.createUser({ name: 'Bob' });
     const app = await registerTestApp(env, { scopes: ['read'], redirectUris: [`${appServer.origin}/callback/story`] });
-    const context = await browser.newContext();
+    const context = await browser.newContext({ colorScheme: 'light' });
     const page = await newPage(context);
+    const violations: string[] = [];
+    page.on('console', (message) => {
+      if (/Content.Security.Policy/i.test(message.text())) violations.push(message.text());
+    });
 
     // Alice uses the app: signed in to the dashboard, she consents, and the app gets a code for her.
     await dashboardSignIn(page, env, alice);
     const first = await authorizationRequest(env, app, ['read']);
     await page.goto(first.url.href);
     await page.getByText(`Signed in as ${alice.email}`).waitFor();
+    const accent = await page.getByRole('button', { name: 'Allow' }).evaluate((button) => getComputedStyle(button).backgroundColor);
+    assert.equal(accent, 'rgb(79, 70, 229)', 'the page stylesheet applies under the policy');
     await page.getByRole('button', { name: 'Allow' }).click();
     assert.equal(await userOfCode(env, first, await callbackOf(page, app)), alice.userId);
+
+    // The consent page rendered under its strict policy: styled by its own stylesheet, nothing blocked.
+    assert.deepEqual(violations, [], 'no Content-Security-Policy violation');
 
     // Alice signs out; Bob signs in on the same browser.
     await dashboardSignOut(page, env);
