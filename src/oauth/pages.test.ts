@@ -103,6 +103,37 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
     assert.equal(await userOfToken(env, tokens.access_token), bob.userId);
   });
 
+  it('a forced sign-in (prompt=login) answered with another account signs the browser in as that account, and the code is theirs', async () => {
+    const alice = await env.createUser();
+    const bob = await env.createUser();
+    const app = await registerTestApp(env, { scopes: ['read'] });
+    const browser = browserOf(alice);
+    assert.equal((await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind, 'callback');
+
+    const forced = await authorizationRequest(env, app, ['read'], { prompt: 'login' });
+    const page = await open(env, browser, forced.url);
+    assert.equal(page.kind, 'page');
+    assert.match((page as { html: string }).html, /<button[^>]*type="submit">Sign in<\/button>/, 'prompt=login shows the sign-in form even to a signed-in browser');
+    const outcome = await runAuthorization(env, browser, forced, { user: bob });
+    assert.equal(outcome.kind, 'callback', JSON.stringify(outcome.kind === 'page' ? outcome.html.slice(0, 400) : outcome.url));
+    const tokens = await exchangeCode(env, forced, (outcome as { url: URL }).url);
+    assert.equal(await userOfToken(env, tokens.access_token), bob.userId);
+    const session = await browser.fetch(new URL('/api/auth/session', env.baseUrl));
+    assert.equal(((await session.json()) as { user: { id: string } }).user.id, bob.userId, 'the dashboard is Bob’s too');
+  });
+
+  it('a forced sign-in (prompt=login) answered with the same account goes on to the code without asking twice', async () => {
+    const alice = await env.createUser();
+    const app = await registerTestApp(env, { scopes: ['read'] });
+    const browser = browserOf(alice);
+    assert.equal((await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind, 'callback');
+    const forced = await authorizationRequest(env, app, ['read'], { prompt: 'login' });
+    const outcome = await runAuthorization(env, browser, forced, { user: alice });
+    assert.equal(outcome.kind, 'callback');
+    const tokens = await exchangeCode(env, forced, (outcome as { url: URL }).url);
+    assert.equal(await userOfToken(env, tokens.access_token), alice.userId);
+  });
+
   it('the consent page shows the account, the redirect host, and marks an app registered by a user as unverified', async () => {
     const owner = await env.createUser();
     const user = await env.createUser();
