@@ -69,6 +69,32 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
     assert.equal(await userOfToken(env, tokens.access_token), alice.userId);
   });
 
+  it('a user who signs out and back in is not asked again for an app they already allowed', async () => {
+    const alice = await env.createUser();
+    const app = await registerTestApp(env, { scopes: ['read'] });
+    const browser = new TestBrowser();
+    assert.equal((await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind, 'callback');
+
+    const { csrfToken } = (await (await browser.fetch(new URL('/api/auth/session', env.baseUrl))).json()) as { csrfToken: string };
+    const signOut = await browser.fetch(new URL('/api/auth/signout', env.baseUrl), { method: 'POST', headers: { 'x-csrf-token': csrfToken } });
+    assert.equal(signOut.status, 200);
+    const signIn = await browser.fetch(new URL('/api/auth/signin', env.baseUrl), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: alice.email, password: alice.password }) });
+    assert.equal(signIn.status, 200);
+
+    const again = await authorizationRequest(env, app, ['read']);
+    const outcome = await open(env, browser, again.url);
+    assert.equal(outcome.kind, 'callback', 'no consent page: Alice’s grant is found again');
+    const tokens = await exchangeCode(env, again, (outcome as { url: URL }).url);
+    assert.equal(await userOfToken(env, tokens.access_token), alice.userId);
+
+    // Asking for more than was allowed still asks.
+    const wider = await registerTestApp(env, { scopes: ['read', 'ai:chat'] });
+    assert.equal((await runAuthorization(env, browser, await authorizationRequest(env, wider, ['read']), { user: alice })).kind, 'callback');
+    const more = await open(env, browser, (await authorizationRequest(env, wider, ['read', 'ai:chat'])).url);
+    assert.equal(more.kind, 'page');
+    assert.match((more as { html: string }).html, /<code>ai:chat<\/code>/);
+  });
+
   it('signing in on the authorization page signs the browser in to the dashboard as that user', async () => {
     const alice = await env.createUser();
     const app = await registerTestApp(env, { scopes: ['read'] });

@@ -4,6 +4,7 @@ import { constantTimeEqual, sha256Hex } from '../platform/crypto.ts';
 import { SCOPES } from '../platform/http/principal.ts';
 import { escapeHtml, renderPage } from '../platform/http/page.ts';
 import { findUser } from '../accounts/users.ts';
+import { latestGrantId } from './authorizations.ts';
 import type { PrivateJwk } from './signing-keys.ts';
 
 /** Where each endpoint of the authorization server lives (decisions.md "OAuth": under `/api/oauth`). */
@@ -120,6 +121,15 @@ export async function buildProvider(ctx: AppContext, adapter: (model: string) =>
       revocation: { enabled: true, allowedPolicy: sameClientOnly },
     },
     interactions: { url: async (_ctx: unknown, interaction: { uid: string }) => interactionPath(interaction.uid) },
+    // oidc-provider's default, plus the user's grant to the app from an earlier browser session (see
+    // latestGrantId): the session is the signed-in account's, so its grant is theirs to reuse.
+    async loadExistingGrant(koa: any) {
+      const { oidc } = koa;
+      const grantId = oidc.result?.consent?.grantId
+        ?? oidc.session.grantIdFor(oidc.client.clientId)
+        ?? (oidc.session.accountId ? await latestGrantId(ctx.db, oidc.session.accountId, oidc.client.clientId) : null);
+      return grantId ? oidc.provider.Grant.find(grantId) : undefined;
+    },
     async findAccount(_ctx: unknown, sub: string) {
       const user = await findUser(ctx.db, sub);
       return user ? { accountId: user.id, claims: async () => userClaims(user) } : undefined;
