@@ -1,14 +1,13 @@
 import Type from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
-import { SESSION_COOKIE } from '../platform/http/principal.ts';
 import { escapeHtml, renderPage, safeReturnTo } from '../platform/http/page.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 import { randomBytes } from 'node:crypto';
 import { EMAIL_PATTERN, findUser, registerUser } from './users.ts';
 import { checkSignIn, throttleMessage } from './sign-in-throttle.ts';
-import { endSession, SESSION_TTL_MS, startSession } from './sessions.ts';
 
 const UserSchema = Type.Object({
   id: Type.String({ examples: ['usr_3kT9xQ2mN7pR4sV8wY1z'] }),
@@ -41,20 +40,10 @@ ${signup ? '<label for="name">Name</label><input id="name" name="name" autocompl
 
 /** Sign-up, sign-in and sign-out (pages and JSON for the dashboard), and `GET /api/user/me`. */
 export function registerAccountRoutes(app: App, ctx: AppContext): void {
-  const cookieOptions = {
-    path: '/',
-    httpOnly: true,
-    sameSite: 'lax' as const,
-    secure: ctx.config.PUBLIC_BASE_URL.startsWith('https://'),
-    signed: true,
-    maxAge: SESSION_TTL_MS / 1000,
-  };
-
-  async function signIn(reply: any, userId: string) {
-    const session = await startSession(ctx.db, ctx.clock, userId);
-    reply.setCookie(SESSION_COOKIE, session.token, cookieOptions);
-    return session;
-  }
+  // One account per browser: every sign-in, sign-up and sign-out goes through the browser's sessions, which
+  // also end the OAuth provider's session of the previous account (browser-sessions.ts).
+  const sessions = ctx.services.browserSessions;
+  const signIn = (request: FastifyRequest, reply: FastifyReply, userId: string) => sessions.signIn(request, reply, userId);
 
   const pageQuery = Type.Object({ return_to: Type.Optional(Type.String()) });
   for (const kind of ['signin', 'signup'] as const) {
@@ -69,7 +58,7 @@ export function registerAccountRoutes(app: App, ctx: AppContext): void {
     try {
       // Security invariant: the answer does not tell whether the email already has an account (see registerUser).
       const { user, created } = await registerUser(ctx.db, ctx.clock, { email: String(body.email ?? ''), name: body.name, password: String(body.password ?? '') });
-      if (created) await signIn(reply, user.id);
+      if (created) await signIn(request, reply, user.id);
       return reply.redirect(returnTo, 303);
     } catch (error) {
       if (!(error instanceof ApiError) || error.status >= 500) throw error;
@@ -89,15 +78,12 @@ export function registerAccountRoutes(app: App, ctx: AppContext): void {
       return reply.type('text/html').send(authForm('signin', returnTo, waitMessage, String(body.email ?? '')));
     }
     if (!user) return reply.code(401).type('text/html').send(authForm('signin', returnTo, 'That email and password do not match.', String(body.email ?? '')));
-    await signIn(reply, user.id);
+    await signIn(request, reply, user.id);
     return reply.redirect(returnTo, 303);
   });
 
   app.post('/signout', { schema: { hide: true } }, async (request, reply) => {
-    const cookie = request.cookies[SESSION_COOKIE];
-    const unsigned = cookie ? request.unsignCookie(cookie) : null;
-    if (unsigned?.valid && unsigned.value) await endSession(ctx.db, unsigned.value);
-    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    await sessions.signOut(request, reply);
     return reply.redirect('/signin', 303);
   });
 
@@ -109,7 +95,7 @@ export function registerAccountRoutes(app: App, ctx: AppContext): void {
     // Security invariant: a taken email gets the same status and shape as a new account (a made-up user and
     // CSRF token, no session), so sign-up cannot be used to find out who has an account.
     const { user, created } = await registerUser(ctx.db, ctx.clock, request.body as any);
-    const csrfToken = created ? (await signIn(reply, user.id)).csrfToken : randomBytes(24).toString('base64url');
+    const csrfToken = created ? (await signIn(request, reply, user.id)).csrfToken : randomBytes(24).toString('base64url');
     return reply.code(201).send({ user, csrfToken });
   });
 
@@ -119,15 +105,12 @@ export function registerAccountRoutes(app: App, ctx: AppContext): void {
     const { email, password } = request.body as { email: string; password: string };
     const user = await checkSignIn(ctx, request.ip, email, password);
     if (!user) throw errors.unauthenticated('That email and password do not match.');
-    const session = await signIn(reply, user.id);
+    const session = await signIn(request, reply, user.id);
     return { user, csrfToken: session.csrfToken };
   });
 
   app.post('/api/auth/signout', { schema: { tags: ['accounts'], summary: 'End the dashboard session' }, config: { auth: [] } }, async (request, reply) => {
-    const cookie = request.cookies[SESSION_COOKIE];
-    const unsigned = cookie ? request.unsignCookie(cookie) : null;
-    if (unsigned?.valid && unsigned.value) await endSession(ctx.db, unsigned.value);
-    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    await sessions.signOut(request, reply);
     return { success: true };
   });
 

@@ -46,3 +46,23 @@ export async function revokeAuthorization(db: Db, clock: Clock, userId: string, 
     return true;
   });
 }
+
+/**
+ * The newest live grant the user gave the app, or null. oidc-provider looks a grant up through its own
+ * browser session, which one account per browser ends at every sign-in and sign-out; this finds it again,
+ * so a user who signs out and back in is not asked to consent again to what they already allowed (a grant
+ * holds the scopes; asking for more still shows the consent page). Revoking the app deletes its grants.
+ */
+export async function latestGrantId(db: Db, userId: string, clientId: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('oidc_payloads')
+    .select('id')
+    .where('model', '=', 'Grant')
+    .where('account_id', '=', userId)
+    .where('client_id', '=', clientId)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', Date.now())]))
+    .orderBy('expires_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.id ?? null;
+}

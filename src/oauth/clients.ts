@@ -93,6 +93,16 @@ export async function clientName(db: Db, clientId: string): Promise<string | nul
 }
 
 /**
+ * What the sign-in and consent pages say about an app: its name, and whether the operator registered it
+ * (`verified`) or an ordinary user did from the dashboard, which nobody has vetted. Null when there is no
+ * such app.
+ */
+export async function clientDisplay(db: Db, clientId: string): Promise<{ name: string; verified: boolean } | null> {
+  const row = await db.selectFrom('oauth_clients').select(['name', 'owner_user_id']).where('client_id', '=', clientId).executeTakeFirst();
+  return row ? { name: row.name, verified: row.owner_user_id === null } : null;
+}
+
+/**
  * The client metadata oidc-provider validates and runs on. Policy lives here: only the code flow, a
  * refresh token only for an app allowed `offline_access`, `web` application type so that redirect URIs
  * match exactly (oidc-provider relaxes loopback ports only for `native` clients).

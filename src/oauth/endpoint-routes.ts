@@ -4,8 +4,10 @@ import type { Provider } from 'oidc-provider';
 import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 import { SCOPES } from '../platform/http/principal.ts';
-import { OAUTH_ROUTES } from './provider.ts';
+import { STRICT_PAGE_CSP } from '../platform/http/page.ts';
+import { OAUTH_ROUTES, OIDC_CLAIMS } from './provider.ts';
 import { clientThrottle, requestClientId } from './client-throttle.ts';
+import { endStaleProviderSession, hasProviderSessionCookie } from './browser-account.ts';
 
 const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'];
 
@@ -27,6 +29,17 @@ const Metadata = Type.Object({
   introspection_endpoint_auth_methods_supported: Type.Array(Type.String()),
   authorization_response_iss_parameter_supported: Type.Boolean(),
 });
+
+/** OpenID Connect Discovery 1.0 metadata: the RFC 8414 document plus the OpenID Connect fields. */
+const OpenIdMetadata = Type.Intersect([Metadata, Type.Object({
+  userinfo_endpoint: Type.String(),
+  subject_types_supported: Type.Array(Type.String()),
+  id_token_signing_alg_values_supported: Type.Array(Type.String()),
+  claims_supported: Type.Array(Type.String()),
+  claims_parameter_supported: Type.Boolean(),
+  request_parameter_supported: Type.Boolean(),
+  request_uri_parameter_supported: Type.Boolean(),
+})]);
 
 /** The metadata document of the authorization server whose issuer is `issuer`. */
 export function authorizationServerMetadata(issuer: string) {
@@ -50,6 +63,27 @@ export function authorizationServerMetadata(issuer: string) {
 }
 
 /**
+ * The OpenID Connect discovery document of the provider whose issuer is `issuer` (the same issuer and
+ * endpoints as the OAuth metadata, so either document leads a client to the same server).
+ */
+export function openIdConfiguration(issuer: string) {
+  return {
+    ...authorizationServerMetadata(issuer),
+    userinfo_endpoint: issuer + OAUTH_ROUTES.userinfo,
+    subject_types_supported: ['public'],
+    // The signing keys are P-256 (signing-keys.ts) and clients default to ES256 (provider.ts).
+    id_token_signing_alg_values_supported: ['ES256'],
+    claims_supported: [...new Set([...Object.values(OIDC_CLAIMS).flat(), 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash'])],
+    claims_parameter_supported: false,
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
+  };
+}
+
+/** The Content-Security-Policy of everything oidc-provider writes itself (its error page is a renderPage page). */
+const PROVIDER_CSP = STRICT_PAGE_CSP;
+
+/**
  * The oidc-provider endpoints under `/api/oauth`, declared as Fastify routes (so they are documented and
  * nothing else can claim their paths) that hand the request to oidc-provider: the browser endpoints from
  * their `onRequest` hook, untouched; the client-authenticated ones (token, revocation, introspection) from
@@ -60,9 +94,21 @@ export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: (
   let handler: ((req: FastifyRequest['raw'], res: FastifyReply['raw']) => Promise<void>) | undefined;
   async function forward(request: FastifyRequest, reply: FastifyReply) {
     handler ??= (await getProvider()).callback();
+    // Security invariant: a hijacked reply skips Fastify's reply pipeline, so the headers the hooks set
+    // for every answer (nosniff, framing, referrer, HSTS, request id…) are copied onto the raw response
+    // here, before oidc-provider writes it; oidc-provider adds the hash of any inline script it emits
+    // (its form_post page) to this policy's `script-src`.
+    for (const [name, value] of Object.entries(reply.getHeaders())) {
+      if (value !== undefined) reply.raw.setHeader(name, value as string | string[]);
+    }
+    reply.raw.setHeader('content-security-policy', PROVIDER_CSP);
     reply.hijack();
-    reply.raw.setHeader('x-request-id', request.id);
     await handler(request.raw, reply.raw);
+  }
+  /** One account per browser: a provider session left by another account than the dashboard's is ended first. */
+  async function oneAccountPerBrowser(request: FastifyRequest, reply: FastifyReply) {
+    if (!hasProviderSessionCookie(request)) return;
+    await endStaleProviderSession(await getProvider(), request, reply, await ctx.services.browserSessions.userOf(request));
   }
   const never = async () => undefined;
   const form = ['application/x-www-form-urlencoded'];
@@ -83,7 +129,7 @@ export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: (
   const clientEndpoint = { preHandler: forwardThrottled, handler: never, config: { envelope: 'oauth' as const }, bodyLimit: 56 * 1024 };
 
   app.route({
-    method: 'GET', url: OAUTH_ROUTES.authorization, onRequest: forward, handler: never,
+    method: 'GET', url: OAUTH_ROUTES.authorization, onRequest: [oneAccountPerBrowser, forward], handler: never,
     schema: {
       tags: ['oauth'], summary: 'Authorization endpoint (code flow with PKCE S256)',
       description: 'Starts an authorization: `response_type=code`, `client_id`, the exact registered `redirect_uri`, `scope` (space-separated), `state`, `code_challenge` and `code_challenge_method=S256`. Shows the sign-in and consent pages, then redirects to `redirect_uri` with `code`, `state` and `iss` (or `error`). Asking for `offline_access` always shows the consent page and yields a refresh token.',
@@ -106,8 +152,18 @@ export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: (
     schema: { tags: ['oauth'], summary: 'Introspect a token (RFC 7662)', consumes: form, description: 'An app may introspect only its own tokens.' },
   });
   app.route({ method: 'GET', url: OAUTH_ROUTES.jwks, onRequest: forward, handler: never, schema: { tags: ['oauth'], summary: "The authorization server's public signing keys" } });
+  app.route({
+    method: ['GET', 'POST', 'OPTIONS'], url: OAUTH_ROUTES.userinfo, onRequest: forward, handler: never,
+    schema: { tags: ['oauth'], summary: 'OpenID Connect userinfo', description: 'With an access token granted `openid`: `sub`, and `name` / `picture` with `profile`, `email` / `email_verified` with `email` (Tollgate does not verify addresses, so `email_verified` is false).' },
+  });
 
   app.get('/.well-known/oauth-authorization-server', {
     schema: { tags: ['oauth'], summary: 'OAuth 2.0 authorization server metadata (RFC 8414)', response: { 200: Metadata } },
   }, async () => authorizationServerMetadata(ctx.config.PUBLIC_BASE_URL));
+
+  // The issuer is PUBLIC_BASE_URL itself, so this is where OpenID Connect discovery (and openid-client's
+  // default discovery) looks: `${issuer}/.well-known/openid-configuration`.
+  app.get('/.well-known/openid-configuration', {
+    schema: { tags: ['oauth'], summary: 'OpenID Connect discovery (Sign in with Tollgate)', response: { 200: OpenIdMetadata } },
+  }, async () => openIdConfiguration(ctx.config.PUBLIC_BASE_URL));
 }

@@ -8,6 +8,7 @@ import { loadSigningKeys } from './signing-keys.ts';
 import { registerEndpointRoutes } from './endpoint-routes.ts';
 import { registerInteractionRoutes } from './interaction-routes.ts';
 import { registerAppRoutes } from './apps-routes.ts';
+import { endProviderSession, hasProviderSessionCookie } from './browser-account.ts';
 
 declare module '../platform/context.ts' {
   interface Services {
@@ -39,6 +40,12 @@ export const oauthFeature: Feature = {
     ctx.auth.accessToken = (value) => tokens.resolve(value);
     ctx.services.oauth = tokens;
     ctx.onClose.push(() => tokens.settled());
+
+    // One account per browser: a dashboard sign-in, sign-up or sign-out ends the provider session too. A
+    // browser without the provider's cookie has none, and oidc-provider is not loaded for it.
+    ctx.services.browserSessions.onAccountChange(async (request, reply) => {
+      if (hasProviderSessionCookie(request)) await endProviderSession(await getProvider(), request, reply);
+    });
 
     registerEndpointRoutes(app, ctx, getProvider);
     registerInteractionRoutes(app, ctx, getProvider);

@@ -168,7 +168,7 @@ describeEachDatabase('oauth authorization code flow', (env) => {
     assert.equal(response.body.introspection_endpoint, `${env.baseUrl}/api/oauth/introspect`);
     assert.deepEqual(response.body.response_types_supported, ['code']);
     assert.deepEqual(response.body.code_challenge_methods_supported, ['S256']);
-    assert.deepEqual(response.body.scopes_supported, ['read', 'write', 'billing:read', 'apikeys:read', 'apikeys:write', 'ai:chat', 'ai:completions', 'ai:models', 'ai:images', 'ai:embeddings', 'ai:audio', 'offline_access']);
+    assert.deepEqual(response.body.scopes_supported, ['read', 'write', 'billing:read', 'apikeys:read', 'apikeys:write', 'ai:chat', 'ai:completions', 'ai:models', 'ai:images', 'ai:embeddings', 'ai:audio', 'offline_access', 'openid', 'profile', 'email']);
     assert.equal((await env.request('GET', '/api/oauth/jwks')).status, 200);
   });
 

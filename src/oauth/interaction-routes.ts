@@ -3,13 +3,15 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { InteractionDetails, Provider } from 'oidc-provider';
 import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
-import { SCOPES, SESSION_COOKIE } from '../platform/http/principal.ts';
-import { escapeHtml, renderPage } from '../platform/http/page.ts';
+import { SCOPES } from '../platform/http/principal.ts';
+import { escapeHtml, renderPage, STRICT_PAGE_CSP } from '../platform/http/page.ts';
 import { creditsToMicros, microsToCredits } from '../platform/money.ts';
 import { checkSignIn, throttleMessage } from '../accounts/sign-in-throttle.ts';
-import { clientName } from './clients.ts';
+import { findUser } from '../accounts/users.ts';
+import { clientDisplay, clientName } from './clients.ts';
 import { recordConsent } from './authorizations.ts';
 import { interactionPath } from './provider.ts';
+import { restartUrl } from './browser-account.ts';
 
 /** What each scope lets an app do, in the words the consent page uses. */
 export const SCOPE_DESCRIPTIONS: Record<(typeof SCOPES)[number], string> = {
@@ -25,6 +27,9 @@ export const SCOPE_DESCRIPTIONS: Record<(typeof SCOPES)[number], string> = {
   'ai:embeddings': 'Create embeddings, paid from your credits.',
   'ai:audio': 'Transcribe and generate audio, paid from your credits.',
   offline_access: 'Keep this access when you are not using the app, until you revoke it.',
+  openid: 'Know who you are: your Tollgate account id.',
+  profile: 'See your name and profile picture.',
+  email: 'See your email address.',
 };
 
 const Params = Type.Object({ uid: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) });
@@ -47,10 +52,28 @@ ${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
 </form>`);
 }
 
-function consentPage(uid: string, appName: string, scopes: string[], dailyLimit: string, message?: string): string {
+/** What the consent page shows besides the form: who consents, to which app, and where the answer goes. */
+interface ConsentView {
+  appName: string;
+  /** Registered by the operator; false for an app an ordinary user registered from the dashboard. */
+  verified: boolean;
+  /** The host of the redirect URI the answer is sent to. */
+  redirectHost: string;
+  /** The email of the account that consents. */
+  accountEmail: string;
+  scopes: string[];
+}
+
+function consentPage(uid: string, view: ConsentView, dailyLimit: string, message?: string): string {
+  const { appName, scopes } = view;
   const items = scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code>: ${escapeHtml(SCOPE_DESCRIPTIONS[scope as keyof typeof SCOPE_DESCRIPTIONS] ?? scope)}</li>`).join('');
+  const unverified = view.verified ? '' : `<p class="error" role="note"><strong>Unverified app.</strong> A Tollgate user registered it, not the operator of this service; allow it only if you trust who made it.</p>`;
   return renderPage(`Allow ${appName}?`, `
 <h1>Allow <strong>${escapeHtml(appName)}</strong> to use your account?</h1>
+<p class="account">Signed in as <strong>${escapeHtml(view.accountEmail)}</strong>. Not you?</p>
+<form method="post" class="switch" action="${interactionPath(escapeHtml(uid))}/switch"><button type="submit">Use another account</button></form>
+${unverified}
+<p>Your answer is sent to <strong>${escapeHtml(view.redirectHost)}</strong>.</p>
 <p>${escapeHtml(appName)} will be able to:</p>
 <ul class="scopes">${items || '<li>Nothing beyond knowing who you are.</li>'}</ul>
 ${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
@@ -62,12 +85,9 @@ ${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
 </form>`);
 }
 
-// The pages need nothing but their inline style. No `form-action`: browsers apply it to the redirects that
-// follow a form, and consent must end in a redirect to the app.
-const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'";
-
+// The pages need nothing but their own stylesheet: no script, no inline style attribute (page.ts).
 function sendPage(reply: FastifyReply, status: number, html: string) {
-  return reply.code(status).header('content-security-policy', PAGE_CSP).header('cache-control', 'no-store').type('text/html').send(html);
+  return reply.code(status).header('content-security-policy', STRICT_PAGE_CSP).header('cache-control', 'no-store').type('text/html').send(html);
 }
 
 function errorPage(reply: FastifyReply, status: number, message: string) {
@@ -108,12 +128,19 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
     }
   }
 
-  /** The user of the dashboard session this browser already has, if any. */
-  async function dashboardUserId(request: FastifyRequest): Promise<string | null> {
-    const cookie = request.cookies[SESSION_COOKIE];
-    const unsigned = cookie ? request.unsignCookie(cookie) : null;
-    if (!unsigned?.valid || !unsigned.value || !ctx.auth.session) return null;
-    return (await ctx.auth.session(unsigned.value))?.userId ?? null;
+  const sessions = ctx.services.browserSessions;
+
+  /** What the consent page shows for this interaction and account. */
+  async function consentView(details: InteractionDetails, accountId: string): Promise<ConsentView> {
+    const app = await clientDisplay(ctx.db, details.params.client_id);
+    const account = await findUser(ctx.db, accountId);
+    return {
+      appName: app?.name ?? 'this app',
+      verified: app?.verified ?? false,
+      redirectHost: URL.parse(String(details.params.redirect_uri ?? ''))?.host ?? 'the app',
+      accountEmail: account?.email ?? accountId,
+      scopes: requestedScopes(details),
+    };
   }
 
   async function finish(request: FastifyRequest, reply: FastifyReply, provider: Provider, result: Record<string, unknown>) {
@@ -131,14 +158,17 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
     const appName = (await clientName(ctx.db, details.params.client_id)) ?? 'this app';
 
     if (details.prompt.name === 'login') {
-      // A signed-in dashboard user is not asked again, unless the app asked for a fresh sign-in.
-      const userId = details.prompt.reasons.includes('login_prompt') ? null : await dashboardUserId(request);
-      if (userId) return finish(request, reply, provider, { login: { accountId: userId } });
+      // A signed-in dashboard user is not asked for a password again, unless the app asked for a fresh
+      // sign-in; the consent page still names the account. The provider session is empty or already the
+      // same user's (endpoint-routes.ts ends a stale one before the request gets here).
+      const userId = details.prompt.reasons.includes('login_prompt') ? null : await sessions.userOf(request);
+      const sessionAccount = details.session?.accountId;
+      if (userId && (!sessionAccount || sessionAccount === userId)) return finish(request, reply, provider, { login: { accountId: userId } });
       return sendPage(reply, 200, loginPage(uid, appName));
     }
     if (details.prompt.name === 'consent' && details.session?.accountId) {
       const previous = (await ctx.services.billing.appLimits(details.session.accountId, details.params.client_id)).daily;
-      return sendPage(reply, 200, consentPage(uid, appName, requestedScopes(details), previous === null ? '' : String(microsToCredits(previous))));
+      return sendPage(reply, 200, consentPage(uid, await consentView(details, details.session.accountId), previous === null ? '' : String(microsToCredits(previous))));
     }
     return errorPage(reply, 400, expired);
   });
@@ -161,7 +191,27 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
       const appName = (await clientName(ctx.db, found.details.params.client_id)) ?? 'this app';
       return sendPage(reply, 401, loginPage(uid, appName, 'That email and password do not match.', body.email));
     }
+    // One account per browser: signing in here signs the browser in. When the provider session still holds
+    // another account (a forced re-sign-in), it cannot take a new one mid-interaction, so the browser is
+    // signed in afresh and the authorization starts again, its sign-in now done.
+    const sessionAccount = found.details.session?.accountId;
+    if (sessionAccount && sessionAccount !== user.id) {
+      await sessions.signIn(request, reply, user.id);
+      return reply.redirect(restartUrl(found.details, true), 303);
+    }
+    await sessions.startDashboardSession(request, reply, user.id);
     return finish(request, reply, found.provider, { login: { accountId: user.id } });
+  });
+
+  // "Not you?": signs the browser out (dashboard and provider session) and starts the authorization again,
+  // which then asks for a sign-in. A cross-site POST has no interaction cookie (SameSite=Lax), so it
+  // cannot sign anyone out.
+  app.post('/api/oauth/interaction/:uid/switch', { schema: { hide: true, params: Params } }, async (request, reply) => {
+    const { uid } = request.params as { uid: string };
+    const found = await interactionOf(request, reply, uid);
+    if (!found) return errorPage(reply, 400, expired);
+    await sessions.signOut(request, reply);
+    return reply.redirect(restartUrl(found.details), 303);
   });
 
   app.post('/api/oauth/interaction/:uid/consent', { schema: { hide: true, params: Params, body: ConsentBody } }, async (request, reply) => {
@@ -178,8 +228,7 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
     }
     const limit = parseDailyLimit(body.daily_limit);
     if ('error' in limit) {
-      const appName = (await clientName(ctx.db, clientId)) ?? 'this app';
-      return sendPage(reply, 400, consentPage(uid, appName, requestedScopes(details), body.daily_limit ?? '', limit.error));
+      return sendPage(reply, 400, consentPage(uid, await consentView(details, accountId), body.daily_limit ?? '', limit.error));
     }
 
     const grant = (details.grantId ? await provider.Grant.find(details.grantId) : undefined) ?? new provider.Grant({ accountId, clientId });

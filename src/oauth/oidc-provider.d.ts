@@ -55,6 +55,13 @@ declare module 'oidc-provider' {
     returnTo: string;
   }
 
+  /** A browser's provider session (the `Session` model). */
+  export interface SessionInstance {
+    jti: string;
+    accountId?: string;
+    destroy(): Promise<void>;
+  }
+
   export interface ClientInstance {
     clientId: string;
     clientSecret?: string;
@@ -70,10 +77,15 @@ declare module 'oidc-provider' {
     use(middleware: (ctx: any, next: () => Promise<void>) => Promise<void> | void): void;
     on(event: string, listener: (...args: any[]) => void): void;
     urlFor(name: string, options?: Record<string, unknown>): string;
+    /** The name of one of the provider's cookies (`session`, `interaction`, `resume`). */
+    cookieName(type: 'session' | 'interaction' | 'resume'): string;
+    /** Koa's context over a raw request: its `cookies.get` checks signatures with the provider's cookie keys. */
+    createContext(req: IncomingMessage, res: ServerResponse): { cookies: { get(name: string): string | undefined } };
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
     interactionResult(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>, options?: { mergeWithLastSubmission?: boolean }): Promise<string>;
     Client: { find(id: string): Promise<ClientInstance | undefined>; prototype: ClientInstance };
     AccessToken: { find(value: string): Promise<StoredToken | undefined> };
+    Session: { find(id: string): Promise<SessionInstance | undefined> };
     Grant: { new (input: { accountId: string; clientId: string }): GrantInstance; find(id: string): Promise<GrantInstance | undefined> };
   }
 

@@ -120,7 +120,7 @@ describeEachDatabase('oauth policy', (env) => {
     }
   });
 
-  it('a scope outside the app’s registration, or openid, is refused with invalid_scope', async () => {
+  it('a scope outside the app’s registration (openid included, for an app not registered for it) is refused with invalid_scope', async () => {
     const app = await registerTestApp(env, { scopes: ['read'] });
     for (const scope of ['read ai:chat', 'openid read']) {
       const response = await fetch((await authorizationRequest(env, app, scope.split(' '))).url, { redirect: 'manual' });

@@ -4,6 +4,7 @@ import { constantTimeEqual, sha256Hex } from '../platform/crypto.ts';
 import { SCOPES } from '../platform/http/principal.ts';
 import { escapeHtml, renderPage } from '../platform/http/page.ts';
 import { findUser } from '../accounts/users.ts';
+import { latestGrantId } from './authorizations.ts';
 import type { PrivateJwk } from './signing-keys.ts';
 
 /** Where each endpoint of the authorization server lives (decisions.md "OAuth": under `/api/oauth`). */
@@ -13,6 +14,21 @@ export const OAUTH_ROUTES = {
   revocation: '/api/oauth/revoke',
   introspection: '/api/oauth/introspect',
   jwks: '/api/oauth/jwks',
+  userinfo: '/api/oauth/userinfo',
+} as const;
+
+/** The cookie that names the browser's provider session (see browser-account.ts). */
+export const OAUTH_SESSION_COOKIE = 'tg_oauth_session';
+
+/**
+ * Which user claims each OpenID Connect scope releases (OpenID Connect Core §5.4, limited to what Tollgate
+ * knows about a user). Email addresses are not verified by Tollgate, so `email_verified` is always false:
+ * an app must not treat the address as proof of ownership.
+ */
+export const OIDC_CLAIMS = {
+  openid: ['sub'],
+  profile: ['name', 'picture'],
+  email: ['email', 'email_verified'],
 } as const;
 
 /** The path of an interaction's pages (sign-in, consent). */
@@ -37,6 +53,17 @@ async function sameClientOnly(_ctx: unknown, client: ClientInstance, token: { cl
   return token.clientId === client.clientId;
 }
 
+/** The claims of a user, before oidc-provider keeps those the granted scopes release. */
+function userClaims(user: { id: string; email: string; name: string; image: string | null }) {
+  return {
+    sub: user.id,
+    name: user.name,
+    ...(user.image ? { picture: user.image } : {}),
+    email: user.email,
+    email_verified: false,
+  };
+}
+
 /**
  * Builds the oidc-provider instance with Tollgate's policy (decisions.md "OAuth", RFC 9700):
  * - the authorization code flow only (`response_type=code`), with PKCE S256 required of every client
@@ -46,9 +73,10 @@ async function sameClientOnly(_ctx: unknown, client: ClientInstance, token: { cl
  * - refresh tokens only for `offline_access`, rotated on every use; oidc-provider revokes the whole grant
  *   when a rotated (consumed) refresh token or a used code comes back, and the adapter does the same for
  *   two uses that race;
- * - no OpenID Connect surface (no userinfo, logout, or `openid` scope in any client's allow-list): this
- *   is an OAuth 2.1 server. oidc-provider insists on knowing the `openid` scope, so it stays configured,
- *   but no client may ask for it.
+ * - OpenID Connect for "Sign in with Tollgate" (decisions.md "Added 2026-11-23"): an app allowed `openid`
+ *   gets an ES256-signed ID token with the code flow, and `profile` / `email` release the claims of
+ *   {@link OIDC_CLAIMS} at the userinfo endpoint; no logout, session management or other OIDC extras.
+ *   A request without `openid` is plain OAuth 2.1, as before.
  */
 export async function buildProvider(ctx: AppContext, adapter: (model: string) => Adapter, jwks: { keys: PrivateJwk[] }): Promise<Provider> {
   // oidc-provider and its dependencies take tens of MB once loaded; imported here, on the first OAuth
@@ -59,7 +87,7 @@ export async function buildProvider(ctx: AppContext, adapter: (model: string) =>
     jwks,
     cookies: {
       keys: [ctx.secrets.cookieSecret],
-      names: { session: 'tg_oauth_session', interaction: 'tg_oauth_interaction', resume: 'tg_oauth_resume' },
+      names: { session: OAUTH_SESSION_COOKIE, interaction: 'tg_oauth_interaction', resume: 'tg_oauth_resume' },
       // Lax keeps the cookies off cross-site POSTs, which is what makes the sign-in and consent forms
       // immune to cross-site request forgery: a forged POST arrives without its interaction cookie.
       long: { httpOnly: true, sameSite: 'lax' },
@@ -67,7 +95,7 @@ export async function buildProvider(ctx: AppContext, adapter: (model: string) =>
     },
     routes: OAUTH_ROUTES,
     scopes: [...SCOPES],
-    claims: { openid: ['sub'] },
+    claims: Object.fromEntries(Object.entries(OIDC_CLAIMS).map(([scope, claims]) => [scope, [...claims]])),
     responseTypes: ['code'],
     clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
     clientDefaults: {
@@ -85,7 +113,7 @@ export async function buildProvider(ctx: AppContext, adapter: (model: string) =>
     features: {
       devInteractions: { enabled: false },
       dPoP: { enabled: false },
-      userinfo: { enabled: false },
+      userinfo: { enabled: true },
       rpInitiatedLogout: { enabled: false },
       pushedAuthorizationRequests: { enabled: false },
       resourceIndicators: { enabled: false },
@@ -93,9 +121,18 @@ export async function buildProvider(ctx: AppContext, adapter: (model: string) =>
       revocation: { enabled: true, allowedPolicy: sameClientOnly },
     },
     interactions: { url: async (_ctx: unknown, interaction: { uid: string }) => interactionPath(interaction.uid) },
+    // oidc-provider's default, plus the user's grant to the app from an earlier browser session (see
+    // latestGrantId): the session is the signed-in account's, so its grant is theirs to reuse.
+    async loadExistingGrant(koa: any) {
+      const { oidc } = koa;
+      const grantId = oidc.result?.consent?.grantId
+        ?? oidc.session.grantIdFor(oidc.client.clientId)
+        ?? (oidc.session.accountId ? await latestGrantId(ctx.db, oidc.session.accountId, oidc.client.clientId) : null);
+      return grantId ? oidc.provider.Grant.find(grantId) : undefined;
+    },
     async findAccount(_ctx: unknown, sub: string) {
       const user = await findUser(ctx.db, sub);
-      return user ? { accountId: user.id, claims: async () => ({ sub: user.id }) } : undefined;
+      return user ? { accountId: user.id, claims: async () => userClaims(user) } : undefined;
     },
     // A browser app (public client) may call the token endpoint from the origins of its redirect URIs.
     clientBasedCORS(_ctx: unknown, origin: string, client: { clientAuthMethod: string; redirectUris: string[] }) {

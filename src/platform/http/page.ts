@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /** Escapes text for HTML element content and attribute values. */
 export function escapeHtml(value: unknown): string {
   return String(value ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -25,3 +27,17 @@ ul.scopes{padding-left:18px;margin:8px 0 0}ul.scopes li{margin:4px 0}.hint{font-
 export function renderPage(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)} · Tollgate</title><style>${STYLE}</style></head><body><main><div class="brand"><span aria-hidden="true">T</span>Tollgate</div>${body}</main></body></html>`;
 }
+
+/**
+ * The CSP source that allows {@link renderPage}'s one inline stylesheet, by its hash: the stylesheet is a
+ * constant, so no nonce is needed, and no other inline style or script matches it.
+ */
+export const PAGE_STYLE_SOURCE = `'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`;
+
+/**
+ * A strict Content-Security-Policy for pages made with {@link renderPage} that carry no `style` attributes
+ * (the OAuth sign-in, consent and error pages): no script of any kind, no inline style but the page's own
+ * stylesheet, no plugins, no framing, no `<base>`. No `form-action`: browsers apply it to the redirects that
+ * follow a form, and consent must end in a redirect to the app.
+ */
+export const STRICT_PAGE_CSP = `default-src 'none'; script-src 'none'; style-src ${PAGE_STYLE_SOURCE}; frame-ancestors 'none'; base-uri 'none'`;

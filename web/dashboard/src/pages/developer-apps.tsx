@@ -18,6 +18,9 @@ const SCOPES: Array<[string, string, boolean]> = [
   ['apikeys:read', 'List the API keys it created', false],
   ['apikeys:write', 'Create and revoke API keys', false],
   ['write', 'Change settings', false],
+  ['openid', 'Sign in with Tollgate (ID token)', false],
+  ['profile', 'Name and picture (with openid)', false],
+  ['email', 'Email address (with openid)', false],
 ];
 
 /** Register OAuth clients (apps) whose users pay with their own Tollgate credits. The secret is shown once. */

@@ -1,0 +1,95 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../platform/context.ts';
+import { SESSION_COOKIE } from '../platform/http/principal.ts';
+import { endSession, SESSION_TTL_MS, startSession } from './sessions.ts';
+
+/** Something else a browser is signed in to that must end when its account changes (the OAuth provider's session). */
+export type BrowserSessionEnder = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
+/**
+ * The account a browser is signed in to (issue 14, "one account per browser"). The dashboard session is
+ * the browser's one sign-in; other features that keep their own per-browser session (the OAuth provider)
+ * register an ender, and every sign-in, sign-up and sign-out ends those too, so no session of a previous
+ * user outlives the change.
+ */
+export interface BrowserSessions {
+  /** The user of this browser's dashboard session, or null when it has none (or it expired). */
+  userOf(request: FastifyRequest): Promise<string | null>;
+  /**
+   * Signs the browser in as `userId`: ends its previous dashboard session and every registered session,
+   * then starts a new dashboard session and sets its cookie.
+   */
+  signIn(request: FastifyRequest, reply: FastifyReply, userId: string): Promise<{ token: string; csrfToken: string }>;
+  /**
+   * Starts a dashboard session for `userId` (ending the previous one) but leaves the registered sessions
+   * alone: for the OAuth sign-in page, whose provider session takes the same account in the same step.
+   */
+  startDashboardSession(request: FastifyRequest, reply: FastifyReply, userId: string): Promise<{ token: string; csrfToken: string }>;
+  /** Signs the browser out: its dashboard session and every registered session end, and the cookie is cleared. */
+  signOut(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** Adds a session that a sign-in or sign-out ends (called at registration). */
+  onAccountChange(ender: BrowserSessionEnder): void;
+}
+
+declare module '../platform/context.ts' {
+  interface Services {
+    /** The account a browser is signed in to, and what ends with it (src/accounts/browser-sessions.ts). */
+    browserSessions: BrowserSessions;
+  }
+}
+
+/** The browser sessions of this service (set as `ctx.services.browserSessions` by the accounts feature). */
+export function createBrowserSessions(ctx: AppContext): BrowserSessions {
+  const enders: BrowserSessionEnder[] = [];
+  const cookieOptions = {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax' as const,
+    secure: ctx.config.PUBLIC_BASE_URL.startsWith('https://'),
+    signed: true,
+    maxAge: SESSION_TTL_MS / 1000,
+  };
+
+  function tokenOf(request: FastifyRequest): string | null {
+    const cookie = request.cookies[SESSION_COOKIE];
+    const unsigned = cookie ? request.unsignCookie(cookie) : null;
+    return unsigned?.valid && unsigned.value ? unsigned.value : null;
+  }
+
+  async function endDashboardSession(request: FastifyRequest) {
+    const token = tokenOf(request);
+    if (token) await endSession(ctx.db, token);
+  }
+
+  async function endOthers(request: FastifyRequest, reply: FastifyReply) {
+    for (const end of enders) await end(request, reply);
+  }
+
+  async function startDashboardSession(request: FastifyRequest, reply: FastifyReply, userId: string) {
+    await endDashboardSession(request);
+    const session = await startSession(ctx.db, ctx.clock, userId);
+    reply.setCookie(SESSION_COOKIE, session.token, cookieOptions);
+    return session;
+  }
+
+  return {
+    async userOf(request) {
+      const token = tokenOf(request);
+      if (!token || !ctx.auth.session) return null;
+      return (await ctx.auth.session(token))?.userId ?? null;
+    },
+    async signIn(request, reply, userId) {
+      await endOthers(request, reply);
+      return startDashboardSession(request, reply, userId);
+    },
+    startDashboardSession,
+    async signOut(request, reply) {
+      await endOthers(request, reply);
+      await endDashboardSession(request);
+      reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    },
+    onAccountChange(ender) {
+      enders.push(ender);
+    },
+  };
+}
