@@ -3,6 +3,7 @@ import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../platform/errors.ts';
 import { costMicros } from '../models/pricing.ts';
+import { tokenCount } from './chat-usage.ts';
 import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import { countTextTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
@@ -104,9 +105,12 @@ export function registerTranscriptionRoute(app: App, ctx: AppContext): void {
       },
       usage: (result, model) => {
         const usage = result?.usage;
-        const seconds = usage?.type === 'duration' && typeof usage.seconds === 'number' ? usage.seconds : typeof result?.duration === 'number' ? result.duration : measured;
-        const promptTokens = usage?.type === 'tokens' ? Number(usage.input_tokens ?? 0) : 0;
-        const completionTokens = usage?.type === 'tokens' ? Number(usage.output_tokens ?? 0) : 0;
+        // Upstream usage is not trusted as sent: an unusable duration is the header's, an unusable count 0 (the
+        // duration still prices the call), so garbage can neither fail the settle nor make a charge negative.
+        const reported = usage?.type === 'duration' ? usage.seconds : result?.duration;
+        const seconds = typeof reported === 'number' && Number.isFinite(reported) && reported >= 0 ? reported : measured;
+        const promptTokens = usage?.type === 'tokens' ? tokenCount(usage.input_tokens) ?? 0 : 0;
+        const completionTokens = usage?.type === 'tokens' ? tokenCount(usage.output_tokens) ?? 0 : 0;
         return { cost: costMicros(model.pricing, { requests: 1, seconds, promptTokens, completionTokens }), promptTokens, completionTokens };
       },
     });

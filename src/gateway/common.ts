@@ -81,7 +81,15 @@ export async function meteredCall<T>(
     throw error;
   }
   answered.attempt.dispose();
-  const used = options.usage(answered.result, answered.model);
+  // Invariant: a call that answered closes its meter. A usage reader that throws (a provider's new shape)
+  // would leave the hold open, kept alive by the meter's heartbeat, so the call is charged its hold instead.
+  let used: ReturnType<typeof options.usage>;
+  try {
+    used = options.usage(answered.result, answered.model);
+  } catch (error) {
+    request.log.error({ err: error, model: answered.model.id }, 'reading the upstream usage failed; the call is charged its hold');
+    used = { cost: meter.held, promptTokens: 0, completionTokens: 0 };
+  }
   await meter.settle({ model: answered.model, ...used, status: 'ok' });
   return { result: answered.result, model: answered.model };
 }

@@ -39,6 +39,7 @@ describeEachDatabase('worst cases that bound the truth (issue 12, holes 3 to 5)'
       imagePrices: { 'hd/1024x1792': 0.12, 'standard/*': 0.04, 'auto/auto': 0.04 },
     });
     await putModel(env, 'acme/listen', { provider: 'mock', upstreamModel: 'whisper-1', pricing: { request: 0.001, second: 0.01 }, inputModalities: ['audio'] });
+    await putModel(env, 'acme/listen-garbage', { provider: 'mock', upstreamModel: 'garbage-usage', pricing: { request: 0.001, second: 0.01, prompt: 1, completion: 1 }, inputModalities: ['audio'] });
     await putModel(env, 'acme/listen-short', { provider: 'mock', upstreamModel: 'whisper-1', pricing: { request: 0.001, second: 0.01 }, maxPredictSeconds: 5, inputModalities: ['audio'] });
     await putModel(env, 'acme/live', { provider: 'mock', upstreamModel: 'realtime-1', pricing: { request: 0.05 }, outputModalities: ['audio'] });
     await putModel(env, 'acme/voice', { provider: 'mock', upstreamModel: 'tts-1', pricing: { prompt: 1000, request: 0.001 }, outputModalities: ['audio'] });
@@ -171,6 +172,18 @@ describeEachDatabase('worst cases that bound the truth (issue 12, holes 3 to 5)'
     assert.equal(mp3.status, 200, JSON.stringify(mp3.body));
     assert.deepEqual(await holdsOf(env, user), [211_000, 41_000]);
     assert.equal((await wallet(env, user)).balance, 1_000_000 - 71_000 - 41_000);
+  });
+
+  it('hole 6: a transcription whose upstream reports a negative duration and unusable token counts is charged on the header duration, and its hold closes', async () => {
+    const user = await fundedUser(env, 1);
+    const answer = await transcribe(env, user, 'acme/listen-garbage', wavFile(20), 'clip.wav');
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    const holds = await env.service.ctx.db.selectFrom('holds').select(['status', 'captured']).where('user_id', '=', user.session.userId).execute();
+    assert.equal(holds.length, 1);
+    assert.equal(holds[0]!.status, 'settled');
+    // 0.001 per request + 20 s (the WAV header's) × 0.01; the tokens it could not read count 0.
+    assert.equal(Number(holds[0]!.captured), 201_000);
+    assert.equal((await wallet(env, user)).balance, 1_000_000 - 201_000);
   });
 
   it('a transcription past the cap is a 400 AUDIO_TOO_LONG, and one whose duration cannot be read a 400 AUDIO_DURATION_UNREADABLE', async () => {

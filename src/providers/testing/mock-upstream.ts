@@ -180,7 +180,11 @@ async function route(req: IncomingMessage, res: ServerResponse, entry: MockReque
     res.end(String(entry.body.input ?? ''));
     return;
   }
-  if (path === '/v1/audio/transcriptions') return json(res, 200, { text: reply, usage: { type: 'duration', seconds: 7 } });
+  if (path === '/v1/audio/transcriptions') {
+    // `garbage-usage`: a provider reporting a negative duration and unusable token counts.
+    if (String(entry.body?.multipart ?? '').includes('garbage-usage')) return json(res, 200, { text: reply, duration: -3, usage: { type: 'tokens', input_tokens: -5, output_tokens: 'many' } });
+    return json(res, 200, { text: reply, usage: { type: 'duration', seconds: 7 } });
+  }
   if (path === '/v1/realtime/sessions') return json(res, 200, { id: 'sess_mock', object: 'realtime.session', model, client_secret: { value: 'ek_mock_secret', expires_at: 1 } });
 
   if (path === '/v1/chat/completions' && !anthropic) {
