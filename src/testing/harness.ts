@@ -229,7 +229,12 @@ export async function startServeProcess(env: TestEnv, extraEnv: Record<string, s
   });
   let output = '';
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 30_000);
+    // A serve that did not start in time is killed, not left running: a live child would keep the test
+    // process (and the whole run) waiting on its pipes after the failure.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not start within 60 s:\n${output}`));
+    }, 60_000);
     child.stdout!.on('data', (chunk) => {
       output += chunk;
       const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
