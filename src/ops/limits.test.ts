@@ -138,6 +138,10 @@ describeEachDatabase('body limits and the cost of counting', (env) => {
     // not the counted worst case a hold would name ("up to").
     assert.match(response.body.error.message, /needs at least 0\.023445 credits and 0 are available/);
     assert.equal(response.body.error.required, 0.023445);
+    // A prompt of a few Ki characters is not counted either: counting 2 Ki costs about a wallet read.
+    const short = await env.request('POST', '/api/v1/chat/completions', { token: user.key, body: { model: 'acme/paid', messages: [{ role: 'user', content: 'word '.repeat(600) }] } });
+    assert.equal(short.status, 402);
+    assert.match(short.body.error.message, /needs at least .* credits and 0 are available/);
     assert.equal(mock.requests.length, upstreamCalls);
   });
 
