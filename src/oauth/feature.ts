@@ -29,7 +29,7 @@ export const oauthFeature: Feature = {
     },
   ],
   async register(app, ctx) {
-    const jwks = await loadSigningKeys(ctx.db);
+    const jwks = await loadSigningKeys(ctx.db, ctx.secrets.encryptionKey);
     // The provider is built on first use, not here: its issuer is PUBLIC_BASE_URL, which is only known
     // once the server listens when the port is chosen by the system (PORT=0, as in tests).
     let provider: Promise<Provider> | undefined;
