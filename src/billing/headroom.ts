@@ -1,4 +1,4 @@
-import { applicableLimits, readSpend } from './limits.ts';
+import { applicableLimits, readSpend, subjectKey } from './limits.ts';
 import { getBalance } from './wallets.ts';
 import type { BillingContext } from './ledger.ts';
 
@@ -33,7 +33,7 @@ export async function spendable(ctx: BillingContext, payer: Payer): Promise<Spen
   const now = ctx.clock.now();
   const spendBySubject = new Map<string, Awaited<ReturnType<typeof readSpend>>>();
   for (const limit of limits) {
-    const key = JSON.stringify(limit.subject);
+    const key = subjectKey(limit.subject);
     let spend = spendBySubject.get(key);
     if (!spend) spendBySubject.set(key, (spend = await readSpend(ctx.db, limit.subject, now)));
     const headroom = Math.max(0, limit.limit - spend[limit.period].spent - spend[limit.period].held);

@@ -196,11 +196,14 @@ export function spendingLimitExceeded(limit: AppliedLimit, current: number, requ
   return new ApiError('SPENDING_LIMIT_EXCEEDED', message, { details });
 }
 
-/** The 402 of contract §2.2/§7.2: what the wallet has available and what the request needs, in credits. */
-export function insufficientCredits(available: number, required: number): ApiError {
+/**
+ * The 402 of contract §2.2/§7.2: what the wallet has available and what the request needs, in credits.
+ * `required` is the hold's worst case ("up to"), or a lower bound known before the exact count ("at least").
+ */
+export function insufficientCredits(available: number, required: number, bound: 'up to' | 'at least' = 'up to'): ApiError {
   return new ApiError(
     'INSUFFICIENT_CREDITS',
-    `Insufficient credits: this request needs up to ${microsToCredits(required)} credits and ${microsToCredits(available)} are available.`,
+    `Insufficient credits: this request needs ${bound} ${microsToCredits(required)} credits and ${microsToCredits(available)} are available.`,
     { details: { available: microsToCredits(available), required: microsToCredits(required) } },
   );
 }

@@ -4,8 +4,8 @@ import { listTransactions, type TransactionView } from './transactions.ts';
 import { verifyLedger, type LedgerReport } from './verify.ts';
 import type { BillingContext } from './ledger.ts';
 import type { Db } from '../platform/db/connect.ts';
-import { readLimits, writeLimits, type LimitsByPeriod } from './limits.ts';
-import type { LimitPeriod } from './periods.ts';
+import { readLimits, subjectKey, writeLimits, type LimitsByPeriod } from './limits.ts';
+import { LIMIT_PERIODS, type LimitPeriod } from './periods.ts';
 import { spendable, type Payer, type Spendable } from './headroom.ts';
 
 export type { CloseHoldOptions };
@@ -105,8 +105,8 @@ export function createBilling(ctx: BillingContext): Billing {
     keyLimits: async (keyIds) => {
       const limits = await readLimits(ctx.db, keyIds.map((keyId) => ({ kind: 'key', keyId })));
       return new Map(keyIds.map((keyId) => {
-        const periods = limits.get(`key:${keyId}`)!;
-        const period = (['daily', 'monthly', 'total'] as const).find((p) => periods[p] !== null);
+        const periods = limits.get(subjectKey({ kind: 'key', keyId }))!;
+        const period = LIMIT_PERIODS.find((p) => periods[p] !== null);
         return [keyId, period ? { amount: periods[period]!, period } : null];
       }));
     },

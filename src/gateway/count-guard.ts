@@ -1,7 +1,7 @@
 import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../platform/errors.ts';
 import type { Principal } from '../platform/http/principal.ts';
-import { microsToCredits } from '../platform/money.ts';
+import { insufficientCredits } from '../billing/limits.ts';
 import { costMicros } from '../models/pricing.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { chatPromptLowerBound } from '../providers/tokens.ts';
@@ -37,8 +37,6 @@ export async function refuseBeforeCounting(ctx: AppContext, principal: Principal
   if (cheapest <= 0) return;
   const { available } = await ctx.services.billing.getBalance(principal.userId);
   if (available < cheapest) {
-    throw new ApiError('INSUFFICIENT_CREDITS', `Insufficient credits: this request needs at least ${microsToCredits(cheapest)} credits and ${microsToCredits(available)} are available.`, {
-      details: { available: microsToCredits(available), required: microsToCredits(cheapest) },
-    });
+    throw insufficientCredits(available, cheapest, 'at least');
   }
 }
