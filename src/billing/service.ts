@@ -1,3 +1,5 @@
+import type { AppContext } from '../platform/context.ts';
+import { ApiError } from '../platform/errors.ts';
 import { extendHold, placeHold, refundHold, releaseExpiredHolds, releaseHold, settleHold, type CloseHoldOptions, type PlaceHoldInput, type SettleResult } from './holds.ts';
 import { creditWallet, getBalance, type BalanceMicros } from './wallets.ts';
 import { listTransactions, type TransactionView } from './transactions.ts';
@@ -76,7 +78,21 @@ export interface Billing {
   keyLimits(keyIds: string[]): Promise<Map<string, { amount: number; period: LimitPeriod } | null>>;
   /** Sets (or, with null, removes) a key's one limit; on `db` (the caller's transaction) when given. */
   setKeyLimit(keyId: string, limit: { amount: number; period: LimitPeriod } | null, db?: Db): Promise<void>;
+  /**
+   * Listens to billing's moments that other features act on (auto top-up, outbound events): a settle that
+   * committed, a restriction refused. Listeners run after the commit, are never awaited by the call, and a
+   * listener's error is logged, never the caller's.
+   */
+  observe(listener: BillingObserver): void;
 }
+
+/** What happened, for {@link Billing.observe}: amounts in micro-credits. */
+export type BillingEvent =
+  | { type: 'settled'; userId: string; captured: number }
+  | { type: 'restricted'; userId: string; code: 'INSUFFICIENT_CREDITS' | 'SPENDING_LIMIT_EXCEEDED'; appId: string | null; keyId: string | null; details: Record<string, unknown> };
+
+/** A listener of {@link BillingEvent}s. */
+export type BillingObserver = (event: BillingEvent) => void;
 
 declare module '../platform/context.ts' {
   interface Services {
@@ -85,10 +101,35 @@ declare module '../platform/context.ts' {
 }
 
 /** Builds the billing service over the context's database and clock. */
-export function createBilling(ctx: BillingContext): Billing {
+export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log'], 'error'> }): Billing {
+  const observers: BillingObserver[] = [];
+  const notify = (event: BillingEvent) => {
+    for (const observer of observers) {
+      try {
+        observer(event);
+      } catch (error) {
+        ctx.log?.error({ err: error, event: event.type }, 'a billing observer failed');
+      }
+    }
+  };
   return {
-    placeHold: (input) => placeHold(ctx, input),
-    settleHold: (holdId, actual, options) => settleHold(ctx, holdId, actual, options),
+    observe: (listener) => void observers.push(listener),
+    placeHold: async (input) => {
+      try {
+        return await placeHold(ctx, input);
+      } catch (error) {
+        if (observers.length && error instanceof ApiError && (error.code === 'INSUFFICIENT_CREDITS' || error.code === 'SPENDING_LIMIT_EXCEEDED')) {
+          notify({ type: 'restricted', userId: input.userId, code: error.code, appId: input.appId, keyId: input.keyId, details: error.details });
+        }
+        throw error;
+      }
+    },
+    settleHold: async (holdId, actual, options) => {
+      const result = await settleHold(ctx, holdId, actual, options);
+      // The meter always names the owner; a settle without one (an operator's) has no one to tell.
+      if (result.settled && options?.userId && observers.length) notify({ type: 'settled', userId: options.userId, captured: result.captured });
+      return result;
+    },
     extendHold: (holdId, userId, expiresAt) => extendHold(ctx, holdId, userId, expiresAt),
     releaseHold: (holdId, options) => releaseHold(ctx, holdId, options),
     grant: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'grant', reason),

@@ -1,0 +1,110 @@
+/**
+ * The one canonical call and event stream every inbound protocol and every provider meets in.
+ *
+ * An inbound protocol (`src/protocols/<name>/`) parses its request into a {@link CanonicalCall} and renders
+ * {@link CanonicalResult}s and {@link CanonicalEvent}s in its own wire format; a provider
+ * (`src/providers/<name>/`) turns a call into its upstream request and the upstream's answers back into
+ * canonical results and events. Any protocol therefore reaches any provider, and a new one is one folder.
+ *
+ * Why `native`: translating a request into the canonical shape and back loses what the canonical shape has no
+ * word for (Anthropic's `cache_control`, an OpenAI field on the pass-through allow-list). When the provider
+ * speaks the inbound protocol itself, it sends the client's own body (model and output cap replaced) and tags
+ * each event with the upstream's own frame, which the inbound renderer relays as-is. The canonical fields are
+ * always filled too: billing, the stream tally and every cross-protocol pair read only those.
+ */
+
+/** The wire protocols a call can arrive in or a provider can speak. */
+export type WireProtocol = 'openai-chat' | 'openai-responses' | 'anthropic-messages';
+
+/** One piece of a message's content. */
+export type CanonicalPart =
+  | { type: 'text'; text: string; /** Anthropic prompt caching marker, kept for Anthropic upstreams. */ cacheControl?: Record<string, unknown> }
+  | { type: 'image'; /** An `https:` or `data:` URL. */ url: string; detail?: 'auto' | 'low' | 'high' }
+  | { type: 'tool_call'; id: string; name: string; /** The arguments as a JSON text, exactly as produced. */ arguments: string }
+  | { type: 'tool_result'; callId: string; content: string; isError?: boolean }
+  | { type: 'reasoning'; text: string; /** Anthropic's thinking signature or an encrypted reasoning item, replayed verbatim. */ signature?: string };
+
+/** One turn of the conversation. System instructions are {@link CanonicalCall.system}, not a message. */
+export interface CanonicalMessage {
+  role: 'user' | 'assistant' | 'tool';
+  content: CanonicalPart[];
+}
+
+/** A function the model may call; `parameters` is a JSON Schema. */
+export interface CanonicalTool {
+  name: string;
+  description?: string;
+  parameters: Record<string, unknown>;
+}
+
+/** A call as every protocol means it. */
+export interface CanonicalCall {
+  /** The public model id (`<vendor>/<model>`), before the catalogue resolves it. */
+  model: string;
+  /** System instructions, in order (OpenAI system/developer messages, Responses `instructions`, Anthropic `system`). */
+  system: CanonicalPart[];
+  messages: CanonicalMessage[];
+  tools: CanonicalTool[];
+  /** `auto` (default), `none`, `required` (any tool), or one tool by name. */
+  toolChoice?: 'auto' | 'none' | 'required' | { name: string };
+  /** The client's output cap, when it set one (null: the model's cap, lowered to what the payer can afford). */
+  maxOutputTokens: number | null;
+  stream: boolean;
+  temperature?: number;
+  topP?: number;
+  stop?: string[];
+  /** Reasoning asked for: an effort (OpenAI) or a thinking budget (Anthropic). */
+  reasoning?: { effort?: 'minimal' | 'low' | 'medium' | 'high'; budgetTokens?: number };
+  /** A JSON output requested: a schema (`json_schema`) or any JSON object (`json_object`). */
+  responseFormat?: { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean };
+  /** The client's own body, for a provider that speaks `protocol` natively (see the module comment). */
+  native?: { protocol: WireProtocol; body: Record<string, unknown> };
+}
+
+/** Why the output ended. */
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'error';
+
+/**
+ * Token counts of one call, disjoint where the names say so: `inputTokens` is all input (cache reads and
+ * writes included), `outputTokens` all output (reasoning included). Billing prices these through the
+ * catalogue; a protocol renders them in its own names.
+ */
+export interface CanonicalUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+  reasoningTokens?: number;
+  /** What the call cost, in credits (a decimal number as `usage.cost` shows it), once priced. */
+  cost?: number;
+}
+
+/** A whole (non-streamed) answer. */
+export interface CanonicalResult {
+  id: string;
+  /** The public model id that answered (a fallback's, when one did). */
+  model: string;
+  created: number;
+  /** The output, in order: text, reasoning and tool calls. */
+  content: CanonicalPart[];
+  finishReason: FinishReason;
+  usage: CanonicalUsage;
+  /** The upstream's own answer, when it spoke the inbound protocol (relayed with model and usage replaced). */
+  native?: { protocol: WireProtocol; body: Record<string, unknown> };
+}
+
+/**
+ * One event of a streamed answer. A stream is: `start`, then any number of deltas, then `usage` (when known),
+ * then `end`; or an `error` after output began. `native` carries the upstream frame behind the event when the
+ * provider spoke the inbound protocol.
+ */
+export type CanonicalEvent = (
+  | { type: 'start'; id: string; model: string; created: number }
+  | { type: 'text'; delta: string }
+  | { type: 'reasoning'; delta: string; signature?: string }
+  | { type: 'tool_call_start'; index: number; id: string; name: string }
+  | { type: 'tool_call_delta'; index: number; arguments: string }
+  | { type: 'usage'; usage: CanonicalUsage }
+  | { type: 'end'; finishReason: FinishReason }
+  | { type: 'error'; code: string; message: string }
+) & { native?: { protocol: WireProtocol; frame: unknown } };
