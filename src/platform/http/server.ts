@@ -24,6 +24,8 @@ declare module 'fastify' {
     auth?: readonly string[];
     /** Operator route: only a `TOLLGATE_ADMIN_TOKEN` is accepted, never a user credential. */
     admin?: boolean;
+    /** Also accept the credential in `x-api-key` (the Anthropic Messages routes, whose clients send it there). */
+    apiKeyHeader?: boolean;
   }
 }
 
@@ -146,6 +148,7 @@ export async function createServer(ctx: AppContext): Promise<App> {
         securitySchemes: {
           bearer: { type: 'http', scheme: 'bearer', description: 'OAuth access token or API key (ak_…)' },
           admin: { type: 'http', scheme: 'bearer', description: 'Operator token (TOLLGATE_ADMIN_TOKEN)' },
+          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'API key (ak_…) or OAuth access token in x-api-key, as Anthropic\'s clients send it (Messages routes only)' },
         },
       },
       // Every error code, so that clients can generate a complete error type.
@@ -228,7 +231,7 @@ export async function createServer(ctx: AppContext): Promise<App> {
     }
     const needed = request.routeOptions.config?.auth;
     if (!needed) return;
-    const principal = await authenticate(request, ctx.auth);
+    const principal = await authenticate(request, ctx.auth, { apiKeyHeader: request.routeOptions.config?.apiKeyHeader });
     requireScope(principal, needed);
     request.principal = principal;
   });
