@@ -2,36 +2,15 @@ import type { AppContext } from '../../platform/context.ts';
 import type { App } from '../../platform/http/server.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { resolveModel } from '../../gateway/common.ts';
-import { countTextTokens } from '../../providers/tokens.ts';
+import { countCallPromptTokens } from '../../gateway/run-call.ts';
 import { parseMessagesRequest, type MessagesRequest } from './parse.ts';
 import { CountTokensBodySchema, CountTokensSchema, ERROR_RESPONSES } from './schemas.ts';
 
-/** Framing tokens per message and the reply's priming, as the chat count has them (`providers/tokens.ts`). */
-const PER_MESSAGE_TOKENS = 4;
-const REPLY_PRIMING_TOKENS = 3;
-
-/**
- * Prompt tokens of a canonical call by our tokenizer (OpenAI's o200k, as every hold counts): system,
- * messages (text, tool calls, tool results, reasoning), tool definitions, and each image at `imageTokens`.
- * SHIM until core exports its own canonical counter (messages-needs.md item 2): then this calls that one,
- * so that count_tokens says what the hold counts.
- */
-export function countCallTokens(call: CanonicalCall, imageTokens: number): number {
-  let total = REPLY_PRIMING_TOKENS;
-  const text: string[] = [];
-  for (const message of [{ content: call.system }, ...call.messages]) {
-    total += PER_MESSAGE_TOKENS;
-    for (const part of message.content) {
-      if (part.type === 'text') text.push(part.text);
-      else if (part.type === 'image') total += imageTokens;
-      else if (part.type === 'tool_call') text.push(part.name, part.arguments);
-      else if (part.type === 'tool_result') text.push(part.content);
-      else if (part.type === 'reasoning') text.push(part.text);
-    }
-  }
-  if (call.tools.length) text.push(JSON.stringify(call.tools));
-  for (const piece of text) total += countTextTokens(piece);
-  return total;
+/** Images of a call (system and messages): each counts at the model's image-token budget, as the hold does. */
+function imageParts(call: CanonicalCall): number {
+  let images = 0;
+  for (const message of [{ content: call.system }, ...call.messages]) for (const part of message.content) if (part.type === 'image') images++;
+  return images;
 }
 
 /**
@@ -54,6 +33,6 @@ export function registerCountTokensRoute(app: App, ctx: AppContext): void {
     const body = request.body as MessagesRequest;
     const call = parseMessagesRequest(body, { requireMaxTokens: false });
     const model = await resolveModel(ctx, call.model);
-    return { input_tokens: countCallTokens(call, model.imageTokens ?? 0) };
+    return { input_tokens: countCallPromptTokens(call) + imageParts(call) * (model.imageTokens ?? 0) };
   });
 }

@@ -46,6 +46,8 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
     assert.equal(call.stream, true);
     assert.equal(call.temperature, 0.2);
     assert.equal(call.topP, 0.9);
+    assert.equal(call.topK, 5);
+    assert.deepEqual(call.metadata, { user_id: 'u1' });
     assert.deepEqual(call.stop, ['END']);
     assert.deepEqual(call.reasoning, { budgetTokens: 50 });
     assert.equal(call.native?.protocol, 'anthropic-messages');
@@ -61,6 +63,9 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
     assert.equal(parse({ messages: [{ role: 'user', content: 'x' }], tool_choice: { type: 'none' } }).toolChoice, 'none');
     assert.equal(parse({ messages: [{ role: 'user', content: 'x' }], tool_choice: { type: 'auto' } }).toolChoice, 'auto');
     assert.equal(parse({ messages: [{ role: 'user', content: 'x' }] }).stream, false);
+    const configured = parse({ messages: [{ role: 'user', content: 'x' }], output_config: { effort: 'max', format: { type: 'json_schema', schema: { type: 'object' } } }, service_tier: 'standard_only', speed: 'standard', cache_control: { type: 'ephemeral' } });
+    assert.deepEqual(configured.reasoning, { effort: 'high' });
+    assert.deepEqual(configured.responseFormat, { type: 'json_schema', name: 'output', schema: { type: 'object' } });
   });
 
   it('max_tokens is required by /messages (400 naming it) and not by count_tokens', () => {
@@ -74,6 +79,9 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
   it('refuses fields, tools, blocks and cache lifetimes whose cost the hold cannot bound, naming them', () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ messages: [{ role: 'user', content: 'x' }], service_tier: 'auto' }, 'service_tier'],
+      [{ messages: [{ role: 'user', content: 'x' }], speed: 'fast' }, 'speed'],
+      [{ messages: [{ role: 'user', content: 'x' }], inference_geo: 'us' }, 'inference_geo'],
+      [{ messages: [{ role: 'user', content: 'x' }], cache_control: { type: 'ephemeral', ttl: '1h' } }, 'cache_control'],
       [{ messages: [{ role: 'user', content: 'x' }], mcp_servers: [] }, 'mcp_servers'],
       [{ messages: [{ role: 'user', content: 'x' }], brand_new_option: 1 }, 'brand_new_option'],
       [{ messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'web_search_20250305', name: 'web_search', input_schema: {} }] }, 'tools[0]'],

@@ -23,12 +23,18 @@ export type MessagesRequest = Record<string, unknown> & {
 /** Top-level fields that may reach an upstream; their cost is bounded by the tokens held. */
 const ALLOWED_FIELDS: ReadonlySet<string> = new Set([
   'model', 'messages', 'system', 'max_tokens', 'stream', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'tools', 'tool_choice',
-  'thinking', 'metadata',
+  'thinking', 'metadata', 'output_config', 'cache_control', 'diagnostics', 'service_tier', 'speed',
 ]);
+
+/** Allowed fields passed only with a value billed at the catalogue price; why another value is refused. */
+const CHECKED_FIELDS: Readonly<Record<string, { priced: readonly unknown[]; why: string }>> = {
+  service_tier: { priced: ['standard_only'], why: 'Anthropic\'s priority tier ("auto" may use it) is billed above the catalogue price; send "standard_only"' },
+  speed: { priced: ['standard', null], why: 'fast mode is billed at a premium above the catalogue price; send "standard"' },
+};
 
 /** Fields known to cost beyond what the catalogue prices, refused with why. */
 const REFUSED_FIELDS: Readonly<Record<string, string>> = {
-  service_tier: "Anthropic's priority tier is billed above the catalogue price",
+  inference_geo: 'inference pinned to a region is billed above the catalogue price',
   container: 'code-execution containers are billed per hour on top of tokens',
   mcp_servers: 'remote MCP tool calls are not bounded by the tokens the gateway holds for',
   context_management: 'server-side context editing changes the tokens billed in ways the gateway cannot hold for',
@@ -36,6 +42,9 @@ const REFUSED_FIELDS: Readonly<Record<string, string>> = {
 
 /** Cache lifetimes billed at the catalogue's `cacheWrite` price: a 1-hour write costs more than it prices. */
 const PRICED_CACHE_TTLS: ReadonlySet<string> = new Set(['5m']);
+
+/** Anthropic's efforts as the canonical ones (its two highest are OpenAI's highest). */
+const EFFORTS: Readonly<Record<string, 'low' | 'medium' | 'high'>> = { low: 'low', medium: 'medium', high: 'high', xhigh: 'high', max: 'high' };
 
 function unsupported(param: string, message: string): ApiError {
   return new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param } });
@@ -51,6 +60,8 @@ function invalid(param: string, message: string): ApiError {
  */
 export function parseMessagesRequest(body: MessagesRequest, options: { requireMaxTokens: boolean }): CanonicalCall {
   for (const [field, value] of Object.entries(body)) {
+    const checked = CHECKED_FIELDS[field];
+    if (checked && value !== undefined && !checked.priced.includes(value)) throw unsupported(field, `The field "${field}" is refused with ${JSON.stringify(value)}: ${checked.why}.`);
     if (value === undefined || ALLOWED_FIELDS.has(field)) continue;
     const why = REFUSED_FIELDS[field];
     throw unsupported(field, why
@@ -60,6 +71,7 @@ export function parseMessagesRequest(body: MessagesRequest, options: { requireMa
   if (options.requireMaxTokens && body.max_tokens === undefined) {
     throw invalid('max_tokens', 'max_tokens is required: the most tokens the answer may have (the Messages API has no default).');
   }
+  checkCacheControl(body.cache_control, 'cache_control');
   const call: CanonicalCall = {
     model: body.model,
     system: parseSystem(body.system),
@@ -73,6 +85,8 @@ export function parseMessagesRequest(body: MessagesRequest, options: { requireMa
   if (toolChoice) call.toolChoice = toolChoice;
   if (typeof body.temperature === 'number') call.temperature = body.temperature;
   if (typeof body.top_p === 'number') call.topP = body.top_p;
+  if (typeof body.top_k === 'number') call.topK = body.top_k;
+  if (body.metadata && typeof body.metadata === 'object') call.metadata = body.metadata as Record<string, unknown>;
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length) call.stop = body.stop_sequences as string[];
   const thinking = body.thinking as { type: string; budget_tokens?: number } | undefined;
   if (thinking?.type === 'enabled') {
@@ -82,6 +96,9 @@ export function parseMessagesRequest(body: MessagesRequest, options: { requireMa
     }
     call.reasoning = { budgetTokens: thinking.budget_tokens };
   }
+  const output = body.output_config as { effort?: string | null; format?: { schema: Record<string, unknown> } | null } | undefined;
+  if (output?.effort) call.reasoning = { ...call.reasoning, effort: EFFORTS[output.effort] ?? 'medium' };
+  if (output?.format) call.responseFormat = { type: 'json_schema', name: 'output', schema: output.format.schema };
   return call;
 }
 

@@ -51,9 +51,12 @@ export function toolInput(args: string): Record<string, unknown> {
   }
 }
 
+/** One content block of a Message (`text`, `thinking`, `redacted_thinking`, `tool_use`, or an upstream's own). */
+export type ContentBlock = { type: string; [field: string]: unknown };
+
 /** Canonical output parts as Anthropic content blocks, adjacent texts joined. */
-export function contentBlocks(parts: CanonicalPart[]): Array<Record<string, unknown>> {
-  const blocks: Array<Record<string, unknown>> = [];
+export function contentBlocks(parts: CanonicalPart[]): ContentBlock[] {
+  const blocks: ContentBlock[] = [];
   for (const part of parts) {
     const last = blocks.at(-1);
     if (part.type === 'text') {
@@ -68,15 +71,35 @@ export function contentBlocks(parts: CanonicalPart[]): Array<Record<string, unkn
   return blocks;
 }
 
+/** Anthropic's Message object (an upstream's own fields beyond these are relayed too). */
+export interface AnthropicMessage {
+  id: string;
+  type: 'message';
+  role: 'assistant';
+  model: string;
+  content: ContentBlock[];
+  stop_reason: string | null;
+  stop_sequence: string | null;
+  usage: AnthropicUsage;
+  [field: string]: unknown;
+}
+
 /**
  * The Message object of a finished call. An Anthropic upstream's own message is relayed as it came (its
  * blocks, stop reason and stop sequence exact), with the public model id and our usage (the counts billed
  * and their cost); any other upstream's answer is built from the canonical result.
  */
-export function renderMessage(result: CanonicalResult): Record<string, unknown> {
+export function renderMessage(result: CanonicalResult): AnthropicMessage {
   const usage = anthropicUsage(result.usage);
   if (result.native?.protocol === 'anthropic-messages') {
-    return { ...result.native.body, id: messageId(result.native.body.id as string | undefined), model: result.model, usage };
+    const body = result.native.body;
+    return {
+      ...body, id: messageId(body.id as string | undefined), type: 'message', role: 'assistant', model: result.model,
+      content: Array.isArray(body.content) ? (body.content as ContentBlock[]) : contentBlocks(result.content),
+      stop_reason: typeof body.stop_reason === 'string' ? body.stop_reason : STOP_REASONS[result.finishReason],
+      stop_sequence: typeof body.stop_sequence === 'string' ? body.stop_sequence : null,
+      usage,
+    };
   }
   return {
     id: messageId(result.id),

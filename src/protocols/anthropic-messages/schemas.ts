@@ -35,8 +35,14 @@ const ToolChoice = Type.Object({
 }, { additionalProperties: false });
 
 const Thinking = Type.Object({
-  type: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
+  type: Type.Union([Type.Literal('enabled'), Type.Literal('disabled'), Type.Literal('adaptive'), Type.Literal('between_tools')]),
   budget_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+  display: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+}, { additionalProperties: false, description: 'Extended thinking; its tokens are output tokens, bounded by `max_tokens`.' });
+
+const OutputConfig = Type.Object({
+  effort: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  format: Type.Optional(Type.Union([Type.Object({ type: Type.Literal('json_schema'), schema: Type.Object({}, { additionalProperties: true }) }, { additionalProperties: true }), Type.Null()])),
 }, { additionalProperties: false });
 
 /** The fields both routes read; `max_tokens` is required by `/messages` (checked by the parser, with its own message). */
@@ -47,6 +53,8 @@ const commonFields = {
   tools: Type.Optional(Type.Array(Tool)),
   tool_choice: Type.Optional(ToolChoice),
   thinking: Type.Optional(Thinking),
+  output_config: Type.Optional(OutputConfig),
+  cache_control: Type.Optional(Type.Union([CacheControl, Type.Null()])),
 };
 
 /** `POST /api/v1/messages`. */
