@@ -5,6 +5,7 @@ import { resolveModel } from '../../gateway/common.ts';
 import { countCallPromptTokens } from '../../gateway/run-call.ts';
 import { parseMessagesRequest, type MessagesRequest } from './parse.ts';
 import { CountTokensBodySchema, CountTokensSchema, ERROR_RESPONSES } from './schemas.ts';
+import { anthropicErrorBody } from './errors.ts';
 
 /** Images of a call (system and messages): each counts at the model's image-token budget, as the hold does. */
 function imageParts(call: CanonicalCall): number {
@@ -28,7 +29,7 @@ export function registerCountTokensRoute(app: App, ctx: AppContext): void {
       body: CountTokensBodySchema,
       response: { 200: CountTokensSchema, ...ERROR_RESPONSES },
     },
-    config: { auth: ['ai:chat', 'ai:completions'], apiKeyHeader: true },
+    config: { auth: ['ai:chat', 'ai:completions'], apiKeyHeader: true, errorRenderer: anthropicErrorBody },
   }, async (request) => {
     const body = request.body as MessagesRequest;
     const call = parseMessagesRequest(body, { requireMaxTokens: false });

@@ -27,7 +27,7 @@ function messages(env: TestEnv, key: string | null, body: unknown, options: { pa
 async function anthropicError(response: Response): Promise<{ status: number; error: Record<string, any> }> {
   const body = await response.json() as any;
   assert.equal(body.type, 'error', JSON.stringify(body));
-  assert.deepEqual(Object.keys(body).sort(), ['error', 'request_id', 'type']);
+  assert.deepEqual(Object.keys(body).sort(), ['error', 'type']);
   return { status: response.status, error: body.error };
 }
 

@@ -3,13 +3,14 @@ import type { AppContext } from '../../platform/context.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { principalOf, type App } from '../../platform/http/server.ts';
 import { clientSignal } from '../../gateway/common.ts';
-import { writeFrame } from '../../gateway/chat-stream.ts';
+import { openEventStream, writeFrame } from '../../gateway/sse.ts';
 import { ClientGone, completeCall, streamCall } from '../../gateway/run-call.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { parseMessagesRequest, type MessagesRequest } from './parse.ts';
 import { renderMessage } from './render.ts';
 import { AnthropicStreamRenderer } from './stream.ts';
 import { ERROR_RESPONSES, MessageSchema, MessagesBodySchema } from './schemas.ts';
+import { anthropicErrorBody } from './errors.ts';
 
 /**
  * `POST /api/v1/messages`: Anthropic's Messages API on the gateway's pipeline (any provider), billed by hold
@@ -26,7 +27,7 @@ export function registerMessagesRoute(app: App, ctx: AppContext): void {
       body: MessagesBodySchema,
       response: { 200: MessageSchema, ...ERROR_RESPONSES },
     },
-    config: { auth: ['ai:chat', 'ai:completions'], apiKeyHeader: true },
+    config: { auth: ['ai:chat', 'ai:completions'], apiKeyHeader: true, errorRenderer: anthropicErrorBody },
   }, async (request, reply) => {
     const call = parseMessagesRequest(request.body as MessagesRequest, { requireMaxTokens: true });
     const signal = clientSignal(reply);
@@ -58,15 +59,7 @@ async function streamMessage(ctx: AppContext, request: FastifyRequest, reply: Fa
     if (error instanceof ClientGone) return reply.hijack();
     throw error;
   }
-  reply.hijack();
-  const raw = reply.raw;
-  raw.writeHead(200, {
-    ...(reply.getHeaders() as Record<string, string>),
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
+  const raw = openEventStream(reply);
   const renderer = new AnthropicStreamRenderer(stream.model.id);
   const iterator = stream[Symbol.asyncIterator]();
   try {

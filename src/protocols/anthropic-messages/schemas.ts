@@ -103,8 +103,7 @@ export const AnthropicErrorSchema = Type.Object({
     message: Type.String(),
     code: Type.String({ description: 'The Tollgate error code (README "Errors").' }),
   }, { additionalProperties: true, description: 'A 402 carries `available` and `required`; a 429 spending limit `limitType`, `limit`, `current`, `requested`, `resetsAt`.' }),
-  request_id: Type.Optional(Type.String()),
 });
 
 /** The error statuses both routes may answer. */
-export const ERROR_RESPONSES = Object.fromEntries([400, 401, 402, 403, 404, 413, 429, 502, 504].map((status) => [status, AnthropicErrorSchema]));
+export const ERROR_RESPONSES = Object.fromEntries([400, 401, 402, 403, 404, 413, 415, 429, 500, 502, 503, 504].map((status) => [status, AnthropicErrorSchema]));
