@@ -85,6 +85,7 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
       [{ messages: [{ role: 'user', content: 'x' }], mcp_servers: [] }, 'mcp_servers'],
       [{ messages: [{ role: 'user', content: 'x' }], brand_new_option: 1 }, 'brand_new_option'],
       [{ messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'web_search_20250305', name: 'web_search', input_schema: {} }] }, 'tools[0]'],
+      [{ messages: [{ role: 'user', content: 'x' }], tools: [{ name: 'f', input_schema: {}, input_examples: [{ a: 1 }] }] }, 'tools[0].input_examples'],
       [{ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', data: 'x' } }] }] }, 'messages[0].content[0]'],
       [{ messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'ephemeral', ttl: '1h' } }] }] }, 'messages[0].content[0].cache_control'],
     ];

@@ -221,6 +221,9 @@ function toolResultParts(block: Record<string, unknown>, param: string): Canonic
   return [result, ...images];
 }
 
+/** The properties of a custom tool, all counted into the hold (name, description and schema as text). */
+const TOOL_FIELDS: ReadonlySet<string> = new Set(['name', 'description', 'input_schema', 'type', 'cache_control', 'strict']);
+
 function parseTools(tools: unknown): CanonicalTool[] {
   if (tools === undefined || tools === null) return [];
   return (tools as Array<Record<string, unknown>>).map((tool, i) => {
@@ -229,6 +232,9 @@ function parseTools(tools: unknown): CanonicalTool[] {
       throw unsupported(param, `${param}: tools of type ${JSON.stringify(tool.type)} are refused: server and Anthropic-defined tools are billed or run beyond what the gateway holds for; declare a custom tool (name, description, input_schema).`);
     }
     checkCacheControl(tool.cache_control, `${param}.cache_control`);
+    // A tool's other properties (input examples, deferred loading…) would reach Anthropic uncounted.
+    const extra = Object.keys(tool).find((key) => !TOOL_FIELDS.has(key) && tool[key] !== undefined);
+    if (extra) throw unsupported(`${param}.${extra}`, `${param}.${extra} is not accepted: a tool is name, description, input_schema (and cache_control, strict).`);
     const parsed: CanonicalTool = { name: String(tool.name), parameters: tool.input_schema as Record<string, unknown> };
     if (typeof tool.description === 'string') parsed.description = tool.description;
     return parsed;
