@@ -1,6 +1,7 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeEachDatabase, type TestEnv } from '../../testing/harness.ts';
+import { authorizeForTest } from '../../oauth/testing.ts';
 import { startMockUpstream } from '../../providers/testing/mock-upstream.ts';
 import { fundedUser, putModel, readSseFrames, settled, usageOf, wallet, type FundedUser } from '../../gateway/testing.ts';
 import { classifyResponse, isInsufficientCreditsError, isSpendingLimitError } from '../../../packages/sdk/src/errors.ts';
@@ -73,6 +74,23 @@ describeEachDatabase('POST /api/v1/messages over HTTP', (env) => {
     assert.match(denied.error.message, /ai:chat/);
     const countDenied = await anthropicError(await messages(env, modelsOnly.key, { model: 'acme/claude', messages: hi }, { path: '/api/v1/messages/count_tokens' }));
     assert.equal(countDenied.status, 403);
+  });
+
+  it('Authorization wins over x-api-key when both are sent; an OAuth access token works in x-api-key too', async () => {
+    const both = await anthropicError(await messages(env, user.key, { model: 'acme/claude', max_tokens: 10, messages: hi }, { headers: { authorization: 'Bearer ak_wrong' } }));
+    assert.equal(both.status, 401);
+    const authorization = await authorizeForTest(env);
+    await env.admin('POST', `/api/admin/users/${authorization.user.userId}/credits`, { amount: 10 });
+    const response = await messages(env, authorization.accessToken, { model: 'acme/claude', max_tokens: 10, messages: hi });
+    assert.equal(response.status, 200, await response.clone().text());
+  });
+
+  it('a thinking budget at or above the model\'s output cap is a 400 before anything is held', async () => {
+    const body = { model: 'acme/claude', max_tokens: 500, thinking: { type: 'enabled', budget_tokens: 100 }, messages: hi };
+    const { status, error } = await anthropicError(await messages(env, user.key, body));
+    assert.equal(status, 400);
+    assert.equal(error.param, 'thinking.budget_tokens');
+    assert.match(error.message, /output cap of "acme\/claude" \(100 tokens\)/);
   });
 
   it('x-api-key is read only by the Messages routes: chat still wants Authorization', async () => {

@@ -4,9 +4,9 @@ import { ApiError } from '../../platform/errors.ts';
 import { principalOf, type App } from '../../platform/http/server.ts';
 import { clientSignal } from '../../gateway/common.ts';
 import { openEventStream, writeFrame } from '../../gateway/sse.ts';
-import { ClientGone, completeCall, streamCall } from '../../gateway/run-call.ts';
+import { ClientGone, completeCall, streamCall, type RunOptions } from '../../gateway/run-call.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
-import { parseMessagesRequest, type MessagesRequest } from './parse.ts';
+import { messagesRefusal, parseMessagesRequest, type MessagesRequest } from './parse.ts';
 import { renderMessage } from './render.ts';
 import { AnthropicStreamRenderer } from './stream.ts';
 import { ERROR_RESPONSES, MessageSchema, MessagesBodySchema } from './schemas.ts';
@@ -31,15 +31,16 @@ export function registerMessagesRoute(app: App, ctx: AppContext): void {
   }, async (request, reply) => {
     const call = parseMessagesRequest(request.body as MessagesRequest, { requireMaxTokens: true });
     const signal = clientSignal(reply);
+    const options = { refuses: messagesRefusal(call) };
     if (!call.stream) {
       try {
-        return renderMessage(await completeCall(ctx, principalOf(request), call, signal));
+        return renderMessage(await completeCall(ctx, principalOf(request), call, signal, options));
       } catch (error) {
         if (error instanceof ClientGone) return reply.hijack();
         throw error;
       }
     }
-    return streamMessage(ctx, request, reply, call, signal);
+    return streamMessage(ctx, request, reply, call, signal, options);
   });
 }
 
@@ -51,10 +52,10 @@ export function registerMessagesRoute(app: App, ctx: AppContext): void {
  * settles every exit (end, upstream broken, client gone) exactly once before its iterator finishes, and the
  * response ends only after that, so a client that reads its wallet after the stream sees the charge.
  */
-async function streamMessage(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, call: CanonicalCall, signal: AbortSignal): Promise<FastifyReply> {
+async function streamMessage(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, call: CanonicalCall, signal: AbortSignal, options: RunOptions): Promise<FastifyReply> {
   let stream;
   try {
-    stream = await streamCall(ctx, principalOf(request), call, signal);
+    stream = await streamCall(ctx, principalOf(request), call, signal, options);
   } catch (error) {
     if (error instanceof ClientGone) return reply.hijack();
     throw error;

@@ -1,5 +1,6 @@
 import { ApiError, errors } from '../../platform/errors.ts';
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
+import type { CatalogueModel } from '../../models/catalogue.ts';
 
 /**
  * Anthropic's Messages request → the canonical call, with the client's own body kept as `native` so that an
@@ -100,6 +101,19 @@ export function parseMessagesRequest(body: MessagesRequest, options: { requireMa
   if (output?.effort) call.reasoning = { ...call.reasoning, effort: EFFORTS[output.effort] ?? 'medium' };
   if (output?.format) call.responseFormat = { type: 'json_schema', name: 'output', schema: output.format.schema };
   return call;
+}
+
+/**
+ * Why a model cannot take this call, or null (the pipeline's `refuses`): a thinking budget must stay below the
+ * output cap the upstream receives, and the model's cap may be lower than the client's `max_tokens`, which
+ * Anthropic would refuse only after the hold. The model asked for answers a 400; a fallback is skipped.
+ */
+export function messagesRefusal(call: CanonicalCall): ((model: CatalogueModel) => ApiError | null) | undefined {
+  const budget = call.reasoning?.budgetTokens;
+  if (budget === undefined) return undefined;
+  return (model) => (model.maxOutputTokens !== null && budget >= model.maxOutputTokens
+    ? invalid('thinking.budget_tokens', `thinking.budget_tokens (${budget}) must be less than the output cap of "${model.id}" (${model.maxOutputTokens} tokens).`)
+    : null);
 }
 
 /** Refuses a cache lifetime the catalogue does not price. */
