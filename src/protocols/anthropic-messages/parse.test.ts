@@ -66,6 +66,10 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
     const configured = parse({ messages: [{ role: 'user', content: 'x' }], output_config: { effort: 'max', format: { type: 'json_schema', schema: { type: 'object' } } }, service_tier: 'standard_only', speed: 'standard', cache_control: { type: 'ephemeral' } });
     assert.deepEqual(configured.reasoning, { effort: 'high' });
     assert.deepEqual(configured.responseFormat, { type: 'json_schema', name: 'output', schema: { type: 'object' } });
+    // Claude Code's context_management needs a beta header that is not forwarded: it is left out, the rest kept.
+    const claudeCode = parse({ messages: [{ role: 'user', content: 'x' }], context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] } });
+    assert.equal('context_management' in claudeCode.native!.body, false);
+    assert.equal(claudeCode.native!.body.max_tokens, 100);
   });
 
   it('max_tokens is required by /messages (400 naming it) and not by count_tokens', () => {
@@ -83,6 +87,7 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
       [{ messages: [{ role: 'user', content: 'x' }], inference_geo: 'us' }, 'inference_geo'],
       [{ messages: [{ role: 'user', content: 'x' }], cache_control: { type: 'ephemeral', ttl: '1h' } }, 'cache_control'],
       [{ messages: [{ role: 'user', content: 'x' }], mcp_servers: [] }, 'mcp_servers'],
+      [{ messages: [{ role: 'user', content: 'x' }], compaction: { enabled: true } }, 'compaction'],
       [{ messages: [{ role: 'user', content: 'x' }], brand_new_option: 1 }, 'brand_new_option'],
       [{ messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'web_search_20250305', name: 'web_search', input_schema: {} }] }, 'tools[0]'],
       [{ messages: [{ role: 'user', content: 'x' }], tools: [{ name: 'f', input_schema: {}, input_examples: [{ a: 1 }] }] }, 'tools[0].input_examples'],

@@ -38,8 +38,15 @@ const REFUSED_FIELDS: Readonly<Record<string, string>> = {
   inference_geo: 'inference pinned to a region is billed above the catalogue price',
   container: 'code-execution containers are billed per hour on top of tokens',
   mcp_servers: 'remote MCP tool calls are not bounded by the tokens the gateway holds for',
-  context_management: 'server-side context editing changes the tokens billed in ways the gateway cannot hold for',
+  compaction: 'server-side compaction runs extra model calls the gateway does not hold for',
 };
+
+/**
+ * Fields left out of the call, silently: `context_management` (which Claude Code sends by itself) is a beta
+ * whose header is not forwarded, so Anthropic would refuse the body with it; without its edits, the whole
+ * context goes upstream, which is what the hold counted.
+ */
+const DROPPED_FIELDS: readonly string[] = ['context_management'];
 
 /** Cache lifetimes billed at the catalogue's `cacheWrite` price: a 1-hour write costs more than it prices. */
 const PRICED_CACHE_TTLS: ReadonlySet<string> = new Set(['5m']);
@@ -59,7 +66,8 @@ function invalid(param: string, message: string): ApiError {
  * Parses a Messages (or count_tokens) body into the canonical call. `requireMaxTokens`: `/messages` needs
  * `max_tokens` as Anthropic does (its clients always send it); count_tokens ignores it.
  */
-export function parseMessagesRequest(body: MessagesRequest, options: { requireMaxTokens: boolean }): CanonicalCall {
+export function parseMessagesRequest(sent: MessagesRequest, options: { requireMaxTokens: boolean }): CanonicalCall {
+  const body = DROPPED_FIELDS.some((field) => field in sent) ? dropFields(sent) : sent;
   for (const [field, value] of Object.entries(body)) {
     const checked = CHECKED_FIELDS[field];
     if (checked && value !== undefined && !checked.priced.includes(value)) throw unsupported(field, `The field "${field}" is refused with ${JSON.stringify(value)}: ${checked.why}.`);
@@ -101,6 +109,12 @@ export function parseMessagesRequest(body: MessagesRequest, options: { requireMa
   if (output?.effort) call.reasoning = { ...call.reasoning, effort: EFFORTS[output.effort] ?? 'medium' };
   if (output?.format) call.responseFormat = { type: 'json_schema', name: 'output', schema: output.format.schema };
   return call;
+}
+
+function dropFields(sent: MessagesRequest): MessagesRequest {
+  const kept = { ...sent };
+  for (const field of DROPPED_FIELDS) delete kept[field];
+  return kept;
 }
 
 /**
