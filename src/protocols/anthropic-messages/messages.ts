@@ -22,7 +22,13 @@ export function registerMessagesRoute(app: App, ctx: AppContext): void {
     schema: {
       tags: ['ai'],
       summary: 'Create a message (Anthropic Messages; `stream: true` answers Anthropic\'s Server-Sent Events)',
-      description: 'Anthropic\'s request and answer, on any model of the catalogue. An Anthropic upstream receives the body as sent (model and max_tokens set by the gateway; `cache_control`, thinking and `top_k` kept) and its answer is relayed; any other upstream is translated. The call holds its worst-case cost before going upstream and is charged what the upstream reported (cache reads and writes included); `usage.cost` says how much, in credits. Errors come in Anthropic\'s envelope with Tollgate\'s `code` inside. The credential may be sent as `x-api-key` or `Authorization: Bearer`; `anthropic-version` and `anthropic-beta` are accepted.',
+      description: [
+        'Anthropic\'s request and answer, on any model of the catalogue. An Anthropic upstream receives the body as sent (model and max_tokens',
+        'set by the gateway; `cache_control`, thinking and `top_k` kept) and its answer is relayed; any other upstream is translated. The call',
+        'holds its worst-case cost before going upstream and is charged what the upstream reported (cache reads and writes included);',
+        '`usage.cost` says how much, in credits. Errors come in Anthropic\'s envelope with Tollgate\'s `code` inside. The credential may be',
+        'sent as `x-api-key` or `Authorization: Bearer`; `anthropic-version` and `anthropic-beta` are accepted.',
+      ].join(' '),
       security: [{ bearer: [] }, { apiKey: [] }],
       body: MessagesBodySchema,
       response: { 200: MessageSchema, ...ERROR_RESPONSES },
@@ -52,7 +58,9 @@ export function registerMessagesRoute(app: App, ctx: AppContext): void {
  * settles every exit (end, upstream broken, client gone) exactly once before its iterator finishes, and the
  * response ends only after that, so a client that reads its wallet after the stream sees the charge.
  */
-async function streamMessage(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, call: CanonicalCall, signal: AbortSignal, options: RunOptions): Promise<FastifyReply> {
+async function streamMessage(
+  ctx: AppContext, request: FastifyRequest, reply: FastifyReply, call: CanonicalCall, signal: AbortSignal, options: RunOptions,
+): Promise<FastifyReply> {
   let stream;
   try {
     stream = await streamCall(ctx, principalOf(request), call, signal, options);

@@ -29,7 +29,10 @@ const ALLOWED_FIELDS: ReadonlySet<string> = new Set([
 
 /** Allowed fields passed only with a value billed at the catalogue price; why another value is refused. */
 const CHECKED_FIELDS: Readonly<Record<string, { priced: readonly unknown[]; why: string }>> = {
-  service_tier: { priced: ['standard_only'], why: 'Anthropic\'s priority tier ("auto" may use it) is billed above the catalogue price; send "standard_only"' },
+  service_tier: {
+    priced: ['standard_only'],
+    why: 'Anthropic\'s priority tier ("auto" may use it) is billed above the catalogue price; send "standard_only"',
+  },
   speed: { priced: ['standard', null], why: 'fast mode is billed at a premium above the catalogue price; send "standard"' },
 };
 
@@ -70,7 +73,9 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
   const body = DROPPED_FIELDS.some((field) => field in sent) ? dropFields(sent) : sent;
   for (const [field, value] of Object.entries(body)) {
     const checked = CHECKED_FIELDS[field];
-    if (checked && value !== undefined && !checked.priced.includes(value)) throw unsupported(field, `The field "${field}" is refused with ${JSON.stringify(value)}: ${checked.why}.`);
+    if (checked && value !== undefined && !checked.priced.includes(value)) {
+      throw unsupported(field, `The field "${field}" is refused with ${JSON.stringify(value)}: ${checked.why}.`);
+    }
     if (value === undefined || ALLOWED_FIELDS.has(field)) continue;
     const why = REFUSED_FIELDS[field];
     throw unsupported(field, why
@@ -101,7 +106,8 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
   if (thinking?.type === 'enabled') {
     if (thinking.budget_tokens === undefined) throw invalid('thinking.budget_tokens', 'thinking.budget_tokens is required when thinking is enabled.');
     if (body.max_tokens !== undefined && thinking.budget_tokens >= body.max_tokens) {
-      throw invalid('thinking.budget_tokens', `thinking.budget_tokens (${thinking.budget_tokens}) must be less than max_tokens (${body.max_tokens}).`);
+      const message = `thinking.budget_tokens (${thinking.budget_tokens}) must be less than max_tokens (${body.max_tokens}).`;
+      throw invalid('thinking.budget_tokens', message);
     }
     call.reasoning = { budgetTokens: thinking.budget_tokens };
   }
@@ -125,9 +131,11 @@ function dropFields(sent: MessagesRequest): MessagesRequest {
 export function messagesRefusal(call: CanonicalCall): ((model: CatalogueModel) => ApiError | null) | undefined {
   const budget = call.reasoning?.budgetTokens;
   if (budget === undefined) return undefined;
-  return (model) => (model.maxOutputTokens !== null && budget >= model.maxOutputTokens
-    ? invalid('thinking.budget_tokens', `thinking.budget_tokens (${budget}) must be less than the output cap of "${model.id}" (${model.maxOutputTokens} tokens).`)
-    : null);
+  return (model) => {
+    if (model.maxOutputTokens === null || budget < model.maxOutputTokens) return null;
+    const message = `thinking.budget_tokens (${budget}) must be less than the output cap of "${model.id}" (${model.maxOutputTokens} tokens).`;
+    return invalid('thinking.budget_tokens', message);
+  };
 }
 
 /** Refuses a cache lifetime the catalogue does not price. */
@@ -136,7 +144,8 @@ function checkCacheControl(value: unknown, param: string): Record<string, unknow
   const control = value as { type?: unknown; ttl?: unknown };
   if (control.type !== 'ephemeral') throw invalid(param, `${param}.type must be "ephemeral".`);
   if (control.ttl !== undefined && !PRICED_CACHE_TTLS.has(String(control.ttl))) {
-    throw unsupported(param, `${param}.ttl ${JSON.stringify(control.ttl)} is refused: a cache write of that lifetime is billed above the catalogue's cacheWrite price; use "5m" (the default).`);
+    const why = 'a cache write of that lifetime is billed above the catalogue\'s cacheWrite price; use "5m" (the default)';
+    throw unsupported(param, `${param}.ttl ${JSON.stringify(control.ttl)} is refused: ${why}.`);
   }
   return control as Record<string, unknown>;
 }
@@ -197,7 +206,7 @@ function parseMessages(messages: MessagesRequest['messages']): CanonicalMessage[
 /** One block of a turn as canonical parts (a tool result with images is its result, then the images). */
 function parseBlock(block: Record<string, unknown>, role: 'user' | 'assistant', param: string): CanonicalPart[] {
   const onlyIn = (wanted: 'user' | 'assistant') => {
-    if (role !== wanted) throw invalid(param, `${param}: a ${String(block.type)} block belongs in a${wanted === 'user' ? ' user' : 'n assistant'} turn.`);
+    if (role !== wanted) throw invalid(param, `${param}: a ${String(block.type)} block belongs in ${wanted === 'user' ? 'a user' : 'an assistant'} turn.`);
   };
   switch (block.type) {
     case 'text':
@@ -208,7 +217,9 @@ function parseBlock(block: Record<string, unknown>, role: 'user' | 'assistant', 
     case 'tool_use': {
       onlyIn('assistant');
       checkCacheControl(block.cache_control, `${param}.cache_control`);
-      if (typeof block.id !== 'string' || typeof block.name !== 'string') throw invalid(param, `${param}: a tool_use block needs a string id and name.`);
+      if (typeof block.id !== 'string' || typeof block.name !== 'string') {
+        throw invalid(param, `${param}: a tool_use block needs a string id and name.`);
+      }
       const input = block.input ?? {};
       if (typeof input !== 'object' || Array.isArray(input)) throw invalid(`${param}.input`, `${param}.input must be an object.`);
       return [{ type: 'tool_call', id: block.id, name: block.name, arguments: JSON.stringify(input) }];
@@ -226,7 +237,8 @@ function parseBlock(block: Record<string, unknown>, role: 'user' | 'assistant', 
       // The encrypted reasoning travels as the signature; its text is unknown, and held for as its data.
       return [{ type: 'reasoning', text: '', signature: block.data }];
     default:
-      throw unsupported(param, `${param}: blocks of type ${JSON.stringify(block.type)} are not accepted (text, image, tool_use, tool_result, thinking and redacted_thinking are): the gateway cannot hold for their cost.`);
+      throw unsupported(param, `${param}: blocks of type ${JSON.stringify(block.type)} are not accepted (text, image, tool_use, tool_result, `
+        + 'thinking and redacted_thinking are): the gateway cannot hold for their cost.');
   }
 }
 
@@ -245,7 +257,8 @@ function toolResultParts(block: Record<string, unknown>, param: string): Canonic
       else throw unsupported(at, `${at}: a tool result may hold text and image blocks only.`);
     });
   } else throw invalid(`${param}.content`, `${param}.content must be a string or an array of text and image blocks.`);
-  const result: CanonicalPart = { type: 'tool_result', callId: block.tool_use_id, content: texts.join('\n'), ...(block.is_error === true ? { isError: true } : {}) };
+  const result: CanonicalPart = { type: 'tool_result', callId: block.tool_use_id, content: texts.join('\n') };
+  if (block.is_error === true) result.isError = true;
   return [result, ...images];
 }
 
@@ -257,12 +270,15 @@ function parseTools(tools: unknown): CanonicalTool[] {
   return (tools as Array<Record<string, unknown>>).map((tool, i) => {
     const param = `tools[${i}]`;
     if (tool.type !== undefined && tool.type !== 'custom') {
-      throw unsupported(param, `${param}: tools of type ${JSON.stringify(tool.type)} are refused: server and Anthropic-defined tools are billed or run beyond what the gateway holds for; declare a custom tool (name, description, input_schema).`);
+      throw unsupported(param, `${param}: tools of type ${JSON.stringify(tool.type)} are refused: server and Anthropic-defined tools are billed or run `
+        + 'beyond what the gateway holds for; declare a custom tool (name, description, input_schema).');
     }
     checkCacheControl(tool.cache_control, `${param}.cache_control`);
     // A tool's other properties (input examples, deferred loading…) would reach Anthropic uncounted.
     const extra = Object.keys(tool).find((key) => !TOOL_FIELDS.has(key) && tool[key] !== undefined);
-    if (extra) throw unsupported(`${param}.${extra}`, `${param}.${extra} is not accepted: a tool is name, description, input_schema (and cache_control, strict).`);
+    if (extra) {
+      throw unsupported(`${param}.${extra}`, `${param}.${extra} is not accepted: a tool is name, description, input_schema (and cache_control, strict).`);
+    }
     const parsed: CanonicalTool = { name: String(tool.name), parameters: tool.input_schema as Record<string, unknown> };
     if (typeof tool.description === 'string') parsed.description = tool.description;
     return parsed;
@@ -278,7 +294,9 @@ function parseToolChoice(choice: unknown, tools: CanonicalTool[]): CanonicalCall
     case 'none':
       return 'none';
     case 'tool':
-      if (!name || !tools.some((t) => t.name === name)) throw invalid('tool_choice.name', 'tool_choice { type: "tool" } must name one of the tools given.');
+      if (!name || !tools.some((t) => t.name === name)) {
+        throw invalid('tool_choice.name', 'tool_choice { type: "tool" } must name one of the tools given.');
+      }
       return { name };
     default:
       return 'auto';

@@ -63,7 +63,8 @@ export function contentBlocks(parts: CanonicalPart[]): ContentBlock[] {
       if (last?.type === 'text') last.text = `${last.text as string}${part.text}`;
       else blocks.push({ type: 'text', text: part.text });
     } else if (part.type === 'reasoning') {
-      blocks.push(part.text === '' && part.signature ? { type: 'redacted_thinking', data: part.signature } : { type: 'thinking', thinking: part.text, signature: part.signature ?? '' });
+      const redacted = part.text === '' && part.signature;
+      blocks.push(redacted ? { type: 'redacted_thinking', data: part.signature } : { type: 'thinking', thinking: part.text, signature: part.signature ?? '' });
     } else if (part.type === 'tool_call') {
       blocks.push({ type: 'tool_use', id: part.id, name: part.name, input: toolInput(part.arguments) });
     }

@@ -7,7 +7,10 @@ import { MODEL_ID_PATTERN } from '../../models/routes.ts';
  * `parse.ts`, whose messages name the path of the block at fault (Ajv's `anyOf` errors would not).
  */
 
-const CacheControl = Type.Object({ type: Type.String(), ttl: Type.Optional(Type.String()) }, { additionalProperties: true, description: 'Anthropic prompt caching (`{ type: "ephemeral" }`); passed to Anthropic upstreams.' });
+const CacheControl = Type.Object({ type: Type.String(), ttl: Type.Optional(Type.String()) }, {
+  additionalProperties: true,
+  description: 'Anthropic prompt caching (`{ type: "ephemeral" }`, 5-minute lifetime); passed to Anthropic upstreams.',
+});
 
 /** One content block; the types accepted are listed in the description and checked by the parser. */
 const ContentBlock = Type.Object({
@@ -40,9 +43,11 @@ const Thinking = Type.Object({
   display: Type.Optional(Type.Union([Type.String(), Type.Null()])),
 }, { additionalProperties: false, description: 'Extended thinking; its tokens are output tokens, bounded by `max_tokens`.' });
 
+const JsonOutputFormat = Type.Object({ type: Type.Literal('json_schema'), schema: Type.Object({}, { additionalProperties: true }) }, { additionalProperties: true });
+
 const OutputConfig = Type.Object({
   effort: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-  format: Type.Optional(Type.Union([Type.Object({ type: Type.Literal('json_schema'), schema: Type.Object({}, { additionalProperties: true }) }, { additionalProperties: true }), Type.Null()])),
+  format: Type.Optional(Type.Union([JsonOutputFormat, Type.Null()])),
 }, { additionalProperties: false });
 
 /** The fields both routes read; `max_tokens` is required by `/messages` (checked by the parser, with its own message). */
@@ -86,7 +91,9 @@ export const MessageSchema = Type.Object({
   type: Type.Literal('message'),
   role: Type.Literal('assistant'),
   model: Type.String({ description: 'The public model id that answered.' }),
-  content: Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), { description: '`text`, `thinking`, `redacted_thinking` and `tool_use` blocks.' }),
+  content: Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), {
+    description: '`text`, `thinking`, `redacted_thinking` and `tool_use` blocks.',
+  }),
   stop_reason: Type.Union([Type.String({ description: '`end_turn`, `max_tokens`, `stop_sequence`, `tool_use` or `refusal`.' }), Type.Null()]),
   stop_sequence: Type.Union([Type.String(), Type.Null()]),
   usage: Usage,
@@ -102,8 +109,12 @@ export const AnthropicErrorSchema = Type.Object({
     type: Type.String({ description: 'Anthropic\'s error type for the status (`invalid_request_error`, `billing_error`, `rate_limit_error`, …).' }),
     message: Type.String(),
     code: Type.String({ description: 'The Tollgate error code (README "Errors").' }),
-  }, { additionalProperties: true, description: 'A 402 carries `available` and `required`; a 429 spending limit `limitType`, `limit`, `current`, `requested`, `resetsAt`.' }),
+  }, {
+    additionalProperties: true,
+    description: 'A 402 carries `available` and `required`; a 429 spending limit `limitType`, `limit`, `current`, `requested`, `resetsAt`.',
+  }),
 });
 
 /** The error statuses both routes may answer. */
-export const ERROR_RESPONSES = Object.fromEntries([400, 401, 402, 403, 404, 413, 415, 429, 500, 502, 503, 504].map((status) => [status, AnthropicErrorSchema]));
+export const ERROR_RESPONSES = Object.fromEntries([400, 401, 402, 403, 404, 413, 415, 429, 500, 502, 503, 504]
+  .map((status) => [status, AnthropicErrorSchema]));

@@ -117,11 +117,11 @@ export class AnthropicStreamRenderer {
       case 'text':
         if (!event.delta) return out;
         out += this.#openBlock('text', { type: 'text', text: '' });
-        return out + frame({ type: 'content_block_delta', index: this.#open!.index, delta: { type: 'text_delta', text: event.delta } });
+        return out + this.#delta({ type: 'text_delta', text: event.delta });
       case 'reasoning':
         out += this.#openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
-        if (event.delta) out += frame({ type: 'content_block_delta', index: this.#open!.index, delta: { type: 'thinking_delta', thinking: event.delta } });
-        if (event.signature) out += frame({ type: 'content_block_delta', index: this.#open!.index, delta: { type: 'signature_delta', signature: event.signature } });
+        if (event.delta) out += this.#delta({ type: 'thinking_delta', thinking: event.delta });
+        if (event.signature) out += this.#delta({ type: 'signature_delta', signature: event.signature });
         return out;
       case 'tool_call_start':
         out += this.#closeBlock();
@@ -135,6 +135,11 @@ export class AnthropicStreamRenderer {
         return out + frame({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: event.arguments } });
       }
     }
+  }
+
+  /** A delta of the open block. */
+  #delta(delta: Record<string, unknown>): string {
+    return frame({ type: 'content_block_delta', index: this.#open!.index, delta });
   }
 
   #openBlock(kind: 'text' | 'thinking' | 'tool_use', block: Record<string, unknown>): string {
