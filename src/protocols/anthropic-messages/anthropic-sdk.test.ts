@@ -92,6 +92,21 @@ describeEachDatabase('@anthropic-ai/sdk against Tollgate', (env) => {
     assert.equal(final.usage.input_tokens, 11);
   });
 
+  it('through an OpenAI-compatible upstream, its cached and cache-write tokens are told apart and charged exactly too', async () => {
+    const user = await fundedUser(env, 10);
+    const start = (await wallet(env, user)).balance;
+    // The OpenAI-shaped report of the same call: prompt_tokens includes the cache, as OpenAI counts it. max_tokens
+    // keeps the hold above the 311 reported input tokens of a two-letter prompt (a capture never exceeds its hold).
+    const mockUsage = { prompt_tokens: 311, completion_tokens: 4, total_tokens: 315, prompt_tokens_details: { cached_tokens: 200, cache_write_tokens: 100 } };
+    for (const stream of [false, true]) {
+      const params = { model: 'acme/gpt', max_tokens: 200, messages: [{ role: 'user' as const, content: 'hi' }], metadata: { user_id: 'u1', mock_usage: mockUsage } as Anthropic.Metadata };
+      const client = sdk(env, { apiKey: user.key });
+      const message = stream ? await client.messages.stream(params).finalMessage() : await client.messages.create(params);
+      for (const [field, value] of Object.entries(CACHE_USAGE)) assert.equal(message.usage[field as keyof typeof CACHE_USAGE], value, `${field} (stream: ${stream})`);
+    }
+    assert.equal(await charged(env, user, start), 2 * CACHE_CHARGE);
+  });
+
   it('an API key as Bearer (authToken) works too, and count_tokens counts without charging', async () => {
     const user = await fundedUser(env, 10);
     const start = (await wallet(env, user)).balance;
