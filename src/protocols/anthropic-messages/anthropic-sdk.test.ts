@@ -92,21 +92,6 @@ describeEachDatabase('@anthropic-ai/sdk against Tollgate', (env) => {
     assert.equal(final.usage.input_tokens, 11);
   });
 
-  it('through an OpenAI-compatible upstream, its cached and cache-write tokens are told apart and charged exactly too', async () => {
-    const user = await fundedUser(env, 10);
-    const start = (await wallet(env, user)).balance;
-    // The OpenAI-shaped report of the same call: prompt_tokens includes the cache, as OpenAI counts it. max_tokens
-    // keeps the hold above the 311 reported input tokens of a two-letter prompt (a capture never exceeds its hold).
-    const mockUsage = { prompt_tokens: 311, completion_tokens: 4, total_tokens: 315, prompt_tokens_details: { cached_tokens: 200, cache_write_tokens: 100 } };
-    for (const stream of [false, true]) {
-      const params = { model: 'acme/gpt', max_tokens: 200, messages: [{ role: 'user' as const, content: 'hi' }], metadata: { user_id: 'u1', mock_usage: mockUsage } as Anthropic.Metadata };
-      const client = sdk(env, { apiKey: user.key });
-      const message = stream ? await client.messages.stream(params).finalMessage() : await client.messages.create(params);
-      for (const [field, value] of Object.entries(CACHE_USAGE)) assert.equal(message.usage[field as keyof typeof CACHE_USAGE], value, `${field} (stream: ${stream})`);
-    }
-    assert.equal(await charged(env, user, start), 2 * CACHE_CHARGE);
-  });
-
   it('an API key as Bearer (authToken) works too, and count_tokens counts without charging', async () => {
     const user = await fundedUser(env, 10);
     const start = (await wallet(env, user)).balance;
@@ -147,7 +132,7 @@ describeEachDatabase('@anthropic-ai/sdk against Tollgate', (env) => {
   });
 }, { config: { ANTHROPIC_BASE_URL: mock.url, providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } });
 
-describeEachDatabase('@anthropic-ai/sdk tool call round trips through Tollgate', (env) => {
+describeEachDatabase('@anthropic-ai/sdk through tool-calling and cache-reporting upstreams', (env) => {
   const weather: Anthropic.Tool = { name: 'weather', description: 'The weather of a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
   const question: Anthropic.MessageParam = { role: 'user', content: 'Weather in Paris?' };
   /** 20 input tokens at 10 and 6 output at 20, whatever the upstream. */
@@ -156,6 +141,23 @@ describeEachDatabase('@anthropic-ai/sdk tool call round trips through Tollgate',
   before(async () => {
     await putModel(env, 'acme/claude', { provider: 'anthropic', upstreamModel: 'claude-x', pricing: PRICING, maxOutputTokens: 1000 });
     await putModel(env, 'acme/gpt', { provider: 'tools', upstreamModel: 'gpt-x', pricing: PRICING, maxOutputTokens: 1000 });
+    await putModel(env, 'acme/cached', { provider: 'tools', upstreamModel: 'cache-report', pricing: PRICING, maxOutputTokens: 1000 });
+  });
+
+  it('through an OpenAI-compatible upstream, its cached and cache-write tokens are told apart and charged exactly too', async () => {
+    const user = await fundedUser(env, 10);
+    const start = (await wallet(env, user)).balance;
+    // The upstream reports OPENAI_CACHE_USAGE, the same counts in OpenAI's shape. max_tokens keeps the hold above the
+    // 311 reported input tokens of a two-letter prompt (a capture never exceeds its hold).
+    for (const stream of [false, true]) {
+      const params = { model: 'acme/cached', max_tokens: 200, messages: [{ role: 'user' as const, content: 'hi' }], metadata: { user_id: 'u1' } };
+      const client = sdk(env, { apiKey: user.key });
+      const message = stream ? await client.messages.stream(params).finalMessage() : await client.messages.create(params);
+      for (const [field, value] of Object.entries(CACHE_USAGE)) assert.equal(message.usage[field as keyof typeof CACHE_USAGE], value, `${field} (stream: ${stream})`);
+      // Anthropic's metadata (the end user's id) is not OpenAI's, which OpenAI refuses without `store`: left out.
+      assert.equal(tools.bodies.at(-1).metadata, undefined);
+    }
+    assert.equal(await charged(env, user, start), 2 * CACHE_CHARGE);
   });
 
   for (const model of ['acme/claude', 'acme/gpt']) {

@@ -47,7 +47,8 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
     assert.equal(call.temperature, 0.2);
     assert.equal(call.topP, 0.9);
     assert.equal(call.topK, 5);
-    assert.deepEqual(call.metadata, { user_id: 'u1' });
+    assert.equal(call.metadata, undefined);
+    assert.deepEqual(call.native?.body.metadata, { user_id: 'u1' });
     assert.deepEqual(call.stop, ['END']);
     assert.deepEqual(call.reasoning, { budgetTokens: 50 });
     assert.equal(call.native?.protocol, 'anthropic-messages');

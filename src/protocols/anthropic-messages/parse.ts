@@ -100,7 +100,8 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
   if (typeof body.temperature === 'number') call.temperature = body.temperature;
   if (typeof body.top_p === 'number') call.topP = body.top_p;
   if (typeof body.top_k === 'number') call.topK = body.top_k;
-  if (body.metadata && typeof body.metadata === 'object') call.metadata = body.metadata as Record<string, unknown>;
+  // `metadata` stays in the native body only: Anthropic's is the end user's id (Claude Code always sends it), and
+  // OpenAI refuses a `metadata` sent without `store: true`, so a translated call leaves it out.
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length) call.stop = body.stop_sequences as string[];
   const thinking = body.thinking as { type: string; budget_tokens?: number } | undefined;
   if (thinking?.type === 'enabled') {

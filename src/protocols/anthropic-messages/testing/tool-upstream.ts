@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
  * A real HTTP server answering tool calls in both wire formats, for round trips through Tollgate: Anthropic
  * Messages at `/v1/messages` and OpenAI chat at `/v1/chat/completions`, streamed or not. While the
  * conversation holds no tool result, it calls the request's first tool with `{"city":"Paris"}`; once it
- * does, it answers {@link TOOL_UPSTREAM_ANSWER}. Usage is always {@link TOOL_UPSTREAM_USAGE}.
+ * does, it answers {@link TOOL_UPSTREAM_ANSWER}. Usage is {@link TOOL_UPSTREAM_USAGE}, except for the model
+ * `cache-report` on the OpenAI route, which reports {@link OPENAI_CACHE_USAGE} (cache reads and writes).
  */
 export interface ToolUpstream {
   /** `http://127.0.0.1:<port>` (Anthropic base URL; the OpenAI one is `${url}/v1`). */
@@ -19,6 +20,9 @@ export interface ToolUpstream {
 export const TOOL_UPSTREAM_ANSWER = 'It is sunny in Paris.';
 /** The counts every answer reports. */
 export const TOOL_UPSTREAM_USAGE = { input: 20, output: 6 };
+
+/** OpenAI-shaped usage with cache reads and writes (`prompt_tokens` includes both, as OpenAI counts). */
+export const OPENAI_CACHE_USAGE = { prompt_tokens: 311, completion_tokens: 4, total_tokens: 315, prompt_tokens_details: { cached_tokens: 200, cache_write_tokens: 100 } };
 
 const ARGUMENTS = ['{"city":', '"Paris"}'];
 
@@ -80,7 +84,9 @@ function anthropic(body: any, res: ServerResponse): void {
 function openai(body: any, res: ServerResponse): void {
   const answered = (body.messages ?? []).some((m: any) => m.role === 'tool');
   const tool = !answered && body.tools?.length ? body.tools[0].function.name : null;
-  const usage = { prompt_tokens: TOOL_UPSTREAM_USAGE.input, completion_tokens: TOOL_UPSTREAM_USAGE.output, total_tokens: TOOL_UPSTREAM_USAGE.input + TOOL_UPSTREAM_USAGE.output };
+  const usage = body.model === 'cache-report'
+    ? OPENAI_CACHE_USAGE
+    : { prompt_tokens: TOOL_UPSTREAM_USAGE.input, completion_tokens: TOOL_UPSTREAM_USAGE.output, total_tokens: TOOL_UPSTREAM_USAGE.input + TOOL_UPSTREAM_USAGE.output };
   const base = { id: 'chatcmpl-up1', created: 1, model: body.model };
   const finish = tool ? 'tool_calls' : 'stop';
   if (!body.stream) {
