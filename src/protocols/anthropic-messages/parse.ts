@@ -263,8 +263,14 @@ function toolResultParts(block: Record<string, unknown>, param: string): Canonic
   return [result, ...images];
 }
 
-/** The properties of a custom tool, all counted into the hold (name, description and schema as text). */
-const TOOL_FIELDS: ReadonlySet<string> = new Set(['name', 'description', 'input_schema', 'type', 'cache_control', 'strict']);
+/**
+ * The properties a custom tool may have: its text (name, description, schema: counted into the hold) and
+ * switches that add no tokens (`strict`, `eager_input_streaming`; `defer_loading` only removes some, and
+ * `allowed_callers` names code execution, which is refused as a tool). `input_examples` would add uncounted text.
+ */
+const TOOL_FIELDS: ReadonlySet<string> = new Set([
+  'name', 'description', 'input_schema', 'type', 'cache_control', 'strict', 'eager_input_streaming', 'defer_loading', 'allowed_callers',
+]);
 
 function parseTools(tools: unknown): CanonicalTool[] {
   if (tools === undefined || tools === null) return [];
@@ -278,7 +284,7 @@ function parseTools(tools: unknown): CanonicalTool[] {
     // A tool's other properties (input examples, deferred loading…) would reach Anthropic uncounted.
     const extra = Object.keys(tool).find((key) => !TOOL_FIELDS.has(key) && tool[key] !== undefined);
     if (extra) {
-      throw unsupported(`${param}.${extra}`, `${param}.${extra} is not accepted: a tool is name, description, input_schema (and cache_control, strict).`);
+      throw unsupported(`${param}.${extra}`, `${param}.${extra} is not accepted: it would reach the model as text the gateway does not hold for.`);
     }
     const parsed: CanonicalTool = { name: String(tool.name), parameters: tool.input_schema as Record<string, unknown> };
     if (typeof tool.description === 'string') parsed.description = tool.description;
