@@ -41,6 +41,8 @@ describeEachDatabase('POST /api/v1/messages over HTTP', (env) => {
     ]) {
       await putModel(env, id, { provider, upstreamModel, pricing: perToken, maxOutputTokens: 100 });
     }
+    await putModel(env, 'acme/claude-code', { provider: 'anthropic', upstreamModel: 'claude-x', pricing: { prompt: 1, completion: 1 }, maxOutputTokens: 1000 });
+    await putModel(env, 'acme/gpt-code', { provider: 'mock', upstreamModel: 'default-model', pricing: { prompt: 1, completion: 1 }, maxOutputTokens: 1000 });
     user = await fundedUser(env, 1000);
   });
 
@@ -57,6 +59,30 @@ describeEachDatabase('POST /api/v1/messages over HTTP', (env) => {
     }
     // The query string is not forwarded; the native body is.
     assert.equal(mock.requests.at(-1)!.path, '/v1/messages');
+  });
+
+  it('a request shaped like Claude Code\'s (Bearer, betas, ?beta=true, cached system blocks, tools, metadata, context_management) streams from either upstream', async () => {
+    const body = {
+      max_tokens: 32000, stream: true, temperature: 1, metadata: { user_id: 'user_abc_account__session_1' },
+      system: [{ type: 'text', text: 'You are Claude Code, Anthropic\'s official CLI for Claude.', cache_control: { type: 'ephemeral' } }, { type: 'text', text: 'Be careful.' }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: '<system-reminder>ctx</system-reminder>' }, { type: 'text', text: 'fix it', cache_control: { type: 'ephemeral' } }] }],
+      tools: [{ name: 'Bash', description: 'Runs a command', input_schema: { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { command: { type: 'string' } }, required: ['command'], additionalProperties: false } }],
+      tool_choice: { type: 'auto' },
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+    };
+    const headers = { authorization: `Bearer ${user.key}`, 'anthropic-beta': 'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27', 'x-app': 'cli' };
+    for (const model of ['acme/claude-code', 'acme/gpt-code']) {
+      const response = await messages(env, null, { ...body, model }, { path: '/api/v1/messages?beta=true', headers });
+      assert.equal(response.status, 200, await response.clone().text());
+      const frames = await readSseFrames(response);
+      assert.equal(frames.filter((f) => f.event === 'content_block_delta').map((f) => f.data.delta.text).join(''), 'alpha beta gamma delta', model);
+      assert.equal(frames.at(-1)!.event, 'message_stop');
+      const sent = mock.requests.at(-1)!.body;
+      assert.equal('context_management' in sent, false, model);
+      assert.equal(sent.max_tokens, 1000, model); // clamped to the model's cap, as held
+      if (model === 'acme/claude-code') assert.deepEqual([sent.system, sent.metadata, sent.tools], [body.system, body.metadata, body.tools]);
+      else assert.equal(sent.messages[0].role, 'system');
+    }
   });
 
   it('answers credential and permission failures in the Anthropic envelope: 401 authentication_error, 403 permission_error', async () => {
