@@ -4,6 +4,7 @@ import { startMockUpstream } from '../testing/mock-upstream.ts';
 import type { CanonicalEvent } from '../../gateway/canonical.ts';
 import type { ProviderCall } from '../types.ts';
 import { openAiCompatibleAdapter } from './index.ts';
+import { fromOpenAiCompletion, OpenAiStreamReader } from './wire.ts';
 
 const mock = await startMockUpstream({ apiKey: 'sk-oa' });
 after(() => mock.close());
@@ -73,5 +74,17 @@ describe('the OpenAI-compatible provider against a real OpenAI-format server', (
     await assert.rejects((async () => {
       for await (const _ of stream);
     })(), (error: any) => error.name === 'UpstreamError' && error.status === 502);
+  });
+
+  it("a native chat's other choices (n > 1) are kept for billing: otherChoices, and deltas tagged with their choice", () => {
+    const completion = { id: 'c', object: 'chat.completion' as const, created: 1, model: 'm', choices: [0, 1].map((index) => ({ index, message: { role: 'assistant', content: `answer ${index}` }, finish_reason: 'stop' })) };
+    const result = fromOpenAiCompletion(completion, true);
+    assert.deepEqual(result.content, [{ type: 'text', text: 'answer 0' }]);
+    assert.deepEqual(result.otherChoices, [[{ type: 'text', text: 'answer 1' }]]);
+    const chunk = { id: 'c', object: 'chat.completion.chunk' as const, created: 1, model: 'm', choices: [0, 1].map((index) => ({ index, delta: { content: `w${index}` }, finish_reason: null })) };
+    const native = new OpenAiStreamReader(true).events(chunk);
+    assert.deepEqual(native.map((e) => [e.type, (e as any).choice, Boolean(e.native)]), [['start', undefined, false], ['text', undefined, false], ['text', 1, true]]);
+    const canonical = new OpenAiStreamReader(false).events(chunk);
+    assert.deepEqual(canonical.map((e) => e.type), ['start', 'text'], 'another protocol never sees the other choices');
   });
 });
