@@ -54,7 +54,11 @@ export interface CanonicalCall {
   topP?: number;
   /** Anthropic's and some OpenAI-compatible servers' top-k sampling. */
   topK?: number;
-  /** The client's request metadata, passed to upstreams that take it (OpenAI's and Anthropic's `metadata`). */
+  /**
+   * Request metadata for an Anthropic upstream (its `metadata`, e.g. `user_id`, passed as is: put only what
+   * Anthropic accepts). Not sent to OpenAI-compatible upstreams from another protocol: OpenAI refuses
+   * `metadata` without `store`. (The mock upstream reads `metadata.mock_usage` to dictate usage in tests.)
+   */
   metadata?: Record<string, unknown>;
   stop?: string[];
   /** Reasoning asked for: an effort (OpenAI) or a thinking budget (Anthropic). */

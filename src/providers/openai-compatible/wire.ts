@@ -90,7 +90,8 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
     if (call.reasoning?.effort) body.reasoning_effort = call.reasoning.effort;
     if (call.responseFormat) body.response_format = toOpenAiResponseFormat(call);
     if (call.prediction !== undefined) body.prediction = { type: 'content', content: call.prediction };
-    if (call.metadata) body.metadata = call.metadata;
+    // No `metadata`: OpenAI refuses it unless `store` is on ("The 'metadata' parameter is only allowed when
+    // 'store' is enabled"), and storing another protocol's conversation upstream is not the client's ask.
   }
   const field = body.max_completion_tokens !== undefined || (body.max_tokens === undefined && provider === 'openai') ? 'max_completion_tokens' : 'max_tokens';
   delete body.max_tokens;
