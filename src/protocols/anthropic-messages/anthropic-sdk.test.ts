@@ -5,7 +5,7 @@ import { describeEachDatabase, type TestEnv } from '../../testing/harness.ts';
 import { authorizeForTest } from '../../oauth/testing.ts';
 import { startMockUpstream } from '../../providers/testing/mock-upstream.ts';
 import { fundedUser, putModel, settled, wallet } from '../../gateway/testing.ts';
-import { startToolUpstream, TOOL_UPSTREAM_ANSWER } from './testing/tool-upstream.ts';
+import { startToolUpstream, THINKING, THINKING_SIGNATURE, TOOL_UPSTREAM_ANSWER } from './testing/tool-upstream.ts';
 
 const mock = await startMockUpstream();
 const tools = await startToolUpstream();
@@ -142,6 +142,7 @@ describeEachDatabase('@anthropic-ai/sdk through tool-calling and cache-reporting
     await putModel(env, 'acme/claude', { provider: 'anthropic', upstreamModel: 'claude-x', pricing: PRICING, maxOutputTokens: 1000 });
     await putModel(env, 'acme/gpt', { provider: 'tools', upstreamModel: 'gpt-x', pricing: PRICING, maxOutputTokens: 1000 });
     await putModel(env, 'acme/cached', { provider: 'tools', upstreamModel: 'cache-report', pricing: PRICING, maxOutputTokens: 1000 });
+    await putModel(env, 'acme/thinker', { provider: 'anthropic', upstreamModel: 'thinker', pricing: PRICING, maxOutputTokens: 4000 });
   });
 
   it('through an OpenAI-compatible upstream, its cached and cache-write tokens are told apart and charged exactly too', async () => {
@@ -158,6 +159,26 @@ describeEachDatabase('@anthropic-ai/sdk through tool-calling and cache-reporting
       assert.equal(tools.bodies.at(-1).metadata, undefined);
     }
     assert.equal(await charged(env, user, start), 2 * CACHE_CHARGE);
+  });
+
+  it('extended thinking: thinking and signature deltas reach the SDK, and the signed block goes back upstream as it came', async () => {
+    const user = await fundedUser(env, 10);
+    const client = sdk(env, { apiKey: user.key });
+    const params = { model: 'acme/thinker', max_tokens: 2000, thinking: { type: 'enabled' as const, budget_tokens: 1024 }, messages: [question] };
+    const kinds: string[] = [];
+    const stream = client.messages.stream(params);
+    stream.on('streamEvent', (event) => {
+      if (event.type === 'content_block_delta') kinds.push(event.delta.type);
+    });
+    const first = await stream.finalMessage();
+    assert.deepEqual(kinds, ['thinking_delta', 'signature_delta', 'text_delta']);
+    assert.deepEqual(first.content[0], { type: 'thinking', thinking: THINKING, signature: THINKING_SIGNATURE });
+    const whole = await client.messages.create(params);
+    assert.deepEqual(whole.content.map((b) => b.type), ['thinking', 'text']);
+    await client.messages.create({ ...params, messages: [question, { role: 'assistant', content: first.content }, { role: 'user', content: 'And tomorrow?' }] });
+    const sent = tools.bodies.at(-1);
+    assert.deepEqual(sent.thinking, { type: 'enabled', budget_tokens: 1024 });
+    assert.deepEqual(sent.messages[1].content[0], { type: 'thinking', thinking: THINKING, signature: THINKING_SIGNATURE });
   });
 
   for (const model of ['acme/claude', 'acme/gpt']) {

@@ -6,7 +6,8 @@ import type { AddressInfo } from 'node:net';
  * Messages at `/v1/messages` and OpenAI chat at `/v1/chat/completions`, streamed or not. While the
  * conversation holds no tool result, it calls the request's first tool with `{"city":"Paris"}`; once it
  * does, it answers {@link TOOL_UPSTREAM_ANSWER}. Usage is {@link TOOL_UPSTREAM_USAGE}, except for the model
- * `cache-report` on the OpenAI route, which reports {@link OPENAI_CACHE_USAGE} (cache reads and writes).
+ * `cache-report` on the OpenAI route, which reports {@link OPENAI_CACHE_USAGE} (cache reads and writes). On the
+ * Anthropic route, the model `thinker` thinks first: a thinking block signed {@link THINKING_SIGNATURE}, then the text.
  */
 export interface ToolUpstream {
   /** `http://127.0.0.1:<port>` (Anthropic base URL; the OpenAI one is `${url}/v1`). */
@@ -25,6 +26,10 @@ export const TOOL_UPSTREAM_USAGE = { input: 20, output: 6 };
 export const OPENAI_CACHE_USAGE = { prompt_tokens: 311, completion_tokens: 4, total_tokens: 315, prompt_tokens_details: { cached_tokens: 200, cache_write_tokens: 100 } };
 
 const ARGUMENTS = ['{"city":', '"Paris"}'];
+
+/** The thinking of the `thinker` model and its signature. */
+export const THINKING = 'The user asks about Paris.';
+export const THINKING_SIGNATURE = 'sig-thinker-1';
 
 export async function startToolUpstream(): Promise<ToolUpstream> {
   const bodies: any[] = [];
@@ -64,18 +69,29 @@ function anthropic(body: any, res: ServerResponse): void {
   const usage = { input_tokens: TOOL_UPSTREAM_USAGE.input, output_tokens: TOOL_UPSTREAM_USAGE.output, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
   const block = tool ? { type: 'tool_use', id: 'toolu_up1', name: tool, input: { city: 'Paris' } } : { type: 'text', text: TOOL_UPSTREAM_ANSWER };
   const stopReason = tool ? 'tool_use' : 'end_turn';
-  if (!body.stream) return json(res, { id: 'msg_up1', type: 'message', role: 'assistant', model: body.model, content: [block], stop_reason: stopReason, stop_sequence: null, usage });
+  const thinks = body.model === 'thinker';
+  const thinking = { type: 'thinking', thinking: THINKING, signature: THINKING_SIGNATURE };
+  if (!body.stream) {
+    return json(res, { id: 'msg_up1', type: 'message', role: 'assistant', model: body.model, content: thinks ? [thinking, block] : [block], stop_reason: stopReason, stop_sequence: null, usage });
+  }
   const write = sse(res);
   const event = (type: string, data: object) => write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
   event('message_start', { message: { id: 'msg_up1', type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } });
-  if (tool) {
-    event('content_block_start', { index: 0, content_block: { ...block, input: {} } });
-    for (const part of ARGUMENTS) event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: part } });
-  } else {
-    event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
-    event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: TOOL_UPSTREAM_ANSWER } });
+  const index = thinks ? 1 : 0;
+  if (thinks) {
+    event('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } });
+    event('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: THINKING } });
+    event('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: THINKING_SIGNATURE } });
+    event('content_block_stop', { index: 0 });
   }
-  event('content_block_stop', { index: 0 });
+  if (tool) {
+    event('content_block_start', { index, content_block: { ...block, input: {} } });
+    for (const part of ARGUMENTS) event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: part } });
+  } else {
+    event('content_block_start', { index, content_block: { type: 'text', text: '' } });
+    event('content_block_delta', { index, delta: { type: 'text_delta', text: TOOL_UPSTREAM_ANSWER } });
+  }
+  event('content_block_stop', { index });
   event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
   event('message_stop', {});
   res.end();
