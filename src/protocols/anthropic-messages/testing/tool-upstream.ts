@@ -27,10 +27,12 @@ export const OPENAI_CACHE_USAGE = { prompt_tokens: 311, completion_tokens: 4, to
 
 const ARGUMENTS = ['{"city":', '"Paris"}'];
 
-/** The thinking of the `thinker` model and its signature. */
+/** The thinking of the `thinker` model. */
 export const THINKING = 'The user asks about Paris.';
+/** The signature of that thinking (Anthropic's upstream would check it when the block comes back). */
 export const THINKING_SIGNATURE = 'sig-thinker-1';
 
+/** Starts the scripted upstream on a random loopback port. */
 export async function startToolUpstream(): Promise<ToolUpstream> {
   const bodies: any[] = [];
   const server = createServer(async (req, res) => {
