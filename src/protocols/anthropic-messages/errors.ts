@@ -1,4 +1,4 @@
-import type { ApiError } from '../../platform/errors.ts';
+import { ApiError } from '../../platform/errors.ts';
 
 /**
  * Anthropic's error `type` for an HTTP status, as its clients read it (the Anthropic SDK picks its error
@@ -42,6 +42,19 @@ export interface AnthropicErrorBody {
  */
 export function anthropicErrorBody(error: ApiError): AnthropicErrorBody {
   return { type: 'error', error: { ...error.details, type: anthropicErrorType(error.status), message: error.message, code: error.code } };
+}
+
+/** Restrictions that a retry cannot lift before the period resets or the wallet is topped up. */
+const NOT_RETRYABLE: ReadonlySet<string> = new Set(['SPENDING_LIMIT_EXCEEDED', 'INSUFFICIENT_CREDITS']);
+
+/**
+ * The error with `x-should-retry: false` when retrying is pointless: the Anthropic SDK (and Claude Code with
+ * it) retries every 429 with backoff unless told not to, and a spending limit stays exceeded until it resets.
+ * A request-rate 429 (`RATE_LIMITED`) keeps its `Retry-After` and stays retryable.
+ */
+export function withRetryAdvice(error: unknown): unknown {
+  if (!(error instanceof ApiError) || !NOT_RETRYABLE.has(error.code)) return error;
+  return new ApiError(error.code, error.message, { status: error.status, details: error.details, headers: { ...error.headers, 'x-should-retry': 'false' }, cause: error });
 }
 
 /** The SSE frame of an error after a stream began (Anthropic's `event: error`). */

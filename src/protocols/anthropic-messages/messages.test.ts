@@ -212,8 +212,10 @@ describeEachDatabase('POST /api/v1/messages over HTTP', (env) => {
 
   it("402 and 429 carry the contract's fields inside the Anthropic envelope, and the Tollgate SDK classifies them", async () => {
     const poor = await fundedUser(env, 0.5);
-    const refused = await messages(env, poor.key, { model: 'acme/claude', max_tokens: 1, messages: hi }).then((r) => r.text().then((text) => ({ status: r.status, text })));
+    const read = (r: Response) => r.text().then((text) => ({ status: r.status, text, retry: r.headers.get('x-should-retry') }));
+    const refused = await messages(env, poor.key, { model: 'acme/claude', max_tokens: 1, messages: hi }).then(read);
     assert.equal(refused.status, 402);
+    assert.equal(refused.retry, 'false');
     const credits = JSON.parse(refused.text);
     assert.deepEqual(credits.error, { type: 'billing_error', code: 'INSUFFICIENT_CREDITS', message: credits.error.message, available: 0.5, required: 1 });
     const classified = classifyResponse(refused.status, refused.text);
@@ -222,8 +224,10 @@ describeEachDatabase('POST /api/v1/messages over HTTP', (env) => {
     assert.equal(classified.restriction.required, 1);
 
     const limited = await env.dashboard(user.session, 'POST', '/api/user/api-keys', { name: 'limited', permissions: ['ai:chat'], limit: 2, limitPeriod: 'daily' });
-    const over = await messages(env, limited.body.apiKey.key, { model: 'acme/claude', max_tokens: 3, messages: hi }).then((r) => r.text().then((text) => ({ status: r.status, text })));
+    const over = await messages(env, limited.body.apiKey.key, { model: 'acme/claude', max_tokens: 3, stream: true, messages: hi }).then(read);
     assert.equal(over.status, 429);
+    // The Anthropic SDK (and Claude Code) would retry a 429 with backoff; a spending limit stays exceeded until it resets.
+    assert.equal(over.retry, 'false');
     const limit = JSON.parse(over.text).error;
     assert.equal(limit.type, 'rate_limit_error');
     assert.equal(limit.code, 'SPENDING_LIMIT_EXCEEDED');

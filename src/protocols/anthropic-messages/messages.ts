@@ -10,7 +10,7 @@ import { messagesRefusal, parseMessagesRequest, type MessagesRequest } from './p
 import { renderMessage } from './render.ts';
 import { AnthropicStreamRenderer } from './stream.ts';
 import { ERROR_RESPONSES, MessageSchema, MessagesBodySchema } from './schemas.ts';
-import { anthropicErrorBody } from './errors.ts';
+import { anthropicErrorBody, withRetryAdvice } from './errors.ts';
 
 /**
  * `POST /api/v1/messages`: Anthropic's Messages API on the gateway's pipeline (any provider), billed by hold
@@ -43,7 +43,7 @@ export function registerMessagesRoute(app: App, ctx: AppContext): void {
         return renderMessage(await completeCall(ctx, principalOf(request), call, signal, options));
       } catch (error) {
         if (error instanceof ClientGone) return reply.hijack();
-        throw error;
+        throw withRetryAdvice(error);
       }
     }
     return streamMessage(ctx, request, reply, call, signal, options);
@@ -66,7 +66,7 @@ async function streamMessage(
     stream = await streamCall(ctx, principalOf(request), call, signal, options);
   } catch (error) {
     if (error instanceof ClientGone) return reply.hijack();
-    throw error;
+    throw withRetryAdvice(error);
   }
   const raw = openEventStream(reply);
   const renderer = new AnthropicStreamRenderer(stream.model.id);
