@@ -143,6 +143,11 @@ describeEachDatabase('POST /api/v1/messages over HTTP', (env) => {
       assert.equal(error.code, code);
       assert.match(error.message, message);
     }
+    const large = await anthropicError(await messages(env, user.key, { model: 'acme/claude', max_tokens: 10, messages: [{ role: 'user', content: 'x'.repeat(5 * 2 ** 20) }] }));
+    assert.equal(large.status, 413);
+    assert.equal(large.error.type, 'request_too_large');
+    assert.equal(large.error.code, 'PAYLOAD_TOO_LARGE');
+    assert.equal(large.error.limit, 4 * 2 ** 20);
     const unknown = await anthropicError(await messages(env, user.key, { model: 'acme/nope', max_tokens: 10, messages: hi }));
     assert.equal(unknown.status, 404);
     assert.equal(unknown.error.type, 'not_found_error');
