@@ -149,7 +149,7 @@ export async function createServer(ctx: AppContext): Promise<App> {
     } as any,
     // Security, client errors and operationIds are derived centrally (openapi.ts), for every route alike.
     transform: transformRoute as any,
-    transformObject: transformDocument,
+    transformObject: transformDocument as any,
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
