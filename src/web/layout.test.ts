@@ -20,7 +20,8 @@ const PAGES = [
 /** Screenshots this suite owns (`TOLLGATE_SCREENSHOTS=1`): every page at phone width, and the desktop pages it changed. */
 const DESKTOP_SHOTS = new Set(['api-keys', 'authorized-apps', 'demo-signed-out']);
 async function shoot(page: Page, name: string, width: Width): Promise<void> {
-  if (width === 'phone') await screenshot(page, `${name}-phone`);
+  // A phone page is long: the whole of it, the tables below the fold included.
+  if (width === 'phone') await screenshot(page, `${name}-phone`, { fullPage: true });
   else if (DESKTOP_SHOTS.has(name)) await screenshot(page, name);
 }
 
@@ -146,6 +147,14 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
       assert.equal(await demo.getByLabel('Message').isVisible(), false, 'the message box is shown signed out');
       assert.equal(await demo.locator('#composer').isVisible(), false);
       assert.equal((await overflow(demo)).page, 0);
+      // Sending, even by a script or before main.ts ran, never navigates (it put the message into the URL).
+      await demo.evaluate(() => {
+        (document.getElementById('message') as HTMLInputElement).value = 'hello';
+        (document.getElementById('composer') as HTMLFormElement).requestSubmit();
+      });
+      await demo.waitForTimeout(200);
+      assert.equal(new URL(demo.url()).search, '');
+      assert.equal(await demo.getByRole('button', { name: 'Sign in with Tollgate' }).isVisible(), true);
       await shoot(demo, 'demo-signed-out', width);
       await context.close();
     });
