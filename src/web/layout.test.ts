@@ -69,6 +69,12 @@ function cutAxisLabels(page: Page) {
   }));
 }
 
+/** Chart labels drawn smaller than 9 px on screen (an SVG scaled down to a phone shrinks its text with it). */
+function tinyAxisLabels(page: Page) {
+  return page.evaluate(() => [...document.querySelectorAll('figure.chart text.axis')]
+    .filter((text) => text.getBoundingClientRect().height < 9).map((text) => text.textContent));
+}
+
 describeEachDatabase('dashboard and demo layout at desktop and phone widths', (env) => {
   let browser: Browser;
   let session: DashboardSession;
@@ -128,6 +134,7 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
         assert.deepEqual(await overflow(page), { page: 0, tables: [] }, `${route} at ${width}`);
         assert.equal(await linesOf(page, '.topbar button:has-text("Sign out")'), 1, `Sign out wraps on ${route} at ${width}`);
         assert.deepEqual(await cutAxisLabels(page), [], `${route} at ${width}: chart labels cut off`);
+        assert.deepEqual(await tinyAxisLabels(page), [], `${route} at ${width}: chart labels too small to read`);
         await shoot(page, shot, width);
       }
       await context.close();

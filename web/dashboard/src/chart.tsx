@@ -1,9 +1,27 @@
+import { useEffect, useState } from 'preact/hooks';
 import { formatCredits } from './format.ts';
+
+const NARROW = '(max-width: 640px)';
+
+/** Whether the screen is phone-narrow, followed live (rotation, resizing). */
+function useNarrow(): boolean {
+  const [narrow, setNarrow] = useState(() => matchMedia(NARROW).matches);
+  useEffect(() => {
+    const media = matchMedia(NARROW);
+    const onChange = () => setNarrow(media.matches);
+    media.addEventListener('change', onChange);
+    return () => media.removeEventListener('change', onChange);
+  }, []);
+  return narrow;
+}
 
 /** Daily spend as an inline SVG bar chart; each bar names its day and amount for screen readers and on hover. */
 export function SpendChart(props: { days: Array<{ date: string; cost: number; requests: number }> }) {
-  const width = 720;
-  const height = 180;
+  // The SVG scales to its box: on a phone a 720-unit drawing would shrink its 11 px labels to 5 px, so
+  // narrow screens get a drawing about as wide as the screen, whose labels stay readable.
+  const narrow = useNarrow();
+  const width = narrow ? 360 : 720;
+  const height = narrow ? 200 : 180;
   const max = Math.max(...props.days.map((d) => d.cost), 0);
   const top = max > 0 ? niceCeiling(max) : 1;
   const ticks = [0, 0.5, 1].map((f) => ({ f, label: formatCredits(top * f) }));
