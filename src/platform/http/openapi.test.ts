@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeEachDatabase } from '../../testing/harness.ts';
-import { operationIdOf } from './openapi.ts';
+import { operationIdOf, transformRoute } from './openapi.ts';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 
@@ -68,6 +68,17 @@ describeEachDatabase('the OpenAPI document', (env) => {
     assert.equal(created.status, 201);
     assert.deepEqual(Object.keys(created.body).sort(), ['createdAt', 'email', 'id', 'image', 'name']);
   });
+});
+
+it('a route added without schema, security or answers is still documented with security, a 2XX and a 4XX', () => {
+  const bare = transformRoute({ schema: undefined, url: '/api/v1/new-thing', route: { method: 'POST', config: { auth: ['ai:chat'] } } }).schema;
+  assert.deepEqual(bare.security, [{ bearer: [] }, { session: [], csrf: [] }]);
+  assert.deepEqual(Object.keys(bare.response), ['2XX', '4XX']);
+  const publicRoute = transformRoute({ schema: { response: { 200: {} } }, url: '/public', route: { method: 'GET' } }).schema;
+  assert.deepEqual(publicRoute.security, []);
+  assert.deepEqual(Object.keys(publicRoute.response), ['200', '4XX']);
+  const keys = transformRoute({ schema: {}, url: '/api/user/api-keys/x', route: { method: 'GET', config: { auth: [] } } }).schema;
+  assert.deepEqual(keys.response['4XX'].required, ['success', 'error']);
 });
 
 it('operationIds are the method and the path in camel case, path parameters as By<Name>', () => {

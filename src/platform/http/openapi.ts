@@ -51,7 +51,9 @@ interface RouteLike {
  * a `4XX` answer in the route's error envelope when the schema lists no client error of its own.
  */
 export function transformRoute({ schema, url, route }: { schema: any; url: string; route: RouteLike }): { schema: any; url: string } {
-  if (!schema || schema.hide) return { schema, url };
+  if (schema?.hide) return { schema, url };
+  // A route given no schema at all is listed by @fastify/swagger all the same: it gets what it lacks too.
+  schema ??= {};
   const config = route.config ?? {};
   const methods = ([] as string[]).concat(route.method);
   const writes = methods.some((method) => !['GET', 'HEAD', 'OPTIONS'].includes(method));
