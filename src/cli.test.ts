@@ -1,7 +1,7 @@
 import { it, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -71,6 +71,21 @@ describe('operator CLI', () => {
     assert.equal(PROJECT_DATA_DIR, join(root, 'data'));
     assert.equal(loadConfig({}).DATA_DIR, PROJECT_DATA_DIR);
     assert.equal(loadConfig({ DATA_DIR: '/srv/tollgate' }).DATA_DIR, '/srv/tollgate');
+  });
+
+  const projectHasDatabase = existsSync(join(root, 'data', 'tollgate.db')) && 'the project folder has a database of its own (someone ran npm start here)';
+  it('a deployment that relied on the old default (./data of the working folder) is told to set DATA_DIR, not started on a new database', { skip: projectHasDatabase }, () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), 'tollgate-cli-old-default-'));
+    try {
+      const old = join(elsewhere, 'data');
+      execFileSync(process.execPath, ['src/cli.ts', 'migrate'], { cwd: root, env: { ...env, DATA_DIR: old }, encoding: 'utf8', stdio: 'pipe' });
+      const { DATA_DIR: _unset, ...withoutDataDir } = env;
+      const result = spawnSync(process.execPath, [join(root, 'src/cli.ts'), 'admin-token'], { cwd: elsewhere, env: withoutDataDir, encoding: 'utf8' });
+      assert.equal(result.status, 1);
+      assert.ok(result.stderr.includes(`set DATA_DIR=${old}`), result.stderr);
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 
   it('an invalid configuration stops with a message naming the variable', () => {

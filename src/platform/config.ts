@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Type, { type Static } from 'typebox';
@@ -139,7 +139,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const config = converted as Config;
   // Unset, the folder is the project's own, not the working folder's: `./bin/tollgate admin-token` run from
   // elsewhere must open the database `npm start` made, not a new one there.
-  if (!dataDirGiven) config.DATA_DIR = PROJECT_DATA_DIR;
+  if (!dataDirGiven) {
+    config.DATA_DIR = PROJECT_DATA_DIR;
+    // Before, the default was `./data` of the working folder. A deployment that relied on it (a service
+    // started elsewhere than the project) must not silently start on a new, empty database: it is told.
+    const workingData = resolve('data', 'tollgate.db');
+    if (!config.DATABASE_URL && resolve('data') !== PROJECT_DATA_DIR && existsSync(workingData) && !existsSync(resolve(PROJECT_DATA_DIR, 'tollgate.db'))) {
+      throw new ConfigError(`DATA_DIR is unset, and its default is the project's ${PROJECT_DATA_DIR}, but the database is at ${workingData}: `
+        + `set DATA_DIR=${resolve('data')} to keep using it.`);
+    }
+  }
   config.PUBLIC_BASE_URL ??= `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`;
   return config;
 }
