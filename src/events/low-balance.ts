@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { AppContext } from '../platform/context.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { recordEvent } from './outbox.ts';
+import type { NewEvent, RecordedEvent } from './outbox.ts';
 
 /** The user's low-balance alert, micro-credits; `threshold` null when none is set. */
 export interface LowBalanceAlert {
@@ -33,7 +33,7 @@ export async function writeAlert(ctx: AppContext, userId: string, threshold: num
 }
 
 /**
- * After a settle (or a top-up) of a user with a threshold: fires `wallet.low_balance` when `available` went
+ * After a settle (or a top-up) of a user with a threshold (`emit` records and sends, see the service): fires `wallet.low_balance` when `available` went
  * below it while armed, and re-arms it when `available` is back at or above it.
  *
  * Invariant (one event per crossing, whatever runs concurrently in any instance): each transition is one
@@ -41,7 +41,7 @@ export async function writeAlert(ctx: AppContext, userId: string, threshold: num
  * read made before it; so only one of many concurrent settles disarms (and fires, in the same transaction),
  * and a settle that read a higher balance earlier cannot re-arm an alert another settle has just fired.
  */
-export async function checkLowBalance(ctx: AppContext, userId: string): Promise<'fired' | 'rearmed' | 'unchanged'> {
+export async function checkLowBalance(ctx: AppContext, userId: string, emit: (event: NewEvent) => Promise<RecordedEvent | null>): Promise<'fired' | 'rearmed' | 'unchanged'> {
   const alert = await readAlert(ctx, userId);
   if (alert.threshold === null) return 'unchanged';
   const threshold = alert.threshold;
@@ -50,7 +50,7 @@ export async function checkLowBalance(ctx: AppContext, userId: string): Promise<
   const available = sql<number>`(select balance - reserved from wallets where wallets.user_id = ${userId})`;
   const now = ctx.clock.now();
   if (balance.available < threshold && alert.armed) {
-    const recorded = await recordEvent(ctx, {
+    const recorded = await emit({
       type: 'wallet.low_balance',
       userId,
       data: { userId, threshold: microsToCredits(threshold), available: microsToCredits(balance.available), balance: microsToCredits(balance.balance) },

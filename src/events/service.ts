@@ -114,11 +114,11 @@ export function createEventsService(ctx: AppContext): EventsService {
     },
     onBilling(event) {
       if (event.type === 'settled') {
-        if (subscriptions.hasThreshold(event.userId)) background(() => checkLowBalance(ctx, event.userId));
+        if (subscriptions.hasThreshold(event.userId)) background(() => checkLowBalance(ctx, event.userId, emit));
       } else if (subscriptions.receives(event.userId)) background(() => onLimit(event));
     },
     onTopup(event) {
-      if (subscriptions.hasThreshold(event.userId) && event.type === 'topup_succeeded') background(() => checkLowBalance(ctx, event.userId));
+      if (subscriptions.hasThreshold(event.userId) && event.type === 'topup_succeeded') background(() => checkLowBalance(ctx, event.userId, emit));
       if (!subscriptions.receives(event.userId)) return;
       const data: Record<string, unknown> = { userId: event.userId, topupId: event.topupId, credits: microsToCredits(event.credits) };
       if (event.type === 'topup_failed') data.reason = event.reason ?? null;
