@@ -1,0 +1,53 @@
+import { after, before, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { describeEachDatabase } from '../testing/harness.ts';
+import { createService, type Service } from '../service.ts';
+import { createLogger } from '../platform/logger.ts';
+import { recordEvent } from './outbox.ts';
+import { WebhookReceiver } from './testing/receiver.ts';
+
+const receiver = new WebhookReceiver();
+before(() => receiver.start());
+after(() => receiver.stop());
+
+const MESSAGES = 120;
+
+describeEachDatabase('outbound webhooks on two instances', (env) => {
+  let second: Service;
+  before(async () => {
+    // A second instance on the same database (its own pool, its own process state), as a scaled deployment runs.
+    second = await createService({ config: env.config(), clock: env.clock, timers: false, log: createLogger('silent') });
+  });
+  after(() => second?.close());
+
+  it(`two instances sending at once never send one attempt twice (${MESSAGES} messages, each received exactly once)`, async () => {
+    const user = await env.createUser();
+    const created = await env.dashboard(user, 'POST', '/api/user/webhooks', { url: receiver.url });
+    assert.equal(created.status, 201, created.text);
+    receiver.secrets = [created.body.secret];
+    receiver.received.length = 0;
+    // Recorded without the kick that would send them at once, so both instances find them all due.
+    const ids: string[] = [];
+    for (let i = 0; i < MESSAGES; i++) {
+      const recorded = await recordEvent(env.service.ctx, { type: 'wallet.topup_succeeded', userId: user.userId, data: { n: i } });
+      ids.push(...recorded!.messageIds);
+    }
+    const instances = [env.service.ctx, second.ctx, env.service.ctx, second.ctx];
+    let attempted = 0;
+    const byInstance = [0, 0];
+    for (let round = 0; round < 20 && attempted < MESSAGES; round++) {
+      const runs = await Promise.all(instances.map((ctx) => ctx.services.events.deliver()));
+      // One instance's two concurrent calls share its one run: count each instance once.
+      byInstance[0] += runs[0].attempted;
+      byInstance[1] += runs[1].attempted;
+      attempted = byInstance[0] + byInstance[1];
+    }
+    assert.ok(byInstance[0] > 0 && byInstance[1] > 0, `both instances sent some (${byInstance})`);
+    const seen = receiver.received.map((d) => String(d.headers['webhook-id']));
+    assert.equal(seen.length, MESSAGES);
+    assert.deepEqual([...new Set(seen)].sort(), [...ids].sort());
+    assert.ok(receiver.received.every((d) => d.verified));
+    const rows = await env.service.ctx.db.selectFrom('webhook_messages').select(['status', 'attempts']).where('id', 'in', ids).execute();
+    assert.ok(rows.every((row) => row.status === 'delivered' && row.attempts === 1));
+  });
+}, { config: { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true, WEBHOOK_DELIVERY_INTERVAL_SECONDS: 0 } });
