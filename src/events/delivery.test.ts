@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
 import { WebhookReceiver } from './testing/receiver.ts';
 import { MAX_ATTEMPTS, RETRY_DELAYS_MS, JITTER } from './delivery.ts';
+import { recordEvent } from './outbox.ts';
 
 const receiver = new WebhookReceiver();
 before(() => receiver.start());
@@ -114,6 +115,24 @@ describeEachDatabase('outbound webhook delivery', (env) => {
     await env.manualClock.advance(48 * 3600_000);
     assert.equal((await cron()).attempted, 0);
     assert.equal(receiver.received.length, MAX_ATTEMPTS);
+  });
+
+  it("an attempt whose sender died (its claim lapsed) is taken over as the next attempt once its claim lapses", async () => {
+    receiver.received.length = 0;
+    receiver.behaviour = () => ({ status: 200 });
+    const { webhook } = await register();
+    // Recorded without the kick that would send it at once.
+    const recorded = await recordEvent(env.service.ctx, { type: 'webhook.test', userId: user.userId, endpointId: webhook.id, data: {} });
+    const id = recorded!.messageIds[0];
+    // As a sender leaves it when it dies mid-attempt: claimed, counted, never finished.
+    const now = env.manualClock.now();
+    await env.service.ctx.db.updateTable('webhook_messages').set({ status: 'sending', claim_token: 'dead', claimed_until: now + 40_000, attempts: 1 }).where('id', '=', id).execute();
+    assert.equal((await cron()).attempted, 0, 'a live claim is left alone');
+    await env.manualClock.advance(40_000);
+    assert.deepEqual(await cron(), { attempted: 1, delivered: 1, retrying: 0, failed: 0 });
+    const [row] = await deliveries(webhook.id);
+    assert.deepEqual([row.id, row.status, row.attempts], [id, 'delivered', 2]);
+    assert.equal(receiver.received.length, 1);
   });
 
   it('after a rotation deliveries are signed with the new secret and, for a day, the old one too', async () => {

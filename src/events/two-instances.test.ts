@@ -1,6 +1,7 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { describeEachDatabase } from '../testing/harness.ts';
+import { describeEachDatabase, request, startServeProcess } from '../testing/harness.ts';
+import { fundedUser } from '../gateway/testing.ts';
 import { createService, type Service } from '../service.ts';
 import { createLogger } from '../platform/logger.ts';
 import { recordEvent } from './outbox.ts';
@@ -11,6 +12,7 @@ before(() => receiver.start());
 after(() => receiver.stop());
 
 const MESSAGES = 120;
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 describeEachDatabase('outbound webhooks on two instances', (env) => {
   let second: Service;
@@ -50,4 +52,27 @@ describeEachDatabase('outbound webhooks on two instances', (env) => {
     const rows = await env.service.ctx.db.selectFrom('webhook_messages').select(['status', 'attempts']).where('id', 'in', ids).execute();
     assert.ok(rows.every((row) => row.status === 'delivered' && row.attempts === 1));
   });
-}, { config: { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true, WEBHOOK_DELIVERY_INTERVAL_SECONDS: 0 } });
+
+  it('a process started before an endpoint existed learns of it through the Redis bus and records its events', async () => {
+    const local = { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_ADDRESSES: 'true', WEBHOOK_DELIVERY_INTERVAL_SECONDS: '0', REDIS_URL };
+    const other = await startServeProcess(env, local);
+    try {
+      const { session, key } = await fundedUser(env, 0);
+      const created = await env.dashboard(session, 'POST', '/api/user/webhooks', { url: receiver.url, eventTypes: ['limit.reached'] });
+      assert.equal(created.status, 201, created.text);
+      receiver.secrets = [created.body.secret];
+      receiver.received.length = 0;
+      // Refused calls on the other process: the first one after the bus message is recorded and sent (once).
+      const chat = { model: 'tollgate/echo', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] };
+      for (let i = 0; i < 50 && receiver.received.length === 0; i++) {
+        assert.equal((await request(other.baseUrl, 'POST', '/api/v1/chat/completions', { token: key, body: chat })).status, 402);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const [delivery] = await receiver.waitFor(1);
+      assert.equal(delivery.verified, true);
+      assert.equal(JSON.parse(delivery.body).data.userId, session.userId);
+    } finally {
+      await other.stop();
+    }
+  });
+}, { config: { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true, WEBHOOK_DELIVERY_INTERVAL_SECONDS: 0, REDIS_URL } });
