@@ -4,8 +4,13 @@ import { everyOn } from '../platform/clock.ts';
 import { eventsMigrations } from './tables.ts';
 import { createEventsService } from './service.ts';
 import { adminSurface, userSurface } from './routes/surfaces.ts';
-import { registerEndpointRoutes } from './routes/endpoints.ts';
-import { registerDeliveryRoutes } from './routes/deliveries.ts';
+import { registerListRoute } from './routes/list.ts';
+import { registerCreateRoute } from './routes/create.ts';
+import { registerUpdateRoute } from './routes/update.ts';
+import { registerDeleteRoute } from './routes/delete.ts';
+import { registerRotateSecretRoute } from './routes/rotate-secret.ts';
+import { registerDeliveriesRoute } from './routes/deliveries.ts';
+import { registerSendTestRoute } from './routes/send-test.ts';
 import { registerLowBalanceRoutes } from './routes/low-balance.ts';
 
 /** The sender: `POST /api/admin/cron/deliver-webhooks`, and each process's `WEBHOOK_DELIVERY_INTERVAL_SECONDS` timer. */
@@ -31,11 +36,12 @@ export const eventsFeature: Feature = {
     events.subscriptions.listen((error) => ctx.log.error({ err: error }, 'reloading webhook subscriptions failed'));
     ctx.services.billing.observe((event) => events.onBilling(event));
 
-    registerEndpointRoutes(app, ctx, userSurface);
-    registerDeliveryRoutes(app, ctx, userSurface);
+    for (const surface of [userSurface, adminSurface]) {
+      for (const register of [registerListRoute, registerCreateRoute, registerUpdateRoute, registerDeleteRoute, registerRotateSecretRoute, registerDeliveriesRoute, registerSendTestRoute]) {
+        register(app, ctx, surface);
+      }
+    }
     registerLowBalanceRoutes(app, ctx);
-    registerEndpointRoutes(app, ctx, adminSurface);
-    registerDeliveryRoutes(app, ctx, adminSurface);
 
     // Close hooks run last-pushed first: the timer stops, then the attempts under way finish (and record
     // their outcome) before the database closes.

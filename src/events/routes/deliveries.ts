@@ -2,7 +2,6 @@ import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
 import type { AppContext } from '../../platform/context.ts';
 import { findEndpoint } from '../endpoints.ts';
-import { TEST_EVENT_TYPE } from '../catalogue.ts';
 import type { WebhookMessagesTable } from '../tables.ts';
 import type { Selectable } from 'kysely';
 import { IdParams, type Surface } from './surfaces.ts';
@@ -35,8 +34,8 @@ function deliveryView(row: Selectable<WebhookMessagesTable> & { type: string }) 
   };
 }
 
-/** `GET …/:id/deliveries` (an endpoint's deliveries, newest first) and `POST …/:id/test` (send a test event). */
-export function registerDeliveryRoutes(app: App, ctx: AppContext, surface: Surface): void {
+/** `GET /api/{user,admin}/webhooks/:id/deliveries`: an endpoint's deliveries, newest first, with their status. */
+export function registerDeliveriesRoute(app: App, ctx: AppContext, surface: Surface): void {
   const { base, tags, security, config } = surface;
 
   app.get(`${base}/:id/deliveries`, {
@@ -60,24 +59,5 @@ export function registerDeliveryRoutes(app: App, ctx: AppContext, surface: Surfa
       .limit(limit)
       .execute();
     return { deliveries: rows.map(deliveryView) };
-  });
-
-  app.post(`${base}/:id/test`, {
-    schema: {
-      tags, summary: 'Send a test event to a webhook endpoint', security, params: IdParams,
-      description: `Records a \`${TEST_EVENT_TYPE}\` event for this endpoint only (whatever it subscribed to, enabled or not) and sends it at once; answers 202 with the delivery to follow in the list.`,
-      response: { 202: Type.Object({ deliveryId: Type.String(), eventId: Type.String() }) },
-    },
-    config,
-  }, async (request, reply) => {
-    const owner = surface.owner(request);
-    const endpoint = await findEndpoint(ctx, owner, (request.params as { id: string }).id);
-    const recorded = await ctx.services.events.emit({
-      type: TEST_EVENT_TYPE,
-      userId: owner,
-      endpointId: endpoint.id,
-      data: { endpointId: endpoint.id, message: 'A test event from Tollgate: this endpoint receives and verifies deliveries.' },
-    });
-    return reply.code(202).send({ deliveryId: recorded!.messageIds[0], eventId: recorded!.eventId });
   });
 }
