@@ -154,3 +154,32 @@ describeEachDatabase('outbound webhook delivery', (env) => {
     assert.equal(String(receiver.received[2].headers['webhook-signature']).split(' ').length, 1);
   });
 }, { manualClock: true, config: { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true, WEBHOOK_TIMEOUT_SECONDS: 1, WEBHOOK_DELIVERY_INTERVAL_SECONDS: 0 } });
+
+describeEachDatabase('outbound webhook delivery: the per-process timer and the retention sweep', (env) => {
+  it('the timer of each process sends retries as they come due, and finished deliveries are pruned after 30 days', async () => {
+    receiver.received.length = 0;
+    receiver.behaviour = (index) => (index === 0 ? { status: 502 } : { status: 200 });
+    const user = await env.createUser();
+    const created = await env.dashboard(user, 'POST', '/api/user/webhooks', { url: receiver.url });
+    assert.equal(created.status, 201, created.text);
+    const rows = () => env.service.ctx.db.selectFrom('webhook_messages').selectAll().where('endpoint_id', '=', created.body.webhook.id).execute();
+    assert.equal((await env.dashboard(user, 'POST', `/api/user/webhooks/${created.body.webhook.id}/test`)).status, 202);
+    await env.service.ctx.services.events.idle();
+    assert.equal((await rows())[0].status, 'pending');
+    // This suite's WEBHOOK_DELIVERY_INTERVAL_SECONDS is 5: moving the clock fires the timer, with no cron call.
+    await env.manualClock.advance(5_000);
+    await env.manualClock.advance(5_000);
+    await env.service.ctx.services.events.idle();
+    const [row] = await rows();
+    assert.deepEqual([row.status, row.attempts, receiver.received.length], ['delivered', 2, 2]);
+
+    await env.manualClock.advance(29 * 24 * 3600_000);
+    const early = await env.admin('POST', '/api/admin/cron/prune-webhook-deliveries');
+    assert.equal(early.status, 200, early.text);
+    assert.equal((await rows()).length, 1);
+    await env.manualClock.advance(2 * 24 * 3600_000);
+    const pruned = await env.admin('POST', '/api/admin/cron/prune-webhook-deliveries');
+    assert.deepEqual(pruned.body.result, { deliveries: 1, events: 1 });
+    assert.equal((await rows()).length, 0);
+  });
+}, { manualClock: true, config: { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true, WEBHOOK_DELIVERY_INTERVAL_SECONDS: 5 } });

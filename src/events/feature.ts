@@ -2,6 +2,7 @@ import type { Feature } from '../platform/feature.ts';
 import type { Job } from '../platform/jobs.ts';
 import { everyOn } from '../platform/clock.ts';
 import { eventsMigrations } from './tables.ts';
+import { pruneDeliveries } from './prune.ts';
 import { createEventsService } from './service.ts';
 import { adminSurface, userSurface } from './routes/surfaces.ts';
 import { registerListRoute } from './routes/list.ts';
@@ -20,6 +21,13 @@ export const deliverWebhooksJob: Job = {
   run: async (ctx) => ({ ...(await ctx.services.events.deliver()) }),
 };
 
+/** The retention sweep: `POST /api/admin/cron/prune-webhook-deliveries`, and each process's `SWEEP_INTERVAL_SECONDS` timer. */
+export const pruneWebhookDeliveriesJob: Job = {
+  name: 'prune-webhook-deliveries',
+  description: 'Deletes outbound event deliveries finished more than 30 days ago, and their events.',
+  run: (ctx) => pruneDeliveries(ctx),
+};
+
 /**
  * Outbound events: `wallet.low_balance`, `limit.reached`, `wallet.topup_succeeded` and `wallet.topup_failed`,
  * sent with Standard Webhooks signatures to the URLs users (`/api/user/webhooks`) and the operator
@@ -28,7 +36,7 @@ export const deliverWebhooksJob: Job = {
 export const eventsFeature: Feature = {
   name: 'events',
   migrations: eventsMigrations,
-  jobs: [deliverWebhooksJob],
+  jobs: [deliverWebhooksJob, pruneWebhookDeliveriesJob],
   async register(app, ctx) {
     const events = createEventsService(ctx);
     ctx.services.events = events;
