@@ -81,7 +81,10 @@ export async function deliverDue(ctx: AppContext): Promise<DeliveryRun> {
     const token = randomUUID();
     const result = await ctx.db
       .updateTable('webhook_messages')
-      .set({ status: 'sending', claim_token: token, claimed_until: now + ctx.config.WEBHOOK_TIMEOUT_SECONDS * 1000 + 30_000, attempts: message.attempts + 1, last_attempt_at: now })
+      .set({
+        status: 'sending', claim_token: token, claimed_until: now + ctx.config.WEBHOOK_TIMEOUT_SECONDS * 1000 + 30_000,
+        attempts: message.attempts + 1, last_attempt_at: now,
+      })
       .where('id', '=', message.id)
       .where('status', '=', message.status as 'pending' | 'sending')
       .where('attempts', '=', message.attempts)
@@ -115,7 +118,9 @@ export async function deliverDue(ctx: AppContext): Promise<DeliveryRun> {
     else if (final) run.failed++;
     else run.retrying++;
     // Ids and outcome only: never the URL (it may carry a token of the receiver's), the secret or the body.
-    ctx.log.info({ messageId: message.id, endpointId: message.endpoint_id, attempt, status: outcome.status, error: outcome.error ?? undefined, outcome: success ? 'delivered' : final ? 'failed' : 'retrying' }, 'webhook attempt');
+    const result = success ? 'delivered' : final ? 'failed' : 'retrying';
+    const fields = { messageId: message.id, endpointId: message.endpoint_id, attempt, status: outcome.status, error: outcome.error ?? undefined };
+    ctx.log.info({ ...fields, outcome: result }, 'webhook attempt');
   }));
   return run;
 }

@@ -17,6 +17,7 @@ export const MAX_ENDPOINTS_PER_OWNER = 20;
 /** How long the secret a rotation replaced is still signed with, so receivers can switch without a gap. */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
 
+/** An endpoint as stored. */
 export type EndpointRow = Selectable<WebhookEndpointsTable>;
 
 /** An endpoint as the API shows it (never its secret, which is shown once, at creation or rotation). */
@@ -130,7 +131,12 @@ export async function rotateSecret(ctx: AppContext, owner: Owner, id: string): P
   const now = ctx.clock.now();
   await ctx.db
     .updateTable('webhook_endpoints')
-    .set({ secret_sealed: encrypt(ctx.secrets.encryptionKey, secret), previous_secret_sealed: current.secret_sealed, previous_expires_at: now + ROTATION_OVERLAP_MS, updated_at: now })
+    .set({
+      secret_sealed: encrypt(ctx.secrets.encryptionKey, secret),
+      previous_secret_sealed: current.secret_sealed,
+      previous_expires_at: now + ROTATION_OVERLAP_MS,
+      updated_at: now,
+    })
     .where('id', '=', current.id)
     .execute();
   return { secret, previousValidUntil: new Date(now + ROTATION_OVERLAP_MS).toISOString() };

@@ -45,9 +45,10 @@ export const eventsFeature: Feature = {
     ctx.services.billing.observe((event) => events.onBilling(event));
 
     for (const surface of [userSurface, adminSurface]) {
-      for (const register of [registerListRoute, registerCreateRoute, registerUpdateRoute, registerDeleteRoute, registerRotateSecretRoute, registerDeliveriesRoute, registerSendTestRoute]) {
-        register(app, ctx, surface);
-      }
+      const routes = [
+        registerListRoute, registerCreateRoute, registerUpdateRoute, registerDeleteRoute, registerRotateSecretRoute, registerDeliveriesRoute, registerSendTestRoute,
+      ];
+      for (const register of routes) register(app, ctx, surface);
     }
     registerLowBalanceRoutes(app, ctx);
 

@@ -41,7 +41,11 @@ export async function writeAlert(ctx: AppContext, userId: string, threshold: num
  * read made before it; so only one of many concurrent settles disarms (and fires, in the same transaction),
  * and a settle that read a higher balance earlier cannot re-arm an alert another settle has just fired.
  */
-export async function checkLowBalance(ctx: AppContext, userId: string, emit: (event: NewEvent) => Promise<RecordedEvent | null>): Promise<'fired' | 'rearmed' | 'unchanged'> {
+export async function checkLowBalance(
+  ctx: AppContext,
+  userId: string,
+  emit: (event: NewEvent) => Promise<RecordedEvent | null>,
+): Promise<'fired' | 'rearmed' | 'unchanged'> {
   const alert = await readAlert(ctx, userId);
   if (alert.threshold === null) return 'unchanged';
   const threshold = alert.threshold;

@@ -35,7 +35,10 @@ export async function recordEvent(ctx: AppContext, event: NewEvent): Promise<Rec
   if (event.endpointId) query = query.where('id', '=', event.endpointId);
   else {
     query = query.where('enabled', '=', 1);
-    query = event.userId === null ? query.where('owner_user_id', 'is', null) : query.where((eb) => eb.or([eb('owner_user_id', '=', event.userId), eb('owner_user_id', 'is', null)]));
+    const userId = event.userId;
+    query = userId === null
+      ? query.where('owner_user_id', 'is', null)
+      : query.where((eb) => eb.or([eb('owner_user_id', '=', userId), eb('owner_user_id', 'is', null)]));
   }
   const endpoints = (await query.execute()).filter((row) => event.endpointId || (JSON.parse(row.event_types) as string[]).includes(event.type));
   if (endpoints.length === 0) return null;
@@ -46,7 +49,10 @@ export async function recordEvent(ctx: AppContext, event: NewEvent): Promise<Rec
     if (event.guard && !(await event.guard(trx))) return null;
     const inserted = await trx
       .insertInto('webhook_events')
-      .values({ id: eventId, user_id: event.userId, type: event.type, dedupe_key: event.dedupeKey ?? null, body: eventBody(event.type, now, event.data), created_at: now })
+      .values({
+        id: eventId, user_id: event.userId, type: event.type, dedupe_key: event.dedupeKey ?? null,
+        body: eventBody(event.type, now, event.data), created_at: now,
+      })
       .onConflict((oc) => oc.column('dedupe_key').doNothing())
       .executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return null;

@@ -14,7 +14,9 @@ export async function pruneDeliveries(ctx: AppContext): Promise<{ deliveries: nu
   const events = await ctx.db
     .deleteFrom('webhook_events')
     .where('created_at', '<', before)
-    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('webhook_messages').select('webhook_messages.id').whereRef('webhook_messages.event_id', '=', 'webhook_events.id'))))
+    .where(({ not, exists, selectFrom }) => not(exists(
+      selectFrom('webhook_messages').select('webhook_messages.id').whereRef('webhook_messages.event_id', '=', 'webhook_events.id'),
+    )))
     .executeTakeFirst();
   return { deliveries: Number(deliveries.numDeletedRows), events: Number(events.numDeletedRows) };
 }

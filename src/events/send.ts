@@ -60,7 +60,10 @@ export function sendAttempt(url: string, headers: Record<string, string>, body: 
       response.on('end', done);
       response.on('error', done);
     });
-    request.on('error', (error) => finish({ status: null, excerpt: null, error: error.name === 'PrivateAddressError' ? 'refused: private address' : `network: ${(error as NodeJS.ErrnoException).code ?? error.message}`.slice(0, 200) }));
+    request.on('error', (error) => {
+      const reason = error.name === 'PrivateAddressError' ? 'refused: private address' : `network: ${(error as NodeJS.ErrnoException).code ?? error.message}`;
+      finish({ status: null, excerpt: null, error: reason.slice(0, 200) });
+    });
     request.end(body);
   });
 }

@@ -101,7 +101,10 @@ export function createEventsService(ctx: AppContext): EventsService {
       type: 'limit.reached',
       userId: event.userId,
       dedupeKey: `limit.reached:${subject}:${owner}:${event.details.limitType ?? 'wallet'}:${period}`,
-      data: { userId: event.userId, subject, code: event.code, status: event.code === 'INSUFFICIENT_CREDITS' ? 402 : 429, appId: event.appId, keyId: event.keyId, ...event.details },
+      data: {
+        userId: event.userId, subject, code: event.code, status: event.code === 'INSUFFICIENT_CREDITS' ? 402 : 429,
+        appId: event.appId, keyId: event.keyId, ...event.details,
+      },
     });
   };
 

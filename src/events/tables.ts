@@ -77,6 +77,7 @@ export interface EventSettingsTable {
   updated_at: number;
 }
 
+/** The events feature's tables, composed into `src/tables.ts`. */
 export interface EventsTables {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_events: WebhookEventsTable;
@@ -84,6 +85,7 @@ export interface EventsTables {
   event_settings: EventSettingsTable;
 }
 
+/** Migrations of the range 1630–1639. */
 export const eventsMigrations: Record<string, Migration> = {
   '1630_events_webhook_endpoints': {
     async up(db: Kysely<any>) {

@@ -65,7 +65,10 @@ export async function checkEndpointUrl(text: string, policy: UrlPolicy): Promise
     throw refused(`The webhook URL's host ${host} does not resolve.`);
   }
   if (addresses.length === 0 || addresses.some(isPrivateAddress)) {
-    throw refused(`The webhook URL's host ${host} resolves to a loopback, private or link-local address, which webhooks may not reach (the operator can allow it with WEBHOOK_ALLOW_PRIVATE_ADDRESSES).`);
+    throw refused(
+      `The webhook URL's host ${host} resolves to a loopback, private or link-local address, which webhooks may not reach ` +
+      '(the operator can allow it with WEBHOOK_ALLOW_PRIVATE_ADDRESSES).',
+    );
   }
   return url.toString();
 }

@@ -13,8 +13,13 @@ export function registerCreateRoute(app: App, ctx: AppContext, surface: Surface)
   app.post(base, {
     schema: {
       tags, summary: 'Register a webhook endpoint', security,
-      description: 'Answers 201 with the endpoint and its signing secret (`whsec_…`), shown only this once. A URL that is not https:// or resolves to a private address is a 400 `WEBHOOK_URL_REFUSED`.',
-      body: Type.Object({ url: EndpointInputSchema.url, eventTypes: Type.Optional(EndpointInputSchema.eventTypes), enabled: Type.Optional(EndpointInputSchema.enabled) }, { additionalProperties: false }),
+      description: 'Answers 201 with the endpoint and its signing secret (`whsec_…`), shown only this once. '
+        + 'A URL that is not https:// or resolves to a private address is a 400 `WEBHOOK_URL_REFUSED`.',
+      body: Type.Object({
+        url: EndpointInputSchema.url,
+        eventTypes: Type.Optional(EndpointInputSchema.eventTypes),
+        enabled: Type.Optional(EndpointInputSchema.enabled),
+      }, { additionalProperties: false }),
       response: { 201: Type.Object({ webhook: EndpointSchema, secret: SecretSchema }) },
     },
     config,

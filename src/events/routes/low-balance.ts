@@ -28,7 +28,8 @@ export function registerLowBalanceRoutes(app: App, ctx: AppContext): void {
   app.put(path, {
     schema: {
       tags, summary: 'Set or remove the low-balance alert threshold', security,
-      description: '`wallet.low_balance` fires once when a call leaves `available` below the threshold, and not again until it has been back at or above it. null removes the alert.',
+      description: '`wallet.low_balance` fires once when a call leaves `available` below the threshold, and not again until it has '
+        + 'been back at or above it. null removes the alert.',
       body: Type.Object({ threshold: Type.Union([Type.Number({ minimum: 0, description: 'Credits, at most 6 decimals.' }), Type.Null()]) }, { additionalProperties: false }),
       response: { 200: AlertSchema },
     },

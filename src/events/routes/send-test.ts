@@ -12,7 +12,8 @@ export function registerSendTestRoute(app: App, ctx: AppContext, surface: Surfac
   app.post(`${base}/:id/test`, {
     schema: {
       tags, summary: 'Send a test event to a webhook endpoint', security, params: IdParams,
-      description: `Records a \`${TEST_EVENT_TYPE}\` event for this endpoint only (whatever it subscribed to, enabled or not) and sends it at once; answers 202 with the delivery to follow in the list.`,
+      description: `Records a \`${TEST_EVENT_TYPE}\` event for this endpoint only (whatever it subscribed to, enabled or not) `
+        + 'and sends it at once; answers 202 with the delivery to follow in the list.',
       response: { 202: Type.Object({ deliveryId: Type.String(), eventId: Type.String() }) },
     },
     config,

@@ -10,7 +10,11 @@ export function registerUpdateRoute(app: App, ctx: AppContext, surface: Surface)
   app.patch(`${base}/:id`, {
     schema: {
       tags, summary: 'Change a webhook endpoint (URL, event types, enabled)', security, params: IdParams,
-      body: Type.Object({ url: Type.Optional(EndpointInputSchema.url), eventTypes: Type.Optional(EndpointInputSchema.eventTypes), enabled: Type.Optional(EndpointInputSchema.enabled) }, { additionalProperties: false }),
+      body: Type.Object({
+        url: Type.Optional(EndpointInputSchema.url),
+        eventTypes: Type.Optional(EndpointInputSchema.eventTypes),
+        enabled: Type.Optional(EndpointInputSchema.enabled),
+      }, { additionalProperties: false }),
       response: { 200: Type.Object({ webhook: EndpointSchema }) },
     },
     config,
