@@ -41,7 +41,7 @@ function LowBalance() {
         <input name="threshold" type="number" min="0" step="0.000001" inputMode="decimal" placeholder="No alert" defaultValue={alert.data?.threshold?.toString() ?? ''} key={String(alert.data?.threshold)} />
       </label>
       <p class="muted">
-        {alert.data?.threshold == null ? 'No alert set.' : `wallet.low_balance fires once below ${formatCredits(alert.data.threshold)} credits${alert.data.armed ? '' : ' (fired: waiting for the balance to be back above it)'}.`}
+        {alert.data?.threshold == null ? 'No alert set.' : `wallet.low_balance fires once below ${formatCredits(alert.data.threshold)} credits${alert.data.armed ? '' : ' (the balance is below it now: it fires after being back above it)'}.`}
       </p>
       <ErrorNote error={alert.error ?? error} />
       <div><button class="btn primary" type="submit">Save threshold</button>{saved && <span role="status" class="muted"> Saved.</span>}</div>
