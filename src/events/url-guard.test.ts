@@ -9,7 +9,7 @@ before(() => receiver.start());
 after(() => receiver.stop());
 
 it('classifies loopback, private, link-local, shared, mapped and reserved addresses as private, public ones as not', () => {
-  for (const address of ['127.0.0.1', '10.0.0.1', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd12::1', '::ffff:10.0.0.1', '224.0.0.1']) {
+  for (const address of ['127.0.0.1', '10.0.0.1', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd12::1', '::ffff:10.0.0.1', '::ffff:7f00:1', '2002:7f00:1::', '224.0.0.1']) {
     assert.equal(isPrivateAddress(address), true, address);
   }
   for (const address of ['93.184.215.14', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:8.8.8.8']) {

@@ -24,6 +24,8 @@ for (const [network, prefix] of [
 ] as const) blocked.addSubnet(network, prefix, 'ipv4');
 for (const [network, prefix] of [
   ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['2001:db8::', 32], ['64:ff9b::', 96], ['100::', 64],
+  // Transition prefixes that embed an IPv4 address (6to4, Teredo): refused whole rather than decoded.
+  ['2002::', 16], ['2001::', 32],
 ] as const) blocked.addSubnet(network, prefix, 'ipv6');
 
 /** True when `address` (an IP literal) is one a webhook may not reach without the operator's leave. */
