@@ -53,7 +53,7 @@ describeEachDatabase('outbound webhooks on two instances', (env) => {
     assert.ok(rows.every((row) => row.status === 'delivered' && row.attempts === 1));
   });
 
-  it('a process started before an endpoint existed learns of it through the Redis bus and records its events', async () => {
+  it('a process started before an endpoint existed learns of it through the Redis bus; two processes sending at once send each message once', async () => {
     const local = { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_ADDRESSES: 'true', WEBHOOK_DELIVERY_INTERVAL_SECONDS: '0', REDIS_URL };
     const other = await startServeProcess(env, local);
     try {
@@ -71,6 +71,19 @@ describeEachDatabase('outbound webhooks on two instances', (env) => {
       const [delivery] = await receiver.waitFor(1);
       assert.equal(delivery.verified, true);
       assert.equal(JSON.parse(delivery.body).data.userId, session.userId);
+
+      // Two processes sending at once through their cron routes: each message still arrives exactly once.
+      receiver.received.length = 0;
+      const ids: string[] = [];
+      for (let i = 0; i < 60; i++) ids.push(...(await recordEvent(env.service.ctx, { type: 'limit.reached', userId: session.userId, data: { n: i } }))!.messageIds);
+      for (let round = 0; round < 10 && receiver.received.length < ids.length; round++) {
+        const runs = await Promise.all([env.baseUrl, other.baseUrl, env.baseUrl, other.baseUrl].map((base) =>
+          request(base, 'POST', '/api/admin/cron/deliver-webhooks', { token: env.adminToken })));
+        assert.deepEqual(runs.map((run) => run.status), [200, 200, 200, 200]);
+      }
+      const seen = receiver.received.map((d) => String(d.headers['webhook-id']));
+      assert.equal(seen.length, ids.length);
+      assert.deepEqual([...new Set(seen)].sort(), [...ids].sort());
     } finally {
       await other.stop();
     }
