@@ -83,6 +83,10 @@ export const ConfigSchema = Type.Object({
   REALTIME_ENABLED: Type.Boolean({ default: false, description: 'Enables `POST /api/v1/realtime/sessions` (off: 404). Each session is charged its worst case, set by the two caps below.' }),
   REALTIME_MAX_SESSION_SECONDS: Type.Integer({ minimum: 10, maximum: 7200, default: 1800, description: 'Realtime: the seconds each session is held and charged for (`second` price), and the lifetime of its client secret set upstream; keep it at or above the provider\'s own session limit (OpenAI: 30 minutes).' }),
   REALTIME_MAX_RESPONSE_OUTPUT_TOKENS: Type.Integer({ minimum: 1, maximum: 4096, default: 1024, description: 'Realtime: `max_response_output_tokens` set on the upstream session.' }),
+  WEBHOOK_ALLOW_HTTP: Type.Boolean({ default: false, description: 'Outbound event webhooks: accept `http://` endpoint URLs (off: `https://` only).' }),
+  WEBHOOK_ALLOW_PRIVATE_ADDRESSES: Type.Boolean({ default: false, description: 'Outbound event webhooks: let endpoints resolve to loopback, private or link-local addresses (off: refused, at registration and at each connection).' }),
+  WEBHOOK_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, maximum: 60, default: 10, description: 'Outbound event webhooks: time a receiver has to answer one attempt; slower is a failed attempt, retried later.' }),
+  WEBHOOK_DELIVERY_INTERVAL_SECONDS: Type.Integer({ minimum: 0, default: 5, description: 'Outbound event webhooks: how often each process sends the deliveries that came due (retries); 0 turns the timer off (new events are still sent at once, and `POST /api/admin/cron/deliver-webhooks` sends the due ones).' }),
   TOLLGATE_CONFIG: Type.Optional(Type.String({ description: 'Path of an optional JSON config file: any variable above, plus `providers` (extra OpenAI-compatible upstreams).' })),
   providers: Type.Array(
     Type.Object({
