@@ -15,6 +15,7 @@ const PAGES = [
   { route: 'keys', heading: 'API keys', shot: 'api-keys' },
   { route: 'apps', heading: 'Authorized apps', shot: 'authorized-apps' },
   { route: 'developer', heading: 'Developer apps', shot: 'developer-apps' },
+  { route: 'webhooks', heading: 'Webhooks', shot: 'webhooks' },
 ] as const;
 
 /** Screenshots this suite owns (`TOLLGATE_SCREENSHOTS=1`): every page at phone width, and the desktop pages it changed. */
