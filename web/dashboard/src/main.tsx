@@ -41,13 +41,34 @@ function currentRoute(): string {
   return ROUTES.some((r) => r.path === path) ? path : 'wallet';
 }
 
+const THEME_KEY = 'tollgate:theme';
+const systemDark = () => matchMedia('(prefers-color-scheme: dark)');
+const systemTheme = () => (systemDark().matches ? 'dark' : 'light');
+
+/**
+ * Light or dark: the system's, followed live, until the user picks one with the button; only that pick is
+ * stored. Picking the system's own theme stores nothing, so the page follows the system again from there.
+ */
 function useTheme(): [string, () => void] {
-  const [theme, setTheme] = useState(() => localStorage.getItem('tollgate:theme') ?? (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'));
+  const [chosen, setChosen] = useState<string | null>(() => localStorage.getItem(THEME_KEY));
+  const [system, setSystem] = useState(systemTheme);
+  useEffect(() => {
+    const media = systemDark();
+    const onChange = () => setSystem(systemTheme());
+    media.addEventListener('change', onChange);
+    return () => media.removeEventListener('change', onChange);
+  }, []);
+  const theme = chosen ?? system;
   useEffect(() => {
     document.documentElement.dataset.theme = theme;
-    localStorage.setItem('tollgate:theme', theme);
   }, [theme]);
-  return [theme, () => setTheme((t) => (t === 'dark' ? 'light' : 'dark'))];
+  const toggle = () => {
+    const next = theme === 'dark' ? 'light' : 'dark';
+    if (next === systemTheme()) localStorage.removeItem(THEME_KEY);
+    else localStorage.setItem(THEME_KEY, next);
+    setChosen(next === systemTheme() ? null : next);
+  };
+  return [theme, toggle];
 }
 
 function App() {
