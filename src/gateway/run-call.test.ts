@@ -111,6 +111,20 @@ describeEachDatabase('the call pipeline (completeCall, streamCall) over every pr
     assert.equal((await settled(env, user)).balance, 1_000_000 - 137);
   });
 
+  it('Anthropic streams one after another reuse one upstream connection (each stream is read to its end)', async () => {
+    const user = await fundedUser(env, 1);
+    const once = async () => {
+      const stream = await streamCall(env.service.ctx, principalOf(user), call('anthropic/claude-p', { stream: true }), new AbortController().signal);
+      const events = await collect(stream);
+      assert.equal(events.at(-1)!.type, 'end');
+      await mock.settled(mock.requests.length);
+    };
+    await once();
+    const before = mock.connections();
+    for (let i = 0; i < 4; i++) await once();
+    assert.equal(mock.connections() - before, 0, 'no new connection to the upstream');
+  });
+
   it('an Anthropic upstream takes a cross-protocol call: system, image, tool call and result, signed thinking', async () => {
     const user = await fundedUser(env, 1);
     const canonical = call('anthropic/claude-p', {

@@ -213,6 +213,9 @@ export async function streamCall(
           else if (event.type === 'tool_call_delta') produced.push(event.arguments);
           if (event.type === 'end') {
             end = event;
+            // The provider may still be suspended at its `end`: returning it runs its cleanup now (the upstream
+            // body's last bytes are read, so its keep-alive connection serves the next call).
+            await iterator.return?.(undefined).catch(() => {});
             break;
           }
           if (event.type === 'usage') {
