@@ -11,8 +11,20 @@ import type { ResponsesRequest } from './parse.ts';
 /** An output item: `message` (with `output_text` parts), `function_call` or `reasoning`. */
 export type OutputItem = Record<string, unknown> & { type: 'message' | 'function_call' | 'reasoning'; id: string };
 
+/** `usage` as rendered (see {@link renderUsage}). */
+export interface ResponseUsage {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+  cost?: number;
+}
+
 /** The Response object. */
-export type ResponseObject = Record<string, unknown> & { id: string; object: 'response'; status: ResponseStatus; output: OutputItem[] };
+export type ResponseObject = Record<string, unknown> & {
+  id: string; object: 'response'; created_at: number; status: ResponseStatus; model: string; output: OutputItem[]; usage: ResponseUsage | null;
+};
 
 /** `in_progress` while streaming; then `completed`, `incomplete` (the output cap or a filter cut it) or `failed`. */
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
@@ -40,7 +52,7 @@ export function statusOf(finish: FinishReason): { status: ResponseStatus; incomp
  * (reasoning included) with its reasoning part, and Tollgate's `cost` in credits. `cache_write_tokens` is
  * OpenRouter's name for the written part, kept beside OpenAI's `cached_tokens`.
  */
-export function renderUsage(usage: CanonicalUsage): Record<string, unknown> {
+export function renderUsage(usage: CanonicalUsage): ResponseUsage {
   return {
     input_tokens: usage.inputTokens,
     input_tokens_details: { cached_tokens: usage.cacheReadTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0 },

@@ -14,7 +14,7 @@ import { functionCallItem, messageItem, outputText, reasoningItem, responseObjec
  * upstream may interleave the argument deltas of parallel calls by index).
  */
 export class ResponsesEventWriter {
-  readonly #frame: ResponseFrame;
+  #frame: ResponseFrame;
   #sequence = 0;
   readonly #output: OutputItem[] = [];
   /** The open message or reasoning item, by output index, with the text gathered so far. */
@@ -45,6 +45,8 @@ export class ResponsesEventWriter {
 
   /** The frames of one canonical event (empty text when it shows nothing). */
   write(event: CanonicalEvent): string {
+    // The model that answers (a fallback's, when one did) is known from the stream's start.
+    if (event.type === 'start' && !this.#began) this.#frame = { ...this.#frame, model: event.model };
     let out = this.#began ? '' : this.begin();
     switch (event.type) {
       case 'start':
