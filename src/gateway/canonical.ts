@@ -52,11 +52,17 @@ export interface CanonicalCall {
   stream: boolean;
   temperature?: number;
   topP?: number;
+  /** Anthropic's and some OpenAI-compatible servers' top-k sampling. */
+  topK?: number;
+  /** The client's request metadata, passed to upstreams that take it (OpenAI's and Anthropic's `metadata`). */
+  metadata?: Record<string, unknown>;
   stop?: string[];
   /** Reasoning asked for: an effort (OpenAI) or a thinking budget (Anthropic). */
   reasoning?: { effort?: 'minimal' | 'low' | 'medium' | 'high'; budgetTokens?: number };
   /** A JSON output requested: a schema (`json_schema`) or any JSON object (`json_object`). */
   responseFormat?: { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean };
+  /** Predicted output (OpenAI's `prediction`): its tokens may all be billed as output, beyond the cap. */
+  prediction?: string;
   /** The client's own body, for a provider that speaks `protocol` natively (see the module comment). */
   native?: { protocol: WireProtocol; body: Record<string, unknown> };
 }
@@ -75,6 +81,18 @@ export interface CanonicalUsage {
   cacheReadTokens?: number;
   cacheWriteTokens?: number;
   reasoningTokens?: number;
+  /** Audio input tokens (inside `inputTokens`). */
+  audioInputTokens?: number;
+  /** Audio output tokens (inside `outputTokens`). */
+  audioOutputTokens?: number;
+  /** Server-side web searches the model ran (billed per search). */
+  webSearches?: number;
+  /**
+   * The upstream's report restated in OpenAI chat's usage shape (Anthropic's counts summed as
+   * `providers/anthropic` does), unsanitized: a provider sets it, the pipeline prices it through
+   * `chat-usage.ts`, and a renderer may show its extra fields (OpenAI's prediction counts). Never trusted as sent.
+   */
+  reported?: Record<string, unknown>;
   /** What the call cost, in credits (a decimal number as `usage.cost` shows it), once priced. */
   cost?: number;
 }

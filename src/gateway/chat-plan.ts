@@ -3,6 +3,7 @@ import { worstCaseCostMicros } from '../models/pricing.ts';
 import { ApiError } from '../platform/errors.ts';
 import { countTextTokens } from '../providers/tokens.ts';
 import type { ChatBody } from '../providers/types.ts';
+import type { CanonicalCall } from './canonical.ts';
 import { checkPassThrough, passThroughProblem } from './pass-through.ts';
 
 /** The output cap when neither the request, the model's cap nor its context length gives one. */
@@ -46,6 +47,19 @@ export interface ChatPlan {
   ceiling: number | null;
 }
 
+/** A plan for any protocol's call: the chat plan plus the client's own output cap and its number of choices. */
+export interface CallPlan extends ChatPlan {
+  /** The output cap the client set (never lowered); null: the model's cap, lowered to what the payer can afford. */
+  asked: number | null;
+  /** Answers asked for (OpenAI's `n`); each may produce the whole cap. */
+  choices: number;
+}
+
+/** The plan of an OpenAI chat request (its `max_tokens`/`max_completion_tokens` and `n`). */
+export function chatCallPlan(request: ChatRequest, plan: ChatPlan): CallPlan {
+  return { ...plan, asked: request.max_completion_tokens ?? request.max_tokens ?? null, choices: request.n ?? 1 };
+}
+
 /**
  * Plans a chat on the model asked for and its fallbacks. 400 `TOO_MANY_IMAGES` past `maxImages` image parts;
  * 400 `IMAGE_INPUT_UNSUPPORTED` when the model has no image-token budget; 400 `UNSUPPORTED_PARAMETER` for a
@@ -69,6 +83,36 @@ export function planChat(request: ChatRequest, candidates: CatalogueModel[], pro
   checkContentParts(request.messages);
   const accepting = candidates.filter((m) => (images === 0 || m.imageTokens !== null) && passThroughProblem(request, m.provider) === null);
   return { candidates: accepting, promptTokens, images, predictionTokens: countPredictionTokens(request.prediction), ceiling: null };
+}
+
+/**
+ * Plans any protocol's call, as {@link planChat} plans a chat: 400 `TOO_MANY_IMAGES` past `maxImages` image
+ * parts, 400 `IMAGE_INPUT_UNSUPPORTED` when the model asked for has no image-token budget, and the
+ * protocol's own refusal of a model (`refuses`: a native field its provider may not receive), answered for
+ * the model asked for and leaving out a fallback. `promptTokens` is the counted prompt (system, messages,
+ * tools, response format; images apart).
+ *
+ * Security invariant (as {@link planChat}'s): what can make the upstream charge more is counted here (images
+ * at each model's budget, predicted output, every choice of an OpenAI `n`) or refused before any hold.
+ */
+export function planCall(call: CanonicalCall, candidates: CatalogueModel[], promptTokens: number, maxImages: number, refuses?: (model: CatalogueModel) => ApiError | null): CallPlan {
+  let images = 0;
+  for (const message of [{ content: call.system }, ...call.messages]) for (const part of message.content) if (part.type === 'image') images++;
+  if (images > maxImages) {
+    throw new ApiError('TOO_MANY_IMAGES', `This request has ${images} image parts; at most ${maxImages} are accepted per request (MAX_IMAGES_PER_REQUEST).`, { details: { param: 'messages', images, maxImages } });
+  }
+  const [model] = candidates;
+  if (images > 0 && model.imageTokens === null) {
+    throw new ApiError('IMAGE_INPUT_UNSUPPORTED', `The model "${model.id}" does not accept image parts (it has no image-token budget in the catalogue); send them to a vision model, or ask the operator to set the model's imageTokens.`, { details: { param: 'messages' } });
+  }
+  const refusal = refuses?.(model);
+  if (refusal) throw refusal;
+  const accepting = candidates.filter((m) => (images === 0 || m.imageTokens !== null) && (!refuses || refuses(m) === null));
+  // OpenAI chat's `n` and array predictions are read from its own body: the canonical call has no word for them.
+  const chat = call.native?.protocol === 'openai-chat' ? (call.native.body as ChatRequest) : null;
+  const predictionTokens = chat ? countPredictionTokens(chat.prediction) : call.prediction !== undefined ? countTextTokens(call.prediction) : 0;
+  const choices = typeof chat?.n === 'number' ? chat.n : 1;
+  return { candidates: accepting, promptTokens, images, predictionTokens, ceiling: null, asked: call.maxOutputTokens, choices };
 }
 
 /**
@@ -108,7 +152,7 @@ export function countImageParts(messages: unknown[]): number {
 }
 
 /** Tokens of an OpenAI `prediction` (`{ type: "content", content: string | text parts }`); 0 when absent. */
-function countPredictionTokens(prediction: unknown): number {
+export function countPredictionTokens(prediction: unknown): number {
   if (prediction === undefined || prediction === null) return 0;
   const content = (prediction as { content?: unknown }).content;
   if (typeof content === 'string') return countTextTokens(content);
@@ -131,8 +175,16 @@ export function asksOutputCap(request: ChatRequest): boolean {
  * to the plan's affordable ceiling when the request set none.
  */
 export function outputCap(request: ChatRequest, model: CatalogueModel, plan: ChatPlan): number {
+  return callOutputCap(chatCallPlan(request, plan), model);
+}
+
+/**
+ * The output cap for one model: the client's, clamped to the model's cap or what its context leaves, and to
+ * the plan's affordable ceiling when the client set none.
+ */
+export function callOutputCap(plan: CallPlan, model: CatalogueModel): number {
   const promptTokens = planPromptTokens(plan, model);
-  const asked = request.max_completion_tokens ?? request.max_tokens;
+  const asked = plan.asked ?? undefined;
   const contextLeft = model.contextLength ? Math.max(1, model.contextLength - promptTokens) : null;
   const modelCap = model.maxOutputTokens !== null ? Math.min(model.maxOutputTokens, contextLeft ?? Infinity) : contextLeft;
   if (asked !== undefined) return modelCap !== null ? Math.min(asked, modelCap) : asked;
@@ -175,11 +227,19 @@ export function worstPromptTokens(promptTokens: number): number {
  * predicted-output tokens.
  */
 export function chatWorstCase(request: ChatRequest, plan: ChatPlan): number {
-  const choices = request.n ?? 1;
+  return callWorstCase(chatCallPlan(request, plan));
+}
+
+/**
+ * The most a call can cost on any of its candidate models, in micro-credits: the counted text with the
+ * tokenizer margin, each image at the model's image-token budget, the output cap for every choice, and the
+ * predicted-output tokens.
+ */
+export function callWorstCase(plan: CallPlan): number {
   let worst = 0;
   for (const model of plan.candidates) {
     const promptTokens = worstPromptTokens(plan.promptTokens) + plan.images * (model.imageTokens ?? 0);
-    const completionTokens = outputCap(request, model, plan) * choices + plan.predictionTokens;
+    const completionTokens = callOutputCap(plan, model) * plan.choices + plan.predictionTokens;
     worst = Math.max(worst, worstCaseCostMicros(model.pricing, { promptTokens, completionTokens, requests: 1 }));
   }
   return worst;

@@ -11,8 +11,8 @@ import { countChatPromptTokens, countTextTokens } from '../providers/tokens.ts';
 import type { ChatChunk, ChatCompletion } from '../providers/types.ts';
 import type { Meter } from '../billing/meter.ts';
 import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
-import { planChat, planPromptTokens, upstreamChatBody, type ChatPlan, type ChatRequest } from './chat-plan.ts';
-import { openChatMeter } from './affordable.ts';
+import { chatCallPlan, planChat, planPromptTokens, upstreamChatBody, type ChatPlan, type ChatRequest } from './chat-plan.ts';
+import { openCallMeter } from './affordable.ts';
 import { StreamTally, writeFrame } from './chat-stream.ts';
 import { accountChat, recordedDetails } from './chat-usage.ts';
 import { clientSignal, resolveModel } from './common.ts';
@@ -58,7 +58,7 @@ export function registerChatRoute(app: App, ctx: AppContext): void {
     const candidates = await candidatesOf(ctx, model);
     await refuseBeforeCounting(ctx, principalOf(request), body, candidates);
     const promptTokens = countChatPromptTokens(body);
-    const { meter, plan } = await openChatMeter(ctx, principalOf(request), model.id, body, planChat(body, candidates, promptTokens, ctx.config.MAX_IMAGES_PER_REQUEST));
+    const { meter, plan } = await openCallMeter(ctx, principalOf(request), model.id, chatCallPlan(body, planChat(body, candidates, promptTokens, ctx.config.MAX_IMAGES_PER_REQUEST)));
     return body.stream
       ? streamChat(ctx, request, reply, body, plan, meter)
       : completeChat(ctx, reply, body, plan, meter);

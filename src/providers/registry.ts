@@ -1,7 +1,7 @@
 import type { Config } from '../platform/config.ts';
-import { anthropicAdapter } from './anthropic.ts';
-import { echoAdapter } from './echo.ts';
-import { openAiCompatibleAdapter } from './openai-compatible.ts';
+import { anthropicAdapter } from './anthropic/index.ts';
+import { echoAdapter } from './echo/index.ts';
+import { openAiCompatibleAdapter } from './openai-compatible/index.ts';
 import type { ProviderAdapter } from './types.ts';
 
 /** Built-in provider names; `config.providers` may add any other OpenAI-compatible one. */

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { CanonicalCall, CanonicalEvent, CanonicalResult, WireProtocol } from '../gateway/canonical.ts';
 /**
  * The provider adapter contract. The gateway speaks the OpenAI wire format to clients and to adapters; each
  * adapter translates to its upstream (or speaks it natively) and reports failures as {@link UpstreamError}.
@@ -39,6 +40,9 @@ export interface ChatChunk {
   [extra: string]: unknown;
 }
 
+/** A canonical call as a provider receives it: the upstream model and the output cap are decided. */
+export type ProviderCall = CanonicalCall & { maxOutputTokens: number };
+
 /** What every call receives: the abort signal that the client's disconnect and the upstream deadline share. */
 export interface CallOptions {
   signal: AbortSignal;
@@ -73,6 +77,23 @@ export interface UpstreamModel {
  */
 export interface ProviderAdapter {
   readonly name: string;
+  /**
+   * The inbound protocols this provider speaks itself: a call carrying `native` in one of them is sent as the
+   * client's own body (model and output cap replaced), and its answer comes back tagged `native`.
+   */
+  readonly speaks: readonly WireProtocol[];
+  /**
+   * A whole answer to a canonical call. `call.model` is already the upstream model and `call.maxOutputTokens`
+   * the cap the hold was computed with (the gateway always sets it: the provider must send exactly it).
+   * `usage.reported` carries the upstream's counts unsanitized; the gateway prices them.
+   */
+  complete(call: ProviderCall, options: CallOptions): Promise<CanonicalResult>;
+  /**
+   * A streamed answer: resolves once the upstream accepted the call, then yields canonical events (`start`,
+   * deltas, `usage`, `end`; see {@link CanonicalEvent}). The iterator throws {@link UpstreamError} when the
+   * stream breaks; `return()` stops the upstream.
+   */
+  stream(call: ProviderCall, options: CallOptions): Promise<AsyncIterable<CanonicalEvent>>;
   /** A non-streaming chat completion. */
   chat(body: ChatBody, options: CallOptions): Promise<ChatCompletion>;
   /**

@@ -1,5 +1,7 @@
-import { joinUrl, readJson, readSse, upstreamFetch } from './http.ts';
-import { UpstreamError, type BinaryResponse, type CallOptions, type ChatBody, type ChatChunk, type ChatCompletion, type ProviderAdapter, type UpstreamModel } from './types.ts';
+import { joinUrl, readJson, readSse, upstreamFetch } from '../http.ts';
+import { UpstreamError, type BinaryResponse, type CallOptions, type ChatBody, type ChatChunk, type ChatCompletion, type ProviderAdapter, type UpstreamModel } from '../types.ts';
+import type { CanonicalEvent } from '../../gateway/canonical.ts';
+import { fromOpenAiCompletion, OpenAiStreamReader, toOpenAiChatBody } from './wire.ts';
 
 /** Where an OpenAI-compatible upstream lives and how to authenticate to it. */
 export interface OpenAiCompatibleOptions {
@@ -24,8 +26,23 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
   const post = (path: string, body: unknown, call: CallOptions) =>
     upstreamFetch(joinUrl(options.baseUrl, path), { method: 'POST', headers: headers(true), body: JSON.stringify(body), signal: call.signal });
 
-  return {
+  const adapter: ProviderAdapter = {
     name: options.name,
+    speaks: ['openai-chat'],
+
+    async complete(canonical, call) {
+      const native = canonical.native?.protocol === 'openai-chat';
+      return fromOpenAiCompletion(await adapter.chat(toOpenAiChatBody(canonical, options.name, false), call), native);
+    },
+
+    async stream(canonical, call): Promise<AsyncIterable<CanonicalEvent>> {
+      const chunks = await adapter.streamChat(toOpenAiChatBody(canonical, options.name, true), call);
+      const reader = new OpenAiStreamReader(canonical.native?.protocol === 'openai-chat');
+      return (async function* () {
+        for await (const chunk of chunks) yield* reader.events(chunk);
+        yield { type: 'end', finishReason: reader.finish ?? 'stop' } satisfies CanonicalEvent;
+      })();
+    },
 
     async chat(body: ChatBody, call: CallOptions): Promise<ChatCompletion> {
       const completion = await readJson(await post('/chat/completions', { ...body, stream: false }, call));
@@ -87,6 +104,7 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
       return (Array.isArray(list?.data) ? list.data : []).filter((m: any) => typeof m?.id === 'string').map(upstreamModelFromList);
     },
   };
+  return adapter;
 }
 
 /** Reads one entry of an OpenAI-style `/models` list; OpenRouter's entries add name, context, modalities and USD prices. */
