@@ -6,7 +6,7 @@ import type { Principal } from '../../platform/http/principal.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { clientSignal } from '../../gateway/common.ts';
-import { completeCall, streamCall } from '../../gateway/run-call.ts';
+import { ClientGone, completeCall, streamCall, type CallStream } from '../../gateway/run-call.ts';
 import { writeFrame } from '../../gateway/chat-stream.ts';
 import { newResponseId } from './ids.ts';
 import { inputItems, toCanonicalCall, type InputItem, type ResponsesRequest } from './parse.ts';
@@ -60,7 +60,14 @@ async function prepare(ctx: AppContext, principal: Principal, body: ResponsesReq
 
 /** A whole answer: the pipeline's result rendered as a Response object (kept first when `store: true`). */
 async function respondWhole(ctx: AppContext, reply: FastifyReply, call: CanonicalCall, frame: ResponseFrame, keep: ((response: ResponseObject) => Promise<void>) | null): Promise<ResponseObject | FastifyReply> {
-  const result = await completeCall(ctx, principalOf(reply.request), call, clientSignal(reply));
+  let result;
+  try {
+    result = await completeCall(ctx, principalOf(reply.request), call, clientSignal(reply));
+  } catch (error) {
+    // The client left before the answer: the pipeline released the hold; there is no one to answer.
+    if (error instanceof ClientGone) return reply.hijack();
+    throw error;
+  }
   const response = renderResult(frame, result);
   if (keep) await keep(response);
   return response;
@@ -75,8 +82,13 @@ async function respondWhole(ctx: AppContext, reply: FastifyReply, call: Canonica
  * what was produced, and a failure is rendered as `response.failed` + `error` here, never thrown to Fastify.
  */
 async function respondStreamed(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, call: CanonicalCall, frame: ResponseFrame, keep: ((response: ResponseObject) => Promise<void>) | null): Promise<FastifyReply> {
-  const stream = await streamCall(ctx, principalOf(request), call, clientSignal(reply));
-  const iterator = stream[Symbol.asyncIterator]();
+  let stream: CallStream;
+  try {
+    stream = await streamCall(ctx, principalOf(request), call, clientSignal(reply));
+  } catch (error) {
+    if (error instanceof ClientGone) return reply.hijack();
+    throw error;
+  }
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, {
@@ -86,26 +98,25 @@ async function respondStreamed(ctx: AppContext, request: FastifyRequest, reply: 
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
-  const writer = new ResponsesEventWriter(frame);
-  let finished = false;
+  // The model that answers (a fallback's, when one did) is the one the Response names.
+  const writer = new ResponsesEventWriter({ ...frame, model: stream.model.id });
   try {
-    for (let step = await iterator.next(); !step.done; step = await iterator.next()) {
-      const frames = writer.write(step.value);
-      if (step.value.type === 'end' || step.value.type === 'error') finished = true;
+    // Breaking out (the client is gone) returns the iterator: the pipeline stops the upstream and settles for
+    // what was produced, before the loop exits.
+    for await (const event of stream) {
+      const frames = writer.write(event);
       // Kept before the client reads `response.completed`, so a follow-up with previous_response_id finds it.
-      if (step.value.type === 'end' && keep && writer.final && writer.final.status !== 'failed') {
+      if (event.type === 'end' && keep && writer.final && writer.final.status !== 'failed') {
         await keep(writer.final).catch((error) => request.log.error({ err: error }, 'storing a streamed response failed'));
       }
       if (frames && !(await writeFrame(raw, frames))) break;
     }
   } catch (error) {
     request.log.warn({ err: error, model: frame.model }, 'a responses stream failed after output began');
-    const apiError = error instanceof ApiError ? error : new ApiError('UPSTREAM_ERROR', `The upstream stream failed after output began: ${(error as Error).message}`);
+    const apiError = error instanceof ApiError ? error : new ApiError('UPSTREAM_ERROR', `The stream failed after output began: ${(error as Error).message}`);
     await writeFrame(raw, writer.fail(apiError.code, apiError.message, apiError.toEnvelope().error));
-    finished = true;
   } finally {
-    // The client left (or the stream broke): stop the upstream; the pipeline settles for what was produced.
-    if (!finished) await iterator.return?.(undefined).catch(() => {});
+    // The response ends after the settle, so a client that reads its wallet once the stream closed sees the charge.
     if (!raw.writableEnded) raw.end();
   }
   return reply;

@@ -44,7 +44,7 @@ describeEachDatabase('OpenAI Responses through the official clients', (env) => {
       assert.equal(response.status, 'completed');
       assert.equal(response.model, wire.model);
       assert.equal(response.output_text, 'Seen: hello there');
-      assert.equal(response.store, false);
+      assert.equal((response as unknown as { store: boolean }).store, false);
       assert.deepEqual(response.usage, wire.usage);
       assert.match(JSON.stringify(upstream.requests.at(-1)!.body), /Be brief\./);
       assert.equal(await spent(env, user, 1), wire.charge);
@@ -103,7 +103,7 @@ describeEachDatabase('OpenAI Responses through the official clients', (env) => {
       const other = await fundedUser(env, 1);
       const openai = client(env, user);
       const first = await openai.responses.create({ model: wire.model, input: 'weather in Paris?', tools: [weather], store: true });
-      assert.equal(first.store, true);
+      assert.equal((first as unknown as { store: boolean }).store, true);
       const call = first.output.find((item) => item.type === 'function_call');
       assert.ok(call && call.type === 'function_call');
       const second = await openai.responses.create({ model: wire.model, previous_response_id: first.id, tools: [weather], store: true, stream: false, input: [{ type: 'function_call_output', call_id: call.call_id, output: 'cloudy' }] });

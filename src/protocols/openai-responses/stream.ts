@@ -1,4 +1,5 @@
 import type { CanonicalEvent, CanonicalUsage, FinishReason } from '../../gateway/canonical.ts';
+import { ERROR_CODES } from '../../platform/errors.ts';
 import { itemId } from './ids.ts';
 import { functionCallItem, messageItem, outputText, reasoningItem, responseObject, statusOf, type OutputItem, type ResponseFrame, type ResponseObject } from './render.ts';
 
@@ -14,7 +15,7 @@ import { functionCallItem, messageItem, outputText, reasoningItem, responseObjec
  * upstream may interleave the argument deltas of parallel calls by index).
  */
 export class ResponsesEventWriter {
-  #frame: ResponseFrame;
+  readonly #frame: ResponseFrame;
   #sequence = 0;
   readonly #output: OutputItem[] = [];
   /** The open message or reasoning item, by output index, with the text gathered so far. */
@@ -45,8 +46,6 @@ export class ResponsesEventWriter {
 
   /** The frames of one canonical event (empty text when it shows nothing). */
   write(event: CanonicalEvent): string {
-    // The model that answers (a fallback's, when one did) is known from the stream's start.
-    if (event.type === 'start' && !this.#began) this.#frame = { ...this.#frame, model: event.model };
     let out = this.#began ? '' : this.begin();
     switch (event.type) {
       case 'start':
@@ -82,7 +81,7 @@ export class ResponsesEventWriter {
       case 'end':
         return out + this.end(event.finishReason);
       case 'error':
-        return out + this.fail(event.code, event.message, {});
+        return out + this.fail(event.code, event.message, { code: event.code, message: event.message, type: errorType(event.code) });
     }
   }
 
@@ -178,4 +177,9 @@ export class ResponsesEventWriter {
   #event(type: string, fields: Record<string, unknown>): string {
     return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.#sequence++, ...fields })}\n\n`;
   }
+}
+
+/** The catalogue's `type` of an error code (a code from elsewhere is an upstream error). */
+function errorType(code: string): string {
+  return code in ERROR_CODES ? ERROR_CODES[code as keyof typeof ERROR_CODES].type : 'upstream_error';
 }
