@@ -19,8 +19,8 @@ const pricing = { prompt: 2, completion: 5, cacheRead: 1, cacheWrite: 3, request
  * Anthropic: 12 plain input × 2 + 5 cache reads × 1 + 3 cache writes × 3 + 7 output × 5 + 100 = 173.
  */
 const WIRES = [
-  { name: 'an OpenAI-compatible upstream', model: 'acme/gpt', stall: 'acme/stall', charge: 170, usage: { input_tokens: 20, input_tokens_details: { cached_tokens: 5, cache_write_tokens: 0 }, output_tokens: 7, output_tokens_details: { reasoning_tokens: 2 }, total_tokens: 27, cost: 0.00017 } },
-  { name: 'an Anthropic upstream', model: 'anthropic/claude', stall: 'anthropic/stall', charge: 173, usage: { input_tokens: 20, input_tokens_details: { cached_tokens: 5, cache_write_tokens: 3 }, output_tokens: 7, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 27, cost: 0.000173 } },
+  { name: 'an OpenAI-compatible upstream', model: 'acme/gpt', stall: 'acme/stall', broken: 'acme/break', charge: 170, usage: { input_tokens: 20, input_tokens_details: { cached_tokens: 5, cache_write_tokens: 0 }, output_tokens: 7, output_tokens_details: { reasoning_tokens: 2 }, total_tokens: 27, cost: 0.00017 } },
+  { name: 'an Anthropic upstream', model: 'anthropic/claude', stall: 'anthropic/stall', broken: 'anthropic/break', charge: 173, usage: { input_tokens: 20, input_tokens_details: { cached_tokens: 5, cache_write_tokens: 3 }, output_tokens: 7, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 27, cost: 0.000173 } },
 ] as const;
 
 const weather: OpenAI.Responses.FunctionTool = { type: 'function', name: 'weather', description: 'The weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: false };
@@ -33,6 +33,8 @@ describeEachDatabase('OpenAI Responses through the official clients', (env) => {
     await putModel(env, 'acme/stall', { provider: 'scripted', upstreamModel: 'stall', pricing, maxOutputTokens: 100 });
     await putModel(env, 'anthropic/claude', { provider: 'anthropic', upstreamModel: 'claude', pricing, maxOutputTokens: 100, imageTokens: 50 });
     await putModel(env, 'anthropic/stall', { provider: 'anthropic', upstreamModel: 'stall', pricing, maxOutputTokens: 100 });
+    await putModel(env, 'acme/break', { provider: 'scripted', upstreamModel: 'break', pricing, maxOutputTokens: 100 });
+    await putModel(env, 'anthropic/break', { provider: 'anthropic', upstreamModel: 'break', pricing, maxOutputTokens: 100 });
   });
 
   for (const wire of WIRES) {
@@ -167,7 +169,30 @@ describeEachDatabase('OpenAI Responses through the official clients', (env) => {
       assert.equal(Number(record.completion_tokens), 3);
       assert.ok(Number(record.cost) > 0 && Number(record.cost) === (await spent(env, user, 1)));
     });
+
+    it(`through ${wire.name}: an upstream failing after output began ends in response.failed and an error event the SDK throws`, async () => {
+      const user = await fundedUser(env, 1);
+      const stream = await client(env, user).responses.create({ model: wire.broken, input: 'go', stream: true });
+      const seen: string[] = [];
+      await assert.rejects(async () => {
+        for await (const event of stream) seen.push(event.type);
+      }, (error: any) => error.code === 'UPSTREAM_ERROR');
+      assert.equal(seen.at(-1), 'response.failed');
+      assert.ok(seen.includes('response.output_text.delta'));
+      const [record] = await usageOf(env, user);
+      assert.equal(record.status, 'upstream_error');
+      assert.equal(Number(record.completion_tokens), 3);
+      assert.equal(Number(record.cost), await spent(env, user, 1));
+    });
   }
+
+  it('the README snippet: tollgate/echo answers through the Responses API', async () => {
+    const user = await fundedUser(env, 1);
+    const response = await client(env, user).responses.create({ model: 'tollgate/echo', instructions: 'Be brief.', input: 'Hello!' });
+    assert.equal(response.status, 'completed');
+    assert.ok(response.output_text.length > 0);
+    assert.equal(typeof (response.usage as unknown as { cost: number }).cost, 'number');
+  });
 
   it('402 and 429 carry the contract\'s fields in the OpenAI envelope; nothing reaches the upstream', async () => {
     const before = upstream.requests.length;

@@ -10,7 +10,8 @@ import type { AddressInfo } from 'node:net';
  * model calls the first tool with `{"city":"Paris"}`; otherwise it answers `Result: <last tool result>` or,
  * without one, `Seen: <the last user text>` (so a test sees what reached the upstream).
  *
- * The upstream model `stall` streams three words, then nothing until the client goes away (a cut stream).
+ * The upstream model `stall` streams three words, then nothing until the client goes away (a cut stream);
+ * `break` streams three words, then drops the connection (an upstream failing after output began).
  *
  * Usage reported (the same tokens on both wires): 20 input tokens of which 5 cache reads and (Anthropic only)
  * 3 cache writes, and 7 output tokens (OpenAI: 2 of them reasoning).
@@ -66,7 +67,11 @@ function openaiAnswer(body: any, res: ServerResponse): void {
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   const chunk = (delta: unknown, finishReason: string | null = null) => res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
   chunk({ role: 'assistant', content: '' });
-  if (body.model === 'stall') return void ['one', ' two', ' three'].forEach((word) => chunk({ content: word }));
+  if (body.model === 'stall' || body.model === 'break') {
+    ['one', ' two', ' three'].forEach((word) => chunk({ content: word }));
+    if (body.model === 'break') setTimeout(() => res.destroy(), 20);
+    return;
+  }
   if (turn.kind === 'text') for (const word of turn.text.split(/(?= )/)) chunk({ content: word });
   else {
     chunk({ tool_calls: [{ index: 0, id: toolCall!.id, type: 'function', function: { name: turn.name, arguments: '' } }] });
@@ -88,9 +93,11 @@ function anthropicAnswer(body: any, res: ServerResponse): void {
   const event = (type: string, data: object) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
   const { output_tokens: output, ...input } = SCRIPTED_USAGE.anthropic;
   event('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...input, output_tokens: 1 } } });
-  if (body.model === 'stall') {
+  if (body.model === 'stall' || body.model === 'break') {
     event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
-    return void ['one', ' two', ' three'].forEach((text) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }));
+    ['one', ' two', ' three'].forEach((text) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }));
+    if (body.model === 'break') setTimeout(() => res.destroy(), 20);
+    return;
   }
   if (turn.kind === 'text') {
     event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
