@@ -194,6 +194,20 @@ describeEachDatabase('OpenAI Responses through the official clients', (env) => {
     assert.equal(typeof (response.usage as unknown as { cost: number }).cost, 'number');
   });
 
+  it('an answer cut by max_output_tokens is status incomplete with reason max_output_tokens, streamed or not', async () => {
+    const user = await fundedUser(env, 1);
+    const input = 'one two three four five six seven eight nine ten';
+    const whole = await client(env, user).responses.create({ model: 'tollgate/echo', input, max_output_tokens: 2 });
+    assert.equal(whole.status, 'incomplete');
+    assert.deepEqual(whole.incomplete_details, { reason: 'max_output_tokens' });
+    assert.equal(whole.max_output_tokens, 2);
+    const events = [];
+    for await (const event of await client(env, user).responses.create({ model: 'tollgate/echo', input, max_output_tokens: 2, stream: true })) events.push(event);
+    const last = events.at(-1)!;
+    assert.equal(last.type, 'response.incomplete');
+    assert.deepEqual((last as OpenAI.Responses.ResponseIncompleteEvent).response.incomplete_details, { reason: 'max_output_tokens' });
+  });
+
   it('402 and 429 carry the contract\'s fields in the OpenAI envelope; nothing reaches the upstream', async () => {
     const before = upstream.requests.length;
     const poor = await fundedUser(env, 0);
