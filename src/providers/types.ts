@@ -1,8 +1,9 @@
 import type { Readable } from 'node:stream';
 import type { CanonicalCall, CanonicalEvent, CanonicalResult, WireProtocol } from '../gateway/canonical.ts';
 /**
- * The provider adapter contract. The gateway speaks the OpenAI wire format to clients and to adapters; each
- * adapter translates to its upstream (or speaks it natively) and reports failures as {@link UpstreamError}.
+ * The provider adapter contract. The gateway hands adapters canonical calls (`gateway/canonical.ts`); each
+ * adapter translates to its upstream (or relays the client's own body when it speaks the inbound protocol)
+ * and reports failures as {@link UpstreamError}.
  * Adapters never bill and never touch the database: they only move bytes, so they can be tested against a
  * plain HTTP server and reused by the benchmark.
  */
@@ -72,8 +73,9 @@ export interface UpstreamModel {
 }
 
 /**
- * One upstream provider. `chat` and `streamChat` are required; the other capabilities are optional and a
- * model whose provider lacks one answers 400.
+ * One upstream provider, a folder of `src/providers/`. `complete` and `stream` (the canonical call, any
+ * inbound protocol's) are required; the other capabilities are optional and a model whose provider lacks
+ * one answers 400.
  */
 export interface ProviderAdapter {
   readonly name: string;
@@ -94,13 +96,6 @@ export interface ProviderAdapter {
    * stream breaks; `return()` stops the upstream.
    */
   stream(call: ProviderCall, options: CallOptions): Promise<AsyncIterable<CanonicalEvent>>;
-  /** A non-streaming chat completion. */
-  chat(body: ChatBody, options: CallOptions): Promise<ChatCompletion>;
-  /**
-   * A streaming chat completion: resolves once the upstream accepted the request (its status is known), then
-   * yields chunks as they arrive. The iterator throws {@link UpstreamError} when the stream breaks.
-   */
-  streamChat(body: ChatBody, options: CallOptions): Promise<AsyncIterable<ChatChunk>>;
   embeddings?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
   images?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
   speech?(body: Record<string, unknown>, options: CallOptions): Promise<BinaryResponse>;

@@ -7,7 +7,7 @@ import { ApiError } from '../../platform/errors.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { clientSignal } from '../../gateway/common.ts';
 import { ClientGone, completeCall, streamCall, type CallStream } from '../../gateway/run-call.ts';
-import { writeFrame } from '../../gateway/chat-stream.ts';
+import { openEventStream, writeFrame } from '../../gateway/sse.ts';
 import { newResponseId } from './ids.ts';
 import { inputItems, toCanonicalCall, type InputItem, type ResponsesRequest } from './parse.ts';
 import { renderResult, type ResponseFrame, type ResponseObject } from './render.ts';
@@ -89,15 +89,7 @@ async function respondStreamed(ctx: AppContext, request: FastifyRequest, reply: 
     if (error instanceof ClientGone) return reply.hijack();
     throw error;
   }
-  reply.hijack();
-  const raw = reply.raw;
-  raw.writeHead(200, {
-    ...(reply.getHeaders() as Record<string, string>),
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
+  const raw = openEventStream(reply);
   // The model that answers (a fallback's, when one did) is the one the Response names.
   const writer = new ResponsesEventWriter({ ...frame, model: stream.model.id });
   try {

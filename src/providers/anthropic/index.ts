@@ -1,6 +1,6 @@
 import { joinUrl, readJson, readSse, upstreamFetch } from '../http.ts';
-import { anthropicEvents, fromAnthropicResult, toAnthropicMessages } from './wire.ts';
-import { UpstreamError, type CallOptions, type ChatBody, type ChatChunk, type ChatCompletion, type ProviderAdapter, type TokenUsage, type UpstreamModel } from '../types.ts';
+import { anthropicEvents, canonicalUsageOfAnthropic, fromAnthropicResult, toAnthropicMessages } from './wire.ts';
+import { UpstreamError, type CallOptions, type ChatBody, type ChatCompletion, type ProviderAdapter, type TokenUsage, type UpstreamModel } from '../types.ts';
 
 /** The Anthropic API version the translation follows. */
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -9,9 +9,9 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 const DEFAULT_MAX_TOKENS = 4096;
 
 /**
- * Anthropic's Messages API behind the OpenAI chat format: requests are translated to Messages (system
- * prompts, vision parts, tools, tool results, stop sequences), and responses and SSE streams are translated
- * back to `chat.completion` objects and chunks, usage included.
+ * Anthropic's Messages API. It speaks Anthropic Messages natively (a Messages call's body and SSE events are
+ * relayed as sent, model and `max_tokens` replaced); a call from another protocol is built from its
+ * canonical fields and answered in canonical events (`wire.ts`).
  */
 export function anthropicAdapter(options: { name?: string; baseUrl: string; apiKey?: string }): ProviderAdapter {
   const headers: Record<string, string> = { 'content-type': 'application/json', 'anthropic-version': ANTHROPIC_VERSION, ...(options.apiKey ? { 'x-api-key': options.apiKey } : {}) };
@@ -30,16 +30,6 @@ export function anthropicAdapter(options: { name?: string; baseUrl: string; apiK
     async stream(canonical, call) {
       const response = await post(toAnthropicMessages(canonical, true), call);
       return anthropicEvents(readSse(response.body, call.signal), canonical.native?.protocol === 'anthropic-messages');
-    },
-
-    async chat(body, call) {
-      const message = await readJson(await post(toAnthropicRequest(body, false), call));
-      return fromAnthropicMessage(message, body.model);
-    },
-
-    async streamChat(body, call) {
-      const response = await post(toAnthropicRequest(body, true), call);
-      return translateStream(readSse(response.body, call.signal), body.model);
     },
 
     async listModels(call): Promise<UpstreamModel[]> {
@@ -72,7 +62,10 @@ function toAnthropicBlocks(content: unknown): any[] {
   });
 }
 
-/** Translates an OpenAI chat request to an Anthropic Messages request. */
+/**
+ * Translates an OpenAI chat request to an Anthropic Messages request directly (the pipeline goes through the
+ * canonical call instead: `wire.ts`); kept as the reference translation the tests compare against.
+ */
 export function toAnthropicRequest(body: ChatBody, stream: boolean): Record<string, unknown> {
   const system: string[] = [];
   const messages: Array<{ role: 'user' | 'assistant'; content: any[] }> = [];
@@ -130,34 +123,7 @@ export function toAnthropicRequest(body: ChatBody, stream: boolean): Record<stri
 
 const FINISH_REASONS: Record<string, string> = { end_turn: 'stop', stop_sequence: 'stop', max_tokens: 'length', tool_use: 'tool_calls', pause_turn: 'stop', refusal: 'content_filter' };
 
-/**
- * Anthropic usage as OpenAI usage. Anthropic's `input_tokens` **excludes** the cache: cache reads
- * (`cache_read_input_tokens`) and cache writes (`cache_creation_input_tokens`) come on top. OpenAI's
- * `prompt_tokens` includes its cached tokens, so the three are summed into `prompt_tokens` and the two cache
- * counts are restated as its details (`cached_tokens`, and OpenRouter's `cache_write_tokens`): the gateway
- * prices each part once. Web searches the model ran travel as `server_tool_use`. Counts are passed on as
- * sent, an unusable total as NaN; the gateway sanitizes them before it prices them.
- */
-function usageOf(usage: any, outputTokens?: unknown): TokenUsage {
-  // An unusable cache count adds nothing (its tokens stay at the plain price); an unusable input count makes
-  // the total unusable (NaN), so the gateway falls back to its own count rather than bill only the cache.
-  const usable = (value: unknown) => typeof value === 'number' && Number.isFinite(value) && value >= 0;
-  const cacheRead = usable(usage?.cache_read_input_tokens) ? usage.cache_read_input_tokens : 0;
-  const cacheWrite = usable(usage?.cache_creation_input_tokens) ? usage.cache_creation_input_tokens : 0;
-  const prompt = usable(usage?.input_tokens) ? usage.input_tokens + cacheWrite + cacheRead : Number.NaN;
-  const output = outputTokens ?? usage?.output_tokens;
-  const completion = usable(output) ? (output as number) : Number.NaN;
-  const searches = usage?.server_tool_use?.web_search_requests;
-  return {
-    prompt_tokens: prompt,
-    completion_tokens: completion,
-    total_tokens: prompt + completion,
-    prompt_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite },
-    ...(searches !== undefined ? { server_tool_use: { web_search_requests: searches } } : {}),
-  };
-}
-
-/** Translates an Anthropic Messages response to an OpenAI chat completion. */
+/** Translates an Anthropic Messages response to an OpenAI chat completion (usage summed as `wire.ts` does). */
 export function fromAnthropicMessage(message: any, model: string): ChatCompletion {
   if (!Array.isArray(message?.content)) throw new UpstreamError(502, 'The upstream provider answered a message without content.');
   const text = message.content.filter((b: any) => b.type === 'text').map((b: any) => b.text).join('');
@@ -170,61 +136,6 @@ export function fromAnthropicMessage(message: any, model: string): ChatCompletio
     created: Math.floor(Date.now() / 1000),
     model,
     choices: [{ index: 0, message: { role: 'assistant', content: text || (toolCalls.length ? null : ''), ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }, finish_reason: FINISH_REASONS[message.stop_reason] ?? 'stop' }],
-    usage: usageOf(message.usage),
+    usage: canonicalUsageOfAnthropic(message.usage).reported as TokenUsage,
   };
-}
-
-/** Translates Anthropic stream events to OpenAI chunks as they arrive. */
-async function* translateStream(events: AsyncIterable<{ event: string; data: string }>, model: string): AsyncGenerator<ChatChunk> {
-  let id = 'msg';
-  let inputUsage: any = {};
-  const created = Math.floor(Date.now() / 1000);
-  const toolIndexByBlock = new Map<number, number>();
-  const chunk = (delta: ChatChunk['choices'][number]['delta'], finish: string | null = null): ChatChunk => ({
-    id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }],
-  });
-  for await (const event of events) {
-    let data: any;
-    try {
-      data = JSON.parse(event.data);
-    } catch {
-      throw new UpstreamError(502, 'The upstream stream carried a frame that is not JSON.');
-    }
-    switch (data.type) {
-      case 'message_start':
-        id = data.message?.id ?? id;
-        inputUsage = data.message?.usage ?? {};
-        yield chunk({ role: 'assistant', content: '' });
-        break;
-      case 'content_block_start':
-        if (data.content_block?.type === 'tool_use') {
-          const index = toolIndexByBlock.size;
-          toolIndexByBlock.set(data.index, index);
-          yield chunk({ tool_calls: [{ index, id: data.content_block.id, type: 'function', function: { name: data.content_block.name, arguments: '' } }] });
-        }
-        break;
-      case 'content_block_delta':
-        if (data.delta?.type === 'text_delta') yield chunk({ content: data.delta.text });
-        else if (data.delta?.type === 'input_json_delta') yield chunk({ tool_calls: [{ index: toolIndexByBlock.get(data.index) ?? 0, function: { arguments: data.delta.partial_json } }] });
-        break;
-      case 'message_delta':
-        yield chunk({}, FINISH_REASONS[data.delta?.stop_reason] ?? 'stop');
-        // Usage travels as OpenAI's `include_usage` frame: a last chunk with no choices.
-        yield { ...chunk({}), choices: [], usage: usageOf({ ...inputUsage, ...pickInput(data.usage) }, data.usage?.output_tokens) };
-        break;
-      case 'message_stop':
-        return;
-      case 'error':
-        throw new UpstreamError(502, `The upstream stream failed: ${data.error?.message ?? 'unknown error'}.`);
-    }
-  }
-  throw new UpstreamError(502, 'The upstream stream ended before it was complete.');
-}
-
-/** Input-token fields a `message_delta` may restate (newer API versions report them there too). */
-function pickInput(usage: any): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const key of ['input_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens']) if (typeof usage?.[key] === 'number') out[key] = usage[key];
-  if (usage?.server_tool_use) out.server_tool_use = usage.server_tool_use;
-  return out;
 }

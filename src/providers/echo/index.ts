@@ -68,6 +68,34 @@ export function echoAdapter(): ProviderAdapter {
     const completion = countTextTokens(text);
     return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   };
+  /** The answer in OpenAI chat's shape, for a chat (native): exactly what the echo model always answered. */
+  async function chat(body: ChatBody): Promise<ChatCompletion> {
+    const { text, finish } = reply(body);
+    return {
+      id: `chatcmpl-echo-${Date.now().toString(36)}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish }],
+      usage: usage(body, text),
+    };
+  }
+
+  /** The chunks of a chat's answer, one word each, then the finish and the usage chunks. */
+  async function streamChat(body: ChatBody, call: { signal: AbortSignal }): Promise<AsyncIterable<ChatChunk>> {
+    const { text, finish } = reply(body);
+    const base = { id: `chatcmpl-echo-${Date.now().toString(36)}`, object: 'chat.completion.chunk' as const, created: Math.floor(Date.now() / 1000), model: body.model };
+    return (async function* () {
+      yield { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] };
+      for (const word of text.match(/\S+\s*|\s+/g) ?? []) {
+        call.signal.throwIfAborted();
+        yield { ...base, choices: [{ index: 0, delta: { content: word }, finish_reason: null }] };
+      }
+      yield { ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }] };
+      yield { ...base, choices: [], usage: usage(body, text) };
+    })();
+  }
+
   const canonicalUsage = (call: ProviderCall, answer: EchoAnswer): CanonicalUsage =>
     canonicalUsageOfOpenAi(usage(toOpenAiPromptFields(call) as ChatBody, answer.toolCall ? answer.toolCall.name + answer.toolCall.arguments : answer.text));
   const id = () => `msg_echo_${Date.now().toString(36)}`;
@@ -76,7 +104,7 @@ export function echoAdapter(): ProviderAdapter {
     speaks: ['openai-chat'],
 
     async complete(call, options): Promise<CanonicalResult> {
-      if (call.native?.protocol === 'openai-chat') return fromOpenAiCompletion(await adapter.chat(toOpenAiChatBody(call, 'echo', false), options), true);
+      if (call.native?.protocol === 'openai-chat') return fromOpenAiCompletion(await chat(toOpenAiChatBody(call, 'echo', false)), true);
       const answer = echoAnswer(call);
       const content: CanonicalPart[] = answer.toolCall ? [{ type: 'tool_call', ...answer.toolCall }] : [{ type: 'text', text: answer.text }];
       return { id: id(), model: call.model, created: Math.floor(Date.now() / 1000), content, finishReason: answer.finish, usage: canonicalUsage(call, answer) };
@@ -84,7 +112,7 @@ export function echoAdapter(): ProviderAdapter {
 
     async stream(call, options): Promise<AsyncIterable<CanonicalEvent>> {
       if (call.native?.protocol === 'openai-chat') {
-        const chunks = await adapter.streamChat(toOpenAiChatBody(call, 'echo', true), options);
+        const chunks = await streamChat(toOpenAiChatBody(call, 'echo', true), options);
         const reader = new OpenAiStreamReader(true);
         return (async function* () {
           for await (const chunk of chunks) yield* reader.events(chunk);
@@ -108,32 +136,6 @@ export function echoAdapter(): ProviderAdapter {
         }
         yield { type: 'usage', usage: canonicalUsage(call, answer) };
         yield { type: 'end', finishReason: answer.finish };
-      })();
-    },
-
-    async chat(body): Promise<ChatCompletion> {
-      const { text, finish } = reply(body);
-      return {
-        id: `chatcmpl-echo-${Date.now().toString(36)}`,
-        object: 'chat.completion',
-        created: Math.floor(Date.now() / 1000),
-        model: body.model,
-        choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish }],
-        usage: usage(body, text),
-      };
-    },
-
-    async streamChat(body, call): Promise<AsyncIterable<ChatChunk>> {
-      const { text, finish } = reply(body);
-      const base = { id: `chatcmpl-echo-${Date.now().toString(36)}`, object: 'chat.completion.chunk' as const, created: Math.floor(Date.now() / 1000), model: body.model };
-      return (async function* () {
-        yield { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] };
-        for (const word of text.match(/\S+\s*|\s+/g) ?? []) {
-          call.signal.throwIfAborted();
-          yield { ...base, choices: [{ index: 0, delta: { content: word }, finish_reason: null }] };
-        }
-        yield { ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }] };
-        yield { ...base, choices: [], usage: usage(body, text) };
       })();
     },
 

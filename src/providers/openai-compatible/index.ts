@@ -13,9 +13,10 @@ export interface OpenAiCompatibleOptions {
 }
 
 /**
- * Any upstream that speaks the OpenAI API (OpenAI, OpenRouter, Groq, Together, vLLM, Ollama…). Bodies pass
- * through untouched: whatever OpenAI field the client sent (tools, response_format, vision parts) reaches the
- * provider as sent, except `model`, which the gateway has already mapped.
+ * Any upstream that speaks the OpenAI API (OpenAI, OpenRouter, Groq, Together, vLLM, Ollama…). It speaks
+ * OpenAI chat natively: a chat's body passes through untouched (whatever allow-listed OpenAI field the client
+ * sent reaches the provider as sent), except `model` and the output cap, which the gateway has decided. A
+ * call from another protocol is built from its canonical fields (`wire.ts`).
  */
 export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): ProviderAdapter {
   const headers = (json: boolean): Record<string, string> => ({
@@ -26,51 +27,53 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
   const post = (path: string, body: unknown, call: CallOptions) =>
     upstreamFetch(joinUrl(options.baseUrl, path), { method: 'POST', headers: headers(true), body: JSON.stringify(body), signal: call.signal });
 
+  /** A non-streaming chat completion, as the upstream sent it. */
+  async function chatCompletion(body: ChatBody, call: CallOptions): Promise<ChatCompletion> {
+    const completion = await readJson(await post('/chat/completions', { ...body, stream: false }, call));
+    if (!Array.isArray(completion?.choices)) throw new UpstreamError(502, 'The upstream provider answered a chat completion without choices.');
+    return completion;
+  }
+
+  /** A streaming chat completion: resolves once the upstream accepted it, then yields its chunks. */
+  async function chatStream(body: ChatBody, call: CallOptions): Promise<AsyncIterable<ChatChunk>> {
+    const response = await post('/chat/completions', { ...body, stream: true }, call);
+    return (async function* () {
+      let finished = false;
+      for await (const event of readSse(response.body, call.signal)) {
+        if (event.data === '[DONE]') return;
+        let parsed: any;
+        try {
+          parsed = JSON.parse(event.data);
+        } catch {
+          throw new UpstreamError(502, 'The upstream stream carried a frame that is not JSON.');
+        }
+        // Some providers report a failure inside an open stream as a data frame with an error object.
+        if (event.event === 'error' || (parsed?.error && !parsed.choices)) {
+          throw new UpstreamError(502, `The upstream stream failed: ${parsed?.error?.message ?? 'unknown error'}.`);
+        }
+        if (parsed?.choices?.some?.((choice: any) => choice?.finish_reason)) finished = true;
+        yield parsed as ChatChunk;
+      }
+      // A clean end without `[DONE]` is accepted once a choice finished (some local servers omit it).
+      if (!finished) throw new UpstreamError(502, 'The upstream stream ended before it was complete.');
+    })();
+  }
+
   const adapter: ProviderAdapter = {
     name: options.name,
     speaks: ['openai-chat'],
 
     async complete(canonical, call) {
       const native = canonical.native?.protocol === 'openai-chat';
-      return fromOpenAiCompletion(await adapter.chat(toOpenAiChatBody(canonical, options.name, false), call), native);
+      return fromOpenAiCompletion(await chatCompletion(toOpenAiChatBody(canonical, options.name, false), call), native);
     },
 
     async stream(canonical, call): Promise<AsyncIterable<CanonicalEvent>> {
-      const chunks = await adapter.streamChat(toOpenAiChatBody(canonical, options.name, true), call);
+      const chunks = await chatStream(toOpenAiChatBody(canonical, options.name, true), call);
       const reader = new OpenAiStreamReader(canonical.native?.protocol === 'openai-chat');
       return (async function* () {
         for await (const chunk of chunks) yield* reader.events(chunk);
         yield { type: 'end', finishReason: reader.finish ?? 'stop' } satisfies CanonicalEvent;
-      })();
-    },
-
-    async chat(body: ChatBody, call: CallOptions): Promise<ChatCompletion> {
-      const completion = await readJson(await post('/chat/completions', { ...body, stream: false }, call));
-      if (!Array.isArray(completion?.choices)) throw new UpstreamError(502, 'The upstream provider answered a chat completion without choices.');
-      return completion;
-    },
-
-    async streamChat(body: ChatBody, call: CallOptions): Promise<AsyncIterable<ChatChunk>> {
-      const response = await post('/chat/completions', { ...body, stream: true }, call);
-      return (async function* () {
-        let finished = false;
-        for await (const event of readSse(response.body, call.signal)) {
-          if (event.data === '[DONE]') return;
-          let parsed: any;
-          try {
-            parsed = JSON.parse(event.data);
-          } catch {
-            throw new UpstreamError(502, 'The upstream stream carried a frame that is not JSON.');
-          }
-          // Some providers report a failure inside an open stream as a data frame with an error object.
-          if (event.event === 'error' || (parsed?.error && !parsed.choices)) {
-            throw new UpstreamError(502, `The upstream stream failed: ${parsed?.error?.message ?? 'unknown error'}.`);
-          }
-          if (parsed?.choices?.some?.((choice: any) => choice?.finish_reason)) finished = true;
-          yield parsed as ChatChunk;
-        }
-        // A clean end without `[DONE]` is accepted once a choice finished (some local servers omit it).
-        if (!finished) throw new UpstreamError(502, 'The upstream stream ended before it was complete.');
       })();
     },
 
