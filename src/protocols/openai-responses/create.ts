@@ -15,6 +15,9 @@ import { CreateResponseBody, ErrorSchema, ResponseSchema } from './schemas.ts';
 import { referencedItems, requireResponse, saveResponse, storable } from './store.ts';
 import { ResponsesEventWriter } from './stream.ts';
 
+/** Stores the finished response (`store: true`), or null when it is not kept. */
+type Keep = ((response: ResponseObject) => Promise<void>) | null;
+
 /** `POST /api/v1/responses`: OpenAI's Responses API on any model, streamed or not, billed through the one pipeline. */
 export function registerCreateResponseRoute(app: App, ctx: AppContext): void {
   app.post('/api/v1/responses', {
@@ -34,8 +37,9 @@ export function registerCreateResponseRoute(app: App, ctx: AppContext): void {
     const { call, conversation } = await prepare(ctx, principal, body);
     // Checked before anything is held or sent: a conversation too large to keep is refused, not silently unstored.
     const storedInput = store ? storable(ctx, conversation) : null;
-    const frame: ResponseFrame = { id: newResponseId(), createdAt: Math.floor(ctx.clock.now() / 1000), model: call.model, request: body, store };
-    const keep = storedInput === null ? null : (response: ResponseObject) => saveResponse(ctx, principal, storedInput, response);
+    const createdAt = Math.floor(ctx.clock.now() / 1000);
+    const frame: ResponseFrame = { id: newResponseId(), createdAt, model: call.model, request: body, store };
+    const keep: Keep = storedInput === null ? null : (response) => saveResponse(ctx, principal, storedInput, response);
     return call.stream ? respondStreamed(ctx, request, reply, call, frame, keep) : respondWhole(ctx, reply, call, frame, keep);
   });
 }
@@ -59,7 +63,7 @@ async function prepare(ctx: AppContext, principal: Principal, body: ResponsesReq
 }
 
 /** A whole answer: the pipeline's result rendered as a Response object (kept first when `store: true`). */
-async function respondWhole(ctx: AppContext, reply: FastifyReply, call: CanonicalCall, frame: ResponseFrame, keep: ((response: ResponseObject) => Promise<void>) | null): Promise<ResponseObject | FastifyReply> {
+async function respondWhole(ctx: AppContext, reply: FastifyReply, call: CanonicalCall, frame: ResponseFrame, keep: Keep): Promise<ResponseObject | FastifyReply> {
   let result;
   try {
     result = await completeCall(ctx, principalOf(reply.request), call, clientSignal(reply));
@@ -81,7 +85,7 @@ async function respondWhole(ctx: AppContext, reply: FastifyReply, call: Canonica
  * pipeline owns billing: ending its iterator (`return()`) when the client goes away settles the call for
  * what was produced, and a failure is rendered as `response.failed` + `error` here, never thrown to Fastify.
  */
-async function respondStreamed(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, call: CanonicalCall, frame: ResponseFrame, keep: ((response: ResponseObject) => Promise<void>) | null): Promise<FastifyReply> {
+async function respondStreamed(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, call: CanonicalCall, frame: ResponseFrame, keep: Keep): Promise<FastifyReply> {
   let stream: CallStream;
   try {
     stream = await streamCall(ctx, principalOf(request), call, clientSignal(reply));

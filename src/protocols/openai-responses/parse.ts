@@ -147,6 +147,13 @@ function contentPart(part: any, param: string): CanonicalPart {
   }
 }
 
+/** A message item's content (a string or parts) as canonical parts. */
+function messageParts(content: unknown, param: string): CanonicalPart[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  if (Array.isArray(content)) return content.map((part, j) => contentPart(part, `${param}.content[${j}]`));
+  throw invalid(`${param}.content`, 'A message needs its content: a string or an array of parts.');
+}
+
 /** Resolves `item_reference` items (their ids name a stored response), or null when the id is unknown to the caller. */
 export type ItemResolver = (id: string) => InputItem | null;
 
@@ -177,8 +184,7 @@ export function parseInput(items: InputItem[], resolve: ItemResolver): { system:
     switch (type) {
       case 'message': {
         const role = item.role;
-        const parts = typeof item.content === 'string' ? [{ type: 'text', text: item.content } as CanonicalPart] : Array.isArray(item.content) ? item.content.map((part, j) => contentPart(part, `${param}.content[${j}]`)) : null;
-        if (!parts) throw invalid(`${param}.content`, 'A message needs its content: a string or an array of parts.');
+        const parts = messageParts(item.content, param);
         if (role === 'system' || role === 'developer') {
           if (parts.some((part) => part.type !== 'text')) throw unsupported(`${param}.content`, 'System and developer messages take text only.');
           system.push(...parts);
@@ -200,7 +206,8 @@ export function parseInput(items: InputItem[], resolve: ItemResolver): { system:
         push('tool', [{ type: 'tool_result', callId: item.call_id, content: textOf(item.output, `${param}.output`) }]);
         return;
       case 'reasoning': {
-        const texts = [...(Array.isArray(item.content) ? item.content : []), ...(Array.isArray(item.summary) && !Array.isArray(item.content) ? item.summary : [])];
+        // The full reasoning text when the item has it, else its summary.
+        const texts = Array.isArray(item.content) ? item.content : Array.isArray(item.summary) ? item.summary : [];
         const text = texts.map((part: any) => (typeof part?.text === 'string' ? part.text : '')).join('');
         const signature = typeof item.encrypted_content === 'string' ? item.encrypted_content : undefined;
         push('assistant', [{ type: 'reasoning', text, ...(signature ? { signature } : {}) }]);

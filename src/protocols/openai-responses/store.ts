@@ -62,7 +62,9 @@ export function storable(ctx: AppContext, inputItems: InputItem[]): string {
   const json = JSON.stringify(inputItems);
   const size = Buffer.byteLength(json);
   if (size > ctx.config.RESPONSES_STORE_MAX_BYTES) {
-    throw new ApiError('PAYLOAD_TOO_LARGE', `The conversation to store is ${size} bytes; at most ${ctx.config.RESPONSES_STORE_MAX_BYTES} are kept per response (RESPONSES_STORE_MAX_BYTES). Send store: false and replay the items instead.`, { details: { param: 'store' } });
+    const message = `The conversation to store is ${size} bytes; at most ${ctx.config.RESPONSES_STORE_MAX_BYTES} are kept per response `
+      + '(RESPONSES_STORE_MAX_BYTES). Send store: false and replay the items instead.';
+    throw new ApiError('PAYLOAD_TOO_LARGE', message, { details: { param: 'store' } });
   }
   return json;
 }

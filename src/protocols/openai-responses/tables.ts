@@ -22,10 +22,12 @@ export interface StoredResponsesTable {
   expires_at: number;
 }
 
+/** The tables of this feature, composed into `src/tables.ts`. */
 export interface ResponsesTables {
   stored_responses: StoredResponsesTable;
 }
 
+/** Migrations in this feature's range (1640–1649). */
 export const responsesMigrations: Record<string, Migration> = {
   '1640_stored_responses': {
     async up(db: Kysely<any>) {
