@@ -2,7 +2,7 @@ import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
-import { generateText, streamText } from 'ai';
+import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { describeEachDatabase, type TestEnv } from '../../testing/harness.ts';
 import { fundedUser, putModel, settled, usageOf, type FundedUser } from '../../gateway/testing.ts';
 import { startScriptedUpstream } from './testing/scripted-upstream.ts';
@@ -151,6 +151,29 @@ describeEachDatabase('OpenAI Responses through the official clients', (env) => {
       assert.equal(text, 'Seen: hello stream');
       assert.equal((await streamed.usage).outputTokens, 7);
       assert.equal(await spent(env, user, 1), 2 * wire.charge);
+    });
+
+    it(`through ${wire.name}: the Vercel AI SDK runs a tool loop, and continues a conversation by item_reference with store`, async () => {
+      const user = await fundedUser(env, 1);
+      const openai = createOpenAI({ baseURL: `${env.baseUrl}/api/v1`, apiKey: user.key });
+      const tools = { weather: tool({ description: 'The weather of a city', inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }), execute: async ({ city }) => `rain in ${city}` }) };
+      const looped = await generateText({ model: openai(wire.model), prompt: 'weather in Paris?', tools, stopWhen: stepCountIs(3) });
+      assert.equal(looped.steps.length, 2);
+      assert.equal(looped.text, 'Result: rain in Paris');
+
+      // The SDK replays its earlier assistant text as an item_reference: kept with store, refused (400) without.
+      const store = { openai: { store: true } };
+      const first = await generateText({ model: openai(wire.model), prompt: 'first turn', providerOptions: store });
+      const messages = [{ role: 'user' as const, content: 'first turn' }, ...first.response.messages, { role: 'user' as const, content: 'second turn' }];
+      const second = await generateText({ model: openai(wire.model), messages, providerOptions: store });
+      assert.equal(second.text, 'Seen: second turn');
+      const sent = JSON.stringify(upstream.requests.at(-1)!.body);
+      assert.match(sent, /Seen: first turn/, 'the referenced assistant message reached the upstream');
+      const unstored = await generateText({ model: openai(wire.model), prompt: 'first turn' });
+      const replayed = [{ role: 'user' as const, content: 'first turn' }, ...unstored.response.messages, { role: 'user' as const, content: 'second turn' }];
+      await assert.rejects(generateText({ model: openai(wire.model), messages: replayed, maxRetries: 0 }), (error: any) => error.statusCode === 400 && /store/.test(error.message));
+      const inline = await generateText({ model: openai(wire.model), messages: replayed, providerOptions: { openai: { store: false } } });
+      assert.equal(inline.text, 'Seen: second turn');
     });
 
     it(`through ${wire.name}: a stream the client cuts is charged for what was produced`, async () => {
