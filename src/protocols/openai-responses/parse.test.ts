@@ -51,6 +51,7 @@ describe('parsing a Responses request into the canonical call', () => {
       input: [
         { role: 'user', content: 'weather in Paris and Rome?' },
         { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'look both up' }], encrypted_content: 'sig' },
+        { type: 'reasoning', id: 'rs_2', summary: [], encrypted_content: null },
         { type: 'function_call', call_id: 'call_1', name: 'weather', arguments: '{"city":"Paris"}' },
         { type: 'function_call', call_id: 'call_2', name: 'weather', arguments: '{"city":"Rome"}' },
         { type: 'function_call_output', call_id: 'call_1', output: 'sunny' },

@@ -210,7 +210,8 @@ export function parseInput(items: InputItem[], resolve: ItemResolver): { system:
         const texts = Array.isArray(item.content) ? item.content : Array.isArray(item.summary) ? item.summary : [];
         const text = texts.map((part: any) => (typeof part?.text === 'string' ? part.text : '')).join('');
         const signature = typeof item.encrypted_content === 'string' ? item.encrypted_content : undefined;
-        push('assistant', [{ type: 'reasoning', text, ...(signature ? { signature } : {}) }]);
+        // An empty, unsigned reasoning item carries nothing an upstream could use (Anthropic refuses empty thinking).
+        if (text !== '' || signature) push('assistant', [{ type: 'reasoning', text, ...(signature ? { signature } : {}) }]);
         return;
       }
       default:
