@@ -8,7 +8,7 @@ import { CHAT_BODY, profileTollgate } from './profile.ts';
 import { profileMarkdown } from './cpuprofile.ts';
 import { BARE_PROXY_LABEL, benchmarksMarkdown, figureTables, judgeTargets, proxyCeiling, targetsTable, updateReadme, type RunInfo, type SystemResult } from './report.ts';
 import { seedScale } from './seed.ts';
-import { createStore, POSTGRES_URL, provision, startTollgate, tollgateTarget, UPSTREAM_MODEL, verifyLedger, withPostgres, type Store } from './tollgate.ts';
+import { createStore, POSTGRES_URL, provision, responsesTarget, startTollgate, tollgateTarget, UPSTREAM_MODEL, verifyLedger, withPostgres, type Store } from './tollgate.ts';
 
 /**
  * `npm run bench`: one run, on loopback, against one mock upstream — the mock called directly, a bare Node
@@ -32,8 +32,6 @@ const DIALECTS = (env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').filter(Bo
 const WITH_PORTKEY = env.BENCH_PORTKEY !== '0';
 const PROFILE_ON_MISS = env.BENCH_PROFILE !== '0' && !QUICK;
 const KEYS = 10;
-/** The chat request as an OpenAI Responses request (`POST /api/v1/responses`). */
-const RESPONSES_BODY = { input: CHAT_BODY.messages[0].content, max_output_tokens: CHAT_BODY.max_tokens };
 const started = performance.now();
 
 const log = (message: string) => console.log(`[bench ${((performance.now() - started) / 1000).toFixed(0).padStart(3)}s] ${message}`);
@@ -81,11 +79,11 @@ async function measureTollgate(dialect: 'sqlite' | 'postgres', upstreamUrl: stri
       if (scale === 'small') keys = await provision(instance, KEYS);
       const label = `Tollgate · ${name} · ${scale === 'small' ? `${KEYS} keys` : `${SCALE.keys.toLocaleString('en')} keys, ${SCALE.users.toLocaleString('en')} users`}`;
       const figures = await measure(label, tollgateTarget(instance, keys, CHAT_BODY));
-      // The same request through the other API surfaces, on the 10-key instance: their added latency beside chat's.
-      const surfaces = scale === 'small' ? [{ name: 'Responses', ...(await measure(`${label} · Responses`, { ...tollgateTarget(instance, keys, RESPONSES_BODY), url: `${instance.baseUrl}/api/v1/responses` })) }] : [];
+      // The same request through OpenAI's Responses surface on the 10-key instance: its added latency beside chat's.
+      const responses = scale === 'small' ? await measure(`${label} · Responses`, responsesTarget(instance, keys, CHAT_BODY)) : null;
       const ledger = await verifyLedger(instance);
       results.push({ label, kind: 'tollgate', dialect, scale, ...figures, peakRssMB: (instance.child.peakRssMiB() * 1024 * 1024) / 1e6, ledger: `${ledger.ok ? 'verifies' : 'DOES NOT VERIFY'} (${ledger.detail})` });
-      for (const { name: surface, ...cells } of surfaces) results.push({ label: `${label} · ${surface}`, kind: 'surface', dialect, scale, ...cells });
+      if (responses) results.push({ label: `${label} · Responses`, kind: 'surface', dialect, scale, ...responses });
       log(`${label}: peak RSS ${instance.child.peakRssMiB().toFixed(0)} MiB; ledger ${ledger.ok ? 'verifies' : 'DOES NOT VERIFY'}`);
     } finally {
       await instance.child.stop();
