@@ -160,6 +160,9 @@ describeEachDatabase('OpenAI Responses through the official clients', (env) => {
       const looped = await generateText({ model: openai(wire.model), prompt: 'weather in Paris?', tools, stopWhen: stepCountIs(3) });
       assert.equal(looped.steps.length, 2);
       assert.equal(looped.text, 'Result: rain in Paris');
+      const streamedLoop = streamText({ model: openai(wire.model), prompt: 'weather in Paris?', tools, stopWhen: stepCountIs(3) });
+      assert.equal(await streamedLoop.text, 'Result: rain in Paris');
+      assert.deepEqual((await streamedLoop.steps)[0].toolCalls.map((call) => [call.toolName, call.input]), [['weather', { city: 'Paris' }]]);
 
       // The SDK replays its earlier assistant text as an item_reference: kept with store, refused (400) without.
       const store = { openai: { store: true } };
