@@ -148,6 +148,18 @@ describeEachDatabase('the call pipeline (completeCall, streamCall) over every pr
     assert.equal((await settled(env, user)).reserved, 0);
   });
 
+  it('a stream given up before its first event is read (return() first) is still settled, once', async () => {
+    const user = await fundedUser(env, 1);
+    const stream = await streamCall(env.service.ctx, principalOf(user), call('acme/oa', { stream: true }), new AbortController().signal);
+    const iterator = stream[Symbol.asyncIterator]();
+    await iterator.return!();
+    assert.deepEqual(await iterator.next(), { done: true, value: undefined });
+    const records = await usageOf(env, user);
+    assert.equal(records.length, 1);
+    assert.equal(records[0].status, 'client_aborted');
+    assert.equal((await settled(env, user)).reserved, 0);
+  });
+
   it('a stream the upstream breaks after output yields an error event and is settled upstream_error', async () => {
     const user = await fundedUser(env, 1);
     const stream = await streamCall(env.service.ctx, principalOf(user), call('acme/oa-cut', { stream: true }), new AbortController().signal);

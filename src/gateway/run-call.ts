@@ -156,8 +156,9 @@ export interface CallStream extends AsyncIterable<CanonicalEvent> {
  * after output began.
  *
  * Invariant: every exit — the end, an upstream failure, the consumer's `return()` (client gone), a throw in
- * the consumer — settles the hold exactly once for what was produced, before the iterator finishes, so a
- * renderer that ends its response after the iteration lets the client see the charge.
+ * the consumer, a `return()` before any `next()` — settles the hold exactly once for what was produced, before
+ * the iterator finishes, so a renderer that ends its response after the iteration lets the client see the
+ * charge. A consumer that neither iterates nor returns leaves the hold to expire: always iterate or return.
  */
 export async function streamCall(ctx: AppContext, principal: Principal, call: CanonicalCall, signal: AbortSignal, options: RunOptions = {}): Promise<CallStream> {
   const { plan, meter } = await hold(ctx, principal, call, options);
@@ -177,6 +178,15 @@ export async function streamCall(ctx: AppContext, principal: Principal, call: Ca
   const produced: string[] = [];
   let reported: TokenUsage | null = null;
   const account = () => accountChat(model.pricing, meter.held, reported, { prompt: promptTokens, output: () => countTextTokens(produced.join('')) });
+  let closed = false;
+  /** Stops the upstream when it may still be producing, and settles for what was produced; once. */
+  const close = async (status: 'ok' | 'client_aborted' | 'upstream_error') => {
+    if (closed) return;
+    closed = true;
+    if (status === 'client_aborted') await iterator.return?.(undefined).catch(() => {});
+    attempt.dispose();
+    await meter.settle(outcomeOf(model, account(), status)).catch((error) => ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'));
+  };
 
   async function* events(): AsyncGenerator<CanonicalEvent> {
     let status: 'ok' | 'client_aborted' | 'upstream_error' = 'client_aborted';
@@ -218,12 +228,25 @@ export async function streamCall(ctx: AppContext, principal: Principal, call: Ca
       status = 'ok';
       yield end ?? { type: 'end', finishReason: 'stop' as FinishReason };
     } finally {
-      if (status === 'client_aborted') await iterator.return?.(undefined).catch(() => {});
-      attempt.dispose();
-      await meter.settle(outcomeOf(model, account(), status)).catch((error) => ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'));
+      await close(status);
     }
   }
 
-  const stream = events();
-  return { model, native, [Symbol.asyncIterator]: () => stream };
+  const generator = events();
+  let started = false;
+  // A generator returned before its first `next()` never runs its body (nor its `finally`): the wrapper closes
+  // the call itself then, so a consumer that gives up before iterating still settles the hold.
+  const iterator_: AsyncIterableIterator<CanonicalEvent> = {
+    next: () => {
+      started = true;
+      return generator.next();
+    },
+    return: async (value?: unknown) => {
+      if (!started) await close('client_aborted');
+      started = true;
+      return generator.return(value as undefined);
+    },
+    [Symbol.asyncIterator]: () => iterator_,
+  };
+  return { model, native, [Symbol.asyncIterator]: () => iterator_ };
 }

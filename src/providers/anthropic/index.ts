@@ -1,3 +1,4 @@
+import type { Config } from '../../platform/config.ts';
 import { joinUrl, readJson, readSse, upstreamFetch } from '../http.ts';
 import { anthropicEvents, canonicalUsageOfAnthropic, fromAnthropicResult, toAnthropicMessages } from './wire.ts';
 import { UpstreamError, type CallOptions, type ChatBody, type ChatCompletion, type ProviderAdapter, type TokenUsage, type UpstreamModel } from '../types.ts';
@@ -7,6 +8,11 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 
 /** Anthropic requires `max_tokens`; used only when neither the client nor the catalogue gave a cap. */
 const DEFAULT_MAX_TOKENS = 4096;
+
+/** The `anthropic` provider the configuration names (`ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`). */
+export function anthropicProvider(config: Config): ProviderAdapter {
+  return anthropicAdapter({ baseUrl: config.ANTHROPIC_BASE_URL, apiKey: config.ANTHROPIC_API_KEY });
+}
 
 /**
  * Anthropic's Messages API. It speaks Anthropic Messages natively (a Messages call's body and SSE events are

@@ -1,7 +1,24 @@
+import type { Config } from '../../platform/config.ts';
 import { joinUrl, readJson, readSse, upstreamFetch } from '../http.ts';
 import { UpstreamError, type BinaryResponse, type CallOptions, type ChatBody, type ChatChunk, type ChatCompletion, type ProviderAdapter, type UpstreamModel } from '../types.ts';
 import type { CanonicalEvent } from '../../gateway/canonical.ts';
 import { fromOpenAiCompletion, OpenAiStreamReader, toOpenAiChatBody } from './wire.ts';
+
+/**
+ * The OpenAI-compatible providers the configuration names: `openai`, `openrouter` (with its attribution
+ * headers), and each entry of `providers` in the config file. Each exists even without an API key (a local
+ * vLLM or Ollama needs none), so a base URL alone is enough to use it.
+ */
+export function openAiCompatibleProviders(config: Config): ProviderAdapter[] {
+  return [
+    openAiCompatibleAdapter({ name: 'openai', baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY }),
+    openAiCompatibleAdapter({
+      name: 'openrouter', baseUrl: config.OPENROUTER_BASE_URL, apiKey: config.OPENROUTER_API_KEY,
+      headers: { 'HTTP-Referer': config.PUBLIC_BASE_URL, 'X-Title': 'Tollgate' },
+    }),
+    ...config.providers.map((provider) => openAiCompatibleAdapter({ name: provider.name, baseUrl: provider.baseUrl, apiKey: provider.apiKey })),
+  ];
+}
 
 /** Where an OpenAI-compatible upstream lives and how to authenticate to it. */
 export interface OpenAiCompatibleOptions {
