@@ -209,6 +209,17 @@ describeEachDatabase('OpenAI Responses through the official clients', (env) => {
       assert.equal(record.status, 'upstream_error');
       assert.equal(Number(record.completion_tokens), 3);
       assert.equal(Number(record.cost), await spent(env, user, 1));
+
+      // The Vercel AI SDK sees the failure as an error part, after the text produced.
+      const openai = createOpenAI({ baseURL: `${env.baseUrl}/api/v1`, apiKey: user.key });
+      const parts: string[] = [];
+      let failure: unknown;
+      for await (const part of streamText({ model: openai(wire.broken), prompt: 'go', onError: () => {} }).fullStream) {
+        parts.push(part.type);
+        if (part.type === 'error') failure = part.error;
+      }
+      assert.ok(parts.includes('text-delta'), parts.join());
+      assert.match(JSON.stringify(failure) + String((failure as Error)?.message), /UPSTREAM_ERROR|failed after output began/, parts.join());
     });
   }
 
