@@ -105,9 +105,10 @@ function billedUsage(breakdown: UsageBreakdown, chargedMicros: number, reported:
   };
 }
 
-/** The text our own output count reads when a provider reports no usable count. */
-function producedText(content: CanonicalPart[]): string {
-  return content.map((part) => (part.type === 'text' || part.type === 'reasoning' ? part.text : part.type === 'tool_call' ? part.name + part.arguments : '')).join('');
+/** The text our own output count reads when a provider reports no usable count (every choice's). */
+function producedText(result: CanonicalResult): string {
+  const text = (content: CanonicalPart[]) => content.map((part) => (part.type === 'text' || part.type === 'reasoning' ? part.text : part.type === 'tool_call' ? part.name + part.arguments : '')).join('');
+  return [result.content, ...(result.otherChoices ?? [])].map(text).join('');
 }
 
 /**
@@ -127,7 +128,7 @@ export async function completeCall(ctx: AppContext, principal: Principal, call: 
   answered.attempt.dispose();
   const { result, model } = answered;
   const reported = reportOf(result.usage);
-  const account = accountChat(model.pricing, meter.held, reported, { prompt: planPromptTokens(plan, model), output: () => countTextTokens(producedText(result.content)) });
+  const account = accountChat(model.pricing, meter.held, reported, { prompt: planPromptTokens(plan, model), output: () => countTextTokens(producedText(result)) });
   const captured = await meter.settle(outcomeOf(model, account, 'ok'));
   return { ...result, model: model.id, usage: billedUsage(account.breakdown, captured, reported) };
 }

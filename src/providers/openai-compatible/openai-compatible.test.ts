@@ -4,6 +4,7 @@ import { startMockUpstream } from '../testing/mock-upstream.ts';
 import type { CanonicalEvent } from '../../gateway/canonical.ts';
 import type { ProviderCall } from '../types.ts';
 import { openAiCompatibleAdapter } from './index.ts';
+import { fromOpenAiCompletion, OpenAiStreamReader } from './wire.ts';
 
 const mock = await startMockUpstream({ apiKey: 'sk-oa' });
 after(() => mock.close());
@@ -42,18 +43,27 @@ describe('the OpenAI-compatible provider against a real OpenAI-format server', (
     assert.equal(result.usage.outputTokens, 4);
   });
 
-  it('streams canonical events (no native frames) for a call from another protocol, usage with cache details', async () => {
-    const usage = { prompt_tokens: 30, completion_tokens: 4, prompt_tokens_details: { cached_tokens: 20 }, completion_tokens_details: { reasoning_tokens: 1 } };
+  it('streams canonical events (no native frames) for a call from another protocol; metadata is not sent (OpenAI refuses it without store)', async () => {
     const events: CanonicalEvent[] = [];
-    for await (const event of await adapter.stream({ ...base, stream: true, metadata: { mock_usage: usage } }, { signal: signal() })) events.push(event);
-    assert.equal(mock.requests.at(-1)!.body.stream_options.include_usage, true);
+    for await (const event of await adapter.stream({ ...base, stream: true, metadata: { user_id: 'u1' } }, { signal: signal() })) events.push(event);
+    const sent = mock.requests.at(-1)!.body;
+    assert.equal(sent.stream_options.include_usage, true);
+    assert.equal(sent.metadata, undefined);
+    assert.equal(sent.store, undefined);
     assert.deepEqual(events.map((e) => e.type), ['start', 'text', 'text', 'text', 'text', 'usage', 'end']);
     assert.ok(events.every((e) => e.native === undefined));
     assert.equal(events.filter((e) => e.type === 'text').map((e) => (e as { delta: string }).delta).join(''), 'alpha beta gamma delta');
-    const reported = events.find((e) => e.type === 'usage') as Extract<CanonicalEvent, { type: 'usage' }>;
-    assert.equal(reported.usage.inputTokens, 30);
-    assert.equal(reported.usage.cacheReadTokens, 20);
-    assert.equal(reported.usage.reasoningTokens, 1);
+  });
+
+  it('reads OpenAI usage details into canonical usage: cache reads (or DeepSeek hits), cache writes, reasoning, audio', () => {
+    const usage = { prompt_tokens: 30, completion_tokens: 4, prompt_tokens_details: { cached_tokens: 20, cache_write_tokens: 3, audio_tokens: 2 }, completion_tokens_details: { reasoning_tokens: 1, audio_tokens: 1 } };
+    const chunk = { id: 'c', object: 'chat.completion.chunk' as const, created: 1, model: 'm', choices: [], usage };
+    const [, event] = new OpenAiStreamReader(false).events(chunk);
+    assert.ok(event.type === 'usage');
+    assert.deepEqual({ ...event.usage, reported: undefined }, { inputTokens: 30, outputTokens: 4, cacheReadTokens: 20, cacheWriteTokens: 3, reasoningTokens: 1, audioInputTokens: 2, audioOutputTokens: 1, webSearches: undefined, reported: undefined });
+    assert.equal(event.usage.reported, usage, 'the report is kept as sent for the sanitizer');
+    const deepSeek = new OpenAiStreamReader(false).events({ ...chunk, usage: { prompt_tokens: 9, completion_tokens: 1, prompt_cache_hit_tokens: 5 } });
+    assert.equal((deepSeek[1] as Extract<CanonicalEvent, { type: 'usage' }>).usage.cacheReadTokens, 5);
   });
 
   it('relays an OpenAI chat body natively: fields as sent, one native frame per upstream chunk', async () => {
@@ -73,5 +83,17 @@ describe('the OpenAI-compatible provider against a real OpenAI-format server', (
     await assert.rejects((async () => {
       for await (const _ of stream);
     })(), (error: any) => error.name === 'UpstreamError' && error.status === 502);
+  });
+
+  it("a native chat's other choices (n > 1) are kept for billing: otherChoices, and deltas tagged with their choice", () => {
+    const completion = { id: 'c', object: 'chat.completion' as const, created: 1, model: 'm', choices: [0, 1].map((index) => ({ index, message: { role: 'assistant', content: `answer ${index}` }, finish_reason: 'stop' })) };
+    const result = fromOpenAiCompletion(completion, true);
+    assert.deepEqual(result.content, [{ type: 'text', text: 'answer 0' }]);
+    assert.deepEqual(result.otherChoices, [[{ type: 'text', text: 'answer 1' }]]);
+    const chunk = { id: 'c', object: 'chat.completion.chunk' as const, created: 1, model: 'm', choices: [0, 1].map((index) => ({ index, delta: { content: `w${index}` }, finish_reason: null })) };
+    const native = new OpenAiStreamReader(true).events(chunk);
+    assert.deepEqual(native.map((e) => [e.type, (e as any).choice, Boolean(e.native)]), [['start', undefined, false], ['text', undefined, false], ['text', 1, true]]);
+    const canonical = new OpenAiStreamReader(false).events(chunk);
+    assert.deepEqual(canonical.map((e) => e.type), ['start', 'text'], 'another protocol never sees the other choices');
   });
 });

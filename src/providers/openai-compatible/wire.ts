@@ -90,7 +90,8 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
     if (call.reasoning?.effort) body.reasoning_effort = call.reasoning.effort;
     if (call.responseFormat) body.response_format = toOpenAiResponseFormat(call);
     if (call.prediction !== undefined) body.prediction = { type: 'content', content: call.prediction };
-    if (call.metadata) body.metadata = call.metadata;
+    // No `metadata`: OpenAI refuses it unless `store` is on ("The 'metadata' parameter is only allowed when
+    // 'store' is enabled"), and storing another protocol's conversation upstream is not the client's ask.
   }
   const field = body.max_completion_tokens !== undefined || (body.max_tokens === undefined && provider === 'openai') ? 'max_completion_tokens' : 'max_tokens';
   delete body.max_tokens;
@@ -138,7 +139,21 @@ export function canonicalUsageOfOpenAi(usage: unknown): CanonicalUsage {
 /** A chat completion as a canonical result; `native` keeps the upstream's own answer when the call was OpenAI chat. */
 export function fromOpenAiCompletion(completion: ChatCompletion, native: boolean): CanonicalResult {
   const choice = completion.choices[0];
-  const message = objectOr(choice?.message);
+  const others = completion.choices.slice(1).map((other) => partsOfMessage(objectOr(other?.message)));
+  return {
+    id: String(completion.id ?? 'chatcmpl'),
+    model: String(completion.model ?? ''),
+    created: typeof completion.created === 'number' ? completion.created : Math.floor(Date.now() / 1000),
+    content: partsOfMessage(objectOr(choice?.message)),
+    ...(others.length ? { otherChoices: others } : {}),
+    finishReason: finishOf(choice?.finish_reason),
+    usage: completion.usage ? canonicalUsageOfOpenAi(completion.usage) : { inputTokens: Number.NaN, outputTokens: Number.NaN },
+    ...(native ? { native: { protocol: 'openai-chat' as const, body: completion } } : {}),
+  };
+}
+
+/** An assistant message's output as canonical parts: reasoning (OpenRouter's, DeepSeek's), text, tool calls. */
+function partsOfMessage(message: Record<string, any>): CanonicalPart[] {
   const content: CanonicalPart[] = [];
   const reasoning = message.reasoning ?? message.reasoning_content;
   if (typeof reasoning === 'string' && reasoning) content.push({ type: 'reasoning', text: reasoning });
@@ -146,15 +161,7 @@ export function fromOpenAiCompletion(completion: ChatCompletion, native: boolean
   for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
     content.push({ type: 'tool_call', id: String(call?.id ?? ''), name: String(call?.function?.name ?? ''), arguments: String(call?.function?.arguments ?? '') });
   }
-  return {
-    id: String(completion.id ?? 'chatcmpl'),
-    model: String(completion.model ?? ''),
-    created: typeof completion.created === 'number' ? completion.created : Math.floor(Date.now() / 1000),
-    content,
-    finishReason: finishOf(choice?.finish_reason),
-    usage: completion.usage ? canonicalUsageOfOpenAi(completion.usage) : { inputTokens: Number.NaN, outputTokens: Number.NaN },
-    ...(native ? { native: { protocol: 'openai-chat' as const, body: completion } } : {}),
-  };
+  return content;
 }
 
 /**
@@ -180,16 +187,20 @@ export class OpenAiStreamReader {
     }
     const content: CanonicalEvent[] = [];
     for (const choice of chunk.choices ?? []) {
-      if (choice?.finish_reason) this.finish = finishOf(choice.finish_reason);
+      const number = typeof choice?.index === 'number' ? choice.index : 0;
+      if (choice?.finish_reason && number === 0) this.finish = finishOf(choice.finish_reason);
       const delta = choice?.delta as Record<string, any> | undefined;
-      if (!delta || (choice.index ?? 0) !== 0) continue;
+      // Other choices (`n` > 1) exist only in a native chat, whose renderer relays the frames: they are kept
+      // (tagged `choice`) so the call is billed for them when the upstream reports no usage.
+      if (!delta || (number !== 0 && !this.#native)) continue;
+      const tag = number !== 0 ? { choice: number } : {};
       const reasoning = delta.reasoning ?? delta.reasoning_content;
-      if (typeof reasoning === 'string' && reasoning) content.push({ type: 'reasoning', delta: reasoning });
-      if (typeof delta.content === 'string' && delta.content) content.push({ type: 'text', delta: delta.content });
+      if (typeof reasoning === 'string' && reasoning) content.push({ type: 'reasoning', delta: reasoning, ...tag });
+      if (typeof delta.content === 'string' && delta.content) content.push({ type: 'text', delta: delta.content, ...tag });
       for (const call of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
         const index = typeof call?.index === 'number' ? call.index : 0;
-        if (call?.id || call?.function?.name) content.push({ type: 'tool_call_start', index, id: String(call.id ?? ''), name: String(call.function?.name ?? '') });
-        if (call?.function?.arguments) content.push({ type: 'tool_call_delta', index, arguments: String(call.function.arguments) });
+        if (call?.id || call?.function?.name) content.push({ type: 'tool_call_start', index, id: String(call.id ?? ''), name: String(call.function?.name ?? ''), ...tag });
+        if (call?.function?.arguments) content.push({ type: 'tool_call_delta', index, arguments: String(call.function.arguments), ...tag });
       }
     }
     if (chunk.usage) content.push({ type: 'usage', usage: canonicalUsageOfOpenAi(chunk.usage) });
