@@ -29,11 +29,6 @@ export class ResponsesEventWriter {
     this.#frame = frame;
   }
 
-  /** The output items so far (complete once the stream ended), for the store. */
-  get output(): OutputItem[] {
-    return this.#output;
-  }
-
   /** The final Response object, once {@link end} rendered it. */
   final: ResponseObject | null = null;
 
@@ -107,11 +102,6 @@ export class ResponsesEventWriter {
     this.final = responseObject(this.#frame, 'failed', this.#output, { usage: this.#usage, error: { code: 'server_error', message } });
     out += this.#event('response.failed', { response: this.final });
     return out + this.#event('error', { code, message, param: null, error: { code, message, type: 'server_error', param: null, ...envelope } });
-  }
-
-  /** The usage the stream ends with (the pipeline's `usage` event, cost included). */
-  set usage(usage: CanonicalUsage) {
-    this.#usage = usage;
   }
 
   #id(index: number): string {
