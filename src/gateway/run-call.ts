@@ -83,7 +83,9 @@ function reportOf(usage: CanonicalUsage | undefined): TokenUsage | null {
   return {
     prompt_tokens: usage.inputTokens,
     completion_tokens: usage.outputTokens,
-    prompt_tokens_details: { cached_tokens: usage.cacheReadTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0, audio_tokens: usage.audioInputTokens ?? 0 },
+    prompt_tokens_details: {
+      cached_tokens: usage.cacheReadTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0, audio_tokens: usage.audioInputTokens ?? 0,
+    },
     completion_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0, audio_tokens: usage.audioOutputTokens ?? 0 },
     ...(usage.webSearches !== undefined ? { server_tool_use: { web_search_requests: usage.webSearches } } : {}),
   };
@@ -107,7 +109,8 @@ function billedUsage(breakdown: UsageBreakdown, chargedMicros: number, reported:
 
 /** The text our own output count reads when a provider reports no usable count (every choice's). */
 function producedText(result: CanonicalResult): string {
-  const text = (content: CanonicalPart[]) => content.map((part) => (part.type === 'text' || part.type === 'reasoning' ? part.text : part.type === 'tool_call' ? part.name + part.arguments : '')).join('');
+  const text = (content: CanonicalPart[]) =>
+    content.map((part) => (part.type === 'text' || part.type === 'reasoning' ? part.text : part.type === 'tool_call' ? part.name + part.arguments : '')).join('');
   return [result.content, ...(result.otherChoices ?? [])].map(text).join('');
 }
 
@@ -116,11 +119,14 @@ function producedText(result: CanonicalResult): string {
  * `usage` the sanitized counts it was charged on, `cost` filled. Throws ApiError (hold released) or
  * {@link ClientGone}.
  */
-export async function completeCall(ctx: AppContext, principal: Principal, call: CanonicalCall, signal: AbortSignal, options: RunOptions = {}): Promise<CanonicalResult> {
+export async function completeCall(
+  ctx: AppContext, principal: Principal, call: CanonicalCall, signal: AbortSignal, options: RunOptions = {},
+): Promise<CanonicalResult> {
   const { plan, meter } = await hold(ctx, principal, call, options);
   let answered;
   try {
-    answered = await callWithFallbacks(ctx, plan.candidates, signal, (model, adapter, attempt) => adapter.complete(providerCall(call, model, plan), { signal: attempt }));
+    answered = await callWithFallbacks(ctx, plan.candidates, signal, (model, adapter, attempt) =>
+      adapter.complete(providerCall(call, model, plan), { signal: attempt }));
   } catch (error) {
     await meter.release(plan.candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
     throw error;
@@ -128,14 +134,16 @@ export async function completeCall(ctx: AppContext, principal: Principal, call: 
   answered.attempt.dispose();
   const { result, model } = answered;
   const reported = reportOf(result.usage);
-  const account = accountChat(model.pricing, meter.held, reported, { prompt: planPromptTokens(plan, model), output: () => countTextTokens(producedText(result)) });
+  const own = { prompt: planPromptTokens(plan, model), output: () => countTextTokens(producedText(result)) };
+  const account = accountChat(model.pricing, meter.held, reported, own);
   const captured = await meter.settle(outcomeOf(model, account, 'ok'));
   return { ...result, model: model.id, usage: billedUsage(account.breakdown, captured, reported) };
 }
 
+/** What the meter records for a call priced by `account`. */
 function outcomeOf(model: CatalogueModel, account: ChatAccount, status: 'ok' | 'client_aborted' | 'upstream_error') {
   const { breakdown, charge } = account;
-  return { model, cost: charge, promptTokens: inputTokens(breakdown), completionTokens: outputTokens(breakdown), details: recordedDetails(breakdown), status };
+  return { model, cost: charge, promptTokens: inputTokens(breakdown), completionTokens: outputTokens(breakdown), status, details: recordedDetails(breakdown) };
 }
 
 /** A streamed answer: iterate it once; its end (or `return()`, the client gone) settles the call. */
@@ -161,7 +169,9 @@ export interface CallStream extends AsyncIterable<CanonicalEvent> {
  * the iterator finishes, so a renderer that ends its response after the iteration lets the client see the
  * charge. A consumer that neither iterates nor returns leaves the hold to expire: always iterate or return.
  */
-export async function streamCall(ctx: AppContext, principal: Principal, call: CanonicalCall, signal: AbortSignal, options: RunOptions = {}): Promise<CallStream> {
+export async function streamCall(
+  ctx: AppContext, principal: Principal, call: CanonicalCall, signal: AbortSignal, options: RunOptions = {},
+): Promise<CallStream> {
   const { plan, meter } = await hold(ctx, principal, call, options);
   let answered;
   try {
@@ -186,7 +196,8 @@ export async function streamCall(ctx: AppContext, principal: Principal, call: Ca
     closed = true;
     if (status === 'client_aborted') await iterator.return?.(undefined).catch(() => {});
     attempt.dispose();
-    await meter.settle(outcomeOf(model, account(), status)).catch((error) => ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'));
+    await meter.settle(outcomeOf(model, account(), status))
+      .catch((error) => ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'));
   };
 
   async function* events(): AsyncGenerator<CanonicalEvent> {

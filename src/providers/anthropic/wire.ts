@@ -14,7 +14,8 @@ const objectOr = (value: unknown): Record<string, any> => (value && typeof value
 function toBlocks(part: CanonicalPart): unknown[] {
   switch (part.type) {
     case 'text':
-      return [{ type: 'text', text: part.text, ...(part.cacheControl ? { cache_control: part.cacheControl } : {}) }];
+      // Anthropic refuses an empty text block ("text content blocks must be non-empty").
+      return part.text ? [{ type: 'text', text: part.text, ...(part.cacheControl ? { cache_control: part.cacheControl } : {}) }] : [];
     case 'image': {
       const data = /^data:([^;,]+);base64,(.*)$/s.exec(part.url);
       return [data ? { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } } : { type: 'image', source: { type: 'url', url: part.url } }];
