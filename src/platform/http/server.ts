@@ -156,17 +156,7 @@ export async function createServer(ctx: AppContext): Promise<App> {
     openapi: {
       info: { title: 'Tollgate API', version: '0.1.0', description: 'OpenAI-compatible AI gateway with credits, OAuth apps and spending limits.' },
       servers: [{ url: ctx.config.PUBLIC_BASE_URL }],
-<<<<<<< HEAD
-      components: {
-        securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'OAuth access token or API key (ak_…)' },
-          admin: { type: 'http', scheme: 'bearer', description: 'Operator token (TOLLGATE_ADMIN_TOKEN)' },
-          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'API key (ak_…) or OAuth access token in x-api-key, as Anthropic\'s clients send it (Messages routes only)' },
-        },
-      },
-=======
       components: { securitySchemes: SECURITY_SCHEMES },
->>>>>>> h-core
       // Every error code, so that clients can generate a complete error type.
       'x-error-codes': Object.fromEntries(Object.entries(ERROR_CODES).map(([code, v]) => [code, { status: v.status, type: v.type, description: v.when }])),
     } as any,

@@ -26,7 +26,6 @@ export function registerCountTokensRoute(app: App, ctx: AppContext): void {
       summary: 'Count the input tokens of an Anthropic Messages request (not billed)',
       description: 'The body of `POST /api/v1/messages` without `max_tokens`. Counted with Tollgate\'s tokenizer (o200k), '
         + 'images at the model\'s image-token budget.',
-      security: [{ bearer: [] }, { apiKey: [] }],
       body: CountTokensBodySchema,
       response: { 200: CountTokensSchema, ...ERROR_RESPONSES },
     },

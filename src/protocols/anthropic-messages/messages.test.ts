@@ -264,7 +264,7 @@ describeEachDatabase('POST /api/v1/messages over HTTP', (env) => {
     assert.deepEqual(document.components.securitySchemes.apiKey, { type: 'apiKey', in: 'header', name: 'x-api-key', description: document.components.securitySchemes.apiKey.description });
     for (const path of ['/api/v1/messages', '/api/v1/messages/count_tokens']) {
       const operation = document.paths[path].post;
-      assert.deepEqual(operation.security, [{ bearer: [] }, { apiKey: [] }], path);
+      assert.deepEqual(operation.security, [{ bearer: [] }, { apiKey: [] }, { session: [], csrf: [] }], path);
       assert.deepEqual(operation.tags, ['ai']);
       assert.ok(operation.summary && operation.requestBody && operation.responses['200'] && operation.responses['402'], path);
     }

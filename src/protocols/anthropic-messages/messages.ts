@@ -29,7 +29,6 @@ export function registerMessagesRoute(app: App, ctx: AppContext): void {
         '`usage.cost` says how much, in credits. Errors come in Anthropic\'s envelope with Tollgate\'s `code` inside. The credential may be',
         'sent as `x-api-key` or `Authorization: Bearer`; `anthropic-version` and `anthropic-beta` are accepted.',
       ].join(' '),
-      security: [{ bearer: [] }, { apiKey: [] }],
       body: MessagesBodySchema,
       response: { 200: MessageSchema, ...ERROR_RESPONSES },
     },
