@@ -243,6 +243,31 @@ describeEachDatabase('POST /api/v1/messages over HTTP', (env) => {
     assert.equal(spending.restriction.limit, 2);
   });
 
+  it('thinking replayed in the conversation is held for (Anthropic bills it as input): a wallet that covers the rest is refused', async () => {
+    // One credit per input token, output free: the hold is the counted prompt (with its margin).
+    await putModel(env, 'acme/claude-input', { provider: 'anthropic', upstreamModel: 'claude-x', pricing: { prompt: 1_000_000, completion: 0 }, maxOutputTokens: 100 });
+    const payer = await fundedUser(env, 100);
+    const thinking = Array.from({ length: 300 }, (_, i) => `step${i}`).join(' ');
+    const conversation = [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: [{ type: 'thinking', thinking, signature: 'sig' }, { type: 'text', text: 'Hello.' }] },
+      { role: 'user', content: 'again' },
+    ];
+    const count = async (turns: unknown[]) => {
+      const response = await messages(env, payer.key, { model: 'acme/claude-input', messages: turns }, { path: '/api/v1/messages/count_tokens' });
+      return ((await response.json()) as { input_tokens: number }).input_tokens;
+    };
+    const withThinking = await count(conversation);
+    const without = await count([conversation[0], { ...conversation[1], content: [conversation[1].content[1]] }, conversation[2]]);
+    assert.ok(withThinking - without >= 300, `${withThinking} vs ${without}`);
+    // The prompt without the thinking fits 100 credits; with it, the hold does not.
+    assert.ok(without * 1.25 + 16 < 100);
+    const { status, error } = await anthropicError(await messages(env, payer.key, { model: 'acme/claude-input', max_tokens: 10, messages: conversation }));
+    assert.equal(status, 402);
+    assert.ok(error.required >= withThinking, `${error.required} < ${withThinking}`);
+    assert.equal((await wallet(env, payer)).balance, 100 * CREDIT);
+  });
+
   it('count_tokens answers { input_tokens } by our tokenizer, images at the model\'s budget, without charging; 404 for an unknown model', async () => {
     const before = (await settled(env, user)).balance;
     await putModel(env, 'acme/vision', { provider: 'anthropic', upstreamModel: 'claude-x', pricing: perToken, maxOutputTokens: 100, imageTokens: 1000 });
