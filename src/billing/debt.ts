@@ -19,7 +19,7 @@ export function debtOwed(available: number, debt: number): ApiError {
   );
 }
 
-/** One processor movement: micro-credits (positive), what the user sees, and the processor's ids. */
+/** One processor movement: micro-credits (positive, or set by the claim), what the user sees, and the processor's ids. */
 export interface ProcessorMovement {
   userId: string;
   amount: number;
@@ -46,9 +46,10 @@ export type ProcessorOutcome =
 export interface ProcessorHooks {
   /**
    * Runs first in the movement's transaction, before the wallet lock: the idempotency claim of the event.
-   * False: nothing moves, and the transaction (with what the claim wrote) still commits.
+   * False (or 0): nothing moves, and the transaction (with what the claim wrote) still commits. A number
+   * replaces the movement's amount (what is left to refund, read under the claim's lock).
    */
-  claim?: (trx: Trx) => Promise<boolean>;
+  claim?: (trx: Trx) => Promise<boolean | number>;
   /** Runs after the movement, in its transaction. */
   alongside?: (trx: Trx, outcome: ProcessorOutcome & { applied: true }) => Promise<void>;
 }
@@ -61,16 +62,16 @@ const COUNTERPART = { topup: accounts.topups, refund: accounts.topups, dispute: 
  * repaid first, the rest becomes available.
  */
 export function creditFromProcessor(ctx: BillingContext, type: 'topup' | 'dispute', movement: ProcessorMovement, hooks: ProcessorHooks = {}): Promise<ProcessorOutcome> {
-  return move(ctx, movement, hooks, (wallet) => {
-    const repaid = Math.min(movement.amount, wallet.debt);
+  return move(ctx, movement, hooks, (wallet, amount) => {
+    const repaid = Math.min(amount, wallet.debt);
     return {
       type,
       entries: [
-        { account: COUNTERPART[type], amount: -movement.amount },
+        { account: COUNTERPART[type], amount: -amount },
         { account: accounts.debt(movement.userId), amount: repaid },
-        { account: accounts.available(movement.userId), amount: movement.amount - repaid },
+        { account: accounts.available(movement.userId), amount: amount - repaid },
       ],
-      available: movement.amount - repaid,
+      available: amount - repaid,
       debt: -repaid,
     };
   });
@@ -81,15 +82,15 @@ export function creditFromProcessor(ctx: BillingContext, type: 'topup' | 'disput
  * in flight stay theirs); what cannot be taken becomes debt.
  */
 export function debitFromProcessor(ctx: BillingContext, type: 'refund' | 'dispute', movement: ProcessorMovement, hooks: ProcessorHooks = {}): Promise<ProcessorOutcome> {
-  return move(ctx, movement, hooks, (wallet) => {
-    const taken = Math.min(movement.amount, Math.max(0, wallet.balance - wallet.reserved));
-    const owed = movement.amount - taken;
+  return move(ctx, movement, hooks, (wallet, amount) => {
+    const taken = Math.min(amount, Math.max(0, wallet.balance - wallet.reserved));
+    const owed = amount - taken;
     return {
       type,
       entries: [
         { account: accounts.available(movement.userId), amount: -taken },
         { account: accounts.debt(movement.userId), amount: -owed },
-        { account: COUNTERPART[type], amount: movement.amount },
+        { account: COUNTERPART[type], amount },
       ],
       available: -taken,
       debt: owed,
@@ -104,13 +105,18 @@ type Plan = { type: 'topup' | 'refund' | 'dispute'; entries: Array<{ account: st
  * computed from the locked wallet (so no other movement of the user runs between reading and writing),
  * then the hooks' writes.
  */
-async function move(ctx: BillingContext, movement: ProcessorMovement, hooks: ProcessorHooks, plan: (wallet: { balance: number; reserved: number; debt: number }) => Plan): Promise<ProcessorOutcome> {
-  if (!Number.isSafeInteger(movement.amount) || movement.amount <= 0) throw new RangeError(`a processor movement must be positive micro-credits, got ${movement.amount}`);
+async function move(ctx: BillingContext, movement: ProcessorMovement, hooks: ProcessorHooks, plan: (wallet: { balance: number; reserved: number; debt: number }, amount: number) => Plan): Promise<ProcessorOutcome> {
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
-    if (hooks.claim && !(await hooks.claim(trx))) return { applied: false as const };
+    let amount = movement.amount;
+    if (hooks.claim) {
+      const claimed = await hooks.claim(trx);
+      if (claimed === false || claimed === 0) return { applied: false as const };
+      if (typeof claimed === 'number') amount = claimed;
+    }
+    if (!Number.isSafeInteger(amount) || amount <= 0) throw new RangeError(`a processor movement must be positive micro-credits, got ${amount}`);
     const wallet = await lockWallet(trx, movement.userId, now);
-    const planned = plan(wallet);
+    const planned = plan(wallet, amount);
     const after = await postMovement(trx, wallet, { type: planned.type, description: movement.description, reference: movement.reference, entries: planned.entries }, now);
     const outcome = {
       applied: true as const,

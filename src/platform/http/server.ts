@@ -146,6 +146,7 @@ export async function createServer(ctx: AppContext): Promise<App> {
         securitySchemes: {
           bearer: { type: 'http', scheme: 'bearer', description: 'OAuth access token or API key (ak_…)' },
           admin: { type: 'http', scheme: 'bearer', description: 'Operator token (TOLLGATE_ADMIN_TOKEN)' },
+          session: { type: 'apiKey', in: 'cookie', name: 'tg_session', description: 'The dashboard session (writes also send x-csrf-token)' },
         },
       },
       // Every error code, so that clients can generate a complete error type.
