@@ -50,9 +50,14 @@ export async function registerStripeWebhook(app: FastifyInstance, ctx: AppContex
         throw new ApiError('WEBHOOK_INVALID', 'The Stripe-Signature header is missing or malformed.');
       }
       const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+      const now = ctx.clock.now();
+      // The package refuses old signatures only; decisions.md refuses any more than 5 minutes away.
+      if (Number(/^t=(\d+)/.exec(header)![1]) * 1000 - now > TOLERANCE_SECONDS * 1000) {
+        throw new ApiError('WEBHOOK_UNVERIFIED', 'The Stripe signature\'s timestamp is more than 5 minutes in the future.');
+      }
       let event: Stripe.Event;
       try {
-        event = webhooks.constructEvent(body, header, secret, TOLERANCE_SECONDS, undefined, Math.floor(ctx.clock.now() / 1000));
+        event = webhooks.constructEvent(body, header, secret, TOLERANCE_SECONDS, undefined, now);
       } catch (error) {
         if (error instanceof Stripe.errors.StripeSignatureVerificationError) {
           request.log.warn({ reason: error.message }, 'Stripe webhook refused');
