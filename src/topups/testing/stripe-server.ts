@@ -54,6 +54,8 @@ export class FakeStripe {
   declineOffSession = false;
   /** Off-session PaymentIntents are left `processing` (their event is sent by the test) while this is set. */
   holdOffSession = false;
+  /** When set, the Checkout page's "Pay" redirects first and delivers its event this many ms later (Stripe gives no order). */
+  deferDeliveryMs = 0;
   readonly deliveries: Delivery[] = [];
   #idempotent = new Map<string, { status: number; body: unknown }>();
   #server: Server | null = null;
@@ -195,7 +197,12 @@ export class FakeStripe {
         );
       }
       this.pay(session.id);
-      const delivery = await this.deliver(this.event('checkout.session.completed', session));
+      const event = this.event('checkout.session.completed', session);
+      if (this.deferDeliveryMs > 0) {
+        setTimeout(() => void this.deliver(event).catch(() => {}), this.deferDeliveryMs);
+        return void response.writeHead(303, { location: session.success_url }).end();
+      }
+      const delivery = await this.deliver(event);
       if (delivery.status !== 200) return void response.writeHead(500).end(`webhook answered ${delivery.status}`);
       return void response.writeHead(303, { location: session.success_url }).end();
     }
