@@ -130,4 +130,19 @@ describeEachDatabase('refunds and disputes take credits back; what was spent bec
     assert.equal(await debtOf(env, user.userId), 0);
     await assertLedgerVerifies(env, user.userId);
   });
+
+  it("an operator's grant repays a debt first too", async () => {
+    const user = await env.createUser();
+    const key = await keyOf(env, user);
+    const { paymentIntent } = await paidTopup(env, fake, user, 10);
+    assert.equal((await chat(env, key, 'acme/pricey')).status, 200);
+    await fake.deliver(fake.event('charge.refunded', fake.charge(paymentIntent, 1000)));
+    assert.equal(await debtOf(env, user.userId), 900 * CREDITS);
+    const granted = await env.admin('POST', `/api/admin/users/${user.userId}/credits`, { amount: 1000, reason: 'goodwill' });
+    assert.equal(granted.status, 200, granted.text);
+    assert.equal(granted.body.balance, 100);
+    assert.equal(await debtOf(env, user.userId), 0);
+    assert.equal((await chat(env, key, 'acme/cheap')).status, 200);
+    await assertLedgerVerifies(env, user.userId);
+  });
 }, { config: { ...fake.config(), providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } });
