@@ -27,6 +27,8 @@ describeEachDatabase('a whole top-up in the browser: wallet page â†’ Checkout â†
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page: Page = await context.newPage();
     page.setDefaultTimeout(15_000);
+    const violations: string[] = [];
+    page.on('console', (message) => void (/Content Security Policy/.test(message.text()) && violations.push(message.text())));
     await page.goto(`${env.baseUrl}/#/wallet?need=250`);
     await page.getByLabel('Email').fill(user.email);
     await page.getByLabel('Password').fill(user.password);
@@ -53,6 +55,7 @@ describeEachDatabase('a whole top-up in the browser: wallet page â†’ Checkout â†
     await history.getByText('succeeded').waitFor();
     assert.match((await history.getByRole('link', { name: 'Receipt' }).getAttribute('href'))!, new RegExp(`^${fake.baseUrl}/receipts/pi_`));
     assert.equal(await page.getByTestId('low-balance').count(), 0);
+    assert.deepEqual(violations, [], 'the wallet page runs under its CSP');
     await screenshot(page, 'wallet-topped-up');
     assert.equal((await walletOf(env, user)).balance, 1000_000_000);
     await assertLedgerVerifies(env, user.userId);

@@ -62,11 +62,11 @@ export function AddCredits(props: { page: TopupsPage; need: number | null }) {
           </button>
         ))}
       </div>
-      <form class="row" style="margin-top:14px" onSubmit={(event) => { event.preventDefault(); void buy(Number(custom)); }}>
+      <form class="row spaced" onSubmit={(event) => { event.preventDefault(); void buy(Number(custom)); }}>
         <label>Custom amount ({page.currency.toUpperCase()}, {page.minAmount}–{page.maxAmount})
           <input name="amount" type="number" min={page.minAmount} max={page.maxAmount} step="0.01" inputMode="decimal" value={custom} onInput={(e) => setCustom((e.target as HTMLInputElement).value)} required />
         </label>
-        <div class="row-actions" style="align-self:end"><button type="submit" class="btn primary" disabled={busy}>Top up</button></div>
+        <div class="row-actions bottom"><button type="submit" class="btn primary" disabled={busy}>Top up</button></div>
       </form>
     </Card>
   );
@@ -158,7 +158,7 @@ export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChan
         <label>When available credits fall below<input name="threshold" type="number" min="0" step="0.000001" value={threshold} onInput={(e) => setThreshold((e.target as HTMLInputElement).value)} /></label>
         <label>Buy ({page.currency.toUpperCase()})<input name="autoAmount" type="number" min={page.minAmount} max={page.maxAmount} step="0.01" value={amount} onInput={(e) => setAmount((e.target as HTMLInputElement).value)} /></label>
       </div>
-      <div class="row-actions" style="margin-top:12px">
+      <div class="row-actions spaced">
         <button type="button" class="btn primary" onClick={() => run(async () => location.assign((await api<{ url: string }>('POST', '/api/wallet/auto-topup/setup', values())).url))}>
           {auto.hasPaymentMethod ? 'Save a new card' : 'Save a card and turn on'}
         </button>
