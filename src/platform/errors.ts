@@ -15,7 +15,7 @@ export const ERROR_CODES = {
   PERMISSION_DENIED: { status: 403, type: 'permission_error', when: 'The caller is authenticated but lacks the scope or permission the route needs.' },
   NOT_FOUND: { status: 404, type: 'not_found_error', when: "The object does not exist or belongs to someone else." },
   MODEL_NOT_FOUND: { status: 404, type: 'not_found_error', when: 'The model id is not in the catalogue.' },
-  CONFLICT: { status: 409, type: 'conflict_error', when: 'The object already exists (for example an email address already registered).' },
+  CONFLICT: { status: 409, type: 'conflict_error', when: 'The object already exists (for example an email address already registered), or a Stripe event refers to a payment not credited yet (not recorded; Stripe delivers it again).' },
   PAYLOAD_TOO_LARGE: { status: 413, type: 'invalid_request_error', when: 'The request body is larger than the route accepts.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, type: 'invalid_request_error', when: 'The Content-Type is not one the route accepts.' },
   SPENDING_LIMIT_EXCEEDED: { status: 429, type: 'spending_limit_error', when: "An app's or key's spending limit would be exceeded by the request's worst-case cost." },

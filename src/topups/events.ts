@@ -3,6 +3,7 @@ import { ApiError } from '../platform/errors.ts';
 import type { Trx } from '../billing/ledger.ts';
 import type { TopupRuntime } from './runtime.ts';
 import type { TopupsTable } from './tables.ts';
+import { paymentProviderError } from './settings.ts';
 
 /** The acknowledgment of a Stripe event: what it did (`effect`), or that it was processed before. */
 export interface EventAck {
@@ -86,10 +87,21 @@ async function topupOf(rt: TopupRuntime, id: unknown): Promise<TopupsTable | und
   return rt.ctx.db.selectFrom('topups').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** The top-up a charge or dispute is about, by its PaymentIntent. */
+/**
+ * The top-up a charge or dispute is about, by its PaymentIntent; when no top-up knows that PaymentIntent yet (its
+ * Checkout event has not arrived), the PaymentIntent's own metadata, read from Stripe, names the top-up.
+ */
 async function topupOfPayment(rt: TopupRuntime, paymentIntent: string | null): Promise<TopupsTable | undefined> {
   if (!paymentIntent) return undefined;
-  return rt.ctx.db.selectFrom('topups').selectAll().where('payment_intent_id', '=', paymentIntent).executeTakeFirst();
+  const known = await rt.ctx.db.selectFrom('topups').selectAll().where('payment_intent_id', '=', paymentIntent).executeTakeFirst();
+  if (known) return known;
+  let intent: Stripe.PaymentIntent;
+  try {
+    intent = await rt.stripe!.paymentIntents.retrieve(paymentIntent);
+  } catch (error) {
+    throw paymentProviderError(error);
+  }
+  return topupOf(rt, intent.metadata?.tollgateTopupId);
 }
 
 /** An event with nothing to do here, recorded so its copies are answered as duplicates. */
@@ -112,7 +124,9 @@ async function transition(rt: TopupRuntime, event: Stripe.Event, topup: TopupsTa
 /**
  * Credits a paid top-up once: the claim of the event and the conditional `pending|processing → succeeded`
  * update run in the movement's transaction, so two different success events of one payment (Checkout's
- * completed and async-succeeded, in either order) credit it once.
+ * completed and async-succeeded, in either order) credit it once. An auto top-up marked failed is credited
+ * too when Stripe says its payment succeeded: Tollgate marks it failed when starting it errs, which a lost
+ * answer can make look like a failure; Stripe's word on the money wins.
  */
 async function credit(rt: TopupRuntime, event: Stripe.Event, topup: TopupsTable, paymentIntent: string | null): Promise<EventAck> {
   const now = rt.ctx.clock.now();
@@ -128,7 +142,7 @@ async function credit(rt: TopupRuntime, event: Stripe.Event, topup: TopupsTable,
       if (!(await claimEvent(trx, event, now))) return !(duplicate = true);
       const claimed = await trx.updateTable('topups')
         .set({ status: 'succeeded', credited_at: now, updated_at: now, ...(paymentIntent ? { payment_intent_id: paymentIntent } : {}) })
-        .where('id', '=', topup.id).where('status', 'in', ['pending', 'processing']).returning('id').executeTakeFirst();
+        .where('id', '=', topup.id).where('status', 'in', topup.kind === 'auto' ? ['pending', 'processing', 'failed'] : ['pending', 'processing']).returning('id').executeTakeFirst();
       return Boolean(claimed);
     },
     alongside: async (trx, moved) => {
@@ -261,7 +275,9 @@ async function saveAutoTopup(rt: TopupRuntime, event: Stripe.Event, session: Str
   const account = userId ? await rt.ctx.db.selectFrom('topup_accounts').selectAll().where('user_id', '=', userId).executeTakeFirst() : undefined;
   // The session must be for the customer Tollgate made for this user: metadata alone is not trusted.
   if (!account || account.stripe_customer_id !== idOf(session.customer) || !Number.isSafeInteger(threshold) || !Number.isSafeInteger(amountMinor)) return recordOnly(rt, event);
-  const setupIntent = await rt.stripe!.setupIntents.retrieve(idOf(session.setup_intent)!);
+  const setupIntent = await rt.stripe!.setupIntents.retrieve(idOf(session.setup_intent)!).catch((error) => {
+    throw paymentProviderError(error);
+  });
   const paymentMethod = idOf(setupIntent.payment_method);
   if (!paymentMethod) return recordOnly(rt, event);
   const now = rt.ctx.clock.now();
