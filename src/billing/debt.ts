@@ -14,7 +14,8 @@ import { accounts, lockWallet, postMovement, type BillingContext, type Trx } fro
 export function debtOwed(available: number, debt: number): ApiError {
   return new ApiError(
     'INSUFFICIENT_CREDITS',
-    `Insufficient credits: your wallet owes ${microsToCredits(debt)} credits (a refunded or disputed top-up whose credits were already spent); add credits to repay it.`,
+    `Insufficient credits: your wallet owes ${microsToCredits(debt)} credits (a refunded or disputed top-up whose credits were already spent); `
+      + 'add credits to repay it.',
     { details: { available: microsToCredits(Math.max(0, available)), required: microsToCredits(debt), owed: microsToCredits(debt) } },
   );
 }
@@ -61,7 +62,12 @@ const COUNTERPART = { topup: accounts.topups, refund: accounts.topups, dispute: 
  * Credits in: a paid top-up (`topup`) or a won dispute giving back what it took (`dispute`). The debt is
  * repaid first, the rest becomes available.
  */
-export function creditFromProcessor(ctx: BillingContext, type: 'topup' | 'dispute', movement: ProcessorMovement, hooks: ProcessorHooks = {}): Promise<ProcessorOutcome> {
+export function creditFromProcessor(
+  ctx: BillingContext,
+  type: 'topup' | 'dispute',
+  movement: ProcessorMovement,
+  hooks: ProcessorHooks = {},
+): Promise<ProcessorOutcome> {
   return move(ctx, movement, hooks, (wallet, amount) => {
     const repaid = Math.min(amount, wallet.debt);
     return {
@@ -81,7 +87,12 @@ export function creditFromProcessor(ctx: BillingContext, type: 'topup' | 'disput
  * Credits out: a refund or a dispute of a top-up. Takes at most what is available (credits held for calls
  * in flight stay theirs); what cannot be taken becomes debt.
  */
-export function debitFromProcessor(ctx: BillingContext, type: 'refund' | 'dispute', movement: ProcessorMovement, hooks: ProcessorHooks = {}): Promise<ProcessorOutcome> {
+export function debitFromProcessor(
+  ctx: BillingContext,
+  type: 'refund' | 'dispute',
+  movement: ProcessorMovement,
+  hooks: ProcessorHooks = {},
+): Promise<ProcessorOutcome> {
   return move(ctx, movement, hooks, (wallet, amount) => {
     const taken = Math.min(amount, Math.max(0, wallet.balance - wallet.reserved));
     const owed = amount - taken;
@@ -105,7 +116,12 @@ type Plan = { type: 'topup' | 'refund' | 'dispute'; entries: Array<{ account: st
  * computed from the locked wallet (so no other movement of the user runs between reading and writing),
  * then the hooks' writes.
  */
-async function move(ctx: BillingContext, movement: ProcessorMovement, hooks: ProcessorHooks, plan: (wallet: { balance: number; reserved: number; debt: number }, amount: number) => Plan): Promise<ProcessorOutcome> {
+async function move(
+  ctx: BillingContext,
+  movement: ProcessorMovement,
+  hooks: ProcessorHooks,
+  plan: (wallet: { balance: number; reserved: number; debt: number }, amount: number) => Plan,
+): Promise<ProcessorOutcome> {
   const now = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     let amount = movement.amount;
@@ -117,7 +133,8 @@ async function move(ctx: BillingContext, movement: ProcessorMovement, hooks: Pro
     if (!Number.isSafeInteger(amount) || amount <= 0) throw new RangeError(`a processor movement must be positive micro-credits, got ${amount}`);
     const wallet = await lockWallet(trx, movement.userId, now);
     const planned = plan(wallet, amount);
-    const after = await postMovement(trx, wallet, { type: planned.type, description: movement.description, reference: movement.reference, entries: planned.entries }, now);
+    const entries = planned.entries;
+    const after = await postMovement(trx, wallet, { type: planned.type, description: movement.description, reference: movement.reference, entries }, now);
     const outcome = {
       applied: true as const,
       available: planned.available,

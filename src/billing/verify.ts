@@ -9,7 +9,8 @@ export interface LedgerDifference {
   /**
    * `wallet_balance` / `wallet_reserved`: the wallet's cached numbers against the sums of its accounts;
    * `open_holds`: the wallet's reserve against its open holds; `spend_counter`: a limit counter against
-   * its holds; `wallet_debt`: the wallet's debt against minus its `debt` account (or a negative debt); `unbalanced_transaction`: a movement whose entries do not sum to zero; `ledger_total`: all
+   * its holds; `wallet_debt`: the wallet's debt against minus its `debt` account (or a negative debt);
+   * `unbalanced_transaction`: a movement whose entries do not sum to zero; `ledger_total`: all
    * entries together do not sum to zero.
    */
   kind: 'wallet_balance' | 'wallet_reserved' | 'wallet_debt' | 'open_holds' | 'spend_counter' | 'unbalanced_transaction' | 'ledger_total';
@@ -100,7 +101,8 @@ export async function verifyLedger(ctx: BillingContext, options: { userId?: stri
       }
       if (wallet.reserved !== ledger.held) differences.push({ kind: 'wallet_reserved', subject: user, recorded: microsToCredits(wallet.reserved), computed: microsToCredits(ledger.held) });
       // The debt account holds minus what is owed; a debt is never negative.
-      if (num(wallet.debt) !== -ledger.debt || num(wallet.debt) < 0) differences.push({ kind: 'wallet_debt', subject: user, recorded: microsToCredits(num(wallet.debt)), computed: microsToCredits(-ledger.debt) });
+      const debt = num(wallet.debt);
+      if (debt !== -ledger.debt || debt < 0) differences.push({ kind: 'wallet_debt', subject: user, recorded: microsToCredits(debt), computed: microsToCredits(-ledger.debt) });
       if (wallet.reserved !== open) differences.push({ kind: 'open_holds', subject: user, recorded: microsToCredits(wallet.reserved), computed: microsToCredits(open) });
       const available = Math.min(wallet.balance - wallet.reserved, ledger.available);
       if (available < 0 || ledger.held < 0) negativeAvailable.push({ userId: user, available: microsToCredits(available) });

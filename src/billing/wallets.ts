@@ -48,7 +48,11 @@ export async function creditWallet(ctx: BillingContext, userId: string, amount: 
       {
         type: kind,
         description: reason,
-        entries: [{ account: SOURCES[kind], amount: -amount }, { account: accounts.debt(userId), amount: repaid }, { account: accounts.available(userId), amount: amount - repaid }],
+        entries: [
+          { account: SOURCES[kind], amount: -amount },
+          { account: accounts.debt(userId), amount: repaid },
+          { account: accounts.available(userId), amount: amount - repaid },
+        ],
       },
       now,
     );

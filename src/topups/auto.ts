@@ -66,14 +66,23 @@ export async function startAutoTopupSetup(rt: TopupRuntime, userId: string, thre
  * Changes the settings. Turning it on needs a saved payment method (400 otherwise: set it up first); turning
  * it off always works and clears a failure notice.
  */
-export async function updateAutoTopup(rt: TopupRuntime, userId: string, change: { enabled: boolean; threshold: number; amount: number }): Promise<AutoTopupState> {
+export async function updateAutoTopup(
+  rt: TopupRuntime,
+  userId: string,
+  change: { enabled: boolean; threshold: number; amount: number },
+): Promise<AutoTopupState> {
   const values = autoValues(rt, change.threshold, change.amount);
   const now = rt.ctx.clock.now();
   const state = await autoTopupState(rt, userId);
-  if (change.enabled && !state.hasPaymentMethod) throw errors.invalid('Save a payment method first (POST /api/wallet/auto-topup/setup): auto top-up charges it off-session.');
+  if (change.enabled && !state.hasPaymentMethod) {
+    throw errors.invalid('Save a payment method first (POST /api/wallet/auto-topup/setup): auto top-up charges it off-session.');
+  }
   await rt.ctx.db.insertInto('topup_accounts').values(blankAccount(userId, now)).onConflict((oc) => oc.column('user_id').doNothing()).execute();
   await rt.ctx.db.updateTable('topup_accounts')
-    .set({ auto_enabled: change.enabled ? 1 : 0, auto_threshold: values.threshold, auto_amount_minor: values.amountMinor, auto_failure: null, auto_failed_at: null, updated_at: now })
+    .set({
+      auto_enabled: change.enabled ? 1 : 0, auto_threshold: values.threshold, auto_amount_minor: values.amountMinor,
+      auto_failure: null, auto_failed_at: null, updated_at: now,
+    })
     .where('user_id', '=', userId).execute();
   return autoTopupState(rt, userId);
 }
@@ -87,7 +96,8 @@ export async function updateAutoTopup(rt: TopupRuntime, userId: string, change: 
  */
 export async function maybeAutoTopup(rt: TopupRuntime, userId: string): Promise<TopupsTable | null> {
   const { db, clock } = rt.ctx;
-  const account = await db.selectFrom('topup_accounts').selectAll().where('user_id', '=', userId).where('auto_enabled', '=', 1).where('auto_in_flight', 'is', null).executeTakeFirst();
+  const account = await db.selectFrom('topup_accounts').selectAll()
+    .where('user_id', '=', userId).where('auto_enabled', '=', 1).where('auto_in_flight', 'is', null).executeTakeFirst();
   if (!account?.payment_method_id || !account.stripe_customer_id || !rt.stripe || !rt.settings.enabled) return null;
   const { available } = await rt.ctx.services.billing.getBalance(userId);
   if (available >= account.auto_threshold) return null;
@@ -95,7 +105,8 @@ export async function maybeAutoTopup(rt: TopupRuntime, userId: string): Promise<
   const topup: TopupsTable = {
     id: newId('top'), user_id: userId, kind: 'auto', status: 'pending', amount_minor: account.auto_amount_minor, currency: rt.settings.currency,
     credits: account.auto_amount_minor * rt.settings.creditsPerUnit * 10_000, checkout_session_id: null, payment_intent_id: null, checkout_url: null,
-    receipt_url: null, failure_reason: null, refunded: 0, disputed: 0, dispute_status: null, transaction_id: null, created_at: now, updated_at: now, credited_at: null,
+    receipt_url: null, failure_reason: null, refunded: 0, disputed: 0, dispute_status: null, transaction_id: null,
+    created_at: now, updated_at: now, credited_at: null,
   };
   const claimed = await db.transaction().execute(async (trx) => {
     const slot = await trx.updateTable('topup_accounts').set({ auto_in_flight: topup.id, updated_at: now })
@@ -117,7 +128,8 @@ export async function maybeAutoTopup(rt: TopupRuntime, userId: string): Promise<
     const reason = (error as { message?: string }).message ?? 'The saved payment method was declined.';
     const intentId = (error as { raw?: { payment_intent?: { id?: string } } }).raw?.payment_intent?.id ?? null;
     const failed = await db.transaction().execute(async (trx) => {
-      const row = await trx.updateTable('topups').set({ status: 'failed', failure_reason: reason, payment_intent_id: intentId, updated_at: clock.now() })
+      const row = await trx.updateTable('topups')
+        .set({ status: 'failed', failure_reason: reason, payment_intent_id: intentId, updated_at: clock.now() })
         .where('id', '=', topup.id).where('status', '=', 'pending').returning('id').executeTakeFirst();
       if (row) await disableAutoTopup(trx, userId, topup.id, reason, clock.now());
       return Boolean(row);
@@ -125,6 +137,7 @@ export async function maybeAutoTopup(rt: TopupRuntime, userId: string): Promise<
     if (failed) rt.notify({ type: 'topup_failed', userId, topupId: topup.id, credits: topup.credits, reason });
     return { ...topup, status: 'failed' };
   }
-  await db.updateTable('topups').set({ payment_intent_id: intent.id, updated_at: clock.now() }).where('id', '=', topup.id).where('payment_intent_id', 'is', null).execute();
+  await db.updateTable('topups').set({ payment_intent_id: intent.id, updated_at: clock.now() })
+    .where('id', '=', topup.id).where('payment_intent_id', 'is', null).execute();
   return { ...topup, payment_intent_id: intent.id };
 }

@@ -23,13 +23,17 @@ export async function ensureCustomer(rt: TopupRuntime, userId: string): Promise<
   const user = await db.selectFrom('users').select(['email', 'name']).where('id', '=', userId).executeTakeFirstOrThrow();
   let customer: Stripe.Customer;
   try {
-    customer = await requireStripe(rt).customers.create({ email: user.email, name: user.name || undefined, metadata: { tollgateUserId: userId } }, { idempotencyKey: `tollgate-customer-${userId}` });
+    customer = await requireStripe(rt).customers.create(
+      { email: user.email, name: user.name || undefined, metadata: { tollgateUserId: userId } },
+      { idempotencyKey: `tollgate-customer-${userId}` },
+    );
   } catch (error) {
     throw paymentProviderError(error);
   }
   await db.insertInto('topup_accounts')
     .values({ ...blankAccount(userId, clock.now()), stripe_customer_id: customer.id })
-    .onConflict((oc) => oc.column('user_id').doUpdateSet({ stripe_customer_id: sql`coalesce(topup_accounts.stripe_customer_id, excluded.stripe_customer_id)` }))
+    .onConflict((oc) => oc.column('user_id')
+      .doUpdateSet({ stripe_customer_id: sql`coalesce(topup_accounts.stripe_customer_id, excluded.stripe_customer_id)` }))
     .execute();
   const row = await db.selectFrom('topup_accounts').select('stripe_customer_id').where('user_id', '=', userId).executeTakeFirstOrThrow();
   return row.stripe_customer_id!;
@@ -51,7 +55,8 @@ export async function startCheckout(rt: TopupRuntime, userId: string, amount: nu
   const customer = await ensureCustomer(rt, userId);
   const now = rt.ctx.clock.now();
   const topup: TopupsTable = {
-    id: newId('top'), user_id: userId, kind: 'checkout', status: 'pending', amount_minor: price.amountMinor, currency: rt.settings.currency, credits: price.credits,
+    id: newId('top'), user_id: userId, kind: 'checkout', status: 'pending', amount_minor: price.amountMinor, currency: rt.settings.currency,
+    credits: price.credits,
     checkout_session_id: null, payment_intent_id: null, checkout_url: null, receipt_url: null, failure_reason: null, refunded: 0, disputed: 0,
     dispute_status: null, transaction_id: null, created_at: now, updated_at: now, credited_at: null,
   };
@@ -62,24 +67,30 @@ export async function startCheckout(rt: TopupRuntime, userId: string, amount: nu
       mode: 'payment',
       customer,
       client_reference_id: userId,
-      line_items: [{ quantity: 1, price_data: { currency: rt.settings.currency, unit_amount: price.amountMinor, product_data: { name: `${price.credits / 1_000_000} Tollgate credits` } } }],
+      line_items: [{
+        quantity: 1,
+        price_data: { currency: rt.settings.currency, unit_amount: price.amountMinor, product_data: { name: `${price.credits / 1_000_000} Tollgate credits` } },
+      }],
       payment_intent_data: { metadata: { tollgateTopupId: topup.id, tollgateUserId: userId } },
       metadata: { tollgateTopupId: topup.id, tollgateUserId: userId },
       success_url: walletUrl(rt, `topup=${topup.id}`),
       cancel_url: walletUrl(rt, `topup=${topup.id}&cancelled=1`),
     }, { idempotencyKey: `tollgate-topup-${topup.id}` });
   } catch (error) {
-    await rt.ctx.db.updateTable('topups').set({ status: 'failed', failure_reason: 'Stripe refused to start the checkout', updated_at: rt.ctx.clock.now() }).where('id', '=', topup.id).execute();
+    await rt.ctx.db.updateTable('topups').set({ status: 'failed', failure_reason: 'Stripe refused to start the checkout', updated_at: rt.ctx.clock.now() })
+      .where('id', '=', topup.id).execute();
     throw paymentProviderError(error);
   }
   if (!session.url) throw paymentProviderError(new Error('no checkout URL'));
-  await rt.ctx.db.updateTable('topups').set({ checkout_session_id: session.id, checkout_url: session.url, updated_at: rt.ctx.clock.now() }).where('id', '=', topup.id).execute();
+  await rt.ctx.db.updateTable('topups').set({ checkout_session_id: session.id, checkout_url: session.url, updated_at: rt.ctx.clock.now() })
+    .where('id', '=', topup.id).execute();
   return { topup: { ...topup, checkout_session_id: session.id, checkout_url: session.url }, url: session.url };
 }
 
 /** The user's top-ups, newest first. */
 export function listTopups(rt: TopupRuntime, userId: string, limit = 50): Promise<TopupsTable[]> {
-  return rt.ctx.db.selectFrom('topups').selectAll().where('user_id', '=', userId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return rt.ctx.db.selectFrom('topups').selectAll().where('user_id', '=', userId)
+    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
 }
 
 /** One of the user's top-ups; 404 for another user's. */
@@ -91,5 +102,8 @@ export async function getTopup(rt: TopupRuntime, userId: string, id: string): Pr
 
 /** A user's Stripe row before anything is set. */
 export function blankAccount(userId: string, now: number) {
-  return { user_id: userId, stripe_customer_id: null, payment_method_id: null, auto_enabled: 0, auto_threshold: 0, auto_amount_minor: 0, auto_in_flight: null, auto_failure: null, auto_failed_at: null, updated_at: now };
+  return {
+    user_id: userId, stripe_customer_id: null, payment_method_id: null, auto_enabled: 0, auto_threshold: 0, auto_amount_minor: 0,
+    auto_in_flight: null, auto_failure: null, auto_failed_at: null, updated_at: now,
+  };
 }

@@ -8,7 +8,9 @@ import { paymentProviderError } from './settings.ts';
 /** The acknowledgment of a Stripe event: what it did (`effect`), or that it was processed before. */
 export interface EventAck {
   received: true;
-  effect: 'credited' | 'processing' | 'failed' | 'expired' | 'refunded' | 'disputed' | 'dispute_won' | 'dispute_lost' | 'auto_topup_saved' | 'ignored';
+  effect:
+    | 'credited' | 'processing' | 'failed' | 'expired' | 'refunded' | 'disputed' | 'dispute_won' | 'dispute_lost'
+    | 'auto_topup_saved' | 'ignored';
   duplicate?: true;
   topupId?: string;
 }
@@ -111,7 +113,14 @@ async function recordOnly(rt: TopupRuntime, event: Stripe.Event): Promise<EventA
 }
 
 /** A state change without money: applied when the top-up is in one of `from`, with the event's claim. */
-async function transition(rt: TopupRuntime, event: Stripe.Event, topup: TopupsTable, from: TopupsTable['status'][], change: Partial<TopupsTable>, effect: EventAck['effect']): Promise<EventAck> {
+async function transition(
+  rt: TopupRuntime,
+  event: Stripe.Event,
+  topup: TopupsTable,
+  from: TopupsTable['status'][],
+  change: Partial<TopupsTable>,
+  effect: EventAck['effect'],
+): Promise<EventAck> {
   const now = rt.ctx.clock.now();
   const fresh = await rt.ctx.db.transaction().execute(async (trx) => {
     if (!(await claimEvent(trx, event, now))) return false;
@@ -142,12 +151,15 @@ async function credit(rt: TopupRuntime, event: Stripe.Event, topup: TopupsTable,
       if (!(await claimEvent(trx, event, now))) return !(duplicate = true);
       const claimed = await trx.updateTable('topups')
         .set({ status: 'succeeded', credited_at: now, updated_at: now, ...(paymentIntent ? { payment_intent_id: paymentIntent } : {}) })
-        .where('id', '=', topup.id).where('status', 'in', topup.kind === 'auto' ? ['pending', 'processing', 'failed'] : ['pending', 'processing']).returning('id').executeTakeFirst();
+        .where('id', '=', topup.id).where('status', 'in', topup.kind === 'auto' ? ['pending', 'processing', 'failed'] : ['pending', 'processing'])
+        .returning('id').executeTakeFirst();
       return Boolean(claimed);
     },
     alongside: async (trx, moved) => {
       await trx.updateTable('topups').set({ transaction_id: moved.transactionId }).where('id', '=', topup.id).execute();
-      if (topup.kind === 'auto') await trx.updateTable('topup_accounts').set({ auto_in_flight: null, updated_at: now }).where('user_id', '=', topup.user_id).where('auto_in_flight', '=', topup.id).execute();
+      if (topup.kind !== 'auto') return;
+      await trx.updateTable('topup_accounts').set({ auto_in_flight: null, updated_at: now })
+        .where('user_id', '=', topup.user_id).where('auto_in_flight', '=', topup.id).execute();
     },
   });
   if (!outcome.applied) return { received: true, effect: 'credited', topupId: topup.id, ...(duplicate ? { duplicate: true as const } : {}) };
@@ -184,13 +196,17 @@ async function fail(rt: TopupRuntime, event: Stripe.Event, topup: TopupsTable, r
 /** Turns auto top-up off after its payment failed, keeping why for the dashboard. */
 export async function disableAutoTopup(trx: Trx, userId: string, topupId: string, reason: string, now: number): Promise<void> {
   await trx.updateTable('topup_accounts')
-    .set((eb) => ({ auto_enabled: 0, auto_failure: reason, auto_failed_at: now, updated_at: now, auto_in_flight: eb.case().when('auto_in_flight', '=', topupId).then(null).else(eb.ref('auto_in_flight')).end() }))
+    .set((eb) => ({
+      auto_enabled: 0, auto_failure: reason, auto_failed_at: now, updated_at: now,
+      auto_in_flight: eb.case().when('auto_in_flight', '=', topupId).then(null).else(eb.ref('auto_in_flight')).end(),
+    }))
     .where('user_id', '=', userId).execute();
 }
 
 /** A refund or dispute about a payment that is not credited yet: not recorded, so Stripe delivers it again later. */
 function notCreditedYet(topup: TopupsTable): ApiError {
-  return new ApiError('CONFLICT', `The payment of top-up ${topup.id} is not credited yet; this event is not recorded, and Stripe's next delivery applies it.`);
+  return new ApiError('CONFLICT', `The payment of top-up ${topup.id} is not credited yet; this event is not recorded, and Stripe's next delivery applies it.`,
+  );
 }
 
 /**
@@ -274,7 +290,8 @@ async function saveAutoTopup(rt: TopupRuntime, event: Stripe.Event, session: Str
   const amountMinor = Number(session.metadata?.tollgateAmountMinor);
   const account = userId ? await rt.ctx.db.selectFrom('topup_accounts').selectAll().where('user_id', '=', userId).executeTakeFirst() : undefined;
   // The session must be for the customer Tollgate made for this user: metadata alone is not trusted.
-  if (!account || account.stripe_customer_id !== idOf(session.customer) || !Number.isSafeInteger(threshold) || !Number.isSafeInteger(amountMinor)) return recordOnly(rt, event);
+  const valid = account && account.stripe_customer_id === idOf(session.customer) && Number.isSafeInteger(threshold) && Number.isSafeInteger(amountMinor);
+  if (!account || !valid) return recordOnly(rt, event);
   const setupIntent = await rt.stripe!.setupIntents.retrieve(idOf(session.setup_intent)!).catch((error) => {
     throw paymentProviderError(error);
   });
@@ -284,7 +301,10 @@ async function saveAutoTopup(rt: TopupRuntime, event: Stripe.Event, session: Str
   const fresh = await rt.ctx.db.transaction().execute(async (trx) => {
     if (!(await claimEvent(trx, event, now))) return false;
     await trx.updateTable('topup_accounts')
-      .set({ payment_method_id: paymentMethod, auto_enabled: 1, auto_threshold: threshold, auto_amount_minor: amountMinor, auto_failure: null, auto_failed_at: null, updated_at: now })
+      .set({
+        payment_method_id: paymentMethod, auto_enabled: 1, auto_threshold: threshold, auto_amount_minor: amountMinor,
+        auto_failure: null, auto_failed_at: null, updated_at: now,
+      })
       .where('user_id', '=', account.user_id).execute();
     return true;
   });

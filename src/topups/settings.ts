@@ -31,7 +31,8 @@ export function topupSettings(config: Config): TopupSettings {
 }
 
 /** What the operator must set; the page and the 503 say it. */
-export const HOW_TO_ENABLE = 'Top-ups are off on this Tollgate: the operator enables them by setting STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET (see the README, "Top-ups").';
+export const HOW_TO_ENABLE =
+  'Top-ups are off on this Tollgate: the operator enables them by setting STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET (see the README, "Top-ups").';
 
 /** The 503 of a top-up route while Stripe is not configured. */
 export function topupsDisabled(): ApiError {
@@ -49,7 +50,8 @@ export function priceOf(settings: TopupSettings, amount: number): { amountMinor:
     throw errors.invalid('The amount must be a number of currency units with at most 2 decimals.', bounds);
   }
   if (!settings.amounts.includes(amount) && (amount < settings.minAmount || amount > settings.maxAmount)) {
-    throw errors.invalid(`The amount must be one of ${settings.amounts.join(', ')} or between ${settings.minAmount} and ${settings.maxAmount} ${settings.currency.toUpperCase()}.`, bounds);
+    const range = `between ${settings.minAmount} and ${settings.maxAmount} ${settings.currency.toUpperCase()}`;
+    throw errors.invalid(`The amount must be one of ${settings.amounts.join(', ')} or ${range}.`, bounds);
   }
   return { amountMinor, credits: amountMinor * settings.creditsPerUnit * MICROS_PER_CREDIT_PER_MINOR };
 }
@@ -61,11 +63,12 @@ export function priceOf(settings: TopupSettings, amount: number): { amountMinor:
 export function stripeClient(config: Config): Stripe | null {
   if (!config.STRIPE_SECRET_KEY) return null;
   const base = config.STRIPE_API_BASE ? new URL(config.STRIPE_API_BASE) : null;
+  const https = base?.protocol === 'https:';
   return new Stripe(config.STRIPE_SECRET_KEY, {
     maxNetworkRetries: 2,
     timeout: 20_000,
     appInfo: { name: 'Tollgate' },
-    ...(base ? { host: base.hostname, port: base.port || (base.protocol === 'https:' ? 443 : 80), protocol: base.protocol === 'https:' ? 'https' as const : 'http' as const } : {}),
+    ...(base ? { host: base.hostname, port: base.port || (https ? 443 : 80), protocol: https ? ('https' as const) : ('http' as const) } : {}),
   });
 }
 

@@ -110,7 +110,9 @@ function restrictionOf(errorField: unknown, fallbackMessage: string): { restrict
     return { restriction, details };
   }
   if (code === 'INSUFFICIENT_CREDITS') {
-    const restriction: InsufficientCreditsRestriction = { kind: 'insufficient_credits', code, message, type: type ?? 'insufficient_credits_error', available: asNumber(details.available), required: asNumber(details.required) };
+    const restriction: InsufficientCreditsRestriction = {
+      kind: 'insufficient_credits', code, message, type: type ?? 'insufficient_credits_error', available: asNumber(details.available), required: asNumber(details.required),
+    };
     if (typeof details.owed === 'number') restriction.owed = details.owed;
     return { restriction, details };
   }

@@ -11,7 +11,10 @@ const Settings = Type.Object({
 /** Auto top-up: `GET`/`PUT /api/wallet/auto-topup` and `POST /api/wallet/auto-topup/setup` (dashboard session only). */
 export function registerAutoTopupRoutes(app: App, ctx: AppContext): void {
   app.get('/api/wallet/auto-topup', {
-    schema: { tags: ['wallet'], summary: 'Auto top-up settings and failure notice (dashboard session only)', security: sessionSecurity, response: { 200: AutoTopupSchema } },
+    schema: {
+      tags: ['wallet'], summary: 'Auto top-up settings and failure notice (dashboard session only)', security: sessionSecurity,
+      response: { 200: AutoTopupSchema },
+    },
     config: { auth: [] },
   }, async (request) => autoTopupView(await ctx.services.topups.autoTopup(sessionOnly(request).userId)));
 
@@ -19,7 +22,10 @@ export function registerAutoTopupRoutes(app: App, ctx: AppContext): void {
     schema: {
       tags: ['wallet'], summary: 'Turn auto top-up on or off, or change its threshold and amount (dashboard session only)', security: sessionSecurity,
       description: 'Turning it on needs a saved payment method (`POST /api/wallet/auto-topup/setup`); 400 otherwise.',
-      body: Type.Object({ enabled: Type.Boolean(), threshold: Settings.properties.threshold, amount: Settings.properties.amount }, { additionalProperties: false }),
+      body: Type.Object(
+        { enabled: Type.Boolean(), threshold: Settings.properties.threshold, amount: Settings.properties.amount },
+        { additionalProperties: false },
+      ),
       response: { 200: AutoTopupSchema },
     },
     config: { auth: [] },
@@ -30,7 +36,9 @@ export function registerAutoTopupRoutes(app: App, ctx: AppContext): void {
 
   app.post('/api/wallet/auto-topup/setup', {
     schema: {
-      tags: ['wallet'], summary: 'Save a payment method for auto top-up: a Stripe Checkout Session in setup mode (dashboard session only)', security: sessionSecurity,
+      tags: ['wallet'],
+      summary: 'Save a payment method for auto top-up: a Stripe Checkout Session in setup mode (dashboard session only)',
+      security: sessionSecurity,
       description: 'Once the user completes it, the webhook turns auto top-up on with this threshold and amount.',
       body: Settings,
       response: { 201: Type.Object({ url: Type.String({ description: 'The Stripe Checkout page.' }) }) },

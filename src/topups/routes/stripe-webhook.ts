@@ -14,7 +14,9 @@ const SIGNATURE_HEADER = /^t=\d+(,[a-z0-9_]+=[A-Za-z0-9+/=_-]+)+$/;
 
 const Ack = Type.Object({
   received: Type.Literal(true),
-  effect: Type.String({ description: 'What the event did: credited, processing, failed, expired, refunded, disputed, dispute_won, dispute_lost, auto_topup_saved, ignored.' }),
+  effect: Type.String({
+    description: 'What the event did: credited, processing, failed, expired, refunded, disputed, dispute_won, dispute_lost, auto_topup_saved, ignored.',
+  }),
   topupId: Type.Optional(Type.String()),
   duplicate: Type.Optional(Type.Literal(true, { description: 'Present when this event id was already processed (by any instance).' })),
 });
@@ -38,7 +40,8 @@ export async function registerStripeWebhook(app: FastifyInstance, ctx: AppContex
       schema: {
         tags: ['webhooks'],
         summary: 'Receive a Stripe event (top-ups, refunds, disputes, auto top-up)',
-        description: 'Verified with STRIPE_WEBHOOK_SECRET over the raw body (Stripe-Signature); each event id is processed once, in the transaction of its ledger movement.',
+        description:
+          'Verified with STRIPE_WEBHOOK_SECRET over the raw body (Stripe-Signature); each event id is processed once, in the transaction of its ledger movement.',
         security: [],
         headers: Type.Object({ 'stripe-signature': Type.Optional(Type.String()) }),
         response: { 200: Ack, 400: ErrorBody, 401: ErrorBody, 409: ErrorBody, 503: ErrorBody },

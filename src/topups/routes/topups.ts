@@ -20,7 +20,10 @@ const TopupsPage = Type.Object({
 /** `GET` and `POST /api/wallet/topups` (decisions.md "Top-ups"): the dashboard session only. */
 export function registerTopupRoutes(app: App, ctx: AppContext): void {
   app.get('/api/wallet/topups', {
-    schema: { tags: ['wallet'], summary: 'Top-up options and history (dashboard session only)', security: sessionSecurity, response: { 200: TopupsPage } },
+    schema: {
+      tags: ['wallet'], summary: 'Top-up options and history (dashboard session only)', security: sessionSecurity,
+      response: { 200: TopupsPage },
+    },
     config: { auth: [] },
   }, async (request) => {
     const { userId } = sessionOnly(request);
@@ -38,9 +41,12 @@ export function registerTopupRoutes(app: App, ctx: AppContext): void {
     schema: {
       tags: ['wallet'],
       summary: 'Start a top-up: a Stripe Checkout Session for the signed-in user (dashboard session only)',
-      description: 'Answers the Checkout URL to send the user to; the webhook credits the top-up once paid. 503 TOPUPS_DISABLED while Stripe is not configured.',
+      description:
+        'Answers the Checkout URL to send the user to; the webhook credits the top-up once paid. 503 TOPUPS_DISABLED while Stripe is not configured.',
       security: sessionSecurity,
-      body: Type.Object({ amount: Type.Number({ description: 'Units of the currency: one of the offered amounts, or a custom one within the bounds (at most 2 decimals).' }) }, { additionalProperties: false }),
+      body: Type.Object({
+        amount: Type.Number({ description: 'Units of the currency: one of the offered amounts, or a custom one within the bounds (at most 2 decimals).' }),
+      }, { additionalProperties: false }),
       response: { 201: Type.Object({ topup: TopupSchema, url: Type.String({ description: 'The Stripe Checkout page.' }) }) },
     },
     config: { auth: [] },

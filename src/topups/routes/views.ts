@@ -17,14 +17,18 @@ export const sessionSecurity = [{ session: [] }];
  */
 export function sessionOnly(request: FastifyRequest): Principal {
   const principal = principalOf(request);
-  if (principal.kind !== 'session') throw errors.forbidden('Top-ups and auto top-up are managed from the Tollgate dashboard (a signed-in session); an app token or API key cannot use them.');
+  if (principal.kind !== 'session') {
+    throw errors.forbidden('Top-ups and auto top-up are managed from the Tollgate dashboard (a signed-in session); an app token or API key cannot use them.');
+  }
   return principal;
 }
 
 export const TopupSchema = Type.Object({
   id: Type.String({ examples: ['top_3kT9xQ2mN7pR4sV8wY1z'] }),
   kind: Type.Union([Type.Literal('checkout'), Type.Literal('auto')]),
-  status: Type.Union([Type.Literal('pending'), Type.Literal('processing'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('expired')]),
+  status: Type.Union([
+    Type.Literal('pending'), Type.Literal('processing'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('expired'),
+  ]),
   amount: Type.Number({ description: 'Price paid, in units of `currency`.' }),
   currency: Type.String(),
   credits: Type.Number({ description: 'Credits bought.' }),
@@ -51,7 +55,9 @@ export const AutoTopupSchema = Type.Object({
   amount: Type.Number({ description: 'Units of the currency each auto top-up buys.' }),
   hasPaymentMethod: Type.Boolean({ description: 'A payment method is saved (set up through Checkout in setup mode).' }),
   pending: Type.Boolean({ description: 'An auto top-up payment is in flight.' }),
-  failure: Type.Union([Type.Object({ reason: Type.String(), at: Type.String({ format: 'date-time' }) }), Type.Null()], { description: 'Why auto top-up was turned off (a failed payment).' }),
+  failure: Type.Union([Type.Object({ reason: Type.String(), at: Type.String({ format: 'date-time' }) }), Type.Null()], {
+    description: 'Why auto top-up was turned off (a failed payment).',
+  }),
 });
 
 /** Auto top-up as the API shows it. */

@@ -15,9 +15,14 @@ export interface TopupsPage {
   lowBalance: number;
   topups: Topup[];
 }
-interface Topup { id: string; kind: string; status: string; amount: number; currency: string; credits: number; refunded: number; disputed: number; receiptUrl: string | null; failureReason: string | null; createdAt: string }
+interface Topup {
+  id: string; kind: string; status: string; amount: number; currency: string; credits: number; refunded: number; disputed: number;
+  receiptUrl: string | null; failureReason: string | null; createdAt: string;
+}
 /** `GET /api/wallet/auto-topup`. */
-export interface AutoTopup { enabled: boolean; threshold: number; amount: number; hasPaymentMethod: boolean; pending: boolean; failure: { reason: string; at: string } | null }
+export interface AutoTopup {
+  enabled: boolean; threshold: number; amount: number; hasPaymentMethod: boolean; pending: boolean; failure: { reason: string; at: string } | null;
+}
 
 /** The query of the wallet route (`#/wallet?topup=…&need=…`). */
 export function walletQuery(): URLSearchParams {
@@ -64,7 +69,8 @@ export function AddCredits(props: { page: TopupsPage; need: number | null }) {
       </div>
       <form class="row spaced" onSubmit={(event) => { event.preventDefault(); void buy(Number(custom)); }}>
         <label>Custom amount ({page.currency.toUpperCase()}, {page.minAmount}–{page.maxAmount})
-          <input name="amount" type="number" min={page.minAmount} max={page.maxAmount} step="0.01" inputMode="decimal" value={custom} onInput={(e) => setCustom((e.target as HTMLInputElement).value)} required />
+          <input name="amount" type="number" min={page.minAmount} max={page.maxAmount} step="0.01" inputMode="decimal" required
+            value={custom} onInput={(e) => setCustom((e.target as HTMLInputElement).value)} />
         </label>
         <div class="row-actions bottom"><button type="submit" class="btn primary" disabled={busy}>Top up</button></div>
       </form>
@@ -155,8 +161,13 @@ export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChan
       </p>
       <ErrorNote error={error} />
       <div class="row">
-        <label>When available credits fall below<input name="threshold" type="number" min="0" step="0.000001" value={threshold} onInput={(e) => setThreshold((e.target as HTMLInputElement).value)} /></label>
-        <label>Buy ({page.currency.toUpperCase()})<input name="autoAmount" type="number" min={page.minAmount} max={page.maxAmount} step="0.01" value={amount} onInput={(e) => setAmount((e.target as HTMLInputElement).value)} /></label>
+        <label>When available credits fall below
+          <input name="threshold" type="number" min="0" step="0.000001" value={threshold} onInput={(e) => setThreshold((e.target as HTMLInputElement).value)} />
+        </label>
+        <label>Buy ({page.currency.toUpperCase()})
+          <input name="autoAmount" type="number" min={page.minAmount} max={page.maxAmount} step="0.01" value={amount}
+            onInput={(e) => setAmount((e.target as HTMLInputElement).value)} />
+        </label>
       </div>
       <div class="row-actions spaced">
         <button type="button" class="btn primary" onClick={() => run(async () => location.assign((await api<{ url: string }>('POST', '/api/wallet/auto-topup/setup', values())).url))}>
