@@ -50,13 +50,16 @@ export async function handleEvent(rt: TopupRuntime, event: Stripe.Event): Promis
       if (object.mode === 'setup') return saveAutoTopup(rt, event, object);
       const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
       if (!topup) return recordOnly(rt, event);
-      if (object.payment_status === 'paid') return credit(rt, event, topup, idOf(object.payment_intent));
+      if (object.payment_status === 'paid') {
+        return paidAsPriced(rt, topup, object.amount_total, object.currency) ? credit(rt, event, topup, idOf(object.payment_intent)) : recordOnly(rt, event);
+      }
       // An asynchronous method (a bank debit): credited by its success event only.
       return transition(rt, event, topup, ['pending'], { status: 'processing', payment_intent_id: idOf(object.payment_intent) }, 'processing');
     }
     case 'checkout.session.async_payment_succeeded': {
       const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
-      return topup ? credit(rt, event, topup, idOf(object.payment_intent)) : recordOnly(rt, event);
+      if (!topup || !paidAsPriced(rt, topup, object.amount_total, object.currency)) return recordOnly(rt, event);
+      return credit(rt, event, topup, idOf(object.payment_intent));
     }
     case 'checkout.session.async_payment_failed': {
       const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
@@ -71,7 +74,9 @@ export async function handleEvent(rt: TopupRuntime, event: Stripe.Event): Promis
       // Checkout's own payments are handled by the Checkout events; these only settle auto top-ups.
       const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
       if (!topup || topup.kind !== 'auto') return recordOnly(rt, event);
-      if (event.type === 'payment_intent.succeeded') return credit(rt, event, topup, object.id);
+      if (event.type === 'payment_intent.succeeded') {
+        return paidAsPriced(rt, topup, object.amount, object.currency) ? credit(rt, event, topup, object.id) : recordOnly(rt, event);
+      }
       return fail(rt, event, topup, object.last_payment_error?.message ?? 'The saved payment method was declined.');
     }
     case 'charge.refunded':
@@ -82,6 +87,16 @@ export async function handleEvent(rt: TopupRuntime, event: Stripe.Event): Promis
     default:
       return recordOnly(rt, event);
   }
+}
+
+/**
+ * Whether the payment is the price the top-up was created with: credits are only given for that price (a
+ * session changed outside Tollgate credits nothing, and the log says so).
+ */
+function paidAsPriced(rt: TopupRuntime, topup: TopupsTable, amount: unknown, currency: unknown): boolean {
+  if (amount === topup.amount_minor && currency === topup.currency) return true;
+  rt.ctx.log.error({ topupId: topup.id, amount, currency }, 'a Stripe payment does not match its top-up\'s price: not credited');
+  return false;
 }
 
 async function topupOf(rt: TopupRuntime, id: unknown): Promise<TopupsTable | undefined> {

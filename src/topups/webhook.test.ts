@@ -95,6 +95,15 @@ describeEachDatabase('the Stripe webhook credits each top-up once', (env) => {
     assert.equal((await walletOf(env, user)).balance, 0);
   });
 
+  it('a paid session whose amount is not the top-up\'s price credits nothing', async () => {
+    const user = await env.createUser();
+    const started = await startTopup(env, user, 10);
+    const session = { ...fake.pay(started.sessionId), amount_total: 100 };
+    assert.equal((await fake.deliver(fake.event('checkout.session.completed', session))).body.effect, 'ignored');
+    assert.equal((await walletOf(env, user)).balance, 0);
+    assert.equal((await topupOf(env, user, started.topupId)).status, 'pending');
+  });
+
   it('events about payments Tollgate did not start are acknowledged without effect', async () => {
     const delivery = await fake.deliver(fake.event('customer.created', { id: 'cus_x', object: 'customer' }));
     assert.equal(delivery.status, 200);
