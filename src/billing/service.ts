@@ -62,6 +62,8 @@ export interface Billing {
   refund(holdId: string, amount: number, reason?: string): Promise<{ refunded: number; balance: number }>;
   /** What the user owns, what open holds reserve, and what is available. */
   getBalance(userId: string): Promise<BalanceMicros>;
+  /** What the user owes (micro-credits; see debt.ts): any debt refuses new calls until a top-up repays it. */
+  debtOf(userId: string): Promise<number>;
   /**
    * What `payer` can spend now: the wallet's available credits lowered to each applicable spending limit's
    * headroom. A read for sizing a call; the hold placed after it still checks atomically.
@@ -151,6 +153,7 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
     adjust: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'adjustment', reason),
     refund: (holdId, amount, reason) => refundHold(ctx, holdId, amount, reason),
     getBalance: (userId) => getBalance(ctx.db, userId),
+    debtOf: async (userId) => Number((await ctx.db.selectFrom('wallets').select('debt').where('user_id', '=', userId).executeTakeFirst())?.debt ?? 0),
     spendable: (payer) => spendable(ctx, payer),
     releaseExpiredHolds: () => releaseExpiredHolds(ctx),
     listTransactions: (userId, page) => listTransactions(ctx.db, userId, page),

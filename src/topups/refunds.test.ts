@@ -58,6 +58,7 @@ describeEachDatabase('refunds and disputes take credits back; what was spent bec
     assert.equal(refused.body.error.owed, 900);
     assert.equal(refused.body.error.available, 0);
     assert.match(refused.body.error.message, /owes 900 credits/);
+    assert.equal((await env.dashboard(user, 'GET', '/api/wallet/topups')).body.owed, 900, 'the wallet page says what is owed');
     await assertLedgerVerifies(env, user.userId);
 
     // 5 USD = 500 credits: all of it repays the debt, which still blocks.

@@ -14,6 +14,7 @@ const TopupsPage = Type.Object({
   maxAmount: Type.Number({ description: 'Largest custom amount.' }),
   creditsPerUnit: Type.Number({ description: 'Credits bought per unit of `currency`.' }),
   lowBalance: Type.Number({ description: 'Credits below which the dashboard warns.' }),
+  owed: Type.Number({ description: 'Credits the wallet owes (a refunded or disputed top-up already spent); calls are refused until a top-up repays it.' }),
   topups: Type.Array(TopupSchema, { description: 'The latest 50 top-ups, newest first.' }),
 });
 
@@ -33,6 +34,7 @@ export function registerTopupRoutes(app: App, ctx: AppContext): void {
       ...(settings.enabled ? {} : { message: HOW_TO_ENABLE }),
       currency: settings.currency, amounts: settings.amounts, minAmount: settings.minAmount, maxAmount: settings.maxAmount,
       creditsPerUnit: settings.creditsPerUnit, lowBalance: microsToCredits(settings.lowBalance),
+      owed: microsToCredits(await ctx.services.billing.debtOf(userId)),
       topups: (await ctx.services.topups.list(userId)).map(topupView),
     };
   });

@@ -13,6 +13,7 @@ export interface TopupsPage {
   maxAmount: number;
   creditsPerUnit: number;
   lowBalance: number;
+  owed: number;
   topups: Topup[];
 }
 interface Topup {

@@ -26,7 +26,7 @@ export function WalletPage() {
   const auto = useLoad(() => api<AutoTopup>('GET', '/api/wallet/auto-topup'));
   const query = walletQuery();
   const returning = query.get('topup');
-  const need = query.get('need') ? Number(query.get('need')) : null;
+  const need = query.get('need') ? Number(query.get('need')) : topups.data?.owed || null;
   const warnBelow = Math.max(topups.data?.lowBalance ?? 0, auto.data?.enabled ? auto.data.threshold : 0);
   const low = balance.data && topups.data && balance.data.available < warnBelow;
 
@@ -35,6 +35,12 @@ export function WalletPage() {
       <PageHeader title="Wallet" lead="Prepaid credits. Every AI call holds its worst-case cost first, then settles what it really used." />
       <ErrorNote error={balance.error} />
       {returning ? <ReturningTopup id={returning} onSettled={() => { balance.reload(); topups.reload(); first.reload(); }} /> : null}
+      {topups.data?.owed ? (
+        <div class="notice warning" role="alert" data-testid="owed">
+          Your wallet owes {formatCredits(topups.data.owed)} credits: a refunded or disputed top-up took back credits already spent. New calls are
+          refused until a top-up repays it.
+        </div>
+      ) : null}
       {low ? (
         <div class="notice warning" role="alert" data-testid="low-balance">
           Your balance is low: {formatCredits(balance.data!.available)} credits available. {topups.data!.enabled ? 'Add credits below to keep your apps running.' : ''}
