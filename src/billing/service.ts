@@ -144,10 +144,7 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
     extendHold: (holdId, userId, expiresAt) => extendHold(ctx, holdId, userId, expiresAt),
     releaseHold: (holdId, options) => releaseHold(ctx, holdId, options),
     grant: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'grant', reason),
-    topUp: async (userId, amount, reason) => {
-      const outcome = await creditFromProcessor(ctx, 'topup', { userId, amount, description: reason, reference: 'manual' });
-      return { balance: outcome.applied ? outcome.balance : 0 };
-    },
+    topUp: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'topup', reason),
     creditPayment: (type, movement, hooks) => creditFromProcessor(ctx, type, movement, hooks),
     debitPayment: (type, movement, hooks) => debitFromProcessor(ctx, type, movement, hooks),
     adjust: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'adjustment', reason),

@@ -36,7 +36,10 @@ async function lockTopup(rt: TopupRuntime, trx: Trx, id: string): Promise<Topups
 const idOf = (value: string | { id: string } | null | undefined): string | null => (typeof value === 'string' ? value : value?.id ?? null);
 
 /** Micro-credits of `credits` that `part` of `whole` minor units pay for, rounded down (exact, in BigInt). */
-const share = (credits: number, part: number, whole: number): number => Number((BigInt(credits) * BigInt(Math.min(part, whole))) / BigInt(whole));
+function share(credits: number, part: unknown, whole: number): number {
+  if (!Number.isSafeInteger(part) || (part as number) < 0) throw new ApiError('WEBHOOK_INVALID', 'The Stripe event lacks a whole amount in minor units.');
+  return Number((BigInt(credits) * BigInt(Math.min(part as number, whole))) / BigInt(whole));
+}
 
 /**
  * Applies one verified Stripe event, exactly once per event id: the claim, the top-up's new state and the
