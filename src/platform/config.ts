@@ -35,7 +35,7 @@ export const ConfigSchema = Type.Object({
     }),
   ),
   CREDITS_PER_USD: Type.Number({ exclusiveMinimum: 0, default: 100, description: 'Credits per US dollar when provider prices are imported.' }),
-  STRIPE_SECRET_KEY: Type.Optional(Type.String({ pattern: '^(sk|rk)_[A-Za-z0-9_]+$', description: 'Stripe secret (or restricted) key `sk_…`; with `STRIPE_WEBHOOK_SECRET` it turns self-serve top-ups on. Unset: top-ups are off (the routes answer 503 `TOPUPS_DISABLED`).' })),
+  STRIPE_SECRET_KEY: Type.Optional(Type.String({ pattern: '^(sk|rk)_[A-Za-z0-9_]+$', description: 'Stripe secret (or restricted) key `sk_…`; with `STRIPE_WEBHOOK_SECRET` it turns self-serve top-ups on. Unset: top-ups are off (the routes answer 403 `TOPUPS_DISABLED`).' })),
   STRIPE_WEBHOOK_SECRET: Type.Optional(Type.String({ pattern: '^whsec_[A-Za-z0-9+/=_]+$', description: 'Signing secret `whsec_…` of the Stripe webhook endpoint `/api/webhooks/stripe` (or of `stripe listen`).' })),
   STRIPE_API_BASE: Type.Optional(Type.String({ pattern: '^https?://[^/:]+(:[0-9]+)?$', description: 'Stripe API address override (`http://127.0.0.1:12111`), for tests and stripe-mock. Unset: `https://api.stripe.com`.' })),
   TOPUP_CURRENCY: Type.String({ pattern: '^[a-z]{3}$', default: 'usd', description: 'ISO currency of top-ups (a currency with cents: amounts are sent to Stripe in hundredths).' }),

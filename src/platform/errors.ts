@@ -23,7 +23,7 @@ export const ERROR_CODES = {
   INTERNAL_ERROR: { status: 500, type: 'api_error', when: 'A fault inside Tollgate; the log has the request id.' },
   UPSTREAM_ERROR: { status: 502, type: 'upstream_error', when: 'The upstream provider failed (502) or timed out (504) before producing output.' },
   SERVICE_UNAVAILABLE: { status: 503, type: 'api_error', when: 'A dependency is not configured or not reachable (for example no webhook secret).' },
-  TOPUPS_DISABLED: { status: 503, type: 'api_error', when: 'Top-ups are off: the operator has not set `STRIPE_SECRET_KEY` and `STRIPE_WEBHOOK_SECRET`.' },
+  TOPUPS_DISABLED: { status: 403, type: 'permission_error', when: 'Top-ups are off on this deployment: the operator has not set `STRIPE_SECRET_KEY` and `STRIPE_WEBHOOK_SECRET`.' },
   PAYMENT_PROVIDER_ERROR: { status: 502, type: 'upstream_error', when: 'Stripe refused or failed a request of a top-up (the message says why); nothing was charged or credited.' },
   WEBHOOK_INVALID: { status: 400, type: 'invalid_request_error', when: 'A webhook delivery lacks a header or its headers or body are malformed.' },
   WEBHOOK_UNVERIFIED: { status: 401, type: 'authentication_error', when: "A webhook delivery's signature does not verify or its timestamp is more than 5 minutes away." },

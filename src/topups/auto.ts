@@ -71,6 +71,7 @@ export async function updateAutoTopup(
   userId: string,
   change: { enabled: boolean; threshold: number; amount: number },
 ): Promise<AutoTopupState> {
+  requireStripe(rt);
   const values = autoValues(rt, change.threshold, change.amount);
   const now = rt.ctx.clock.now();
   const state = await autoTopupState(rt, userId);

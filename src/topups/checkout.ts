@@ -6,7 +6,7 @@ import { paymentProviderError, priceOf, topupsDisabled } from './settings.ts';
 import type { TopupRuntime } from './runtime.ts';
 import type { TopupsTable } from './tables.ts';
 
-/** The Stripe client, or the 503 that says how to turn top-ups on. */
+/** The Stripe client, or the 403 that says how to turn top-ups on. */
 export function requireStripe(rt: TopupRuntime): Stripe {
   if (!rt.settings.enabled || !rt.stripe) throw topupsDisabled();
   return rt.stripe;

@@ -30,11 +30,11 @@ export function topupSettings(config: Config): TopupSettings {
   };
 }
 
-/** What the operator must set; the page and the 503 say it. */
+/** What the operator must set; the page and the refusals say it. */
 export const HOW_TO_ENABLE =
   'Top-ups are off on this Tollgate: the operator enables them by setting STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET (see the README, "Top-ups").';
 
-/** The 503 of a top-up route while Stripe is not configured. */
+/** The refusal (403) of a top-up route while Stripe is not configured: a state of the deployment, not a fault. */
 export function topupsDisabled(): ApiError {
   return new ApiError('TOPUPS_DISABLED', HOW_TO_ENABLE);
 }

@@ -3,7 +3,7 @@ import Stripe from 'stripe';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../platform/context.ts';
 import { ApiError } from '../../platform/errors.ts';
-import { topupsDisabled } from '../settings.ts';
+import { HOW_TO_ENABLE } from '../settings.ts';
 
 /** Stripe's events are small; this leaves room for expanded objects. */
 const WEBHOOK_BODY_LIMIT = 1024 * 1024;
@@ -47,7 +47,8 @@ export async function registerStripeWebhook(app: FastifyInstance, ctx: AppContex
         response: { 200: Ack, 400: ErrorBody, 401: ErrorBody, 409: ErrorBody, 503: ErrorBody },
       },
     }, async (request: FastifyRequest) => {
-      if (!secret || !ctx.services.topups.settings.enabled) throw topupsDisabled();
+      // Unconfigured: 503, so Stripe keeps the event and delivers it again once the operator sets the secrets.
+      if (!secret || !ctx.services.topups.settings.enabled) throw new ApiError('SERVICE_UNAVAILABLE', HOW_TO_ENABLE);
       const header = request.headers['stripe-signature'];
       if (typeof header !== 'string' || !SIGNATURE_HEADER.test(header)) {
         throw new ApiError('WEBHOOK_INVALID', 'The Stripe-Signature header is missing or malformed.');

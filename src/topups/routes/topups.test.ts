@@ -89,19 +89,26 @@ describe('top-ups without Stripe configured [sqlite]', () => {
   before(() => env.start());
   after(() => env.stop());
 
-  it('the page says top-ups are off and how the operator enables them; the routes answer 503 TOPUPS_DISABLED', async () => {
+  it('the page says top-ups are off and how the operator enables them; the routes answer 403 TOPUPS_DISABLED (no 5xx: nothing is broken), the webhook 503 (Stripe retries)', async () => {
     const user = await env.createUser();
     const page = await env.dashboard(user, 'GET', '/api/wallet/topups');
     assert.equal(page.status, 200);
     assert.equal(page.body.enabled, false);
     assert.match(page.body.message, /STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET/);
-    for (const [method, path, body] of [['POST', '/api/wallet/topups', { amount: 10 }], ['POST', '/api/wallet/auto-topup/setup', { threshold: 1, amount: 10 }]] as const) {
+    const writes = [
+      ['POST', '/api/wallet/topups', { amount: 10 }], ['POST', '/api/wallet/auto-topup/setup', { threshold: 1, amount: 10 }],
+      ['PUT', '/api/wallet/auto-topup', { enabled: false, threshold: 1, amount: 10 }],
+    ] as const;
+    for (const [method, path, body] of writes) {
       const response = await env.dashboard(user, method, path, body);
-      assert.equal(response.status, 503, response.text);
+      assert.equal(response.status, 403, response.text);
       assert.equal(response.body.error.code, 'TOPUPS_DISABLED');
     }
     const webhook = await env.request('POST', '/api/webhooks/stripe', { raw: '{}', headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=00' } });
     assert.equal(webhook.status, 503);
+    assert.equal(webhook.body.error.code, 'SERVICE_UNAVAILABLE');
+    assert.equal(await env.service.ctx.db.selectFrom('topups').select('id').executeTakeFirst(), undefined);
+    assert.equal(await env.service.ctx.db.selectFrom('topup_accounts').select('user_id').executeTakeFirst(), undefined);
     assert.equal(await env.service.ctx.db.selectFrom('stripe_events').select('event_id').executeTakeFirst(), undefined);
   });
 });

@@ -44,7 +44,7 @@ export function registerTopupRoutes(app: App, ctx: AppContext): void {
       tags: ['wallet'],
       summary: 'Start a top-up: a Stripe Checkout Session for the signed-in user (dashboard session only)',
       description:
-        'Answers the Checkout URL to send the user to; the webhook credits the top-up once paid. 503 TOPUPS_DISABLED while Stripe is not configured.',
+        'Answers the Checkout URL to send the user to; the webhook credits the top-up once paid. 403 TOPUPS_DISABLED while Stripe is not configured.',
       security: sessionSecurity,
       body: Type.Object({
         amount: Type.Number({ description: 'Units of the currency: one of the offered amounts, or a custom one within the bounds (at most 2 decimals).' }),
