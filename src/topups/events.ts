@@ -255,7 +255,7 @@ async function refund(rt: TopupRuntime, event: Stripe.Event, charge: Stripe.Char
 
 /**
  * `charge.dispute.created` takes the disputed credits back (at most available, the rest debt);
- * `charge.dispute.closed` gives them back when the dispute was won. Either order of the two works: a
+ * `charge.dispute.closed` gives them back unless the dispute was lost. Either order of the two works: a
  * dispute closed before its creation was seen takes (lost) or keeps (won) nothing more.
  */
 async function dispute(rt: TopupRuntime, event: Stripe.Event, object: Stripe.Dispute): Promise<EventAck> {
@@ -274,7 +274,10 @@ async function dispute(rt: TopupRuntime, event: Stripe.Event, object: Stripe.Dis
     return amount;
   };
   const movement = { userId: topup.user_id, amount: 0, reference: `stripe:${event.id}:${object.id}` };
-  const won = event.type === 'charge.dispute.closed' && object.status === 'won';
+  // An inquiry (`warning_…`) withdraws no funds: it takes nothing, and its closing gives nothing back. A
+  // dispute closed any way but lost gives back what its creation took.
+  if (event.type === 'charge.dispute.created' && String(object.status ?? '').startsWith('warning_')) return recordOnly(rt, event);
+  const won = event.type === 'charge.dispute.closed' && object.status !== 'lost';
   const effect: EventAck['effect'] = event.type === 'charge.dispute.created' ? 'disputed' : won ? 'dispute_won' : 'dispute_lost';
   if (won) {
     await rt.ctx.services.billing.creditPayment('dispute', { ...movement, description: 'Dispute won: credits given back' }, {

@@ -145,4 +145,14 @@ describeEachDatabase('refunds and disputes take credits back; what was spent bec
     assert.equal((await chat(env, key, 'acme/cheap')).status, 200);
     await assertLedgerVerifies(env, user.userId);
   });
+
+  it('an inquiry (a warning dispute) takes nothing, and its closing gives nothing', async () => {
+    const user = await env.createUser();
+    const { paymentIntent } = await paidTopup(env, fake, user, 5);
+    const inquiry = { ...fake.dispute(paymentIntent, 500), status: 'warning_needs_response' };
+    assert.equal((await fake.deliver(fake.event('charge.dispute.created', inquiry))).body.effect, 'ignored');
+    assert.equal((await fake.deliver(fake.event('charge.dispute.closed', { ...inquiry, status: 'warning_closed' }))).body.effect, 'dispute_won');
+    assert.equal((await walletOf(env, user)).balance, 500 * CREDITS);
+    await assertLedgerVerifies(env, user.userId);
+  });
 }, { config: { ...fake.config(), providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } });
