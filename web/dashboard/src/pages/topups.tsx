@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Card, Empty, ErrorNote } from '../components.tsx';
+import { Card, Command, Empty, ErrorNote } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 
 /** `GET /api/wallet/topups`: the offer and the history. */
@@ -43,7 +43,12 @@ export function AddCredits(props: { page: TopupsPage; need: number | null }) {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   if (!page.enabled) {
-    return <Card title="Add credits"><p class="muted" data-testid="topups-off">{page.message}</p></Card>;
+    return (
+      <Card title="Add credits">
+        <p class="muted" data-testid="topups-off">{page.message}</p>
+        <p class="muted">Meanwhile the operator adds credits (for example <Command text="tollgate grant-credits --email you@example.com --amount 10" />), and they appear here at once.</p>
+      </Card>
+    );
   }
   const buy = async (amount: number) => {
     setBusy(true);

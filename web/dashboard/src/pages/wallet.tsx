@@ -61,15 +61,16 @@ export function WalletPage() {
         <ErrorNote error={first.error} />
         {transactions.length === 0 && !first.loading ? <Empty>No transactions yet.</Empty> : (
           <div class="table-wrap">
-            <table>
+            <table class="stack">
               <thead><tr><th>When</th><th>What</th><th>Type</th><th class="num">Credits</th></tr></thead>
               <tbody>
                 {transactions.map((t) => (
                   <tr key={t.id}>
-                    <td class="nowrap">{when(t.createdAt)}</td>
-                    <td>{t.description}</td>
-                    <td><span class="chip">{t.type}</span></td>
-                    <td class={`num ${t.amount < 0 ? 'negative' : 'positive'}`}>{t.amount > 0 ? '+' : ''}{formatCredits(t.amount)}</td>
+                    <td data-label="When" class="nowrap">{when(t.createdAt)}</td>
+                    <td data-label="What">{t.description}</td>
+                    <td data-label="Type"><span class="chip">{t.type}</span></td>
+                    {/* A hold or a release moves no credits out of the balance (amount 0): neither gain nor loss. */}
+                    <td data-label="Credits" class={`num ${t.amount < 0 ? 'negative' : t.amount > 0 ? 'positive' : 'muted'}`}>{t.amount > 0 ? '+' : ''}{formatCredits(t.amount)}</td>
                   </tr>
                 ))}
               </tbody>
