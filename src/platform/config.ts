@@ -87,6 +87,8 @@ export const ConfigSchema = Type.Object({
   BODY_LIMIT_UPLOAD_BYTES: Type.Integer({ minimum: 1024, default: 25 * 1024 * 1024, description: 'Largest uploaded file (multipart audio on `/api/v1/audio/transcriptions`).' }),
   BODY_LIMIT_DEFAULT_BYTES: Type.Integer({ minimum: 1024, default: 1024 * 1024, description: 'Largest body of every other route (dashboard, sign-in, OAuth, operator API).' }),
   MAX_IMAGES_PER_REQUEST: Type.Integer({ minimum: 1, maximum: 500, default: 20, description: 'Most image parts one chat request may carry (each is held at its model\'s image-token budget); more is a 400 `TOO_MANY_IMAGES`.' }),
+  RESPONSES_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 30, description: 'Days a Responses API answer made with `store: true` is kept (job `expire-responses` deletes it after).' }),
+  RESPONSES_STORE_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 104857600, default: 1048576, description: 'Largest conversation (input items, JSON bytes) a `store: true` response keeps; more is a 413 `PAYLOAD_TOO_LARGE`.' }),
   MIN_AFFORDABLE_OUTPUT_TOKENS: Type.Integer({ minimum: 1, default: 256, description: 'A chat without `max_tokens` that cannot afford its model\'s full output cap is sent with the cap it can afford, if at least this many tokens; below it the call is refused (402/429).' }),
   MAX_TRANSCRIPTION_SECONDS: Type.Integer({ minimum: 1, maximum: 86400, default: 3600, description: 'Longest audio a transcription accepts (a model\'s `maxPredictSeconds` lowers it); longer is a 400 `AUDIO_TOO_LONG`.' }),
   REALTIME_ENABLED: Type.Boolean({ default: false, description: 'Enables `POST /api/v1/realtime/sessions` (off: 404). Each session is charged its worst case, set by the two caps below.' }),
