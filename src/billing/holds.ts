@@ -7,6 +7,7 @@ import { microsToCredits } from '../platform/money.ts';
 import { accounts, insertCompanion, lockWallet, postMovement, type CompanionWrite, type Trx, type Wallet, type BillingContext } from './ledger.ts';
 import { applicableLimits, counterWrite, insufficientCredits, readSpend, spendingLimitExceeded, subjectKey } from './limits.ts';
 import { dayStart, monthStart } from './periods.ts';
+import { debtOwed } from './debt.ts';
 import { OPEN, type HoldsTable, type HoldStatus, type MovementType } from './tables.ts';
 
 type HoldRow = Selectable<HoldsTable>;
@@ -129,7 +130,8 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
   const outcome = await ctx.db.transaction().execute(async (trx) => {
     // Stale holds would block credits the user has; they are released first (and stay released even when
     // this hold is refused: the refusal is returned, not thrown, so this transaction still commits).
-    const { wallet } = await expireOverdue(trx, await lockWallet(trx, input.userId, now), now);
+    const locked = await lockWallet(trx, input.userId, now);
+    const { wallet } = await expireOverdue(trx, locked, now);
 
     const limits = await applicableLimits(trx, input);
     const spendBySubject = new Map<string, Awaited<ReturnType<typeof readSpend>>>();
@@ -141,6 +143,9 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
       if (current + input.amount > limit.limit) return { refused: spendingLimitExceeded(limit, current, input.amount, now) };
     }
     const available = wallet.balance - wallet.reserved;
+    // Debt (see debt.ts): a wallet that owes credits places no hold until a top-up repays it. Read from
+    // the locked wallet row, so it is as atomic as the balance check.
+    if (locked.debt > 0) return { refused: debtOwed(available, locked.debt) };
     if (available < input.amount) return { refused: insufficientCredits(available, input.amount) };
 
     const hold = {
