@@ -19,6 +19,8 @@ export interface Target {
   body: Record<string, unknown>;
   /** Headers of the next request; called for every request (Tollgate rotates its API keys here). */
   headers: () => Record<string, string>;
+  /** The fields a streamed request adds to `body` (default: OpenAI chat's `stream` and `stream_options.include_usage`). */
+  streamFields?: Record<string, unknown>;
 }
 
 /** The figures of one cell. */
@@ -37,7 +39,7 @@ export interface CellResult {
 }
 
 const bodyOf = (target: Target, stream: boolean) =>
-  JSON.stringify({ ...target.body, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
+  JSON.stringify({ ...target.body, ...(stream ? target.streamFields ?? { stream: true, stream_options: { include_usage: true } } : {}) });
 
 /** Runs autocannon against `target` for `seconds`, after `warmupSeconds` of the same load whose figures are dropped. */
 export async function hammer(target: Target, options: { stream: boolean; connections: number; seconds: number; warmupSeconds: number }): Promise<CellResult> {

@@ -136,6 +136,21 @@ export function responsesTarget(instance: Tollgate, keys: string[], body: { mess
   return { ...target, url: `${instance.baseUrl}/api/v1/responses` };
 }
 
+/**
+ * The same chat request through Anthropic's Messages surface (`POST /api/v1/messages`, the model's OpenAI
+ * upstream reached by translation), with the headers Anthropic's clients send.
+ */
+export function messagesTarget(instance: Tollgate, keys: string[], body: { messages: unknown[]; max_tokens: number }): Target {
+  let next = 0;
+  const headers = keys.map((key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }));
+  return {
+    url: `${instance.baseUrl}/api/v1/messages`,
+    body: { model: MODEL_ID, max_tokens: body.max_tokens, messages: body.messages },
+    headers: () => headers[next++ % headers.length],
+    streamFields: { stream: true },
+  };
+}
+
 /** The operator's ledger check after the load: every balance recomputed from the ledger, no expired open hold. */
 export async function verifyLedger(instance: Tollgate): Promise<{ ok: boolean; detail: string }> {
   const { body } = await admin(instance.baseUrl, 'GET', '/api/admin/ledger/verify');

@@ -12,6 +12,7 @@ import { usageFeature } from './usage/feature.ts';
 import { gatewayFeature } from './gateway/feature.ts';
 import { openAiChatFeature } from './protocols/openai-chat/feature.ts';
 import { responsesFeature } from './protocols/openai-responses/feature.ts';
+import { anthropicMessagesFeature } from './protocols/anthropic-messages/feature.ts';
 import { adminFeature } from './admin/feature.ts';
 import { predictionsFeature } from './predictions/feature.ts';
 import { webhooksFeature } from './webhooks/feature.ts';
@@ -21,7 +22,7 @@ import { webFeature } from './web/feature.ts';
 
 /** Every feature, in registration order (a feature may use the services of those before it). */
 export function allFeatures(): Feature[] {
-  return [opsFeature, accountsFeature, oauthFeature, keysFeature, billingFeature, providersFeature, modelsFeature, usageFeature, gatewayFeature, openAiChatFeature, responsesFeature, adminFeature, predictionsFeature, webhooksFeature, topupsFeature, eventsFeature, webFeature];
+  return [opsFeature, accountsFeature, oauthFeature, keysFeature, billingFeature, providersFeature, modelsFeature, usageFeature, gatewayFeature, openAiChatFeature, responsesFeature, anthropicMessagesFeature, adminFeature, predictionsFeature, webhooksFeature, topupsFeature, eventsFeature, webFeature];
 }
 
 /** The migrations of the platform and every feature; names sort into the order they apply. */

@@ -53,7 +53,7 @@ async function hold(ctx: AppContext, principal: Principal, call: CanonicalCall, 
   const candidates = await candidatesOf(ctx, model);
   const prompt = toOpenAiPromptFields(call);
   await refuseBeforeCounting(ctx, principal, prompt, candidates);
-  const plan = planCall(call, candidates, countChatPromptTokens(prompt), ctx.config.MAX_IMAGES_PER_REQUEST, options.refuses);
+  const plan = planCall(call, candidates, countChatPromptTokens(prompt) + reasoningPromptTokens(call), ctx.config.MAX_IMAGES_PER_REQUEST, options.refuses);
   return openCallMeter(ctx, principal, model.id, plan);
 }
 
@@ -70,9 +70,29 @@ export function promptLowerBound(call: CanonicalCall): number {
   return chatPromptLowerBound(toOpenAiPromptFields(call)).tokens;
 }
 
-/** Counted prompt tokens of a call (system, messages, tools, response format; images apart), as the hold counts them. */
+/** Counted prompt tokens of a call (system, messages, tools, response format, reasoning; images apart), as the hold counts them. */
 export function countCallPromptTokens(call: CanonicalCall): number {
-  return countChatPromptTokens(toOpenAiPromptFields(call));
+  return countChatPromptTokens(toOpenAiPromptFields(call)) + reasoningPromptTokens(call);
+}
+
+/**
+ * Tokens of the reasoning a call replays (Anthropic thinking blocks, their redacted form, reasoning items):
+ * the OpenAI-shaped prompt leaves them out, yet an upstream that receives them (Anthropic keeps earlier
+ * thinking in context) bills them as input, so the hold counts them. A part with no text (redacted thinking,
+ * an encrypted item) is its opaque data, bounded at one token per 4 characters.
+ *
+ * Security invariant: without this, a conversation carrying long thinking was held for less than it is
+ * billed, and the capture is capped at the hold.
+ */
+function reasoningPromptTokens(call: CanonicalCall): number {
+  let total = 0;
+  for (const message of call.messages) {
+    for (const part of message.content) {
+      if (part.type !== 'reasoning') continue;
+      total += part.text ? countTextTokens(part.text) : Math.ceil((part.signature?.length ?? 0) / 4);
+    }
+  }
+  return total;
 }
 
 /** A provider's usage as the sanitizer reads it (OpenAI's shape); null when the provider reported none. */

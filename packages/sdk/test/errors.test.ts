@@ -25,6 +25,17 @@ describe('error classification (contract §7.2)', () => {
     assert.equal(isSpendingLimitError(error), false);
   });
 
+  test("Anthropic's envelope (the Messages routes) is classified by its code: the contract's fields are inside error", () => {
+    const limit = { type: 'error', error: { type: 'rate_limit_error', message: 'Daily spending limit exceeded', code: 'SPENDING_LIMIT_EXCEEDED', limitType: 'daily', limit: 2, current: 2, requested: 1, resetsAt: '2030-01-02T00:00:00.000Z' }, request_id: 'r1' };
+    const spending = classifyResponse(429, JSON.stringify(limit));
+    assert.ok(isSpendingLimitError(spending));
+    assert.deepEqual(spending.restriction, { kind: 'spending_limit', ...limit.error });
+    const credits = { type: 'error', error: { type: 'billing_error', message: 'Insufficient credits', code: 'INSUFFICIENT_CREDITS', available: 0.5, required: 1 } };
+    const insufficient = classifyResponse(402, JSON.stringify(credits));
+    assert.ok(isInsufficientCreditsError(insufficient));
+    assert.deepEqual(insufficient.restriction, { kind: 'insufficient_credits', ...credits.error });
+  });
+
   test('a 402 of a wallet that owes a debt keeps what is owed', () => {
     const body = { error: { code: 'INSUFFICIENT_CREDITS', message: 'Insufficient credits: your wallet owes 9 credits', type: 'insufficient_credits_error', available: 0, required: 9, owed: 9 } };
     const error = classifyResponse(402, JSON.stringify(body));

@@ -13,6 +13,10 @@ export const SECURITY_SCHEMES = {
   bearer: { type: 'http', scheme: 'bearer', description: 'OAuth access token or API key (ak_…)' },
   admin: { type: 'http', scheme: 'bearer', description: 'Operator token (TOLLGATE_ADMIN_TOKEN)' },
   session: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE, description: 'Dashboard session cookie, set by `POST /api/auth/signin`.' },
+  apiKey: {
+    type: 'apiKey', in: 'header', name: 'x-api-key',
+    description: "API key (ak_…) or OAuth access token in x-api-key, as Anthropic's clients send it (routes with `config.apiKeyHeader` only).",
+  },
   csrf: {
     type: 'apiKey', in: 'header', name: 'x-csrf-token',
     description: "A dashboard session's writes echo its CSRF token (the `csrfToken` of `GET /api/auth/session`) in this header.",
@@ -42,7 +46,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorEnvelope, string> = {
 /** The parts of a Fastify route the derivation reads. */
 interface RouteLike {
   method: string | string[];
-  config?: { admin?: boolean; auth?: readonly string[]; envelope?: ErrorEnvelope };
+  config?: { admin?: boolean; auth?: readonly string[]; envelope?: ErrorEnvelope; apiKeyHeader?: boolean };
 }
 
 /**
@@ -59,7 +63,7 @@ export function transformRoute({ schema, url, route }: { schema: any; url: strin
   const writes = methods.some((method) => !['GET', 'HEAD', 'OPTIONS'].includes(method));
   let security = schema.security;
   if (config.admin) security = [{ admin: [] }];
-  else if (config.auth) security = [{ bearer: [] }, writes ? { session: [], csrf: [] } : { session: [] }];
+  else if (config.auth) security = [{ bearer: [] }, ...(config.apiKeyHeader ? [{ apiKey: [] }] : []), writes ? { session: [], csrf: [] } : { session: [] }];
   security ??= [];
   // A route without answer schemas was documented "200 Default Response" by @fastify/swagger; say only what is known.
   const response = schema.response ? { ...schema.response } : { '2XX': { description: 'Success.' } };

@@ -56,17 +56,28 @@ const BEARER = /^Bearer ([\x21-\x7e]{1,4096})$/;
 /** The session cookie's name. */
 export const SESSION_COOKIE = 'tg_session';
 
+/** How a route reads credentials beyond `Authorization: Bearer` and the session cookie. */
+export interface CredentialOptions {
+  /**
+   * Also accept the credential in `x-api-key` (Anthropic's clients send it there): an `ak_…` key or an
+   * OAuth access token, resolved exactly as a bearer one. `Authorization` wins when both are sent.
+   */
+  apiKeyHeader?: boolean;
+}
+
 /** Resolves the request's credential into a principal; 401 when there is none or it is not valid. */
-export async function authenticate(request: FastifyRequest, registry: AuthRegistry): Promise<Principal> {
+export async function authenticate(request: FastifyRequest, registry: AuthRegistry, options: CredentialOptions = {}): Promise<Principal> {
   const header = request.headers.authorization;
   if (header !== undefined) {
     const match = BEARER.exec(header);
     if (!match) throw errors.unauthenticated('The Authorization header must be "Bearer <token>".');
-    const credential = match[1];
-    const resolver = credential.startsWith('ak_') ? registry.apiKey : registry.accessToken;
-    const principal = resolver ? await resolver(credential) : null;
-    if (!principal) throw errors.unauthenticated('The bearer token is invalid, expired or revoked.');
-    return principal;
+    return resolveCredential(match[1], registry, 'bearer token');
+  }
+  const apiKey = options.apiKeyHeader ? request.headers['x-api-key'] : undefined;
+  if (apiKey !== undefined) {
+    const match = typeof apiKey === 'string' ? API_KEY_HEADER.exec(apiKey) : null;
+    if (!match) throw errors.unauthenticated('The x-api-key header must hold one API key (ak_…) or access token.');
+    return resolveCredential(match[1], registry, 'x-api-key credential');
   }
   const cookie = request.cookies?.[SESSION_COOKIE];
   if (cookie && registry.session) {
@@ -81,6 +92,16 @@ export async function authenticate(request: FastifyRequest, registry: AuthRegist
     }
   }
   throw errors.unauthenticated();
+}
+
+const API_KEY_HEADER = /^([\x21-\x7e]{1,4096})$/;
+
+/** An `ak_…` value is an API key, anything else an OAuth access token; 401 when neither resolves. */
+async function resolveCredential(credential: string, registry: AuthRegistry, what: string): Promise<Principal> {
+  const resolver = credential.startsWith('ak_') ? registry.apiKey : registry.accessToken;
+  const principal = resolver ? await resolver(credential) : null;
+  if (!principal) throw errors.unauthenticated(`The ${what} is invalid, expired or revoked.`);
+  return principal;
 }
 
 /** Throws 403 unless the principal holds at least one of `anyOf`. */

@@ -34,6 +34,8 @@ declare module 'fastify' {
     auth?: readonly string[];
     /** Operator route: only a `TOLLGATE_ADMIN_TOKEN` is accepted, never a user credential. */
     admin?: boolean;
+    /** Also accept the credential in `x-api-key` (the Anthropic Messages routes, whose clients send it there). */
+    apiKeyHeader?: boolean;
   }
 }
 
@@ -238,7 +240,7 @@ export async function createServer(ctx: AppContext): Promise<App> {
     }
     const needed = request.routeOptions.config?.auth;
     if (!needed) return;
-    const principal = await authenticate(request, ctx.auth);
+    const principal = await authenticate(request, ctx.auth, { apiKeyHeader: request.routeOptions.config?.apiKeyHeader });
     requireScope(principal, needed);
     request.principal = principal;
   });

@@ -1,0 +1,63 @@
+import { ApiError } from '../../platform/errors.ts';
+
+/**
+ * Anthropic's error `type` for an HTTP status, as its clients read it (the Anthropic SDK picks its error
+ * class by status, Claude Code and the Vercel AI SDK show `type` and `message`). Our own `code` and the
+ * contract's restriction fields travel beside it, so a 402/429 still says which restriction it is.
+ */
+export function anthropicErrorType(status: number): string {
+  switch (status) {
+    case 400:
+      return 'invalid_request_error';
+    case 401:
+      return 'authentication_error';
+    case 402:
+      return 'billing_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 413:
+      return 'request_too_large';
+    case 429:
+      return 'rate_limit_error';
+    case 503:
+    case 529:
+      return 'overloaded_error';
+    default:
+      return status >= 500 ? 'api_error' : 'invalid_request_error';
+  }
+}
+
+/** Anthropic's error envelope: `{ type: "error", error: { type, message, code, ...details } }`. */
+export interface AnthropicErrorBody {
+  type: 'error';
+  error: { type: string; message: string; code: string; [detail: string]: unknown };
+}
+
+/**
+ * The envelope of an error answered by the Messages routes, and of the `event: error` frame of a stream
+ * that already began. The contract's fields (`limitType`, `limit`, `current`, `requested`, `resetsAt`,
+ * `available`, `required`) are kept inside `error`, where the Tollgate SDK's restriction check finds them.
+ */
+export function anthropicErrorBody(error: ApiError): AnthropicErrorBody {
+  return { type: 'error', error: { ...error.details, type: anthropicErrorType(error.status), message: error.message, code: error.code } };
+}
+
+/** Restrictions that a retry cannot lift before the period resets or the wallet is topped up. */
+const NOT_RETRYABLE: ReadonlySet<string> = new Set(['SPENDING_LIMIT_EXCEEDED', 'INSUFFICIENT_CREDITS']);
+
+/**
+ * The error with `x-should-retry: false` when retrying is pointless: the Anthropic SDK (and Claude Code with
+ * it) retries every 429 with backoff unless told not to, and a spending limit stays exceeded until it resets.
+ * A request-rate 429 (`RATE_LIMITED`) keeps its `Retry-After` and stays retryable.
+ */
+export function withRetryAdvice(error: unknown): unknown {
+  if (!(error instanceof ApiError) || !NOT_RETRYABLE.has(error.code)) return error;
+  return new ApiError(error.code, error.message, { status: error.status, details: error.details, headers: { ...error.headers, 'x-should-retry': 'false' }, cause: error });
+}
+
+/** The SSE frame of an error after a stream began (Anthropic's `event: error`). */
+export function anthropicErrorFrame(error: ApiError): string {
+  return `event: error\ndata: ${JSON.stringify(anthropicErrorBody(error))}\n\n`;
+}

@@ -1,0 +1,311 @@
+import { ApiError, errors } from '../../platform/errors.ts';
+import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
+import type { CatalogueModel } from '../../models/catalogue.ts';
+
+/**
+ * Anthropic's Messages request → the canonical call, with the client's own body kept as `native` so that an
+ * Anthropic upstream gets it as sent (`cache_control`, thinking signatures, `top_k` and every block intact).
+ *
+ * Security invariant: the native body reaches an Anthropic upstream without another look, so every field
+ * and block that can make the upstream charge more than the hold bounds is refused here, before anything
+ * is held: only the top-level fields of {@link ALLOWED_FIELDS} pass, tools must be custom tools (server
+ * tools such as web search are billed per use), and blocks must be of a type the canonical call carries,
+ * so that the pipeline counts every one of them into the hold. A field on no list is a 400
+ * `UNSUPPORTED_PARAMETER` naming it, never passed on unread (as chat's pass-through allow-list).
+ */
+
+/** The request body as the route validated it (the parser checks the blocks). */
+export type MessagesRequest = Record<string, unknown> & {
+  model: string;
+  messages: Array<{ role: 'user' | 'assistant'; content: string | Array<Record<string, unknown>> }>;
+  max_tokens?: number;
+};
+
+/** Top-level fields that may reach an upstream; their cost is bounded by the tokens held. */
+const ALLOWED_FIELDS: ReadonlySet<string> = new Set([
+  'model', 'messages', 'system', 'max_tokens', 'stream', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'tools', 'tool_choice',
+  'thinking', 'metadata', 'output_config', 'cache_control', 'diagnostics', 'service_tier', 'speed',
+]);
+
+/** Allowed fields passed only with a value billed at the catalogue price; why another value is refused. */
+const CHECKED_FIELDS: Readonly<Record<string, { priced: readonly unknown[]; why: string }>> = {
+  service_tier: {
+    priced: ['standard_only'],
+    why: 'Anthropic\'s priority tier ("auto" may use it) is billed above the catalogue price; send "standard_only"',
+  },
+  speed: { priced: ['standard', null], why: 'fast mode is billed at a premium above the catalogue price; send "standard"' },
+};
+
+/** Fields known to cost beyond what the catalogue prices, refused with why. */
+const REFUSED_FIELDS: Readonly<Record<string, string>> = {
+  inference_geo: 'inference pinned to a region is billed above the catalogue price',
+  container: 'code-execution containers are billed per hour on top of tokens',
+  mcp_servers: 'remote MCP tool calls are not bounded by the tokens the gateway holds for',
+  compaction: 'server-side compaction runs extra model calls the gateway does not hold for',
+};
+
+/**
+ * Fields left out of the call, silently: `context_management` (which Claude Code sends by itself) is a beta
+ * whose header is not forwarded, so Anthropic would refuse the body with it; without its edits, the whole
+ * context goes upstream, which is what the hold counted.
+ */
+const DROPPED_FIELDS: readonly string[] = ['context_management'];
+
+/** Cache lifetimes billed at the catalogue's `cacheWrite` price: a 1-hour write costs more than it prices. */
+const PRICED_CACHE_TTLS: ReadonlySet<string> = new Set(['5m']);
+
+/** Anthropic's efforts as the canonical ones (its two highest are OpenAI's highest). */
+const EFFORTS: Readonly<Record<string, 'low' | 'medium' | 'high'>> = { low: 'low', medium: 'medium', high: 'high', xhigh: 'high', max: 'high' };
+
+function unsupported(param: string, message: string): ApiError {
+  return new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param } });
+}
+
+function invalid(param: string, message: string): ApiError {
+  return errors.invalid(message, { param });
+}
+
+/**
+ * Parses a Messages (or count_tokens) body into the canonical call. `requireMaxTokens`: `/messages` needs
+ * `max_tokens` as Anthropic does (its clients always send it); count_tokens ignores it.
+ */
+export function parseMessagesRequest(sent: MessagesRequest, options: { requireMaxTokens: boolean }): CanonicalCall {
+  const body = DROPPED_FIELDS.some((field) => field in sent) ? dropFields(sent) : sent;
+  for (const [field, value] of Object.entries(body)) {
+    const checked = CHECKED_FIELDS[field];
+    if (checked && value !== undefined && !checked.priced.includes(value)) {
+      throw unsupported(field, `The field "${field}" is refused with ${JSON.stringify(value)}: ${checked.why}.`);
+    }
+    if (value === undefined || ALLOWED_FIELDS.has(field)) continue;
+    const why = REFUSED_FIELDS[field];
+    throw unsupported(field, why
+      ? `The field "${field}" is refused: ${why}.`
+      : `The field "${field}" is not accepted: the gateway passes only fields whose cost it can hold for (README "Anthropic Messages").`);
+  }
+  if (options.requireMaxTokens && body.max_tokens === undefined) {
+    throw invalid('max_tokens', 'max_tokens is required: the most tokens the answer may have (the Messages API has no default).');
+  }
+  checkCacheControl(body.cache_control, 'cache_control');
+  const call: CanonicalCall = {
+    model: body.model,
+    system: parseSystem(body.system),
+    messages: parseMessages(body.messages),
+    tools: parseTools(body.tools),
+    maxOutputTokens: options.requireMaxTokens ? body.max_tokens! : null,
+    stream: body.stream === true,
+    native: { protocol: 'anthropic-messages', body },
+  };
+  const toolChoice = parseToolChoice(body.tool_choice, call.tools);
+  if (toolChoice) call.toolChoice = toolChoice;
+  if (typeof body.temperature === 'number') call.temperature = body.temperature;
+  if (typeof body.top_p === 'number') call.topP = body.top_p;
+  if (typeof body.top_k === 'number') call.topK = body.top_k;
+  // `metadata` stays in the native body only: Anthropic's is the end user's id (Claude Code always sends it), and
+  // OpenAI refuses a `metadata` sent without `store: true`, so a translated call leaves it out.
+  if (Array.isArray(body.stop_sequences) && body.stop_sequences.length) call.stop = body.stop_sequences as string[];
+  const thinking = body.thinking as { type: string; budget_tokens?: number } | undefined;
+  if (thinking?.type === 'enabled') {
+    if (thinking.budget_tokens === undefined) throw invalid('thinking.budget_tokens', 'thinking.budget_tokens is required when thinking is enabled.');
+    if (body.max_tokens !== undefined && thinking.budget_tokens >= body.max_tokens) {
+      const message = `thinking.budget_tokens (${thinking.budget_tokens}) must be less than max_tokens (${body.max_tokens}).`;
+      throw invalid('thinking.budget_tokens', message);
+    }
+    call.reasoning = { budgetTokens: thinking.budget_tokens };
+  }
+  const output = body.output_config as { effort?: string | null; format?: { schema: Record<string, unknown> } | null } | undefined;
+  if (output?.effort) call.reasoning = { ...call.reasoning, effort: EFFORTS[output.effort] ?? 'medium' };
+  if (output?.format) call.responseFormat = { type: 'json_schema', name: 'output', schema: output.format.schema };
+  return call;
+}
+
+function dropFields(sent: MessagesRequest): MessagesRequest {
+  const kept = { ...sent };
+  for (const field of DROPPED_FIELDS) delete kept[field];
+  return kept;
+}
+
+/**
+ * Why a model cannot take this call, or null (the pipeline's `refuses`): a thinking budget must stay below the
+ * output cap the upstream receives, and the model's cap may be lower than the client's `max_tokens`, which
+ * Anthropic would refuse only after the hold. The model asked for answers a 400; a fallback is skipped.
+ */
+export function messagesRefusal(call: CanonicalCall): ((model: CatalogueModel) => ApiError | null) | undefined {
+  const budget = call.reasoning?.budgetTokens;
+  if (budget === undefined) return undefined;
+  return (model) => {
+    if (model.maxOutputTokens === null || budget < model.maxOutputTokens) return null;
+    const message = `thinking.budget_tokens (${budget}) must be less than the output cap of "${model.id}" (${model.maxOutputTokens} tokens).`;
+    return invalid('thinking.budget_tokens', message);
+  };
+}
+
+/** Refuses a cache lifetime the catalogue does not price. */
+function checkCacheControl(value: unknown, param: string): Record<string, unknown> | undefined {
+  if (value === undefined || value === null) return undefined;
+  const control = value as { type?: unknown; ttl?: unknown };
+  if (control.type !== 'ephemeral') throw invalid(param, `${param}.type must be "ephemeral".`);
+  if (control.ttl !== undefined && !PRICED_CACHE_TTLS.has(String(control.ttl))) {
+    const why = 'a cache write of that lifetime is billed above the catalogue\'s cacheWrite price; use "5m" (the default)';
+    throw unsupported(param, `${param}.ttl ${JSON.stringify(control.ttl)} is refused: ${why}.`);
+  }
+  return control as Record<string, unknown>;
+}
+
+function parseSystem(system: unknown): CanonicalPart[] {
+  if (system === undefined || system === null) return [];
+  if (typeof system === 'string') return system ? [{ type: 'text', text: system }] : [];
+  return (system as Array<Record<string, unknown>>).map((block, i) => {
+    const param = `system[${i}]`;
+    if (block.type !== 'text' || typeof block.text !== 'string') throw invalid(param, `${param} must be a text block ({ type: "text", text }).`);
+    return textPart(block, param);
+  });
+}
+
+function textPart(block: Record<string, unknown>, param: string): CanonicalPart {
+  if (typeof block.text !== 'string') throw invalid(`${param}.text`, `${param}.text must be a string.`);
+  const cacheControl = checkCacheControl(block.cache_control, `${param}.cache_control`);
+  return cacheControl ? { type: 'text', text: block.text, cacheControl } : { type: 'text', text: block.text };
+}
+
+/** An image block's source as a URL: base64 data becomes a `data:` URL (the pipeline holds it at the model's image budget). */
+function imagePart(block: Record<string, unknown>, param: string): CanonicalPart {
+  checkCacheControl(block.cache_control, `${param}.cache_control`);
+  const source = block.source as Record<string, unknown> | undefined;
+  if (source?.type === 'base64' && typeof source.media_type === 'string' && typeof source.data === 'string') {
+    return { type: 'image', url: `data:${source.media_type};base64,${source.data}` };
+  }
+  if (source?.type === 'url' && typeof source.url === 'string' && /^https?:\/\//.test(source.url)) return { type: 'image', url: source.url };
+  throw invalid(`${param}.source`, `${param}.source must be { type: "base64", media_type, data } or { type: "url", url } with an http(s) URL.`);
+}
+
+/**
+ * Anthropic's turns → canonical messages. A user turn's `tool_result` blocks become `tool` messages (one
+ * per result, in order, as OpenAI-shaped upstreams want them), followed by the turn's other blocks as one
+ * user message; an image inside a tool result joins that user message, so that it is held for and reaches
+ * a cross-protocol upstream too. Consecutive turns of one role stay apart, as the client sent them.
+ */
+function parseMessages(messages: MessagesRequest['messages']): CanonicalMessage[] {
+  const out: CanonicalMessage[] = [];
+  messages.forEach((message, m) => {
+    if (typeof message.content === 'string') {
+      out.push({ role: message.role, content: [{ type: 'text', text: message.content }] });
+      return;
+    }
+    if (message.content.length === 0) throw invalid(`messages[${m}].content`, `messages[${m}].content must not be empty.`);
+    const rest: CanonicalPart[] = [];
+    message.content.forEach((block, b) => {
+      for (const part of parseBlock(block, message.role, `messages[${m}].content[${b}]`)) {
+        if (part.type === 'tool_result') out.push({ role: 'tool', content: [part] });
+        else rest.push(part);
+      }
+    });
+    if (rest.length) out.push({ role: message.role, content: rest });
+  });
+  return out;
+}
+
+/** One block of a turn as canonical parts (a tool result with images is its result, then the images). */
+function parseBlock(block: Record<string, unknown>, role: 'user' | 'assistant', param: string): CanonicalPart[] {
+  const onlyIn = (wanted: 'user' | 'assistant') => {
+    if (role !== wanted) throw invalid(param, `${param}: a ${String(block.type)} block belongs in ${wanted === 'user' ? 'a user' : 'an assistant'} turn.`);
+  };
+  switch (block.type) {
+    case 'text':
+      return [textPart(block, param)];
+    case 'image':
+      onlyIn('user');
+      return [imagePart(block, param)];
+    case 'tool_use': {
+      onlyIn('assistant');
+      checkCacheControl(block.cache_control, `${param}.cache_control`);
+      if (typeof block.id !== 'string' || typeof block.name !== 'string') {
+        throw invalid(param, `${param}: a tool_use block needs a string id and name.`);
+      }
+      const input = block.input ?? {};
+      if (typeof input !== 'object' || Array.isArray(input)) throw invalid(`${param}.input`, `${param}.input must be an object.`);
+      return [{ type: 'tool_call', id: block.id, name: block.name, arguments: JSON.stringify(input) }];
+    }
+    case 'tool_result':
+      onlyIn('user');
+      return toolResultParts(block, param);
+    case 'thinking':
+      onlyIn('assistant');
+      if (typeof block.thinking !== 'string') throw invalid(`${param}.thinking`, `${param}.thinking must be a string.`);
+      return [{ type: 'reasoning', text: block.thinking, ...(typeof block.signature === 'string' ? { signature: block.signature } : {}) }];
+    case 'redacted_thinking':
+      onlyIn('assistant');
+      if (typeof block.data !== 'string') throw invalid(`${param}.data`, `${param}.data must be a string.`);
+      // The encrypted reasoning travels as the signature; its text is unknown, and held for as its data.
+      return [{ type: 'reasoning', text: '', signature: block.data }];
+    default:
+      throw unsupported(param, `${param}: blocks of type ${JSON.stringify(block.type)} are not accepted (text, image, tool_use, tool_result, `
+        + 'thinking and redacted_thinking are): the gateway cannot hold for their cost.');
+  }
+}
+
+function toolResultParts(block: Record<string, unknown>, param: string): CanonicalPart[] {
+  checkCacheControl(block.cache_control, `${param}.cache_control`);
+  if (typeof block.tool_use_id !== 'string') throw invalid(`${param}.tool_use_id`, `${param}.tool_use_id must be a string.`);
+  const texts: string[] = [];
+  const images: CanonicalPart[] = [];
+  const content = block.content ?? '';
+  if (typeof content === 'string') texts.push(content);
+  else if (Array.isArray(content)) {
+    content.forEach((inner: Record<string, unknown>, i) => {
+      const at = `${param}.content[${i}]`;
+      if (inner?.type === 'text') texts.push((textPart(inner, at) as { text: string }).text);
+      else if (inner?.type === 'image') images.push(imagePart(inner, at));
+      else throw unsupported(at, `${at}: a tool result may hold text and image blocks only.`);
+    });
+  } else throw invalid(`${param}.content`, `${param}.content must be a string or an array of text and image blocks.`);
+  const result: CanonicalPart = { type: 'tool_result', callId: block.tool_use_id, content: texts.join('\n') };
+  if (block.is_error === true) result.isError = true;
+  return [result, ...images];
+}
+
+/**
+ * The properties a custom tool may have: its text (name, description, schema: counted into the hold) and
+ * switches that add no tokens (`strict`, `eager_input_streaming`; `defer_loading` only removes some, and
+ * `allowed_callers` names code execution, which is refused as a tool). `input_examples` would add uncounted text.
+ */
+const TOOL_FIELDS: ReadonlySet<string> = new Set([
+  'name', 'description', 'input_schema', 'type', 'cache_control', 'strict', 'eager_input_streaming', 'defer_loading', 'allowed_callers',
+]);
+
+function parseTools(tools: unknown): CanonicalTool[] {
+  if (tools === undefined || tools === null) return [];
+  return (tools as Array<Record<string, unknown>>).map((tool, i) => {
+    const param = `tools[${i}]`;
+    if (tool.type !== undefined && tool.type !== 'custom') {
+      throw unsupported(param, `${param}: tools of type ${JSON.stringify(tool.type)} are refused: server and Anthropic-defined tools are billed or run `
+        + 'beyond what the gateway holds for; declare a custom tool (name, description, input_schema).');
+    }
+    checkCacheControl(tool.cache_control, `${param}.cache_control`);
+    // A tool's other properties (input examples, deferred loading…) would reach Anthropic uncounted.
+    const extra = Object.keys(tool).find((key) => !TOOL_FIELDS.has(key) && tool[key] !== undefined);
+    if (extra) {
+      throw unsupported(`${param}.${extra}`, `${param}.${extra} is not accepted: it would reach the model as text the gateway does not hold for.`);
+    }
+    const parsed: CanonicalTool = { name: String(tool.name), parameters: tool.input_schema as Record<string, unknown> };
+    if (typeof tool.description === 'string') parsed.description = tool.description;
+    return parsed;
+  });
+}
+
+function parseToolChoice(choice: unknown, tools: CanonicalTool[]): CanonicalCall['toolChoice'] {
+  if (!choice) return undefined;
+  const { type, name } = choice as { type: string; name?: string };
+  switch (type) {
+    case 'any':
+      return 'required';
+    case 'none':
+      return 'none';
+    case 'tool':
+      if (!name || !tools.some((t) => t.name === name)) {
+        throw invalid('tool_choice.name', 'tool_choice { type: "tool" } must name one of the tools given.');
+      }
+      return { name };
+    default:
+      return 'auto';
+  }
+}
