@@ -21,16 +21,21 @@ LANGUAGE sql IMMUTABLE AS $$
     CASE WHEN p_key_id IS NOT NULL THEN 'key:' || p_key_id END], NULL)
 $$`;
 
-/** Adds `spent` and `held` to the day, month and total counters of each subject. */
+/**
+ * Adds `spent` and `held` to the day, month and total counters of each subject. PL/pgSQL, not SQL: a SQL
+ * function that cannot be inlined is planned again on every call; PL/pgSQL keeps its plans per connection.
+ */
 const COUNT = `
 CREATE OR REPLACE FUNCTION tollgate_count(p_subjects text[], p_day bigint, p_month bigint, p_spent bigint, p_held bigint) RETURNS void
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+BEGIN
   INSERT INTO spend_counters (subject, period, period_start, spent, held)
   SELECT s, p.period, p.start, p_spent, p_held
     FROM unnest(p_subjects) AS s
    CROSS JOIN (VALUES ('daily', p_day), ('monthly', p_month), ('total', 0::bigint)) AS p(period, start)
   ON CONFLICT (subject, period, period_start)
-  DO UPDATE SET spent = spend_counters.spent + excluded.spent, held = spend_counters.held + excluded.held
+  DO UPDATE SET spent = spend_counters.spent + excluded.spent, held = spend_counters.held + excluded.held;
+END
 $$`;
 
 /**
