@@ -4,6 +4,7 @@ import { insertApiKey, insertUser } from '../src/billing/testing/fixtures.ts';
 import { TestDatabaseSpace, type TestDatabase } from '../src/testing/harness.ts';
 import { createBilling, type Billing } from '../src/billing/service.ts';
 import type { UsageDraft } from '../src/billing/usage-records.ts';
+import { batchStats } from '../src/billing/pg-holds.ts';
 
 /**
  * The money path alone, in one process and without HTTP: what one hold placed and settled costs, one at a
@@ -38,6 +39,8 @@ async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record
     const paths: Array<[string, Billing]> = [[kind === 'postgres' ? 'one statement per step' : 'group commit', billing]];
     if (kind === 'postgres') paths.push(['transaction per step (before)', createBilling({ ...ctx, dialect: 'sqlite' })]);
     for (const [path, pathBilling] of paths) results.push({ database: kind, path, rounds, ...(await rate(pathBilling, payers, rounds)) });
+    const batches = batchStats(ctx.db);
+    if (batches) results[0]!['calls per statement (place, close)'] = [batches.place, batches.close].map((b) => (b.calls / b.statements).toFixed(2)).join(', ');
     const report = await billing.verify();
     for (const result of results) result['ledger verifies'] = report.ok;
     return results;

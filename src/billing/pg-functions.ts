@@ -156,12 +156,56 @@ BEGIN
 END
 $$`;
 
+/**
+ * Many placements in one statement (one transaction, one commit): each row of the arrays is placed by
+ * `tollgate_place_hold`, and answered in row `n` (1-based) of the result.
+ *
+ * Deadlock-freedom invariant: the rows run in the order of their user, so every batch takes wallet locks
+ * in the same order and two batches (in this process or another) never wait for each other in a cycle.
+ * A user's rows keep their order among themselves.
+ */
+const PLACE_MANY = `
+CREATE OR REPLACE FUNCTION tollgate_place_holds(
+  p_hold_ids text[], p_txn_ids text[], p_user_ids text[], p_app_ids text[], p_key_ids text[], p_amounts bigint[], p_descriptions text[],
+  p_nows bigint[], p_expires_ats bigint[], p_days bigint[], p_months bigint[])
+RETURNS TABLE (n bigint, refusal text, limit_subject text, limit_period text, limit_amount bigint, limit_current bigint, wallet_available bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  t record;
+BEGIN
+  FOR t IN SELECT * FROM unnest(p_hold_ids, p_txn_ids, p_user_ids, p_app_ids, p_key_ids, p_amounts, p_descriptions, p_nows, p_expires_ats, p_days, p_months)
+           WITH ORDINALITY AS u(hold_id, txn_id, user_id, app_id, key_id, amount, description, at_now, expires_at, day_start, month_start, k)
+           ORDER BY u.user_id, u.k LOOP
+    RETURN QUERY SELECT t.k, r.* FROM tollgate_place_hold(t.hold_id, t.txn_id, t.user_id, t.app_id, t.key_id, t.amount, t.description,
+                                                         t.at_now, t.expires_at, t.day_start, t.month_start) AS r;
+  END LOOP;
+END
+$$`;
+
+/** Many closes in one statement, as {@link PLACE_MANY} does placements (same order of locks). */
+const CLOSE_MANY = `
+CREATE OR REPLACE FUNCTION tollgate_close_holds(
+  p_hold_ids text[], p_user_ids text[], p_statuses text[], p_captures bigint[], p_nows bigint[], p_txn_ids text[], p_descriptions text[],
+  p_usages jsonb[], p_billeds bigint[])
+RETURNS TABLE (n bigint, closed boolean, captured bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  t record;
+BEGIN
+  FOR t IN SELECT * FROM unnest(p_hold_ids, p_user_ids, p_statuses, p_captures, p_nows, p_txn_ids, p_descriptions, p_usages, p_billeds)
+           WITH ORDINALITY AS u(hold_id, user_id, status, capture, at_now, txn_id, description, usage, billed, k)
+           ORDER BY u.user_id, u.k LOOP
+    RETURN QUERY SELECT t.k, r.* FROM tollgate_close_hold(t.hold_id, t.user_id, t.status, t.capture, t.at_now, t.txn_id, t.description, t.usage, t.billed) AS r;
+  END LOOP;
+END
+$$`;
+
 /** Migrations of the PostgreSQL billing functions (nothing on SQLite, whose path has no round trips). */
 export const billingFunctionMigrations: Record<string, Migration> = {
   '1680_billing_pg_functions': {
     async up(db: Kysely<any>) {
       if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
-      for (const text of [SUBJECTS, COUNT, PLACE, CLOSE]) await sql.raw(text).execute(db);
+      for (const text of [SUBJECTS, COUNT, PLACE, CLOSE, PLACE_MANY, CLOSE_MANY]) await sql.raw(text).execute(db);
     },
   },
 };

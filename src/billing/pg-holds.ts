@@ -1,5 +1,7 @@
 import { sql, type Kysely } from 'kysely';
+import type { Db } from '../platform/db/connect.ts';
 import { preparedQuery } from '../platform/db/prepared.ts';
+import { StatementBatcher } from '../platform/db/statement-batch.ts';
 import type { ApiError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { BillingContext } from './ledger.ts';
@@ -10,7 +12,12 @@ import { usageDraftRow, type UsageDraft } from './usage-records.ts';
 /*
  * PostgreSQL's one-statement billing: each function of pg-functions.ts called as one named prepared
  * statement, outside any explicit transaction (a single statement commits atomically on its own).
+ * Concurrent calls share statements: placements go out together through `tollgate_place_holds`, closes
+ * through `tollgate_close_holds` (see StatementBatcher for when, and what a failed batch does).
  */
+
+/** Most calls one batch statement carries. */
+export const MAX_BATCH = 64;
 
 /** A hold as placement writes it. */
 export interface NewHold {
@@ -48,7 +55,7 @@ const placeStatement = preparedQuery((db: Kysely<any>, p: Record<string, unknown
  * (nothing was written: the caller takes the transaction path, which expires them); otherwise the refusal.
  */
 export async function placeHoldInOneStatement(ctx: BillingContext, hold: NewHold): Promise<'placed' | 'overdue' | { refused: ApiError }> {
-  const row = (await placeStatement(ctx.db, { ...hold, txnId: newId('txn') })).rows[0] as PlaceRow;
+  const row = await batchersOf(ctx).place.run({ ...hold, txnId: newId('txn') });
   if (row.refusal === null) return 'placed';
   if (row.refusal === 'overdue') return 'overdue';
   if (row.refusal === 'credits') return { refused: walletRefusal(row.wallet_available!, hold.amount) };
@@ -84,18 +91,89 @@ export interface OneStatementClose {
 
 /** Closes an open hold in one statement; null when no open hold of `userId` had that id (nothing written). */
 export async function closeHoldInOneStatement(ctx: BillingContext, close: OneStatementClose): Promise<{ captured: number } | null> {
-  const row = (
-    await closeStatement(ctx.db, {
-      holdId: close.holdId,
-      userId: close.userId,
-      status: close.status,
-      capture: close.capture,
-      now: close.now,
-      txnId: newId('txn'),
-      description: close.description,
-      usage: close.usage ? usageDraftRow(close.usage) : null,
-      billed: close.usage?.billed ?? 0,
-    })
-  ).rows[0] as { closed: boolean; captured: number };
+  const row = await batchersOf(ctx).close.run({
+    holdId: close.holdId,
+    userId: close.userId,
+    status: close.status,
+    capture: close.capture,
+    now: close.now,
+    txnId: newId('txn'),
+    description: close.description,
+    usage: close.usage ? usageDraftRow(close.usage) : null,
+    billed: close.usage?.billed ?? 0,
+  });
   return row.closed ? { captured: row.captured } : null;
+}
+
+type PlaceInput = NewHold & { txnId: string } & Record<string, unknown>;
+type CloseInput = Record<string, unknown> & { holdId: string; userId: string; status: string; capture: number; now: number; txnId: string; description: string; usage: string | null; billed: number };
+type CloseRow = { closed: boolean; captured: number };
+
+const placeManyStatement = preparedQuery((db: Kysely<any>, p: Record<string, unknown>) =>
+  db
+    .selectFrom(
+      sql<PlaceRow & { n: number }>`tollgate_place_holds(${p.id}, ${p.txnId}, ${p.user_id}, ${p.app_id}, ${p.key_id}, ${p.amount}, ${p.description}, ${p.created_at}, ${p.expires_at}, ${p.period_day}, ${p.period_month})`.as('r'),
+    )
+    .selectAll(),
+);
+
+const closeManyStatement = preparedQuery((db: Kysely<any>, p: Record<string, unknown>) =>
+  db
+    .selectFrom(sql<CloseRow & { n: number }>`tollgate_close_holds(${p.holdId}, ${p.userId}, ${p.status}, ${p.capture}, ${p.now}, ${p.txnId}, ${p.description}, ${p.usage}, ${p.billed})`.as('r'))
+    .selectAll(),
+);
+
+/** The inputs as one array per field (the batch functions' parameters). */
+function columns<I extends Record<string, unknown>>(inputs: I[]): Record<string, unknown[]> {
+  const out: Record<string, unknown[]> = {};
+  for (const key of Object.keys(inputs[0]!)) out[key] = inputs.map((input) => input[key]);
+  return out;
+}
+
+/** A batch's rows, back in the inputs' order (the functions run, and answer, in the order of their users). */
+function inInputOrder<R extends { n: number }>(rows: R[], count: number): R[] {
+  const ordered = new Array<R>(count);
+  for (const row of rows) ordered[Number(row.n) - 1] = row;
+  if (ordered.some((row) => row === undefined) || rows.length !== count) throw new Error(`a billing batch of ${count} answered ${rows.length} rows`);
+  return ordered;
+}
+
+interface Batchers {
+  place: StatementBatcher<PlaceInput, PlaceRow>;
+  close: StatementBatcher<CloseInput, CloseRow>;
+}
+
+const batchers = new WeakMap<Db, Batchers>();
+
+/**
+ * The batchers of this database handle. At most half the pool runs billing statements at once, so the
+ * rest of a call's queries (key lookups, reads) always find a connection.
+ */
+function batchersOf(ctx: BillingContext): Batchers {
+  let found = batchers.get(ctx.db);
+  if (!found) {
+    const maxInFlight = Math.max(1, Math.floor(ctx.config.DATABASE_POOL_SIZE / 2));
+    found = {
+      place: new StatementBatcher({
+        maxInFlight,
+        maxBatch: MAX_BATCH,
+        one: async (input) => (await placeStatement(ctx.db, input)).rows[0] as PlaceRow,
+        many: async (inputs) => inInputOrder((await placeManyStatement(ctx.db, columns(inputs))).rows as Array<PlaceRow & { n: number }>, inputs.length),
+      }),
+      close: new StatementBatcher({
+        maxInFlight,
+        maxBatch: MAX_BATCH,
+        one: async (input) => (await closeStatement(ctx.db, input)).rows[0] as CloseRow,
+        many: async (inputs) => inInputOrder((await closeManyStatement(ctx.db, columns(inputs))).rows as Array<CloseRow & { n: number }>, inputs.length),
+      }),
+    };
+    batchers.set(ctx.db, found);
+  }
+  return found;
+}
+
+/** Calls and statements of this database handle's billing batches so far (tests and benchmarks read them). */
+export function batchStats(db: Db): { place: { calls: number; statements: number }; close: { calls: number; statements: number } } | null {
+  const found = batchers.get(db);
+  return found ? { place: found.place.stats, close: found.close.stats } : null;
 }
