@@ -129,11 +129,12 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
   if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError(`ttlMs must be a positive integer, got ${ttlMs}`);
   const now = ctx.clock.now();
   if (ctx.dialect === 'postgres') {
-    // One statement (pg-functions.ts), unless overdue holds must be expired first: then the transaction below.
+    // One statement (pg-functions.ts), unless overdue holds must be expired first (or the schema predates
+    // the functions): then the transaction below.
     const hold = { id: newId('hold'), user_id: input.userId, app_id: input.appId, key_id: input.keyId, amount: input.amount, description: input.description ?? 'Hold' };
     const placed = await placeHoldInOneStatement(ctx, { ...hold, created_at: now, expires_at: now + ttlMs, period_day: dayStart(now), period_month: monthStart(now) });
     if (placed === 'placed') return { holdId: hold.id, expiresAt: now + ttlMs };
-    if (placed !== 'overdue') throw placed.refused;
+    if (placed !== 'transaction') throw placed.refused;
   }
   const outcome = await ctx.db.transaction().execute(async (trx) => {
     // Stale holds would block credits the user has; they are released first (and stay released even when
@@ -243,8 +244,10 @@ async function closeOpenHold(
     // charges after expiry takes the transaction below, off the hot path.
     const description = ending.status === 'settled' ? ending.movement(1).description : 'Hold released';
     const closed = await closeHoldInOneStatement(ctx, { holdId, userId: owner, status: ending.status, capture: ending.capture, description, usage: usage ?? null, now });
-    if (closed) return { captured: closed.captured, afterExpiry: false };
-    if (ending.status !== 'settled' || !options.afterExpiry || ending.capture === 0) return null;
+    if (closed !== 'transaction') {
+      if (closed) return { captured: closed.captured, afterExpiry: false };
+      if (ending.status !== 'settled' || !options.afterExpiry || ending.capture === 0) return null;
+    }
   }
   return ctx.db.transaction().execute(async (trx) => {
     const wallet = await lockWallet(trx, owner, now);
