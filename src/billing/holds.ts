@@ -5,7 +5,7 @@ import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { accounts, insertCompanion, lockWallet, postMovement, type CompanionWrite, type Trx, type Wallet, type BillingContext } from './ledger.ts';
-import { applicableLimits, counterWrite, readSpend, spendingLimitExceeded, subjectKey } from './limits.ts';
+import { applicableLimitsWithSpend, counterWrite, spendingLimitExceeded } from './limits.ts';
 import { dayStart, monthStart } from './periods.ts';
 import { closeHoldInOneStatement, placeHoldInOneStatement, walletRefusal } from './pg-holds.ts';
 import { usageOfClose, usageRecordWrite, type UsageDraft } from './usage-records.ts';
@@ -141,14 +141,8 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
     // this hold is refused: the refusal is returned, not thrown, so this transaction still commits).
     const { wallet } = await expireOverdue(trx, await lockWallet(trx, input.userId, now), now);
 
-    const limits = await applicableLimits(trx, input);
-    const spendBySubject = new Map<string, Awaited<ReturnType<typeof readSpend>>>();
-    for (const limit of limits) {
-      const key = subjectKey(limit.subject);
-      if (!spendBySubject.has(key)) spendBySubject.set(key, await readSpend(trx, limit.subject, now));
-      const spend = spendBySubject.get(key)![limit.period];
-      const current = spend.spent + spend.held;
-      if (current + input.amount > limit.limit) return { refused: spendingLimitExceeded(limit, current, input.amount, now) };
+    for (const limit of await applicableLimitsWithSpend(trx, input, now)) {
+      if (limit.current + input.amount > limit.limit) return { refused: spendingLimitExceeded(limit, limit.current, input.amount, now) };
     }
     const available = wallet.balance - wallet.reserved;
     if (available < input.amount) return { refused: walletRefusal(available, input.amount) };
