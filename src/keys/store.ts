@@ -12,7 +12,6 @@ import type { LimitPeriod } from '../billing/periods.ts';
 
 /** The period of a key's spending limit: `total` never resets (decisions.md "Billing"). */
 export type KeyLimitPeriod = LimitPeriod;
-export const KEY_LIMIT_PERIODS = ['daily', 'monthly', 'total'] as const satisfies readonly KeyLimitPeriod[];
 
 /** A key as the list endpoint shows it (contract §2.1, plus its spending limit in credits). */
 export interface ListedApiKey {
