@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Db } from '../platform/db/connect.ts';
 import { preparedByShape, preparedQuery } from '../platform/db/prepared.ts';
 import type { Tables } from '../tables.ts';
@@ -67,7 +67,8 @@ const limitWithSpendRows = preparedByShape((count: number) => (db: Kysely<Tables
       join
         .onRef('c.subject', '=', 'l.subject')
         .onRef('c.period', '=', 'l.period')
-        .on((eb) => eb('c.period_start', '=', eb.case('l.period').when('daily').then(p.daily).when('monthly').then(p.monthly).else(0).end())),
+        // The period's start, cast: PostgreSQL would type the parameters as the literal 0's integer, too small for epoch ms.
+        .on(sql<boolean>`c.period_start = case l.period when 'daily' then cast(${p.daily} as bigint) when 'monthly' then cast(${p.monthly} as bigint) else 0 end`),
     )
     .select((eb) => ['l.subject', 'l.period', 'l.amount', eb.fn.coalesce('c.spent', eb.lit(0)).as('spent'), eb.fn.coalesce('c.held', eb.lit(0)).as('held')])
     .where('l.subject', 'in', Array.from({ length: count }, (_, i) => p[`subject${i}`]!)),
