@@ -233,7 +233,7 @@ async function closeOpenHold(
   const owner = knownOwner ?? (await ctx.db.selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst())?.user_id;
   if (!owner) return null;
   const now = ctx.clock.now();
-  if (ctx.dialect === 'postgres' && !options.alongside && (usage || !rest.companion) && ending.status !== 'expired') {
+  if (ctx.dialect === 'postgres' && !options.alongside && !rest.companion && ending.status !== 'expired') {
     // One statement (pg-functions.ts). A hold it did not find open may have expired: the settle that
     // charges after expiry takes the transaction below, off the hot path.
     const description = ending.status === 'settled' ? ending.movement(1).description : 'Hold released';
