@@ -6,7 +6,6 @@ import { sql } from 'kysely';
 import * as oauth from 'oauth4webapi';
 import { describeEachDatabase, request, startServeProcess, type TestEnv } from '../testing/harness.ts';
 import { sha256Hex } from '../platform/crypto.ts';
-import { migrateToLatest } from '../platform/db/migrate.ts';
 import { allMigrations } from '../features.ts';
 import { createAdapterFactory } from './adapter.ts';
 import { authorizationRequest, authorizeForTest, discover, exchangeCode, registerTestApp, runAuthorization, TestBrowser } from './testing.ts';
@@ -68,10 +67,11 @@ describeEachDatabase('oauth storage', (env) => {
       const row = await db.selectFrom('oidc_payloads').select('payload').where('model', '=', model).where('id', '=', sha256Hex(token)).executeTakeFirstOrThrow();
       await db.updateTable('oidc_payloads').set({ id: token, payload: JSON.stringify({ ...JSON.parse(row.payload), jti: token }) }).where('model', '=', model).where('id', '=', sha256Hex(token)).execute();
     }
-    await db.deleteFrom('kysely_migration' as never).where('name' as never, '=', '1500_oidc_payload_ids_hashed' as never).execute();
     assert.equal((await databaseContents(env)).includes(authorization.accessToken), true, 'the legacy rows are in place');
 
-    await migrateToLatest(db, allMigrations(), env.service.ctx.config);
+    // The upgrade run again by itself: migrations named after it (issue 18's 1680…) are applied already, and
+    // the migrator refuses to run one that sorts before an applied one.
+    await db.transaction().execute((trx) => allMigrations()['1500_oidc_payload_ids_hashed']!.up(trx));
     const contents = await databaseContents(env);
     if (env.kind === 'postgres') {
       assert.equal(contents.includes(authorization.accessToken), false);
