@@ -1,7 +1,7 @@
 import { it, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -29,6 +29,63 @@ describe('operator CLI', () => {
     assert.equal(tollgate('admin-token').trim(), token, 'the generated operator token is kept');
     const keyFile = JSON.parse(readFileSync(join(dataDir, 'secrets.json'), 'utf8'));
     assert.equal(keyFile.TOLLGATE_ADMIN_TOKEN, token, 'it is the one in the key file the service reads, not in the database');
+  });
+
+  it('run from another folder, every command opens the same database (an absolute DATA_DIR), and prints no warning', () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), 'tollgate-cli-elsewhere-'));
+    try {
+      const run = (...args: string[]) => spawnSync(join(root, 'bin/tollgate'), args, { cwd: elsewhere, env: { ...env, REPLICATE_API_TOKEN: 'r8_test_token' }, encoding: 'utf8' });
+      const token = run('admin-token');
+      assert.equal(token.status, 0, token.stderr);
+      assert.equal(token.stdout.trim(), tollgate('admin-token').trim());
+      // Replicate configured without a webhook secret: a warning for a server, not for a one-shot command.
+      assert.equal(token.stderr, '');
+      const user = run('create-user', '--email', 'elsewhere@example.com', '--password', 'a-long-password');
+      assert.equal(user.status, 0, user.stderr);
+      assert.equal(user.stderr, '');
+      assert.deepEqual(readdirSync(elsewhere), [], 'nothing is created in the working folder');
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses to create a database where no server ever ran, naming the file it looked for', () => {
+    const empty = mkdtempSync(join(tmpdir(), 'tollgate-cli-empty-'));
+    try {
+      const commands = [['admin-token'], ['create-user', '--email', 'x@example.com', '--password', 'a-long-password'], ['grant-credits', '--email', 'x@example.com', '--amount', '1']];
+      for (const [command, ...args] of commands) {
+        const result = spawnSync(process.execPath, ['src/cli.ts', command!, ...args], { cwd: root, env: { ...env, DATA_DIR: empty }, encoding: 'utf8' });
+        assert.equal(result.status, 1, command);
+        assert.equal(result.stdout, '', command);
+        assert.ok(result.stderr.includes(`no Tollgate database at ${join(empty, 'tollgate.db')}`), result.stderr);
+        assert.match(result.stderr, /npm start/);
+      }
+      assert.deepEqual(readdirSync(empty), [], 'no database and no key file were created');
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  it('unset, DATA_DIR is the data folder of the project, not of the working folder', async () => {
+    const { loadConfig, PROJECT_DATA_DIR } = await import('./platform/config.ts');
+    assert.equal(PROJECT_DATA_DIR, join(root, 'data'));
+    assert.equal(loadConfig({}).DATA_DIR, PROJECT_DATA_DIR);
+    assert.equal(loadConfig({ DATA_DIR: '/srv/tollgate' }).DATA_DIR, '/srv/tollgate');
+  });
+
+  const projectHasDatabase = existsSync(join(root, 'data', 'tollgate.db')) && 'the project folder has a database of its own (someone ran npm start here)';
+  it('a deployment that relied on the old default (./data of the working folder) is told to set DATA_DIR, not started on a new database', { skip: projectHasDatabase }, () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), 'tollgate-cli-old-default-'));
+    try {
+      const old = join(elsewhere, 'data');
+      execFileSync(process.execPath, ['src/cli.ts', 'migrate'], { cwd: root, env: { ...env, DATA_DIR: old }, encoding: 'utf8', stdio: 'pipe' });
+      const { DATA_DIR: _unset, ...withoutDataDir } = env;
+      const result = spawnSync(process.execPath, [join(root, 'src/cli.ts'), 'admin-token'], { cwd: elsewhere, env: withoutDataDir, encoding: 'utf8' });
+      assert.equal(result.status, 1);
+      assert.ok(result.stderr.includes(`set DATA_DIR=${old}`), result.stderr);
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 
   it('an invalid configuration stops with a message naming the variable', () => {

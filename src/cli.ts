@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { flushCompileCache } from 'node:module';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Service } from './service.ts';
@@ -102,10 +104,30 @@ function restartFromCompileCache(): void {
   process.execve!(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], { ...process.env, [SERVE_RUNTIME_MARK]: 'applied, from the compile cache' } as Record<string, string>);
 }
 
+/**
+ * The one-shot commands work on the database a server made: on SQLite they refuse to create one, so that a
+ * command run with another `DATA_DIR` (or from a folder where no server ever ran, with a relative one) says
+ * which file it looked for instead of printing a token or a user the server does not know. `migrate` and
+ * `serve` are the commands that create it.
+ */
+export function missingDatabaseMessage(config: { DATABASE_URL?: string; DATA_DIR: string }, exists: (file: string) => boolean): string | null {
+  const file = sqliteFileOfConfig(config);
+  if (file === null || exists(file)) return null;
+  return `no Tollgate database at ${file}: no server has run with this DATA_DIR. Start the server first (npm start), `
+    + 'or set DATA_DIR (or DATABASE_URL) to the one it uses; `tollgate migrate` creates an empty database there.';
+}
+
+function sqliteFileOfConfig(config: { DATABASE_URL?: string; DATA_DIR: string }): string | null {
+  return config.DATABASE_URL ? null : resolve(config.DATA_DIR, 'tollgate.db');
+}
+
 async function withService<T>(fn: (service: Service) => Promise<T>): Promise<T> {
   const [{ createService }, { loadConfig }, { createLogger }] = await Promise.all([import('./service.ts'), import('./platform/config.ts'), import('./platform/logger.ts')]);
+  const config = loadConfig(process.env, { LOG_LEVEL: 'warn' });
+  const missing = missingDatabaseMessage(config, existsSync);
+  if (missing) throw new Error(missing);
   // Logs of one-shot commands go to stderr, so their stdout is only the answer (`ADMIN=$(tollgate admin-token)`).
-  const service = await createService({ timers: false, config: loadConfig(process.env, { LOG_LEVEL: 'warn' }), log: createLogger('warn', process.stderr) });
+  const service = await createService({ timers: false, config, log: createLogger('warn', process.stderr) });
   try {
     return await fn(service);
   } finally {

@@ -13,11 +13,12 @@ import { gatewayFeature } from './gateway/feature.ts';
 import { adminFeature } from './admin/feature.ts';
 import { predictionsFeature } from './predictions/feature.ts';
 import { webhooksFeature } from './webhooks/feature.ts';
+import { eventsFeature } from './events/feature.ts';
 import { webFeature } from './web/feature.ts';
 
 /** Every feature, in registration order (a feature may use the services of those before it). */
 export function allFeatures(): Feature[] {
-  return [opsFeature, accountsFeature, oauthFeature, keysFeature, billingFeature, providersFeature, modelsFeature, usageFeature, gatewayFeature, adminFeature, predictionsFeature, webhooksFeature, webFeature];
+  return [opsFeature, accountsFeature, oauthFeature, keysFeature, billingFeature, providersFeature, modelsFeature, usageFeature, gatewayFeature, adminFeature, predictionsFeature, webhooksFeature, eventsFeature, webFeature];
 }
 
 /** The migrations of the platform and every feature; names sort into the order they apply. */

@@ -9,7 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { EMAIL_PATTERN, findUser, registerUser } from './users.ts';
 import { checkSignIn, throttleMessage } from './sign-in-throttle.ts';
 
-const UserSchema = Type.Object({
+/** A user as the API shows it (`GET /api/user/me`, `POST /api/admin/users`). */
+export const UserSchema = Type.Object({
   id: Type.String({ examples: ['usr_3kT9xQ2mN7pR4sV8wY1z'] }),
   email: Type.String(),
   name: Type.String(),

@@ -2,6 +2,7 @@ import Type from 'typebox';
 import type { Feature } from '../platform/feature.ts';
 import { errors } from '../platform/errors.ts';
 import { createUser } from '../accounts/users.ts';
+import { UserSchema } from '../accounts/routes.ts';
 import { migrateToLatest } from '../platform/db/migrate.ts';
 import { allMigrations } from '../features.ts';
 
@@ -19,6 +20,7 @@ export const adminFeature: Feature = {
       schema: {
         tags: ['admin'], summary: 'Create a user', security,
         body: Type.Object({ email: Type.String({ maxLength: 320 }), name: Type.Optional(Type.String({ maxLength: 200 })), password: Type.String({ minLength: 8, maxLength: 1024 }) }),
+        response: { 201: UserSchema },
       },
       config: admin,
     }, async (request, reply) => reply.code(201).send(await createUser(ctx.db, ctx.clock, request.body as any)));

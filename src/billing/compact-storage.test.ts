@@ -20,7 +20,7 @@ for (const kind of selectedDatabases()) {
 
     it('keeps every balance, hold, ledger entry and usage record, and the open hold settles afterwards', async () => {
       await space.create();
-      const env = { ...space.env(), LOG_LEVEL: 'warn', SWEEP_INTERVAL_SECONDS: '0', REPLICATE_WEBHOOK_SECRET: '' };
+      const env = { ...space.env(), LOG_LEVEL: 'silent', SWEEP_INTERVAL_SECONDS: '0', REPLICATE_WEBHOOK_SECRET: '' };
       const config = loadConfig(env);
       // A database as it was before issue 8: every migration that sorts before the compact storage (later
       // ones cannot run first: migrations apply in name order).

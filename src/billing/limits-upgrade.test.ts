@@ -17,7 +17,7 @@ for (const kind of selectedDatabases()) {
 
     it("moves the apps' and keys' limits into billing's table, where holds keep obeying them", async () => {
       await space.create();
-      const config = loadConfig({ ...space.env(), LOG_LEVEL: 'warn', SWEEP_INTERVAL_SECONDS: '0', REPLICATE_WEBHOOK_SECRET: '' });
+      const config = loadConfig({ ...space.env(), LOG_LEVEL: 'silent', SWEEP_INTERVAL_SECONDS: '0', REPLICATE_WEBHOOK_SECRET: '' });
       const before = Object.fromEntries(Object.entries(allMigrations()).filter(([name]) => name < MOVE));
       const database = openDatabase(config);
       const now = Date.now();

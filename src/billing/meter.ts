@@ -177,7 +177,7 @@ export class Meter {
       const metrics = this.#ctx.metrics;
       metrics.tokens.inc({ model: outcome.model.id, direction: 'prompt' }, outcome.promptTokens);
       metrics.tokens.inc({ model: outcome.model.id, direction: 'completion' }, outcome.completionTokens);
-      metrics.creditsCharged.inc({ kind: this.#kind }, captured / 1_000_000);
+      metrics.creditsChargedMicros.inc({ kind: this.#kind }, captured);
       if (this.#principal) {
         metrics.gatewayOverhead.observe({ kind: this.#kind }, this.#ownMs / 1000);
         await this.#ctx.services.rateLimits?.addTokens(this.#principal, outcome.promptTokens + outcome.completionTokens);

@@ -89,7 +89,7 @@ export interface Billing {
 /** What happened, for {@link Billing.observe}: amounts in micro-credits. */
 export type BillingEvent =
   | { type: 'settled'; userId: string; captured: number }
-  | { type: 'restricted'; userId: string; code: 'INSUFFICIENT_CREDITS' | 'SPENDING_LIMIT_EXCEEDED'; appId: string | null; keyId: string | null; details: Record<string, unknown> };
+  | { type: 'restricted'; userId: string; code: 'INSUFFICIENT_CREDITS' | 'SPENDING_LIMIT_EXCEEDED'; appId: string | null; keyId: string | null; details: Record<string, unknown>; message: string };
 
 /** A listener of {@link BillingEvent}s. */
 export type BillingObserver = (event: BillingEvent) => void;
@@ -119,7 +119,7 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
         return await placeHold(ctx, input);
       } catch (error) {
         if (observers.length && error instanceof ApiError && (error.code === 'INSUFFICIENT_CREDITS' || error.code === 'SPENDING_LIMIT_EXCEEDED')) {
-          notify({ type: 'restricted', userId: input.userId, code: error.code, appId: input.appId, keyId: input.keyId, details: error.details });
+          notify({ type: 'restricted', userId: input.userId, code: error.code, appId: input.appId, keyId: input.keyId, details: error.details, message: error.message });
         }
         throw error;
       }

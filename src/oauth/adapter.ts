@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { loadOidcProvider } from './load-provider.ts';
 import type { Db } from '../platform/db/connect.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { findClientMetadata } from './clients.ts';
@@ -175,7 +176,7 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
       }
       // Imported here, not at the top, so that oidc-provider loads only once OAuth is used (provider.ts);
       // by the time it calls consume() it is loaded, and this import is a cache hit.
-      const { errors: oidcErrors } = await import('oidc-provider');
+      const { errors: oidcErrors } = await loadOidcProvider();
       throw new oidcErrors.InvalidGrant(`${model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`);
     },
 

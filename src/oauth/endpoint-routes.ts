@@ -8,6 +8,7 @@ import { STRICT_PAGE_CSP } from '../platform/http/page.ts';
 import { OAUTH_ROUTES, OIDC_CLAIMS } from './provider.ts';
 import { clientThrottle, requestClientId } from './client-throttle.ts';
 import { endStaleProviderSession, hasProviderSessionCookie } from './browser-account.ts';
+import { keepBodyBytes, withBodyReplayed } from './body-replay.ts';
 
 const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'];
 
@@ -93,6 +94,10 @@ const PROVIDER_CSP = STRICT_PAGE_CSP;
 export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: () => Promise<Provider>): void {
   let handler: ((req: FastifyRequest['raw'], res: FastifyReply['raw']) => Promise<void>) | undefined;
   async function forward(request: FastifyRequest, reply: FastifyReply) {
+    await forwardAs(request, reply, request.raw);
+  }
+  /** Hands the request to oidc-provider as `raw` (the request itself, or a view that replays its body). */
+  async function forwardAs(request: FastifyRequest, reply: FastifyReply, raw: FastifyRequest['raw']) {
     handler ??= (await getProvider()).callback();
     // Security invariant: a hijacked reply skips Fastify's reply pipeline, so the headers the hooks set
     // for every answer (nosniff, framing, referrer, HSTS, request id…) are copied onto the raw response
@@ -103,7 +108,7 @@ export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: (
     }
     reply.raw.setHeader('content-security-policy', PROVIDER_CSP);
     reply.hijack();
-    await handler(request.raw, reply.raw);
+    await handler(raw, reply.raw);
   }
   /** One account per browser: a provider session left by another account than the dashboard's is ended first. */
   async function oneAccountPerBrowser(request: FastifyRequest, reply: FastifyReply) {
@@ -114,19 +119,18 @@ export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: (
   const form = ['application/x-www-form-urlencoded'];
 
   // The client-authenticated endpoints are forwarded once Fastify has read the form (preHandler), so the
-  // throttle knows the app before oidc-provider runs; oidc-provider takes the parsed form from `req.body`
-  // (its documented fallback for an upstream body parser).
+  // throttle knows the app before oidc-provider runs; oidc-provider then reads the bytes Fastify read again
+  // (body-replay.ts), as it would read them from the client.
   const throttle = clientThrottle(ctx);
   async function forwardThrottled(request: FastifyRequest, reply: FastifyReply) {
     const clientId = request.method === 'POST' ? requestClientId(request) : null;
     if (request.method === 'POST') await throttle.admit(clientId, request.ip);
-    (request.raw as FastifyRequest['raw'] & { body?: unknown }).body = request.body;
-    await forward(request, reply);
+    await forwardAs(request, reply, withBodyReplayed(request));
     if (request.method === 'POST') await throttle.record(clientId, request.ip, reply.raw.statusCode);
   }
   // RFC 6749 error bodies for what Fastify refuses before oidc-provider (oversized form, rate limit…);
   // oidc-provider's own limit for a form is 56 KiB.
-  const clientEndpoint = { preHandler: forwardThrottled, handler: never, config: { envelope: 'oauth' as const }, bodyLimit: 56 * 1024 };
+  const clientEndpoint = { preParsing: keepBodyBytes, preHandler: forwardThrottled, handler: never, config: { envelope: 'oauth' as const }, bodyLimit: 56 * 1024 };
 
   app.route({
     method: 'GET', url: OAUTH_ROUTES.authorization, onRequest: [oneAccountPerBrowser, forward], handler: never,

@@ -1,4 +1,5 @@
 import type { Adapter, ClientInstance, Provider } from 'oidc-provider';
+import { loadOidcProvider } from './load-provider.ts';
 import type { AppContext } from '../platform/context.ts';
 import { constantTimeEqual, sha256Hex } from '../platform/crypto.ts';
 import { SCOPES } from '../platform/http/principal.ts';
@@ -81,7 +82,7 @@ function userClaims(user: { id: string; email: string; name: string; image: stri
 export async function buildProvider(ctx: AppContext, adapter: (model: string) => Adapter, jwks: { keys: PrivateJwk[] }): Promise<Provider> {
   // oidc-provider and its dependencies take tens of MB once loaded; imported here, on the first OAuth
   // request, a process that serves only API keys never pays for them.
-  const { default: Provider } = await import('oidc-provider');
+  const { default: Provider } = await loadOidcProvider();
   const provider = new Provider(ctx.config.PUBLIC_BASE_URL, {
     adapter,
     jwks,

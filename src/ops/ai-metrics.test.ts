@@ -1,7 +1,8 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { fundedUser, usageOf } from '../gateway/testing.ts';
+import { spawnSync } from 'node:child_process';
+import { fundedUser, usageOf, wallet } from '../gateway/testing.ts';
 
 const chat = { model: 'tollgate/echo', messages: [{ role: 'user', content: 'count these words please' }] };
 
@@ -23,12 +24,26 @@ describeEachDatabase('metrics of AI calls, refusals and webhooks', (env) => {
     const metrics = (await env.request('GET', '/metrics', { token: env.adminToken })).text;
     assert.ok(metricValue(metrics, 'tollgate_tokens_total{', 'model="tollgate/echo"', 'direction="prompt"') > 0);
     assert.ok(metricValue(metrics, 'tollgate_tokens_total{', 'direction="completion"') > 0);
-    assert.ok(metricValue(metrics, 'tollgate_credits_charged_total{', 'kind="chat"') > 0);
+    // Exactly what the wallet lost, in integer micro-credits (a float sum of credits drifted: 0.000005999…).
+    const spent = 1_000_000 - (await wallet(env, user)).balance;
+    assert.ok(spent > 0);
+    assert.equal(metricValue(metrics, 'tollgate_credits_charged_micros_total{', 'kind="chat"'), spent);
     assert.ok(metricValue(metrics, 'tollgate_gateway_overhead_seconds_count{', 'kind="chat"') >= 1);
     assert.ok(metricValue(metrics, 'tollgate_upstream_duration_seconds_count{', 'provider="echo"') >= 1);
     assert.equal(metricValue(metrics, 'tollgate_restriction_refusals_total{', 'code="INSUFFICIENT_CREDITS"'), 1);
     assert.equal(metricValue(metrics, 'tollgate_webhook_deliveries_total{', 'outcome="unconfigured"'), 1);
     assert.match(metrics, /^tollgate_holds_open 0$/m);
+  });
+
+  it('/metrics passes `promtool check metrics` without a warning: no gauge named _total, no doubled prefix', async () => {
+    const metrics = (await env.request('GET', '/metrics', { token: env.adminToken })).text;
+    assert.match(metrics, /^tollgate_process_cpu_seconds_total /m);
+    assert.doesNotMatch(metrics, /tollgate_process_process_|tollgate_process_nodejs_/);
+    // No silent skip: CI installs Debian's `prometheus` package for promtool (.ci/run).
+    const promtool = spawnSync('promtool', ['check', 'metrics'], { input: metrics, encoding: 'utf8' });
+    if (promtool.error) assert.fail(`promtool is missing (apt-get install prometheus): ${promtool.error.message}`);
+    assert.equal(promtool.status, 0, `${promtool.stdout}${promtool.stderr}`);
+    assert.equal(`${promtool.stdout}${promtool.stderr}`.trim(), '');
   });
 
   it('the tokens-per-minute limit answers 429 RATE_LIMITED, not a spending limit, once a key used its tokens this minute', async () => {

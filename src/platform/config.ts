@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import Type, { type Static } from 'typebox';
 import Value from 'typebox/value';
 
@@ -19,7 +20,9 @@ export const ConfigSchema = Type.Object({
   ),
   DATABASE_SCHEMA: Type.String({ default: 'public', pattern: '^[a-z_][a-z0-9_]*$', description: 'PostgreSQL schema that holds the tables.' }),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 500, default: 10, description: 'PostgreSQL connections per process.' }),
-  DATA_DIR: Type.String({ default: './data', description: 'Folder of the SQLite database.' }),
+  DATA_DIR: Type.String({
+    default: 'data', description: 'Folder of the SQLite database. Unset: `data/` in the project folder, wherever the command is run from (a relative value is relative to the working folder).',
+  }),
   TOLLGATE_ADMIN_TOKEN: Type.Optional(
     Type.String({ minLength: 24, description: 'Operator bearer token(s) for `/api/admin/*`, space-separated. Unset: read from the key file (`SECRETS_FILE`; print it with `tollgate admin-token`).' }),
   ),
@@ -80,6 +83,10 @@ export const ConfigSchema = Type.Object({
   REALTIME_ENABLED: Type.Boolean({ default: false, description: 'Enables `POST /api/v1/realtime/sessions` (off: 404). Each session is charged its worst case, set by the two caps below.' }),
   REALTIME_MAX_SESSION_SECONDS: Type.Integer({ minimum: 10, maximum: 7200, default: 1800, description: 'Realtime: the seconds each session is held and charged for (`second` price), and the lifetime of its client secret set upstream; keep it at or above the provider\'s own session limit (OpenAI: 30 minutes).' }),
   REALTIME_MAX_RESPONSE_OUTPUT_TOKENS: Type.Integer({ minimum: 1, maximum: 4096, default: 1024, description: 'Realtime: `max_response_output_tokens` set on the upstream session.' }),
+  WEBHOOK_ALLOW_HTTP: Type.Boolean({ default: false, description: 'Outbound event webhooks: accept `http://` endpoint URLs (off: `https://` only).' }),
+  WEBHOOK_ALLOW_PRIVATE_ADDRESSES: Type.Boolean({ default: false, description: 'Outbound event webhooks: let endpoints resolve to loopback, private or link-local addresses (off: refused, at registration and at each connection).' }),
+  WEBHOOK_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, maximum: 60, default: 10, description: 'Outbound event webhooks: time a receiver has to answer one attempt; slower is a failed attempt, retried later.' }),
+  WEBHOOK_DELIVERY_INTERVAL_SECONDS: Type.Integer({ minimum: 0, default: 5, description: 'Outbound event webhooks: how often each process sends the deliveries that came due (retries); 0 turns the timer off (new events are still sent at once, and `POST /api/admin/cron/deliver-webhooks` sends the due ones).' }),
   TOLLGATE_CONFIG: Type.Optional(Type.String({ description: 'Path of an optional JSON config file: any variable above, plus `providers` (extra OpenAI-compatible upstreams).' })),
   providers: Type.Array(
     Type.Object({
@@ -90,6 +97,9 @@ export const ConfigSchema = Type.Object({
     { default: [], description: 'Extra OpenAI-compatible upstreams (config file only).' },
   ),
 });
+
+/** The default `DATA_DIR`: `data/` in the project folder (beside package.json). */
+export const PROJECT_DATA_DIR = fileURLToPath(new URL('../../data', import.meta.url));
 
 /** The validated configuration. */
 export type Config = Static<typeof ConfigSchema> & { PUBLIC_BASE_URL: string };
@@ -120,6 +130,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (value !== undefined && value !== '') raw[name] = value;
   }
   Object.assign(raw, overrides);
+  const dataDirGiven = raw.DATA_DIR !== undefined;
   const converted = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, raw));
   if (!Value.Check(ConfigSchema, converted)) {
     const problems = [...Value.Errors(ConfigSchema, converted)].map((error) => {
@@ -130,6 +141,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration:\n  ${[...new Set(problems)].join('\n  ')}`);
   }
   const config = converted as Config;
+  // Unset, the folder is the project's own, not the working folder's: `./bin/tollgate admin-token` run from
+  // elsewhere must open the database `npm start` made, not a new one there.
+  if (!dataDirGiven) {
+    config.DATA_DIR = PROJECT_DATA_DIR;
+    // Before, the default was `./data` of the working folder. A deployment that relied on it (a service
+    // started elsewhere than the project) must not silently start on a new, empty database: it is told.
+    const workingData = resolve('data', 'tollgate.db');
+    if (!config.DATABASE_URL && resolve('data') !== PROJECT_DATA_DIR && existsSync(workingData) && !existsSync(resolve(PROJECT_DATA_DIR, 'tollgate.db'))) {
+      throw new ConfigError(`DATA_DIR is unset, and its default is the project's ${PROJECT_DATA_DIR}, but the database is at ${workingData}: `
+        + `set DATA_DIR=${resolve('data')} to keep using it.`);
+    }
+  }
   config.PUBLIC_BASE_URL ??= `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`;
   return config;
 }

@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   SERVICE_UNAVAILABLE: { status: 503, type: 'api_error', when: 'A dependency is not configured or not reachable (for example no webhook secret).' },
   WEBHOOK_INVALID: { status: 400, type: 'invalid_request_error', when: 'A webhook delivery lacks a header or its headers or body are malformed.' },
   WEBHOOK_UNVERIFIED: { status: 401, type: 'authentication_error', when: "A webhook delivery's signature does not verify or its timestamp is more than 5 minutes away." },
+  WEBHOOK_URL_REFUSED: { status: 400, type: 'invalid_request_error', when: 'An outbound webhook URL is not https, or its host resolves to a loopback, private or link-local address (unless the operator allows it).' },
 } as const satisfies Record<string, { status: number; type: string; when: string }>;
 
 /** A code of the catalogue. */

@@ -21,6 +21,9 @@ export const UsageReportSchema = Type.Object({
   totals: Type.Object(Totals),
   byModel: Type.Array(Type.Object({ model: Type.String(), ...Totals })),
   byApp: Type.Array(Type.Object({ appId: Type.Union([Type.String(), Type.Null()], { description: 'null: calls made with the user’s own keys or dashboard' }), name: Type.String(), ...Totals })),
+  byKey: Type.Array(Type.Object({ keyId: Type.String(), name: Type.String({ description: 'The key’s name (also for a revoked key)' }), ...Totals }), {
+    description: 'Calls made with each API key (calls made with an OAuth token or the dashboard are in no row).',
+  }),
   byDay: Type.Array(Type.Object({ date: Type.String({ description: 'YYYY-MM-DD (UTC)' }), requests: Type.Integer(), cost: Type.Number() })),
 });
 
@@ -53,22 +56,26 @@ async function usageReport(ctx: AppContext, userId: string | null, days: number,
   if (appId) scoped = scoped.where('app_id', '=', appId);
   // Integer division of epoch ms gives the UTC day number on both SQLite and PostgreSQL.
   const dayNumber = sql<number>`created_at / ${sql.lit(DAY_MS)}`;
-  const [all, byModel, byApp, byDay] = await Promise.all([
+  const [all, byModel, byApp, byKeyRows, byDay] = await Promise.all([
     scoped.select([sums.requests, sums.prompt, sums.completion, sums.cost]).executeTakeFirstOrThrow(),
     scoped.select(['model', sums.requests, sums.prompt, sums.completion, sums.cost]).groupBy('model').orderBy('cost', 'desc').execute(),
     scoped.select(['app_id', sums.requests, sums.prompt, sums.completion, sums.cost]).groupBy('app_id').orderBy('cost', 'desc').execute(),
+    scoped.select(['key_id', sums.requests, sums.prompt, sums.completion, sums.cost]).where('key_id', 'is not', null).groupBy('key_id').orderBy('cost', 'desc').execute(),
     scoped.select([dayNumber.as('day'), sums.requests, sums.cost]).groupBy(dayNumber).orderBy(dayNumber).execute(),
   ]);
   const appIds = byApp.map((row) => row.app_id).filter((id): id is string => id !== null);
   const names = new Map(
     appIds.length ? (await ctx.db.selectFrom('oauth_clients').select(['client_id', 'name']).where('client_id', 'in', appIds).execute()).map((r) => [r.client_id, r.name]) : [],
   );
+  const keyIds = byKeyRows.map((row) => row.key_id!);
+  const keyNames = new Map(keyIds.length ? (await ctx.db.selectFrom('api_keys').select(['id', 'name']).where('id', 'in', keyIds).execute()).map((r) => [r.id, r.name]) : []);
   return {
     from: new Date(from).toISOString(),
     to: new Date(now).toISOString(),
     totals: totals(all as SumRow),
     byModel: byModel.map((row) => ({ model: row.model, ...totals(row as SumRow) })),
     byApp: byApp.map((row) => ({ appId: row.app_id, name: row.app_id ? names.get(row.app_id) ?? row.app_id : 'Your API keys and dashboard', ...totals(row as SumRow) })),
+    byKey: byKeyRows.map((row) => ({ keyId: row.key_id!, name: keyNames.get(row.key_id!) ?? row.key_id!, ...totals(row as SumRow) })),
     byDay: byDay.map((row) => ({ date: new Date(Number(row.day) * DAY_MS).toISOString().slice(0, 10), requests: Number(row.requests), cost: microsToCredits(Number(row.cost ?? 0)) })),
   };
 }
@@ -77,7 +84,7 @@ async function usageReport(ctx: AppContext, userId: string | null, days: number,
 export function registerUsageRoutes(app: App, ctx: AppContext): void {
   app.get('/api/usage', {
     schema: {
-      tags: ['usage'], summary: "The caller's usage: requests, tokens and cost by model, by app and by day", security: [{ bearer: [] }],
+      tags: ['usage'], summary: "The caller's usage: requests, tokens and cost by model, by app, by API key and by day", security: [{ bearer: [] }],
       querystring: UsageQuery, response: { 200: UsageReportSchema },
     },
     config: { auth: ['billing:read'] },

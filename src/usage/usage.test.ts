@@ -41,6 +41,25 @@ describeEachDatabase('GET /api/usage', (env) => {
     ]);
   });
 
+  test('sums each API key’s calls by key, with its name, also once it is revoked; calls without a key are in no row', async () => {
+    const me = await env.createUser();
+    const laptop = await env.dashboard(me, 'POST', '/api/user/api-keys', { name: 'laptop', permissions: ['ai:chat'] });
+    const server = await env.dashboard(me, 'POST', '/api/user/api-keys', { name: 'server', permissions: ['ai:chat'] });
+    const [laptopId, serverId] = [laptop.body.apiKey.id as string, server.body.apiKey.id as string];
+    const base = { app_id: null, kind: 'chat', latency_ms: 5, status: 'ok', hold_id: null, user_id: me.userId, model: 'tollgate/echo', prompt_tokens: 1, completion_tokens: 1 };
+    const db = env.service.ctx.db;
+    await recordUsage(db, { ...base, key_id: laptopId, cost: 1_000_001, created_at: NOW - 1000 });
+    await recordUsage(db, { ...base, key_id: laptopId, cost: 2, created_at: NOW - DAY });
+    await recordUsage(db, { ...base, key_id: serverId, cost: 3_000_000, created_at: NOW - 1000 });
+    await recordUsage(db, { ...base, key_id: null, cost: 5_000_000, created_at: NOW - 1000 });
+    assert.equal((await env.dashboard(me, 'DELETE', `/api/user/api-keys/${serverId}`)).status, 200);
+    const report = (await env.dashboard(me, 'GET', '/api/usage')).body;
+    assert.deepEqual(report.byKey, [
+      { keyId: serverId, name: 'server', requests: 1, promptTokens: 1, completionTokens: 1, cost: 3 },
+      { keyId: laptopId, name: 'laptop', requests: 2, promptTokens: 2, completionTokens: 2, cost: 1.000003 },
+    ]);
+  });
+
   test('needs billing:read: a key without it is refused, one with it sees only its user', async () => {
     const me = await env.createUser();
     const withoutBilling = await env.dashboard(me, 'POST', '/api/user/api-keys', { name: 'chat only', permissions: ['ai:chat'] });

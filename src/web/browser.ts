@@ -27,9 +27,9 @@ export function launchChromium(): Promise<Browser> {
 }
 
 /** With `TOLLGATE_SCREENSHOTS=1`, saves `docs/<name>.png` (how the README's pictures are made). */
-export async function screenshot(page: Page, name: string): Promise<void> {
+export async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<void> {
   if (process.env.TOLLGATE_SCREENSHOTS !== '1') return;
   const folder = join(REPO_ROOT, 'docs');
   mkdirSync(folder, { recursive: true });
-  await page.screenshot({ path: join(folder, `${name}.png`) });
+  await page.screenshot({ path: join(folder, `${name}.png`), fullPage: options.fullPage });
 }

@@ -86,7 +86,9 @@ export async function acceptDelivery(ctx: AppContext, webhookId: string, notice:
 export async function registerReplicateWebhook(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const keys = parseSigningSecrets(ctx.config.REPLICATE_WEBHOOK_SECRET);
   const unconfigured = 'REPLICATE_WEBHOOK_SECRET is not set, so POST /api/webhooks/replicate refuses every delivery (503): unverified traffic is never accepted.';
-  if (keys.length === 0) ctx.log.warn(unconfigured);
+  // Said where it matters: a server that listens with Replicate configured (its predictions' notices would
+  // be refused). Not for a deployment without Replicate, and not for the one-shot CLI commands (no listen).
+  if (keys.length === 0 && ctx.config.REPLICATE_API_TOKEN) app.addHook('onListen', async () => ctx.log.warn(unconfigured));
 
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();

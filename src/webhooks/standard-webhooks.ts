@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * Verification of Standard Webhooks deliveries (https://www.standardwebhooks.com), the scheme Replicate signs
@@ -99,4 +99,17 @@ export function verifyWebhook(delivery: WebhookDelivery, keys: readonly Buffer[]
   }
   if (!verified) return { ok: false, status: 401, reason: 'No webhook signature matches a configured secret.' };
   return { ok: true, id, timestamp };
+}
+
+/** A new Standard Webhooks signing secret: `whsec_` and 32 random bytes in base64 (what {@link parseSigningSecrets} reads). */
+export function newSigningSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/**
+ * The `webhook-signature` header of an outbound delivery: one `v1,<base64>` entry per key (several while a
+ * secret is rotated, so a receiver that holds either one verifies), computed as {@link verifyWebhook} checks.
+ */
+export function signatureHeader(keys: readonly Buffer[], id: string, timestamp: number, body: Buffer): string {
+  return keys.map((key) => `v1,${signatureV1(key, id, timestamp, body)}`).join(' ');
 }

@@ -17,7 +17,8 @@ for (const kind of selectedDatabases()) {
 
     before(async () => {
       await space.create();
-      const config = loadConfig({ ...space.env(), LOG_LEVEL: 'warn', TOLLGATE_ADMIN_TOKEN: `tga_test_${randomBytes(24).toString('hex')}`, PORT: '0' });
+      // Replicate configured (its predictions' notices would be refused): the start warns.
+      const config = loadConfig({ ...space.env(), LOG_LEVEL: 'warn', REPLICATE_API_TOKEN: 'r8_test_token', TOLLGATE_ADMIN_TOKEN: `tga_test_${randomBytes(24).toString('hex')}`, PORT: '0' });
       const sink = new Writable({ write(chunk, _encoding, done) { logLines.push(...String(chunk).split('\n').filter(Boolean)); done(); } });
       service = await createService({ config, timers: false, log: createLogger('warn', sink) });
       baseUrl = await service.listen(0);
@@ -25,6 +26,11 @@ for (const kind of selectedDatabases()) {
     after(async () => {
       await service?.close();
       await space.drop();
+    });
+
+    it('a listening server with Replicate configured warns once at start that deliveries are refused', () => {
+      const warned = logLines.map((line) => JSON.parse(line)).filter((line) => /REPLICATE_WEBHOOK_SECRET is not set/.test(line.msg));
+      assert.equal(warned.length, 1);
     });
 
     it('refuses every delivery, even a correctly signed one, with 503, records nothing and logs why', async () => {

@@ -68,6 +68,7 @@ async function main() {
     const [user, balance] = await Promise.all([client.getUser(), client.getBalance().catch(() => null)]);
     $('who').textContent = user.email;
     $('balance').textContent = balance ? `${formatCredits(balance.available)} credits` : '';
+    $('balance').hidden = !balance;
   };
   $('account').hidden = false;
   $('chat').hidden = false;

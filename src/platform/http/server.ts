@@ -9,6 +9,7 @@ import { ApiError, ERROR_CODES, type ErrorCode } from '../errors.ts';
 import type { AppContext } from '../context.ts';
 import { matchesAnySecret } from '../crypto.ts';
 import { authenticate, requireScope, type Principal } from './principal.ts';
+import { SECURITY_SCHEMES, transformDocument, transformRoute } from './openapi.ts';
 
 /**
  * How a route family shapes its errors: `api` is `{ error: { code, message, type, ... } }` (contract §2.2,
@@ -142,15 +143,13 @@ export async function createServer(ctx: AppContext): Promise<App> {
     openapi: {
       info: { title: 'Tollgate API', version: '0.1.0', description: 'OpenAI-compatible AI gateway with credits, OAuth apps and spending limits.' },
       servers: [{ url: ctx.config.PUBLIC_BASE_URL }],
-      components: {
-        securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'OAuth access token or API key (ak_…)' },
-          admin: { type: 'http', scheme: 'bearer', description: 'Operator token (TOLLGATE_ADMIN_TOKEN)' },
-        },
-      },
+      components: { securitySchemes: SECURITY_SCHEMES },
       // Every error code, so that clients can generate a complete error type.
       'x-error-codes': Object.fromEntries(Object.entries(ERROR_CODES).map(([code, v]) => [code, { status: v.status, type: v.type, description: v.when }])),
     } as any,
+    // Security, client errors and operationIds are derived centrally (openapi.ts), for every route alike.
+    transform: transformRoute as any,
+    transformObject: transformDocument as any,
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -49,6 +49,12 @@ export function Stat(props: { label: string; value: string; hint?: string; testI
   );
 }
 
+/** A shell command that wraps only between its words: each word (`grant-credits`, `--amount`, `10`) stays whole. */
+export function Command(props: { text: string }) {
+  const words = props.text.split(' ');
+  return <code class="command">{words.flatMap((word, i) => [<span class="word" key={i}>{word}</span>, i < words.length - 1 ? ' ' : null])}</code>;
+}
+
 export function ErrorNote(props: { error: string | null | undefined }) {
   return props.error ? <p class="error-note" role="alert">{props.error}</p> : null;
 }

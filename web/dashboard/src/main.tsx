@@ -8,6 +8,7 @@ import { UsagePage } from './pages/usage.tsx';
 import { KeysPage } from './pages/keys.tsx';
 import { AuthorizedAppsPage } from './pages/authorized-apps.tsx';
 import { DeveloperAppsPage } from './pages/developer-apps.tsx';
+import { WebhooksPage } from './pages/webhooks.tsx';
 
 /** The signed-in user, as `GET /api/auth/session` gives it. */
 export interface SessionUser {
@@ -23,6 +24,7 @@ const ICONS = {
   keys: 'M14 10a4 4 0 1 1-1.2-2.8L21 15v3h-3v-2h-2v-2h-2z',
   apps: 'M12 3 4 6v6c0 5 3.5 8 8 9 4.5-1 8-4 8-9V6zM9 12l2 2 4-4',
   developer: 'M8 8l-4 4 4 4M16 8l4 4-4 4M13.5 5l-3 14',
+  webhooks: 'M6 16a3 3 0 1 0 3 3h7M18 16a3 3 0 1 0-2.6-4.5L12 5.5M9.5 7.5A3 3 0 1 0 6 12.5L9 18',
 } as const;
 
 const ROUTES = [
@@ -31,6 +33,7 @@ const ROUTES = [
   { path: 'keys', label: 'API keys', icon: ICONS.keys, page: KeysPage },
   { path: 'apps', label: 'Authorized apps', icon: ICONS.apps, page: AuthorizedAppsPage },
   { path: 'developer', label: 'Developer apps', icon: ICONS.developer, page: DeveloperAppsPage },
+  { path: 'webhooks', label: 'Webhooks', icon: ICONS.webhooks, page: WebhooksPage },
 ] as const;
 
 function currentRoute(): string {
@@ -38,13 +41,34 @@ function currentRoute(): string {
   return ROUTES.some((r) => r.path === path) ? path : 'wallet';
 }
 
+const THEME_KEY = 'tollgate:theme';
+const systemDark = () => matchMedia('(prefers-color-scheme: dark)');
+const systemTheme = () => (systemDark().matches ? 'dark' : 'light');
+
+/**
+ * Light or dark: the system's, followed live, until the user picks one with the button; only that pick is
+ * stored. Picking the system's own theme stores nothing, so the page follows the system again from there.
+ */
 function useTheme(): [string, () => void] {
-  const [theme, setTheme] = useState(() => localStorage.getItem('tollgate:theme') ?? (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'));
+  const [chosen, setChosen] = useState<string | null>(() => localStorage.getItem(THEME_KEY));
+  const [system, setSystem] = useState(systemTheme);
+  useEffect(() => {
+    const media = systemDark();
+    const onChange = () => setSystem(systemTheme());
+    media.addEventListener('change', onChange);
+    return () => media.removeEventListener('change', onChange);
+  }, []);
+  const theme = chosen ?? system;
   useEffect(() => {
     document.documentElement.dataset.theme = theme;
-    localStorage.setItem('tollgate:theme', theme);
   }, [theme]);
-  return [theme, () => setTheme((t) => (t === 'dark' ? 'light' : 'dark'))];
+  const toggle = () => {
+    const next = theme === 'dark' ? 'light' : 'dark';
+    if (next === systemTheme()) localStorage.removeItem(THEME_KEY);
+    else localStorage.setItem(THEME_KEY, next);
+    setChosen(next === systemTheme() ? null : next);
+  };
+  return [theme, toggle];
 }
 
 function App() {

@@ -8,13 +8,14 @@ export interface UsageTotals {
   cost: number;
 }
 
-/** `GET /api/usage`: the user's last 30 days, by model, by app and by day. */
+/** `GET /api/usage`: the user's last 30 days, by model, by app, by API key and by day. */
 export interface UsageReport {
   from: string;
   to: string;
   totals: UsageTotals;
   byModel: Array<UsageTotals & { model: string }>;
   byApp: Array<UsageTotals & { appId: string | null; name: string }>;
+  byKey: Array<UsageTotals & { keyId: string; name: string }>;
   byDay: Array<{ date: string; requests: number; cost: number }>;
 }
 

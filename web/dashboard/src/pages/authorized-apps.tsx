@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Card, Chips, ConfirmButton, Empty, ErrorNote, LimitBar, PageHeader, useLoad } from '../components.tsx';
-import { ago, when } from '../format.ts';
+import { ago, count, formatCredits, when } from '../format.ts';
+import { loadUsage } from '../usage-data.ts';
 
 interface Limit { limit: number; spent: number; reserved: number; resetsAt: string | null }
 interface AuthorizedApp { clientId: string; name: string; scopes: string[]; authorizedAt: string; lastUsedAt: string | null; limits: { daily: Limit | null; monthly: Limit | null; total: Limit | null } }
@@ -43,6 +44,9 @@ function LimitsForm(props: { app: AuthorizedApp; onSaved: () => void; onCancel: 
 /** The apps allowed to spend the user's credits: their scopes and limits, which the user can change or revoke. */
 export function AuthorizedAppsPage() {
   const apps = useLoad(() => api<{ apps: AuthorizedApp[] }>('GET', '/api/user/authorized-apps'));
+  // What each app spent: `GET /api/usage`'s byApp (last 30 days); the apps are shown without it if it fails.
+  const usage = useLoad(() => loadUsage().catch(() => undefined));
+  const spentBy = new Map((usage.data?.byApp ?? []).map((row) => [row.appId, row]));
   const [editing, setEditing] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   return (
@@ -71,6 +75,11 @@ export function AuthorizedAppsPage() {
               </div>
             </div>
             <div class="scopes"><span class="muted small">Scopes</span> <Chips items={app.scopes} /></div>
+            <p class="app-spent" data-testid="app-spent">
+              <span class="muted small">Spent in the last 30 days</span>{' '}
+              <strong>{usage.data ? `${formatCredits(spentBy.get(app.clientId)?.cost ?? 0)} credits` : '…'}</strong>
+              {usage.data && <span class="muted small"> · {count(spentBy.get(app.clientId)?.requests ?? 0)} requests · <a href="#/usage">usage by model</a></span>}
+            </p>
             <div class="limits">
               {PERIODS.map(([period, label]) => <LimitBar key={period} label={label} limit={app.limits[period]} />)}
             </div>

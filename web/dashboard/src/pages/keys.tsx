@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Card, Chips, ConfirmButton, CopyButton, Empty, ErrorNote, PageHeader, useLoad } from '../components.tsx';
-import { ago, formatCredits, when } from '../format.ts';
+import { ago, count, formatCredits, when } from '../format.ts';
+import { loadUsage } from '../usage-data.ts';
 
 interface ApiKey { id: string; name: string; key: string; permissions: string[]; lastUsed: string | null; createdAt: string; limit: number | null; limitPeriod: string | null }
 
@@ -58,7 +59,8 @@ function CreateKey(props: { onCreated: (key: ApiKey) => void }) {
       </fieldset>
       <div class="row">
         <label>Spending limit (credits, optional)<input name="limit" type="number" min="0" step="0.000001" inputMode="decimal" placeholder="No limit" /></label>
-        <label>Period<select name="limitPeriod" defaultValue="monthly"><option value="daily">Daily</option><option value="monthly">Monthly</option><option value="total">Total</option></select></label>
+        <label>Period{/* `selected`, not the select's defaultValue, which Preact does not apply: the form showed Daily. */}
+          <select name="limitPeriod"><option value="daily">Daily</option><option value="monthly">Monthly</option><option value="total" selected>Total (never resets)</option></select></label>
       </div>
       <ErrorNote error={error} />
       <div><button class="btn primary" type="submit" disabled={busy}>Create key</button></div>
@@ -69,6 +71,9 @@ function CreateKey(props: { onCreated: (key: ApiKey) => void }) {
 /** Create, copy and revoke API keys; see when each was last used. */
 export function KeysPage() {
   const keys = useLoad(() => api<{ apiKeys: ApiKey[] }>('GET', '/api/user/api-keys'));
+  // What each key spent: `GET /api/usage`'s byKey (last 30 days); the keys table is shown without it if it fails.
+  const usage = useLoad(() => loadUsage().catch(() => undefined));
+  const spentBy = new Map((usage.data?.byKey ?? []).map((row) => [row.keyId, row]));
   const [created, setCreated] = useState<ApiKey | null>(null);
   const [error, setError] = useState<string | null>(null);
   return (
@@ -87,17 +92,20 @@ export function KeysPage() {
         <ErrorNote error={keys.error ?? error} />
         {keys.data?.apiKeys.length === 0 ? <Empty>No keys yet. Create one above.</Empty> : (
           <div class="table-wrap">
-            <table>
-              <thead><tr><th>Name</th><th>Key</th><th>Permissions</th><th>Limit</th><th>Last used</th><th>Created</th><th /></tr></thead>
+            <table class="stack">
+              <thead><tr><th>Name</th><th>Key</th><th>Permissions</th><th>Limit</th><th class="num">Spent, 30 days</th><th>Last used</th><th>Created</th><th /></tr></thead>
               <tbody>
                 {(keys.data?.apiKeys ?? []).map((k) => (
                   <tr key={k.id} data-key-id={k.id}>
-                    <td><strong>{k.name}</strong></td>
-                    <td class="nowrap"><code title="Use Copy for the whole key">{masked(k.key)}</code> <CopyButton value={k.key} /></td>
-                    <td><Chips items={k.permissions} /></td>
-                    <td class="nowrap">{k.limit === null ? <span class="muted">None</span> : `${formatCredits(k.limit)} / ${k.limitPeriod}`}</td>
-                    <td class="nowrap" title={when(k.lastUsed)}>{ago(k.lastUsed)}</td>
-                    <td class="nowrap">{when(k.createdAt)}</td>
+                    <td data-label="Name"><strong>{k.name}</strong></td>
+                    <td data-label="Key" class="nowrap"><code title="Use Copy for the whole key">{masked(k.key)}</code> <CopyButton value={k.key} /></td>
+                    <td data-label="Permissions"><Chips items={k.permissions} /></td>
+                    <td data-label="Limit" class="nowrap">{k.limit === null ? <span class="muted">None</span> : `${formatCredits(k.limit)} / ${k.limitPeriod}`}</td>
+                    <td data-label="Spent, 30 days" class="num nowrap" data-testid="key-spent" title={spentBy.has(k.id) ? `${count(spentBy.get(k.id)!.requests)} requests` : undefined}>
+                      {usage.data ? formatCredits(spentBy.get(k.id)?.cost ?? 0) : '…'}
+                    </td>
+                    <td data-label="Last used" class="nowrap" title={when(k.lastUsed)}>{ago(k.lastUsed)}</td>
+                    <td data-label="Created" class="nowrap">{when(k.createdAt)}</td>
                     <td class="actions-cell">
                       <ConfirmButton label="Revoke" confirm="Revoke key" onConfirm={async () => {
                         try {

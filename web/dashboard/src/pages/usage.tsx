@@ -7,16 +7,16 @@ function UsageTable(props: { label: string; rows: Array<UsageTotals & { name: st
   if (props.rows.length === 0) return <Empty>No calls in the last 30 days.</Empty>;
   return (
     <div class="table-wrap">
-      <table aria-label={props.label}>
+      <table class="stack" aria-label={props.label}>
         <thead><tr><th>{props.label}</th><th class="num">Requests</th><th class="num">Prompt tokens</th><th class="num">Completion tokens</th><th class="num">Cost (credits)</th></tr></thead>
         <tbody>
           {props.rows.map((r) => (
             <tr key={r.name}>
-              <td>{r.name}</td>
-              <td class="num">{count(r.requests)}</td>
-              <td class="num">{count(r.promptTokens)}</td>
-              <td class="num">{count(r.completionTokens)}</td>
-              <td class="num">{formatCredits(r.cost)}</td>
+              <td data-label={props.label}>{r.name}</td>
+              <td data-label="Requests" class="num">{count(r.requests)}</td>
+              <td data-label="Prompt tokens" class="num">{count(r.promptTokens)}</td>
+              <td data-label="Completion tokens" class="num">{count(r.completionTokens)}</td>
+              <td data-label="Cost (credits)" class="num">{formatCredits(r.cost)}</td>
             </tr>
           ))}
         </tbody>
@@ -25,7 +25,7 @@ function UsageTable(props: { label: string; rows: Array<UsageTotals & { name: st
   );
 }
 
-/** Requests, tokens and cost over the last 30 days, by model and by app. */
+/** Requests, tokens and cost over the last 30 days, by model, by app and by API key. */
 export function UsagePage() {
   const usage = useLoad(loadUsage);
   const totals = usage.data?.totals;
@@ -46,6 +46,9 @@ export function UsagePage() {
       </Card>
       <Card title="By app">
         <UsageTable label="App" rows={(usage.data?.byApp ?? []).map((r) => ({ ...r, name: r.appId ? r.name : `${r.name}` }))} />
+      </Card>
+      <Card title="By API key">
+        <UsageTable label="API key" rows={usage.data?.byKey ?? []} />
       </Card>
     </>
   );

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Card, Empty, ErrorNote, PageHeader, Stat, useLoad } from '../components.tsx';
+import { Card, Command, Empty, ErrorNote, PageHeader, Stat, useLoad } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 import { SpendChart } from '../chart.tsx';
 import { dailySpend, loadUsage } from '../usage-data.ts';
@@ -32,7 +32,7 @@ export function WalletPage() {
         <Stat label="Available" value={balance.data ? formatCredits(balance.data.available) : '…'} hint="what new calls can use" testId="wallet-available" />
       </div>
       <Card title="Add credits">
-        <p class="muted">Credits are added by the operator of this Tollgate (for example <code>tollgate grant-credits --email you@example.com --amount 10</code>), and appear here at once.</p>
+        <p class="muted">Credits are added by the operator of this Tollgate (for example <Command text="tollgate grant-credits --email you@example.com --amount 10" />), and appear here at once.</p>
       </Card>
       <Card title="Daily spend, last 30 days">
         <SpendChart days={dailySpend(usage.data)} />
@@ -41,15 +41,16 @@ export function WalletPage() {
         <ErrorNote error={first.error} />
         {transactions.length === 0 && !first.loading ? <Empty>No transactions yet.</Empty> : (
           <div class="table-wrap">
-            <table>
+            <table class="stack">
               <thead><tr><th>When</th><th>What</th><th>Type</th><th class="num">Credits</th></tr></thead>
               <tbody>
                 {transactions.map((t) => (
                   <tr key={t.id}>
-                    <td class="nowrap">{when(t.createdAt)}</td>
-                    <td>{t.description}</td>
-                    <td><span class="chip">{t.type}</span></td>
-                    <td class={`num ${t.amount < 0 ? 'negative' : 'positive'}`}>{t.amount > 0 ? '+' : ''}{formatCredits(t.amount)}</td>
+                    <td data-label="When" class="nowrap">{when(t.createdAt)}</td>
+                    <td data-label="What">{t.description}</td>
+                    <td data-label="Type"><span class="chip">{t.type}</span></td>
+                    {/* A hold or a release moves no credits out of the balance (amount 0): neither gain nor loss. */}
+                    <td data-label="Credits" class={`num ${t.amount < 0 ? 'negative' : t.amount > 0 ? 'positive' : 'muted'}`}>{t.amount > 0 ? '+' : ''}{formatCredits(t.amount)}</td>
                   </tr>
                 ))}
               </tbody>

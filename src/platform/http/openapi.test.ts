@@ -1,0 +1,88 @@
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describeEachDatabase } from '../../testing/harness.ts';
+import { operationIdOf, transformRoute } from './openapi.ts';
+
+const root = fileURLToPath(new URL('../../..', import.meta.url));
+
+/** Runs `@redocly/cli lint` (the project's redocly.yaml: recommended rules) on `document`, on the project's Node. */
+function redoclyLint(document: unknown): { status: number | null; output: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-openapi-'));
+  try {
+    const file = join(dir, 'openapi.json');
+    writeFileSync(file, JSON.stringify(document));
+    const cli = join(root, 'node_modules/@redocly/cli/bin/cli.js');
+    const result = spawnSync(process.execPath, [cli, 'lint', file, '--config', join(root, 'redocly.yaml'), '--format=stylish', '--max-problems=1000'], {
+      cwd: root, encoding: 'utf8', env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
+    });
+    return { status: result.status, output: `${result.stdout}${result.stderr}` };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describeEachDatabase('the OpenAPI document', (env) => {
+  it('passes @redocly/cli lint with the recommended rules: no error and no warning', async () => {
+    const document = (await env.request('GET', '/api/openapi.json')).body;
+    const { status, output } = redoclyLint(document);
+    assert.equal(status, 0, output);
+    assert.doesNotMatch(output, /\b(error|warning)\s+[a-z0-9-]+\s/, output);
+    assert.match(output, /valid/i, output);
+  });
+
+  it('gives every operation an operationId, a client-error answer and security, and lists no OPTIONS operation', async () => {
+    const document = (await env.request('GET', '/api/openapi.json')).body;
+    let operations = 0;
+    for (const [path, methods] of Object.entries<Record<string, any>>(document.paths)) {
+      assert.ok(!('options' in methods), `OPTIONS ${path} is listed`);
+      for (const [method, operation] of Object.entries<any>(methods)) {
+        operations++;
+        assert.match(operation.operationId ?? '', /^[a-z][A-Za-z0-9]+$/, `${method} ${path}`);
+        assert.ok(Object.keys(operation.responses).some((code) => code.startsWith('4')), `${method} ${path} declares no 4xx`);
+        assert.ok(Array.isArray(operation.security), `${method} ${path} has no security`);
+      }
+    }
+    assert.ok(operations > 40);
+  });
+
+  it('documents the dashboard session (cookie, and the CSRF header on writes) on the routes that accept it', async () => {
+    const document = (await env.request('GET', '/api/openapi.json')).body;
+    assert.deepEqual(document.components.securitySchemes.session, { type: 'apiKey', in: 'cookie', name: 'tg_session', description: document.components.securitySchemes.session.description });
+    assert.equal(document.components.securitySchemes.csrf.name, 'x-csrf-token');
+    assert.deepEqual(document.paths['/api/wallet/balance'].get.security, [{ bearer: [] }, { session: [] }]);
+    assert.deepEqual(document.paths['/api/user/apps'].post.security, [{ bearer: [] }, { session: [], csrf: [] }]);
+    assert.deepEqual(document.paths['/api/admin/users'].post.security, [{ admin: [] }]);
+    assert.deepEqual(document.paths['/healthz'].get.security, []);
+  });
+
+  it('documents POST /api/admin/users with the 201 it answers', async () => {
+    const document = (await env.request('GET', '/api/openapi.json')).body;
+    const responses = document.paths['/api/admin/users'].post.responses;
+    assert.ok(responses['201'] && !responses['200'], JSON.stringify(Object.keys(responses)));
+    const created = await env.admin('POST', '/api/admin/users', { email: 'documented@example.com', password: 'a-long-password' });
+    assert.equal(created.status, 201);
+    assert.deepEqual(Object.keys(created.body).sort(), ['createdAt', 'email', 'id', 'image', 'name']);
+  });
+});
+
+it('a route added without schema, security or answers is still documented with security, a 2XX and a 4XX', () => {
+  const bare = transformRoute({ schema: undefined, url: '/api/v1/new-thing', route: { method: 'POST', config: { auth: ['ai:chat'] } } }).schema;
+  assert.deepEqual(bare.security, [{ bearer: [] }, { session: [], csrf: [] }]);
+  assert.deepEqual(Object.keys(bare.response), ['2XX', '4XX']);
+  const publicRoute = transformRoute({ schema: { response: { 200: {} } }, url: '/public', route: { method: 'GET' } }).schema;
+  assert.deepEqual(publicRoute.security, []);
+  assert.deepEqual(Object.keys(publicRoute.response), ['200', '4XX']);
+  const keys = transformRoute({ schema: {}, url: '/api/user/api-keys/x', route: { method: 'GET', config: { auth: [] } } }).schema;
+  assert.deepEqual(keys.response['4XX'].required, ['success', 'error']);
+});
+
+it('operationIds are the method and the path in camel case, path parameters as By<Name>', () => {
+  assert.equal(operationIdOf('get', '/api/v1/chat/completions'), 'getApiV1ChatCompletions');
+  assert.equal(operationIdOf('delete', '/api/user/api-keys/{id}'), 'deleteApiUserApiKeysById');
+  assert.equal(operationIdOf('get', '/.well-known/openid-configuration'), 'getWellKnownOpenidConfiguration');
+});
