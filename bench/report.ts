@@ -11,8 +11,11 @@ import type { CellResult } from './load.ts';
 export interface SystemResult {
   /** Row label, e.g. "Tollgate · SQLite · 10 keys". */
   label: string;
-  /** 'bare' is the reference proxy of bench/bare-proxy.ts; older saved results have no such row. */
-  kind: 'direct' | 'bare' | 'portkey' | 'tollgate';
+  /**
+   * 'bare' is the reference proxy of bench/bare-proxy.ts; older saved results have no such row. 'surface' is
+   * Tollgate's 10-key instance through another API surface (Responses, Messages): shown, not judged.
+   */
+  kind: 'direct' | 'bare' | 'portkey' | 'tollgate' | 'surface';
   dialect?: 'sqlite' | 'postgres';
   /** 'small' (10 keys) or 'large' (the seeded scale). */
   scale?: 'small' | 'large';

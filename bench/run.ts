@@ -8,7 +8,7 @@ import { CHAT_BODY, profileTollgate } from './profile.ts';
 import { profileMarkdown } from './cpuprofile.ts';
 import { BARE_PROXY_LABEL, benchmarksMarkdown, figureTables, judgeTargets, proxyCeiling, targetsTable, updateReadme, type RunInfo, type SystemResult } from './report.ts';
 import { seedScale } from './seed.ts';
-import { createStore, POSTGRES_URL, provision, startTollgate, tollgateTarget, UPSTREAM_MODEL, verifyLedger, withPostgres, type Store } from './tollgate.ts';
+import { createStore, POSTGRES_URL, provision, responsesTarget, startTollgate, tollgateTarget, UPSTREAM_MODEL, verifyLedger, withPostgres, type Store } from './tollgate.ts';
 
 /**
  * `npm run bench`: one run, on loopback, against one mock upstream — the mock called directly, a bare Node
@@ -79,8 +79,11 @@ async function measureTollgate(dialect: 'sqlite' | 'postgres', upstreamUrl: stri
       if (scale === 'small') keys = await provision(instance, KEYS);
       const label = `Tollgate · ${name} · ${scale === 'small' ? `${KEYS} keys` : `${SCALE.keys.toLocaleString('en')} keys, ${SCALE.users.toLocaleString('en')} users`}`;
       const figures = await measure(label, tollgateTarget(instance, keys, CHAT_BODY));
+      // The same request through OpenAI's Responses surface on the 10-key instance: its added latency beside chat's.
+      const responses = scale === 'small' ? await measure(`${label} · Responses`, responsesTarget(instance, keys, CHAT_BODY)) : null;
       const ledger = await verifyLedger(instance);
       results.push({ label, kind: 'tollgate', dialect, scale, ...figures, peakRssMB: (instance.child.peakRssMiB() * 1024 * 1024) / 1e6, ledger: `${ledger.ok ? 'verifies' : 'DOES NOT VERIFY'} (${ledger.detail})` });
+      if (responses) results.push({ label: `${label} · Responses`, kind: 'surface', dialect, scale, ...responses });
       log(`${label}: peak RSS ${instance.child.peakRssMiB().toFixed(0)} MiB; ledger ${ledger.ok ? 'verifies' : 'DOES NOT VERIFY'}`);
     } finally {
       await instance.child.stop();

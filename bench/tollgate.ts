@@ -127,6 +127,15 @@ export function tollgateTarget(instance: Tollgate, keys: string[], body: Record<
   };
 }
 
+/**
+ * The same chat request through OpenAI's Responses surface (`POST /api/v1/responses`): the user message as
+ * `input`, `max_tokens` as `max_output_tokens` (the streamed cells' `stream_options` is accepted and ignored).
+ */
+export function responsesTarget(instance: Tollgate, keys: string[], body: { messages: Array<{ content: string }>; max_tokens: number }): Target {
+  const target = tollgateTarget(instance, keys, { input: body.messages[0].content, max_output_tokens: body.max_tokens });
+  return { ...target, url: `${instance.baseUrl}/api/v1/responses` };
+}
+
 /** The operator's ledger check after the load: every balance recomputed from the ledger, no expired open hold. */
 export async function verifyLedger(instance: Tollgate): Promise<{ ok: boolean; detail: string }> {
   const { body } = await admin(instance.baseUrl, 'GET', '/api/admin/ledger/verify');

@@ -10,15 +10,18 @@ import { providersFeature } from './providers/feature.ts';
 import { modelsFeature } from './models/feature.ts';
 import { usageFeature } from './usage/feature.ts';
 import { gatewayFeature } from './gateway/feature.ts';
+import { openAiChatFeature } from './protocols/openai-chat/feature.ts';
+import { responsesFeature } from './protocols/openai-responses/feature.ts';
 import { adminFeature } from './admin/feature.ts';
 import { predictionsFeature } from './predictions/feature.ts';
 import { webhooksFeature } from './webhooks/feature.ts';
+import { topupsFeature } from './topups/feature.ts';
 import { eventsFeature } from './events/feature.ts';
 import { webFeature } from './web/feature.ts';
 
 /** Every feature, in registration order (a feature may use the services of those before it). */
 export function allFeatures(): Feature[] {
-  return [opsFeature, accountsFeature, oauthFeature, keysFeature, billingFeature, providersFeature, modelsFeature, usageFeature, gatewayFeature, adminFeature, predictionsFeature, webhooksFeature, eventsFeature, webFeature];
+  return [opsFeature, accountsFeature, oauthFeature, keysFeature, billingFeature, providersFeature, modelsFeature, usageFeature, gatewayFeature, openAiChatFeature, responsesFeature, adminFeature, predictionsFeature, webhooksFeature, topupsFeature, eventsFeature, webFeature];
 }
 
 /** The migrations of the platform and every feature; names sort into the order they apply. */

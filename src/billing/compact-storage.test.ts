@@ -32,12 +32,18 @@ for (const kind of selectedDatabases()) {
       let userId: string;
       try {
         await migrateToLatest(database.db, before, config);
+        // Today's billing reads columns a later migration adds (1620: the debt, movement references): they
+        // exist while it seeds the old database, and go again so that the upgrade adds them itself.
+        await database.db.schema.alterTable('wallets').addColumn('debt', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+        await database.db.schema.alterTable('ledger_transactions').addColumn('reference', 'text').execute();
         userId = await insertUser(ctx);
         await billing.grant(userId, 1_000_000, 'test');
         const settled = await billing.placeHold({ userId, appId: null, keyId: null, amount: 300_000 });
         await billing.settleHold(settled.holdId, 120_000, { userId });
         openHold = (await billing.placeHold({ userId, appId: null, keyId: null, amount: 200_000 })).holdId;
         await database.db.insertInto('usage_records').values({ id: 'use_before_upgrade', user_id: userId, app_id: null, key_id: null, model: 'acme/m', kind: 'chat', prompt_tokens: 3, completion_tokens: 4, cost: 120_000, latency_ms: 5, status: 'ok', hold_id: settled.holdId, created_at: Date.now() } as any).execute();
+        await database.db.schema.alterTable('wallets').dropColumn('debt').execute();
+        await database.db.schema.alterTable('ledger_transactions').dropColumn('reference').execute();
       } finally {
         await database.close();
       }

@@ -139,13 +139,16 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
   const outcome = await ctx.db.transaction().execute(async (trx) => {
     // Stale holds would block credits the user has; they are released first (and stay released even when
     // this hold is refused: the refusal is returned, not thrown, so this transaction still commits).
-    const { wallet } = await expireOverdue(trx, await lockWallet(trx, input.userId, now), now);
+    const locked = await lockWallet(trx, input.userId, now);
+    const { wallet } = await expireOverdue(trx, locked, now);
 
     for (const limit of await applicableLimitsWithSpend(trx, input, now)) {
       if (limit.current + input.amount > limit.limit) return { refused: spendingLimitExceeded(limit, limit.current, input.amount, now) };
     }
     const available = wallet.balance - wallet.reserved;
-    if (available < input.amount) return { refused: walletRefusal(available, input.amount) };
+    // Debt (see debt.ts) is read from the locked wallet row, so it is as atomic as the balance check.
+    const refused = walletRefusal({ available, debt: locked.debt }, input.amount);
+    if (refused) return { refused };
 
     const hold = {
       id: newId('hold'),

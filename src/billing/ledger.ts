@@ -15,10 +15,14 @@ export type Trx = Transaction<Tables>;
 export const accounts = {
   available: (userId: string) => `user:${userId}:available`,
   held: (userId: string) => `user:${userId}:held`,
+  /** What the user owes, as a negative balance (refunds and disputes of credits already spent). */
+  debt: (userId: string) => `user:${userId}:debt`,
   /** Where operator grants come from. */
   grants: 'system:grants',
   /** Where purchased credits come from. */
   topups: 'system:topups',
+  /** Where disputed payments' credits go (and come back from when a dispute is won). */
+  disputes: 'system:disputes',
   /** The counterpart of operator corrections, positive or negative. */
   adjustments: 'system:adjustments',
   /** Where captured spend goes, and refunds come from. */
@@ -37,10 +41,10 @@ export type Wallet = Pick<WalletsTable, 'user_id' | 'balance' | 'reserved'>;
  * The same read says whether the user has open holds past their expiry at `now` (one round trip less on
  * the path of every hold).
  */
-export async function lockWallet(trx: Trx, userId: string, now: number): Promise<Wallet & { hasOverdueHolds: boolean }> {
+export async function lockWallet(trx: Trx, userId: string, now: number): Promise<Wallet & { hasOverdueHolds: boolean; debt: number }> {
   const select = async () => {
     const row = (await walletForMovement(trx, { userId, now })).rows[0];
-    return row && { user_id: row.user_id, balance: row.balance, reserved: row.reserved, hasOverdueHolds: Boolean(Number(row.overdue)) };
+    return row && { user_id: row.user_id, balance: row.balance, reserved: row.reserved, debt: Number(row.debt), hasOverdueHolds: Boolean(Number(row.overdue)) };
   };
   const existing = await select();
   if (existing) return existing;
@@ -62,6 +66,7 @@ const walletForMovement = preparedQuery((db: Kysely<Tables>, p: { userId: string
       'user_id',
       'balance',
       'reserved',
+      'debt',
       eb.exists(eb.selectFrom('holds').select('holds.id').where('holds.user_id', '=', p.userId).where('holds.status', '=', OPEN).where('holds.expires_at', '<=', p.now)).as('overdue'),
     ])
     .where('wallets.user_id', '=', p.userId);
@@ -79,6 +84,8 @@ export interface Movement {
   type: MovementType;
   description: string;
   holdId?: string | null;
+  /** The payment processor's ids behind it (top-ups, refunds, disputes). */
+  reference?: string;
   entries: Entry[];
 }
 
@@ -110,6 +117,7 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
   let sum = 0;
   let balanceDelta = 0;
   let reservedDelta = 0;
+  let debtDelta = 0;
   for (const entry of entries) {
     if (!Number.isSafeInteger(entry.amount)) throw new Error(`ledger entry ${entry.account} is not an integer: ${entry.amount}`);
     sum += entry.amount;
@@ -117,6 +125,8 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
     else if (entry.account === accounts.held(wallet.user_id)) {
       balanceDelta += entry.amount;
       reservedDelta += entry.amount;
+    } else if (entry.account === accounts.debt(wallet.user_id)) {
+      debtDelta -= entry.amount;
     } else if (!entry.account.startsWith('system:')) throw new Error(`movement on ${wallet.user_id}'s wallet touches ${entry.account}`);
   }
   if (sum !== 0) throw new Error(`unbalanced ${movement.type} movement: entries sum to ${sum}`);
@@ -135,8 +145,11 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
     balance_after: after.balance,
     reserved_after: after.reserved,
     created_at: now,
+    ...(movement.reference ? { reference: movement.reference } : {}),
   };
   const rows = entries.map((entry) => ({ transaction_id: transactionId, account: entry.account, amount: entry.amount, created_at: now }));
+  // A debt moves only with processor refunds, disputes and top-ups, never on the path of a call.
+  if (debtDelta !== 0) await trx.updateTable('wallets').set((eb) => ({ debt: eb('debt', '+', debtDelta) })).where('user_id', '=', wallet.user_id).execute();
   const walletChange = { balance: after.balance, reserved: after.reserved, updated_at: now };
   const walletMoves = balanceDelta !== 0 || reservedDelta !== 0;
   if (walletMoves && rows.length > 0 && trx.getExecutor().adapter instanceof PostgresAdapter) {
@@ -154,7 +167,8 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
     return { ...after, transactionId };
   }
   for (const companion of companions) await companion.run(trx);
-  await insertHeader(trx, header);
+  if (movement.reference) await trx.insertInto('ledger_transactions').values(header).execute();
+  else await insertHeader(trx, header);
   if (entries.length > 0) await insertEntries(trx, transactionId, entries, now);
   if (walletMoves) await updateWallet(trx, { userId: wallet.user_id, ...walletChange });
   return { ...after, transactionId };

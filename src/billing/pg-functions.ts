@@ -51,7 +51,7 @@ CREATE OR REPLACE FUNCTION tollgate_place_hold(
   p_hold_id text, p_txn_id text, p_user_id text, p_app_id text, p_key_id text, p_amount bigint, p_description text,
   p_now bigint, p_expires_at bigint, p_day bigint, p_month bigint,
   OUT refusal text, OUT limit_subject text, OUT limit_period text, OUT limit_amount bigint, OUT limit_current bigint,
-  OUT wallet_available bigint)
+  OUT wallet_available bigint, OUT wallet_debt bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -84,9 +84,10 @@ BEGIN
     END IF;
   END LOOP;
 
-  -- WALLET CHECK: the one place this function decides whether the wallet can pay (holds.ts walletRefusal).
-  IF w.balance - w.reserved < p_amount THEN
-    refusal := 'credits'; wallet_available := w.balance - w.reserved;
+  -- WALLET CHECK: the one place this function decides whether the wallet can pay (pg-holds.ts walletRefusal):
+  -- a wallet that owes credits (debt.ts, migration 1620) places nothing; else the available credits must cover it.
+  IF w.debt > 0 OR w.balance - w.reserved < p_amount THEN
+    refusal := 'credits'; wallet_available := w.balance - w.reserved; wallet_debt := w.debt;
     RETURN;
   END IF;
 
@@ -168,7 +169,8 @@ const PLACE_MANY = `
 CREATE OR REPLACE FUNCTION tollgate_place_holds(
   p_hold_ids text[], p_txn_ids text[], p_user_ids text[], p_app_ids text[], p_key_ids text[], p_amounts bigint[], p_descriptions text[],
   p_nows bigint[], p_expires_ats bigint[], p_days bigint[], p_months bigint[])
-RETURNS TABLE (n bigint, refusal text, limit_subject text, limit_period text, limit_amount bigint, limit_current bigint, wallet_available bigint)
+RETURNS TABLE (n bigint, refusal text, limit_subject text, limit_period text, limit_amount bigint, limit_current bigint, wallet_available bigint,
+               wallet_debt bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   t record;

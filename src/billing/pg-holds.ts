@@ -8,6 +8,7 @@ import type { BillingContext } from './ledger.ts';
 import { insufficientCredits, spendingLimitExceeded, subjectKey, subjectsOf } from './limits.ts';
 import type { LimitPeriod } from './periods.ts';
 import { usageDraftRow, type UsageDraft } from './usage-records.ts';
+import { debtOwed } from './debt.ts';
 
 /*
  * PostgreSQL's one-statement billing: each function of pg-functions.ts called as one named prepared
@@ -40,6 +41,7 @@ interface PlaceRow {
   limit_amount: number | null;
   limit_current: number | null;
   wallet_available: number | null;
+  wallet_debt: number | null;
 }
 
 const placeStatement = preparedQuery((db: Kysely<any>, p: Record<string, unknown>) =>
@@ -60,15 +62,21 @@ export async function placeHoldInOneStatement(ctx: BillingContext, hold: NewHold
   if (row === WITHOUT_FUNCTIONS) return 'transaction';
   if (row.refusal === null) return 'placed';
   if (row.refusal === 'overdue') return 'transaction';
-  if (row.refusal === 'credits') return { refused: walletRefusal(row.wallet_available!, hold.amount) };
+  if (row.refusal === 'credits') return { refused: walletRefusal({ available: row.wallet_available!, debt: row.wallet_debt! }, hold.amount)! };
   const subject = subjectsOf({ userId: hold.user_id, appId: hold.app_id, keyId: hold.key_id }).find((s) => subjectKey(s) === row.limit_subject);
   if (!subject) throw new Error(`tollgate_place_hold refused on an unknown subject ${row.limit_subject}`);
   return { refused: spendingLimitExceeded({ subject, period: row.limit_period!, limit: row.limit_amount! }, row.limit_current!, hold.amount, hold.created_at) };
 }
 
-/** The 402 of a wallet that cannot pay `amount` (the WALLET CHECK of `tollgate_place_hold`). */
-export function walletRefusal(available: number, amount: number): ApiError {
-  return insufficientCredits(available, amount);
+/**
+ * The wallet's refusal of a hold of `amount`, or null when it can pay: the one wallet check of placement
+ * (the transaction path calls it; `tollgate_place_hold`'s WALLET CHECK block does the same in SQL). A wallet
+ * that owes credits (debt.ts) places no hold until a top-up repays it: 402 with `required` what is owed.
+ */
+export function walletRefusal(wallet: { available: number; debt: number }, amount: number): ApiError | null {
+  if (wallet.debt > 0) return debtOwed(wallet.available, wallet.debt);
+  if (wallet.available < amount) return insufficientCredits(wallet.available, amount);
+  return null;
 }
 
 const closeStatement = preparedQuery((db: Kysely<any>, p: Record<string, unknown>) =>

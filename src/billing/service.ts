@@ -9,7 +9,9 @@ import type { Db } from '../platform/db/connect.ts';
 import { readLimits, subjectKey, writeLimits, type LimitsByPeriod } from './limits.ts';
 import { LIMIT_PERIODS, type LimitPeriod } from './periods.ts';
 import { spendable, type Payer, type Spendable } from './headroom.ts';
+import { creditFromProcessor, debitFromProcessor, type ProcessorHooks, type ProcessorMovement, type ProcessorOutcome } from './debt.ts';
 
+export type { ProcessorHooks, ProcessorMovement, ProcessorOutcome };
 export type { CloseHoldOptions };
 
 /**
@@ -45,14 +47,23 @@ export interface Billing {
   releaseHold(holdId: string, options?: Omit<CloseHoldOptions, 'description'>): Promise<{ released: boolean }>;
   /** Operator grant (positive). 404 when the user does not exist. */
   grant(userId: string, amount: number, reason: string): Promise<{ balance: number }>;
-  /** Purchased credits (positive). */
+  /** Purchased credits (positive); they repay the wallet's debt first. */
   topUp(userId: string, amount: number, reason: string): Promise<{ balance: number }>;
+  /**
+   * A payment processor's credits in (a paid top-up, a won dispute), repaying the debt first; the hooks'
+   * claim and writes commit in the same transaction (see debt.ts). `{ applied: false }` when the claim refused.
+   */
+  creditPayment(type: 'topup' | 'dispute', movement: ProcessorMovement, hooks?: ProcessorHooks): Promise<ProcessorOutcome>;
+  /** A payment processor's credits out (a refund, a dispute): at most what is available, the rest becomes debt. */
+  debitPayment(type: 'refund' | 'dispute', movement: ProcessorMovement, hooks?: ProcessorHooks): Promise<ProcessorOutcome>;
   /** Operator correction, either sign; never takes more than is available (400). */
   adjust(userId: string, amount: number, reason: string): Promise<{ balance: number }>;
   /** Gives back part or all of what a settled hold captured; 400 beyond what is left, 404 for an unknown hold. */
   refund(holdId: string, amount: number, reason?: string): Promise<{ refunded: number; balance: number }>;
   /** What the user owns, what open holds reserve, and what is available. */
   getBalance(userId: string): Promise<BalanceMicros>;
+  /** What the user owes (micro-credits; see debt.ts): any debt refuses new calls until a top-up repays it. */
+  debtOf(userId: string): Promise<number>;
   /**
    * What `payer` can spend now: the wallet's available credits lowered to each applicable spending limit's
    * headroom. A read for sizing a call; the hold placed after it still checks atomically.
@@ -134,9 +145,12 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
     releaseHold: (holdId, options) => releaseHold(ctx, holdId, options),
     grant: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'grant', reason),
     topUp: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'topup', reason),
+    creditPayment: (type, movement, hooks) => creditFromProcessor(ctx, type, movement, hooks),
+    debitPayment: (type, movement, hooks) => debitFromProcessor(ctx, type, movement, hooks),
     adjust: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'adjustment', reason),
     refund: (holdId, amount, reason) => refundHold(ctx, holdId, amount, reason),
     getBalance: (userId) => getBalance(ctx.db, userId),
+    debtOf: async (userId) => Number((await ctx.db.selectFrom('wallets').select('debt').where('user_id', '=', userId).executeTakeFirst())?.debt ?? 0),
     spendable: (payer) => spendable(ctx, payer),
     releaseExpiredHolds: () => releaseExpiredHolds(ctx),
     listTransactions: (userId, page) => listTransactions(ctx.db, userId, page),

@@ -12,12 +12,17 @@ export interface WalletsTable {
   balance: number;
   /** Micro-credits: the sum of the user's `held` ledger account (= the open holds' amounts). */
   reserved: number;
+  /**
+   * Micro-credits the user owes (minus the sum of the `debt` ledger account): a refund or dispute of a top-up
+   * whose credits were already spent. Any debt refuses new holds (402) until a top-up repays it.
+   */
+  debt: Generated<number>;
   created_at: number;
   updated_at: number;
 }
 
 /** The kinds of money movement; each is one balanced ledger transaction. */
-export const MOVEMENT_TYPES = ['grant', 'topup', 'adjustment', 'hold', 'capture', 'release', 'expiry', 'refund'] as const;
+export const MOVEMENT_TYPES = ['grant', 'topup', 'adjustment', 'hold', 'capture', 'release', 'expiry', 'refund', 'dispute'] as const;
 export type MovementType = (typeof MOVEMENT_TYPES)[number];
 
 /** One movement of credits: the header of a set of entries that sum to zero. Append-only. */
@@ -31,6 +36,8 @@ export interface LedgerTransactionsTable {
   user_id: string;
   hold_id: string | null;
   description: string;
+  /** The payment processor's ids behind the movement (`stripe:evt_…:pi_…`), for top-ups, refunds, disputes. */
+  reference: string | null;
   /** Wallet balance and reserved amount just after this movement (micro-credits). */
   balance_after: number;
   reserved_after: number;
@@ -202,6 +209,17 @@ export const billingMigrations: Record<string, Migration> = {
       };
       // PostgreSQL runs every migration in a transaction already; Kysely runs SQLite's without one.
       await (postgres ? change(db) : db.transaction().execute(change));
+    },
+  },
+  '1620_billing_debt_and_references': {
+    /**
+     * Money that comes back out through a payment processor (refunds, disputes) may exceed what the user still
+     * has: the rest is a debt on the wallet row (checked where holds are placed) and a `user:<id>:debt` ledger
+     * account. Movements from a processor carry its ids in `reference`.
+     */
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('wallets').addColumn('debt', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('ledger_transactions').addColumn('reference', 'text').execute();
     },
   },
   '1010_billing_spending_limits': {

@@ -9,10 +9,11 @@ export interface LedgerDifference {
   /**
    * `wallet_balance` / `wallet_reserved`: the wallet's cached numbers against the sums of its accounts;
    * `open_holds`: the wallet's reserve against its open holds; `spend_counter`: a limit counter against
-   * its holds; `unbalanced_transaction`: a movement whose entries do not sum to zero; `ledger_total`: all
+   * its holds; `wallet_debt`: the wallet's debt against minus its `debt` account (or a negative debt);
+   * `unbalanced_transaction`: a movement whose entries do not sum to zero; `ledger_total`: all
    * entries together do not sum to zero.
    */
-  kind: 'wallet_balance' | 'wallet_reserved' | 'open_holds' | 'spend_counter' | 'unbalanced_transaction' | 'ledger_total';
+  kind: 'wallet_balance' | 'wallet_reserved' | 'wallet_debt' | 'open_holds' | 'spend_counter' | 'unbalanced_transaction' | 'ledger_total';
   /** The user id, counter key or transaction id concerned. */
   subject: string;
   recorded: number;
@@ -50,10 +51,10 @@ export async function verifyLedger(ctx: BillingContext, options: { userId?: stri
   const transaction = ctx.dialect === 'postgres' ? db.transaction().setIsolationLevel('repeatable read') : db.transaction();
   return transaction.execute(async (trx) => {
     let accountQuery = trx.selectFrom('ledger_entries').select(['account', (eb) => eb.fn.sum<string | number>('amount').as('total'), (eb) => eb.fn.countAll<string | number>().as('count')]).groupBy('account');
-    if (userId) accountQuery = accountQuery.where('account', 'in', [accounts.available(userId), accounts.held(userId)]);
+    if (userId) accountQuery = accountQuery.where('account', 'in', [accounts.available(userId), accounts.held(userId), accounts.debt(userId)]);
     const accountRows = await accountQuery.execute();
 
-    let walletQuery = trx.selectFrom('wallets').select(['user_id', 'balance', 'reserved']);
+    let walletQuery = trx.selectFrom('wallets').select(['user_id', 'balance', 'reserved', 'debt']);
     if (userId) walletQuery = walletQuery.where('user_id', '=', userId);
     const walletRows = await walletQuery.execute();
 
@@ -73,14 +74,14 @@ export async function verifyLedger(ctx: BillingContext, options: { userId?: stri
     const differences: LedgerDifference[] = [];
     let entries = 0;
     let total = 0;
-    const perUser = new Map<string, { available: number; held: number }>();
+    const perUser = new Map<string, { available: number; held: number; debt: number }>();
     for (const row of accountRows) {
       entries += num(row.count);
       total += num(row.total);
-      const match = /^user:(.+):(available|held)$/.exec(row.account);
+      const match = /^user:(.+):(available|held|debt)$/.exec(row.account);
       if (!match) continue;
-      const sums = perUser.get(match[1]) ?? { available: 0, held: 0 };
-      sums[match[2] as 'available' | 'held'] += num(row.total);
+      const sums = perUser.get(match[1]) ?? { available: 0, held: 0, debt: 0 };
+      sums[match[2] as 'available' | 'held' | 'debt'] += num(row.total);
       perUser.set(match[1], sums);
     }
     if (!userId && total !== 0) differences.push({ kind: 'ledger_total', subject: 'ledger', recorded: microsToCredits(total), computed: 0 });
@@ -92,13 +93,16 @@ export async function verifyLedger(ctx: BillingContext, options: { userId?: stri
     const openByUser = new Map(openRows.map((row) => [row.user_id, num(row.total)]));
     const negativeAvailable: LedgerReport['negativeAvailable'] = [];
     for (const user of new Set([...wallets.keys(), ...perUser.keys(), ...openByUser.keys()])) {
-      const wallet = wallets.get(user) ?? { balance: 0, reserved: 0 };
-      const ledger = perUser.get(user) ?? { available: 0, held: 0 };
+      const wallet = wallets.get(user) ?? { balance: 0, reserved: 0, debt: 0 };
+      const ledger = perUser.get(user) ?? { available: 0, held: 0, debt: 0 };
       const open = openByUser.get(user) ?? 0;
       if (wallet.balance !== ledger.available + ledger.held) {
         differences.push({ kind: 'wallet_balance', subject: user, recorded: microsToCredits(wallet.balance), computed: microsToCredits(ledger.available + ledger.held) });
       }
       if (wallet.reserved !== ledger.held) differences.push({ kind: 'wallet_reserved', subject: user, recorded: microsToCredits(wallet.reserved), computed: microsToCredits(ledger.held) });
+      // The debt account holds minus what is owed; a debt is never negative.
+      const debt = num(wallet.debt);
+      if (debt !== -ledger.debt || debt < 0) differences.push({ kind: 'wallet_debt', subject: user, recorded: microsToCredits(debt), computed: microsToCredits(-ledger.debt) });
       if (wallet.reserved !== open) differences.push({ kind: 'open_holds', subject: user, recorded: microsToCredits(wallet.reserved), computed: microsToCredits(open) });
       const available = Math.min(wallet.balance - wallet.reserved, ledger.available);
       if (available < 0 || ledger.held < 0) negativeAvailable.push({ userId: user, available: microsToCredits(available) });

@@ -25,7 +25,7 @@ const SOURCES = { grant: accounts.grants, topup: accounts.topups, adjustment: ac
  * Adds (or, for an adjustment, possibly removes) credits: a grant from the operator, a purchased top-up,
  * or a correction. Grants and top-ups must be positive; an adjustment may be negative but never takes more
  * than the user has available (credits held for calls in flight are not taken back): that is a 400 naming
- * what is available. 404 when the user does not exist.
+ * what is available. A positive amount repays the wallet's debt first. 404 when the user does not exist.
  */
 export async function creditWallet(ctx: BillingContext, userId: string, amount: number, kind: keyof typeof SOURCES, reason: string): Promise<{ balance: number }> {
   if (!Number.isSafeInteger(amount) || amount === 0 || (kind !== 'adjustment' && amount < 0)) {
@@ -40,10 +40,20 @@ export async function creditWallet(ctx: BillingContext, userId: string, amount: 
     if (available + amount < 0) {
       return { refused: errors.invalid(`The adjustment would make the available credits negative: ${microsToCredits(available)} credits are available.`, { available: microsToCredits(available) }) };
     }
+    // Credits that come in repay a debt first (see debt.ts): an operator's grant can clear one.
+    const repaid = amount > 0 ? Math.min(amount, wallet.debt) : 0;
     const after = await postMovement(
       trx,
       wallet,
-      { type: kind, description: reason, entries: [{ account: SOURCES[kind], amount: -amount }, { account: accounts.available(userId), amount }] },
+      {
+        type: kind,
+        description: reason,
+        entries: [
+          { account: SOURCES[kind], amount: -amount },
+          { account: accounts.debt(userId), amount: repaid },
+          { account: accounts.available(userId), amount: amount - repaid },
+        ],
+      },
       now,
     );
     return { balance: after.balance };

@@ -3,7 +3,7 @@ import type { Job } from '../platform/jobs.ts';
 import { everyOn } from '../platform/clock.ts';
 import { eventsMigrations } from './tables.ts';
 import { pruneDeliveries } from './prune.ts';
-import { createEventsService } from './service.ts';
+import { createEventsService, subscribeTopupEvents } from './service.ts';
 import { adminSurface, userSurface } from './routes/surfaces.ts';
 import { registerListRoute } from './routes/list.ts';
 import { registerCreateRoute } from './routes/create.ts';
@@ -43,6 +43,8 @@ export const eventsFeature: Feature = {
     await events.subscriptions.load();
     events.subscriptions.listen((error) => ctx.log.error({ err: error }, 'reloading webhook subscriptions failed'));
     ctx.services.billing.observe((event) => events.onBilling(event));
+    // Top-ups register before events (src/features.ts): their successes and failures become wallet.topup_* events.
+    subscribeTopupEvents(events, ctx.services.topups.observe);
 
     for (const surface of [userSurface, adminSurface]) {
       const routes = [

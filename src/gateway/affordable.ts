@@ -2,11 +2,12 @@ import type { AppContext } from '../platform/context.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { ApiError } from '../platform/errors.ts';
 import { Meter } from '../billing/meter.ts';
-import { asksOutputCap, chatWorstCase, outputCap, type ChatPlan, type ChatRequest } from './chat-plan.ts';
+import { callOutputCap, callWorstCase, chatCallPlan, type CallPlan, type ChatPlan, type ChatRequest } from './chat-plan.ts';
 
 /**
- * Opens a chat's meter. The hold is first placed for the full worst case. When the wallet or a spending
- * limit refuses it (402/429) and the client set no `max_tokens`/`max_completion_tokens`, the output cap is
+ * Opens the meter of a call (any protocol's; recorded as kind `chat`). The hold is first placed for the full
+ * worst case. When the wallet or a spending limit refuses it (402/429) and the client set no output cap
+ * (`max_tokens`, `max_completion_tokens`, `max_output_tokens`), the output cap is
  * lowered to the largest one the payer can afford — at least `MIN_AFFORDABLE_OUTPUT_TOKENS` — and the hold
  * is placed again for exactly that plan, whose cap is then the one sent upstream.
  *
@@ -15,16 +16,16 @@ import { asksOutputCap, chatWorstCase, outputCap, type ChatPlan, type ChatReques
  * reading what is spendable and holding only makes the second placement fail with the contract's error;
  * when even the floor is not affordable the first refusal (for the full worst case) is answered unchanged.
  */
-export async function openChatMeter(ctx: AppContext, principal: Principal, modelId: string, request: ChatRequest, plan: ChatPlan): Promise<{ meter: Meter; plan: ChatPlan }> {
+export async function openCallMeter(ctx: AppContext, principal: Principal, modelId: string, plan: CallPlan): Promise<{ meter: Meter; plan: CallPlan }> {
   try {
-    return { meter: await Meter.open(ctx, principal, 'chat', modelId, chatWorstCase(request, plan)), plan };
+    return { meter: await Meter.open(ctx, principal, 'chat', modelId, callWorstCase(plan)), plan };
   } catch (error) {
-    if (!isRestriction(error) || asksOutputCap(request)) throw error;
+    if (!isRestriction(error) || plan.asked !== null) throw error;
     const { amount } = await ctx.services.billing.spendable(principal);
-    const ceiling = affordableCeiling(request, plan, amount, ctx.config.MIN_AFFORDABLE_OUTPUT_TOKENS);
+    const ceiling = affordableCallCeiling(plan, amount, ctx.config.MIN_AFFORDABLE_OUTPUT_TOKENS);
     if (ceiling === null) throw error;
-    const lowered: ChatPlan = { ...plan, ceiling };
-    return { meter: await Meter.open(ctx, principal, 'chat', modelId, chatWorstCase(request, lowered)), plan: lowered };
+    const lowered: CallPlan = { ...plan, ceiling };
+    return { meter: await Meter.open(ctx, principal, 'chat', modelId, callWorstCase(lowered)), plan: lowered };
   }
 }
 
@@ -39,9 +40,14 @@ function isRestriction(error: unknown): error is ApiError {
  * The worst case grows with the cap, so a binary search finds it in ~log2(cap) cost computations.
  */
 export function affordableCeiling(request: ChatRequest, plan: ChatPlan, spendable: number, floor: number): number | null {
-  const full = Math.max(...plan.candidates.map((model) => outputCap(request, model, { ...plan, ceiling: null })));
+  return affordableCallCeiling(chatCallPlan(request, plan), spendable, floor);
+}
+
+/** {@link affordableCeiling} over any protocol's plan. */
+export function affordableCallCeiling(plan: CallPlan, spendable: number, floor: number): number | null {
+  const full = Math.max(...plan.candidates.map((model) => callOutputCap({ ...plan, ceiling: null }, model)));
   if (full <= floor) return null;
-  const fits = (ceiling: number) => chatWorstCase(request, { ...plan, ceiling }) <= spendable;
+  const fits = (ceiling: number) => callWorstCase({ ...plan, ceiling }) <= spendable;
   if (!fits(floor)) return null;
   let low = floor;
   let high = full;

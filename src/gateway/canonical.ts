@@ -52,11 +52,21 @@ export interface CanonicalCall {
   stream: boolean;
   temperature?: number;
   topP?: number;
+  /** Anthropic's and some OpenAI-compatible servers' top-k sampling. */
+  topK?: number;
+  /**
+   * Request metadata for an Anthropic upstream (its `metadata`, e.g. `user_id`, passed as is: put only what
+   * Anthropic accepts). Not sent to OpenAI-compatible upstreams from another protocol: OpenAI refuses
+   * `metadata` without `store`. (The mock upstream reads `metadata.mock_usage` to dictate usage in tests.)
+   */
+  metadata?: Record<string, unknown>;
   stop?: string[];
   /** Reasoning asked for: an effort (OpenAI) or a thinking budget (Anthropic). */
   reasoning?: { effort?: 'minimal' | 'low' | 'medium' | 'high'; budgetTokens?: number };
   /** A JSON output requested: a schema (`json_schema`) or any JSON object (`json_object`). */
   responseFormat?: { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean };
+  /** Predicted output (OpenAI's `prediction`): its tokens may all be billed as output, beyond the cap. */
+  prediction?: string;
   /** The client's own body, for a provider that speaks `protocol` natively (see the module comment). */
   native?: { protocol: WireProtocol; body: Record<string, unknown> };
 }
@@ -75,6 +85,18 @@ export interface CanonicalUsage {
   cacheReadTokens?: number;
   cacheWriteTokens?: number;
   reasoningTokens?: number;
+  /** Audio input tokens (inside `inputTokens`). */
+  audioInputTokens?: number;
+  /** Audio output tokens (inside `outputTokens`). */
+  audioOutputTokens?: number;
+  /** Server-side web searches the model ran (billed per search). */
+  webSearches?: number;
+  /**
+   * The upstream's report restated in OpenAI chat's usage shape (Anthropic's counts summed as
+   * `providers/anthropic` does), unsanitized: a provider sets it, the pipeline prices it through
+   * `chat-usage.ts`, and a renderer may show its extra fields (OpenAI's prediction counts). Never trusted as sent.
+   */
+  reported?: Record<string, unknown>;
   /** What the call cost, in credits (a decimal number as `usage.cost` shows it), once priced. */
   cost?: number;
 }
@@ -87,6 +109,8 @@ export interface CanonicalResult {
   created: number;
   /** The output, in order: text, reasoning and tool calls. */
   content: CanonicalPart[];
+  /** OpenAI chat's `n` > 1: the output of the other choices (billed too); `content` is the first choice's. */
+  otherChoices?: CanonicalPart[][];
   finishReason: FinishReason;
   usage: CanonicalUsage;
   /** The upstream's own answer, when it spoke the inbound protocol (relayed with model and usage replaced). */
@@ -96,14 +120,16 @@ export interface CanonicalResult {
 /**
  * One event of a streamed answer. A stream is: `start`, then any number of deltas, then `usage` (when known),
  * then `end`; or an `error` after output began. `native` carries the upstream frame behind the event when the
- * provider spoke the inbound protocol.
+ * provider spoke the inbound protocol. `choice` (absent: 0) is set only on a native OpenAI chat stream with
+ * `n` > 1, for the other choices' deltas: they are billed, and only that protocol's renderer (which relays the
+ * native frames) ever sees them; every other renderer may ignore the field.
  */
 export type CanonicalEvent = (
   | { type: 'start'; id: string; model: string; created: number }
-  | { type: 'text'; delta: string }
-  | { type: 'reasoning'; delta: string; signature?: string }
-  | { type: 'tool_call_start'; index: number; id: string; name: string }
-  | { type: 'tool_call_delta'; index: number; arguments: string }
+  | { type: 'text'; delta: string; choice?: number }
+  | { type: 'reasoning'; delta: string; signature?: string; choice?: number }
+  | { type: 'tool_call_start'; index: number; id: string; name: string; choice?: number }
+  | { type: 'tool_call_delta'; index: number; arguments: string; choice?: number }
   | { type: 'usage'; usage: CanonicalUsage }
   | { type: 'end'; finishReason: FinishReason }
   | { type: 'error'; code: string; message: string }

@@ -2,8 +2,7 @@ import type { CatalogueModel } from '../models/catalogue.ts';
 import { worstCaseCostMicros } from '../models/pricing.ts';
 import { ApiError } from '../platform/errors.ts';
 import { countTextTokens } from '../providers/tokens.ts';
-import type { ChatBody } from '../providers/types.ts';
-import { checkPassThrough, passThroughProblem } from './pass-through.ts';
+import type { CanonicalCall } from './canonical.ts';
 
 /** The output cap when neither the request, the model's cap nor its context length gives one. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4_096;
@@ -16,7 +15,7 @@ const PROMPT_MARGIN_NUMERATOR = 5n;
 const PROMPT_MARGIN_DENOMINATOR = 4n;
 const PROMPT_MARGIN_TOKENS = 16;
 
-/** The chat request fields the gateway reads; the other fields pass through when on the provider's allow-list (`pass-through.ts`). */
+/** The OpenAI chat request fields the gateway reads; the others pass through when on the provider's allow-list. */
 export interface ChatRequest {
   model: string;
   messages: unknown[];
@@ -29,7 +28,7 @@ export interface ChatRequest {
 }
 
 /**
- * What the gateway knows of a chat before it holds: the models that may answer it, its counted text
+ * What the gateway knows of a call before it holds: the models that may answer it, its counted text
  * tokens, its image parts and its predicted-output tokens, and the output ceiling it can afford (set only
  * when the full cap is not affordable; see `affordable.ts`).
  */
@@ -46,18 +45,34 @@ export interface ChatPlan {
   ceiling: number | null;
 }
 
+/** A plan for any protocol's call: the chat plan plus the client's own output cap and its number of choices. */
+export interface CallPlan extends ChatPlan {
+  /** The output cap the client set (never lowered); null: the model's cap, lowered to what the payer can afford. */
+  asked: number | null;
+  /** Answers asked for (OpenAI's `n`); each may produce the whole cap. */
+  choices: number;
+}
+
+/** The plan of an OpenAI chat request (its `max_tokens`/`max_completion_tokens` and `n`). */
+export function chatCallPlan(request: ChatRequest, plan: ChatPlan): CallPlan {
+  return { ...plan, asked: request.max_completion_tokens ?? request.max_tokens ?? null, choices: request.n ?? 1 };
+}
+
 /**
- * Plans a chat on the model asked for and its fallbacks. 400 `TOO_MANY_IMAGES` past `maxImages` image parts;
- * 400 `IMAGE_INPUT_UNSUPPORTED` when the model has no image-token budget; 400 `UNSUPPORTED_PARAMETER` for a
- * field its provider may not receive or a content part nothing bounds. A fallback that could not take the
- * request is left out (the hold is computed over those that can).
+ * Plans a call of any protocol on the model asked for and its fallbacks: 400 `TOO_MANY_IMAGES` past
+ * `maxImages` image parts, 400 `IMAGE_INPUT_UNSUPPORTED` when the model asked for has no image-token budget, and the
+ * protocol's own refusal of a model (`refuses`: a native field its provider may not receive), answered for
+ * the model asked for and leaving out a fallback. `promptTokens` is the counted prompt (system, messages,
+ * tools, response format; images apart).
  *
- * Security invariant: everything in the request that can make the upstream charge more is either counted
- * into the plan (text, tools, functions, images at the model's budget, predicted output) or refused here,
- * before any hold is placed, so the hold computed from the plan bounds what the call can cost.
+ * Security invariant: everything in the call that can make the upstream charge more is either counted into
+ * the plan (text, tools, images at each model's budget, predicted output, every choice of an OpenAI `n`) or
+ * refused here (or by the protocol's parser and `refuses`), before any hold is placed, so the hold computed
+ * from the plan bounds what the call can cost.
  */
-export function planChat(request: ChatRequest, candidates: CatalogueModel[], promptTokens: number, maxImages: number): ChatPlan {
-  const images = countImageParts(request.messages);
+export function planCall(call: CanonicalCall, candidates: CatalogueModel[], promptTokens: number, maxImages: number, refuses?: (model: CatalogueModel) => ApiError | null): CallPlan {
+  let images = 0;
+  for (const message of [{ content: call.system }, ...call.messages]) for (const part of message.content) if (part.type === 'image') images++;
   if (images > maxImages) {
     throw new ApiError('TOO_MANY_IMAGES', `This request has ${images} image parts; at most ${maxImages} are accepted per request (MAX_IMAGES_PER_REQUEST).`, { details: { param: 'messages', images, maxImages } });
   }
@@ -65,50 +80,18 @@ export function planChat(request: ChatRequest, candidates: CatalogueModel[], pro
   if (images > 0 && model.imageTokens === null) {
     throw new ApiError('IMAGE_INPUT_UNSUPPORTED', `The model "${model.id}" does not accept image parts (it has no image-token budget in the catalogue); send them to a vision model, or ask the operator to set the model's imageTokens.`, { details: { param: 'messages' } });
   }
-  checkPassThrough(request, model.provider);
-  checkContentParts(request.messages);
-  const accepting = candidates.filter((m) => (images === 0 || m.imageTokens !== null) && passThroughProblem(request, m.provider) === null);
-  return { candidates: accepting, promptTokens, images, predictionTokens: countPredictionTokens(request.prediction), ceiling: null };
-}
-
-/**
- * Content part types whose cost the hold bounds: text and refusals are counted; images are held at the
- * model's budget; `input_audio` and inline `file_data` are counted as the text of their base64 data, far
- * more tokens than the audio or document they carry.
- */
-const HELD_PART_TYPES: ReadonlySet<string> = new Set(['text', 'refusal', 'image_url', 'input_audio', 'file']);
-
-/**
- * Refuses (400 `UNSUPPORTED_PARAMETER`, `param: "messages"`) a content part whose cost nothing here bounds:
- * an unknown part type, or a `file` given by `file_id` (an uploaded document of any length, which the
- * request's own bytes do not show).
- */
-function checkContentParts(messages: unknown[]): void {
-  for (const message of messages as any[]) {
-    if (!Array.isArray(message?.content)) continue;
-    for (const part of message.content) {
-      const type = typeof part?.type === 'string' ? part.type : String(part?.type);
-      if (!HELD_PART_TYPES.has(type)) {
-        throw new ApiError('UNSUPPORTED_PARAMETER', `Content parts of type "${type}" are not accepted: the gateway cannot hold for their cost. Use text, image_url, input_audio or file with file_data.`, { details: { param: 'messages' } });
-      }
-      if (type === 'file' && typeof part.file?.file_data !== 'string') {
-        throw new ApiError('UNSUPPORTED_PARAMETER', 'A file content part must carry its data inline (file.file_data): a file_id refers to an upload of any length, whose cost the request does not show.', { details: { param: 'messages' } });
-      }
-    }
-  }
-}
-
-/** Image parts (`type: "image_url"`) in the messages' content arrays. */
-export function countImageParts(messages: unknown[]): number {
-  let images = 0;
-  for (const message of messages as any[]) {
-    if (Array.isArray(message?.content)) for (const part of message.content) if (part?.type === 'image_url') images++;
-  }
-  return images;
+  const refusal = refuses?.(model);
+  if (refusal) throw refusal;
+  const accepting = candidates.filter((m) => (images === 0 || m.imageTokens !== null) && (!refuses || refuses(m) === null));
+  // OpenAI chat's `n` and array predictions are read from its own body: the canonical call has no word for them.
+  const chat = call.native?.protocol === 'openai-chat' ? (call.native.body as ChatRequest) : null;
+  const predictionTokens = chat ? countPredictionTokens(chat.prediction) : call.prediction !== undefined ? countTextTokens(call.prediction) : 0;
+  const choices = typeof chat?.n === 'number' ? chat.n : 1;
+  return { candidates: accepting, promptTokens, images, predictionTokens, ceiling: null, asked: call.maxOutputTokens, choices };
 }
 
 /** Tokens of an OpenAI `prediction` (`{ type: "content", content: string | text parts }`); 0 when absent. */
-function countPredictionTokens(prediction: unknown): number {
+export function countPredictionTokens(prediction: unknown): number {
   if (prediction === undefined || prediction === null) return 0;
   const content = (prediction as { content?: unknown }).content;
   if (typeof content === 'string') return countTextTokens(content);
@@ -121,18 +104,13 @@ export function planPromptTokens(plan: ChatPlan, model: CatalogueModel): number 
   return plan.promptTokens + plan.images * (model.imageTokens ?? 0);
 }
 
-/** True when the client set the output cap itself (`max_tokens` or `max_completion_tokens`): it is never lowered. */
-export function asksOutputCap(request: ChatRequest): boolean {
-  return request.max_completion_tokens !== undefined || request.max_tokens !== undefined;
-}
-
 /**
- * The output cap for one model: the request's, clamped to the model's cap or what its context leaves, and
- * to the plan's affordable ceiling when the request set none.
+ * The output cap for one model: the client's, clamped to the model's cap or what its context leaves, and to
+ * the plan's affordable ceiling when the client set none.
  */
-export function outputCap(request: ChatRequest, model: CatalogueModel, plan: ChatPlan): number {
+export function callOutputCap(plan: CallPlan, model: CatalogueModel): number {
   const promptTokens = planPromptTokens(plan, model);
-  const asked = request.max_completion_tokens ?? request.max_tokens;
+  const asked = plan.asked ?? undefined;
   const contextLeft = model.contextLength ? Math.max(1, model.contextLength - promptTokens) : null;
   const modelCap = model.maxOutputTokens !== null ? Math.min(model.maxOutputTokens, contextLeft ?? Infinity) : contextLeft;
   if (asked !== undefined) return modelCap !== null ? Math.min(asked, modelCap) : asked;
@@ -140,46 +118,26 @@ export function outputCap(request: ChatRequest, model: CatalogueModel, plan: Cha
   return plan.ceiling !== null ? Math.min(cap, plan.ceiling) : cap;
 }
 
-/**
- * The body sent to one model's upstream: the client's body with the upstream model and the output cap.
- *
- * Invariant: the cap the hold was computed with is the cap the upstream receives, so the hold truly bounds
- * the completion. The client's own field name is kept; otherwise OpenAI gets `max_completion_tokens` (its
- * reasoning models refuse `max_tokens`) and every other provider `max_tokens`.
- */
-export function upstreamChatBody(request: ChatRequest, model: CatalogueModel, plan: ChatPlan, stream: boolean): ChatBody {
-  const cap = outputCap(request, model, plan);
-  const body: ChatBody = { ...request, model: model.upstreamModel };
-  const field = request.max_completion_tokens !== undefined || (request.max_tokens === undefined && model.provider === 'openai') ? 'max_completion_tokens' : 'max_tokens';
-  delete body.max_tokens;
-  delete body.max_completion_tokens;
-  body[field] = cap;
-  if (stream) {
-    body.stream = true;
-    // Usage is always asked for: it is what the call is billed on. The client sees it only if it asked.
-    body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
-  } else {
-    delete body.stream_options;
-  }
-  return body;
-}
-
 /** Prompt tokens the hold assumes: the counted tokens with the tokenizer margin. */
 export function worstPromptTokens(promptTokens: number): number {
   return Number((BigInt(promptTokens) * PROMPT_MARGIN_NUMERATOR + PROMPT_MARGIN_DENOMINATOR - 1n) / PROMPT_MARGIN_DENOMINATOR) + PROMPT_MARGIN_TOKENS;
 }
 
+/** {@link callWorstCase} of an OpenAI chat request's plan. */
+export function chatWorstCase(request: ChatRequest, plan: ChatPlan): number {
+  return callWorstCase(chatCallPlan(request, plan));
+}
+
 /**
- * The most a chat call can cost on any of its candidate models, in micro-credits: the counted text with the
+ * The most a call can cost on any of its candidate models, in micro-credits: the counted text with the
  * tokenizer margin, each image at the model's image-token budget, the output cap for every choice, and the
  * predicted-output tokens.
  */
-export function chatWorstCase(request: ChatRequest, plan: ChatPlan): number {
-  const choices = request.n ?? 1;
+export function callWorstCase(plan: CallPlan): number {
   let worst = 0;
   for (const model of plan.candidates) {
     const promptTokens = worstPromptTokens(plan.promptTokens) + plan.images * (model.imageTokens ?? 0);
-    const completionTokens = outputCap(request, model, plan) * choices + plan.predictionTokens;
+    const completionTokens = callOutputCap(plan, model) * plan.choices + plan.predictionTokens;
     worst = Math.max(worst, worstCaseCostMicros(model.pricing, { promptTokens, completionTokens, requests: 1 }));
   }
   return worst;

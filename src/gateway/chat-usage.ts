@@ -2,6 +2,7 @@ import { microsToCredits } from '../platform/money.ts';
 import type { ModelPricing } from '../models/catalogue.ts';
 import { costMicros, inputTokens, outputTokens, type UsageBreakdown } from '../models/pricing.ts';
 import type { TokenUsage } from '../providers/types.ts';
+import type { CanonicalUsage } from './canonical.ts';
 
 /**
  * Reads a chat call's usage as the upstream reported it (OpenAI's shape; the Anthropic adapter translates
@@ -126,6 +127,23 @@ function answerUsage(reported: TokenUsage | null | undefined, parts: UsageBreakd
     prompt_tokens_details: { ...objectOr(rest.prompt_tokens_details), cached_tokens: parts.cachedRead, cache_write_tokens: parts.cacheWrite, audio_tokens: parts.audioIn },
     completion_tokens_details: { ...objectOr(rest.completion_tokens_details), reasoning_tokens: parts.reasoning, audio_tokens: parts.audioOut },
     cost: microsToCredits(charge),
+  };
+}
+
+/**
+ * A billed canonical usage (the pipeline's) as OpenAI's `usage` object, exactly as {@link answerUsage} writes
+ * it: the upstream's own extra fields kept, every count the sanitized one billed, `cost` ours.
+ */
+export function openAiUsageOf(usage: CanonicalUsage): TokenUsage {
+  const { cost: _upstreamCost, cost_details: _upstreamDetails, is_byok: _byok, ...rest } = objectOr(usage.reported);
+  return {
+    ...rest,
+    prompt_tokens: usage.inputTokens,
+    completion_tokens: usage.outputTokens,
+    total_tokens: usage.inputTokens + usage.outputTokens,
+    prompt_tokens_details: { ...objectOr(rest.prompt_tokens_details), cached_tokens: usage.cacheReadTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0, audio_tokens: usage.audioInputTokens ?? 0 },
+    completion_tokens_details: { ...objectOr(rest.completion_tokens_details), reasoning_tokens: usage.reasoningTokens ?? 0, audio_tokens: usage.audioOutputTokens ?? 0 },
+    cost: usage.cost ?? 0,
   };
 }
 

@@ -1,22 +1,21 @@
 import multipart from '@fastify/multipart';
 import type { Feature } from '../platform/feature.ts';
 import type { App } from '../platform/http/server.ts';
-import { registerChatRoute } from './chat.ts';
 import { registerEmbeddingsRoute } from './embeddings.ts';
 import { registerImagesRoute } from './images.ts';
 import { registerSpeechRoute, registerTranscriptionRoute } from './audio.ts';
 import { registerRealtimeRoute } from './realtime.ts';
 
 /**
- * The AI API under `/api/v1`: chat completions, embeddings, images, audio and realtime sessions, each behind
+ * The AI API under `/api/v1`: embeddings, images, audio and realtime sessions, each behind
  * its permission, each billed by a hold for its worst case and a settle for what it used. (`GET /api/v1/models`
- * belongs to the models feature; predictions to their own.)
+ * belongs to the models feature; predictions to their own; each inbound protocol, chat included, to
+ * `src/protocols/<name>/`.)
  */
 export const gatewayFeature: Feature = {
   name: 'gateway',
   async register(app, ctx) {
     const typed = app as unknown as App;
-    registerChatRoute(typed, ctx);
     registerEmbeddingsRoute(typed, ctx);
     registerImagesRoute(typed, ctx);
     registerSpeechRoute(typed, ctx);

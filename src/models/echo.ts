@@ -1,6 +1,6 @@
 import type { Db } from '../platform/db/connect.ts';
 import type { Clock } from '../platform/clock.ts';
-import { ECHO_MODEL_ID } from '../providers/echo.ts';
+import { ECHO_MODEL_ID } from '../providers/echo/index.ts';
 import { MICROS_PER_CREDIT } from '../platform/money.ts';
 
 /**

@@ -3,6 +3,7 @@ import { modelsMigrations } from './tables.ts';
 import { ModelCache } from './cache.ts';
 import { seedEchoModel } from './echo.ts';
 import { registerModelRoutes } from './routes.ts';
+import { registerModelRetrieveRoutes } from './retrieve.ts';
 
 declare module '../platform/context.ts' {
   interface Services {
@@ -11,7 +12,7 @@ declare module '../platform/context.ts' {
   }
 }
 
-/** The model catalogue: public ids, providers, prices; `GET /api/v1/models` and the operator's catalogue routes. */
+/** The model catalogue: public ids, providers, prices; `GET /api/v1/models` (and one model's), and the operator's catalogue routes. */
 export const modelsFeature: Feature = {
   name: 'models',
   migrations: modelsMigrations,
@@ -19,5 +20,6 @@ export const modelsFeature: Feature = {
     ctx.services.models = new ModelCache(ctx);
     await seedEchoModel(ctx.db, ctx.clock);
     registerModelRoutes(app as any, ctx);
+    registerModelRetrieveRoutes(app as any, ctx);
   },
 };

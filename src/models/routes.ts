@@ -68,7 +68,7 @@ const AdminPricingSchema = Type.Object({
 const OptionalDetailed = (description: string) => Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description }));
 
 /** A model as `GET /api/v1/models` lists it (OpenAI list entry plus OpenRouter-style details). */
-const PublicModelSchema = Type.Object({
+export const PublicModelSchema = Type.Object({
   id: Type.String({ examples: ['tollgate/echo'] }),
   object: Type.Literal('model'),
   created: Type.Integer(),
@@ -127,8 +127,8 @@ const PutModelBody = Type.Object({
   enabled: Type.Optional(Type.Boolean()),
 }, { additionalProperties: false });
 
-/** The `GET /api/v1/models` entry of a model. */
-function publicModel(model: CatalogueModel) {
+/** The `GET /api/v1/models` entry of a model (also `GET /api/v1/models/:vendor/:model`'s answer). */
+export function publicModel(model: CatalogueModel) {
   return {
     id: model.id,
     object: 'model' as const,

@@ -30,7 +30,7 @@ export function randomText(length: number): string {
 }
 
 /** The id prefixes of decisions.md "Names": every id says what it is. */
-export type IdPrefix = 'usr' | 'app' | 'key' | 'hold' | 'txn' | 'ses' | 'use' | 'pred' | 'whk' | 'grt' | 'wep' | 'evt' | 'msg';
+export type IdPrefix = 'usr' | 'app' | 'key' | 'hold' | 'txn' | 'ses' | 'use' | 'pred' | 'whk' | 'grt' | 'wep' | 'evt' | 'msg' | 'top';
 
 /** Characters of the time part of an id: 54^8 milliseconds reach past the year 4000. */
 const TIME_LENGTH = 8;

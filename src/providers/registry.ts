@@ -1,7 +1,7 @@
 import type { Config } from '../platform/config.ts';
-import { anthropicAdapter } from './anthropic.ts';
-import { echoAdapter } from './echo.ts';
-import { openAiCompatibleAdapter } from './openai-compatible.ts';
+import { anthropicProvider } from './anthropic/index.ts';
+import { echoAdapter } from './echo/index.ts';
+import { openAiCompatibleProviders } from './openai-compatible/index.ts';
 import type { ProviderAdapter } from './types.ts';
 
 /** Built-in provider names; `config.providers` may add any other OpenAI-compatible one. */
@@ -23,16 +23,8 @@ export interface ProviderRegistry {
  */
 export function createProviderRegistry(config: Config): ProviderRegistry {
   const adapters = new Map<string, ProviderAdapter>();
-  adapters.set('echo', echoAdapter());
-  adapters.set('openai', openAiCompatibleAdapter({ name: 'openai', baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY }));
-  adapters.set('openrouter', openAiCompatibleAdapter({
-    name: 'openrouter', baseUrl: config.OPENROUTER_BASE_URL, apiKey: config.OPENROUTER_API_KEY,
-    headers: { 'HTTP-Referer': config.PUBLIC_BASE_URL, 'X-Title': 'Tollgate' },
-  }));
-  adapters.set('anthropic', anthropicAdapter({ baseUrl: config.ANTHROPIC_BASE_URL, apiKey: config.ANTHROPIC_API_KEY }));
-  for (const provider of config.providers) {
-    adapters.set(provider.name, openAiCompatibleAdapter({ name: provider.name, baseUrl: provider.baseUrl, apiKey: provider.apiKey }));
-  }
+  // Each provider folder builds its adapters from the configuration; a configured name replaces a built-in one.
+  for (const adapter of [echoAdapter(), anthropicProvider(config), ...openAiCompatibleProviders(config)]) adapters.set(adapter.name, adapter);
   const syncable = [
     ...(config.OPENAI_API_KEY ? ['openai'] : []),
     ...(config.OPENROUTER_API_KEY ? ['openrouter'] : []),

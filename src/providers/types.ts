@@ -1,7 +1,9 @@
 import type { Readable } from 'node:stream';
+import type { CanonicalCall, CanonicalEvent, CanonicalResult, WireProtocol } from '../gateway/canonical.ts';
 /**
- * The provider adapter contract. The gateway speaks the OpenAI wire format to clients and to adapters; each
- * adapter translates to its upstream (or speaks it natively) and reports failures as {@link UpstreamError}.
+ * The provider adapter contract. The gateway hands adapters canonical calls (`gateway/canonical.ts`); each
+ * adapter translates to its upstream (or relays the client's own body when it speaks the inbound protocol)
+ * and reports failures as {@link UpstreamError}.
  * Adapters never bill and never touch the database: they only move bytes, so they can be tested against a
  * plain HTTP server and reused by the benchmark.
  */
@@ -39,6 +41,9 @@ export interface ChatChunk {
   [extra: string]: unknown;
 }
 
+/** A canonical call as a provider receives it: the upstream model and the output cap are decided. */
+export type ProviderCall = CanonicalCall & { maxOutputTokens: number };
+
 /** What every call receives: the abort signal that the client's disconnect and the upstream deadline share. */
 export interface CallOptions {
   signal: AbortSignal;
@@ -68,18 +73,29 @@ export interface UpstreamModel {
 }
 
 /**
- * One upstream provider. `chat` and `streamChat` are required; the other capabilities are optional and a
- * model whose provider lacks one answers 400.
+ * One upstream provider, a folder of `src/providers/`. `complete` and `stream` (the canonical call, any
+ * inbound protocol's) are required; the other capabilities are optional and a model whose provider lacks
+ * one answers 400.
  */
 export interface ProviderAdapter {
   readonly name: string;
-  /** A non-streaming chat completion. */
-  chat(body: ChatBody, options: CallOptions): Promise<ChatCompletion>;
   /**
-   * A streaming chat completion: resolves once the upstream accepted the request (its status is known), then
-   * yields chunks as they arrive. The iterator throws {@link UpstreamError} when the stream breaks.
+   * The inbound protocols this provider speaks itself: a call carrying `native` in one of them is sent as the
+   * client's own body (model and output cap replaced), and its answer comes back tagged `native`.
    */
-  streamChat(body: ChatBody, options: CallOptions): Promise<AsyncIterable<ChatChunk>>;
+  readonly speaks: readonly WireProtocol[];
+  /**
+   * A whole answer to a canonical call. `call.model` is already the upstream model and `call.maxOutputTokens`
+   * the cap the hold was computed with (the gateway always sets it: the provider must send exactly it).
+   * `usage.reported` carries the upstream's counts unsanitized; the gateway prices them.
+   */
+  complete(call: ProviderCall, options: CallOptions): Promise<CanonicalResult>;
+  /**
+   * A streamed answer: resolves once the upstream accepted the call, then yields canonical events (`start`,
+   * deltas, `usage`, `end`; see {@link CanonicalEvent}). The iterator throws {@link UpstreamError} when the
+   * stream breaks; `return()` stops the upstream.
+   */
+  stream(call: ProviderCall, options: CallOptions): Promise<AsyncIterable<CanonicalEvent>>;
   embeddings?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
   images?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
   speech?(body: Record<string, unknown>, options: CallOptions): Promise<BinaryResponse>;

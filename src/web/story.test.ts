@@ -205,7 +205,7 @@ describeEachDatabase('the dashboard, the demo app and the restriction dialog in 
     await dialog.waitFor();
     assert.equal(await part(dialog, 'available'), '0.50 credits');
     assert.equal(await part(dialog, 'required'), '1.00 credits');
-    assert.equal(await dialog.getByRole('link', { name: 'Add credits' }).getAttribute('href'), `${env.baseUrl}/#/wallet`);
+    assert.equal(await dialog.getByRole('link', { name: 'Add credits' }).getAttribute('href'), `${env.baseUrl}/#/wallet?need=0.5`);
     await screenshot(demo, 'restriction-dialog-credits');
 
     // Keyboard: focus starts on Retry and Tab stays inside; Escape closes and gives focus back to the input.

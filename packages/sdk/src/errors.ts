@@ -30,8 +30,10 @@ export interface InsufficientCreditsRestriction {
   type: string;
   /** Credits the user has available (balance minus holds). */
   available: number;
-  /** Credits the request needs. */
+  /** Credits the request needs (when the wallet owes a debt: the debt). */
   required: number;
+  /** Credits the wallet owes (a refunded or disputed top-up already spent); calls are refused until it is repaid. */
+  owed?: number;
 }
 
 /** Any other error object (`UNAUTHENTICATED`, `PERMISSION_DENIED`, a `{ success: false, error: "…" }` text…). */
@@ -108,10 +110,11 @@ function restrictionOf(errorField: unknown, fallbackMessage: string): { restrict
     return { restriction, details };
   }
   if (code === 'INSUFFICIENT_CREDITS') {
-    return {
-      restriction: { kind: 'insufficient_credits', code, message, type: type ?? 'insufficient_credits_error', available: asNumber(details.available), required: asNumber(details.required) },
-      details,
+    const restriction: InsufficientCreditsRestriction = {
+      kind: 'insufficient_credits', code, message, type: type ?? 'insufficient_credits_error', available: asNumber(details.available), required: asNumber(details.required),
     };
+    if (typeof details.owed === 'number') restriction.owed = details.owed;
+    return { restriction, details };
   }
   const other: OtherRestriction = { kind: 'other', code, message };
   if (type) other.type = type;

@@ -155,8 +155,11 @@ ${current && current.limit !== restriction.limit ? `<p class="note" part="limit-
 <dt>Available</dt><dd part="available">${formatCredits(restriction.available)} credits</dd>
 <dt>This request needs</dt><dd part="required">${formatCredits(restriction.required)} credits</dd>
 ${balance && balance.available !== restriction.available ? `<dt>Available now</dt><dd part="available-now">${formatCredits(balance.available)} credits</dd>` : ''}
+${restriction.owed ? `<dt>Owed</dt><dd part="owed">${formatCredits(restriction.owed)} credits</dd>` : ''}
 </dl>`;
-        link = `<a part="add-credits" href="${escapeHtml(`${base}/#/wallet`)}" target="_blank" rel="noopener">Add credits</a>`;
+        // The top-up page opens with the credits still missing: a debt is repaid whole, whatever is available.
+        const needed = restriction.owed ?? Math.max(0, restriction.required - restriction.available);
+        link = `<a part="add-credits" href="${escapeHtml(`${base}/#/wallet?need=${needed}`)}" target="_blank" rel="noopener">Add credits</a>`;
       } else {
         content = `<p id="description">${escapeHtml(restriction.message)}</p>`;
       }

@@ -25,6 +25,13 @@ describe('error classification (contract §7.2)', () => {
     assert.equal(isSpendingLimitError(error), false);
   });
 
+  test('a 402 of a wallet that owes a debt keeps what is owed', () => {
+    const body = { error: { code: 'INSUFFICIENT_CREDITS', message: 'Insufficient credits: your wallet owes 9 credits', type: 'insufficient_credits_error', available: 0, required: 9, owed: 9 } };
+    const error = classifyResponse(402, JSON.stringify(body));
+    assert.ok(isInsufficientCreditsError(error));
+    assert.deepEqual(error.restriction, { kind: 'insufficient_credits', ...body.error });
+  });
+
   test('any other non-2xx body with an error object is a restriction of kind other, code and message kept', () => {
     const error = classifyResponse(401, JSON.stringify({ error: { code: 'UNAUTHENTICATED', message: 'Token revoked', type: 'authentication_error' } }));
     assert.ok(error instanceof TollgateRestrictionError);

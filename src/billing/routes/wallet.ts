@@ -18,9 +18,9 @@ const TransactionSchema = Type.Object({
   id: Type.String({ examples: ['txn_3kT9xQ2mN7pR4sV8wY1z'] }),
   type: Type.Union([
     Type.Literal('grant'), Type.Literal('topup'), Type.Literal('adjustment'), Type.Literal('hold'),
-    Type.Literal('capture'), Type.Literal('release'), Type.Literal('expiry'), Type.Literal('refund'),
+    Type.Literal('capture'), Type.Literal('release'), Type.Literal('expiry'), Type.Literal('refund'), Type.Literal('dispute'),
   ], { description: 'The kind of movement.' }),
-  amount: Type.Number({ description: 'Change of the balance in credits (+ grant, top-up, refund; − capture; 0 for hold, release, expiry).' }),
+  amount: Type.Number({ description: 'Change of the balance in credits (+ grant, top-up, refund of a charge, won dispute; − capture, refunded or disputed top-up; 0 for hold, release, expiry).' }),
   held: Type.Number({ description: 'Change of the reserved credits (+ hold; − settle, release, expiry).' }),
   balanceAfter: Type.Number({ description: 'Balance just after this movement.' }),
   description: Type.String(),

@@ -18,9 +18,18 @@ import { SECURITY_SCHEMES, transformDocument, transformRoute } from './openapi.t
  */
 export type ErrorEnvelope = 'api' | 'keys' | 'oauth';
 
+/**
+ * A route's own error body, for an inbound protocol whose clients read another envelope (Anthropic's
+ * `{ type: "error", error: { ... } }`): given the ApiError, it returns the body; the server still sets the
+ * status and the error's headers. Set it as the route's `config.errorRenderer`; it wins over `envelope`.
+ */
+export type ErrorRenderer = (error: ApiError) => unknown;
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     envelope?: ErrorEnvelope;
+    /** The route's own error renderer (an inbound protocol's envelope); see {@link ErrorRenderer}. */
+    errorRenderer?: ErrorRenderer;
     /** Scopes of which the caller needs one; `[]` means any authenticated caller. Unset: no authentication. */
     auth?: readonly string[];
     /** Operator route: only a `TOLLGATE_ADMIN_TOKEN` is accepted, never a user credential. */
@@ -71,10 +80,12 @@ function oauthErrorCode(error: ApiError): string {
   }
 }
 
-/** Writes an error in the envelope of the route's family. */
+/** Writes an error in the envelope of the route's family, or with the route's own renderer. */
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   const envelope = request.routeOptions.config?.envelope ?? 'api';
   reply.code(error.status).headers(error.headers);
+  const render = request.routeOptions.config?.errorRenderer;
+  if (render) return reply.send(render(error));
   if (envelope === 'oauth') return reply.header('cache-control', 'no-store').send({ error: oauthErrorCode(error), error_description: error.message });
   return reply.send(envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope());
 }

@@ -1,9 +1,10 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Card, Command, Empty, ErrorNote, PageHeader, Stat, useLoad } from '../components.tsx';
+import { Card, Empty, ErrorNote, PageHeader, Stat, useLoad } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 import { SpendChart } from '../chart.tsx';
 import { dailySpend, loadUsage } from '../usage-data.ts';
+import { AddCredits, AutoTopupCard, ReturningTopup, TopupHistory, walletQuery, type AutoTopup, type TopupsPage } from './topups.tsx';
 
 interface Balance { balance: number; reserved: number; available: number; currency: string }
 interface Transaction { id: string; type: string; amount: number; description: string; createdAt: string }
@@ -21,19 +22,38 @@ export function WalletPage() {
     return page;
   });
   const transactions = pages.flat();
+  const topups = useLoad(() => api<TopupsPage>('GET', '/api/wallet/topups'));
+  const auto = useLoad(() => api<AutoTopup>('GET', '/api/wallet/auto-topup'));
+  const query = walletQuery();
+  const returning = query.get('topup');
+  const need = query.get('need') ? Number(query.get('need')) : topups.data?.owed || null;
+  const warnBelow = Math.max(topups.data?.lowBalance ?? 0, auto.data?.enabled ? auto.data.threshold : 0);
+  const low = balance.data && topups.data && balance.data.available < warnBelow;
 
   return (
     <>
       <PageHeader title="Wallet" lead="Prepaid credits. Every AI call holds its worst-case cost first, then settles what it really used." />
       <ErrorNote error={balance.error} />
+      {returning ? <ReturningTopup id={returning} onSettled={() => { balance.reload(); topups.reload(); first.reload(); }} /> : null}
+      {topups.data?.owed ? (
+        <div class="notice warning" role="alert" data-testid="owed">
+          Your wallet owes {formatCredits(topups.data.owed)} credits: a refunded or disputed top-up took back credits already spent. New calls are
+          refused until a top-up repays it.
+        </div>
+      ) : null}
+      {low ? (
+        <div class="notice warning" role="alert" data-testid="low-balance">
+          Your balance is low: {formatCredits(balance.data!.available)} credits available. {topups.data!.enabled ? 'Add credits below to keep your apps running.' : ''}
+        </div>
+      ) : null}
       <div class="stats" id="add-credits">
         <Stat label="Balance" value={balance.data ? formatCredits(balance.data.balance) : '…'} hint="credits" testId="wallet-balance" />
         <Stat label="Reserved" value={balance.data ? formatCredits(balance.data.reserved) : '…'} hint="held for calls in flight" testId="wallet-reserved" />
         <Stat label="Available" value={balance.data ? formatCredits(balance.data.available) : '…'} hint="what new calls can use" testId="wallet-available" />
       </div>
-      <Card title="Add credits">
-        <p class="muted">Credits are added by the operator of this Tollgate (for example <Command text="tollgate grant-credits --email you@example.com --amount 10" />), and appear here at once.</p>
-      </Card>
+      {topups.data ? <AddCredits page={topups.data} need={need} /> : <ErrorNote error={topups.error} />}
+      {topups.data && auto.data ? <AutoTopupCard page={topups.data} auto={auto.data} onChange={auto.reload} /> : null}
+      {topups.data ? <TopupHistory page={topups.data} /> : null}
       <Card title="Daily spend, last 30 days">
         <SpendChart days={dailySpend(usage.data)} />
       </Card>

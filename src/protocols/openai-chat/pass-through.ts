@@ -1,4 +1,4 @@
-import { ApiError } from '../platform/errors.ts';
+import { ApiError } from '../../platform/errors.ts';
 
 /**
  * The chat fields each provider is sent, and what the gateway does with each (README "Pass-through

@@ -1,0 +1,267 @@
+import type { AppContext } from '../platform/context.ts';
+import type { Principal } from '../platform/http/principal.ts';
+import type { ApiError } from '../platform/errors.ts';
+import type { CatalogueModel } from '../models/catalogue.ts';
+import { inputTokens, outputTokens, type UsageBreakdown } from '../models/pricing.ts';
+import { microsToCredits } from '../platform/money.ts';
+import { chatPromptLowerBound, countChatPromptTokens, countTextTokens } from '../providers/tokens.ts';
+import { toOpenAiPromptFields } from '../providers/openai-compatible/wire.ts';
+import type { ProviderCall, TokenUsage } from '../providers/types.ts';
+import type { Meter } from '../billing/meter.ts';
+import type { CanonicalCall, CanonicalEvent, CanonicalPart, CanonicalResult, CanonicalUsage, FinishReason } from './canonical.ts';
+import { callOutputCap, planCall, planPromptTokens, type CallPlan } from './chat-plan.ts';
+import { openCallMeter } from './affordable.ts';
+import { refuseBeforeCounting } from './count-guard.ts';
+import { accountChat, recordedDetails, type ChatAccount } from './chat-usage.ts';
+import { resolveModel } from './common.ts';
+import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
+
+/**
+ * The pipeline every inbound protocol runs its calls through: resolve the model and its fallbacks, plan the
+ * worst case, hold it, call the provider (fallbacks on 5xx, network failure or timeout before output), and
+ * settle on what the provider reported — exactly once, on every exit path.
+ *
+ * A protocol parses its request into a {@link CanonicalCall} and calls {@link completeCall} or
+ * {@link streamCall}; it renders what comes back. Restriction errors (402/429) are the meter's, unchanged;
+ * every failure before output is a thrown ApiError (the hold released), or {@link ClientGone} when the
+ * client left before the answer (nothing to render: the protocol hijacks its reply).
+ */
+
+export { ClientGone };
+
+/** What a protocol may add to the pipeline. */
+export interface RunOptions {
+  /**
+   * Why this call cannot go to a model (a native field its provider may not receive), or null. The model
+   * asked for answers the error (before any hold); a fallback that refuses is left out.
+   */
+  refuses?: (model: CatalogueModel) => ApiError | null;
+}
+
+/** A planned and held call, ready to go upstream. */
+interface Held {
+  plan: CallPlan;
+  meter: Meter;
+}
+
+/**
+ * Resolves, plans and holds. Cheap refusals come first: an unknown model (404), a prompt beyond every
+ * context or an empty wallet for a long prompt (`count-guard.ts`), before the prompt is counted exactly.
+ */
+async function hold(ctx: AppContext, principal: Principal, call: CanonicalCall, options: RunOptions): Promise<Held> {
+  const model = await resolveModel(ctx, call.model);
+  const candidates = await candidatesOf(ctx, model);
+  const prompt = toOpenAiPromptFields(call);
+  await refuseBeforeCounting(ctx, principal, prompt, candidates);
+  const plan = planCall(call, candidates, countChatPromptTokens(prompt), ctx.config.MAX_IMAGES_PER_REQUEST, options.refuses);
+  return openCallMeter(ctx, principal, model.id, plan);
+}
+
+/**
+ * The call as one candidate's provider receives it. Invariant: `maxOutputTokens` is the cap the hold was
+ * computed with for this model, so the hold bounds what the upstream can produce.
+ */
+function providerCall(call: CanonicalCall, model: CatalogueModel, plan: CallPlan): ProviderCall {
+  return { ...call, model: model.upstreamModel, maxOutputTokens: callOutputCap(plan, model) };
+}
+
+/** The prompt's lower bound, for protocols that answer a token count without calling upstream. */
+export function promptLowerBound(call: CanonicalCall): number {
+  return chatPromptLowerBound(toOpenAiPromptFields(call)).tokens;
+}
+
+/** Counted prompt tokens of a call (system, messages, tools, response format; images apart), as the hold counts them. */
+export function countCallPromptTokens(call: CanonicalCall): number {
+  return countChatPromptTokens(toOpenAiPromptFields(call));
+}
+
+/** A provider's usage as the sanitizer reads it (OpenAI's shape); null when the provider reported none. */
+function reportOf(usage: CanonicalUsage | undefined): TokenUsage | null {
+  if (!usage) return null;
+  if (usage.reported) return usage.reported as TokenUsage;
+  if (Number.isNaN(usage.inputTokens) && Number.isNaN(usage.outputTokens)) return null;
+  return {
+    prompt_tokens: usage.inputTokens,
+    completion_tokens: usage.outputTokens,
+    prompt_tokens_details: {
+      cached_tokens: usage.cacheReadTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0, audio_tokens: usage.audioInputTokens ?? 0,
+    },
+    completion_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0, audio_tokens: usage.audioOutputTokens ?? 0 },
+    ...(usage.webSearches !== undefined ? { server_tool_use: { web_search_requests: usage.webSearches } } : {}),
+  };
+}
+
+/** The usage a client sees: the sanitized counts the call was billed on and its cost in credits. */
+function billedUsage(breakdown: UsageBreakdown, chargedMicros: number, reported: TokenUsage | null): CanonicalUsage {
+  return {
+    inputTokens: inputTokens(breakdown),
+    outputTokens: outputTokens(breakdown),
+    cacheReadTokens: breakdown.cachedRead,
+    cacheWriteTokens: breakdown.cacheWrite,
+    reasoningTokens: breakdown.reasoning,
+    audioInputTokens: breakdown.audioIn,
+    audioOutputTokens: breakdown.audioOut,
+    webSearches: breakdown.webSearches,
+    cost: microsToCredits(chargedMicros),
+    ...(reported ? { reported } : {}),
+  };
+}
+
+/** The text our own output count reads when a provider reports no usable count (every choice's). */
+function producedText(result: CanonicalResult): string {
+  const text = (content: CanonicalPart[]) =>
+    content.map((part) => (part.type === 'text' || part.type === 'reasoning' ? part.text : part.type === 'tool_call' ? part.name + part.arguments : '')).join('');
+  return [result.content, ...(result.otherChoices ?? [])].map(text).join('');
+}
+
+/**
+ * A whole answer: the provider's result with `model` the public id (a fallback's when one answered) and
+ * `usage` the sanitized counts it was charged on, `cost` filled. Throws ApiError (hold released) or
+ * {@link ClientGone}.
+ */
+export async function completeCall(
+  ctx: AppContext, principal: Principal, call: CanonicalCall, signal: AbortSignal, options: RunOptions = {},
+): Promise<CanonicalResult> {
+  const { plan, meter } = await hold(ctx, principal, call, options);
+  let answered;
+  try {
+    answered = await callWithFallbacks(ctx, plan.candidates, signal, (model, adapter, attempt) =>
+      adapter.complete(providerCall(call, model, plan), { signal: attempt }));
+  } catch (error) {
+    await meter.release(plan.candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
+    throw error;
+  }
+  answered.attempt.dispose();
+  const { result, model } = answered;
+  const reported = reportOf(result.usage);
+  const own = { prompt: planPromptTokens(plan, model), output: () => countTextTokens(producedText(result)) };
+  const account = accountChat(model.pricing, meter.held, reported, own);
+  const captured = await meter.settle(outcomeOf(model, account, 'ok'));
+  return { ...result, model: model.id, usage: billedUsage(account.breakdown, captured, reported) };
+}
+
+/** What the meter records for a call priced by `account`. */
+function outcomeOf(model: CatalogueModel, account: ChatAccount, status: 'ok' | 'client_aborted' | 'upstream_error') {
+  const { breakdown, charge } = account;
+  return { model, cost: charge, promptTokens: inputTokens(breakdown), completionTokens: outputTokens(breakdown), status, details: recordedDetails(breakdown) };
+}
+
+/** A streamed answer: iterate it once; its end (or `return()`, the client gone) settles the call. */
+export interface CallStream extends AsyncIterable<CanonicalEvent> {
+  /** The catalogue model answering (its `id` is the public id a renderer shows). */
+  readonly model: CatalogueModel;
+  /**
+   * True when the provider speaks the call's `native` protocol: its events carry the upstream's frames in
+   * `native`, and an event without one has no frame of its own (a renderer relaying frames skips it).
+   */
+  readonly native: boolean;
+}
+
+/**
+ * A streamed call. Resolves once the first upstream event arrived (so a failure before output is a thrown
+ * ApiError with the hold released and the fallbacks tried, or {@link ClientGone}); then yields the provider's
+ * events with `usage` replaced by the billed usage (its `cost` filled; our own count when the upstream sent
+ * none, as a last `usage` event without `native`), then `end` — or an `error` event when the upstream broke
+ * after output began.
+ *
+ * Invariant: every exit — the end, an upstream failure, the consumer's `return()` (client gone), a throw in
+ * the consumer, a `return()` before any `next()` — settles the hold exactly once for what was produced, before
+ * the iterator finishes, so a renderer that ends its response after the iteration lets the client see the
+ * charge. A consumer that neither iterates nor returns leaves the hold to expire: always iterate or return.
+ */
+export async function streamCall(
+  ctx: AppContext, principal: Principal, call: CanonicalCall, signal: AbortSignal, options: RunOptions = {},
+): Promise<CallStream> {
+  const { plan, meter } = await hold(ctx, principal, call, options);
+  let answered;
+  try {
+    answered = await callWithFallbacks(ctx, plan.candidates, signal, async (model, adapter, attempt) => {
+      const iterator = (await adapter.stream(providerCall(call, model, plan), { signal: attempt }))[Symbol.asyncIterator]();
+      return { iterator, first: await iterator.next(), native: call.native !== undefined && adapter.speaks.includes(call.native.protocol) };
+    });
+  } catch (error) {
+    await meter.release(plan.candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
+    throw error;
+  }
+  const { result: { iterator, first, native }, model, attempt } = answered;
+  attempt.began();
+  const promptTokens = planPromptTokens(plan, model);
+  const produced: string[] = [];
+  let reported: TokenUsage | null = null;
+  const account = () => accountChat(model.pricing, meter.held, reported, { prompt: promptTokens, output: () => countTextTokens(produced.join('')) });
+  let closed = false;
+  /** Stops the upstream when it may still be producing, and settles for what was produced; once. */
+  const close = async (status: 'ok' | 'client_aborted' | 'upstream_error') => {
+    if (closed) return;
+    closed = true;
+    if (status === 'client_aborted') await iterator.return?.(undefined).catch(() => {});
+    attempt.dispose();
+    await meter.settle(outcomeOf(model, account(), status))
+      .catch((error) => ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'));
+  };
+
+  async function* events(): AsyncGenerator<CanonicalEvent> {
+    let status: 'ok' | 'client_aborted' | 'upstream_error' = 'client_aborted';
+    let usageSent = false;
+    let end: CanonicalEvent | null = null;
+    try {
+      try {
+        for (let step = first; !step.done; step = await iterator.next()) {
+          const event = step.value;
+          if (event.type === 'text' || event.type === 'reasoning') produced.push(event.delta);
+          else if (event.type === 'tool_call_start') produced.push(event.name);
+          else if (event.type === 'tool_call_delta') produced.push(event.arguments);
+          if (event.type === 'end') {
+            end = event;
+            // The provider may still be suspended at its `end`: returning it runs its cleanup now (the upstream
+            // body's last bytes are read, so its keep-alive connection serves the next call).
+            await iterator.return?.(undefined).catch(() => {});
+            break;
+          }
+          if (event.type === 'usage') {
+            reported = reportOf(event.usage) ?? reported;
+            const priced = account();
+            usageSent = true;
+            yield { ...event, usage: billedUsage(priced.breakdown, priced.charge, reported) };
+            continue;
+          }
+          yield event;
+        }
+      } catch (error) {
+        if (error instanceof ClientGone || attempt.signal.aborted || signal.aborted) return;
+        status = 'upstream_error';
+        ctx.log.warn({ err: error, model: model.id }, 'upstream stream failed after output began');
+        // Stop the upstream producing (and billing) tokens nobody will read.
+        await iterator.return?.(undefined).catch(() => {});
+        yield { type: 'error', code: 'UPSTREAM_ERROR', message: `The upstream stream failed after output began: ${(error as Error).message}` };
+        return;
+      }
+      if (!usageSent) {
+        const priced = account();
+        yield { type: 'usage', usage: billedUsage(priced.breakdown, priced.charge, reported) };
+      }
+      status = 'ok';
+      yield end ?? { type: 'end', finishReason: 'stop' as FinishReason };
+    } finally {
+      await close(status);
+    }
+  }
+
+  const generator = events();
+  let started = false;
+  // A generator returned before its first `next()` never runs its body (nor its `finally`): the wrapper closes
+  // the call itself then, so a consumer that gives up before iterating still settles the hold.
+  const iterator_: AsyncIterableIterator<CanonicalEvent> = {
+    next: () => {
+      started = true;
+      return generator.next();
+    },
+    return: async (value?: unknown) => {
+      if (!started) await close('client_aborted');
+      started = true;
+      return generator.return(value as undefined);
+    },
+    [Symbol.asyncIterator]: () => iterator_,
+  };
+  return { model, native, [Symbol.asyncIterator]: () => iterator_ };
+}

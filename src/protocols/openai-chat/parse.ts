@@ -1,0 +1,153 @@
+import { ApiError } from '../../platform/errors.ts';
+import type { CatalogueModel } from '../../models/catalogue.ts';
+import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
+import type { ChatRequest } from '../../gateway/chat-plan.ts';
+import { passThroughProblem } from './pass-through.ts';
+
+/**
+ * An OpenAI chat request as a canonical call. The body itself travels as `native`: an OpenAI-compatible
+ * provider receives it as sent (model and cap replaced), so every allow-listed field reaches it; the
+ * canonical fields are what another provider (Anthropic) is built from.
+ */
+
+/**
+ * Content part types whose cost the hold bounds: text and refusals are counted; images are held at the
+ * model's budget; `input_audio` and inline `file_data` are counted as the text of their base64 data, far
+ * more tokens than the audio or document they carry.
+ */
+const HELD_PART_TYPES: ReadonlySet<string> = new Set(['text', 'refusal', 'image_url', 'input_audio', 'file']);
+
+/**
+ * Refuses (400 `UNSUPPORTED_PARAMETER`, `param: "messages"`) a content part whose cost nothing here bounds:
+ * an unknown part type, or a `file` given by `file_id` (an uploaded document of any length, which the
+ * request's own bytes do not show).
+ */
+export function checkContentParts(messages: unknown[]): void {
+  for (const message of messages as any[]) {
+    if (!Array.isArray(message?.content)) continue;
+    for (const part of message.content) {
+      const type = typeof part?.type === 'string' ? part.type : String(part?.type);
+      if (!HELD_PART_TYPES.has(type)) {
+        throw new ApiError('UNSUPPORTED_PARAMETER', `Content parts of type "${type}" are not accepted: the gateway cannot hold for their cost. Use text, image_url, input_audio or file with file_data.`, { details: { param: 'messages' } });
+      }
+      if (type === 'file' && typeof part.file?.file_data !== 'string') {
+        throw new ApiError('UNSUPPORTED_PARAMETER', 'A file content part must carry its data inline (file.file_data): a file_id refers to an upload of any length, whose cost the request does not show.', { details: { param: 'messages' } });
+      }
+    }
+  }
+}
+
+/**
+ * The chat refusal of a model: a field of the body that may not reach its provider (`pass-through.ts`).
+ * Security invariant: a field on no allow-list never reaches an upstream unread (see pass-through.ts).
+ */
+export function chatRefusal(body: ChatRequest): (model: CatalogueModel) => ApiError | null {
+  return (model) => {
+    const problem = passThroughProblem(body, model.provider);
+    return problem ? new ApiError('UNSUPPORTED_PARAMETER', problem.message, { details: { param: problem.field } }) : null;
+  };
+}
+
+/** Text of an OpenAI content value (a string or text parts). */
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((part: any) => (part?.type === 'text' ? String(part.text ?? '') : '')).join('');
+  return '';
+}
+
+/** User content as canonical parts: text and images (audio and files reach only OpenAI-compatible upstreams, natively). */
+function partsOf(content: unknown): CanonicalPart[] {
+  if (typeof content === 'string') return content ? [{ type: 'text', text: content }] : [];
+  if (!Array.isArray(content)) return [];
+  return content.flatMap((part: any): CanonicalPart[] => {
+    if (part?.type === 'text') return [{ type: 'text', text: String(part.text ?? '') }];
+    if (part?.type === 'image_url') {
+      const url: string = typeof part.image_url === 'string' ? part.image_url : String(part.image_url?.url ?? '');
+      const detail = part.image_url?.detail;
+      return [{ type: 'image', url, ...(detail === 'auto' || detail === 'low' || detail === 'high' ? { detail } : {}) }];
+    }
+    return [];
+  });
+}
+
+function messagesOf(body: ChatRequest): { system: CanonicalPart[]; messages: CanonicalMessage[] } {
+  const system: CanonicalPart[] = [];
+  const messages: CanonicalMessage[] = [];
+  for (const message of body.messages as any[]) {
+    switch (message?.role) {
+      case 'system':
+      case 'developer':
+        system.push({ type: 'text', text: textOf(message.content) });
+        break;
+      case 'assistant': {
+        const content = partsOf(message.content);
+        const reasoning = message.reasoning ?? message.reasoning_content;
+        if (typeof reasoning === 'string' && reasoning) content.unshift({ type: 'reasoning', text: reasoning });
+        for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
+          content.push({ type: 'tool_call', id: String(call?.id ?? ''), name: String(call?.function?.name ?? ''), arguments: String(call?.function?.arguments ?? '') });
+        }
+        messages.push({ role: 'assistant', content });
+        break;
+      }
+      case 'tool':
+        messages.push({ role: 'tool', content: [{ type: 'tool_result', callId: String(message.tool_call_id ?? ''), content: textOf(message.content) }] });
+        break;
+      default:
+        messages.push({ role: 'user', content: partsOf(message?.content) });
+    }
+  }
+  return { system, messages };
+}
+
+function toolsOf(tools: unknown): CanonicalTool[] {
+  if (!Array.isArray(tools)) return [];
+  return tools.filter((tool: any) => tool?.type === 'function' && tool.function?.name).map((tool: any) => ({
+    name: String(tool.function.name),
+    ...(tool.function.description !== undefined ? { description: String(tool.function.description) } : {}),
+    parameters: tool.function.parameters ?? { type: 'object', properties: {} },
+  }));
+}
+
+function toolChoiceOf(choice: any): CanonicalCall['toolChoice'] {
+  if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
+  if (choice?.type === 'function' && choice.function?.name) return { name: String(choice.function.name) };
+  return undefined;
+}
+
+function responseFormatOf(format: any): CanonicalCall['responseFormat'] {
+  if (format?.type === 'json_object') return { type: 'json_object' };
+  if (format?.type === 'json_schema' && format.json_schema) {
+    return { type: 'json_schema', name: String(format.json_schema.name ?? 'response'), schema: format.json_schema.schema ?? {}, ...(typeof format.json_schema.strict === 'boolean' ? { strict: format.json_schema.strict } : {}) };
+  }
+  return undefined;
+}
+
+/** The canonical call of a validated chat request (its content parts checked: 400 for one nothing bounds). */
+export function parseChat(body: ChatRequest): CanonicalCall {
+  checkContentParts(body.messages);
+  const { system, messages } = messagesOf(body);
+  const call: CanonicalCall = {
+    model: body.model,
+    system,
+    messages,
+    tools: toolsOf(body.tools),
+    maxOutputTokens: body.max_completion_tokens ?? body.max_tokens ?? null,
+    stream: body.stream === true,
+    native: { protocol: 'openai-chat', body },
+  };
+  const choice = toolChoiceOf(body.tool_choice);
+  if (choice) call.toolChoice = choice;
+  if (typeof body.temperature === 'number') call.temperature = body.temperature;
+  if (typeof body.top_p === 'number') call.topP = body.top_p;
+  if (typeof body.top_k === 'number') call.topK = body.top_k;
+  if (typeof body.stop === 'string') call.stop = [body.stop];
+  else if (Array.isArray(body.stop)) call.stop = body.stop.map(String);
+  if (body.metadata && typeof body.metadata === 'object') call.metadata = body.metadata as Record<string, unknown>;
+  const effort = body.reasoning_effort;
+  if (effort === 'minimal' || effort === 'low' || effort === 'medium' || effort === 'high') call.reasoning = { effort };
+  const format = responseFormatOf(body.response_format);
+  if (format) call.responseFormat = format;
+  const prediction = (body.prediction as any)?.content;
+  if (prediction !== undefined) call.prediction = textOf(prediction);
+  return call;
+}

@@ -1,0 +1,259 @@
+import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
+import { ApiError } from '../../platform/errors.ts';
+
+/**
+ * The Responses request as the gateway reads it (`POST /api/v1/responses`), and its translation into the
+ * canonical call. Only function tools are accepted: OpenAI's built-in tools (web search, file search,
+ * code interpreter…) run on OpenAI's side at prices the gateway cannot hold for, and no other provider has them.
+ */
+
+/** One input item as sent (validated here by hand: the union is too wide for the route schema to explain). */
+export type InputItem = Record<string, unknown>;
+
+/** The fields of a Responses request the gateway reads. */
+export interface ResponsesRequest {
+  model: string;
+  input?: string | InputItem[];
+  instructions?: string | null;
+  tools?: Array<Record<string, unknown>>;
+  tool_choice?: unknown;
+  max_output_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  text?: { format?: Record<string, unknown>; [k: string]: unknown } | null;
+  reasoning?: { effort?: string | null; [k: string]: unknown } | null;
+  parallel_tool_calls?: boolean | null;
+  metadata?: Record<string, string> | null;
+  store?: boolean | null;
+  previous_response_id?: string | null;
+  stream?: boolean | null;
+  [field: string]: unknown;
+}
+
+/**
+ * Fields accepted and not acted on: they change neither the answer's cost nor its meaning here
+ * (`include` asks for extra detail, e.g. encrypted reasoning, which is returned whenever the provider has it).
+ */
+const IGNORED_FIELDS: ReadonlySet<string> = new Set([
+  'user', 'safety_identifier', 'prompt_cache_key', 'prompt_cache_retention', 'include', 'service_tier', 'stream_options', 'truncation', 'top_logprobs',
+]);
+
+/** Fields the gateway reads (see {@link ResponsesRequest}). */
+const READ_FIELDS: ReadonlySet<string> = new Set([
+  'model', 'input', 'instructions', 'tools', 'tool_choice', 'max_output_tokens', 'temperature', 'top_p', 'text', 'reasoning',
+  'parallel_tool_calls', 'metadata', 'store', 'previous_response_id', 'stream',
+]);
+
+/** Why a known field is refused, by name. */
+const REFUSED_FIELDS: Record<string, string> = {
+  background: 'background responses are not supported; call without `background` and keep the connection open (or stream)',
+  conversation: 'conversations are not supported; continue with `previous_response_id` and `store: true`',
+  prompt: 'stored prompt templates are not supported; send the text as `instructions` and `input`',
+  max_tool_calls: 'only function tools are supported, and the client runs them: limit the calls in the client',
+};
+
+const unsupported = (param: string, message: string) => new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param } });
+const invalid = (param: string, message: string) => new ApiError('INVALID_REQUEST', message, { details: { param } });
+
+/** Refuses fields the gateway does not implement, naming each (400 UNSUPPORTED_PARAMETER, never silently dropped). */
+export function checkFields(body: ResponsesRequest): void {
+  for (const [field, value] of Object.entries(body)) {
+    if (value === undefined || value === null || READ_FIELDS.has(field) || IGNORED_FIELDS.has(field)) continue;
+    if (field === 'background' && value === false) continue;
+    const why = REFUSED_FIELDS[field];
+    throw unsupported(field, why ? `"${field}" is not supported: ${why}.` : `The field "${field}" is not supported by Tollgate's Responses API.`);
+  }
+}
+
+/** Function tools into canonical tools; any other tool type is refused by name. */
+export function parseTools(tools: Array<Record<string, unknown>> | undefined): CanonicalTool[] {
+  const builtIn = (tools ?? []).filter((tool) => tool.type !== 'function').map((tool) => String(tool.type));
+  if (builtIn.length > 0) {
+    throw unsupported('tools', `Built-in tools are not supported (${[...new Set(builtIn)].join(', ')}): only tools of type "function" are, which the client runs.`);
+  }
+  return (tools ?? []).map((tool, i) => {
+    if (typeof tool.name !== 'string' || tool.name === '') throw invalid(`tools[${i}].name`, `tools[${i}] needs a name.`);
+    const parameters = tool.parameters && typeof tool.parameters === 'object' ? (tool.parameters as Record<string, unknown>) : { type: 'object', properties: {} };
+    return { name: tool.name, ...(typeof tool.description === 'string' ? { description: tool.description } : {}), parameters };
+  });
+}
+
+/** `tool_choice`: `auto`, `none`, `required` or `{ type: "function", name }`. */
+export function parseToolChoice(choice: unknown, tools: CanonicalTool[]): CanonicalCall['toolChoice'] {
+  if (choice === undefined || choice === null) return undefined;
+  if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
+  const object = choice as Record<string, unknown>;
+  if (object && typeof object === 'object' && object.type === 'function' && typeof object.name === 'string') {
+    if (!tools.some((tool) => tool.name === object.name)) throw invalid('tool_choice', `tool_choice names "${object.name}", which is not among the tools.`);
+    return { name: object.name };
+  }
+  throw unsupported('tool_choice', 'tool_choice must be "auto", "none", "required" or { "type": "function", "name": … }: only function tools are supported.');
+}
+
+/** `text.format` into the canonical JSON output request (`text` alone is the default). */
+export function parseTextFormat(text: ResponsesRequest['text']): CanonicalCall['responseFormat'] {
+  const format = text?.format;
+  if (!format || format.type === 'text') return undefined;
+  if (format.type === 'json_object') return { type: 'json_object' };
+  if (format.type === 'json_schema') {
+    if (typeof format.name !== 'string' || !format.schema || typeof format.schema !== 'object') {
+      throw invalid('text.format', 'A json_schema format needs a name and a schema.');
+    }
+    return { type: 'json_schema', name: format.name, schema: format.schema as Record<string, unknown>, ...(typeof format.strict === 'boolean' ? { strict: format.strict } : {}) };
+  }
+  throw unsupported('text.format', `text.format.type must be "text", "json_object" or "json_schema", not "${String(format.type)}".`);
+}
+
+/** `reasoning.effort`: OpenAI's `none` asks for none; `xhigh` is the highest the canonical call knows. */
+export function parseReasoning(reasoning: ResponsesRequest['reasoning']): CanonicalCall['reasoning'] {
+  const effort = reasoning?.effort;
+  if (effort === undefined || effort === null || effort === 'none') return undefined;
+  if (effort === 'minimal' || effort === 'low' || effort === 'medium' || effort === 'high') return { effort };
+  if (effort === 'xhigh') return { effort: 'high' };
+  throw invalid('reasoning.effort', `reasoning.effort must be one of none, minimal, low, medium, high, xhigh, not "${String(effort)}".`);
+}
+
+/** The text of an `output`/`content` given as a string or as text parts. */
+function textOf(value: unknown, param: string): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) {
+    return value.map((part: any, i) => {
+      if (typeof part?.text === 'string') return part.text;
+      throw unsupported(`${param}[${i}]`, `Only text parts are accepted here, not "${String(part?.type)}".`);
+    }).join('');
+  }
+  throw invalid(param, 'Expected a string or an array of text parts.');
+}
+
+/** One content part of a message item into a canonical part. */
+function contentPart(part: any, param: string): CanonicalPart {
+  switch (part?.type) {
+    case 'input_text':
+    case 'output_text':
+    case 'text':
+      if (typeof part.text !== 'string') throw invalid(`${param}.text`, 'A text part needs its text.');
+      return { type: 'text', text: part.text };
+    case 'refusal':
+      return { type: 'text', text: String(part.refusal ?? '') };
+    case 'input_image': {
+      if (typeof part.image_url !== 'string' || part.image_url === '') {
+        throw unsupported(param, 'An input_image must carry an image_url (an https: or data: URL): uploaded files (file_id) are not supported.');
+      }
+      const detail = part.detail === 'low' || part.detail === 'high' || part.detail === 'auto' ? part.detail : undefined;
+      return { type: 'image', url: part.image_url, ...(detail ? { detail } : {}) };
+    }
+    default:
+      throw unsupported(param, `Content parts of type "${String(part?.type)}" are not supported: use input_text, input_image (with image_url) or output_text.`);
+  }
+}
+
+/** A message item's content (a string or parts) as canonical parts. */
+function messageParts(content: unknown, param: string): CanonicalPart[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  if (Array.isArray(content)) return content.map((part, j) => contentPart(part, `${param}.content[${j}]`));
+  throw invalid(`${param}.content`, 'A message needs its content: a string or an array of parts.');
+}
+
+/** Resolves `item_reference` items (their ids name a stored response), or null when the id is unknown to the caller. */
+export type ItemResolver = (id: string) => InputItem | null;
+
+/**
+ * The conversation as canonical system parts and messages. Consecutive assistant items (text, reasoning,
+ * function calls) form one assistant turn, as chat and Anthropic want them; each function_call_output is a
+ * tool message; system and developer messages join the system instructions, in order.
+ */
+export function parseInput(items: InputItem[], resolve: ItemResolver): { system: CanonicalPart[]; messages: CanonicalMessage[] } {
+  const system: CanonicalPart[] = [];
+  const messages: CanonicalMessage[] = [];
+  const push = (role: CanonicalMessage['role'], parts: CanonicalPart[]) => {
+    const last = messages.at(-1);
+    if (role === 'assistant' && last?.role === 'assistant') last.content.push(...parts);
+    else messages.push({ role, content: parts });
+  };
+  items.forEach((raw, i) => {
+    const param = `input[${i}]`;
+    let item = raw;
+    if (item?.type === 'item_reference') {
+      const found = typeof item.id === 'string' ? resolve(item.id) : null;
+      if (!found) {
+        throw invalid(param, `The item_reference "${String(item.id)}" names no stored item of yours: responses are kept only with \`store: true\` (the Vercel AI SDK sends references unless providerOptions.openai.store is false).`);
+      }
+      item = found;
+    }
+    const type = item?.type ?? (typeof item?.role === 'string' ? 'message' : undefined);
+    switch (type) {
+      case 'message': {
+        const role = item.role;
+        const parts = messageParts(item.content, param);
+        if (role === 'system' || role === 'developer') {
+          if (parts.some((part) => part.type !== 'text')) throw unsupported(`${param}.content`, 'System and developer messages take text only.');
+          system.push(...parts);
+        } else if (role === 'user' || role === 'assistant') {
+          push(role, parts);
+        } else {
+          throw invalid(`${param}.role`, `A message's role must be user, assistant, system or developer, not "${String(role)}".`);
+        }
+        return;
+      }
+      case 'function_call':
+        if (typeof item.call_id !== 'string' || typeof item.name !== 'string' || typeof item.arguments !== 'string') {
+          throw invalid(param, 'A function_call item needs call_id, name and arguments (a JSON text).');
+        }
+        push('assistant', [{ type: 'tool_call', id: item.call_id, name: item.name, arguments: item.arguments }]);
+        return;
+      case 'function_call_output':
+        if (typeof item.call_id !== 'string') throw invalid(`${param}.call_id`, 'A function_call_output item needs the call_id it answers.');
+        push('tool', [{ type: 'tool_result', callId: item.call_id, content: textOf(item.output, `${param}.output`) }]);
+        return;
+      case 'reasoning': {
+        // The full reasoning text when the item has it, else its summary.
+        const texts = Array.isArray(item.content) ? item.content : Array.isArray(item.summary) ? item.summary : [];
+        const text = texts.map((part: any) => (typeof part?.text === 'string' ? part.text : '')).join('');
+        const signature = typeof item.encrypted_content === 'string' ? item.encrypted_content : undefined;
+        // An empty, unsigned reasoning item carries nothing an upstream could use (Anthropic refuses empty thinking).
+        if (text !== '' || signature) push('assistant', [{ type: 'reasoning', text, ...(signature ? { signature } : {}) }]);
+        return;
+      }
+      default:
+        throw unsupported(param, `Input items of type "${String(type)}" are not supported: use message, function_call, function_call_output, reasoning or item_reference.`);
+    }
+  });
+  return { system, messages };
+}
+
+/** The request's own input as items: a string is one user message. */
+export function inputItems(input: ResponsesRequest['input']): InputItem[] {
+  if (input === undefined) return [];
+  return typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : input;
+}
+
+/**
+ * The canonical call of a request continuing `history` (the stored conversation of `previous_response_id`,
+ * empty otherwise). `instructions` are not carried over from the previous response, as OpenAI does.
+ */
+export function toCanonicalCall(body: ResponsesRequest, history: InputItem[], resolve: ItemResolver): CanonicalCall {
+  checkFields(body);
+  const items = [...history, ...inputItems(body.input)];
+  if (items.length === 0) throw invalid('input', 'The request needs an input (a string or items), or a previous_response_id to continue.');
+  const { system, messages } = parseInput(items, resolve);
+  if (messages.length === 0) throw invalid('input', 'The input has no user or assistant message to answer.');
+  const instructions = typeof body.instructions === 'string' && body.instructions !== '' ? [{ type: 'text', text: body.instructions } as CanonicalPart] : [];
+  const tools = parseTools(body.tools);
+  const call: CanonicalCall = {
+    model: body.model,
+    system: [...instructions, ...system],
+    messages,
+    tools,
+    maxOutputTokens: body.max_output_tokens ?? null,
+    stream: body.stream === true,
+  };
+  const toolChoice = parseToolChoice(body.tool_choice, tools);
+  if (toolChoice) call.toolChoice = toolChoice;
+  if (typeof body.temperature === 'number') call.temperature = body.temperature;
+  if (typeof body.top_p === 'number') call.topP = body.top_p;
+  const reasoning = parseReasoning(body.reasoning);
+  if (reasoning) call.reasoning = reasoning;
+  const responseFormat = parseTextFormat(body.text);
+  if (responseFormat) call.responseFormat = responseFormat;
+  return call;
+}

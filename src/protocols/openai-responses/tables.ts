@@ -1,0 +1,50 @@
+import type { Kysely, Migration } from 'kysely';
+
+/**
+ * A response kept because its request said `store: true`: whose it is (user and app), the conversation it
+ * answered (input items, the previous response's included, so continuing from it is one read) and the
+ * Response object it returned. Rows expire after `RESPONSES_RETENTION_DAYS` (job `expire-responses`).
+ */
+export interface StoredResponsesTable {
+  /** `resp_…`, the id the client holds. */
+  id: string;
+  user_id: string;
+  /** The OAuth app acting for the user (the token's, or the one that created the key); null for the user's own keys. */
+  app_id: string | null;
+  model: string;
+  /** JSON: every input item of the conversation up to this response (previous turns included). */
+  input_items: string;
+  /** JSON: the Response object as returned (its `output` items continue the conversation). */
+  response: string;
+  /** Bytes of the two JSON texts, bounded by `RESPONSES_STORE_MAX_BYTES`. */
+  size: number;
+  created_at: number;
+  expires_at: number;
+}
+
+/** The tables of this feature, composed into `src/tables.ts`. */
+export interface ResponsesTables {
+  stored_responses: StoredResponsesTable;
+}
+
+/** Migrations in this feature's range (1640–1649). */
+export const responsesMigrations: Record<string, Migration> = {
+  '1640_stored_responses': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('stored_responses')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('app_id', 'text')
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('input_items', 'text', (c) => c.notNull())
+        .addColumn('response', 'text', (c) => c.notNull())
+        .addColumn('size', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      // The expiry job deletes the oldest first.
+      await db.schema.createIndex('stored_responses_expiry').on('stored_responses').column('expires_at').execute();
+    },
+  },
+};

@@ -1,0 +1,148 @@
+import type { Config } from '../../platform/config.ts';
+import { joinUrl, readJson, readSse, upstreamFetch } from '../http.ts';
+import { UpstreamError, type BinaryResponse, type CallOptions, type ChatBody, type ChatChunk, type ChatCompletion, type ProviderAdapter, type UpstreamModel } from '../types.ts';
+import type { CanonicalEvent } from '../../gateway/canonical.ts';
+import { fromOpenAiCompletion, OpenAiStreamReader, toOpenAiChatBody } from './wire.ts';
+
+/**
+ * The OpenAI-compatible providers the configuration names: `openai`, `openrouter` (with its attribution
+ * headers), and each entry of `providers` in the config file. Each exists even without an API key (a local
+ * vLLM or Ollama needs none), so a base URL alone is enough to use it.
+ */
+export function openAiCompatibleProviders(config: Config): ProviderAdapter[] {
+  return [
+    openAiCompatibleAdapter({ name: 'openai', baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY }),
+    openAiCompatibleAdapter({
+      name: 'openrouter', baseUrl: config.OPENROUTER_BASE_URL, apiKey: config.OPENROUTER_API_KEY,
+      headers: { 'HTTP-Referer': config.PUBLIC_BASE_URL, 'X-Title': 'Tollgate' },
+    }),
+    ...config.providers.map((provider) => openAiCompatibleAdapter({ name: provider.name, baseUrl: provider.baseUrl, apiKey: provider.apiKey })),
+  ];
+}
+
+/** Where an OpenAI-compatible upstream lives and how to authenticate to it. */
+export interface OpenAiCompatibleOptions {
+  name: string;
+  baseUrl: string;
+  apiKey?: string;
+  /** Extra headers on every call (OpenRouter's `HTTP-Referer`/`X-Title`). */
+  headers?: Record<string, string>;
+}
+
+/**
+ * Any upstream that speaks the OpenAI API (OpenAI, OpenRouter, Groq, Together, vLLM, Ollama…). It speaks
+ * OpenAI chat natively: a chat's body passes through untouched (whatever allow-listed OpenAI field the client
+ * sent reaches the provider as sent), except `model` and the output cap, which the gateway has decided. A
+ * call from another protocol is built from its canonical fields (`wire.ts`).
+ */
+export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): ProviderAdapter {
+  const headers = (json: boolean): Record<string, string> => ({
+    ...(json ? { 'content-type': 'application/json' } : {}),
+    ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+    ...options.headers,
+  });
+  const post = (path: string, body: unknown, call: CallOptions) =>
+    upstreamFetch(joinUrl(options.baseUrl, path), { method: 'POST', headers: headers(true), body: JSON.stringify(body), signal: call.signal });
+
+  /** A non-streaming chat completion, as the upstream sent it. */
+  async function chatCompletion(body: ChatBody, call: CallOptions): Promise<ChatCompletion> {
+    const completion = await readJson(await post('/chat/completions', { ...body, stream: false }, call));
+    if (!Array.isArray(completion?.choices)) throw new UpstreamError(502, 'The upstream provider answered a chat completion without choices.');
+    return completion;
+  }
+
+  /** A streaming chat completion: resolves once the upstream accepted it, then yields its chunks. */
+  async function chatStream(body: ChatBody, call: CallOptions): Promise<AsyncIterable<ChatChunk>> {
+    const response = await post('/chat/completions', { ...body, stream: true }, call);
+    return (async function* () {
+      let finished = false;
+      for await (const event of readSse(response.body, call.signal)) {
+        if (event.data === '[DONE]') return;
+        let parsed: any;
+        try {
+          parsed = JSON.parse(event.data);
+        } catch {
+          throw new UpstreamError(502, 'The upstream stream carried a frame that is not JSON.');
+        }
+        // Some providers report a failure inside an open stream as a data frame with an error object.
+        if (event.event === 'error' || (parsed?.error && !parsed.choices)) {
+          throw new UpstreamError(502, `The upstream stream failed: ${parsed?.error?.message ?? 'unknown error'}.`);
+        }
+        if (parsed?.choices?.some?.((choice: any) => choice?.finish_reason)) finished = true;
+        yield parsed as ChatChunk;
+      }
+      // A clean end without `[DONE]` is accepted once a choice finished (some local servers omit it).
+      if (!finished) throw new UpstreamError(502, 'The upstream stream ended before it was complete.');
+    })();
+  }
+
+  const adapter: ProviderAdapter = {
+    name: options.name,
+    speaks: ['openai-chat'],
+
+    async complete(canonical, call) {
+      const native = canonical.native?.protocol === 'openai-chat';
+      return fromOpenAiCompletion(await chatCompletion(toOpenAiChatBody(canonical, options.name, false), call), native);
+    },
+
+    async stream(canonical, call): Promise<AsyncIterable<CanonicalEvent>> {
+      const chunks = await chatStream(toOpenAiChatBody(canonical, options.name, true), call);
+      const reader = new OpenAiStreamReader(canonical.native?.protocol === 'openai-chat');
+      return (async function* () {
+        for await (const chunk of chunks) yield* reader.events(chunk);
+        yield { type: 'end', finishReason: reader.finish ?? 'stop' } satisfies CanonicalEvent;
+      })();
+    },
+
+    async embeddings(body, call) {
+      return readJson(await post('/embeddings', body, call));
+    },
+
+    async images(body, call) {
+      return readJson(await post('/images/generations', body, call));
+    },
+
+    async speech(body, call): Promise<BinaryResponse> {
+      const response = await post('/audio/speech', body, call);
+      return { contentType: response.header('content-type') ?? 'application/octet-stream', body: response.body };
+    },
+
+    async transcription(form, call) {
+      const response = await upstreamFetch(joinUrl(options.baseUrl, '/audio/transcriptions'), { method: 'POST', headers: headers(false), body: form, signal: call.signal });
+      const type = response.header('content-type') ?? '';
+      // `response_format: text|srt|vtt` answers plain text; it is wrapped so the gateway can meter it alike.
+      return type.includes('json') ? readJson(response) : { text: await response.text(), contentType: type };
+    },
+
+    async realtimeSession(body, call) {
+      return readJson(await post('/realtime/sessions', body, call));
+    },
+
+    async listModels(call): Promise<UpstreamModel[]> {
+      const response = await upstreamFetch(joinUrl(options.baseUrl, '/models'), { headers: headers(false), signal: call.signal });
+      const list = await readJson(response);
+      return (Array.isArray(list?.data) ? list.data : []).filter((m: any) => typeof m?.id === 'string').map(upstreamModelFromList);
+    },
+  };
+  return adapter;
+}
+
+/** Reads one entry of an OpenAI-style `/models` list; OpenRouter's entries add name, context, modalities and USD prices. */
+function upstreamModelFromList(entry: any): UpstreamModel {
+  const price = (value: unknown) => (typeof value === 'string' || typeof value === 'number' ? String(value) : undefined);
+  return {
+    id: entry.id,
+    name: typeof entry.name === 'string' ? entry.name : undefined,
+    contextLength: Number.isInteger(entry.context_length) ? entry.context_length : undefined,
+    maxOutputTokens: Number.isInteger(entry.top_provider?.max_completion_tokens) ? entry.top_provider.max_completion_tokens : undefined,
+    inputModalities: Array.isArray(entry.architecture?.input_modalities) ? entry.architecture.input_modalities : undefined,
+    outputModalities: Array.isArray(entry.architecture?.output_modalities) ? entry.architecture.output_modalities : undefined,
+    usdPricing: entry.pricing
+      ? {
+          prompt: price(entry.pricing.prompt), completion: price(entry.pricing.completion), request: price(entry.pricing.request), image: price(entry.pricing.image),
+          cacheRead: price(entry.pricing.input_cache_read), cacheWrite: price(entry.pricing.input_cache_write), reasoning: price(entry.pricing.internal_reasoning),
+          audioInput: price(entry.pricing.audio), audioOutput: price(entry.pricing.audio_output), webSearch: price(entry.pricing.web_search),
+        }
+      : undefined,
+  };
+}

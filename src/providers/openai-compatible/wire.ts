@@ -1,0 +1,214 @@
+import type { CanonicalCall, CanonicalEvent, CanonicalPart, CanonicalResult, CanonicalUsage, FinishReason } from '../../gateway/canonical.ts';
+import { UpstreamError, type ChatBody, type ChatChunk, type ChatCompletion, type ProviderCall } from '../types.ts';
+
+/**
+ * Canonical calls ⇄ OpenAI chat completions. A call that arrived as OpenAI chat (`native`) is sent as the
+ * client's own body; any other is built from its canonical fields.
+ */
+
+const objectOr = (value: unknown): Record<string, any> => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, any>) : {});
+
+/** Text parts joined; what OpenAI's `content` string holds. */
+function textOf(parts: CanonicalPart[]): string {
+  return parts.map((part) => (part.type === 'text' ? part.text : '')).join('');
+}
+
+/** User content: a plain string when it is only text (the common case, and the cheapest to count), else parts. */
+function userContent(parts: CanonicalPart[]): string | unknown[] {
+  if (parts.every((part) => part.type === 'text')) return textOf(parts);
+  return parts.flatMap((part): unknown[] => {
+    if (part.type === 'text') return [{ type: 'text', text: part.text }];
+    if (part.type === 'image') return [{ type: 'image_url', image_url: { url: part.url, ...(part.detail ? { detail: part.detail } : {}) } }];
+    return [];
+  });
+}
+
+/**
+ * The OpenAI chat messages of a canonical call: system parts as one system message, tool results as `tool`
+ * messages, tool calls as an assistant's `tool_calls`. Reasoning parts have no OpenAI chat input and are left out.
+ */
+export function toOpenAiMessages(call: Pick<CanonicalCall, 'system' | 'messages'>): Array<Record<string, unknown>> {
+  const messages: Array<Record<string, unknown>> = [];
+  const system = textOf(call.system);
+  if (call.system.length) messages.push({ role: 'system', content: system });
+  for (const message of call.messages) {
+    const results = message.content.filter((part) => part.type === 'tool_result');
+    for (const result of results) messages.push({ role: 'tool', tool_call_id: result.callId, content: result.content });
+    const rest = message.content.filter((part) => part.type !== 'tool_result' && part.type !== 'reasoning');
+    if (message.role === 'assistant') {
+      const calls = rest.filter((part) => part.type === 'tool_call');
+      const text = textOf(rest);
+      if (!text && !calls.length) continue;
+      messages.push({
+        role: 'assistant',
+        content: text || (calls.length ? null : ''),
+        ...(calls.length ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+      });
+    } else if (rest.length || !results.length) {
+      messages.push({ role: 'user', content: userContent(rest) });
+    }
+  }
+  return messages;
+}
+
+/** The OpenAI chat fields of a canonical call that count as prompt (tools and response format are sent as text). */
+export function toOpenAiPromptFields(call: CanonicalCall): { messages: unknown[]; tools?: unknown; response_format?: unknown } {
+  if (call.native?.protocol === 'openai-chat') return call.native.body as { messages: unknown[] };
+  return {
+    messages: toOpenAiMessages(call),
+    ...(call.tools.length ? { tools: toOpenAiTools(call) } : {}),
+    ...(call.responseFormat ? { response_format: toOpenAiResponseFormat(call) } : {}),
+  };
+}
+
+function toOpenAiTools(call: CanonicalCall): unknown[] {
+  return call.tools.map((tool) => ({ type: 'function', function: { name: tool.name, ...(tool.description !== undefined ? { description: tool.description } : {}), parameters: tool.parameters } }));
+}
+
+function toOpenAiResponseFormat(call: CanonicalCall): unknown {
+  const format = call.responseFormat!;
+  return format.type === 'json_object' ? { type: 'json_object' } : { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, ...(format.strict !== undefined ? { strict: format.strict } : {}) } };
+}
+
+/**
+ * The request body for one upstream. Invariant: the output cap sent is `call.maxOutputTokens`, the one the
+ * hold was computed with. A native body keeps the client's own cap field name; otherwise OpenAI gets
+ * `max_completion_tokens` (its reasoning models refuse `max_tokens`) and every other provider `max_tokens`.
+ * A stream always asks for usage: it is what the call is billed on.
+ */
+export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: boolean): ChatBody {
+  let body: ChatBody;
+  if (call.native?.protocol === 'openai-chat') {
+    body = { ...(call.native.body as ChatBody), model: call.model };
+  } else {
+    body = { model: call.model, messages: toOpenAiMessages(call) };
+    if (call.tools.length) body.tools = toOpenAiTools(call);
+    if (call.toolChoice !== undefined) body.tool_choice = typeof call.toolChoice === 'string' ? call.toolChoice : { type: 'function', function: { name: call.toolChoice.name } };
+    if (call.temperature !== undefined) body.temperature = call.temperature;
+    if (call.topP !== undefined) body.top_p = call.topP;
+    if (call.stop?.length) body.stop = call.stop;
+    if (call.reasoning?.effort) body.reasoning_effort = call.reasoning.effort;
+    if (call.responseFormat) body.response_format = toOpenAiResponseFormat(call);
+    if (call.prediction !== undefined) body.prediction = { type: 'content', content: call.prediction };
+    // No `metadata`: OpenAI refuses it unless `store` is on ("The 'metadata' parameter is only allowed when
+    // 'store' is enabled"), and storing another protocol's conversation upstream is not the client's ask.
+  }
+  const field = body.max_completion_tokens !== undefined || (body.max_tokens === undefined && provider === 'openai') ? 'max_completion_tokens' : 'max_tokens';
+  delete body.max_tokens;
+  delete body.max_completion_tokens;
+  body[field] = call.maxOutputTokens;
+  if (stream) {
+    body.stream = true;
+    body.stream_options = { ...objectOr(body.stream_options), include_usage: true };
+  } else {
+    delete body.stream;
+    delete body.stream_options;
+  }
+  return body;
+}
+
+const FINISH: Record<string, FinishReason> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', function_call: 'tool_calls', content_filter: 'content_filter' };
+
+/** OpenAI's finish reason in canonical terms (an unknown one is a plain stop). */
+export function finishOf(reason: unknown): FinishReason {
+  return FINISH[String(reason)] ?? 'stop';
+}
+
+/** A number as reported, NaN when it is none (the gateway sanitizes every count before pricing it). */
+const count = (value: unknown): number => (typeof value === 'number' ? value : Number.NaN);
+
+/** OpenAI usage in canonical terms, the report kept as sent (`reported`) for the gateway's sanitizer. */
+export function canonicalUsageOfOpenAi(usage: unknown): CanonicalUsage {
+  const u = objectOr(usage);
+  const prompt = objectOr(u.prompt_tokens_details);
+  const completion = objectOr(u.completion_tokens_details);
+  const optional = (value: unknown) => (typeof value === 'number' ? value : undefined);
+  return {
+    inputTokens: count(u.prompt_tokens),
+    outputTokens: count(u.completion_tokens),
+    cacheReadTokens: optional(prompt.cached_tokens ?? u.prompt_cache_hit_tokens),
+    cacheWriteTokens: optional(prompt.cache_write_tokens),
+    reasoningTokens: optional(completion.reasoning_tokens),
+    audioInputTokens: optional(prompt.audio_tokens),
+    audioOutputTokens: optional(completion.audio_tokens),
+    webSearches: optional(objectOr(u.server_tool_use).web_search_requests),
+    reported: u,
+  };
+}
+
+/** A chat completion as a canonical result; `native` keeps the upstream's own answer when the call was OpenAI chat. */
+export function fromOpenAiCompletion(completion: ChatCompletion, native: boolean): CanonicalResult {
+  const choice = completion.choices[0];
+  const others = completion.choices.slice(1).map((other) => partsOfMessage(objectOr(other?.message)));
+  return {
+    id: String(completion.id ?? 'chatcmpl'),
+    model: String(completion.model ?? ''),
+    created: typeof completion.created === 'number' ? completion.created : Math.floor(Date.now() / 1000),
+    content: partsOfMessage(objectOr(choice?.message)),
+    ...(others.length ? { otherChoices: others } : {}),
+    finishReason: finishOf(choice?.finish_reason),
+    usage: completion.usage ? canonicalUsageOfOpenAi(completion.usage) : { inputTokens: Number.NaN, outputTokens: Number.NaN },
+    ...(native ? { native: { protocol: 'openai-chat' as const, body: completion } } : {}),
+  };
+}
+
+/** An assistant message's output as canonical parts: reasoning (OpenRouter's, DeepSeek's), text, tool calls. */
+function partsOfMessage(message: Record<string, any>): CanonicalPart[] {
+  const content: CanonicalPart[] = [];
+  const reasoning = message.reasoning ?? message.reasoning_content;
+  if (typeof reasoning === 'string' && reasoning) content.push({ type: 'reasoning', text: reasoning });
+  if (typeof message.content === 'string' && message.content) content.push({ type: 'text', text: message.content });
+  for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
+    content.push({ type: 'tool_call', id: String(call?.id ?? ''), name: String(call?.function?.name ?? ''), arguments: String(call?.function?.arguments ?? '') });
+  }
+  return content;
+}
+
+/**
+ * Follows an OpenAI chat stream chunk by chunk. In native mode every chunk comes out as exactly one event
+ * carrying the chunk as its `native` frame (a chunk with nothing canonical in it is an empty text delta), so an
+ * OpenAI chat client gets the upstream's frames relayed one for one; a chunk with usage comes out as the
+ * `usage` event carrying the frame. The `end` event is the caller's, once the stream is done.
+ */
+export class OpenAiStreamReader {
+  finish: FinishReason | null = null;
+  #started = false;
+  readonly #native: boolean;
+
+  constructor(native: boolean) {
+    this.#native = native;
+  }
+
+  events(chunk: ChatChunk): CanonicalEvent[] {
+    const events: CanonicalEvent[] = [];
+    if (!this.#started) {
+      this.#started = true;
+      events.push({ type: 'start', id: String(chunk.id ?? 'chatcmpl'), model: String(chunk.model ?? ''), created: typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000) });
+    }
+    const content: CanonicalEvent[] = [];
+    for (const choice of chunk.choices ?? []) {
+      const number = typeof choice?.index === 'number' ? choice.index : 0;
+      if (choice?.finish_reason && number === 0) this.finish = finishOf(choice.finish_reason);
+      const delta = choice?.delta as Record<string, any> | undefined;
+      // Other choices (`n` > 1) exist only in a native chat, whose renderer relays the frames: they are kept
+      // (tagged `choice`) so the call is billed for them when the upstream reports no usage.
+      if (!delta || (number !== 0 && !this.#native)) continue;
+      const tag = number !== 0 ? { choice: number } : {};
+      const reasoning = delta.reasoning ?? delta.reasoning_content;
+      if (typeof reasoning === 'string' && reasoning) content.push({ type: 'reasoning', delta: reasoning, ...tag });
+      if (typeof delta.content === 'string' && delta.content) content.push({ type: 'text', delta: delta.content, ...tag });
+      for (const call of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
+        const index = typeof call?.index === 'number' ? call.index : 0;
+        if (call?.id || call?.function?.name) content.push({ type: 'tool_call_start', index, id: String(call.id ?? ''), name: String(call.function?.name ?? ''), ...tag });
+        if (call?.function?.arguments) content.push({ type: 'tool_call_delta', index, arguments: String(call.function.arguments), ...tag });
+      }
+    }
+    if (chunk.usage) content.push({ type: 'usage', usage: canonicalUsageOfOpenAi(chunk.usage) });
+    if (!this.#native) return [...events, ...content];
+    // One frame, one event: the usage event when there is one (its renderer replaces the usage), else the last.
+    const frame = { protocol: 'openai-chat' as const, frame: chunk };
+    if (content.length === 0) content.push({ type: 'text', delta: '' });
+    content.at(-1)!.native = frame;
+    return [...events, ...content];
+  }
+}

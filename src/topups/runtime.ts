@@ -1,0 +1,17 @@
+import type Stripe from 'stripe';
+import type { AppContext } from '../platform/context.ts';
+import type { TopupSettings } from './settings.ts';
+
+/** What the top-up observers hear: amounts in micro-credits. */
+export type TopupEvent = { type: 'topup_succeeded' | 'topup_failed'; userId: string; topupId: string; credits: number; reason?: string };
+
+/** A listener of {@link TopupEvent}s. */
+export type TopupObserver = (event: TopupEvent) => void;
+
+/** What the top-up code shares: the context, the settings, the Stripe client (null when off), the observers. */
+export interface TopupRuntime {
+  ctx: AppContext;
+  settings: TopupSettings;
+  stripe: Stripe | null;
+  notify(event: TopupEvent): void;
+}

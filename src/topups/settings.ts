@@ -1,0 +1,79 @@
+import Stripe from 'stripe';
+import type { Config } from '../platform/config.ts';
+import { ApiError, errors } from '../platform/errors.ts';
+
+/** Micro-credits per credit, times the minor units (cents) per unit of currency. */
+const MICROS_PER_CREDIT_PER_MINOR = 1_000_000 / 100;
+
+/** How top-ups are sold, read once from the configuration. Amounts are in whole units of `currency`. */
+export interface TopupSettings {
+  enabled: boolean;
+  currency: string;
+  amounts: number[];
+  minAmount: number;
+  maxAmount: number;
+  creditsPerUnit: number;
+  /** Micro-credits below which the dashboard warns. */
+  lowBalance: number;
+}
+
+/** Reads the top-up settings; top-ups are on only with both Stripe secrets. */
+export function topupSettings(config: Config): TopupSettings {
+  return {
+    enabled: Boolean(config.STRIPE_SECRET_KEY && config.STRIPE_WEBHOOK_SECRET),
+    currency: config.TOPUP_CURRENCY,
+    amounts: config.TOPUP_AMOUNTS.split(' ').map(Number),
+    minAmount: config.TOPUP_MIN_AMOUNT,
+    maxAmount: config.TOPUP_MAX_AMOUNT,
+    creditsPerUnit: config.TOPUP_CREDITS_PER_UNIT,
+    lowBalance: Math.round(config.LOW_BALANCE_CREDITS * 1_000_000),
+  };
+}
+
+/** What the operator must set; the page and the refusals say it. */
+export const HOW_TO_ENABLE =
+  'Top-ups are off on this Tollgate: the operator enables them by setting STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET (see the README, "Top-ups").';
+
+/** The refusal (403) of a top-up route while Stripe is not configured: a state of the deployment, not a fault. */
+export function topupsDisabled(): ApiError {
+  return new ApiError('TOPUPS_DISABLED', HOW_TO_ENABLE);
+}
+
+/**
+ * Checks a requested amount (whole or with cents) against the offered amounts and the custom bounds, and
+ * prices it: the minor units Stripe charges and the micro-credits bought, both exact integers.
+ */
+export function priceOf(settings: TopupSettings, amount: number): { amountMinor: number; credits: number } {
+  const amountMinor = Math.round(amount * 100);
+  const bounds = { amounts: settings.amounts, minAmount: settings.minAmount, maxAmount: settings.maxAmount, currency: settings.currency };
+  if (!Number.isFinite(amount) || Math.abs(amountMinor - amount * 100) > 1e-6) {
+    throw errors.invalid('The amount must be a number of currency units with at most 2 decimals.', bounds);
+  }
+  if (!settings.amounts.includes(amount) && (amount < settings.minAmount || amount > settings.maxAmount)) {
+    const range = `between ${settings.minAmount} and ${settings.maxAmount} ${settings.currency.toUpperCase()}`;
+    throw errors.invalid(`The amount must be one of ${settings.amounts.join(', ')} or ${range}.`, bounds);
+  }
+  return { amountMinor, credits: amountMinor * settings.creditsPerUnit * MICROS_PER_CREDIT_PER_MINOR };
+}
+
+/**
+ * The Stripe client: the official package, pointed at `STRIPE_API_BASE` when set (tests run a local server
+ * that speaks the endpoints used). Requests carry idempotency keys, so the package's own retries are safe.
+ */
+export function stripeClient(config: Config): Stripe | null {
+  if (!config.STRIPE_SECRET_KEY) return null;
+  const base = config.STRIPE_API_BASE ? new URL(config.STRIPE_API_BASE) : null;
+  const https = base?.protocol === 'https:';
+  return new Stripe(config.STRIPE_SECRET_KEY, {
+    maxNetworkRetries: 2,
+    timeout: 20_000,
+    appInfo: { name: 'Tollgate' },
+    ...(base ? { host: base.hostname, port: base.port || (https ? 443 : 80), protocol: https ? ('https' as const) : ('http' as const) } : {}),
+  });
+}
+
+/** Turns a failure of a Stripe call into the catalogue's 502, keeping Stripe's own message (never the key). */
+export function paymentProviderError(error: unknown): ApiError {
+  const message = error instanceof Stripe.errors.StripeError ? error.message : 'Stripe could not be reached.';
+  return new ApiError('PAYMENT_PROVIDER_ERROR', `Stripe refused the request: ${message}`, { cause: error });
+}

@@ -1,0 +1,191 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import { Card, Command, Empty, ErrorNote } from '../components.tsx';
+import { formatCredits, when } from '../format.ts';
+
+/** `GET /api/wallet/topups`: the offer and the history. */
+export interface TopupsPage {
+  enabled: boolean;
+  message?: string;
+  currency: string;
+  amounts: number[];
+  minAmount: number;
+  maxAmount: number;
+  creditsPerUnit: number;
+  lowBalance: number;
+  owed: number;
+  topups: Topup[];
+}
+interface Topup {
+  id: string; kind: string; status: string; amount: number; currency: string; credits: number; refunded: number; disputed: number;
+  receiptUrl: string | null; failureReason: string | null; createdAt: string;
+}
+/** `GET /api/wallet/auto-topup`. */
+export interface AutoTopup {
+  enabled: boolean; threshold: number; amount: number; hasPaymentMethod: boolean; pending: boolean; failure: { reason: string; at: string } | null;
+}
+
+/** The query of the wallet route (`#/wallet?topup=…&need=…`). */
+export function walletQuery(): URLSearchParams {
+  return new URLSearchParams(location.hash.split('?')[1] ?? '');
+}
+
+const money = (amount: number, currency: string) => `${amount.toFixed(2)} ${currency.toUpperCase()}`;
+
+/**
+ * The amounts on offer and a custom one; choosing one starts a Checkout and goes there. `need` (credits, from
+ * the restriction dialog's link) pre-fills the custom amount with the price of at least that many credits.
+ */
+export function AddCredits(props: { page: TopupsPage; need: number | null }) {
+  const { page, need } = props;
+  const needed = need && need > 0 ? Math.min(page.maxAmount, Math.max(page.minAmount, Math.ceil((need / page.creditsPerUnit) * 100) / 100)) : null;
+  const [custom, setCustom] = useState(needed !== null ? String(needed) : '');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  if (!page.enabled) {
+    return (
+      <Card title="Add credits">
+        <p class="muted" data-testid="topups-off">{page.message}</p>
+        <p class="muted">Meanwhile the operator adds credits (for example <Command text="tollgate grant-credits --email you@example.com --amount 10" />), and they appear here at once.</p>
+      </Card>
+    );
+  }
+  const buy = async (amount: number) => {
+    setBusy(true);
+    setError(null);
+    try {
+      const started = await api<{ url: string }>('POST', '/api/wallet/topups', { amount });
+      location.assign(started.url);
+    } catch (failure) {
+      setError((failure as Error).message);
+      setBusy(false);
+    }
+  };
+  return (
+    <Card title="Add credits">
+      {need ? <p data-testid="credits-needed">This request needs <strong>{formatCredits(need)}</strong> more credits.</p> : null}
+      <p class="muted">{formatCredits(page.creditsPerUnit)} credits per {page.currency.toUpperCase()}, paid securely with Stripe.</p>
+      <ErrorNote error={error} />
+      <div class="row-actions">
+        {page.amounts.map((amount) => (
+          <button type="button" class="btn" key={amount} disabled={busy} onClick={() => buy(amount)}>
+            {money(amount, page.currency)} · {formatCredits(amount * page.creditsPerUnit)} credits
+          </button>
+        ))}
+      </div>
+      <form class="row spaced" onSubmit={(event) => { event.preventDefault(); void buy(Number(custom)); }}>
+        <label>Custom amount ({page.currency.toUpperCase()}, {page.minAmount}–{page.maxAmount})
+          <input name="amount" type="number" min={page.minAmount} max={page.maxAmount} step="0.01" inputMode="decimal" required
+            value={custom} onInput={(e) => setCustom((e.target as HTMLInputElement).value)} />
+        </label>
+        <div class="row-actions bottom"><button type="submit" class="btn primary" disabled={busy}>Top up</button></div>
+      </form>
+    </Card>
+  );
+}
+
+/**
+ * Back from Checkout (`?topup=<id>`): shows the top-up as pending and asks again until the webhook has
+ * credited it (or it failed), then lets the page reload the balance.
+ */
+export function ReturningTopup(props: { id: string; onSettled: () => void }) {
+  const [topup, setTopup] = useState<Topup | null>(null);
+  useEffect(() => {
+    let live = true;
+    let timer: ReturnType<typeof setTimeout>;
+    const poll = async () => {
+      const page = await api<TopupsPage>('GET', '/api/wallet/topups').catch(() => null);
+      const found = page?.topups.find((t) => t.id === props.id) ?? null;
+      if (!live) return;
+      setTopup(found);
+      if (found && !['pending', 'processing'].includes(found.status)) props.onSettled();
+      else timer = setTimeout(poll, 1000);
+    };
+    void poll();
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [props.id]);
+  if (walletQuery().get('cancelled')) return <div class="notice" role="status" data-testid="topup-return">The payment was cancelled; nothing was charged.</div>;
+  if (!topup || topup.status === 'pending' || topup.status === 'processing') {
+    return <div class="notice" role="status" aria-busy="true" data-testid="topup-return">Top-up pending: the credits appear here as soon as Stripe confirms the payment.</div>;
+  }
+  if (topup.status === 'succeeded') return <div class="notice success" role="status" data-testid="topup-return">{formatCredits(topup.credits)} credits added to your wallet.</div>;
+  return <div class="notice warning" role="alert" data-testid="topup-return">The top-up did not go through{topup.failureReason ? `: ${topup.failureReason}` : '.'}</div>;
+}
+
+/** The top-ups, newest first, with their status and receipt. */
+export function TopupHistory(props: { page: TopupsPage }) {
+  const { topups } = props.page;
+  return (
+    <Card title="Top-ups">
+      {topups.length === 0 ? <Empty>No top-ups yet.</Empty> : (
+        <div class="table-wrap">
+          <table data-testid="topup-history">
+            <thead><tr><th>When</th><th>Paid</th><th class="num">Credits</th><th>Status</th><th>Receipt</th></tr></thead>
+            <tbody>
+              {topups.map((t) => (
+                <tr key={t.id}>
+                  <td class="nowrap">{when(t.createdAt)}</td>
+                  <td>{money(t.amount, t.currency)}{t.kind === 'auto' ? <span class="muted"> · auto</span> : null}</td>
+                  <td class="num">{formatCredits(t.credits)}{t.refunded || t.disputed ? <span class="muted"> (−{formatCredits(t.refunded + t.disputed)})</span> : null}</td>
+                  <td><span class="chip" title={t.failureReason ?? undefined}>{t.status}</span></td>
+                  <td>{t.receiptUrl ? <a href={t.receiptUrl} target="_blank" rel="noopener">Receipt</a> : '—'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </Card>
+  );
+}
+
+/** Auto top-up: its failure notice, the threshold and amount, and saving a card (Checkout in setup mode). */
+export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChange: () => void }) {
+  const { page, auto } = props;
+  const [threshold, setThreshold] = useState(String(auto.threshold || page.lowBalance));
+  const [amount, setAmount] = useState(String(auto.amount || page.amounts[1] || page.minAmount));
+  const [error, setError] = useState<string | null>(null);
+  if (!page.enabled) return null;
+  const run = async (work: () => Promise<void>) => {
+    setError(null);
+    try {
+      await work();
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+  const values = () => ({ threshold: Number(threshold), amount: Number(amount) });
+  return (
+    <Card title="Auto top-up">
+      {auto.failure ? <div class="notice warning" role="alert" data-testid="auto-topup-failure">Auto top-up was turned off: {auto.failure.reason} Save a card again to turn it back on.</div> : null}
+      <p class="muted" data-testid="auto-topup-state">
+        {auto.enabled ? `On: when fewer than ${formatCredits(auto.threshold)} credits are available, ${money(auto.amount, page.currency)} is charged to your saved card.` : 'Off.'}
+        {auto.pending ? ' A payment is in progress.' : ''}
+      </p>
+      <ErrorNote error={error} />
+      <div class="row">
+        <label>When available credits fall below
+          <input name="threshold" type="number" min="0" step="0.000001" value={threshold} onInput={(e) => setThreshold((e.target as HTMLInputElement).value)} />
+        </label>
+        <label>Buy ({page.currency.toUpperCase()})
+          <input name="autoAmount" type="number" min={page.minAmount} max={page.maxAmount} step="0.01" value={amount}
+            onInput={(e) => setAmount((e.target as HTMLInputElement).value)} />
+        </label>
+      </div>
+      <div class="row-actions spaced">
+        <button type="button" class="btn primary" onClick={() => run(async () => location.assign((await api<{ url: string }>('POST', '/api/wallet/auto-topup/setup', values())).url))}>
+          {auto.hasPaymentMethod ? 'Save a new card' : 'Save a card and turn on'}
+        </button>
+        {auto.hasPaymentMethod ? (
+          <button type="button" class="btn" onClick={() => run(async () => {
+            await api('PUT', '/api/wallet/auto-topup', { enabled: !auto.enabled, ...values() });
+            props.onChange();
+          })}>{auto.enabled ? 'Turn off' : 'Turn on'}</button>
+        ) : null}
+      </div>
+    </Card>
+  );
+}
