@@ -2,6 +2,7 @@ import type { Feature } from '../platform/feature.ts';
 import type { Job } from '../platform/jobs.ts';
 import type { Billing } from './service.ts';
 import { billingMigrations } from './tables.ts';
+import { billingFunctionMigrations } from './pg-functions.ts';
 import { createBilling } from './service.ts';
 import { registerWalletRoutes } from './routes/wallet.ts';
 import { registerAuthorizedAppRoutes } from './routes/authorized-apps.ts';
@@ -20,7 +21,7 @@ export const releaseExpiredHoldsJob: Job = {
  */
 export const billingFeature: Feature = {
   name: 'billing',
-  migrations: billingMigrations,
+  migrations: { ...billingMigrations, ...billingFunctionMigrations },
   jobs: [releaseExpiredHoldsJob],
   register(app, ctx) {
     ctx.services.billing = createBilling(ctx);

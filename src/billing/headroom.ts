@@ -1,4 +1,4 @@
-import { applicableLimits, readSpend, subjectKey } from './limits.ts';
+import { applicableLimitsWithSpend } from './limits.ts';
 import { getBalance } from './wallets.ts';
 import type { BillingContext } from './ledger.ts';
 
@@ -28,15 +28,8 @@ export interface Spendable {
 export async function spendable(ctx: BillingContext, payer: Payer): Promise<Spendable> {
   const wallet = await getBalance(ctx.db, payer.userId);
   let result: Spendable = { amount: Math.max(0, wallet.available), boundBy: 'wallet' };
-  const limits = await applicableLimits(ctx.db, payer);
-  if (limits.length === 0) return result;
-  const now = ctx.clock.now();
-  const spendBySubject = new Map<string, Awaited<ReturnType<typeof readSpend>>>();
-  for (const limit of limits) {
-    const key = subjectKey(limit.subject);
-    let spend = spendBySubject.get(key);
-    if (!spend) spendBySubject.set(key, (spend = await readSpend(ctx.db, limit.subject, now)));
-    const headroom = Math.max(0, limit.limit - spend[limit.period].spent - spend[limit.period].held);
+  for (const limit of await applicableLimitsWithSpend(ctx.db, payer, ctx.clock.now())) {
+    const headroom = Math.max(0, limit.limit - limit.current);
     if (headroom < result.amount) result = { amount: headroom, boundBy: limit.period };
   }
   return result;

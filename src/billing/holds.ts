@@ -5,9 +5,10 @@ import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { accounts, insertCompanion, lockWallet, postMovement, type CompanionWrite, type Trx, type Wallet, type BillingContext } from './ledger.ts';
-import { applicableLimits, counterWrite, insufficientCredits, readSpend, spendingLimitExceeded, subjectKey } from './limits.ts';
+import { applicableLimitsWithSpend, counterWrite, spendingLimitExceeded } from './limits.ts';
 import { dayStart, monthStart } from './periods.ts';
-import { debtOwed } from './debt.ts';
+import { closeHoldInOneStatement, placeHoldInOneStatement, walletRefusal } from './pg-holds.ts';
+import { usageOfClose, usageRecordWrite, type UsageDraft } from './usage-records.ts';
 import { OPEN, type HoldsTable, type HoldStatus, type MovementType } from './tables.ts';
 
 type HoldRow = Selectable<HoldsTable>;
@@ -127,26 +128,27 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
   const ttlMs = input.ttlMs ?? ctx.config.HOLD_TTL_SECONDS * 1000;
   if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError(`ttlMs must be a positive integer, got ${ttlMs}`);
   const now = ctx.clock.now();
+  if (ctx.dialect === 'postgres') {
+    // One statement (pg-functions.ts), unless overdue holds must be expired first (or the schema predates
+    // the functions): then the transaction below.
+    const hold = { id: newId('hold'), user_id: input.userId, app_id: input.appId, key_id: input.keyId, amount: input.amount, description: input.description ?? 'Hold' };
+    const placed = await placeHoldInOneStatement(ctx, { ...hold, created_at: now, expires_at: now + ttlMs, period_day: dayStart(now), period_month: monthStart(now) });
+    if (placed === 'placed') return { holdId: hold.id, expiresAt: now + ttlMs };
+    if (placed !== 'transaction') throw placed.refused;
+  }
   const outcome = await ctx.db.transaction().execute(async (trx) => {
     // Stale holds would block credits the user has; they are released first (and stay released even when
     // this hold is refused: the refusal is returned, not thrown, so this transaction still commits).
     const locked = await lockWallet(trx, input.userId, now);
     const { wallet } = await expireOverdue(trx, locked, now);
 
-    const limits = await applicableLimits(trx, input);
-    const spendBySubject = new Map<string, Awaited<ReturnType<typeof readSpend>>>();
-    for (const limit of limits) {
-      const key = subjectKey(limit.subject);
-      if (!spendBySubject.has(key)) spendBySubject.set(key, await readSpend(trx, limit.subject, now));
-      const spend = spendBySubject.get(key)![limit.period];
-      const current = spend.spent + spend.held;
-      if (current + input.amount > limit.limit) return { refused: spendingLimitExceeded(limit, current, input.amount, now) };
+    for (const limit of await applicableLimitsWithSpend(trx, input, now)) {
+      if (limit.current + input.amount > limit.limit) return { refused: spendingLimitExceeded(limit, limit.current, input.amount, now) };
     }
     const available = wallet.balance - wallet.reserved;
-    // Debt (see debt.ts): a wallet that owes credits places no hold until a top-up repays it. Read from
-    // the locked wallet row, so it is as atomic as the balance check.
-    if (locked.debt > 0) return { refused: debtOwed(available, locked.debt) };
-    if (available < input.amount) return { refused: insufficientCredits(available, input.amount) };
+    // Debt (see debt.ts) is read from the locked wallet row, so it is as atomic as the balance check.
+    const refused = walletRefusal({ available, debt: locked.debt }, input.amount);
+    if (refused) return { refused };
 
     const hold = {
       id: newId('hold'),
@@ -205,6 +207,11 @@ export interface CloseHoldOptions {
    */
   companion?: (closed: { captured: number; afterExpiry: boolean }) => CompanionWrite;
   /**
+   * The call's usage record, written with the close by the call that closes the hold (its cost, uncollected
+   * part and settlement filled in from what was captured). On PostgreSQL it lets the close be one statement.
+   */
+  usage?: UsageDraft;
+  /**
    * Settle only: when the hold expired before this settle, charge the cost anyway from the user's available
    * credits (down to zero, never below) instead of answering `settled: false`. The meter sets it: a call
    * that produced output is never free because its hold lapsed.
@@ -222,11 +229,23 @@ async function closeOpenHold(
   holdId: string,
   knownOwner: string | undefined,
   ending: HoldEnding,
-  options: Pick<CloseHoldOptions, 'alongside' | 'companion' | 'afterExpiry'>,
+  closeOptions: Pick<CloseHoldOptions, 'alongside' | 'companion' | 'usage' | 'afterExpiry'>,
 ): Promise<{ captured: number; afterExpiry: boolean } | null> {
+  const { usage, ...rest } = closeOptions;
+  const options = usage && !rest.companion ? { ...rest, companion: (closed: { captured: number; afterExpiry: boolean }) => usageRecordWrite(usageOfClose(usage, closed)) } : rest;
   const owner = knownOwner ?? (await ctx.db.selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst())?.user_id;
   if (!owner) return null;
   const now = ctx.clock.now();
+  if (ctx.dialect === 'postgres' && !options.alongside && !rest.companion && ending.status !== 'expired') {
+    // One statement (pg-functions.ts). A hold it did not find open may have expired: the settle that
+    // charges after expiry takes the transaction below, off the hot path.
+    const description = ending.status === 'settled' ? ending.movement(1).description : 'Hold released';
+    const closed = await closeHoldInOneStatement(ctx, { holdId, userId: owner, status: ending.status, capture: ending.capture, description, usage: usage ?? null, now });
+    if (closed !== 'transaction') {
+      if (closed) return { captured: closed.captured, afterExpiry: false };
+      if (ending.status !== 'settled' || !options.afterExpiry || ending.capture === 0) return null;
+    }
+  }
   return ctx.db.transaction().execute(async (trx) => {
     const wallet = await lockWallet(trx, owner, now);
     const [hold] = await claimHolds(trx, owner, { holdId }, ending, now);

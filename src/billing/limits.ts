@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Db } from '../platform/db/connect.ts';
 import { preparedByShape, preparedQuery } from '../platform/db/prepared.ts';
 import type { Tables } from '../tables.ts';
@@ -30,30 +30,48 @@ export interface AppliedLimit {
   limit: number;
 }
 
+/** A limit that applies, with what its period has already spent and held (micro-credits). */
+export interface LimitWithSpend extends AppliedLimit {
+  current: number;
+}
+
 /**
- * The limits that apply to a hold, in check order: the app's daily, monthly and total limits for this user,
- * then the key's limit. Read inside the hold's transaction, after the wallet lock, in one query.
+ * The limits that apply to a hold, in check order (the app's daily, monthly and total limits for this user,
+ * then the key's limit), each with its current spend: spent + held in the period that contains `at`. Read
+ * inside the hold's transaction, after the wallet lock, in one query (the limits, then each subject's
+ * counters, were one query more per subject; on SQLite every statement of a hold runs under the one write
+ * lock).
  */
-export async function applicableLimits(trx: Trx | Db, hold: { userId: string; appId: string | null; keyId: string | null }): Promise<AppliedLimit[]> {
+export async function applicableLimitsWithSpend(trx: Trx | Db, hold: { userId: string; appId: string | null; keyId: string | null }, at: number): Promise<LimitWithSpend[]> {
   const subjects = subjectsOf(hold);
   if (subjects.length === 0) return [];
-  const values: Record<string, string> = {};
+  const values: Record<string, string | number> = { daily: periodAt('daily', at).start, monthly: periodAt('monthly', at).start };
   subjects.forEach((subject, i) => (values[`subject${i}`] = subjectKey(subject)));
-  const { rows } = await limitRows(subjects.length)(trx, values);
-  const limits: AppliedLimit[] = [];
+  const { rows } = await limitWithSpendRows(subjects.length)(trx, values);
+  const limits: LimitWithSpend[] = [];
   for (const subject of subjects) {
     const key = subjectKey(subject);
     for (const period of LIMIT_PERIODS) {
       const row = rows.find((r) => r.subject === key && r.period === period);
-      if (row) limits.push({ subject, period, limit: Number(row.amount) });
+      if (row) limits.push({ subject, period, limit: Number(row.amount), current: Number(row.spent) + Number(row.held) });
     }
   }
   return limits;
 }
 
-/** The limit rows of one or two subjects (an app's and a key's), prepared per count. */
-const limitRows = preparedByShape((count: number) => (db: Kysely<Tables>, p: Record<string, string>) =>
-  db.selectFrom('spending_limits').select(['subject', 'period', 'amount']).where('subject', 'in', Array.from({ length: count }, (_, i) => p[`subject${i}`]!)),
+/** The limit rows of one or two subjects, each with its period's counter (zeros when it has none yet). */
+const limitWithSpendRows = preparedByShape((count: number) => (db: Kysely<Tables>, p: Record<string, any>) =>
+  db
+    .selectFrom('spending_limits as l')
+    .leftJoin('spend_counters as c', (join) =>
+      join
+        .onRef('c.subject', '=', 'l.subject')
+        .onRef('c.period', '=', 'l.period')
+        // The period's start, cast: PostgreSQL would type the parameters as the literal 0's integer, too small for epoch ms.
+        .on(sql<boolean>`c.period_start = case l.period when 'daily' then cast(${p.daily} as bigint) when 'monthly' then cast(${p.monthly} as bigint) else 0 end`),
+    )
+    .select((eb) => ['l.subject', 'l.period', 'l.amount', eb.fn.coalesce('c.spent', eb.lit(0)).as('spent'), eb.fn.coalesce('c.held', eb.lit(0)).as('held')])
+    .where('l.subject', 'in', Array.from({ length: count }, (_, i) => p[`subject${i}`]!)),
 );
 
 /** A subject's limits per period, in micro-credits (null: none). */

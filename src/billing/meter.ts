@@ -2,7 +2,7 @@ import type { AppContext } from '../platform/context.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { everyOn } from '../platform/clock.ts';
 import type { Trx } from './ledger.ts';
-import { recordUsage, usageRecordWrite } from './usage-records.ts';
+import { recordUsage, usageOfClose, type UsageDraft } from './usage-records.ts';
 
 /** What a metered call is for; stored as the usage record's `kind`. */
 export type UsageKind = 'chat' | 'embeddings' | 'images' | 'speech' | 'transcriptions' | 'realtime' | 'prediction';
@@ -168,11 +168,11 @@ export class Meter {
     try {
       const holdId = this.#holdId;
       const charge = Math.min(outcome.cost, this.held);
-      const captured = await this.#closeRecording(outcome, holdId ? async (companion) => {
+      const captured = await this.#closeRecording(outcome, holdId ? async (usage) => {
         const startedAt = performance.now();
-        const result = await this.#ctx.services.billing.settleHold(holdId, charge, { userId: this.#owner.userId, description: options.description, afterExpiry: true, companion, alongside: options.alongside });
+        const result = await this.#ctx.services.billing.settleHold(holdId, charge, { userId: this.#owner.userId, description: options.description, afterExpiry: true, usage, alongside: options.alongside });
         this.#ownMs += performance.now() - startedAt;
-        return result.settled;
+        return result.settled ? result.captured : null;
       } : null);
       const metrics = this.#ctx.metrics;
       metrics.tokens.inc({ model: outcome.model.id, direction: 'prompt' }, outcome.promptTokens);
@@ -193,8 +193,8 @@ export class Meter {
     if (!this.#beginClose()) return;
     try {
       const holdId = this.#holdId;
-      await this.#closeRecording({ model, cost: 0, promptTokens: 0, completionTokens: 0, status }, holdId ? async (companion) => {
-        return (await this.#ctx.services.billing.releaseHold(holdId, { userId: this.#owner.userId, companion, alongside: options.alongside })).released;
+      await this.#closeRecording({ model, cost: 0, promptTokens: 0, completionTokens: 0, status }, holdId ? async (usage) => {
+        return (await this.#ctx.services.billing.releaseHold(holdId, { userId: this.#owner.userId, usage, alongside: options.alongside })).released ? 0 : null;
       } : null);
     } finally {
       this.#done?.resolve();
@@ -210,43 +210,38 @@ export class Meter {
   }
 
   /**
-   * Closes the hold with `close` (settle or release), whose movement writes the usage record in the same
-   * statement on PostgreSQL, the same transaction on SQLite; returns what it captured. A free call has no
-   * hold and is recorded on its own. When the close found the hold no longer open (released by the sweep
-   * after a failed call, or closed by another process for a resumed meter), a meter of this process still
-   * records its call, at nothing charged; a resumed one does not, as the close that happened recorded it.
+   * Closes the hold with `close` (settle or release), which writes the usage record with the close (one
+   * statement on PostgreSQL, the same transaction on SQLite) and answers what it captured, or null when it
+   * found the hold no longer open; returns what was captured. A free call has no hold and is recorded on its
+   * own. When the close found the hold no longer open (released by the sweep after a failed call, or closed
+   * by another process for a resumed meter), a meter of this process still records its call, at nothing
+   * charged; a resumed one does not, as the close that happened recorded it.
    */
-  async #closeRecording(outcome: CallOutcome, close: ((companion: (closed: { captured: number; afterExpiry: boolean }) => ReturnType<typeof usageRecordWrite>) => Promise<boolean>) | null): Promise<number> {
-    let recorded: { captured: number } | null = null;
-    const closed = close
-      ? await close((result) => {
-          recorded = result;
-          return usageRecordWrite(this.#recordOf(outcome, result.captured, result.afterExpiry));
-        })
-      : false;
-    if (recorded) return (recorded as { captured: number }).captured;
-    if (!closed && this.#latencyMs === null) await recordUsage(this.#ctx.db, this.#recordOf(outcome, 0, false));
+  async #closeRecording(outcome: CallOutcome, close: ((usage: UsageDraft) => Promise<number | null>) | null): Promise<number> {
+    const captured = close ? await close(this.#draftOf(outcome)) : null;
+    if (captured !== null) return captured;
+    if (this.#latencyMs === null) await recordUsage(this.#ctx.db, usageOfClose(this.#draftOf(outcome), { captured: 0, afterExpiry: false }));
     return 0;
   }
 
-  /** The usage record of this call. */
-  #recordOf(outcome: CallOutcome, captured: number, afterExpiry: boolean) {
+  /** The usage record of this call, but for what its close decides (see {@link UsageDraft}). */
+  #draftOf(outcome: CallOutcome): UsageDraft {
     return {
-      user_id: this.#owner.userId,
-      app_id: this.#owner.appId,
-      key_id: this.#owner.keyId,
-      model: outcome.model.id,
-      kind: this.#kind,
-      prompt_tokens: outcome.promptTokens,
-      completion_tokens: outcome.completionTokens,
-      cost: captured,
-      latency_ms: this.#latencyMs ?? Math.round(performance.now() - this.#startedAt),
-      status: outcome.status,
-      hold_id: this.#holdId,
-      created_at: this.#ctx.clock.now(),
-      settlement: afterExpiry ? ('charged_after_expiry' as const) : null,
-      uncollected: Math.max(0, outcome.cost - captured),
-      details: outcome.details ? JSON.stringify(outcome.details) : null,
+      billed: outcome.cost,
+      record: {
+        user_id: this.#owner.userId,
+        app_id: this.#owner.appId,
+        key_id: this.#owner.keyId,
+        model: outcome.model.id,
+        kind: this.#kind,
+        prompt_tokens: outcome.promptTokens,
+        completion_tokens: outcome.completionTokens,
+        latency_ms: this.#latencyMs ?? Math.round(performance.now() - this.#startedAt),
+        status: outcome.status,
+        hold_id: this.#holdId,
+        created_at: this.#ctx.clock.now(),
+        details: outcome.details ? JSON.stringify(outcome.details) : null,
+      },
     };
   }
 }

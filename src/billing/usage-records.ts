@@ -23,6 +23,30 @@ export function usageRecordWrite(record: Omit<Insertable<UsageRecordsTable>, 'id
   return insertCompanion('usage_records', insertRecord, full);
 }
 
+/**
+ * A call's usage record before its close: everything but what the close decides (what was captured, what
+ * went uncollected, how it was settled). `billed` is the call's full cost, of which the rest is uncollected.
+ */
+export interface UsageDraft {
+  record: Omit<Insertable<UsageRecordsTable>, 'id' | 'cost' | 'uncollected' | 'settlement'>;
+  billed: number;
+}
+
+/** The usage record of a close that captured `captured` (after the hold's expiry when `afterExpiry`). */
+export function usageOfClose(draft: UsageDraft, closed: { captured: number; afterExpiry: boolean }): Omit<Insertable<UsageRecordsTable>, 'id'> {
+  return {
+    ...draft.record,
+    cost: closed.captured,
+    uncollected: Math.max(0, draft.billed - closed.captured),
+    settlement: closed.afterExpiry ? 'charged_after_expiry' : null,
+  };
+}
+
+/** A draft as the JSON row PostgreSQL's close function completes and inserts (see pg-functions.ts). */
+export function usageDraftRow(draft: UsageDraft): string {
+  return JSON.stringify(withId({ ...draft.record, cost: 0, uncollected: 0, settlement: null }));
+}
+
 function withId(record: Omit<Insertable<UsageRecordsTable>, 'id'>): FullRecord {
   return {
     id: newId('use'),

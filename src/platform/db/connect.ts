@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Tables } from '../../tables.ts';
 import { nodeSqliteDialect } from './node-sqlite-dialect.ts';
-import { SchemaScopedPostgresDialect } from './postgres-dialect.ts';
+import { nameStatements, SchemaScopedPostgresDialect } from './postgres-dialect.ts';
 
 // int8 columns hold micro-credits and epoch milliseconds: both fit a JS number exactly (< 2^53).
 pg.types.setTypeParser(20, (value) => {
@@ -35,6 +35,7 @@ export function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATABASE_SCH
       max: config.DATABASE_POOL_SIZE,
       options: `-c search_path=${config.DATABASE_SCHEMA}`,
     });
+    pool.on('connect', nameStatements);
     const db = new Kysely<Tables>({ dialect: new SchemaScopedPostgresDialect({ pool }) });
     return { db, dialect: 'postgres', close: () => db.destroy() };
   }

@@ -1,3 +1,5 @@
+import type pg from 'pg';
+import { statementName } from './prepared.ts';
 import { PostgresDialect, PostgresIntrospector, sql, type DatabaseIntrospector, type DatabaseMetadataOptions, type Kysely, type TableMetadata } from 'kysely';
 
 interface ColumnRow {
@@ -63,4 +65,18 @@ export class SchemaScopedPostgresDialect extends PostgresDialect {
   override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
     return new CurrentSchemaIntrospector(db);
   }
+}
+
+/**
+ * Makes `client` run the texts of prepared queries (prepared.ts) as named prepared statements: parsed and
+ * planned once per connection, then each run sends only a Bind and an Execute. Kysely calls
+ * `client.query(text, values)`; any other text, and every other form of call, passes through unchanged.
+ * Names are per text, so a name always means the same statement on every connection.
+ */
+export function nameStatements(client: pg.ClientBase): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (text: unknown, values?: unknown, callback?: unknown) => {
+    const name = typeof text === 'string' && callback === undefined ? statementName(text) : undefined;
+    return name ? query({ name, text, values }) : query(text, values, callback);
+  };
 }

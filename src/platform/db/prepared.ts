@@ -31,8 +31,10 @@ export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: 
   return async (db, values) => {
     const isPostgres = db.getExecutor().adapter instanceof PostgresAdapter;
     const compiled = (isPostgres ? postgres : sqlite) ?? build(db, slots as P).compile();
-    if (isPostgres) postgres = compiled;
-    else sqlite = compiled;
+    if (isPostgres) {
+      if (!postgres) nameStatement(compiled.sql);
+      postgres = compiled;
+    } else sqlite = compiled;
     const parameters = compiled.parameters.map((value) => {
       if (!(value instanceof Slot)) return value;
       const given = values[value.name];
@@ -62,4 +64,20 @@ export function preparedByShape<S, P extends Record<string, unknown>, O>(build: 
     if (!prepared) byShape.set(shape, (prepared = preparedQuery(build(shape))));
     return prepared;
   };
+}
+
+/** PostgreSQL texts of the prepared queries, by text: each gets a server-side prepared statement of this name. */
+const statementNames = new Map<string, string>();
+
+function nameStatement(text: string): void {
+  if (!statementNames.has(text)) statementNames.set(text, `tollgate_${statementNames.size}`);
+}
+
+/**
+ * The name of the PostgreSQL prepared statement for `text`, when it is the text of a prepared query: the
+ * pg client then parses and plans it once per connection and afterwards sends only its values (see
+ * `nameStatements` in postgres-dialect.ts). Undefined for any other text.
+ */
+export function statementName(text: string): string | undefined {
+  return statementNames.get(text);
 }

@@ -1,0 +1,81 @@
+import { DatabaseSync, StatementSync } from 'node:sqlite';
+import pg from 'pg';
+import { startMockUpstream } from '../src/providers/testing/mock-upstream.ts';
+import { TestEnv, TEST_POSTGRES_URL } from '../src/testing/harness.ts';
+import { CHAT_BODY } from './profile.ts';
+
+/**
+ * `node bench/statements.ts [sqlite|postgres] [calls]`: what one billed chat call costs the database, in an
+ * in-process instance against the tests' mock upstream: statements and round trips per call (counted at the
+ * driver: the pg client's queries, node:sqlite's statement runs and execs), and on PostgreSQL the WAL bytes
+ * per call (the server's WAL position before and after; other sessions of a shared server add to it, so
+ * run it twice and take the lower). The figures of docs/scaling.md come from here.
+ */
+
+const [kind = 'postgres', callsArg = '200'] = process.argv.slice(2);
+if (kind !== 'sqlite' && kind !== 'postgres') throw new Error('database: sqlite or postgres');
+const CALLS = Number(callsArg);
+
+const counted = { statements: 0, texts: new Map<string, number>() };
+const note = (text: string) => {
+  counted.statements++;
+  const key = text.replace(/\s+/g, ' ').slice(0, 90);
+  counted.texts.set(key, (counted.texts.get(key) ?? 0) + 1);
+};
+const clientQuery = pg.Client.prototype.query;
+pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
+  note(typeof config === 'string' ? config : String((config as { text?: string }).text));
+  return (clientQuery as (...args: unknown[]) => unknown).call(this, config, ...rest);
+} as typeof clientQuery;
+for (const method of ['all', 'get', 'run', 'iterate'] as const) {
+  const original = StatementSync.prototype[method] as (...args: unknown[]) => unknown;
+  (StatementSync.prototype as any)[method] = function (this: StatementSync, ...args: unknown[]) {
+    note(this.sourceSQL);
+    return original.apply(this, args);
+  };
+}
+const exec = DatabaseSync.prototype.exec;
+DatabaseSync.prototype.exec = function (this: DatabaseSync, text: string) {
+  note(text);
+  return exec.call(this, text);
+};
+
+const mock = await startMockUpstream({ log: false });
+const env = new TestEnv(kind, { config: { OPENAI_BASE_URL: `${mock.url}/v1`, OPENAI_API_KEY: 'x', RATE_LIMIT_KEY_RPM: 0, RATE_LIMIT_APP_RPM: 0 } as any });
+await env.start();
+try {
+  await env.admin('PUT', '/api/admin/models/bench/chat', { provider: 'openai', upstreamModel: 'gpt-bench', pricing: { prompt: 1, completion: 2 }, maxOutputTokens: 1024 });
+  const user = await env.createUser();
+  await env.admin('POST', `/api/admin/users/${user.userId}/credits`, { amount: 1_000_000, reason: 'bench' });
+  const key = (await env.dashboard(user, 'POST', '/api/user/api-keys', { name: 'bench', permissions: ['ai:chat'], limit: 100_000, limitPeriod: 'daily' })).body.apiKey.key;
+  const chat = async () => {
+    const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ ...CHAT_BODY, model: 'bench/chat' }) });
+    if (response.status !== 200) throw new Error(`chat: ${response.status} ${await response.text()}`);
+    await response.arrayBuffer();
+  };
+  for (let i = 0; i < 20; i++) await chat();
+  const walPosition = async () => {
+    if (kind !== 'postgres') return 0;
+    const client = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+    await client.connect();
+    try {
+      return Number((await client.query(`SELECT pg_current_wal_lsn() - '0/0'::pg_lsn AS at`)).rows[0].at);
+    } finally {
+      await client.end();
+    }
+  };
+  counted.statements = 0;
+  counted.texts.clear();
+  const walBefore = await walPosition();
+  const statementsBefore = counted.statements;
+  const started = performance.now();
+  for (let i = 0; i < CALLS; i++) await chat();
+  const ms = performance.now() - started;
+  const statements = counted.statements - statementsBefore;
+  const walBytes = (await walPosition()) - walBefore;
+  console.log(JSON.stringify({ database: kind, calls: CALLS, statementsPerCall: statements / CALLS, msPerCall: +(ms / CALLS).toFixed(3), ...(kind === 'postgres' ? { walBytesPerCall: Math.round(walBytes / CALLS) } : {}) }));
+  for (const [text, n] of [...counted.texts].sort((a, b) => b[1] - a[1])) console.log(`${(n / CALLS).toFixed(2).padStart(6)}  ${text}`);
+} finally {
+  await env.stop();
+  await mock.close();
+}

@@ -1,0 +1,213 @@
+import { PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
+
+/*
+ * PostgreSQL's billing hot path as server-side functions: placing a hold and closing one are each a single
+ * statement (one round trip, one commit) instead of a transaction of five or six statements. They do, in
+ * the same order and under the same wallet row lock, what `holds.ts` does in TypeScript; the TypeScript
+ * path stays the reference and the fallback (SQLite; overdue holds to expire first; a close with an
+ * `alongside` callback; a hold already expired that must be charged anyway).
+ *
+ * Names used here mirror ledger.ts and limits.ts: accounts `user:<id>:available` / `user:<id>:held` /
+ * `system:revenue`, subjects `app:<userId>:<appId>` / `key:<keyId>`. The money tests (concurrency, ledger
+ * property, verify) compare the two paths' results through the ledger, so a drift fails them.
+ */
+
+/** Subject keys of a hold, in check order (app, then key), as `subjectKey` in limits.ts writes them. */
+const SUBJECTS = `
+CREATE OR REPLACE FUNCTION tollgate_subjects(p_user_id text, p_app_id text, p_key_id text) RETURNS text[]
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT array_remove(ARRAY[
+    CASE WHEN p_app_id IS NOT NULL THEN 'app:' || p_user_id || ':' || p_app_id END,
+    CASE WHEN p_key_id IS NOT NULL THEN 'key:' || p_key_id END], NULL)
+$$`;
+
+/**
+ * Adds `spent` and `held` to the day, month and total counters of each subject. PL/pgSQL, not SQL: a SQL
+ * function that cannot be inlined is planned again on every call; PL/pgSQL keeps its plans per connection.
+ */
+const COUNT = `
+CREATE OR REPLACE FUNCTION tollgate_count(p_subjects text[], p_day bigint, p_month bigint, p_spent bigint, p_held bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO spend_counters (subject, period, period_start, spent, held)
+  SELECT s, p.period, p.start, p_spent, p_held
+    FROM unnest(p_subjects) AS s
+   CROSS JOIN (VALUES ('daily', p_day), ('monthly', p_month), ('total', 0::bigint)) AS p(period, start)
+  ON CONFLICT (subject, period, period_start)
+  DO UPDATE SET spent = spend_counters.spent + excluded.spent, held = spend_counters.held + excluded.held;
+END
+$$`;
+
+/**
+ * Places a hold (holds.ts `placeHold`). `refusal` is null when placed; 'overdue' when the user has open
+ * holds past their expiry (nothing written: the TypeScript path expires them first); 'limit' with the first
+ * limit exceeded in decisions.md's order; 'credits' with what the wallet has available.
+ *
+ * Security invariant: the wallet row is locked (FOR UPDATE) before anything decided on is read, and the
+ * function is one statement: no other movement of this user runs between the checks and the writes.
+ */
+const PLACE = `
+CREATE OR REPLACE FUNCTION tollgate_place_hold(
+  p_hold_id text, p_txn_id text, p_user_id text, p_app_id text, p_key_id text, p_amount bigint, p_description text,
+  p_now bigint, p_expires_at bigint, p_day bigint, p_month bigint,
+  OUT refusal text, OUT limit_subject text, OUT limit_period text, OUT limit_amount bigint, OUT limit_current bigint,
+  OUT wallet_available bigint, OUT wallet_debt bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  w record;
+  l record;
+  subjects text[] := tollgate_subjects(p_user_id, p_app_id, p_key_id);
+  current_spend bigint;
+BEGIN
+  -- The wallet lock (ledger.ts lockWallet), creating the wallet at zero when the user has none.
+  SELECT wallets.*, EXISTS (SELECT 1 FROM holds h WHERE h.user_id = p_user_id AND h.status = 'open' AND h.expires_at <= p_now) AS overdue
+    INTO w FROM wallets WHERE user_id = p_user_id FOR UPDATE OF wallets;
+  IF NOT FOUND THEN
+    INSERT INTO wallets (user_id, balance, reserved, created_at, updated_at) VALUES (p_user_id, 0, 0, p_now, p_now) ON CONFLICT (user_id) DO NOTHING;
+    SELECT wallets.*, false AS overdue INTO w FROM wallets WHERE user_id = p_user_id FOR UPDATE OF wallets;
+  END IF;
+  IF w.overdue THEN
+    refusal := 'overdue';
+    RETURN;
+  END IF;
+
+  -- Spending limits: app daily, monthly, total, then the key's; spent + held + amount <= limit.
+  FOR l IN SELECT s.subject, s.period, s.amount FROM spending_limits s WHERE s.subject = ANY (subjects)
+            ORDER BY array_position(subjects, s.subject), array_position(ARRAY['daily', 'monthly', 'total'], s.period) LOOP
+    SELECT coalesce(sum(c.spent + c.held), 0) INTO current_spend FROM spend_counters c
+     WHERE c.subject = l.subject AND c.period = l.period
+       AND c.period_start = CASE l.period WHEN 'daily' THEN p_day WHEN 'monthly' THEN p_month ELSE 0 END;
+    IF current_spend + p_amount > l.amount THEN
+      refusal := 'limit'; limit_subject := l.subject; limit_period := l.period; limit_amount := l.amount; limit_current := current_spend;
+      RETURN;
+    END IF;
+  END LOOP;
+
+  -- WALLET CHECK: the one place this function decides whether the wallet can pay (pg-holds.ts walletRefusal):
+  -- a wallet that owes credits (debt.ts, migration 1620) places nothing; else the available credits must cover it.
+  IF w.debt > 0 OR w.balance - w.reserved < p_amount THEN
+    refusal := 'credits'; wallet_available := w.balance - w.reserved; wallet_debt := w.debt;
+    RETURN;
+  END IF;
+
+  INSERT INTO holds (id, user_id, app_id, key_id, amount, captured, refunded, status, description, created_at, expires_at, closed_at, period_day, period_month)
+  VALUES (p_hold_id, p_user_id, p_app_id, p_key_id, p_amount, 0, 0, 'open', p_description, p_now, p_expires_at, NULL, p_day, p_month);
+  INSERT INTO ledger_transactions (id, type, user_id, hold_id, description, balance_after, reserved_after, created_at)
+  VALUES (p_txn_id, 'hold', p_user_id, p_hold_id, p_description, w.balance, w.reserved + p_amount, p_now);
+  IF p_amount <> 0 THEN
+    INSERT INTO ledger_entries (transaction_id, account, amount, created_at)
+    VALUES (p_txn_id, 'user:' || p_user_id || ':available', -p_amount, p_now), (p_txn_id, 'user:' || p_user_id || ':held', p_amount, p_now);
+    UPDATE wallets SET reserved = reserved + p_amount, updated_at = p_now WHERE user_id = p_user_id;
+    PERFORM tollgate_count(subjects, p_day, p_month, 0, p_amount);
+  END IF;
+END
+$$`;
+
+/**
+ * Settles or releases an open hold (holds.ts `closeOpenHold`): captures `least(amount, p_capture)`, releases
+ * the rest, moves the counters from held to spent, and writes the call's usage record (`p_usage`, its
+ * `cost` and `uncollected` filled in from the capture) — all or nothing. `closed` is false when the wallet
+ * or an open hold of this user was not found; nothing is written then.
+ *
+ * Exactly-once invariant: the claim is `status = 'open'` → `p_status` on the hold row, under the wallet
+ * lock, so two closers (in any processes) close a hold once.
+ */
+const CLOSE = `
+CREATE OR REPLACE FUNCTION tollgate_close_hold(
+  p_hold_id text, p_user_id text, p_status text, p_capture bigint, p_now bigint, p_txn_id text, p_description text,
+  p_usage jsonb, p_billed bigint,
+  OUT closed boolean, OUT captured bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  w record;
+  h record;
+  released bigint;
+BEGIN
+  closed := false;
+  captured := 0;
+  SELECT balance, reserved INTO w FROM wallets WHERE user_id = p_user_id FOR UPDATE;
+  IF NOT FOUND THEN RETURN; END IF;
+  UPDATE holds SET status = p_status, captured = LEAST(amount, p_capture), closed_at = p_now
+   WHERE id = p_hold_id AND user_id = p_user_id AND status = 'open'
+  RETURNING * INTO h;
+  IF NOT FOUND THEN RETURN; END IF;
+  released := h.amount - h.captured;
+
+  INSERT INTO ledger_transactions (id, type, user_id, hold_id, description, balance_after, reserved_after, created_at)
+  VALUES (p_txn_id, CASE WHEN h.captured > 0 THEN 'capture' ELSE 'release' END, p_user_id, p_hold_id,
+          CASE WHEN h.captured > 0 THEN p_description ELSE 'Hold released' END, w.balance - h.captured, w.reserved - h.amount, p_now);
+  IF h.amount <> 0 THEN
+    INSERT INTO ledger_entries (transaction_id, account, amount, created_at)
+    SELECT p_txn_id, e.account, e.amount, p_now
+      FROM (VALUES ('user:' || p_user_id || ':held', -h.amount), ('system:revenue', h.captured), ('user:' || p_user_id || ':available', released)) AS e(account, amount)
+     WHERE e.amount <> 0;
+    UPDATE wallets SET balance = balance - h.captured, reserved = reserved - h.amount, updated_at = p_now WHERE user_id = p_user_id;
+    PERFORM tollgate_count(tollgate_subjects(h.user_id, h.app_id, h.key_id), h.period_day, h.period_month, h.captured, -h.amount);
+  END IF;
+  IF p_usage IS NOT NULL THEN
+    INSERT INTO usage_records (id, user_id, app_id, key_id, model, kind, prompt_tokens, completion_tokens, cost, latency_ms, status, hold_id, created_at, settlement, uncollected, details)
+    SELECT r.id, r.user_id, r.app_id, r.key_id, r.model, r.kind, r.prompt_tokens, r.completion_tokens, h.captured, r.latency_ms, r.status, r.hold_id, r.created_at,
+           NULL, GREATEST(0, p_billed - h.captured), r.details
+      FROM jsonb_populate_record(NULL::usage_records, p_usage) AS r;
+  END IF;
+  closed := true;
+  captured := h.captured;
+END
+$$`;
+
+/**
+ * Many placements in one statement (one transaction, one commit): each row of the arrays is placed by
+ * `tollgate_place_hold`, and answered in row `n` (1-based) of the result.
+ *
+ * Deadlock-freedom invariant: the rows run in the order of their user, so every batch takes wallet locks
+ * in the same order and two batches (in this process or another) never wait for each other in a cycle.
+ * A user's rows keep their order among themselves.
+ */
+const PLACE_MANY = `
+CREATE OR REPLACE FUNCTION tollgate_place_holds(
+  p_hold_ids text[], p_txn_ids text[], p_user_ids text[], p_app_ids text[], p_key_ids text[], p_amounts bigint[], p_descriptions text[],
+  p_nows bigint[], p_expires_ats bigint[], p_days bigint[], p_months bigint[])
+RETURNS TABLE (n bigint, refusal text, limit_subject text, limit_period text, limit_amount bigint, limit_current bigint, wallet_available bigint,
+               wallet_debt bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  t record;
+BEGIN
+  FOR t IN SELECT * FROM unnest(p_hold_ids, p_txn_ids, p_user_ids, p_app_ids, p_key_ids, p_amounts, p_descriptions, p_nows, p_expires_ats, p_days, p_months)
+           WITH ORDINALITY AS u(hold_id, txn_id, user_id, app_id, key_id, amount, description, at_now, expires_at, day_start, month_start, k)
+           ORDER BY u.user_id, u.k LOOP
+    RETURN QUERY SELECT t.k, r.* FROM tollgate_place_hold(t.hold_id, t.txn_id, t.user_id, t.app_id, t.key_id, t.amount, t.description,
+                                                         t.at_now, t.expires_at, t.day_start, t.month_start) AS r;
+  END LOOP;
+END
+$$`;
+
+/** Many closes in one statement, as {@link PLACE_MANY} does placements (same order of locks). */
+const CLOSE_MANY = `
+CREATE OR REPLACE FUNCTION tollgate_close_holds(
+  p_hold_ids text[], p_user_ids text[], p_statuses text[], p_captures bigint[], p_nows bigint[], p_txn_ids text[], p_descriptions text[],
+  p_usages jsonb[], p_billeds bigint[])
+RETURNS TABLE (n bigint, closed boolean, captured bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  t record;
+BEGIN
+  FOR t IN SELECT * FROM unnest(p_hold_ids, p_user_ids, p_statuses, p_captures, p_nows, p_txn_ids, p_descriptions, p_usages, p_billeds)
+           WITH ORDINALITY AS u(hold_id, user_id, status, capture, at_now, txn_id, description, usage, billed, k)
+           ORDER BY u.user_id, u.k LOOP
+    RETURN QUERY SELECT t.k, r.* FROM tollgate_close_hold(t.hold_id, t.user_id, t.status, t.capture, t.at_now, t.txn_id, t.description, t.usage, t.billed) AS r;
+  END LOOP;
+END
+$$`;
+
+/** Migrations of the PostgreSQL billing functions (nothing on SQLite, whose path has no round trips). */
+export const billingFunctionMigrations: Record<string, Migration> = {
+  '1680_billing_pg_functions': {
+    async up(db: Kysely<any>) {
+      if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+      for (const text of [SUBJECTS, COUNT, PLACE, CLOSE, PLACE_MANY, CLOSE_MANY]) await sql.raw(text).execute(db);
+    },
+  },
+};
