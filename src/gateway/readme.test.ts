@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { serveAddress } from '../testing/harness.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -23,24 +24,8 @@ export function readmeSteps(readme: string): string {
 /** Starts `bin/tollgate serve` on `dataDir` and a free port; resolves with its base URL. */
 async function serve(dataDir: string, env: NodeJS.ProcessEnv) {
   const child = spawn(join(root, 'bin/tollgate'), ['serve'], { cwd: root, env: { ...env, PORT: '0', LOG_LEVEL: 'info', SWEEP_INTERVAL_SECONDS: '0', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const baseUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`serve did not start within 60 s:\n${output}`));
-    }, 60_000);
-    child.stdout!.on('data', (chunk) => {
-      output += chunk;
-      const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    child.stderr!.on('data', (chunk) => (output += chunk));
-    child.on('exit', (code) => reject(new Error(`serve exited ${code}:\n${output}`)));
-  });
-  return { baseUrl, output: () => output, stop: () => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : (child.once('exit', resolve), child.kill('SIGTERM')))) };
+  const { baseUrl, output } = await serveAddress(child);
+  return { baseUrl, output, stop: () => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : (child.once('exit', resolve), child.kill('SIGTERM')))) };
 }
 
 it("the README's First steps and Quick start, run as written top to bottom on an empty data folder, end with a chat", async () => {

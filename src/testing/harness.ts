@@ -218,19 +218,13 @@ export function describeEachDatabase(title: string, body: (env: TestEnv) => void
 }
 
 /**
- * Starts `tollgate serve` as a separate process on `env`'s database (PostgreSQL, to share it), on a free
- * port; resolves with its base URL once it answers. Used to prove guarantees across processes.
+ * Resolves with the base URL a started `tollgate serve` child logs once it listens, and everything it printed.
+ * A serve that did not start in time is killed, not left running: a live child would keep the test
+ * process (and the whole run) waiting on its pipes after the failure.
  */
-export async function startServeProcess(env: TestEnv, extraEnv: Record<string, string> = {}): Promise<{ baseUrl: string; child: ChildProcess; stop(signal?: NodeJS.Signals): Promise<number | null> }> {
-  const child = spawn(process.execPath, ['src/cli.ts', 'serve'], {
-    cwd: new URL('../..', import.meta.url).pathname,
-    env: { ...process.env, ...env.space.env(), ...RELAXED_RATE_LIMITS, TOLLGATE_ADMIN_TOKEN: env.adminToken, PORT: '0', LOG_LEVEL: 'info', SWEEP_INTERVAL_SECONDS: '0', ...extraEnv },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export async function serveAddress(child: ChildProcess): Promise<{ baseUrl: string; output: () => string }> {
   let output = '';
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    // A serve that did not start in time is killed, not left running: a live child would keep the test
-    // process (and the whole run) waiting on its pipes after the failure.
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`serve did not start within 60 s:\n${output}`));
@@ -240,12 +234,26 @@ export async function startServeProcess(env: TestEnv, extraEnv: Record<string, s
       const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
       if (match) {
         clearTimeout(timer);
-        resolve(match[1]);
+        resolve(match[1]!);
       }
     });
     child.stderr!.on('data', (chunk) => (output += chunk));
     child.on('exit', (code) => reject(new Error(`serve exited ${code}:\n${output}`)));
   });
+  return { baseUrl, output: () => output };
+}
+
+/**
+ * Starts `tollgate serve` as a separate process on `env`'s database (PostgreSQL, to share it), on a free
+ * port; resolves with its base URL once it answers. Used to prove guarantees across processes.
+ */
+export async function startServeProcess(env: TestEnv, extraEnv: Record<string, string> = {}): Promise<{ baseUrl: string; child: ChildProcess; stop(signal?: NodeJS.Signals): Promise<number | null> }> {
+  const child = spawn(process.execPath, ['src/cli.ts', 'serve'], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    env: { ...process.env, ...env.space.env(), ...RELAXED_RATE_LIMITS, TOLLGATE_ADMIN_TOKEN: env.adminToken, PORT: '0', LOG_LEVEL: 'info', SWEEP_INTERVAL_SECONDS: '0', ...extraEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const { baseUrl } = await serveAddress(child);
   return {
     baseUrl,
     child,

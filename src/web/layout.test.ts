@@ -86,6 +86,9 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
     session = await env.createUser({ name: 'Layout Tester' });
     // 9.999956: a balance the old display rounded up to 10.00.
     assert.equal((await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 9.999956, reason: 'layout test' })).status, 200);
+    // An app of the user's own, with a long redirect URI: the developer page's table must fit a phone too.
+    const owned = { name: 'Layout Developer App', redirectUris: ['https://layout-app.example.com/oauth/callback/with/a/long/path'], scopes: ['read', 'ai:chat'], type: 'public' };
+    assert.equal((await env.dashboard(session, 'POST', '/api/user/apps', owned)).status, 201);
   });
   after(() => browser?.close());
 

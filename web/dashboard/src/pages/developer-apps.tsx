@@ -87,19 +87,19 @@ export function DeveloperAppsPage() {
       </Card>
       <Card title="Your apps">
         <ErrorNote error={apps.error} />
-        {apps.data?.apps.length === 0 ? <Empty>You have not registered an app yet.</Empty> : (
+        {!apps.data ? null : apps.data.apps.length === 0 ? <Empty>You have not registered an app yet.</Empty> : (
           <div class="table-wrap">
-            <table>
+            <table class="stack">
               <thead><tr><th>Name</th><th>Client ID</th><th>Type</th><th>Redirect URIs</th><th>Scopes</th><th>Created</th></tr></thead>
               <tbody>
-                {(apps.data?.apps ?? []).map((app) => (
+                {apps.data.apps.map((app) => (
                   <tr key={app.clientId}>
-                    <td><strong>{app.name}</strong></td>
-                    <td class="nowrap"><code>{app.clientId}</code> <CopyButton value={app.clientId} /></td>
-                    <td>{app.type}</td>
-                    <td>{app.redirectUris.map((uri) => <div key={uri}><code>{uri}</code></div>)}</td>
-                    <td><Chips items={app.scopes} /></td>
-                    <td class="nowrap">{when(app.createdAt)}</td>
+                    <td data-label="Name"><strong>{app.name}</strong></td>
+                    <td data-label="Client ID" class="nowrap"><code>{app.clientId}</code> <CopyButton value={app.clientId} /></td>
+                    <td data-label="Type">{app.type}</td>
+                    <td data-label="Redirect URIs">{app.redirectUris.map((uri) => <div key={uri}><code>{uri}</code></div>)}</td>
+                    <td data-label="Scopes"><Chips items={app.scopes} /></td>
+                    <td data-label="Created" class="nowrap">{when(app.createdAt)}</td>
                   </tr>
                 ))}
               </tbody>
