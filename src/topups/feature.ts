@@ -1,6 +1,7 @@
 import type { Feature } from '../platform/feature.ts';
 import { topupsMigrations } from './tables.ts';
 import { createTopups } from './service.ts';
+import { loadStripe } from './settings.ts';
 import { registerTopupRoutes } from './routes/topups.ts';
 import { registerAutoTopupRoutes } from './routes/auto-topup.ts';
 import { registerStripeWebhook } from './routes/stripe-webhook.ts';
@@ -13,10 +14,11 @@ export const topupsFeature: Feature = {
   name: 'topups',
   migrations: topupsMigrations,
   async register(app, ctx) {
-    ctx.services.topups = createTopups(ctx);
+    const StripeClass = await loadStripe(ctx.config);
+    ctx.services.topups = createTopups(ctx, StripeClass);
     if (!ctx.services.topups.settings.enabled) ctx.log.info('Top-ups are off: STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are not both set.');
     registerTopupRoutes(app, ctx);
     registerAutoTopupRoutes(app, ctx);
-    await registerStripeWebhook(app, ctx);
+    await registerStripeWebhook(app, ctx, StripeClass);
   },
 };

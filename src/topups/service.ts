@@ -2,7 +2,7 @@ import type { AppContext } from '../platform/context.ts';
 import { getTopup, listTopups, startCheckout } from './checkout.ts';
 import { autoTopupState, maybeAutoTopup, startAutoTopupSetup, updateAutoTopup, type AutoTopupState } from './auto.ts';
 import { handleEvent, type EventAck } from './events.ts';
-import { stripeClient, topupSettings, type TopupSettings } from './settings.ts';
+import { stripeClient, topupSettings, type StripePackage, type TopupSettings } from './settings.ts';
 import type { TopupEvent, TopupObserver, TopupRuntime } from './runtime.ts';
 import type { TopupsTable } from './tables.ts';
 import type Stripe from 'stripe';
@@ -40,12 +40,12 @@ declare module '../platform/context.ts' {
 }
 
 /** Builds the service; with Stripe configured it also watches billing's settles for auto top-up. */
-export function createTopups(ctx: AppContext): Topups {
+export function createTopups(ctx: AppContext, StripeClass: StripePackage | null): Topups {
   const observers: TopupObserver[] = [];
   const rt: TopupRuntime = {
     ctx,
     settings: topupSettings(ctx.config),
-    stripe: stripeClient(ctx.config),
+    stripe: stripeClient(ctx.config, StripeClass),
     notify: (event: TopupEvent) => {
       for (const observer of observers) {
         try {

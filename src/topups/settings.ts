@@ -1,4 +1,4 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { Config } from '../platform/config.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 
@@ -56,15 +56,27 @@ export function priceOf(settings: TopupSettings, amount: number): { amountMinor:
   return { amountMinor, credits: amountMinor * settings.creditsPerUnit * MICROS_PER_CREDIT_PER_MINOR };
 }
 
+/** The `stripe` package's class. */
+export type StripePackage = typeof Stripe;
+
+/**
+ * The `stripe` package, loaded only where top-ups are configured (either secret set): importing it costs
+ * ~37 MB of resident memory, which a deployment without top-ups should not carry.
+ */
+export async function loadStripe(config: Config): Promise<StripePackage | null> {
+  if (!config.STRIPE_SECRET_KEY && !config.STRIPE_WEBHOOK_SECRET) return null;
+  return (await import('stripe')).default;
+}
+
 /**
  * The Stripe client: the official package, pointed at `STRIPE_API_BASE` when set (tests run a local server
  * that speaks the endpoints used). Requests carry idempotency keys, so the package's own retries are safe.
  */
-export function stripeClient(config: Config): Stripe | null {
-  if (!config.STRIPE_SECRET_KEY) return null;
+export function stripeClient(config: Config, StripeClass: StripePackage | null): Stripe | null {
+  if (!config.STRIPE_SECRET_KEY || !StripeClass) return null;
   const base = config.STRIPE_API_BASE ? new URL(config.STRIPE_API_BASE) : null;
   const https = base?.protocol === 'https:';
-  return new Stripe(config.STRIPE_SECRET_KEY, {
+  return new StripeClass(config.STRIPE_SECRET_KEY, {
     maxNetworkRetries: 2,
     timeout: 20_000,
     appInfo: { name: 'Tollgate' },
@@ -74,6 +86,9 @@ export function stripeClient(config: Config): Stripe | null {
 
 /** Turns a failure of a Stripe call into the catalogue's 502, keeping Stripe's own message (never the key). */
 export function paymentProviderError(error: unknown): ApiError {
-  const message = error instanceof Stripe.errors.StripeError ? error.message : 'Stripe could not be reached.';
+  // The package's errors all carry a `type` naming their Stripe class (StripeCardError, …); matched by shape
+  // so that this module does not load the package.
+  const type = error instanceof Error ? (error as { type?: unknown }).type : undefined;
+  const message = error instanceof Error && typeof type === 'string' && type.startsWith('Stripe') ? error.message : 'Stripe could not be reached.';
   return new ApiError('PAYMENT_PROVIDER_ERROR', `Stripe refused the request: ${message}`, { cause: error });
 }

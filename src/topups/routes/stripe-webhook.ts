@@ -1,9 +1,9 @@
 import Type from 'typebox';
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../platform/context.ts';
 import { ApiError } from '../../platform/errors.ts';
-import { HOW_TO_ENABLE } from '../settings.ts';
+import { HOW_TO_ENABLE, type StripePackage } from '../settings.ts';
 
 /** Stripe's events are small; this leaves room for expanded objects. */
 const WEBHOOK_BODY_LIMIT = 1024 * 1024;
@@ -29,9 +29,8 @@ const ErrorBody = Type.Object({ error: Type.Object({ code: Type.String(), messag
  * is parsed, let alone recorded, before `stripe.webhooks.constructEvent` verified the signature with
  * STRIPE_WEBHOOK_SECRET (HMAC compared in constant time by the package) within 5 minutes of the clock.
  */
-export async function registerStripeWebhook(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function registerStripeWebhook(app: FastifyInstance, ctx: AppContext, StripeClass: StripePackage | null): Promise<void> {
   const secret = ctx.config.STRIPE_WEBHOOK_SECRET;
-  const webhooks = Stripe.webhooks;
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_request, body, done) => done(null, body));
@@ -48,7 +47,7 @@ export async function registerStripeWebhook(app: FastifyInstance, ctx: AppContex
       },
     }, async (request: FastifyRequest) => {
       // Unconfigured: 503, so Stripe keeps the event and delivers it again once the operator sets the secrets.
-      if (!secret || !ctx.services.topups.settings.enabled) throw new ApiError('SERVICE_UNAVAILABLE', HOW_TO_ENABLE);
+      if (!secret || !StripeClass || !ctx.services.topups.settings.enabled) throw new ApiError('SERVICE_UNAVAILABLE', HOW_TO_ENABLE);
       const header = request.headers['stripe-signature'];
       if (typeof header !== 'string' || !SIGNATURE_HEADER.test(header)) {
         throw new ApiError('WEBHOOK_INVALID', 'The Stripe-Signature header is missing or malformed.');
@@ -61,9 +60,9 @@ export async function registerStripeWebhook(app: FastifyInstance, ctx: AppContex
       }
       let event: Stripe.Event;
       try {
-        event = webhooks.constructEvent(body, header, secret, TOLERANCE_SECONDS, undefined, now);
+        event = StripeClass.webhooks.constructEvent(body, header, secret, TOLERANCE_SECONDS, undefined, now);
       } catch (error) {
-        if (error instanceof Stripe.errors.StripeSignatureVerificationError) {
+        if (error instanceof StripeClass.errors.StripeSignatureVerificationError) {
           request.log.warn({ reason: error.message }, 'Stripe webhook refused');
           throw new ApiError('WEBHOOK_UNVERIFIED', 'The Stripe signature does not verify, or its timestamp is more than 5 minutes away.');
         }
