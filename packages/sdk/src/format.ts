@@ -1,11 +1,17 @@
 /** Text the dialogs (and apps) show for amounts and times. */
 
-/** Credits with two decimals, or up to six when the amount is smaller than a hundredth: `2.50`, `0.0004`. */
+/**
+ * Credits exactly as the wallet holds them: at least two decimals, and as many more (up to the six of a
+ * micro-credit) as the amount has, so nothing is ever rounded, least of all a balance up: 9.999956 shows
+ * 9.999956, not 10.00. `2.50`, `1,234.00`, `0.0004`.
+ */
 export function formatCredits(credits: number): string {
   if (!Number.isFinite(credits)) return '—';
-  const abs = Math.abs(credits);
-  if (abs !== 0 && abs < 0.01) return credits.toFixed(6).replace(/0+$/, '');
-  return credits.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  // Amounts are whole micro-credits; toFixed(6) undoes binary noise without rounding any real digit away.
+  const [whole, fraction] = Math.abs(credits).toFixed(6).split('.') as [string, string];
+  const digits = fraction.replace(/0+$/, '').padEnd(2, '0');
+  const sign = credits < 0 && Number(`${whole}.${fraction}`) !== 0 ? '-' : '';
+  return `${sign}${Number(whole).toLocaleString('en-US')}.${digits}`;
 }
 
 /** A duration in the largest two units: `3h 12m`, `2d 4h`, `45m`, `<1m`. */

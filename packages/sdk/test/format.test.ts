@@ -18,7 +18,9 @@ test('resetsIn counts from the given now, and a total limit (no timestamp) has n
   assert.equal(resetsIn('not a date', now), null);
 });
 
-test('credits show two decimals, or enough for tiny amounts', () => {
+test('credits show at least two decimals and every micro-credit they have, never rounded up', () => {
+  assert.equal(formatCredits(9.999956), '9.999956');
+  assert.equal(formatCredits(-0.000001), '-0.000001');
   assert.equal(formatCredits(2.5), '2.50');
   assert.equal(formatCredits(1234.5), '1,234.50');
   assert.equal(formatCredits(0.000004), '0.000004');

@@ -1,18 +1,4 @@
-export { formatDuration, percentOf, resetsIn } from '../../../packages/sdk/src/format.ts';
-
-/**
- * Credits exactly as the wallet holds them: at least two decimals, and as many more (up to the six of a
- * micro-credit) as the amount has, so nothing is ever rounded, least of all a balance up: 9.999956 shows
- * 9.999956, not 10.00. `2.50`, `1,234.00`, `0.0004`.
- */
-export function formatCredits(credits: number): string {
-  if (!Number.isFinite(credits)) return '—';
-  // Amounts are whole micro-credits; toFixed(6) undoes binary noise without rounding any real digit away.
-  const [whole, fraction] = Math.abs(credits).toFixed(6).split('.') as [string, string];
-  const digits = fraction.replace(/0+$/, '').padEnd(2, '0');
-  const sign = credits < 0 && Number(`${whole}.${fraction}`) !== 0 ? '-' : '';
-  return `${sign}${Number(whole).toLocaleString('en-US')}.${digits}`;
-}
+export { formatCredits, formatDuration, percentOf, resetsIn } from '../../../packages/sdk/src/format.ts';
 
 /** `3 min ago`, `2 h ago`, `5 d ago`, or `never`. */
 export function ago(iso: string | null | undefined, now = Date.now()): string {
