@@ -230,7 +230,9 @@ export async function createServer(ctx: AppContext): Promise<App> {
     }
   });
 
-  app.addHook('preHandler', async (request) => {
+  // Who is calling is settled before the body is validated (preValidation, not preHandler): a caller without a
+  // valid credential gets 401 whatever it sent, and learns nothing from the validator about the route's body.
+  app.addHook('preValidation', async (request) => {
     if (request.routeOptions.config?.admin) {
       const match = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '');
       if (!match || !matchesAnySecret(match[1], ctx.secrets.adminTokens)) {
