@@ -4,7 +4,7 @@ import { describeEachDatabase } from '../../testing/harness.ts';
 import { fundedUser } from '../../gateway/testing.ts';
 
 describeEachDatabase('authentication comes before body validation', (env) => {
-  it('a caller without a valid credential gets 401 for a malformed body, in each surface\'s envelope; with one, the 400', async () => {
+  it('a caller without a valid credential gets 401 for a malformed body, in each surface\'s envelope; with one, a 400 that reads cleanly', async () => {
     const bad = { nonsense: true };
     const chat = await env.request('POST', '/api/v1/chat/completions', { token: 'ak_not_a_real_key', body: bad });
     assert.equal(chat.status, 401);
@@ -20,5 +20,7 @@ describeEachDatabase('authentication comes before body validation', (env) => {
     const validated = await env.request('POST', '/api/v1/chat/completions', { token: user.key, body: bad });
     assert.equal(validated.status, 400);
     assert.equal(validated.body.error.code, 'INVALID_REQUEST');
+    // A root-level failure reads "Invalid body: must have …", not with the validator's path left as a gap.
+    assert.match(validated.body.error.message, /^Invalid body: must have required property '\w+'$/);
   });
 });

@@ -47,7 +47,7 @@ export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   const fastifyError = error as FastifyError & { validation?: unknown; validationContext?: string };
   if (fastifyError?.validation) {
-    return new ApiError('INVALID_REQUEST', `Invalid ${fastifyError.validationContext ?? 'request'}: ${fastifyError.message.replace(/^(body|querystring|params|headers)\/?/, '')}`.trim());
+    return new ApiError('INVALID_REQUEST', `Invalid ${fastifyError.validationContext ?? 'request'}: ${fastifyError.message.replace(/^(body|querystring|params|headers)(\/| +)?/, '')}`.trim());
   }
   switch (fastifyError?.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
