@@ -53,7 +53,7 @@ async function hold(ctx: AppContext, principal: Principal, call: CanonicalCall, 
   const candidates = await candidatesOf(ctx, model);
   const prompt = toOpenAiPromptFields(call);
   await refuseBeforeCounting(ctx, principal, prompt, candidates);
-  const plan = planCall(call, candidates, countChatPromptTokens(prompt) + reasoningPromptTokens(call), ctx.config.MAX_IMAGES_PER_REQUEST, options.refuses);
+  const plan = planCall(call, candidates, promptTokensOf(call, prompt), ctx.config.MAX_IMAGES_PER_REQUEST, options.refuses);
   return openCallMeter(ctx, principal, model.id, plan);
 }
 
@@ -72,7 +72,12 @@ export function promptLowerBound(call: CanonicalCall): number {
 
 /** Counted prompt tokens of a call (system, messages, tools, response format, reasoning; images apart), as the hold counts them. */
 export function countCallPromptTokens(call: CanonicalCall): number {
-  return countChatPromptTokens(toOpenAiPromptFields(call)) + reasoningPromptTokens(call);
+  return promptTokensOf(call, toOpenAiPromptFields(call));
+}
+
+/** The one count the hold and `count_tokens` share: the OpenAI-shaped prompt's tokens plus the replayed reasoning. */
+function promptTokensOf(call: CanonicalCall, prompt: ReturnType<typeof toOpenAiPromptFields>): number {
+  return countChatPromptTokens(prompt) + reasoningPromptTokens(call);
 }
 
 /**
