@@ -197,7 +197,20 @@ const PERIOD_WORD: Record<LimitPeriod, string> = { daily: 'Daily', monthly: 'Mon
  * The 429 of contract §2.2/§7.2: which limit, the limit, what is already spent or held in the period, what
  * the request needs, and when the period resets (omitted for `total`). Amounts in credits.
  */
-export function spendingLimitExceeded(limit: AppliedLimit, current: number, requested: number, now: number): ApiError {
+/**
+ * A spending limit's 429, knowing whose limit refused (the app's or the key's), for billing's observers; the
+ * envelope stays the contract's (the subject is not a field of it).
+ */
+export class SpendingLimitError extends ApiError {
+  readonly subject: 'app' | 'key';
+
+  constructor(subject: 'app' | 'key', message: string, details: Record<string, unknown>) {
+    super('SPENDING_LIMIT_EXCEEDED', message, { details });
+    this.subject = subject;
+  }
+}
+
+export function spendingLimitExceeded(limit: AppliedLimit, current: number, requested: number, now: number): SpendingLimitError {
   const resetsAt = periodAt(limit.period, now).resetsAt;
   const whose = limit.subject.kind === 'app' ? 'this app' : 'this API key';
   const message =
@@ -211,7 +224,7 @@ export function spendingLimitExceeded(limit: AppliedLimit, current: number, requ
     requested: microsToCredits(requested),
   };
   if (resetsAt !== null) details.resetsAt = new Date(resetsAt).toISOString();
-  return new ApiError('SPENDING_LIMIT_EXCEEDED', message, { details });
+  return new SpendingLimitError(limit.subject.kind === 'app' ? 'app' : 'key', message, details);
 }
 
 /**

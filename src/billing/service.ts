@@ -6,7 +6,7 @@ import { listTransactions, type TransactionView } from './transactions.ts';
 import { verifyLedger, type LedgerReport } from './verify.ts';
 import type { BillingContext } from './ledger.ts';
 import type { Db } from '../platform/db/connect.ts';
-import { readLimits, subjectKey, writeLimits, type LimitsByPeriod } from './limits.ts';
+import { readLimits, SpendingLimitError, subjectKey, writeLimits, type LimitsByPeriod } from './limits.ts';
 import { LIMIT_PERIODS, type LimitPeriod } from './periods.ts';
 import { spendable, type Payer, type Spendable } from './headroom.ts';
 import { creditFromProcessor, debitFromProcessor, type ProcessorHooks, type ProcessorMovement, type ProcessorOutcome } from './debt.ts';
@@ -100,7 +100,12 @@ export interface Billing {
 /** What happened, for {@link Billing.observe}: amounts in micro-credits. */
 export type BillingEvent =
   | { type: 'settled'; userId: string; captured: number }
-  | { type: 'restricted'; userId: string; code: 'INSUFFICIENT_CREDITS' | 'SPENDING_LIMIT_EXCEEDED'; appId: string | null; keyId: string | null; details: Record<string, unknown>; message: string };
+  | {
+    type: 'restricted'; userId: string; code: 'INSUFFICIENT_CREDITS' | 'SPENDING_LIMIT_EXCEEDED';
+    /** What refused: the wallet (402), or the app's or the key's spending limit (429). */
+    subject: 'wallet' | 'app' | 'key';
+    appId: string | null; keyId: string | null; details: Record<string, unknown>;
+  };
 
 /** A listener of {@link BillingEvent}s. */
 export type BillingObserver = (event: BillingEvent) => void;
@@ -129,8 +134,9 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
       try {
         return await placeHold(ctx, input);
       } catch (error) {
-        if (observers.length && error instanceof ApiError && (error.code === 'INSUFFICIENT_CREDITS' || error.code === 'SPENDING_LIMIT_EXCEEDED')) {
-          notify({ type: 'restricted', userId: input.userId, code: error.code, appId: input.appId, keyId: input.keyId, details: error.details, message: error.message });
+        if (observers.length && (error instanceof SpendingLimitError || (error instanceof ApiError && error.code === 'INSUFFICIENT_CREDITS'))) {
+          const subject = error instanceof SpendingLimitError ? error.subject : 'wallet';
+          notify({ type: 'restricted', userId: input.userId, code: error.code as 'INSUFFICIENT_CREDITS' | 'SPENDING_LIMIT_EXCEEDED', subject, appId: input.appId, keyId: input.keyId, details: error.details });
         }
         throw error;
       }

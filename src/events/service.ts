@@ -48,15 +48,6 @@ export function subscribeTopupEvents(events: EventsService, observe: (listener: 
   observe((event) => events.onTopup(event));
 }
 
-/** The limit a refusal hit: the wallet (402), or the app's or the key's spending limit (429). */
-function limitSubject(event: Extract<BillingEvent, { type: 'restricted' }>): 'wallet' | 'app' | 'key' {
-  if (event.code === 'INSUFFICIENT_CREDITS') return 'wallet';
-  if (event.keyId === null) return 'app';
-  if (event.appId === null) return 'key';
-  // Both apply: billing checks the app's limits first, and its message names the one that refused.
-  return /for this app\b/.test(event.message) ? 'app' : 'key';
-}
-
 /** Builds the service; `register` of the feature puts it on `ctx.services.events` and hooks billing to it. */
 export function createEventsService(ctx: AppContext): EventsService {
   const subscriptions = new Subscriptions(ctx);
@@ -91,7 +82,7 @@ export function createEventsService(ctx: AppContext): EventsService {
   };
 
   const onLimit = async (event: Extract<BillingEvent, { type: 'restricted' }>) => {
-    const subject = limitSubject(event);
+    const subject = event.subject;
     const now = ctx.clock.now();
     // At most once per limit per period: a spending limit's period ends at its resetsAt (a total limit
     // never does); the wallet has no period of its own, so it counts per UTC day.
