@@ -5,7 +5,7 @@ import { costMicros, effectivePricing, inputTokens, outputTokens, worstCaseCostM
 import type { ModelPricing } from './catalogue.ts';
 import { accountChat, chatBreakdown, MAX_REPORTED_TOKENS } from '../gateway/chat-usage.ts';
 import { anthropicReport, openAiReport, referenceCost, referencePrices, reportedUsage, type ReferencePrices } from './testing/reference-pricing.ts';
-import { fromAnthropicMessage } from '../providers/anthropic.ts';
+import { canonicalUsageOfAnthropic } from '../providers/anthropic/wire.ts';
 
 function catalogueOf(prices: ReferencePrices): ModelPricing {
   return { ...prices, second: 0, image: 0 };
@@ -15,7 +15,7 @@ it('property: the cost of any usage is the reference model\'s exact cost rounded
   fc.assert(
     fc.property(referencePrices, reportedUsage(), fc.boolean(), (prices, usage, anthropic) => {
       const reported = anthropic ? { ...usage, audioIn: 0, audioOut: 0, reasoning: 0 } : usage;
-      const report = anthropic ? fromAnthropicMessage({ content: [], usage: anthropicReport(reported) }, 'm').usage : openAiReport(reported);
+      const report = anthropic ? canonicalUsageOfAnthropic(anthropicReport(reported)).reported : openAiReport(reported);
       const parts = chatBreakdown(report as any, { prompt: 7, output: () => 3 });
       assert.equal(inputTokens(parts), reported.input);
       assert.equal(outputTokens(parts), reported.output);

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { startMockUpstream } from './testing/mock-upstream.ts';
 import { fundedUser, putModel, readSseFrames, settled, usageOf } from '../gateway/testing.ts';
-import { fromAnthropicMessage, toAnthropicRequest } from './anthropic.ts';
+import { parseChat } from '../protocols/openai-chat/parse.ts';
+import { renderCompletion } from '../protocols/openai-chat/render.ts';
+import { canonicalUsageOfAnthropic, fromAnthropicResult, toAnthropicMessages } from './anthropic/wire.ts';
 
 const mock = await startMockUpstream({ apiKey: 'sk-ant-mock' });
 after(() => mock.close());
@@ -73,8 +75,8 @@ describeEachDatabase('Anthropic Messages behind the OpenAI chat format', (env) =
   });
 }, { config: { ANTHROPIC_BASE_URL: mock.url, ANTHROPIC_API_KEY: 'sk-ant-mock' } });
 
-it('tools, tool calls, tool results and images translate to Anthropic blocks and back', () => {
-  const request = toAnthropicRequest({
+it('tools, tool calls, tool results and images translate to Anthropic blocks and back (through the canonical call, as the pipeline does)', () => {
+  const call = parseChat({
     model: 'claude-x',
     messages: [
       { role: 'user', content: [{ type: 'text', text: 'weather?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
@@ -84,7 +86,8 @@ it('tools, tool calls, tool results and images translate to Anthropic blocks and
     tools: [{ type: 'function', function: { name: 'weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
     tool_choice: 'required',
     max_completion_tokens: 99,
-  }, false);
+  });
+  const request = toAnthropicMessages({ ...call, model: 'claude-x', maxOutputTokens: call.maxOutputTokens! }, false);
   assert.deepEqual(request.messages, [
     { role: 'user', content: [{ type: 'text', text: 'weather?' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] },
     { role: 'assistant', content: [{ type: 'tool_use', id: 'call_1', name: 'weather', input: { city: 'Paris' } }] },
@@ -94,10 +97,12 @@ it('tools, tool calls, tool results and images translate to Anthropic blocks and
   assert.deepEqual(request.tool_choice, { type: 'any' });
   assert.equal(request.max_tokens, 99);
 
-  const completion = fromAnthropicMessage({ id: 'msg_1', content: [{ type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Oslo' } }], stop_reason: 'tool_use', usage: { input_tokens: 20, output_tokens: 5, cache_read_input_tokens: 3 } }, 'claude-x');
+  const message = { id: 'msg_1', content: [{ type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Oslo' } }], stop_reason: 'tool_use', usage: { input_tokens: 20, output_tokens: 5, cache_read_input_tokens: 3 } };
+  const completion = renderCompletion({ ...fromAnthropicResult(message, false), model: 'claude-x' });
   assert.equal(completion.choices[0].finish_reason, 'tool_calls');
   assert.equal(completion.choices[0].message.content, null);
   assert.deepEqual(completion.choices[0].message.tool_calls, [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } }]);
   // Anthropic's input_tokens excludes the cache: the cache read is added to prompt_tokens and restated as cached_tokens.
-  assert.deepEqual(completion.usage, { prompt_tokens: 23, completion_tokens: 5, total_tokens: 28, prompt_tokens_details: { cached_tokens: 3, cache_write_tokens: 0 } });
+  // (the report the gateway's sanitizer reads, before it prices it and adds the cost)
+  assert.deepEqual(canonicalUsageOfAnthropic(message.usage).reported, { prompt_tokens: 23, completion_tokens: 5, total_tokens: 28, prompt_tokens_details: { cached_tokens: 3, cache_write_tokens: 0 } });
 });
