@@ -220,6 +220,8 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
     await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
     // The user picks light: it stays light whatever the system does, across visits.
     await page.getByRole('button', { name: 'Switch to light mode' }).click();
+    // The page applies the theme in an effect after the click's render: wait for it, then assert.
+    await page.waitForFunction(() => document.documentElement.dataset.theme === 'light');
     assert.equal(await theme(), 'light');
     await page.reload();
     await page.getByRole('heading', { level: 1, name: 'Wallet' }).waitFor();
