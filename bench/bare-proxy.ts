@@ -35,13 +35,21 @@ const server = createServer(async (req, res) => {
     for await (const chunk of req) chunks.push(chunk);
     const headers: Record<string, string> = { 'content-type': req.headers['content-type'] ?? 'application/json' };
     if (req.headers.authorization) headers.authorization = req.headers.authorization;
-    const upstream = await request(chatUrl, { method: 'POST', headers, body: Buffer.concat(chunks), signal: upstreamCall.signal });
+    const upstream = await request(chatUrl, {
+      method: 'POST',
+      headers,
+      body: Buffer.concat(chunks),
+      signal: upstreamCall.signal,
+    });
     // Only the headers that describe the body: hop-by-hop headers (connection, transfer-encoding) are this
     // hop's own. A stream has no length and goes out chunked as it comes in.
-    const answerHeaders: Record<string, string> = { 'content-type': String(upstream.headers['content-type'] ?? 'application/octet-stream') };
+    const answerHeaders: Record<string, string> = {
+      'content-type': String(upstream.headers['content-type'] ?? 'application/octet-stream'),
+    };
     const length = upstream.headers['content-length'];
     if (typeof length === 'string') answerHeaders['content-length'] = length;
-    if (typeof upstream.headers['content-encoding'] === 'string') answerHeaders['content-encoding'] = upstream.headers['content-encoding'];
+    if (typeof upstream.headers['content-encoding'] === 'string')
+      answerHeaders['content-encoding'] = upstream.headers['content-encoding'];
     res.writeHead(upstream.statusCode, answerHeaders);
     await pipeline(upstream.body, res);
   } catch (error) {

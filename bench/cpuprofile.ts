@@ -42,7 +42,11 @@ function placeOf(url: string): string {
 
 /** Summarises the profile at `file`: the `top` functions and files by self time. */
 export function summariseCpuProfile(file: string, top = 15): ProfileSummary {
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as {
+    nodes: ProfileNode[];
+    samples: number[];
+    timeDeltas: number[];
+  };
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfUs = new Map<number, number>();
   profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
@@ -54,7 +58,10 @@ export function summariseCpuProfile(file: string, top = 15): ProfileSummary {
     const place = placeOf(url);
     const name = url ? `${functionName || '(anonymous)'} ${place}:${lineNumber + 1}` : functionName;
     functions.set(name, (functions.get(name) ?? 0) + us);
-    files.set(place === '(native/V8)' ? functionName : place, (files.get(place === '(native/V8)' ? functionName : place) ?? 0) + us);
+    files.set(
+      place === '(native/V8)' ? functionName : place,
+      (files.get(place === '(native/V8)' ? functionName : place) ?? 0) + us,
+    );
   }
   // Inclusive time of our own code: walk the call tree, counting a sample once per distinct function on its stack.
   const parent = new Map<number, number>();
@@ -70,15 +77,26 @@ export function summariseCpuProfile(file: string, top = 15): ProfileSummary {
     for (const name of names) inclusive.set(name, (inclusive.get(name) ?? 0) + us);
   }
   const rank = (map: Map<string, number>) =>
-    [...map].sort((a, b) => b[1] - a[1]).slice(0, top).map(([name, us]) => ({ name, selfMs: us / 1000, percent: (100 * us) / totalUs }));
+    [...map]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([name, us]) => ({ name, selfMs: us / 1000, percent: (100 * us) / totalUs }));
   return { totalMs: totalUs / 1000, functions: rank(functions), files: rank(files), inclusive: rank(inclusive) };
 }
 
 /** The summary as Markdown tables. */
 export function profileMarkdown(summary: ProfileSummary): string {
   const table = (title: string, rows: HotSpot[]) =>
-    [`| ${title} | self ms | self % |`, '|---|---:|---:|', ...rows.map((r) => `| \`${r.name.replaceAll('|', '\\|')}\` | ${r.selfMs.toFixed(0)} | ${r.percent.toFixed(1)} |`)].join('\n');
-  const inclusive = [`| Our function (inclusive time) | ms | % |`, '|---|---:|---:|', ...summary.inclusive.map((r) => `| \`${r.name}\` | ${r.selfMs.toFixed(0)} | ${r.percent.toFixed(1)} |`)].join('\n');
+    [
+      `| ${title} | self ms | self % |`,
+      '|---|---:|---:|',
+      ...rows.map((r) => `| \`${r.name.replaceAll('|', '\\|')}\` | ${r.selfMs.toFixed(0)} | ${r.percent.toFixed(1)} |`),
+    ].join('\n');
+  const inclusive = [
+    `| Our function (inclusive time) | ms | % |`,
+    '|---|---:|---:|',
+    ...summary.inclusive.map((r) => `| \`${r.name}\` | ${r.selfMs.toFixed(0)} | ${r.percent.toFixed(1)} |`),
+  ].join('\n');
   return `${table('Function (self time)', summary.functions)}\n\n${table('File or package (self time)', summary.files)}\n\n${inclusive}`;
 }
 

@@ -24,7 +24,15 @@ const CONCURRENCY = 64;
 async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record<string, unknown>>> {
   const space = new TestDatabaseSpace(kind);
   await space.create();
-  const service = await createService({ config: loadConfig({ ...space.env(), LOG_LEVEL: 'warn', SWEEP_INTERVAL_SECONDS: '0', REPLICATE_WEBHOOK_SECRET: '' }), timers: false });
+  const service = await createService({
+    config: loadConfig({
+      ...space.env(),
+      LOG_LEVEL: 'warn',
+      SWEEP_INTERVAL_SECONDS: '0',
+      REPLICATE_WEBHOOK_SECRET: '',
+    }),
+    timers: false,
+  });
   try {
     const { ctx } = service;
     const billing = ctx.services.billing;
@@ -36,11 +44,18 @@ async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record
       payers.push({ userId, keyId });
     }
     const results: Array<Record<string, unknown>> = [];
-    const paths: Array<[string, Billing]> = [[kind === 'postgres' ? 'one statement per step' : 'group commit', billing]];
-    if (kind === 'postgres') paths.push(['transaction per step (before)', createBilling({ ...ctx, dialect: 'sqlite' })]);
-    for (const [path, pathBilling] of paths) results.push({ database: kind, path, rounds, ...(await rate(pathBilling, payers, rounds)) });
+    const paths: Array<[string, Billing]> = [
+      [kind === 'postgres' ? 'one statement per step' : 'group commit', billing],
+    ];
+    if (kind === 'postgres')
+      paths.push(['transaction per step (before)', createBilling({ ...ctx, dialect: 'sqlite' })]);
+    for (const [path, pathBilling] of paths)
+      results.push({ database: kind, path, rounds, ...(await rate(pathBilling, payers, rounds)) });
     const batches = batchStats(ctx.db);
-    if (batches) results[0]!['calls per statement (place, close)'] = [batches.place, batches.close].map((b) => (b.calls / b.statements).toFixed(2)).join(', ');
+    if (batches)
+      results[0]!['calls per statement (place, close)'] = [batches.place, batches.close]
+        .map((b) => (b.calls / b.statements).toFixed(2))
+        .join(', ');
     const report = await billing.verify();
     for (const result of results) result['ledger verifies'] = report.ok;
     return results;
@@ -51,11 +66,27 @@ async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record
 }
 
 /** Places and settles holds (with a usage record) one at a time, then 64 at a time. */
-async function rate(billing: Billing, payers: Array<{ userId: string; keyId: string }>, rounds: number): Promise<Record<string, unknown>> {
+async function rate(
+  billing: Billing,
+  payers: Array<{ userId: string; keyId: string }>,
+  rounds: number,
+): Promise<Record<string, unknown>> {
   let next = 0;
   const usage = (userId: string, keyId: string): UsageDraft => ({
     billed: 500,
-    record: { user_id: userId, app_id: null, key_id: keyId, model: 'bench', kind: 'chat', prompt_tokens: 10, completion_tokens: 20, latency_ms: 1, status: 'ok', hold_id: null, created_at: Date.now() },
+    record: {
+      user_id: userId,
+      app_id: null,
+      key_id: keyId,
+      model: 'bench',
+      kind: 'chat',
+      prompt_tokens: 10,
+      completion_tokens: 20,
+      latency_ms: 1,
+      status: 'ok',
+      hold_id: null,
+      created_at: Date.now(),
+    },
   });
   const round = async () => {
     const { userId, keyId } = payers[next++ % USERS]!;
@@ -67,9 +98,11 @@ async function rate(billing: Billing, payers: Array<{ userId: string; keyId: str
   for (let i = 0; i < rounds; i++) await round();
   const sequentialUs = ((performance.now() - started) * 1000) / rounds;
   started = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    for (let i = 0; i < rounds / CONCURRENCY; i++) await round();
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (let i = 0; i < rounds / CONCURRENCY; i++) await round();
+    }),
+  );
   const concurrentUs = ((performance.now() - started) * 1000) / (Math.floor(rounds / CONCURRENCY) * CONCURRENCY);
   return {
     'µs per place+settle, one at a time': Math.round(sequentialUs),
@@ -80,5 +113,6 @@ async function rate(billing: Billing, payers: Array<{ userId: string; keyId: str
 
 if (import.meta.main) {
   const [which = 'sqlite,postgres', rounds = '2048'] = process.argv.slice(2);
-  for (const kind of which.split(',') as TestDatabase[]) for (const line of await measure(kind, Number(rounds))) console.log(JSON.stringify(line));
+  for (const kind of which.split(',') as TestDatabase[])
+    for (const line of await measure(kind, Number(rounds))) console.log(JSON.stringify(line));
 }

@@ -50,12 +50,17 @@ function simulate(seed: number, leaseSize: number) {
   let calls = 0;
   let refused = 0;
   let strandedRefusals = 0;
-  const instances: Instance[] = Array.from({ length: 2 + Math.floor(random() * 6) }, () => ({ lease: 0, used: 0, crashed: false }));
+  const instances: Instance[] = Array.from({ length: 2 + Math.floor(random() * 6) }, () => ({
+    lease: 0,
+    used: 0,
+    crashed: false,
+  }));
   const check = (step: string) => {
     const fail = (what: string) => {
       throw new Error(`seed ${seed}, lease ${leaseSize}, after ${step}: ${what}`);
     };
-    if (wallet.reserved !== instances.reduce((sum, i) => sum + i.lease, 0)) fail('reserved is not the sum of the leases');
+    if (wallet.reserved !== instances.reduce((sum, i) => sum + i.lease, 0))
+      fail('reserved is not the sum of the leases');
     if (wallet.balance - wallet.reserved < 0) fail('available went negative');
     if (wallet.balance + captured !== initial) fail('credits created or lost');
     // Free service comes only from crashed leases' unreported use, which the expiry gives up.
@@ -106,7 +111,8 @@ function simulate(seed: number, leaseSize: number) {
       }
       if (instance.lease - instance.used < worstCase) {
         refused++;
-        const oracleAvailable = wallet.balance - wallet.reserved + instances.reduce((sum, i) => sum + (i.crashed ? 0 : i.lease - i.used), 0);
+        const oracleAvailable =
+          wallet.balance - wallet.reserved + instances.reduce((sum, i) => sum + (i.crashed ? 0 : i.lease - i.used), 0);
         if (oracleAvailable >= worstCase) strandedRefusals++;
         check('refusal');
         continue;
@@ -131,11 +137,14 @@ function simulate(seed: number, leaseSize: number) {
     instance.used = 0;
   }
   check('the end');
-  if (captured + lost !== served) throw new Error(`seed ${seed}: served ${served} is not captured ${captured} + lost ${lost}`);
+  if (captured + lost !== served)
+    throw new Error(`seed ${seed}: served ${served} is not captured ${captured} + lost ${lost}`);
   return { calls, writes, refused, strandedRefusals, lostShare: lost / Math.max(1, served) };
 }
 
-console.log('| Lease (micro-credits; worst case of a call ~1,100, cost ~550) | Seeds | Calls | DB writes per call | Refused | Refused with credits stranded in other leases | Revenue lost to crashes |');
+console.log(
+  '| Lease (micro-credits; worst case of a call ~1,100, cost ~550) | Seeds | Calls | DB writes per call | Refused | Refused with credits stranded in other leases | Revenue lost to crashes |',
+);
 console.log('|---:|---:|---:|---:|---:|---:|---:|');
 for (const multiple of [1, 10, 100]) {
   const totals = { calls: 0, writes: 0, refused: 0, strandedRefusals: 0, lostShare: 0 };
@@ -148,6 +157,8 @@ for (const multiple of [1, 10, 100]) {
     totals.lostShare += result.lostShare;
   }
   const pct = (n: number) => `${((100 * n) / totals.calls).toFixed(1)}%`;
-  console.log(`| ${(multiple * 1_000).toLocaleString('en')} | ${SEEDS} | ${totals.calls} | ${(totals.writes / totals.calls).toFixed(3)} | ${pct(totals.refused)} | ${pct(totals.strandedRefusals)} | ${((100 * totals.lostShare) / SEEDS).toFixed(2)}% |`);
+  console.log(
+    `| ${(multiple * 1_000).toLocaleString('en')} | ${SEEDS} | ${totals.calls} | ${(totals.writes / totals.calls).toFixed(3)} | ${pct(totals.refused)} | ${pct(totals.strandedRefusals)} | ${((100 * totals.lostShare) / SEEDS).toFixed(2)}% |`,
+  );
 }
 console.log(`\nEvery invariant held after every step of ${SEEDS} seeds × 3 lease sizes × 2,000 steps.`);

@@ -39,10 +39,16 @@ export interface CellResult {
 }
 
 const bodyOf = (target: Target, stream: boolean) =>
-  JSON.stringify({ ...target.body, ...(stream ? target.streamFields ?? { stream: true, stream_options: { include_usage: true } } : {}) });
+  JSON.stringify({
+    ...target.body,
+    ...(stream ? (target.streamFields ?? { stream: true, stream_options: { include_usage: true } }) : {}),
+  });
 
 /** Runs autocannon against `target` for `seconds`, after `warmupSeconds` of the same load whose figures are dropped. */
-export async function hammer(target: Target, options: { stream: boolean; connections: number; seconds: number; warmupSeconds: number }): Promise<CellResult> {
+export async function hammer(
+  target: Target,
+  options: { stream: boolean; connections: number; seconds: number; warmupSeconds: number },
+): Promise<CellResult> {
   const body = bodyOf(target, options.stream);
   const run = (duration: number) =>
     autocannon({
@@ -50,11 +56,16 @@ export async function hammer(target: Target, options: { stream: boolean; connect
       connections: options.connections,
       duration,
       timeout: 30,
-      requests: [{
-        method: 'POST',
-        body,
-        setupRequest: (request) => ({ ...request, headers: { 'content-type': 'application/json', ...target.headers() } }),
-      }],
+      requests: [
+        {
+          method: 'POST',
+          body,
+          setupRequest: (request) => ({
+            ...request,
+            headers: { 'content-type': 'application/json', ...target.headers() },
+          }),
+        },
+      ],
     });
   if (options.warmupSeconds > 0) await run(options.warmupSeconds);
   const result = await run(options.seconds);
@@ -82,22 +93,27 @@ function timedRequest(target: Target, body: string, agent: Agent): Promise<Timin
     const started = performance.now();
     let firstFrameMs: number | undefined;
     let seen = '';
-    const req = httpRequest({
-      host: url.hostname,
-      port: url.port,
-      path: url.pathname,
-      method: 'POST',
-      agent,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...target.headers() },
-    }, (res) => {
-      res.on('data', (chunk: Buffer) => {
-        if (firstFrameMs !== undefined) return;
-        seen += chunk.toString();
-        if (seen.includes('data:')) firstFrameMs = performance.now() - started;
-      });
-      res.on('end', () => resolve({ ok: (res.statusCode ?? 0) < 300, totalMs: performance.now() - started, firstFrameMs }));
-      res.on('error', () => resolve({ ok: false, totalMs: performance.now() - started }));
-    });
+    const req = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...target.headers() },
+      },
+      (res) => {
+        res.on('data', (chunk: Buffer) => {
+          if (firstFrameMs !== undefined) return;
+          seen += chunk.toString();
+          if (seen.includes('data:')) firstFrameMs = performance.now() - started;
+        });
+        res.on('end', () =>
+          resolve({ ok: (res.statusCode ?? 0) < 300, totalMs: performance.now() - started, firstFrameMs }),
+        );
+        res.on('error', () => resolve({ ok: false, totalMs: performance.now() - started }));
+      },
+    );
     req.on('error', () => resolve({ ok: false, totalMs: performance.now() - started }));
     req.setTimeout(30_000, () => req.destroy());
     req.end(body);
@@ -114,16 +130,21 @@ export function quantile(sorted: number[], q: number): number {
  * Runs `connections` loops that each send requests back to back over keep-alive connections for `seconds`
  * (after `warmupSeconds` whose timings are dropped), timing each request and each stream's first frame.
  */
-export async function probe(target: Target, options: { stream: boolean; connections: number; seconds: number; warmupSeconds: number }): Promise<CellResult> {
+export async function probe(
+  target: Target,
+  options: { stream: boolean; connections: number; seconds: number; warmupSeconds: number },
+): Promise<CellResult> {
   const body = bodyOf(target, options.stream);
   const agent = new Agent({ keepAlive: true, maxSockets: options.connections });
   const run = async (seconds: number) => {
     const timings: Timing[] = [];
     const started = performance.now();
     const deadline = started + seconds * 1000;
-    await Promise.all(Array.from({ length: options.connections }, async () => {
-      while (performance.now() < deadline) timings.push(await timedRequest(target, body, agent));
-    }));
+    await Promise.all(
+      Array.from({ length: options.connections }, async () => {
+        while (performance.now() < deadline) timings.push(await timedRequest(target, body, agent));
+      }),
+    );
     return { timings, elapsedS: (performance.now() - started) / 1000 };
   };
   try {

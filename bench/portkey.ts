@@ -15,7 +15,12 @@ const SERVER = join(FOLDER, 'node_modules/@portkey-ai/gateway/build/start-server
 
 /** Installs the pinned version unless it is already there. */
 export function installPortkey(): void {
-  const manifest = { name: 'portkey-bench', private: true, dependencies: { '@portkey-ai/gateway': PORTKEY_VERSION }, overrides: { '@hono/node-server': '1.14.1' } };
+  const manifest = {
+    name: 'portkey-bench',
+    private: true,
+    dependencies: { '@portkey-ai/gateway': PORTKEY_VERSION },
+    overrides: { '@hono/node-server': '1.14.1' },
+  };
   const installed = join(FOLDER, 'node_modules/@portkey-ai/gateway/package.json');
   if (existsSync(installed) && JSON.parse(readFileSync(installed, 'utf8')).version === PORTKEY_VERSION) return;
   mkdirSync(FOLDER, { recursive: true });
@@ -30,7 +35,10 @@ export function installPortkey(): void {
 /** Starts Portkey headless on a free loopback port. */
 export async function startPortkey(): Promise<{ child: Child; baseUrl: string }> {
   const port = await freePort();
-  const child = spawnNode('portkey', [SERVER, `--port=${port}`, '--headless'], { cwd: FOLDER, env: { NODE_ENV: 'production' } });
+  const child = spawnNode('portkey', [SERVER, `--port=${port}`, '--headless'], {
+    cwd: FOLDER,
+    env: { NODE_ENV: 'production' },
+  });
   const baseUrl = `http://127.0.0.1:${port}`;
   await waitForHttp(`${baseUrl}/`, child, 30_000);
   return { child, baseUrl };
@@ -38,6 +46,10 @@ export async function startPortkey(): Promise<{ child: Child; baseUrl: string }>
 
 /** Portkey's chat target: the OpenAI provider with its host pointed at the mock. */
 export function portkeyTarget(baseUrl: string, upstreamUrl: string, body: Record<string, unknown>): Target {
-  const headers = { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstreamUrl}/v1`, authorization: 'Bearer x' };
+  const headers = {
+    'x-portkey-provider': 'openai',
+    'x-portkey-custom-host': `${upstreamUrl}/v1`,
+    authorization: 'Bearer x',
+  };
   return { url: `${baseUrl}/v1/chat/completions`, body, headers: () => headers };
 }

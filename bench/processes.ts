@@ -24,7 +24,11 @@ export interface Child {
 }
 
 /** Runs `process.execPath` (the pinned Node) with `args`; stdout and stderr are kept in memory. */
-export function spawnNode(name: string, args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Child {
+export function spawnNode(
+  name: string,
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Child {
   const proc: ChildProcess = spawn(process.execPath, args, {
     cwd: options.cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
@@ -52,7 +56,12 @@ export function spawnNode(name: string, args: string[], options: { env?: Record<
     name,
     pid: proc.pid!,
     stdout: () => out,
-    stderrTail: () => [exitCode !== undefined ? `(exit code ${exitCode}, signal ${exitSignal})` : '', ...err.split('\n').slice(-20), ...out.split('\n').slice(-5)].join('\n'),
+    stderrTail: () =>
+      [
+        exitCode !== undefined ? `(exit code ${exitCode}, signal ${exitSignal})` : '',
+        ...err.split('\n').slice(-20),
+        ...out.split('\n').slice(-5),
+      ].join('\n'),
     peakRssMiB() {
       if (exitCode === undefined) lastPeak = Math.max(lastPeak, readPeakRssMiB(proc.pid!));
       return lastPeak;
@@ -109,7 +118,10 @@ export async function waitForHttp(url: string, child: Child, timeoutMs = 30_000)
 export async function firstJsonLine<T>(child: Child, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const line = child.stdout().split('\n').find((l) => l.startsWith('{'));
+    const line = child
+      .stdout()
+      .split('\n')
+      .find((l) => l.startsWith('{'));
     if (line) return JSON.parse(line) as T;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

@@ -14,17 +14,35 @@ import { SERVE_RUNTIME } from '../src/cli.ts';
 const PROFILE_DIR = resolve('.tmp/bench-profiles');
 
 /** The chat request every benchmark cell sends (the model is set per target). */
-export const CHAT_BODY = { messages: [{ role: 'user', content: 'Write one short sentence about toll roads.' }], max_tokens: 64 };
+export const CHAT_BODY = {
+  messages: [{ role: 'user', content: 'Write one short sentence about toll roads.' }],
+  max_tokens: 64,
+};
 
 /** Profiles an instance on `store` (already provisioned with `keys`, or provisioned here when `keys` is empty). */
-export async function profileTollgate(store: Store, upstreamUrl: string, keys: string[], options: { stream: boolean; seconds: number }): Promise<{ file: string; summary: ProfileSummary }> {
+export async function profileTollgate(
+  store: Store,
+  upstreamUrl: string,
+  keys: string[],
+  options: { stream: boolean; seconds: number },
+): Promise<{ file: string; summary: ProfileSummary }> {
   const dir = join(PROFILE_DIR, `${store.dialect}-${options.stream ? 'stream' : 'json'}-${Date.now()}`);
   mkdirSync(dir, { recursive: true });
   // A profiled serve does not re-execute itself (src/cli.ts SAMPLING_PROFILERS): its V8 flags are given here.
-  const instance = await startTollgate(store, upstreamUrl, [...SERVE_RUNTIME.nodeFlags, '--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=250']);
+  const instance = await startTollgate(store, upstreamUrl, [
+    ...SERVE_RUNTIME.nodeFlags,
+    '--cpu-prof',
+    `--cpu-prof-dir=${dir}`,
+    '--cpu-prof-interval=250',
+  ]);
   try {
     if (keys.length === 0) keys = await provision(instance, 10);
-    await hammer(tollgateTarget(instance, keys, CHAT_BODY), { stream: options.stream, connections: 64, seconds: options.seconds, warmupSeconds: 1 });
+    await hammer(tollgateTarget(instance, keys, CHAT_BODY), {
+      stream: options.stream,
+      connections: 64,
+      seconds: options.seconds,
+      warmupSeconds: 1,
+    });
   } finally {
     await instance.child.stop(15_000);
   }
@@ -43,7 +61,10 @@ if (import.meta.main) {
   try {
     mock = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd: process.cwd() });
     const { url } = await firstJsonLine<{ url: string }>(mock);
-    const { file, summary } = await profileTollgate(store, url, [], { stream: kind === 'stream', seconds: Number(seconds) });
+    const { file, summary } = await profileTollgate(store, url, [], {
+      stream: kind === 'stream',
+      seconds: Number(seconds),
+    });
     console.log(`${file}\n\n${profileMarkdown(summary)}`);
   } finally {
     await mock?.stop();

@@ -48,7 +48,8 @@ export interface TargetRow {
   values: Record<string, { text: string; met: boolean }>;
 }
 
-const f = (value: number | undefined, digits = 1) => (value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits));
+const f = (value: number | undefined, digits = 1) =>
+  value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits);
 const rps = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(1));
 /** A ratio with enough digits to stay readable when it is far below 1 (0.0075×, not 0.00×). */
 const times = (value: number) => `${value >= 0.1 ? value.toFixed(2) : value.toPrecision(2)}×`;
@@ -60,7 +61,11 @@ export function judgeTargets(results: SystemResult[]): TargetRow[] {
   const portkey = results.find((r) => r.kind === 'portkey');
   const dialects = [...new Set(results.filter((r) => r.kind === 'tollgate').map((r) => r.dialect!))];
   const rows: TargetRow[] = [];
-  const add = (target: string, threshold: string, judge: (small: SystemResult, large: SystemResult | undefined) => { text: string; met: boolean } | undefined) => {
+  const add = (
+    target: string,
+    threshold: string,
+    judge: (small: SystemResult, large: SystemResult | undefined) => { text: string; met: boolean } | undefined,
+  ) => {
     const values: TargetRow['values'] = {};
     for (const dialect of dialects) {
       const small = results.find((r) => r.kind === 'tollgate' && r.dialect === dialect && r.scale === 'small');
@@ -78,7 +83,10 @@ export function judgeTargets(results: SystemResult[]): TargetRow[] {
     const added = s.json1.p99 - direct.json1.p99;
     return { text: `${f(added, 2)} ms`, met: added <= 3 };
   });
-  for (const [cell, name] of [['json64', 'non-streaming'], ['stream64', 'streaming']] as const) {
+  for (const [cell, name] of [
+    ['json64', 'non-streaming'],
+    ['stream64', 'streaming'],
+  ] as const) {
     if (portkey) {
       add(`Throughput, concurrency 64, vs Portkey (${name})`, '≥ 3×', (s) => {
         const ratio = s[cell].rps / portkey[cell].rps;
@@ -94,7 +102,10 @@ export function judgeTargets(results: SystemResult[]): TargetRow[] {
     const peak = Math.max(s.peakRssMB ?? 0, l?.peakRssMB ?? 0);
     return { text: `${f(peak, 0)} MB`, met: peak <= 200 };
   });
-  for (const [cell, name] of [['json64', 'non-streaming'], ['stream64', 'streaming']] as const) {
+  for (const [cell, name] of [
+    ['json64', 'non-streaming'],
+    ['stream64', 'streaming'],
+  ] as const) {
     add(`Throughput lost with the large data set, concurrency 64 (${name})`, '< 10%', (s, l) => {
       if (!l) return undefined;
       const loss = 1 - l[cell].rps / s[cell].rps;
@@ -116,8 +127,12 @@ export function proxyCeiling(results: SystemResult[]): string[] {
   const direct = results.find((r) => r.kind === 'direct');
   const bare = results.find((r) => r.kind === 'bare');
   if (!direct || !bare) return [];
-  const share = (cell: 'json64' | 'stream64') => `${times(bare[cell].rps / direct[cell].rps)} (${rps(bare[cell].rps)} vs ${rps(direct[cell].rps)} req/s)`;
-  return [`For scale: the bare Node proxy of the figures below, which only forwards (undici's request), keeps ${share('json64')} of the direct path's throughput at concurrency 64 non-streaming and ${share('stream64')} streaming — the ceiling, on this machine, of a Node proxy forwarding with the client Tollgate uses, gateway logic or not.`, ''];
+  const share = (cell: 'json64' | 'stream64') =>
+    `${times(bare[cell].rps / direct[cell].rps)} (${rps(bare[cell].rps)} vs ${rps(direct[cell].rps)} req/s)`;
+  return [
+    `For scale: the bare Node proxy of the figures below, which only forwards (undici's request), keeps ${share('json64')} of the direct path's throughput at concurrency 64 non-streaming and ${share('stream64')} streaming — the ceiling, on this machine, of a Node proxy forwarding with the client Tollgate uses, gateway logic or not.`,
+    '',
+  ];
 }
 
 /** The targets table; columns are the databases. */
@@ -127,7 +142,10 @@ export function targetsTable(rows: TargetRow[]): string {
   return [
     `| Target | Threshold | ${dialects.map(name).join(' | ')} |`,
     `|---|---|${dialects.map(() => '---|').join('')}`,
-    ...rows.map((row) => `| ${row.target} | ${row.threshold} | ${dialects.map((d) => (row.values[d] ? `${mark(row.values[d].met)}: ${row.values[d].text}` : '–')).join(' | ')} |`),
+    ...rows.map(
+      (row) =>
+        `| ${row.target} | ${row.threshold} | ${dialects.map((d) => (row.values[d] ? `${mark(row.values[d].met)}: ${row.values[d].text}` : '–')).join(' | ')} |`,
+    ),
   ].join('\n');
 }
 
@@ -137,28 +155,38 @@ export function figureTables(results: SystemResult[]): string {
   const portkey = results.find((r) => r.kind === 'portkey');
   const ratio = (value: number, base: number | undefined) => (base ? times(value / base) : '–');
   const added = (value: number, base: number, r: SystemResult) => (r.kind === 'direct' ? '–' : f(value - base, 2));
-  const failed = (r: SystemResult) => [r.json1, r.stream1, r.json64, r.stream64, r.ttft64].reduce((sum, c) => sum + c.failed, 0);
+  const failed = (r: SystemResult) =>
+    [r.json1, r.stream1, r.json64, r.stream64, r.ttft64].reduce((sum, c) => sum + c.failed, 0);
   const json = [
     '**Non-streaming chat** (latencies in ms; "added" is the difference with the direct path in the same run)',
     '',
     '| System | c=1 req/s | c=1 p50 | c=1 p99 | added p50 | added p99 | c=64 req/s | c=64 p50 | c=64 p99 | c=64 vs direct | c=64 vs Portkey | peak RSS MB | failed |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...results.map((r) =>
-      `| ${r.label} | ${rps(r.json1.rps)} | ${f(r.json1.p50, 2)} | ${f(r.json1.p99, 2)} | ${added(r.json1.p50, direct.json1.p50, r)} | ${added(r.json1.p99, direct.json1.p99, r)} | ${rps(r.json64.rps)} | ${f(r.json64.p50, 0)} | ${f(r.json64.p99, 0)} | ${ratio(r.json64.rps, direct.json64.rps)} | ${ratio(r.json64.rps, portkey?.json64.rps)} | ${f(r.peakRssMB, 0)} | ${failed(r)} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.label} | ${rps(r.json1.rps)} | ${f(r.json1.p50, 2)} | ${f(r.json1.p99, 2)} | ${added(r.json1.p50, direct.json1.p50, r)} | ${added(r.json1.p99, direct.json1.p99, r)} | ${rps(r.json64.rps)} | ${f(r.json64.p50, 0)} | ${f(r.json64.p99, 0)} | ${ratio(r.json64.rps, direct.json64.rps)} | ${ratio(r.json64.rps, portkey?.json64.rps)} | ${f(r.peakRssMB, 0)} | ${failed(r)} |`,
+    ),
   ];
   const stream = [
     '**Streaming chat** (TTFT: time to the first `data:` frame; total: until the last byte)',
     '',
     '| System | c=1 req/s | c=1 TTFT p50 | c=1 TTFT p99 | added TTFT p50 | c=1 total p50 | c=1 total p99 | c=64 req/s | c=64 total p50 | c=64 total p99 | c=64 TTFT p50 | c=64 TTFT p99 | c=64 vs direct | c=64 vs Portkey |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...results.map((r) =>
-      `| ${r.label} | ${rps(r.stream1.rps)} | ${f(r.stream1.ttftP50, 2)} | ${f(r.stream1.ttftP99, 2)} | ${added(r.stream1.ttftP50!, direct.stream1.ttftP50!, r)} | ${f(r.stream1.p50, 2)} | ${f(r.stream1.p99, 2)} | ${rps(r.stream64.rps)} | ${f(r.stream64.p50, 0)} | ${f(r.stream64.p99, 0)} | ${f(r.ttft64.ttftP50, 1)} | ${f(r.ttft64.ttftP99, 1)} | ${ratio(r.stream64.rps, direct.stream64.rps)} | ${ratio(r.stream64.rps, portkey?.stream64.rps)} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.label} | ${rps(r.stream1.rps)} | ${f(r.stream1.ttftP50, 2)} | ${f(r.stream1.ttftP99, 2)} | ${added(r.stream1.ttftP50!, direct.stream1.ttftP50!, r)} | ${f(r.stream1.p50, 2)} | ${f(r.stream1.p99, 2)} | ${rps(r.stream64.rps)} | ${f(r.stream64.p50, 0)} | ${f(r.stream64.p99, 0)} | ${f(r.ttft64.ttftP50, 1)} | ${f(r.ttft64.ttftP99, 1)} | ${ratio(r.stream64.rps, direct.stream64.rps)} | ${ratio(r.stream64.rps, portkey?.stream64.rps)} |`,
+    ),
   ];
   return `${json.join('\n')}\n\n${stream.join('\n')}`;
 }
 
 /** The whole `BENCHMARKS.md`. */
-export function benchmarksMarkdown(info: RunInfo, results: SystemResult[], targets: TargetRow[], profiles: string[]): string {
+export function benchmarksMarkdown(
+  info: RunInfo,
+  results: SystemResult[],
+  targets: TargetRow[],
+  profiles: string[],
+): string {
   const ledgers = results.filter((r) => r.ledger).map((r) => `- ${r.label}: ${r.ledger}`);
   return [
     '# Benchmarks',
@@ -183,7 +211,16 @@ export function benchmarksMarkdown(info: RunInfo, results: SystemResult[], targe
     '',
     figureTables(results),
     '',
-    ...(ledgers.length ? ['## Billing after the load', '', 'The operator\'s ledger check (`GET /api/admin/ledger/verify`) after each Tollgate instance\'s load:', '', ...ledgers, ''] : []),
+    ...(ledgers.length
+      ? [
+          '## Billing after the load',
+          '',
+          "The operator's ledger check (`GET /api/admin/ledger/verify`) after each Tollgate instance's load:",
+          '',
+          ...ledgers,
+          '',
+        ]
+      : []),
     ...(info.notes.length ? ['## Notes', '', ...info.notes.map((line) => `- ${line}`), ''] : []),
     ...(profiles.length ? ['## Profiles of the missed targets', '', ...profiles, ''] : []),
   ].join('\n');
@@ -205,7 +242,10 @@ export function updateReadme(path: string, body: string): void {
   } else {
     const section = `## Benchmarks\n\n${block}\n\n`;
     const before = readme.indexOf('\n## Deployment');
-    next = before >= 0 ? `${readme.slice(0, before + 1)}${section}${readme.slice(before + 1)}` : `${readme.trimEnd()}\n\n${section.trimEnd()}\n`;
+    next =
+      before >= 0
+        ? `${readme.slice(0, before + 1)}${section}${readme.slice(before + 1)}`
+        : `${readme.trimEnd()}\n\n${section.trimEnd()}\n`;
   }
   writeFileSync(path, next);
 }

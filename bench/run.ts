@@ -6,9 +6,31 @@ import { installPortkey, PORTKEY_VERSION, portkeyTarget, startPortkey } from './
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { CHAT_BODY, profileTollgate } from './profile.ts';
 import { profileMarkdown } from './cpuprofile.ts';
-import { BARE_PROXY_LABEL, benchmarksMarkdown, figureTables, judgeTargets, proxyCeiling, targetsTable, updateReadme, type RunInfo, type SystemResult } from './report.ts';
+import {
+  BARE_PROXY_LABEL,
+  benchmarksMarkdown,
+  figureTables,
+  judgeTargets,
+  proxyCeiling,
+  targetsTable,
+  updateReadme,
+  type RunInfo,
+  type SystemResult,
+} from './report.ts';
 import { seedScale } from './seed.ts';
-import { createStore, messagesTarget, POSTGRES_URL, provision, responsesTarget, startTollgate, tollgateTarget, UPSTREAM_MODEL, verifyLedger, withPostgres, type Store } from './tollgate.ts';
+import {
+  createStore,
+  messagesTarget,
+  POSTGRES_URL,
+  provision,
+  responsesTarget,
+  startTollgate,
+  tollgateTarget,
+  UPSTREAM_MODEL,
+  verifyLedger,
+  withPostgres,
+  type Store,
+} from './tollgate.ts';
 
 /**
  * `npm run bench`: one run, on loopback, against one mock upstream — the mock called directly, a bare Node
@@ -34,8 +56,10 @@ const PROFILE_ON_MISS = env.BENCH_PROFILE !== '0' && !QUICK;
 const KEYS = 10;
 const started = performance.now();
 
-const log = (message: string) => console.log(`[bench ${((performance.now() - started) / 1000).toFixed(0).padStart(3)}s] ${message}`);
-const fmt = (c: CellResult) => `${c.rps.toFixed(0)} req/s, p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms${c.ttftP50 === undefined ? '' : `, TTFT p50 ${c.ttftP50.toFixed(2)} ms`}${c.failed ? `, ${c.failed} FAILED` : ''}`;
+const log = (message: string) =>
+  console.log(`[bench ${((performance.now() - started) / 1000).toFixed(0).padStart(3)}s] ${message}`);
+const fmt = (c: CellResult) =>
+  `${c.rps.toFixed(0)} req/s, p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms${c.ttftP50 === undefined ? '' : `, TTFT p50 ${c.ttftP50.toFixed(2)} ms`}${c.failed ? `, ${c.failed} FAILED` : ''}`;
 
 /** Every cell of one system: concurrency 1 with the probe, then concurrency 64 with autocannon, then TTFT at 64. */
 async function measure(label: string, target: Target): Promise<Omit<SystemResult, 'label' | 'kind'>> {
@@ -57,12 +81,17 @@ const children = new Set<Child>();
 const disposers: Array<() => Promise<void>> = [];
 async function cleanUp(): Promise<void> {
   await Promise.all([...children].map((child) => child.stop(3_000)));
-  for (const dispose of disposers.splice(0)) await dispose().catch((error) => console.error(`clean-up failed: ${error.message}`));
+  for (const dispose of disposers.splice(0))
+    await dispose().catch((error) => console.error(`clean-up failed: ${error.message}`));
 }
 process.on('SIGINT', () => void cleanUp().then(() => process.exit(130)));
 
 /** Measures Tollgate on one database: 10 keys, then the large data set seeded into the same store. */
-async function measureTollgate(dialect: 'sqlite' | 'postgres', upstreamUrl: string, results: SystemResult[]): Promise<{ store: Store; keys: string[] }> {
+async function measureTollgate(
+  dialect: 'sqlite' | 'postgres',
+  upstreamUrl: string,
+  results: SystemResult[],
+): Promise<{ store: Store; keys: string[] }> {
   const name = dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL';
   const { store, dispose } = await createStore(dialect);
   disposers.push(dispose);
@@ -71,7 +100,9 @@ async function measureTollgate(dialect: 'sqlite' | 'postgres', upstreamUrl: stri
     if (scale === 'large') {
       const seeding = performance.now();
       await seedScale(store, SCALE.users, SCALE.keys);
-      log(`${name}: seeded ${SCALE.users.toLocaleString('en')} users and ${SCALE.keys.toLocaleString('en')} keys in ${((performance.now() - seeding) / 1000).toFixed(1)} s`);
+      log(
+        `${name}: seeded ${SCALE.users.toLocaleString('en')} users and ${SCALE.keys.toLocaleString('en')} keys in ${((performance.now() - seeding) / 1000).toFixed(1)} s`,
+      );
     }
     const instance = await startTollgate(store, upstreamUrl);
     children.add(instance.child);
@@ -80,13 +111,25 @@ async function measureTollgate(dialect: 'sqlite' | 'postgres', upstreamUrl: stri
       const label = `Tollgate · ${name} · ${scale === 'small' ? `${KEYS} keys` : `${SCALE.keys.toLocaleString('en')} keys, ${SCALE.users.toLocaleString('en')} users`}`;
       const figures = await measure(label, tollgateTarget(instance, keys, CHAT_BODY));
       // The same request through the other API surfaces on the 10-key instance: their added latency beside chat's.
-      const responses = scale === 'small' ? await measure(`${label} · Responses`, responsesTarget(instance, keys, CHAT_BODY)) : null;
-      const messages = scale === 'small' ? await measure(`${label} · Messages`, messagesTarget(instance, keys, CHAT_BODY)) : null;
+      const responses =
+        scale === 'small' ? await measure(`${label} · Responses`, responsesTarget(instance, keys, CHAT_BODY)) : null;
+      const messages =
+        scale === 'small' ? await measure(`${label} · Messages`, messagesTarget(instance, keys, CHAT_BODY)) : null;
       const ledger = await verifyLedger(instance);
-      results.push({ label, kind: 'tollgate', dialect, scale, ...figures, peakRssMB: (instance.child.peakRssMiB() * 1024 * 1024) / 1e6, ledger: `${ledger.ok ? 'verifies' : 'DOES NOT VERIFY'} (${ledger.detail})` });
+      results.push({
+        label,
+        kind: 'tollgate',
+        dialect,
+        scale,
+        ...figures,
+        peakRssMB: (instance.child.peakRssMiB() * 1024 * 1024) / 1e6,
+        ledger: `${ledger.ok ? 'verifies' : 'DOES NOT VERIFY'} (${ledger.detail})`,
+      });
       if (responses) results.push({ label: `${label} · Responses`, kind: 'surface', dialect, scale, ...responses });
       if (messages) results.push({ label: `${label} · Messages`, kind: 'surface', dialect, scale, ...messages });
-      log(`${label}: peak RSS ${instance.child.peakRssMiB().toFixed(0)} MiB; ledger ${ledger.ok ? 'verifies' : 'DOES NOT VERIFY'}`);
+      log(
+        `${label}: peak RSS ${instance.child.peakRssMiB().toFixed(0)} MiB; ledger ${ledger.ok ? 'verifies' : 'DOES NOT VERIFY'}`,
+      );
     } finally {
       await instance.child.stop();
       children.delete(instance.child);
@@ -103,30 +146,60 @@ async function machine(): Promise<string[]> {
     `Node ${process.version}, Linux ${release()}`,
     `SQLite ${(new DatabaseSync(':memory:').prepare('select sqlite_version() as v').get() as { v: string }).v} (node:sqlite)`,
   ];
-  if (DIALECTS.includes('postgres')) lines.push(await withPostgres(async (client) => (await client.query('SHOW server_version')).rows[0].server_version).then((v) => `PostgreSQL ${v} on the same machine (${POSTGRES_URL.replace(/\/\/[^@]*@/, '//')})`));
+  if (DIALECTS.includes('postgres'))
+    lines.push(
+      await withPostgres(async (client) => (await client.query('SHOW server_version')).rows[0].server_version).then(
+        (v) => `PostgreSQL ${v} on the same machine (${POSTGRES_URL.replace(/\/\/[^@]*@/, '//')})`,
+      ),
+    );
   return lines;
 }
 
 async function main(): Promise<void> {
-  log(`start: ${QUICK ? 'quick' : 'full'} run, ${SECONDS} s per cell after ${WARMUP} s of warm-up; databases ${DIALECTS.join(', ')}`);
+  log(
+    `start: ${QUICK ? 'quick' : 'full'} run, ${SECONDS} s per cell after ${WARMUP} s of warm-up; databases ${DIALECTS.join(', ')}`,
+  );
   if (WITH_PORTKEY) {
     log(`installing @portkey-ai/gateway@${PORTKEY_VERSION} into .tmp/portkey (skipped when present)`);
     installPortkey();
   }
-  const mock = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd: process.cwd(), env: Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('BENCH_UPSTREAM_'))) as Record<string, string> });
+  const mock = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], {
+    cwd: process.cwd(),
+    env: Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('BENCH_UPSTREAM_'))) as Record<
+      string,
+      string
+    >,
+  });
   children.add(mock);
   const { url: upstreamUrl } = await firstJsonLine<{ url: string }>(mock);
   const results: SystemResult[] = [];
 
   const directBody = { ...CHAT_BODY, model: UPSTREAM_MODEL };
-  results.push({ label: 'Direct (mock upstream, no gateway)', kind: 'direct', ...(await measure('direct', { url: `${upstreamUrl}/v1/chat/completions`, body: directBody, headers: () => ({ authorization: 'Bearer x' }) })) });
+  results.push({
+    label: 'Direct (mock upstream, no gateway)',
+    kind: 'direct',
+    ...(await measure('direct', {
+      url: `${upstreamUrl}/v1/chat/completions`,
+      body: directBody,
+      headers: () => ({ authorization: 'Bearer x' }),
+    })),
+  });
 
   const bare = spawnNode('bare-proxy', ['bench/bare-proxy.ts', upstreamUrl], { cwd: process.cwd() });
   children.add(bare);
   try {
     const { url: bareUrl } = await firstJsonLine<{ url: string }>(bare);
-    const figures = await measure(BARE_PROXY_LABEL, { url: `${bareUrl}/v1/chat/completions`, body: directBody, headers: () => ({ authorization: 'Bearer x' }) });
-    results.push({ label: BARE_PROXY_LABEL, kind: 'bare', ...figures, peakRssMB: (bare.peakRssMiB() * 1024 * 1024) / 1e6 });
+    const figures = await measure(BARE_PROXY_LABEL, {
+      url: `${bareUrl}/v1/chat/completions`,
+      body: directBody,
+      headers: () => ({ authorization: 'Bearer x' }),
+    });
+    results.push({
+      label: BARE_PROXY_LABEL,
+      kind: 'bare',
+      ...figures,
+      peakRssMB: (bare.peakRssMiB() * 1024 * 1024) / 1e6,
+    });
   } finally {
     await bare.stop();
     children.delete(bare);
@@ -157,13 +230,25 @@ async function main(): Promise<void> {
       log(`profiling Tollgate on ${dialect} under concurrency 64 (missed: ${missed.map((t) => t.target).join('; ')})`);
       const { store, keys } = stores.get(dialect)!;
       // A profile explains a miss; it is not a figure. One retry, then the report says it is missing.
-      const profiled = await profileTollgate(store, upstreamUrl, keys, { stream: false, seconds: SECONDS }).catch((first) => {
-        log(`profiling failed once (${String(first.message ?? first).split('\n').slice(0, 3).join(' ')}); retrying`);
-        return profileTollgate(store, upstreamUrl, keys, { stream: false, seconds: SECONDS }).catch((error) => error as Error);
-      });
+      const profiled = await profileTollgate(store, upstreamUrl, keys, { stream: false, seconds: SECONDS }).catch(
+        (first) => {
+          log(
+            `profiling failed once (${String(first.message ?? first)
+              .split('\n')
+              .slice(0, 3)
+              .join(' ')}); retrying`,
+          );
+          return profileTollgate(store, upstreamUrl, keys, { stream: false, seconds: SECONDS }).catch(
+            (error) => error as Error,
+          );
+        },
+      );
       if (profiled instanceof Error) {
         log(`profiling failed: ${profiled.message}`);
-        profiles.push(`### Tollgate on ${dialect}: the profile could not be taken (${profiled.message.split('\n')[0]})`, '');
+        profiles.push(
+          `### Tollgate on ${dialect}: the profile could not be taken (${profiled.message.split('\n')[0]})`,
+          '',
+        );
         continue;
       }
       const { file, summary } = profiled;
@@ -195,7 +280,9 @@ async function main(): Promise<void> {
       'Peak RSS: VmHWM of the gateway process from /proc, over its whole life (start-up included).',
     ],
     scaleLabel: `${SCALE.keys.toLocaleString('en')} keys`,
-    notes: QUICK ? ['BENCH_QUICK=1: short cells and a 10,000-key data set; a smoke run, not the figures to quote.'] : [],
+    notes: QUICK
+      ? ['BENCH_QUICK=1: short cells and a 10,000-key data set; a smoke run, not the figures to quote.']
+      : [],
   };
   mkdirSync('.tmp/bench', { recursive: true });
   writeFileSync(RESULTS_FILE, `${JSON.stringify({ info, results, profiles }, null, 2)}\n`);
@@ -211,21 +298,28 @@ function writeReports(info: RunInfo, results: SystemResult[], profiles: string[]
   const targets = judgeTargets(results);
   const { command } = info;
   writeFileSync('BENCHMARKS.md', benchmarksMarkdown(info, results, targets, profiles));
-  updateReadme('README.md', [
-    `Measured by \`${command}\` on ${info.date} (${info.machine.slice(0, 3).join('; ')}). Mock upstream on loopback;`,
-    'figures from one run; the full method, the machine and any profiles are in [BENCHMARKS.md](BENCHMARKS.md).',
-    '',
-    targetsTable(targets),
-    '',
-    ...proxyCeiling(results),
-    figureTables(results),
-  ].join('\n'));
+  updateReadme(
+    'README.md',
+    [
+      `Measured by \`${command}\` on ${info.date} (${info.machine.slice(0, 3).join('; ')}). Mock upstream on loopback;`,
+      'figures from one run; the full method, the machine and any profiles are in [BENCHMARKS.md](BENCHMARKS.md).',
+      '',
+      targetsTable(targets),
+      '',
+      ...proxyCeiling(results),
+      figureTables(results),
+    ].join('\n'),
+  );
   log(`wrote BENCHMARKS.md and the README's Benchmarks section`);
 }
 
 if (process.argv[2] === '--render') {
   // `node bench/run.ts --render`: the reports again from .tmp/bench/results.json, nothing measured.
-  const saved = JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as { info: RunInfo; results: SystemResult[]; profiles: string[] };
+  const saved = JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as {
+    info: RunInfo;
+    results: SystemResult[];
+    profiles: string[];
+  };
   writeReports(saved.info, saved.results, saved.profiles);
 } else {
   try {

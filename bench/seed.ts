@@ -27,7 +27,7 @@ const hex = (algorithm: string, text: string) => createHash(algorithm).update(te
 async function seedPostgres(schema: string, users: number, keys: number): Promise<void> {
   await withPostgres(async (client) => {
     await client.query(`SET search_path TO ${schema}`);
-    await client.query('SET maintenance_work_mem = \'512MB\'');
+    await client.query("SET maintenance_work_mem = '512MB'");
     const now = Date.now();
     await client.query(
       `INSERT INTO users (id, email, name, image, password_hash, created_at)
@@ -49,7 +49,8 @@ async function seedPostgres(schema: string, users: number, keys: number): Promis
     );
     const order = (type: string) => (type === 'f' ? 0 : 1);
     await client.query('BEGIN');
-    for (const c of [...constraints].sort((a, b) => order(a.type) - order(b.type))) await client.query(`ALTER TABLE ${c.owner} DROP CONSTRAINT "${c.name}"`);
+    for (const c of [...constraints].sort((a, b) => order(a.type) - order(b.type)))
+      await client.query(`ALTER TABLE ${c.owner} DROP CONSTRAINT "${c.name}"`);
     for (const index of indexes) await client.query(`DROP INDEX "${index.name}"`);
     await client.query(
       `INSERT INTO api_keys (id, user_id, app_id, name, key_hash, key_sealed, permissions, last_used_at, created_at, revoked_at)
@@ -65,7 +66,8 @@ async function seedPostgres(schema: string, users: number, keys: number): Promis
        SELECT 'key:key_' || substr(md5('bench-key-' || i), 1, 20), 'daily', 5000000 FROM generate_series(0, $1::int - 1) AS i WHERE i % 3 = 0`,
       [keys],
     );
-    for (const c of [...constraints].sort((a, b) => order(b.type) - order(a.type))) await client.query(`ALTER TABLE ${c.owner} ADD CONSTRAINT "${c.name}" ${c.definition}`);
+    for (const c of [...constraints].sort((a, b) => order(b.type) - order(a.type)))
+      await client.query(`ALTER TABLE ${c.owner} ADD CONSTRAINT "${c.name}" ${c.definition}`);
     for (const index of indexes) await client.query(index.definition);
     await client.query('COMMIT');
     await client.query('ANALYZE users; ANALYZE api_keys; ANALYZE spending_limits');
@@ -101,18 +103,27 @@ function ascendingIds(prefix: string, n: number): string[] {
 /** `n` distinct 64-hex values spread evenly over the SHA-256 space, ascending (a hash's first 8 digits, then random). */
 function ascendingHashes(n: number): string[] {
   const random = randomBytes(n * 28).toString('hex');
-  return Array.from({ length: n }, (_, i) => Math.floor((i * 2 ** 32) / n).toString(16).padStart(8, '0') + random.slice(i * 56, i * 56 + 56));
+  return Array.from(
+    { length: n },
+    (_, i) =>
+      Math.floor((i * 2 ** 32) / n)
+        .toString(16)
+        .padStart(8, '0') + random.slice(i * 56, i * 56 + 56),
+  );
 }
 
 /** SQLite: multi-row INSERTs of prepared statements in index order, 100,000 rows per transaction. */
 function seedSqlite(file: string, users: number, keys: number): void {
   const db = new DatabaseSync(file);
   try {
-    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA foreign_keys = ON; PRAGMA cache_size = -1000000; PRAGMA temp_store = MEMORY;');
+    db.exec(
+      'PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA foreign_keys = ON; PRAGMA cache_size = -1000000; PRAGMA temp_store = MEMORY;',
+    );
     const now = Date.now();
     const rowsPerStatement = 500;
     const insertMany = (table: string, columns: string[], count: number, row: (i: number) => unknown[]) => {
-      const placeholders = (n: number) => Array.from({ length: n }, () => `(${columns.map(() => '?').join(', ')})`).join(', ');
+      const placeholders = (n: number) =>
+        Array.from({ length: n }, () => `(${columns.map(() => '?').join(', ')})`).join(', ');
       const full = db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${placeholders(rowsPerStatement)}`);
       for (let from = 0; from < count; from += 100_000) {
         db.exec('BEGIN');
@@ -120,7 +131,10 @@ function seedSqlite(file: string, users: number, keys: number): void {
           const n = Math.min(rowsPerStatement, count - start);
           const values: any[] = [];
           for (let k = 0; k < n; k++) values.push(...row(start + k));
-          (n === rowsPerStatement ? full : db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${placeholders(n)}`)).run(...values);
+          (n === rowsPerStatement
+            ? full
+            : db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${placeholders(n)}`)
+          ).run(...values);
         }
         db.exec('COMMIT');
       }
@@ -129,16 +143,49 @@ function seedSqlite(file: string, users: number, keys: number): void {
     // Emails ascend with the ids too (zero-padded), so the unique email index is appended to as well.
     const width = String(users).length;
     insertMany('users', ['id', 'email', 'name', 'image', 'password_hash', 'created_at'], users, (i) => [
-      userIds[i], `seed-${String(i).padStart(width, '0')}@bench.invalid`, `Seed user ${i}`, null, `scrypt$16384$8$1$${hex('md5', `salt${i}`)}$${hex('md5', `hash${i}`)}`, now - i,
+      userIds[i],
+      `seed-${String(i).padStart(width, '0')}@bench.invalid`,
+      `Seed user ${i}`,
+      null,
+      `scrypt$16384$8$1$${hex('md5', `salt${i}`)}$${hex('md5', `hash${i}`)}`,
+      now - i,
     ]);
     const keyIds = ascendingIds('key_', keys);
     const keyHashes = ascendingHashes(keys);
-    insertMany('api_keys', ['id', 'user_id', 'app_id', 'name', 'key_hash', 'key_sealed', 'permissions', 'last_used_at', 'created_at', 'revoked_at'], keys, (i) => [
-      keyIds[i], userIds[Math.floor((i * users) / keys)], null, `Seed key ${i}`, keyHashes[i], `v1.sealed-dummy-${i}`, '["ai:chat"]',
-      null, now - keys + i, null,
-    ]);
+    insertMany(
+      'api_keys',
+      [
+        'id',
+        'user_id',
+        'app_id',
+        'name',
+        'key_hash',
+        'key_sealed',
+        'permissions',
+        'last_used_at',
+        'created_at',
+        'revoked_at',
+      ],
+      keys,
+      (i) => [
+        keyIds[i],
+        userIds[Math.floor((i * users) / keys)],
+        null,
+        `Seed key ${i}`,
+        keyHashes[i],
+        `v1.sealed-dummy-${i}`,
+        '["ai:chat"]',
+        null,
+        now - keys + i,
+        null,
+      ],
+    );
     // A third of the keys have a daily limit (billing's table since migration 1010), in key order.
-    insertMany('spending_limits', ['subject', 'period', 'amount'], Math.ceil(keys / 3), (j) => [`key:${keyIds[j * 3]}`, 'daily', 5_000_000]);
+    insertMany('spending_limits', ['subject', 'period', 'amount'], Math.ceil(keys / 3), (j) => [
+      `key:${keyIds[j * 3]}`,
+      'daily',
+      5_000_000,
+    ]);
     db.exec('ANALYZE');
   } finally {
     db.close();

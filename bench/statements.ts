@@ -41,15 +41,38 @@ DatabaseSync.prototype.exec = function (this: DatabaseSync, text: string) {
 };
 
 const mock = await startMockUpstream({ log: false });
-const env = new TestEnv(kind, { config: { OPENAI_BASE_URL: `${mock.url}/v1`, OPENAI_API_KEY: 'x', RATE_LIMIT_KEY_RPM: 0, RATE_LIMIT_APP_RPM: 0 } as any });
+const env = new TestEnv(kind, {
+  config: {
+    OPENAI_BASE_URL: `${mock.url}/v1`,
+    OPENAI_API_KEY: 'x',
+    RATE_LIMIT_KEY_RPM: 0,
+    RATE_LIMIT_APP_RPM: 0,
+  } as any,
+});
 await env.start();
 try {
-  await env.admin('PUT', '/api/admin/models/bench/chat', { provider: 'openai', upstreamModel: 'gpt-bench', pricing: { prompt: 1, completion: 2 }, maxOutputTokens: 1024 });
+  await env.admin('PUT', '/api/admin/models/bench/chat', {
+    provider: 'openai',
+    upstreamModel: 'gpt-bench',
+    pricing: { prompt: 1, completion: 2 },
+    maxOutputTokens: 1024,
+  });
   const user = await env.createUser();
   await env.admin('POST', `/api/admin/users/${user.userId}/credits`, { amount: 1_000_000, reason: 'bench' });
-  const key = (await env.dashboard(user, 'POST', '/api/user/api-keys', { name: 'bench', permissions: ['ai:chat'], limit: 100_000, limitPeriod: 'daily' })).body.apiKey.key;
+  const key = (
+    await env.dashboard(user, 'POST', '/api/user/api-keys', {
+      name: 'bench',
+      permissions: ['ai:chat'],
+      limit: 100_000,
+      limitPeriod: 'daily',
+    })
+  ).body.apiKey.key;
   const chat = async () => {
-    const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ ...CHAT_BODY, model: 'bench/chat' }) });
+    const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...CHAT_BODY, model: 'bench/chat' }),
+    });
     if (response.status !== 200) throw new Error(`chat: ${response.status} ${await response.text()}`);
     await response.arrayBuffer();
   };
@@ -73,8 +96,17 @@ try {
   const ms = performance.now() - started;
   const statements = counted.statements - statementsBefore;
   const walBytes = (await walPosition()) - walBefore;
-  console.log(JSON.stringify({ database: kind, calls: CALLS, statementsPerCall: statements / CALLS, msPerCall: +(ms / CALLS).toFixed(3), ...(kind === 'postgres' ? { walBytesPerCall: Math.round(walBytes / CALLS) } : {}) }));
-  for (const [text, n] of [...counted.texts].sort((a, b) => b[1] - a[1])) console.log(`${(n / CALLS).toFixed(2).padStart(6)}  ${text}`);
+  console.log(
+    JSON.stringify({
+      database: kind,
+      calls: CALLS,
+      statementsPerCall: statements / CALLS,
+      msPerCall: +(ms / CALLS).toFixed(3),
+      ...(kind === 'postgres' ? { walBytesPerCall: Math.round(walBytes / CALLS) } : {}),
+    }),
+  );
+  for (const [text, n] of [...counted.texts].sort((a, b) => b[1] - a[1]))
+    console.log(`${(n / CALLS).toFixed(2).padStart(6)}  ${text}`);
 } finally {
   await env.stop();
   await mock.close();

@@ -37,7 +37,12 @@ interface Cell {
 }
 
 /** One stream: time to the first `data:` frame and every gap between frames. */
-function openStream(url: string, body: string, headers: Record<string, string>, agent: Agent): Promise<{ ok: boolean; ttft: number; gaps: number[] }> {
+function openStream(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  agent: Agent,
+): Promise<{ ok: boolean; ttft: number; gaps: number[] }> {
   return new Promise((resolve) => {
     const target = new URL(url);
     const started = performance.now();
@@ -46,7 +51,14 @@ function openStream(url: string, body: string, headers: Record<string, string>, 
     const gaps: number[] = [];
     let tail = '';
     const req = httpRequest(
-      { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } },
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers },
+      },
       (res) => {
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
@@ -83,7 +95,14 @@ function rssKiB(pid: number): number {
 }
 
 /** Opens `streams` streams at once (in 10 ms waves of 100, as clients arrive) and waits for all of them. */
-async function step(system: string, streams: number, url: string, model: string, headers: () => Record<string, string>, pid: number | null): Promise<Cell> {
+async function step(
+  system: string,
+  streams: number,
+  url: string,
+  model: string,
+  headers: () => Record<string, string>,
+  pid: number | null,
+): Promise<Cell> {
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
   const body = JSON.stringify({ ...CHAT_BODY, model, stream: true, stream_options: { include_usage: true } });
   const cpuBefore = pid ? cpuMs(pid) : 0;
@@ -116,19 +135,40 @@ async function step(system: string, streams: number, url: string, model: string,
 const children: Child[] = [];
 const cells: Cell[] = [];
 try {
-  const mock = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd: process.cwd(), env: { BENCH_UPSTREAM_WORDS: String(DELTAS), BENCH_UPSTREAM_CHUNK_DELAY_MS: String(GAP_MS) } });
+  const mock = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], {
+    cwd: process.cwd(),
+    env: { BENCH_UPSTREAM_WORDS: String(DELTAS), BENCH_UPSTREAM_CHUNK_DELAY_MS: String(GAP_MS) },
+  });
   children.push(mock);
   const { url: upstreamUrl } = await firstJsonLine<{ url: string }>(mock);
   const direct = { authorization: 'Bearer x' };
   for (const system of SYSTEMS) {
-    let target: { url: string; model: string; headers: () => Record<string, string>; pid: number | null; done: () => Promise<void> };
+    let target: {
+      url: string;
+      model: string;
+      headers: () => Record<string, string>;
+      pid: number | null;
+      done: () => Promise<void>;
+    };
     if (system === 'direct') {
-      target = { url: `${upstreamUrl}/v1/chat/completions`, model: UPSTREAM_MODEL, headers: () => direct, pid: null, done: async () => {} };
+      target = {
+        url: `${upstreamUrl}/v1/chat/completions`,
+        model: UPSTREAM_MODEL,
+        headers: () => direct,
+        pid: null,
+        done: async () => {},
+      };
     } else if (system === 'bare') {
       const bare = spawnNode('bare-proxy', ['bench/bare-proxy.ts', upstreamUrl], { cwd: process.cwd() });
       children.push(bare);
       const { url } = await firstJsonLine<{ url: string }>(bare);
-      target = { url: `${url}/v1/chat/completions`, model: UPSTREAM_MODEL, headers: () => direct, pid: bare.pid, done: () => bare.stop() };
+      target = {
+        url: `${url}/v1/chat/completions`,
+        model: UPSTREAM_MODEL,
+        headers: () => direct,
+        pid: bare.pid,
+        done: () => bare.stop(),
+      };
     } else if (system === 'sqlite' || system === 'postgres') {
       const { store, dispose } = await createStore(system);
       const instance = await startTollgate(store, upstreamUrl);
@@ -142,7 +182,9 @@ try {
         pid: instance.child.pid,
         done: async () => {
           const ledger = await verifyLedger(instance);
-          console.error(`[streams] Tollgate on ${system}: ledger ${ledger.ok ? 'verifies' : 'FAILS'} (${ledger.detail}); peak RSS ${instance.child.peakRssMiB().toFixed(0)} MiB`);
+          console.error(
+            `[streams] Tollgate on ${system}: ledger ${ledger.ok ? 'verifies' : 'FAILS'} (${ledger.detail}); peak RSS ${instance.child.peakRssMiB().toFixed(0)} MiB`,
+          );
           await instance.child.stop();
           await dispose();
         },
@@ -166,14 +208,26 @@ try {
 const directAt = (streams: number) => cells.find((c) => c.system === 'direct' && c.streams === streams);
 const f = (n: number | null, digits = 2) => (n === null || Number.isNaN(n) ? '–' : n.toFixed(digits));
 console.log(`\nPaced streams: ${DELTAS} deltas ${GAP_MS} ms apart, all streams open at once.\n`);
-console.log('| System | Streams | OK | TTFT p50 ms (added) | Gap p50 ms | Gap p99 ms (added) | CPU ms per stream | RSS KiB per open stream |');
+console.log(
+  '| System | Streams | OK | TTFT p50 ms (added) | Gap p50 ms | Gap p99 ms (added) | CPU ms per stream | RSS KiB per open stream |',
+);
 console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const c of cells) {
   const d = directAt(c.streams);
-  const added = (value: number, base: number | undefined) => (base === undefined || c.system === 'direct' ? '' : ` (${value - base >= 0 ? '+' : ''}${f(value - base)})`);
-  console.log(`| ${c.system} | ${c.streams} | ${c.ok} | ${f(c.ttftP50)}${added(c.ttftP50, d?.ttftP50)} | ${f(c.gapP50)} | ${f(c.gapP99)}${added(c.gapP99, d?.gapP99)} | ${f(c.cpuMsPerStream)} | ${f(c.rssKiBPerStream, 1)} |`);
+  const added = (value: number, base: number | undefined) =>
+    base === undefined || c.system === 'direct' ? '' : ` (${value - base >= 0 ? '+' : ''}${f(value - base)})`;
+  console.log(
+    `| ${c.system} | ${c.streams} | ${c.ok} | ${f(c.ttftP50)}${added(c.ttftP50, d?.ttftP50)} | ${f(c.gapP50)} | ${f(c.gapP99)}${added(c.gapP99, d?.gapP99)} | ${f(c.cpuMsPerStream)} | ${f(c.rssKiBPerStream, 1)} |`,
+  );
 }
 for (const system of SYSTEMS.filter((s) => s !== 'direct')) {
-  const held = cells.filter((c) => c.system === system && c.ok === c.streams && directAt(c.streams) && c.gapP99 <= 2 * directAt(c.streams)!.gapP99).map((c) => c.streams);
-  console.log(`${system}: most streams held with gap p99 within 2× the direct path's: ${held.length ? Math.max(...held) : 'none of the sizes tried'}`);
+  const held = cells
+    .filter(
+      (c) =>
+        c.system === system && c.ok === c.streams && directAt(c.streams) && c.gapP99 <= 2 * directAt(c.streams)!.gapP99,
+    )
+    .map((c) => c.streams);
+  console.log(
+    `${system}: most streams held with gap p99 within 2× the direct path's: ${held.length ? Math.max(...held) : 'none of the sizes tried'}`,
+  );
 }

@@ -23,14 +23,19 @@ export const UPSTREAM_MODEL = 'gpt-bench';
 export type Store = { dialect: 'sqlite'; dataDir: string } | { dialect: 'postgres'; schema: string };
 
 /** A fresh, empty store; `dispose` deletes it. */
-export async function createStore(dialect: 'sqlite' | 'postgres'): Promise<{ store: Store; dispose: () => Promise<void> }> {
+export async function createStore(
+  dialect: 'sqlite' | 'postgres',
+): Promise<{ store: Store; dispose: () => Promise<void> }> {
   if (dialect === 'sqlite') {
     const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
     return { store: { dialect, dataDir }, dispose: async () => rmSync(dataDir, { recursive: true, force: true }) };
   }
   const schema = `bench_${process.pid}_${Date.now().toString(36)}`;
   await withPostgres((client) => client.query(`CREATE SCHEMA ${schema}`));
-  return { store: { dialect, schema }, dispose: () => withPostgres((client) => client.query(`DROP SCHEMA ${schema} CASCADE`)).then(() => undefined) };
+  return {
+    store: { dialect, schema },
+    dispose: () => withPostgres((client) => client.query(`DROP SCHEMA ${schema} CASCADE`)).then(() => undefined),
+  };
 }
 
 /** Runs `fn` with a connected PostgreSQL client. */
@@ -64,15 +69,26 @@ export async function startTollgate(store: Store, upstreamUrl: string, nodeArgs:
     RATE_LIMIT_APP_RPM: '0',
     RATE_LIMIT_SIGNUP_PER_MINUTE: '0',
     SWEEP_INTERVAL_SECONDS: '0',
-    ...(store.dialect === 'sqlite' ? { DATA_DIR: store.dataDir } : { DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: store.schema }),
+    ...(store.dialect === 'sqlite'
+      ? { DATA_DIR: store.dataDir }
+      : { DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: store.schema }),
   };
-  const child = spawnNode(`tollgate-${store.dialect}`, [...nodeArgs, 'src/cli.ts', 'serve'], { env, cwd: process.cwd() });
+  const child = spawnNode(`tollgate-${store.dialect}`, [...nodeArgs, 'src/cli.ts', 'serve'], {
+    env,
+    cwd: process.cwd(),
+  });
   const baseUrl = `http://127.0.0.1:${port}`;
   await waitForHttp(`${baseUrl}/healthz`, child, 60_000);
   return { child, baseUrl };
 }
 
-async function call(baseUrl: string, method: string, path: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }> {
+async function call(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: any; headers: Headers }> {
   const response = await fetch(`${baseUrl}${path}`, {
     method,
     headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
@@ -87,7 +103,8 @@ async function call(baseUrl: string, method: string, path: string, body: unknown
   return { status: response.status, body: parsed, headers: response.headers };
 }
 
-const admin = (baseUrl: string, method: string, path: string, body?: unknown) => call(baseUrl, method, path, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
+const admin = (baseUrl: string, method: string, path: string, body?: unknown) =>
+  call(baseUrl, method, path, body, { authorization: `Bearer ${ADMIN_TOKEN}` });
 
 /**
  * Puts the benchmark model in the catalogue and creates `keyCount` funded users with one API key each, the
@@ -107,10 +124,22 @@ export async function provision(instance: Tollgate, keyCount: number): Promise<s
     const email = `bench-${i}-${Date.now().toString(36)}@bench.invalid`;
     const password = 'bench-password-123';
     const user = await admin(baseUrl, 'POST', '/api/admin/users', { email, password, name: `Bench ${i}` });
-    await admin(baseUrl, 'POST', `/api/admin/users/${user.body.id}/credits`, { amount: 1_000_000, reason: 'benchmark' });
+    await admin(baseUrl, 'POST', `/api/admin/users/${user.body.id}/credits`, {
+      amount: 1_000_000,
+      reason: 'benchmark',
+    });
     const session = await call(baseUrl, 'POST', '/api/auth/signin', { email, password }, {});
-    const cookie = session.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-    const created = await call(baseUrl, 'POST', '/api/user/api-keys', { name: 'bench', permissions: ['ai:chat'], limit: 100_000, limitPeriod: 'daily' }, { cookie, 'x-csrf-token': session.body.csrfToken });
+    const cookie = session.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+    const created = await call(
+      baseUrl,
+      'POST',
+      '/api/user/api-keys',
+      { name: 'bench', permissions: ['ai:chat'], limit: 100_000, limitPeriod: 'daily' },
+      { cookie, 'x-csrf-token': session.body.csrfToken },
+    );
     keys.push(created.body.apiKey.key);
   }
   return keys;
@@ -131,8 +160,15 @@ export function tollgateTarget(instance: Tollgate, keys: string[], body: Record<
  * The same chat request through OpenAI's Responses surface (`POST /api/v1/responses`): the user message as
  * `input`, `max_tokens` as `max_output_tokens` (the streamed cells' `stream_options` is accepted and ignored).
  */
-export function responsesTarget(instance: Tollgate, keys: string[], body: { messages: Array<{ content: string }>; max_tokens: number }): Target {
-  const target = tollgateTarget(instance, keys, { input: body.messages[0].content, max_output_tokens: body.max_tokens });
+export function responsesTarget(
+  instance: Tollgate,
+  keys: string[],
+  body: { messages: Array<{ content: string }>; max_tokens: number },
+): Target {
+  const target = tollgateTarget(instance, keys, {
+    input: body.messages[0].content,
+    max_output_tokens: body.max_tokens,
+  });
   return { ...target, url: `${instance.baseUrl}/api/v1/responses` };
 }
 
@@ -140,7 +176,11 @@ export function responsesTarget(instance: Tollgate, keys: string[], body: { mess
  * The same chat request through Anthropic's Messages surface (`POST /api/v1/messages`, the model's OpenAI
  * upstream reached by translation), with the headers Anthropic's clients send.
  */
-export function messagesTarget(instance: Tollgate, keys: string[], body: { messages: unknown[]; max_tokens: number }): Target {
+export function messagesTarget(
+  instance: Tollgate,
+  keys: string[],
+  body: { messages: unknown[]; max_tokens: number },
+): Target {
   let next = 0;
   const headers = keys.map((key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }));
   return {
@@ -154,5 +194,8 @@ export function messagesTarget(instance: Tollgate, keys: string[], body: { messa
 /** The operator's ledger check after the load: every balance recomputed from the ledger, no expired open hold. */
 export async function verifyLedger(instance: Tollgate): Promise<{ ok: boolean; detail: string }> {
   const { body } = await admin(instance.baseUrl, 'GET', '/api/admin/ledger/verify');
-  return { ok: body.ok === true, detail: `${body.wallets} wallets, ${body.entries} entries, ${body.differences.length} differences` };
+  return {
+    ok: body.ok === true,
+    detail: `${body.wallets} wallets, ${body.entries} entries, ${body.differences.length} differences`,
+  };
 }

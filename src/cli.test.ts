@@ -7,10 +7,22 @@ import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
-const env = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: '', TOLLGATE_ADMIN_TOKEN: '', REPLICATE_WEBHOOK_SECRET: '' };
+const env = {
+  ...process.env,
+  DATA_DIR: dataDir,
+  LOG_LEVEL: 'warn',
+  DATABASE_URL: '',
+  TOLLGATE_ADMIN_TOKEN: '',
+  REPLICATE_WEBHOOK_SECRET: '',
+};
 
 function tollgate(...args: string[]): string {
-  return execFileSync(process.execPath, ['src/cli.ts', ...args], { cwd: root, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync(process.execPath, ['src/cli.ts', ...args], {
+    cwd: root,
+    env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 describe('operator CLI', () => {
@@ -20,21 +32,36 @@ describe('operator CLI', () => {
     assert.match(tollgate('migrate'), /applied: 0001_platform_instance_secrets/);
     const user = JSON.parse(tollgate('create-user', '--email', 'cli@example.com', '--password', 'a-long-password'));
     assert.match(user.id, /^usr_/);
-    assert.deepEqual(JSON.parse(tollgate('grant-credits', '--email', 'cli@example.com', '--amount', '2.5', '--reason', 'test')).balance, 2.5);
-    const app = JSON.parse(tollgate('create-app', '--name', 'CLI app', '--redirect-uri', 'http://127.0.0.1:8080/callback', '--confidential'));
+    assert.deepEqual(
+      JSON.parse(tollgate('grant-credits', '--email', 'cli@example.com', '--amount', '2.5', '--reason', 'test'))
+        .balance,
+      2.5,
+    );
+    const app = JSON.parse(
+      tollgate('create-app', '--name', 'CLI app', '--redirect-uri', 'http://127.0.0.1:8080/callback', '--confidential'),
+    );
     assert.match(app.clientId, /^app_/);
     assert.match(app.clientSecret, /^tgs_/);
     const token = tollgate('admin-token').trim();
     assert.match(token, /^tga_[\w-]{40,}$/);
     assert.equal(tollgate('admin-token').trim(), token, 'the generated operator token is kept');
     const keyFile = JSON.parse(readFileSync(join(dataDir, 'secrets.json'), 'utf8'));
-    assert.equal(keyFile.TOLLGATE_ADMIN_TOKEN, token, 'it is the one in the key file the service reads, not in the database');
+    assert.equal(
+      keyFile.TOLLGATE_ADMIN_TOKEN,
+      token,
+      'it is the one in the key file the service reads, not in the database',
+    );
   });
 
   it('run from another folder, every command opens the same database (an absolute DATA_DIR), and prints no warning', () => {
     const elsewhere = mkdtempSync(join(tmpdir(), 'tollgate-cli-elsewhere-'));
     try {
-      const run = (...args: string[]) => spawnSync(join(root, 'bin/tollgate'), args, { cwd: elsewhere, env: { ...env, REPLICATE_API_TOKEN: 'r8_test_token' }, encoding: 'utf8' });
+      const run = (...args: string[]) =>
+        spawnSync(join(root, 'bin/tollgate'), args, {
+          cwd: elsewhere,
+          env: { ...env, REPLICATE_API_TOKEN: 'r8_test_token' },
+          encoding: 'utf8',
+        });
       const token = run('admin-token');
       assert.equal(token.status, 0, token.stderr);
       assert.equal(token.stdout.trim(), tollgate('admin-token').trim());
@@ -52,9 +79,17 @@ describe('operator CLI', () => {
   it('refuses to create a database where no server ever ran, naming the file it looked for', () => {
     const empty = mkdtempSync(join(tmpdir(), 'tollgate-cli-empty-'));
     try {
-      const commands = [['admin-token'], ['create-user', '--email', 'x@example.com', '--password', 'a-long-password'], ['grant-credits', '--email', 'x@example.com', '--amount', '1']];
+      const commands = [
+        ['admin-token'],
+        ['create-user', '--email', 'x@example.com', '--password', 'a-long-password'],
+        ['grant-credits', '--email', 'x@example.com', '--amount', '1'],
+      ];
       for (const [command, ...args] of commands) {
-        const result = spawnSync(process.execPath, ['src/cli.ts', command!, ...args], { cwd: root, env: { ...env, DATA_DIR: empty }, encoding: 'utf8' });
+        const result = spawnSync(process.execPath, ['src/cli.ts', command!, ...args], {
+          cwd: root,
+          env: { ...env, DATA_DIR: empty },
+          encoding: 'utf8',
+        });
         assert.equal(result.status, 1, command);
         assert.equal(result.stdout, '', command);
         assert.ok(result.stderr.includes(`no Tollgate database at ${join(empty, 'tollgate.db')}`), result.stderr);
@@ -73,23 +108,47 @@ describe('operator CLI', () => {
     assert.equal(loadConfig({ DATA_DIR: '/srv/tollgate' }).DATA_DIR, '/srv/tollgate');
   });
 
-  const projectHasDatabase = existsSync(join(root, 'data', 'tollgate.db')) && 'the project folder has a database of its own (someone ran npm start here)';
-  it('a deployment that relied on the old default (./data of the working folder) is told to set DATA_DIR, not started on a new database', { skip: projectHasDatabase }, () => {
-    const elsewhere = mkdtempSync(join(tmpdir(), 'tollgate-cli-old-default-'));
-    try {
-      const old = join(elsewhere, 'data');
-      execFileSync(process.execPath, ['src/cli.ts', 'migrate'], { cwd: root, env: { ...env, DATA_DIR: old }, encoding: 'utf8', stdio: 'pipe' });
-      const { DATA_DIR: _unset, ...withoutDataDir } = env;
-      const result = spawnSync(process.execPath, [join(root, 'src/cli.ts'), 'admin-token'], { cwd: elsewhere, env: withoutDataDir, encoding: 'utf8' });
-      assert.equal(result.status, 1);
-      assert.ok(result.stderr.includes(`set DATA_DIR=${old}`), result.stderr);
-    } finally {
-      rmSync(elsewhere, { recursive: true, force: true });
-    }
-  });
+  const projectHasDatabase =
+    existsSync(join(root, 'data', 'tollgate.db')) &&
+    'the project folder has a database of its own (someone ran npm start here)';
+  it(
+    'a deployment that relied on the old default (./data of the working folder) is told to set DATA_DIR, not started on a new database',
+    { skip: projectHasDatabase },
+    () => {
+      const elsewhere = mkdtempSync(join(tmpdir(), 'tollgate-cli-old-default-'));
+      try {
+        const old = join(elsewhere, 'data');
+        execFileSync(process.execPath, ['src/cli.ts', 'migrate'], {
+          cwd: root,
+          env: { ...env, DATA_DIR: old },
+          encoding: 'utf8',
+          stdio: 'pipe',
+        });
+        const { DATA_DIR: _unset, ...withoutDataDir } = env;
+        const result = spawnSync(process.execPath, [join(root, 'src/cli.ts'), 'admin-token'], {
+          cwd: elsewhere,
+          env: withoutDataDir,
+          encoding: 'utf8',
+        });
+        assert.equal(result.status, 1);
+        assert.ok(result.stderr.includes(`set DATA_DIR=${old}`), result.stderr);
+      } finally {
+        rmSync(elsewhere, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('an invalid configuration stops with a message naming the variable', () => {
-    assert.throws(() => execFileSync(process.execPath, ['src/cli.ts', 'migrate'], { cwd: root, env: { ...env, PORT: 'eighty' }, encoding: 'utf8', stdio: 'pipe' }), (error: any) => /PORT: .*integer/s.test(error.stderr));
+    assert.throws(
+      () =>
+        execFileSync(process.execPath, ['src/cli.ts', 'migrate'], {
+          cwd: root,
+          env: { ...env, PORT: 'eighty' },
+          encoding: 'utf8',
+          stdio: 'pipe',
+        }),
+      (error: any) => /PORT: .*integer/s.test(error.stderr),
+    );
   });
 });
 
@@ -98,9 +157,15 @@ describe('serve runtime settings', () => {
     const { missingServeRuntime, SERVE_RUNTIME, SERVE_RUNTIME_MARK } = await import('./cli.ts');
     assert.deepEqual(missingServeRuntime([], {}), { nodeFlags: SERVE_RUNTIME.nodeFlags, env: SERVE_RUNTIME.env });
     assert.deepEqual(missingServeRuntime(['--max-semi-space-size=64'], {}).nodeFlags, ['--heap-growing-percent=20']);
-    assert.deepEqual(missingServeRuntime([], { NODE_OPTIONS: '--max_semi_space_size=8 --heap-growing-percent=50' }).nodeFlags, []);
+    assert.deepEqual(
+      missingServeRuntime([], { NODE_OPTIONS: '--max_semi_space_size=8 --heap-growing-percent=50' }).nodeFlags,
+      [],
+    );
     assert.equal(missingServeRuntime([], { MALLOC_MMAP_THRESHOLD_: '1048576' }).env.MALLOC_MMAP_THRESHOLD_, undefined);
-    assert.deepEqual(Object.keys(missingServeRuntime([], { NODE_COMPILE_CACHE: '/elsewhere' }).env).sort(), ['MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_']);
+    assert.deepEqual(Object.keys(missingServeRuntime([], { NODE_COMPILE_CACHE: '/elsewhere' }).env).sort(), [
+      'MALLOC_ARENA_MAX',
+      'MALLOC_MMAP_THRESHOLD_',
+    ]);
     assert.deepEqual(missingServeRuntime([], { [SERVE_RUNTIME_MARK]: 'off' }), { nodeFlags: [], env: {} });
     // A profiler's timer would outlive execve and kill the new process with SIGPROF.
     assert.deepEqual(missingServeRuntime(['--cpu-prof', '--cpu-prof-dir=/tmp/x'], {}), { nodeFlags: [], env: {} });
@@ -108,36 +173,55 @@ describe('serve runtime settings', () => {
 
   // With a compile cache that has never seen the code, as on the first start after an upgrade: serve loads
   // the service once (stripping types), then once more from the cache.
-  it('serve replaces its own process (same pid) with the settings applied, and again to leave the TypeScript stripper behind', { skip: process.platform !== 'linux' }, async () => {
-    const { spawn } = await import('node:child_process');
-    const { readFileSync, readdirSync } = await import('node:fs');
-    const dir = mkdtempSync(join(tmpdir(), 'tollgate-serve-runtime-'));
-    const compileCache = join(dir, 'compile-cache');
-    const serveEnv: Record<string, string | undefined> = { ...env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info', SWEEP_INTERVAL_SECONDS: '0', NODE_COMPILE_CACHE: compileCache };
-    // Whatever the test runner's own environment says, serve must find these unset and apply its defaults.
-    for (const name of ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_ARENA_MAX', 'TOLLGATE_SERVE_RUNTIME']) delete serveEnv[name];
-    const child = spawn(process.execPath, ['src/cli.ts', 'serve'], { cwd: root, env: serveEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-    try {
-      await new Promise<void>((resolve, reject) => {
-        let out = '';
-        child.stdout!.on('data', (chunk) => {
-          out += chunk;
-          if (out.includes('"url"')) resolve();
-        });
-        child.on('exit', (code) => reject(new Error(`serve exited ${code}`)));
+  it(
+    'serve replaces its own process (same pid) with the settings applied, and again to leave the TypeScript stripper behind',
+    { skip: process.platform !== 'linux' },
+    async () => {
+      const { spawn } = await import('node:child_process');
+      const { readFileSync, readdirSync } = await import('node:fs');
+      const dir = mkdtempSync(join(tmpdir(), 'tollgate-serve-runtime-'));
+      const compileCache = join(dir, 'compile-cache');
+      const serveEnv: Record<string, string | undefined> = {
+        ...env,
+        DATA_DIR: dir,
+        PORT: '0',
+        LOG_LEVEL: 'info',
+        SWEEP_INTERVAL_SECONDS: '0',
+        NODE_COMPILE_CACHE: compileCache,
+      };
+      // Whatever the test runner's own environment says, serve must find these unset and apply its defaults.
+      for (const name of ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_ARENA_MAX', 'TOLLGATE_SERVE_RUNTIME'])
+        delete serveEnv[name];
+      const child = spawn(process.execPath, ['src/cli.ts', 'serve'], {
+        cwd: root,
+        env: serveEnv,
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
-      const cmdline = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
-      const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
-      assert.ok(cmdline.includes('--max-semi-space-size=8'), cmdline.join(' '));
-      assert.ok(cmdline.includes('--heap-growing-percent=20'), cmdline.join(' '));
-      assert.ok(environ.includes('MALLOC_MMAP_THRESHOLD_=131072'));
-      assert.ok(environ.includes('MALLOC_ARENA_MAX=1'));
-      assert.ok(environ.includes('TOLLGATE_SERVE_RUNTIME=applied, from the compile cache'), environ.filter((line) => line.startsWith('TOLLGATE')).join(' '));
-      assert.ok(readdirSync(compileCache).length > 0);
-    } finally {
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+      try {
+        await new Promise<void>((resolve, reject) => {
+          let out = '';
+          child.stdout!.on('data', (chunk) => {
+            out += chunk;
+            if (out.includes('"url"')) resolve();
+          });
+          child.on('exit', (code) => reject(new Error(`serve exited ${code}`)));
+        });
+        const cmdline = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
+        const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
+        assert.ok(cmdline.includes('--max-semi-space-size=8'), cmdline.join(' '));
+        assert.ok(cmdline.includes('--heap-growing-percent=20'), cmdline.join(' '));
+        assert.ok(environ.includes('MALLOC_MMAP_THRESHOLD_=131072'));
+        assert.ok(environ.includes('MALLOC_ARENA_MAX=1'));
+        assert.ok(
+          environ.includes('TOLLGATE_SERVE_RUNTIME=applied, from the compile cache'),
+          environ.filter((line) => line.startsWith('TOLLGATE')).join(' '),
+        );
+        assert.ok(readdirSync(compileCache).length > 0);
+      } finally {
+        child.kill('SIGTERM');
+        await new Promise((resolve) => child.once('exit', resolve));
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -12,7 +12,11 @@ import type { Service } from './service.ts';
  * The service's modules are imported inside the commands, not at the top: `serve` may re-execute the
  * process first (see {@link SERVE_RUNTIME}), and would otherwise load the whole service twice.
  */
-type Command = { usage: string; options?: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>; run(values: Record<string, any>): Promise<void> };
+type Command = {
+  usage: string;
+  options?: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>;
+  run(values: Record<string, any>): Promise<void>;
+};
 
 /**
  * How `serve` runs Node, for resident memory (issue 8): together they cost a few percent of throughput at
@@ -65,9 +69,15 @@ export const SERVE_RUNTIME_MARK = 'TOLLGATE_SERVE_RUNTIME';
  * `execArgv` nor NODE_OPTIONS, and the variables not set. Empty once applied, when the operator set
  * {@link SERVE_RUNTIME_MARK}, or under a sampling profiler (see {@link SAMPLING_PROFILERS}).
  */
-export function missingServeRuntime(execArgv: readonly string[], env: NodeJS.ProcessEnv): { nodeFlags: string[]; env: Record<string, string> } {
-  if (env[SERVE_RUNTIME_MARK] !== undefined || execArgv.some((arg) => SAMPLING_PROFILERS.includes(arg.split('=')[0]!))) return { nodeFlags: [], env: {} };
-  const given = [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].map((arg) => arg.split('=')[0].replaceAll('_', '-'));
+export function missingServeRuntime(
+  execArgv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): { nodeFlags: string[]; env: Record<string, string> } {
+  if (env[SERVE_RUNTIME_MARK] !== undefined || execArgv.some((arg) => SAMPLING_PROFILERS.includes(arg.split('=')[0]!)))
+    return { nodeFlags: [], env: {} };
+  const given = [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].map((arg) =>
+    arg.split('=')[0].replaceAll('_', '-'),
+  );
   return {
     nodeFlags: SERVE_RUNTIME.nodeFlags.filter((flag) => !given.includes(flag.split('=')[0])),
     env: Object.fromEntries(Object.entries(SERVE_RUNTIME.env).filter(([name]) => env[name] === undefined)),
@@ -82,9 +92,14 @@ export function missingServeRuntime(execArgv: readonly string[], env: NodeJS.Pro
  */
 function applyServeRuntime(): void {
   const missing = missingServeRuntime(process.execArgv, process.env);
-  if (typeof process.execve !== 'function' || (missing.nodeFlags.length === 0 && Object.keys(missing.env).length === 0)) return;
+  if (typeof process.execve !== 'function' || (missing.nodeFlags.length === 0 && Object.keys(missing.env).length === 0))
+    return;
   const env = { ...process.env, ...missing.env, [SERVE_RUNTIME_MARK]: 'applied' } as Record<string, string>;
-  process.execve(process.execPath, [process.execPath, ...missing.nodeFlags, ...process.execArgv, ...process.argv.slice(1)], env);
+  process.execve(
+    process.execPath,
+    [process.execPath, ...missing.nodeFlags, ...process.execArgv, ...process.argv.slice(1)],
+    env,
+  );
 }
 
 /** Node's name for its TypeScript stripper in `process.moduleLoadList`, the list of its own modules loaded so far. */
@@ -99,9 +114,13 @@ const TYPE_STRIPPER = 'NativeModule internal/deps/amaro/dist/index';
 function restartFromCompileCache(): void {
   // moduleLoadList is not in Node's typings (nor documented); without it, the process keeps the stripper.
   const loaded = (process as { moduleLoadList?: unknown }).moduleLoadList;
-  if (process.env[SERVE_RUNTIME_MARK] !== 'applied' || !Array.isArray(loaded) || !loaded.includes(TYPE_STRIPPER)) return;
+  if (process.env[SERVE_RUNTIME_MARK] !== 'applied' || !Array.isArray(loaded) || !loaded.includes(TYPE_STRIPPER))
+    return;
   flushCompileCache();
-  process.execve!(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], { ...process.env, [SERVE_RUNTIME_MARK]: 'applied, from the compile cache' } as Record<string, string>);
+  process.execve!(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
+    ...process.env,
+    [SERVE_RUNTIME_MARK]: 'applied, from the compile cache',
+  } as Record<string, string>);
 }
 
 /**
@@ -110,11 +129,16 @@ function restartFromCompileCache(): void {
  * which file it looked for instead of printing a token or a user the server does not know. `migrate` and
  * `serve` are the commands that create it.
  */
-export function missingDatabaseMessage(config: { DATABASE_URL?: string; DATA_DIR: string }, exists: (file: string) => boolean): string | null {
+export function missingDatabaseMessage(
+  config: { DATABASE_URL?: string; DATA_DIR: string },
+  exists: (file: string) => boolean,
+): string | null {
   const file = sqliteFileOfConfig(config);
   if (file === null || exists(file)) return null;
-  return `no Tollgate database at ${file}: no server has run with this DATA_DIR. Start the server first (npm start), `
-    + 'or set DATA_DIR (or DATABASE_URL) to the one it uses; `tollgate migrate` creates an empty database there.';
+  return (
+    `no Tollgate database at ${file}: no server has run with this DATA_DIR. Start the server first (npm start), ` +
+    'or set DATA_DIR (or DATABASE_URL) to the one it uses; `tollgate migrate` creates an empty database there.'
+  );
 }
 
 function sqliteFileOfConfig(config: { DATABASE_URL?: string; DATA_DIR: string }): string | null {
@@ -122,7 +146,11 @@ function sqliteFileOfConfig(config: { DATABASE_URL?: string; DATA_DIR: string })
 }
 
 async function withService<T>(fn: (service: Service) => Promise<T>): Promise<T> {
-  const [{ createService }, { loadConfig }, { createLogger }] = await Promise.all([import('./service.ts'), import('./platform/config.ts'), import('./platform/logger.ts')]);
+  const [{ createService }, { loadConfig }, { createLogger }] = await Promise.all([
+    import('./service.ts'),
+    import('./platform/config.ts'),
+    import('./platform/logger.ts'),
+  ]);
   const config = loadConfig(process.env, { LOG_LEVEL: 'warn' });
   const missing = missingDatabaseMessage(config, existsSync);
   if (missing) throw new Error(missing);
@@ -167,7 +195,10 @@ export const commands: Record<string, Command> = {
     usage: 'migrate                       apply pending database migrations',
     async run() {
       const [{ loadConfig }, { openDatabase }, { migrateToLatest }, { allMigrations }] = await Promise.all([
-        import('./platform/config.ts'), import('./platform/db/connect.ts'), import('./platform/db/migrate.ts'), import('./features.ts'),
+        import('./platform/config.ts'),
+        import('./platform/db/connect.ts'),
+        import('./platform/db/migrate.ts'),
+        import('./features.ts'),
       ]);
       const config = loadConfig();
       const database = openDatabase(config);
@@ -185,7 +216,13 @@ export const commands: Record<string, Command> = {
     options: { email: { type: 'string' }, password: { type: 'string' }, name: { type: 'string' } },
     async run(values) {
       const { createUser } = await import('./accounts/users.ts');
-      const user = await withService((s) => createUser(s.ctx.db, s.ctx.clock, { email: required(values, 'email'), password: required(values, 'password'), name: values.name }));
+      const user = await withService((s) =>
+        createUser(s.ctx.db, s.ctx.clock, {
+          email: required(values, 'email'),
+          password: required(values, 'password'),
+          name: values.name,
+        }),
+      );
       console.log(JSON.stringify(user, null, 2));
     },
   },
@@ -198,25 +235,42 @@ export const commands: Record<string, Command> = {
     },
   },
   'grant-credits': {
-    usage: 'grant-credits (--user ID | --email E) --amount CREDITS [--reason R]   give credits (--amount=-N takes them back)',
-    options: { user: { type: 'string' }, email: { type: 'string' }, amount: { type: 'string' }, reason: { type: 'string' } },
+    usage:
+      'grant-credits (--user ID | --email E) --amount CREDITS [--reason R]   give credits (--amount=-N takes them back)',
+    options: {
+      user: { type: 'string' },
+      email: { type: 'string' },
+      amount: { type: 'string' },
+      reason: { type: 'string' },
+    },
     async run(values) {
       const { grantCreditsFromCli } = await import('./billing/cli.ts');
       console.log(JSON.stringify(await withService((s) => grantCreditsFromCli(s.ctx, values))));
     },
   },
   'create-app': {
-    usage: 'create-app --name N --redirect-uri URI [--redirect-uri URI…] [--scope S…] [--confidential]   register an OAuth app',
-    options: { name: { type: 'string' }, 'redirect-uri': { type: 'string', multiple: true }, scope: { type: 'string', multiple: true }, confidential: { type: 'boolean' } },
+    usage:
+      'create-app --name N --redirect-uri URI [--redirect-uri URI…] [--scope S…] [--confidential]   register an OAuth app',
+    options: {
+      name: { type: 'string' },
+      'redirect-uri': { type: 'string', multiple: true },
+      scope: { type: 'string', multiple: true },
+      confidential: { type: 'boolean' },
+    },
     async run(values) {
       const { registerClient } = await import('./oauth/clients.ts');
       const app = await withService((s) =>
-        registerClient(s.ctx.db, s.ctx.clock, {
-          name: required(values, 'name'),
-          redirectUris: values['redirect-uri'] ?? [],
-          scopes: values.scope ?? ['read', 'billing:read', 'ai:chat', 'ai:models', 'offline_access'],
-          type: values.confidential ? 'confidential' : 'public',
-        }, null),
+        registerClient(
+          s.ctx.db,
+          s.ctx.clock,
+          {
+            name: required(values, 'name'),
+            redirectUris: values['redirect-uri'] ?? [],
+            scopes: values.scope ?? ['read', 'billing:read', 'ai:chat', 'ai:models', 'offline_access'],
+            type: values.confidential ? 'confidential' : 'public',
+          },
+          null,
+        ),
       );
       console.log(JSON.stringify(app, null, 2));
     },
@@ -234,7 +288,11 @@ async function main(argv: string[]): Promise<void> {
   const [name = 'serve', ...rest] = argv;
   const command = commands[name];
   if (!command) {
-    console.error(`Usage: tollgate <command>\n\n${Object.values(commands).map((c) => `  ${c.usage}`).join('\n')}`);
+    console.error(
+      `Usage: tollgate <command>\n\n${Object.values(commands)
+        .map((c) => `  ${c.usage}`)
+        .join('\n')}`,
+    );
     process.exit(name === 'help' || name === '--help' ? 0 : 2);
   }
   const { values } = parseArgs({ args: rest, options: command.options ?? {}, strict: true });

@@ -22,7 +22,26 @@ import { webFeature } from './web/feature.ts';
 
 /** Every feature, in registration order (a feature may use the services of those before it). */
 export function allFeatures(): Feature[] {
-  return [opsFeature, accountsFeature, oauthFeature, keysFeature, billingFeature, providersFeature, modelsFeature, usageFeature, gatewayFeature, openAiChatFeature, responsesFeature, anthropicMessagesFeature, adminFeature, predictionsFeature, webhooksFeature, topupsFeature, eventsFeature, webFeature];
+  return [
+    opsFeature,
+    accountsFeature,
+    oauthFeature,
+    keysFeature,
+    billingFeature,
+    providersFeature,
+    modelsFeature,
+    usageFeature,
+    gatewayFeature,
+    openAiChatFeature,
+    responsesFeature,
+    anthropicMessagesFeature,
+    adminFeature,
+    predictionsFeature,
+    webhooksFeature,
+    topupsFeature,
+    eventsFeature,
+    webFeature,
+  ];
 }
 
 /** The migrations of the platform and every feature; names sort into the order they apply. */

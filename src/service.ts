@@ -91,7 +91,9 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       // connections: the gateway sees each cut as a client abort and settles its hold for what was produced.
       const closing = app.close();
       let graceTimer: NodeJS.Timeout | undefined;
-      const graceOver = new Promise<'cut'>((resolve) => (graceTimer = setTimeout(() => resolve('cut'), config.SHUTDOWN_GRACE_MS)));
+      const graceOver = new Promise<'cut'>(
+        (resolve) => (graceTimer = setTimeout(() => resolve('cut'), config.SHUTDOWN_GRACE_MS)),
+      );
       if ((await Promise.race([closing.then(() => 'closed' as const), graceOver])) === 'cut') {
         log.warn({ graceMs: config.SHUTDOWN_GRACE_MS }, 'grace period over: cutting open connections');
         app.server.closeAllConnections();

@@ -15,4 +15,14 @@ import type { ResponsesTables } from './protocols/openai-responses/tables.ts';
  * The database as Kysely sees it: each feature declares its own tables in its folder and they are
  * composed here. Add a feature's tables with `&`.
  */
-export type Tables = { instance_secrets: InstanceSecretsTable } & AccountsTables & OauthTables & KeysTables & BillingTables & ModelsTables & UsageTables & PredictionsTables & WebhooksTables & TopupsTables & EventsTables & ResponsesTables;
+export type Tables = { instance_secrets: InstanceSecretsTable } & AccountsTables &
+  OauthTables &
+  KeysTables &
+  BillingTables &
+  ModelsTables &
+  UsageTables &
+  PredictionsTables &
+  WebhooksTables &
+  TopupsTables &
+  EventsTables &
+  ResponsesTables;

@@ -15,7 +15,9 @@ describeEachDatabase('accounts', (env) => {
 
   it('a wrong password is refused with 401 and sets no cookie', async () => {
     const session = await env.createUser();
-    const response = await env.request('POST', '/api/auth/signin', { body: { email: session.email, password: 'wrong-password' } });
+    const response = await env.request('POST', '/api/auth/signin', {
+      body: { email: session.email, password: 'wrong-password' },
+    });
     assert.equal(response.status, 401);
     assert.equal(response.body.error.code, 'UNAUTHENTICATED');
     assert.equal(response.headers.get('set-cookie'), null);
@@ -23,21 +25,35 @@ describeEachDatabase('accounts', (env) => {
 
   it('the password is stored as an Argon2id hash, never in clear', async () => {
     const session = await env.createUser();
-    const row = await env.service.ctx.db.selectFrom('users').select('password_hash').where('id', '=', session.userId).executeTakeFirstOrThrow();
+    const row = await env.service.ctx.db
+      .selectFrom('users')
+      .select('password_hash')
+      .where('id', '=', session.userId)
+      .executeTakeFirstOrThrow();
     assert.match(row.password_hash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
     assert.ok(!row.password_hash.includes(session.password));
   });
 
   it('a second account with the same email (any case) is a 409', async () => {
     const session = await env.createUser();
-    const again = await env.admin('POST', '/api/admin/users', { email: session.email.toUpperCase(), password: 'another-password' });
+    const again = await env.admin('POST', '/api/admin/users', {
+      email: session.email.toUpperCase(),
+      password: 'another-password',
+    });
     assert.equal(again.status, 409);
     assert.equal(again.body.error.code, 'CONFLICT');
   });
 
   it('sign-up page creates an account, sets an HttpOnly SameSite cookie and redirects only to local paths', async () => {
-    const form = new URLSearchParams({ email: `page-${Date.now()}@example.com`, password: 'long-enough-pw', return_to: '//evil.example/x' });
-    const response = await env.request('POST', '/signup', { raw: form.toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const form = new URLSearchParams({
+      email: `page-${Date.now()}@example.com`,
+      password: 'long-enough-pw',
+      return_to: '//evil.example/x',
+    });
+    const response = await env.request('POST', '/signup', {
+      raw: form.toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     assert.equal(response.status, 303);
     assert.equal(response.headers.get('location'), '/');
     const cookie = response.headers.get('set-cookie') ?? '';
@@ -62,7 +78,18 @@ describeEachDatabase('accounts', (env) => {
   it('operator routes refuse user sessions and missing or wrong tokens', async () => {
     const session = await env.createUser();
     const body = { email: 'x@example.com', password: 'long-enough-pw' };
-    assert.equal((await env.request('POST', '/api/admin/users', { body, headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken } })).status, 401);
-    assert.equal((await env.request('POST', '/api/admin/users', { body, token: 'tga_wrong_token_wrong_token_wrong' })).status, 401);
+    assert.equal(
+      (
+        await env.request('POST', '/api/admin/users', {
+          body,
+          headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken },
+        })
+      ).status,
+      401,
+    );
+    assert.equal(
+      (await env.request('POST', '/api/admin/users', { body, token: 'tga_wrong_token_wrong_token_wrong' })).status,
+      401,
+    );
   });
 });

@@ -24,7 +24,11 @@ export interface BrowserSessions {
    * Starts a dashboard session for `userId` (ending the previous one) but leaves the registered sessions
    * alone: for the OAuth sign-in page, whose provider session takes the same account in the same step.
    */
-  startDashboardSession(request: FastifyRequest, reply: FastifyReply, userId: string): Promise<{ token: string; csrfToken: string }>;
+  startDashboardSession(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    userId: string,
+  ): Promise<{ token: string; csrfToken: string }>;
   /** Signs the browser out: its dashboard session and every registered session end, and the cookie is cleared. */
   signOut(request: FastifyRequest, reply: FastifyReply): Promise<void>;
   /** Adds a session that a sign-in or sign-out ends (called at registration). */

@@ -10,7 +10,8 @@ const PAGE_ROUTES = new Set(['/signin', '/signup']);
  * The sign-in and sign-up pages are self-contained (an inline style, no script), so their policy allows
  * nothing else; `form-action 'self'` keeps an injected form from posting the password elsewhere.
  */
-export const FORM_PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+export const FORM_PAGE_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /**
  * Guards the account forms: cross-origin posts are refused (login CSRF), and the pages carry a strict CSP.
@@ -21,7 +22,11 @@ export const FORM_PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; for
 export function protectFormPages(app: App, ctx: AppContext): void {
   refuseCrossOriginPosts(app, ctx, FORM_ROUTES);
   app.addHook('onSend', async (request, reply, payload) => {
-    if (!PAGE_ROUTES.has(request.routeOptions.url ?? '') || !String(reply.getHeader('content-type') ?? '').startsWith('text/html')) return payload;
+    if (
+      !PAGE_ROUTES.has(request.routeOptions.url ?? '') ||
+      !String(reply.getHeader('content-type') ?? '').startsWith('text/html')
+    )
+      return payload;
     reply.header('content-security-policy', FORM_PAGE_CSP);
     reply.header('referrer-policy', 'same-origin');
     return payload;

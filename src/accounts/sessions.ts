@@ -8,12 +8,25 @@ import { SCOPES, type Principal } from '../platform/http/principal.ts';
 export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
 
 /** Starts a session for `userId`; returns the token for the cookie (only its hash is stored). */
-export async function startSession(db: Db, clock: Clock, userId: string): Promise<{ token: string; csrfToken: string; expiresAt: number }> {
+export async function startSession(
+  db: Db,
+  clock: Clock,
+  userId: string,
+): Promise<{ token: string; csrfToken: string; expiresAt: number }> {
   const token = randomBytes(32).toString('base64url');
   const csrfToken = randomBytes(24).toString('base64url');
   const now = clock.now();
   const expiresAt = now + SESSION_TTL_MS;
-  await db.insertInto('sessions').values({ token_hash: sha256Hex(token), user_id: userId, csrf_token: csrfToken, created_at: now, expires_at: expiresAt }).execute();
+  await db
+    .insertInto('sessions')
+    .values({
+      token_hash: sha256Hex(token),
+      user_id: userId,
+      csrf_token: csrfToken,
+      created_at: now,
+      expires_at: expiresAt,
+    })
+    .execute();
   return { token, csrfToken, expiresAt };
 }
 
@@ -24,7 +37,18 @@ export async function endSession(db: Db, token: string): Promise<void> {
 
 /** The first-party principal of a live session: every scope, no app, no key. */
 export async function resolveSession(db: Db, clock: Clock, token: string): Promise<Principal | null> {
-  const row = await db.selectFrom('sessions').select(['user_id', 'csrf_token', 'expires_at']).where('token_hash', '=', sha256Hex(token)).executeTakeFirst();
+  const row = await db
+    .selectFrom('sessions')
+    .select(['user_id', 'csrf_token', 'expires_at'])
+    .where('token_hash', '=', sha256Hex(token))
+    .executeTakeFirst();
   if (!row || row.expires_at <= clock.now()) return null;
-  return { kind: 'session', userId: row.user_id, appId: null, keyId: null, scopes: new Set(SCOPES), csrfToken: row.csrf_token };
+  return {
+    kind: 'session',
+    userId: row.user_id,
+    appId: null,
+    keyId: null,
+    scopes: new Set(SCOPES),
+    csrfToken: row.csrf_token,
+  };
 }

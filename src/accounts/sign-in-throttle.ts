@@ -28,7 +28,12 @@ export function waitText(seconds: number): string {
  * - accounts are keyed by the SHA-256 of the normalized email, so the counters (in Redis, maybe) hold no
  *   address book; an unknown email is throttled exactly like a known one, revealing nothing.
  */
-export async function checkSignIn(ctx: AppContext, clientAddress: string, email: string, password: string): Promise<PublicUser | null> {
+export async function checkSignIn(
+  ctx: AppContext,
+  clientAddress: string,
+  email: string,
+  password: string,
+): Promise<PublicUser | null> {
   const maxDelayMs = ctx.config.SIGNIN_MAX_DELAY_SECONDS * 1000;
   if (maxDelayMs === 0) return verifyCredentials(ctx.db, email, password);
   const { backoff } = ctx.services.throttles;
@@ -54,10 +59,14 @@ export async function checkSignIn(ctx: AppContext, clientAddress: string, email:
 }
 
 function throttled(seconds: number, where: string): ApiError {
-  return new ApiError('RATE_LIMITED', `Too many failed sign-ins ${where}. Wait ${waitText(seconds)} before trying again.`, {
-    headers: { 'retry-after': String(seconds) },
-    details: { retryAfter: seconds },
-  });
+  return new ApiError(
+    'RATE_LIMITED',
+    `Too many failed sign-ins ${where}. Wait ${waitText(seconds)} before trying again.`,
+    {
+      headers: { 'retry-after': String(seconds) },
+      details: { retryAfter: seconds },
+    },
+  );
 }
 
 /**

@@ -16,12 +16,28 @@ export interface PublicUser {
 export const EMAIL_PATTERN = '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$';
 const EMAIL = new RegExp(EMAIL_PATTERN);
 
-export function toPublicUser(row: { id: string; email: string; name: string; image: string | null; created_at: number }): PublicUser {
-  return { id: row.id, email: row.email, name: row.name, image: row.image, createdAt: new Date(row.created_at).toISOString() };
+export function toPublicUser(row: {
+  id: string;
+  email: string;
+  name: string;
+  image: string | null;
+  created_at: number;
+}): PublicUser {
+  return {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    image: row.image,
+    createdAt: new Date(row.created_at).toISOString(),
+  };
 }
 
 /** Creates a user; 409 when the email is taken, 400 when the email or password is unusable. */
-export async function createUser(db: Db, clock: Clock, input: { email: string; name?: string; password: string }): Promise<PublicUser> {
+export async function createUser(
+  db: Db,
+  clock: Clock,
+  input: { email: string; name?: string; password: string },
+): Promise<PublicUser> {
   const { user, created } = await registerUser(db, clock, input);
   if (!created) throw errors.conflict('An account with this email already exists.');
   return user;
@@ -33,7 +49,11 @@ export async function createUser(db: Db, clock: Clock, input: { email: string; n
  * sign-up answers them alike (the id of a user not created is made up and stored nowhere).
  * 400 when the email or password is unusable.
  */
-export async function registerUser(db: Db, clock: Clock, input: { email: string; name?: string; password: string }): Promise<{ user: PublicUser; created: boolean }> {
+export async function registerUser(
+  db: Db,
+  clock: Clock,
+  input: { email: string; name?: string; password: string },
+): Promise<{ user: PublicUser; created: boolean }> {
   const email = input.email.trim().toLowerCase();
   if (!EMAIL.test(email)) throw errors.invalid('Enter a valid email address.');
   if (input.password.length < 8) throw errors.invalid('The password must have at least 8 characters.');
@@ -45,7 +65,11 @@ export async function registerUser(db: Db, clock: Clock, input: { email: string;
     password_hash: await hashPassword(input.password),
     created_at: clock.now(),
   };
-  const inserted = await db.insertInto('users').values(row).onConflict((oc) => oc.column('email').doNothing()).executeTakeFirst();
+  const inserted = await db
+    .insertInto('users')
+    .values(row)
+    .onConflict((oc) => oc.column('email').doNothing())
+    .executeTakeFirst();
   return { user: toPublicUser(row), created: Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1 };
 }
 
@@ -54,7 +78,11 @@ let decoyHash: Promise<string> | undefined;
 
 /** The user whose email and password match, or null; takes the same time whether or not the email exists. */
 export async function verifyCredentials(db: Db, email: string, password: string): Promise<PublicUser | null> {
-  const row = await db.selectFrom('users').selectAll().where('email', '=', email.trim().toLowerCase()).executeTakeFirst();
+  const row = await db
+    .selectFrom('users')
+    .selectAll()
+    .where('email', '=', email.trim().toLowerCase())
+    .executeTakeFirst();
   if (!row) {
     decoyHash ??= hashPassword(crypto.randomUUID());
     await verifyPassword(password, await decoyHash);

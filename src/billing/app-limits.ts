@@ -32,12 +32,20 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
  * against it in the current period. `onlyClientId` narrows the list to one app: an app's own token
  * sees only its own entry.
  */
-export async function listAuthorizedApps(ctx: BillingContext, userId: string, onlyClientId: string | null = null): Promise<AuthorizedAppView[]> {
+export async function listAuthorizedApps(
+  ctx: BillingContext,
+  userId: string,
+  onlyClientId: string | null = null,
+): Promise<AuthorizedAppView[]> {
   let query = ctx.db
     .selectFrom('authorized_apps')
     .innerJoin('oauth_clients', 'oauth_clients.client_id', 'authorized_apps.client_id')
     .select([
-      'authorized_apps.client_id', 'oauth_clients.name', 'authorized_apps.scopes', 'authorized_apps.authorized_at', 'authorized_apps.last_used_at',
+      'authorized_apps.client_id',
+      'oauth_clients.name',
+      'authorized_apps.scopes',
+      'authorized_apps.authorized_at',
+      'authorized_apps.last_used_at',
     ])
     .where('authorized_apps.user_id', '=', userId)
     .where('authorized_apps.revoked_at', 'is', null)
@@ -57,7 +65,12 @@ export async function listAuthorizedApps(ctx: BillingContext, userId: string, on
       const view = (period: LimitPeriod): LimitView | null => {
         const limit = configured[period];
         if (limit === null || !spend) return null;
-        return { limit: microsToCredits(limit), spent: microsToCredits(spend[period].spent), reserved: microsToCredits(spend[period].held), resetsAt: iso(periodAt(period, now).resetsAt) };
+        return {
+          limit: microsToCredits(limit),
+          spent: microsToCredits(spend[period].spent),
+          reserved: microsToCredits(spend[period].held),
+          resetsAt: iso(periodAt(period, now).resetsAt),
+        };
       };
       return {
         clientId: row.client_id,
@@ -76,8 +89,19 @@ export async function listAuthorizedApps(ctx: BillingContext, userId: string, on
  * limit). 404 when the user has not authorized the app (or revoked it). Takes effect on the next hold:
  * holds read the limits inside their own transaction.
  */
-export async function setAppLimits(ctx: BillingContext, userId: string, clientId: string, changes: Partial<Record<LimitPeriod, number | null>>): Promise<AuthorizedAppView> {
-  const authorized = await ctx.db.selectFrom('authorized_apps').select('client_id').where('user_id', '=', userId).where('client_id', '=', clientId).where('revoked_at', 'is', null).executeTakeFirst();
+export async function setAppLimits(
+  ctx: BillingContext,
+  userId: string,
+  clientId: string,
+  changes: Partial<Record<LimitPeriod, number | null>>,
+): Promise<AuthorizedAppView> {
+  const authorized = await ctx.db
+    .selectFrom('authorized_apps')
+    .select('client_id')
+    .where('user_id', '=', userId)
+    .where('client_id', '=', clientId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   if (!authorized) throw errors.notFound('Authorized app');
   await writeLimits(ctx.db, { kind: 'app', userId, appId: clientId }, changes);
   const [view] = await listAuthorizedApps(ctx, userId, clientId);

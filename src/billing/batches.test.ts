@@ -20,7 +20,12 @@ if (selectedDatabases().includes('postgres')) {
 
     it('concurrent holds share statements, each caller gets its own answer, and a failing member fails alone', async () => {
       await space.create();
-      const config = loadConfig({ ...space.env(), DATABASE_POOL_SIZE: '2', LOG_LEVEL: 'warn', REPLICATE_WEBHOOK_SECRET: '' });
+      const config = loadConfig({
+        ...space.env(),
+        DATABASE_POOL_SIZE: '2',
+        LOG_LEVEL: 'warn',
+        REPLICATE_WEBHOOK_SECRET: '',
+      });
       const database = openDatabase(config);
       try {
         await migrateToLatest(database.db, allMigrations(), config);
@@ -33,12 +38,16 @@ if (selectedDatabases().includes('postgres')) {
           payers.push({ userId, keyId: await insertApiKey(ctx, userId, { limit: 6_000, period: 'daily' }) });
           await billing.grant(userId, 10_000, 'test');
         }
-        const hold = (payer: { userId: string; keyId: string }) => billing.placeHold({ ...payer, appId: null, amount: 1_000 });
+        const hold = (payer: { userId: string; keyId: string }) =>
+          billing.placeHold({ ...payer, appId: null, amount: 1_000 });
         // Four holds per user at once (the first call goes out alone, as nothing is running yet; the rest queue).
         const first = payers.flatMap((payer) => Array.from({ length: 4 }, () => payer));
         const firstOutcomes = await Promise.all(first.map(hold));
         const placed = batchStats(database.db)!.place;
-        assert.ok(placed.statements < placed.calls, `placements shared statements: ${placed.calls} calls in ${placed.statements}`);
+        assert.ok(
+          placed.statements < placed.calls,
+          `placements shared statements: ${placed.calls} calls in ${placed.statements}`,
+        );
 
         // Four more each: two fit the key's daily limit of 6,000, two are refused with 429. One more hold names a
         // user that does not exist: its wallet cannot be created (foreign key), which fails the whole batch
@@ -47,31 +56,64 @@ if (selectedDatabases().includes('postgres')) {
         const before = { ...batchStats(database.db)!.place };
         let ghost: Promise<unknown> = Promise.resolve();
         const placing = second.map((payer, i) => {
-          if (i === 3) ghost = billing.placeHold({ userId: 'usr_does_not_exist', appId: null, keyId: null, amount: 1_000 }).then(() => null, (error: unknown) => error);
+          if (i === 3)
+            ghost = billing.placeHold({ userId: 'usr_does_not_exist', appId: null, keyId: null, amount: 1_000 }).then(
+              () => null,
+              (error: unknown) => error,
+            );
           return hold(payer);
         });
         const secondOutcomes = await Promise.allSettled(placing);
-        assert.equal(((await ghost) as { code?: string } | null)?.code, '23503', 'the hold of an unknown user fails with the foreign key error');
+        assert.equal(
+          ((await ghost) as { code?: string } | null)?.code,
+          '23503',
+          'the hold of an unknown user fails with the foreign key error',
+        );
         const again = batchStats(database.db)!.place;
-        assert.ok(again.statements - before.statements > again.calls - before.calls, 'the failed batch’s members ran again, one by one');
+        assert.ok(
+          again.statements - before.statements > again.calls - before.calls,
+          'the failed batch’s members ran again, one by one',
+        );
         for (const payer of payers) {
           const mine = secondOutcomes.filter((_, i) => second[i] === payer);
           assert.equal(mine.filter((o) => o.status === 'fulfilled').length, 2, 'two more holds per user fit the limit');
           for (const refused of mine.filter((o) => o.status === 'rejected')) {
-            assert.ok(refused.reason instanceof ApiError && refused.reason.code === 'SPENDING_LIMIT_EXCEEDED', String(refused.reason));
+            assert.ok(
+              refused.reason instanceof ApiError && refused.reason.code === 'SPENDING_LIMIT_EXCEEDED',
+              String(refused.reason),
+            );
           }
-          assert.deepEqual(await billing.getBalance(payer.userId), { balance: 10_000, reserved: 6_000, available: 4_000 });
+          assert.deepEqual(await billing.getBalance(payer.userId), {
+            balance: 10_000,
+            reserved: 6_000,
+            available: 4_000,
+          });
         }
-        const outcomes = [...firstOutcomes.map((value) => ({ status: 'fulfilled' as const, value })), ...secondOutcomes];
+        const outcomes = [
+          ...firstOutcomes.map((value) => ({ status: 'fulfilled' as const, value })),
+          ...secondOutcomes,
+        ];
         const attempts = [...first, ...second];
 
         // Settle them all at once: captures of 400 each.
-        const holds = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [{ holdId: o.value.holdId, userId: attempts[i]!.userId }] : []));
-        const settled = await Promise.all(holds.map(({ holdId, userId }) => billing.settleHold(holdId, 400, { userId })));
+        const holds = outcomes.flatMap((o, i) =>
+          o.status === 'fulfilled' ? [{ holdId: o.value.holdId, userId: attempts[i]!.userId }] : [],
+        );
+        const settled = await Promise.all(
+          holds.map(({ holdId, userId }) => billing.settleHold(holdId, 400, { userId })),
+        );
         assert.ok(settled.every((s) => s.settled && s.captured === 400));
         const closed = batchStats(database.db)!.close;
-        assert.ok(closed.statements < closed.calls, `closes shared statements: ${closed.calls} calls in ${closed.statements}`);
-        for (const payer of payers) assert.deepEqual(await billing.getBalance(payer.userId), { balance: 10_000 - 6 * 400, reserved: 0, available: 10_000 - 6 * 400 });
+        assert.ok(
+          closed.statements < closed.calls,
+          `closes shared statements: ${closed.calls} calls in ${closed.statements}`,
+        );
+        for (const payer of payers)
+          assert.deepEqual(await billing.getBalance(payer.userId), {
+            balance: 10_000 - 6 * 400,
+            reserved: 0,
+            available: 10_000 - 6 * 400,
+          });
         assert.equal((await billing.verify()).ok, true);
       } finally {
         await database.close();

@@ -7,13 +7,21 @@ import { operatorCredit } from './routes/admin.ts';
  * same code. The user is named by id (`--user usr_…`) or email; `--amount` is credits (`--amount=-2` for an
  * adjustment).
  */
-export async function grantCreditsFromCli(ctx: AppContext, options: { user?: string; email?: string; amount?: string; reason?: string }): Promise<{ userId: string; balance: number }> {
+export async function grantCreditsFromCli(
+  ctx: AppContext,
+  options: { user?: string; email?: string; amount?: string; reason?: string },
+): Promise<{ userId: string; balance: number }> {
   if (!options.user === !options.email) throw new Error('name the user with exactly one of --user usr_… or --email');
   const amount = Number(options.amount);
-  if (!options.amount?.trim() || !Number.isFinite(amount)) throw new Error('--amount must be a number of credits, for example --amount 10 or --amount=-2.5');
+  if (!options.amount?.trim() || !Number.isFinite(amount))
+    throw new Error('--amount must be a number of credits, for example --amount 10 or --amount=-2.5');
   let userId = options.user;
   if (options.email) {
-    const row = await ctx.db.selectFrom('users').select('id').where('email', '=', options.email.trim().toLowerCase()).executeTakeFirst();
+    const row = await ctx.db
+      .selectFrom('users')
+      .select('id')
+      .where('email', '=', options.email.trim().toLowerCase())
+      .executeTakeFirst();
     if (!row) throw errors.notFound('User');
     userId = row.id;
   }

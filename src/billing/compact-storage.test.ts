@@ -34,14 +34,34 @@ for (const kind of selectedDatabases()) {
         await migrateToLatest(database.db, before, config);
         // Today's billing reads columns a later migration adds (1620: the debt, movement references): they
         // exist while it seeds the old database, and go again so that the upgrade adds them itself.
-        await database.db.schema.alterTable('wallets').addColumn('debt', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+        await database.db.schema
+          .alterTable('wallets')
+          .addColumn('debt', 'bigint', (c) => c.notNull().defaultTo(0))
+          .execute();
         await database.db.schema.alterTable('ledger_transactions').addColumn('reference', 'text').execute();
         userId = await insertUser(ctx);
         await billing.grant(userId, 1_000_000, 'test');
         const settled = await billing.placeHold({ userId, appId: null, keyId: null, amount: 300_000 });
         await billing.settleHold(settled.holdId, 120_000, { userId });
         openHold = (await billing.placeHold({ userId, appId: null, keyId: null, amount: 200_000 })).holdId;
-        await database.db.insertInto('usage_records').values({ id: 'use_before_upgrade', user_id: userId, app_id: null, key_id: null, model: 'acme/m', kind: 'chat', prompt_tokens: 3, completion_tokens: 4, cost: 120_000, latency_ms: 5, status: 'ok', hold_id: settled.holdId, created_at: Date.now() } as any).execute();
+        await database.db
+          .insertInto('usage_records')
+          .values({
+            id: 'use_before_upgrade',
+            user_id: userId,
+            app_id: null,
+            key_id: null,
+            model: 'acme/m',
+            kind: 'chat',
+            prompt_tokens: 3,
+            completion_tokens: 4,
+            cost: 120_000,
+            latency_ms: 5,
+            status: 'ok',
+            hold_id: settled.holdId,
+            created_at: Date.now(),
+          } as any)
+          .execute();
         await database.db.schema.alterTable('wallets').dropColumn('debt').execute();
         await database.db.schema.alterTable('ledger_transactions').dropColumn('reference').execute();
       } finally {
@@ -51,17 +71,47 @@ for (const kind of selectedDatabases()) {
       const service = await createService({ config, timers: false });
       try {
         const db = service.ctx.db;
-        const applied = (await db.selectFrom('kysely_migration' as any).select('name').execute()).map((row: any) => row.name);
+        const applied = (
+          await db
+            .selectFrom('kysely_migration' as any)
+            .select('name')
+            .execute()
+        ).map((row: any) => row.name);
         for (const name of COMPACT_STORAGE) assert.ok(applied.includes(name), `${name} applied`);
         const upgraded = service.ctx.services.billing;
-        assert.deepEqual(await upgraded.verify().then((report) => ({ ok: report.ok, differences: report.differences })), { ok: true, differences: [] });
-        const wallet = await db.selectFrom('wallets').select(['balance', 'reserved']).where('user_id', '=', userId).executeTakeFirstOrThrow();
-        assert.deepEqual({ balance: Number(wallet.balance), reserved: Number(wallet.reserved) }, { balance: 880_000, reserved: 200_000 });
-        assert.equal((await db.selectFrom('usage_records').select('cost').where('user_id', '=', userId).executeTakeFirstOrThrow()).cost, 120_000);
+        assert.deepEqual(
+          await upgraded.verify().then((report) => ({ ok: report.ok, differences: report.differences })),
+          { ok: true, differences: [] },
+        );
+        const wallet = await db
+          .selectFrom('wallets')
+          .select(['balance', 'reserved'])
+          .where('user_id', '=', userId)
+          .executeTakeFirstOrThrow();
+        assert.deepEqual(
+          { balance: Number(wallet.balance), reserved: Number(wallet.reserved) },
+          { balance: 880_000, reserved: 200_000 },
+        );
+        assert.equal(
+          (await db.selectFrom('usage_records').select('cost').where('user_id', '=', userId).executeTakeFirstOrThrow())
+            .cost,
+          120_000,
+        );
         assert.deepEqual(await upgraded.settleHold(openHold, 50_000, { userId }), { settled: true, captured: 50_000 });
-        assert.deepEqual(await upgraded.settleHold(openHold, 50_000, { userId }), { settled: false, captured: 0 }, 'a hold still settles exactly once');
-        const after = await db.selectFrom('wallets').select(['balance', 'reserved']).where('user_id', '=', userId).executeTakeFirstOrThrow();
-        assert.deepEqual({ balance: Number(after.balance), reserved: Number(after.reserved) }, { balance: 830_000, reserved: 0 });
+        assert.deepEqual(
+          await upgraded.settleHold(openHold, 50_000, { userId }),
+          { settled: false, captured: 0 },
+          'a hold still settles exactly once',
+        );
+        const after = await db
+          .selectFrom('wallets')
+          .select(['balance', 'reserved'])
+          .where('user_id', '=', userId)
+          .executeTakeFirstOrThrow();
+        assert.deepEqual(
+          { balance: Number(after.balance), reserved: Number(after.reserved) },
+          { balance: 830_000, reserved: 0 },
+        );
         assert.equal((await upgraded.verify()).ok, true);
       } finally {
         await service.close();

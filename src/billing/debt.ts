@@ -14,9 +14,15 @@ import { accounts, lockWallet, postMovement, type BillingContext, type Trx } fro
 export function debtOwed(available: number, debt: number): ApiError {
   return new ApiError(
     'INSUFFICIENT_CREDITS',
-    `Insufficient credits: your wallet owes ${microsToCredits(debt)} credits (a refunded or disputed top-up whose credits were already spent); `
-      + 'add credits to repay it.',
-    { details: { available: microsToCredits(Math.max(0, available)), required: microsToCredits(debt), owed: microsToCredits(debt) } },
+    `Insufficient credits: your wallet owes ${microsToCredits(debt)} credits (a refunded or disputed top-up whose credits were already spent); ` +
+      'add credits to repay it.',
+    {
+      details: {
+        available: microsToCredits(Math.max(0, available)),
+        required: microsToCredits(debt),
+        owed: microsToCredits(debt),
+      },
+    },
   );
 }
 
@@ -33,15 +39,15 @@ export interface ProcessorMovement {
 export type ProcessorOutcome =
   | { applied: false }
   | {
-    applied: true;
-    /** Change of the available credits (negative for refunds and disputes). */
-    available: number;
-    /** Change of the debt (negative when credits repaid it). */
-    debt: number;
-    balance: number;
-    debtAfter: number;
-    transactionId: string;
-  };
+      applied: true;
+      /** Change of the available credits (negative for refunds and disputes). */
+      available: number;
+      /** Change of the debt (negative when credits repaid it). */
+      debt: number;
+      balance: number;
+      debtAfter: number;
+      transactionId: string;
+    };
 
 /** What must commit with a processor movement (the event's claim, the payment's row). */
 export interface ProcessorHooks {
@@ -109,7 +115,12 @@ export function debitFromProcessor(
   });
 }
 
-type Plan = { type: 'topup' | 'refund' | 'dispute'; entries: Array<{ account: string; amount: number }>; available: number; debt: number };
+type Plan = {
+  type: 'topup' | 'refund' | 'dispute';
+  entries: Array<{ account: string; amount: number }>;
+  available: number;
+  debt: number;
+};
 
 /**
  * One processor movement, in one transaction: the claim, then the user's wallet lock, then the entries
@@ -130,11 +141,17 @@ async function move(
       if (claimed === false || claimed === 0) return { applied: false as const };
       if (typeof claimed === 'number') amount = claimed;
     }
-    if (!Number.isSafeInteger(amount) || amount <= 0) throw new RangeError(`a processor movement must be positive micro-credits, got ${amount}`);
+    if (!Number.isSafeInteger(amount) || amount <= 0)
+      throw new RangeError(`a processor movement must be positive micro-credits, got ${amount}`);
     const wallet = await lockWallet(trx, movement.userId, now);
     const planned = plan(wallet, amount);
     const entries = planned.entries;
-    const after = await postMovement(trx, wallet, { type: planned.type, description: movement.description, reference: movement.reference, entries }, now);
+    const after = await postMovement(
+      trx,
+      wallet,
+      { type: planned.type, description: movement.description, reference: movement.reference, entries },
+      now,
+    );
     const outcome = {
       applied: true as const,
       available: planned.available,

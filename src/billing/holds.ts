@@ -4,7 +4,16 @@ import type { Tables } from '../tables.ts';
 import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { accounts, insertCompanion, lockWallet, postMovement, type CompanionWrite, type Trx, type Wallet, type BillingContext } from './ledger.ts';
+import {
+  accounts,
+  insertCompanion,
+  lockWallet,
+  postMovement,
+  type CompanionWrite,
+  type Trx,
+  type Wallet,
+  type BillingContext,
+} from './ledger.ts';
 import { applicableLimitsWithSpend, counterWrite, spendingLimitExceeded } from './limits.ts';
 import { dayStart, monthStart } from './periods.ts';
 import { closeHoldInOneStatement, placeHoldInOneStatement, walletRefusal } from './pg-holds.ts';
@@ -28,14 +37,36 @@ export interface PlaceHoldInput {
 }
 
 function assertMicros(name: string, value: number): void {
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer of micro-credits, got ${value}`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new RangeError(`${name} must be a non-negative integer of micro-credits, got ${value}`);
 }
 
 function holdScope(hold: HoldRow) {
-  return { userId: hold.user_id, appId: hold.app_id, keyId: hold.key_id, periodDay: hold.period_day, periodMonth: hold.period_month };
+  return {
+    userId: hold.user_id,
+    appId: hold.app_id,
+    keyId: hold.key_id,
+    periodDay: hold.period_day,
+    periodMonth: hold.period_month,
+  };
 }
 
-const insertHold = preparedInsert<HoldRow>('holds', ['id', 'user_id', 'app_id', 'key_id', 'amount', 'captured', 'refunded', 'status', 'description', 'created_at', 'expires_at', 'closed_at', 'period_day', 'period_month']);
+const insertHold = preparedInsert<HoldRow>('holds', [
+  'id',
+  'user_id',
+  'app_id',
+  'key_id',
+  'amount',
+  'captured',
+  'refunded',
+  'status',
+  'description',
+  'created_at',
+  'expires_at',
+  'closed_at',
+  'period_day',
+  'period_month',
+]);
 
 /** How a hold ends: its status, the most it may capture, and the movement that records it. */
 interface HoldEnding {
@@ -52,9 +83,18 @@ interface HoldEnding {
  * returned, so a hold is closed exactly once even if two closers reach it (the wallet lock makes them
  * take turns; the `status = 'open'` condition makes the second find nothing).
  */
-async function claimHolds(trx: Trx, userId: string, which: { holdId: string } | { expiredAt: number }, ending: HoldEnding, now: number): Promise<HoldRow[]> {
+async function claimHolds(
+  trx: Trx,
+  userId: string,
+  which: { holdId: string } | { expiredAt: number },
+  ending: HoldEnding,
+  now: number,
+): Promise<HoldRow[]> {
   const values = { status: ending.status, capture: ending.capture, now, userId };
-  const { rows } = 'holdId' in which ? await claimHold(trx, { ...values, holdId: which.holdId }) : await claimOverdueHolds(trx, { ...values, expiredAt: which.expiredAt });
+  const { rows } =
+    'holdId' in which
+      ? await claimHold(trx, { ...values, holdId: which.holdId })
+      : await claimOverdueHolds(trx, { ...values, expiredAt: which.expiredAt });
   return rows;
 }
 
@@ -72,15 +112,26 @@ function claimUpdate(db: Kysely<Tables>, p: ClaimValues) {
     .where('user_id', '=', p.userId)
     .where('status', '=', OPEN);
 }
-const claimHold = preparedQuery((db: Kysely<Tables>, p: ClaimValues & { holdId: string }) => claimUpdate(db, p).where('id', '=', p.holdId).returningAll());
-const claimOverdueHolds = preparedQuery((db: Kysely<Tables>, p: ClaimValues & { expiredAt: number }) => claimUpdate(db, p).where('expires_at', '<=', p.expiredAt).returningAll());
+const claimHold = preparedQuery((db: Kysely<Tables>, p: ClaimValues & { holdId: string }) =>
+  claimUpdate(db, p).where('id', '=', p.holdId).returningAll(),
+);
+const claimOverdueHolds = preparedQuery((db: Kysely<Tables>, p: ClaimValues & { expiredAt: number }) =>
+  claimUpdate(db, p).where('expires_at', '<=', p.expiredAt).returningAll(),
+);
 
 /**
  * Records the close of a claimed hold on the locked wallet: its capture goes to revenue and the rest back
  * to the user's available credits, as one balanced movement, and the hold's counters move from held to
  * spent. Returns the wallet after it.
  */
-async function recordClose(trx: Trx, wallet: Wallet, hold: HoldRow, ending: HoldEnding, now: number, companion: CompanionWrite | null = null): Promise<Wallet> {
+async function recordClose(
+  trx: Trx,
+  wallet: Wallet,
+  hold: HoldRow,
+  ending: HoldEnding,
+  now: number,
+  companion: CompanionWrite | null = null,
+): Promise<Wallet> {
   const released = hold.amount - hold.captured;
   return postMovement(
     trx,
@@ -99,14 +150,26 @@ async function recordClose(trx: Trx, wallet: Wallet, hold: HoldRow, ending: Hold
   );
 }
 
-const EXPIRY: HoldEnding = { status: 'expired', capture: 0, movement: () => ({ type: 'expiry', description: 'Hold expired' }) };
-const RELEASE: HoldEnding = { status: 'released', capture: 0, movement: () => ({ type: 'release', description: 'Hold released' }) };
+const EXPIRY: HoldEnding = {
+  status: 'expired',
+  capture: 0,
+  movement: () => ({ type: 'expiry', description: 'Hold expired' }),
+};
+const RELEASE: HoldEnding = {
+  status: 'released',
+  capture: 0,
+  movement: () => ({ type: 'release', description: 'Hold released' }),
+};
 
 /**
  * Expires the user's open holds that are past their expiry, on the locked wallet (placing a hold starts
  * with this; the sweep is made of it). Returns the wallet after them and how many expired.
  */
-async function expireOverdue(trx: Trx, locked: Wallet & { hasOverdueHolds: boolean }, now: number): Promise<{ wallet: Wallet; expired: number }> {
+async function expireOverdue(
+  trx: Trx,
+  locked: Wallet & { hasOverdueHolds: boolean },
+  now: number,
+): Promise<{ wallet: Wallet; expired: number }> {
   let wallet: Wallet = locked;
   if (!locked.hasOverdueHolds) return { wallet, expired: 0 };
   const holds = await claimHolds(trx, wallet.user_id, { expiredAt: now }, EXPIRY, now);
@@ -123,16 +186,33 @@ async function expireOverdue(trx: Trx, locked: Wallet & { hasOverdueHolds: boole
  * Order (decisions.md "Billing"): each applicable spending limit (app daily, monthly, total, then the key's),
  * `spent + held + amount <= limit` else 429; then the wallet, `balance - reserved >= amount` else 402.
  */
-export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Promise<{ holdId: string; expiresAt: number }> {
+export async function placeHold(
+  ctx: BillingContext,
+  input: PlaceHoldInput,
+): Promise<{ holdId: string; expiresAt: number }> {
   assertMicros('amount', input.amount);
   const ttlMs = input.ttlMs ?? ctx.config.HOLD_TTL_SECONDS * 1000;
-  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError(`ttlMs must be a positive integer, got ${ttlMs}`);
+  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0)
+    throw new RangeError(`ttlMs must be a positive integer, got ${ttlMs}`);
   const now = ctx.clock.now();
   if (ctx.dialect === 'postgres') {
     // One statement (pg-functions.ts), unless overdue holds must be expired first (or the schema predates
     // the functions): then the transaction below.
-    const hold = { id: newId('hold'), user_id: input.userId, app_id: input.appId, key_id: input.keyId, amount: input.amount, description: input.description ?? 'Hold' };
-    const placed = await placeHoldInOneStatement(ctx, { ...hold, created_at: now, expires_at: now + ttlMs, period_day: dayStart(now), period_month: monthStart(now) });
+    const hold = {
+      id: newId('hold'),
+      user_id: input.userId,
+      app_id: input.appId,
+      key_id: input.keyId,
+      amount: input.amount,
+      description: input.description ?? 'Hold',
+    };
+    const placed = await placeHoldInOneStatement(ctx, {
+      ...hold,
+      created_at: now,
+      expires_at: now + ttlMs,
+      period_day: dayStart(now),
+      period_month: monthStart(now),
+    });
     if (placed === 'placed') return { holdId: hold.id, expiresAt: now + ttlMs };
     if (placed !== 'transaction') throw placed.refused;
   }
@@ -143,7 +223,8 @@ export async function placeHold(ctx: BillingContext, input: PlaceHoldInput): Pro
     const { wallet } = await expireOverdue(trx, locked, now);
 
     for (const limit of await applicableLimitsWithSpend(trx, input, now)) {
-      if (limit.current + input.amount > limit.limit) return { refused: spendingLimitExceeded(limit, limit.current, input.amount, now) };
+      if (limit.current + input.amount > limit.limit)
+        return { refused: spendingLimitExceeded(limit, limit.current, input.amount, now) };
     }
     const available = wallet.balance - wallet.reserved;
     // Debt (see debt.ts) is read from the locked wallet row, so it is as atomic as the balance check.
@@ -232,15 +313,32 @@ async function closeOpenHold(
   closeOptions: Pick<CloseHoldOptions, 'alongside' | 'companion' | 'usage' | 'afterExpiry'>,
 ): Promise<{ captured: number; afterExpiry: boolean } | null> {
   const { usage, ...rest } = closeOptions;
-  const options = usage && !rest.companion ? { ...rest, companion: (closed: { captured: number; afterExpiry: boolean }) => usageRecordWrite(usageOfClose(usage, closed)) } : rest;
-  const owner = knownOwner ?? (await ctx.db.selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst())?.user_id;
+  const options =
+    usage && !rest.companion
+      ? {
+          ...rest,
+          companion: (closed: { captured: number; afterExpiry: boolean }) =>
+            usageRecordWrite(usageOfClose(usage, closed)),
+        }
+      : rest;
+  const owner =
+    knownOwner ??
+    (await ctx.db.selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst())?.user_id;
   if (!owner) return null;
   const now = ctx.clock.now();
   if (ctx.dialect === 'postgres' && !options.alongside && !rest.companion && ending.status !== 'expired') {
     // One statement (pg-functions.ts). A hold it did not find open may have expired: the settle that
     // charges after expiry takes the transaction below, off the hot path.
     const description = ending.status === 'settled' ? ending.movement(1).description : 'Hold released';
-    const closed = await closeHoldInOneStatement(ctx, { holdId, userId: owner, status: ending.status, capture: ending.capture, description, usage: usage ?? null, now });
+    const closed = await closeHoldInOneStatement(ctx, {
+      holdId,
+      userId: owner,
+      status: ending.status,
+      capture: ending.capture,
+      description,
+      usage: usage ?? null,
+      now,
+    });
     if (closed !== 'transaction') {
       if (closed) return { captured: closed.captured, afterExpiry: false };
       if (ending.status !== 'settled' || !options.afterExpiry || ending.capture === 0) return null;
@@ -254,7 +352,14 @@ async function closeOpenHold(
       if (ending.status !== 'settled' || !options.afterExpiry || ending.capture === 0) return null;
       return chargeAfterExpiry(trx, wallet, holdId, ending.capture, now, options);
     }
-    await recordClose(trx, wallet, hold, ending, now, options.companion?.({ captured: hold.captured, afterExpiry: false }) ?? null);
+    await recordClose(
+      trx,
+      wallet,
+      hold,
+      ending,
+      now,
+      options.companion?.({ captured: hold.captured, afterExpiry: false }) ?? null,
+    );
     await options.alongside?.(trx, { captured: hold.captured, afterExpiry: false });
     return { captured: hold.captured, afterExpiry: false };
   });
@@ -269,9 +374,18 @@ async function closeOpenHold(
  * is charged after its expiry at most once, and never if it was settled or released. Null when the hold
  * was not an expired one.
  */
-async function chargeAfterExpiry(trx: Trx, wallet: Wallet, holdId: string, cost: number, now: number, options: Pick<CloseHoldOptions, 'alongside' | 'companion'>): Promise<{ captured: number; afterExpiry: true } | null> {
+async function chargeAfterExpiry(
+  trx: Trx,
+  wallet: Wallet,
+  holdId: string,
+  cost: number,
+  now: number,
+  options: Pick<CloseHoldOptions, 'alongside' | 'companion'>,
+): Promise<{ captured: number; afterExpiry: true } | null> {
   const available = Math.max(0, wallet.balance - wallet.reserved);
-  const [hold] = (await claimExpiredHold(trx, { holdId, userId: wallet.user_id, capture: Math.min(cost, available), now })).rows;
+  const [hold] = (
+    await claimExpiredHold(trx, { holdId, userId: wallet.user_id, capture: Math.min(cost, available), now })
+  ).rows;
   if (!hold) return null;
   await postMovement(
     trx,
@@ -286,24 +400,28 @@ async function chargeAfterExpiry(trx: Trx, wallet: Wallet, holdId: string, cost:
       ],
     },
     now,
-    [counterWrite(holdScope(hold), { held: 0, spent: hold.captured }), options.companion?.({ captured: hold.captured, afterExpiry: true }) ?? null],
+    [
+      counterWrite(holdScope(hold), { held: 0, spent: hold.captured }),
+      options.companion?.({ captured: hold.captured, afterExpiry: true }) ?? null,
+    ],
   );
   await options.alongside?.(trx, { captured: hold.captured, afterExpiry: true });
   return { captured: hold.captured, afterExpiry: true };
 }
 
-const claimExpiredHold = preparedQuery((db: Kysely<Tables>, p: { holdId: string; userId: string; capture: number; now: number }) =>
-  db
-    .updateTable('holds')
-    .set((eb) => ({
-      status: 'settled',
-      captured: eb.case().when('amount', '<', p.capture).then(eb.ref('amount')).else(eb.val(p.capture)).end(),
-      closed_at: p.now,
-    }))
-    .where('id', '=', p.holdId)
-    .where('user_id', '=', p.userId)
-    .where('status', '=', 'expired')
-    .returningAll(),
+const claimExpiredHold = preparedQuery(
+  (db: Kysely<Tables>, p: { holdId: string; userId: string; capture: number; now: number }) =>
+    db
+      .updateTable('holds')
+      .set((eb) => ({
+        status: 'settled',
+        captured: eb.case().when('amount', '<', p.capture).then(eb.ref('amount')).else(eb.val(p.capture)).end(),
+        closed_at: p.now,
+      }))
+      .where('id', '=', p.holdId)
+      .where('user_id', '=', p.userId)
+      .where('status', '=', 'expired')
+      .returningAll(),
 );
 
 /**
@@ -313,12 +431,24 @@ const claimExpiredHold = preparedQuery((db: Kysely<Tables>, p: { holdId: string;
  * expiry). A sweep that claims the hold first wins; one that comes after sees the new expiry (PostgreSQL
  * re-checks its condition on the updated row; SQLite runs one writer at a time).
  */
-export async function extendHold(ctx: BillingContext, holdId: string, userId: string, expiresAt: number): Promise<boolean> {
+export async function extendHold(
+  ctx: BillingContext,
+  holdId: string,
+  userId: string,
+  expiresAt: number,
+): Promise<boolean> {
   return (await extendOpenHold(ctx.db, { holdId, userId, expiresAt })).rows.length > 0;
 }
 
 const extendOpenHold = preparedQuery((db: Kysely<Tables>, p: { holdId: string; userId: string; expiresAt: number }) =>
-  db.updateTable('holds').set({ expires_at: p.expiresAt }).where('id', '=', p.holdId).where('user_id', '=', p.userId).where('status', '=', OPEN).where('expires_at', '<', p.expiresAt).returning('id'),
+  db
+    .updateTable('holds')
+    .set({ expires_at: p.expiresAt })
+    .where('id', '=', p.holdId)
+    .where('user_id', '=', p.userId)
+    .where('status', '=', OPEN)
+    .where('expires_at', '<', p.expiresAt)
+    .returning('id'),
 );
 
 /** What a settle did: `afterExpiry` is set when the hold had expired and the cost was charged from available credits. */
@@ -333,23 +463,35 @@ export interface SettleResult {
  * longer open (settled, released, expired), or unknown, answers `{ settled: false, captured: 0 }`.
  * A hold past its expiry that the sweep has not reached yet is still open, and settles normally.
  */
-export async function settleHold(ctx: BillingContext, holdId: string, actual: number, options: CloseHoldOptions = {}): Promise<SettleResult> {
+export async function settleHold(
+  ctx: BillingContext,
+  holdId: string,
+  actual: number,
+  options: CloseHoldOptions = {},
+): Promise<SettleResult> {
   assertMicros('actual', actual);
   const description = options.description ?? 'Charge';
   const ending: HoldEnding = {
     status: 'settled',
     capture: actual,
-    movement: (captured) => (captured > 0 ? { type: 'capture', description } : { type: 'release', description: 'Hold released' }),
+    movement: (captured) =>
+      captured > 0 ? { type: 'capture', description } : { type: 'release', description: 'Hold released' },
   };
   const closed = await closeOpenHold(ctx, holdId, options.userId, ending, options);
-  return closed === null ? { settled: false, captured: 0 } : { settled: true, captured: closed.captured, ...(closed.afterExpiry ? { afterExpiry: true } : {}) };
+  return closed === null
+    ? { settled: false, captured: 0 }
+    : { settled: true, captured: closed.captured, ...(closed.afterExpiry ? { afterExpiry: true } : {}) };
 }
 
 /**
  * Releases a hold whole (the call cost nothing), exactly once; `released: false` when it was not open.
  * `options.alongside` runs in the release's transaction when this call released it.
  */
-export async function releaseHold(ctx: BillingContext, holdId: string, options: Omit<CloseHoldOptions, 'description'> = {}): Promise<{ released: boolean }> {
+export async function releaseHold(
+  ctx: BillingContext,
+  holdId: string,
+  options: Omit<CloseHoldOptions, 'description'> = {},
+): Promise<{ released: boolean }> {
   return { released: (await closeOpenHold(ctx, holdId, options.userId, RELEASE, options)) !== null };
 }
 
@@ -362,9 +504,18 @@ export async function releaseExpiredHolds(ctx: BillingContext, batchSize = 500):
   let expired = 0;
   for (;;) {
     const now = ctx.clock.now();
-    const due = await ctx.db.selectFrom('holds').select('user_id').distinct().where('status', '=', OPEN).where('expires_at', '<=', now).limit(batchSize).execute();
+    const due = await ctx.db
+      .selectFrom('holds')
+      .select('user_id')
+      .distinct()
+      .where('status', '=', OPEN)
+      .where('expires_at', '<=', now)
+      .limit(batchSize)
+      .execute();
     for (const { user_id: userId } of due) {
-      expired += await ctx.db.transaction().execute(async (trx) => (await expireOverdue(trx, await lockWallet(trx, userId, now), now)).expired);
+      expired += await ctx.db
+        .transaction()
+        .execute(async (trx) => (await expireOverdue(trx, await lockWallet(trx, userId, now), now)).expired);
     }
     if (due.length < batchSize) return { expired };
   }
@@ -375,7 +526,12 @@ export async function releaseExpiredHolds(ctx: BillingContext, batchSize = 500):
  * billing), as a `refund` movement from revenue to the user's available credits. The hold's spend in its
  * periods goes down by the same amount. 404 for an unknown hold; 400 beyond what is left to refund.
  */
-export async function refundHold(ctx: BillingContext, holdId: string, amount: number, reason = 'Refund'): Promise<{ refunded: number; balance: number }> {
+export async function refundHold(
+  ctx: BillingContext,
+  holdId: string,
+  amount: number,
+  reason = 'Refund',
+): Promise<{ refunded: number; balance: number }> {
   assertMicros('amount', amount);
   if (amount === 0) throw errors.invalid('A refund must be more than zero.');
   const owner = await ctx.db.selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst();
@@ -385,12 +541,27 @@ export async function refundHold(ctx: BillingContext, holdId: string, amount: nu
     const wallet = await lockWallet(trx, owner.user_id, now);
     const hold = await trx.selectFrom('holds').selectAll().where('id', '=', holdId).executeTakeFirstOrThrow();
     const refundable = hold.captured - hold.refunded;
-    if (amount > refundable) return { refused: errors.invalid(`Only ${microsToCredits(refundable)} credits of this hold can still be refunded.`) };
-    await trx.updateTable('holds').set({ refunded: hold.refunded + amount }).where('id', '=', holdId).execute();
+    if (amount > refundable)
+      return {
+        refused: errors.invalid(`Only ${microsToCredits(refundable)} credits of this hold can still be refunded.`),
+      };
+    await trx
+      .updateTable('holds')
+      .set({ refunded: hold.refunded + amount })
+      .where('id', '=', holdId)
+      .execute();
     const after = await postMovement(
       trx,
       wallet,
-      { type: 'refund', description: reason, holdId, entries: [{ account: accounts.revenue, amount: -amount }, { account: accounts.available(hold.user_id), amount }] },
+      {
+        type: 'refund',
+        description: reason,
+        holdId,
+        entries: [
+          { account: accounts.revenue, amount: -amount },
+          { account: accounts.available(hold.user_id), amount },
+        ],
+      },
       now,
       [counterWrite(holdScope(hold), { held: 0, spent: -amount })],
     );

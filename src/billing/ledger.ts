@@ -41,10 +41,22 @@ export type Wallet = Pick<WalletsTable, 'user_id' | 'balance' | 'reserved'>;
  * The same read says whether the user has open holds past their expiry at `now` (one round trip less on
  * the path of every hold).
  */
-export async function lockWallet(trx: Trx, userId: string, now: number): Promise<Wallet & { hasOverdueHolds: boolean; debt: number }> {
+export async function lockWallet(
+  trx: Trx,
+  userId: string,
+  now: number,
+): Promise<Wallet & { hasOverdueHolds: boolean; debt: number }> {
   const select = async () => {
     const row = (await walletForMovement(trx, { userId, now })).rows[0];
-    return row && { user_id: row.user_id, balance: row.balance, reserved: row.reserved, debt: Number(row.debt), hasOverdueHolds: Boolean(Number(row.overdue)) };
+    return (
+      row && {
+        user_id: row.user_id,
+        balance: row.balance,
+        reserved: row.reserved,
+        debt: Number(row.debt),
+        hasOverdueHolds: Boolean(Number(row.overdue)),
+      }
+    );
   };
   const existing = await select();
   if (existing) return existing;
@@ -67,7 +79,16 @@ const walletForMovement = preparedQuery((db: Kysely<Tables>, p: { userId: string
       'balance',
       'reserved',
       'debt',
-      eb.exists(eb.selectFrom('holds').select('holds.id').where('holds.user_id', '=', p.userId).where('holds.status', '=', OPEN).where('holds.expires_at', '<=', p.now)).as('overdue'),
+      eb
+        .exists(
+          eb
+            .selectFrom('holds')
+            .select('holds.id')
+            .where('holds.user_id', '=', p.userId)
+            .where('holds.status', '=', OPEN)
+            .where('holds.expires_at', '<=', p.now),
+        )
+        .as('overdue'),
     ])
     .where('wallets.user_id', '=', p.userId);
   return db.getExecutor().adapter instanceof PostgresAdapter ? query.forUpdate('wallets') : query;
@@ -111,7 +132,13 @@ export interface CompanionWrite {
  * never ends with a negative reserve or a negative available amount. Breaking one is a bug: it throws and
  * the transaction rolls back.
  */
-export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement, now: number, companionWrites: Array<CompanionWrite | null> = []): Promise<Wallet & { transactionId: string }> {
+export async function postMovement(
+  trx: Trx,
+  wallet: Wallet,
+  movement: Movement,
+  now: number,
+  companionWrites: Array<CompanionWrite | null> = [],
+): Promise<Wallet & { transactionId: string }> {
   const companions = companionWrites.filter((write) => write !== null);
   const entries = movement.entries.filter((entry) => entry.amount !== 0);
   let sum = 0;
@@ -119,7 +146,8 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
   let reservedDelta = 0;
   let debtDelta = 0;
   for (const entry of entries) {
-    if (!Number.isSafeInteger(entry.amount)) throw new Error(`ledger entry ${entry.account} is not an integer: ${entry.amount}`);
+    if (!Number.isSafeInteger(entry.amount))
+      throw new Error(`ledger entry ${entry.account} is not an integer: ${entry.amount}`);
     sum += entry.amount;
     if (entry.account === accounts.available(wallet.user_id)) balanceDelta += entry.amount;
     else if (entry.account === accounts.held(wallet.user_id)) {
@@ -127,12 +155,19 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
       reservedDelta += entry.amount;
     } else if (entry.account === accounts.debt(wallet.user_id)) {
       debtDelta -= entry.amount;
-    } else if (!entry.account.startsWith('system:')) throw new Error(`movement on ${wallet.user_id}'s wallet touches ${entry.account}`);
+    } else if (!entry.account.startsWith('system:'))
+      throw new Error(`movement on ${wallet.user_id}'s wallet touches ${entry.account}`);
   }
   if (sum !== 0) throw new Error(`unbalanced ${movement.type} movement: entries sum to ${sum}`);
-  const after = { user_id: wallet.user_id, balance: wallet.balance + balanceDelta, reserved: wallet.reserved + reservedDelta };
+  const after = {
+    user_id: wallet.user_id,
+    balance: wallet.balance + balanceDelta,
+    reserved: wallet.reserved + reservedDelta,
+  };
   if (after.reserved < 0 || after.balance - after.reserved < 0) {
-    throw new Error(`${movement.type} would leave ${wallet.user_id} with reserved ${after.reserved} and available ${after.balance - after.reserved}`);
+    throw new Error(
+      `${movement.type} would leave ${wallet.user_id} with reserved ${after.reserved} and available ${after.balance - after.reserved}`,
+    );
   }
 
   const transactionId = newId('txn');
@@ -147,9 +182,19 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
     created_at: now,
     ...(movement.reference ? { reference: movement.reference } : {}),
   };
-  const rows = entries.map((entry) => ({ transaction_id: transactionId, account: entry.account, amount: entry.amount, created_at: now }));
+  const rows = entries.map((entry) => ({
+    transaction_id: transactionId,
+    account: entry.account,
+    amount: entry.amount,
+    created_at: now,
+  }));
   // A debt moves only with processor refunds, disputes and top-ups, never on the path of a call.
-  if (debtDelta !== 0) await trx.updateTable('wallets').set((eb) => ({ debt: eb('debt', '+', debtDelta) })).where('user_id', '=', wallet.user_id).execute();
+  if (debtDelta !== 0)
+    await trx
+      .updateTable('wallets')
+      .set((eb) => ({ debt: eb('debt', '+', debtDelta) }))
+      .where('user_id', '=', wallet.user_id)
+      .execute();
   const walletChange = { balance: after.balance, reserved: after.reserved, updated_at: now };
   const walletMoves = balanceDelta !== 0 || reservedDelta !== 0;
   if (walletMoves && rows.length > 0 && trx.getExecutor().adapter instanceof PostgresAdapter) {
@@ -161,7 +206,10 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
       .with('entries', (db) => db.insertInto('ledger_entries').values(rows).returning('transaction_id'));
     // Kysely types each CTE by name; the companions' names are made up here and nothing reads their output.
     companions.forEach((companion, i) => {
-      statement = statement.with(`companion_${i}` as 'entries', () => companion.build(trx).returning(sql<string>`1`.as('transaction_id')) as any);
+      statement = statement.with(
+        `companion_${i}` as 'entries',
+        () => companion.build(trx).returning(sql<string>`1`.as('transaction_id')) as any,
+      );
     });
     await statement.updateTable('wallets').set(walletChange).where('user_id', '=', wallet.user_id).execute();
     return { ...after, transactionId };
@@ -174,7 +222,16 @@ export async function postMovement(trx: Trx, wallet: Wallet, movement: Movement,
   return { ...after, transactionId };
 }
 
-const insertHeader = preparedInsert<Insertable<LedgerTransactionsTable>>('ledger_transactions', ['id', 'type', 'user_id', 'hold_id', 'description', 'balance_after', 'reserved_after', 'created_at']);
+const insertHeader = preparedInsert<Insertable<LedgerTransactionsTable>>('ledger_transactions', [
+  'id',
+  'type',
+  'user_id',
+  'hold_id',
+  'description',
+  'balance_after',
+  'reserved_after',
+  'created_at',
+]);
 
 /** Inserts a movement's entries (two or three), with one prepared query per count. */
 function insertEntries(trx: Trx, transactionId: string, entries: Entry[], now: number): Promise<unknown> {
@@ -185,15 +242,33 @@ function insertEntries(trx: Trx, transactionId: string, entries: Entry[], now: n
   });
   return entriesInsert(entries.length)(trx, values);
 }
-const entriesInsert = preparedByShape((count: number) => (db: Kysely<Tables>, p: Record<string, any>) =>
-  db.insertInto('ledger_entries').values(Array.from({ length: count }, (_, i) => ({ transaction_id: p.transactionId, account: p[`account${i}`], amount: p[`amount${i}`], created_at: p.now }))),
+const entriesInsert = preparedByShape(
+  (count: number) => (db: Kysely<Tables>, p: Record<string, any>) =>
+    db
+      .insertInto('ledger_entries')
+      .values(
+        Array.from({ length: count }, (_, i) => ({
+          transaction_id: p.transactionId,
+          account: p[`account${i}`],
+          amount: p[`amount${i}`],
+          created_at: p.now,
+        })),
+      ),
 );
 
-const updateWallet = preparedQuery((db: Kysely<Tables>, p: { userId: string; balance: number; reserved: number; updated_at: number }) =>
-  db.updateTable('wallets').set({ balance: p.balance, reserved: p.reserved, updated_at: p.updated_at }).where('user_id', '=', p.userId),
+const updateWallet = preparedQuery(
+  (db: Kysely<Tables>, p: { userId: string; balance: number; reserved: number; updated_at: number }) =>
+    db
+      .updateTable('wallets')
+      .set({ balance: p.balance, reserved: p.reserved, updated_at: p.updated_at })
+      .where('user_id', '=', p.userId),
 );
 
 /** A row insert as a companion write: folded into the movement's statement, or run as the prepared `insert`. */
-export function insertCompanion<R extends Record<string, unknown>>(table: keyof Tables, insert: PreparedQuery<R, unknown>, row: R): CompanionWrite {
+export function insertCompanion<R extends Record<string, unknown>>(
+  table: keyof Tables,
+  insert: PreparedQuery<R, unknown>,
+  row: R,
+): CompanionWrite {
   return { build: (trx) => trx.insertInto(table).values(row as any), run: (trx) => insert(trx, row) };
 }

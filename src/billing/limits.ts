@@ -42,10 +42,17 @@ export interface LimitWithSpend extends AppliedLimit {
  * counters, were one query more per subject; on SQLite every statement of a hold runs under the one write
  * lock).
  */
-export async function applicableLimitsWithSpend(trx: Trx | Db, hold: { userId: string; appId: string | null; keyId: string | null }, at: number): Promise<LimitWithSpend[]> {
+export async function applicableLimitsWithSpend(
+  trx: Trx | Db,
+  hold: { userId: string; appId: string | null; keyId: string | null },
+  at: number,
+): Promise<LimitWithSpend[]> {
   const subjects = subjectsOf(hold);
   if (subjects.length === 0) return [];
-  const values: Record<string, string | number> = { daily: periodAt('daily', at).start, monthly: periodAt('monthly', at).start };
+  const values: Record<string, string | number> = {
+    daily: periodAt('daily', at).start,
+    monthly: periodAt('monthly', at).start,
+  };
   subjects.forEach((subject, i) => (values[`subject${i}`] = subjectKey(subject)));
   const { rows } = await limitWithSpendRows(subjects.length)(trx, values);
   const limits: LimitWithSpend[] = [];
@@ -53,25 +60,39 @@ export async function applicableLimitsWithSpend(trx: Trx | Db, hold: { userId: s
     const key = subjectKey(subject);
     for (const period of LIMIT_PERIODS) {
       const row = rows.find((r) => r.subject === key && r.period === period);
-      if (row) limits.push({ subject, period, limit: Number(row.amount), current: Number(row.spent) + Number(row.held) });
+      if (row)
+        limits.push({ subject, period, limit: Number(row.amount), current: Number(row.spent) + Number(row.held) });
     }
   }
   return limits;
 }
 
 /** The limit rows of one or two subjects, each with its period's counter (zeros when it has none yet). */
-const limitWithSpendRows = preparedByShape((count: number) => (db: Kysely<Tables>, p: Record<string, any>) =>
-  db
-    .selectFrom('spending_limits as l')
-    .leftJoin('spend_counters as c', (join) =>
-      join
-        .onRef('c.subject', '=', 'l.subject')
-        .onRef('c.period', '=', 'l.period')
-        // The period's start, cast: PostgreSQL would type the parameters as the literal 0's integer, too small for epoch ms.
-        .on(sql<boolean>`c.period_start = case l.period when 'daily' then cast(${p.daily} as bigint) when 'monthly' then cast(${p.monthly} as bigint) else 0 end`),
-    )
-    .select((eb) => ['l.subject', 'l.period', 'l.amount', eb.fn.coalesce('c.spent', eb.lit(0)).as('spent'), eb.fn.coalesce('c.held', eb.lit(0)).as('held')])
-    .where('l.subject', 'in', Array.from({ length: count }, (_, i) => p[`subject${i}`]!)),
+const limitWithSpendRows = preparedByShape(
+  (count: number) => (db: Kysely<Tables>, p: Record<string, any>) =>
+    db
+      .selectFrom('spending_limits as l')
+      .leftJoin('spend_counters as c', (join) =>
+        join
+          .onRef('c.subject', '=', 'l.subject')
+          .onRef('c.period', '=', 'l.period')
+          // The period's start, cast: PostgreSQL would type the parameters as the literal 0's integer, too small for epoch ms.
+          .on(
+            sql<boolean>`c.period_start = case l.period when 'daily' then cast(${p.daily} as bigint) when 'monthly' then cast(${p.monthly} as bigint) else 0 end`,
+          ),
+      )
+      .select((eb) => [
+        'l.subject',
+        'l.period',
+        'l.amount',
+        eb.fn.coalesce('c.spent', eb.lit(0)).as('spent'),
+        eb.fn.coalesce('c.held', eb.lit(0)).as('held'),
+      ])
+      .where(
+        'l.subject',
+        'in',
+        Array.from({ length: count }, (_, i) => p[`subject${i}`]!),
+      ),
 );
 
 /** A subject's limits per period, in micro-credits (null: none). */
@@ -82,7 +103,11 @@ export async function readLimits(db: Trx | Db, subjects: LimitSubject[]): Promis
   const keys = [...new Set(subjects.map(subjectKey))];
   const limits = new Map<string, LimitsByPeriod>(keys.map((key) => [key, { daily: null, monthly: null, total: null }]));
   if (keys.length === 0) return limits;
-  for (const row of await db.selectFrom('spending_limits').select(['subject', 'period', 'amount']).where('subject', 'in', keys).execute()) {
+  for (const row of await db
+    .selectFrom('spending_limits')
+    .select(['subject', 'period', 'amount'])
+    .where('subject', 'in', keys)
+    .execute()) {
     limits.get(row.subject)![row.period] = Number(row.amount);
   }
   return limits;
@@ -93,7 +118,11 @@ export async function readLimits(db: Trx | Db, subjects: LimitSubject[]): Promis
  * keeps its own. The only writer of spending limits. Takes effect on the next hold: holds read the limits
  * inside their own transaction.
  */
-export async function writeLimits(db: Trx | Db, subject: LimitSubject, changes: Partial<LimitsByPeriod>): Promise<void> {
+export async function writeLimits(
+  db: Trx | Db,
+  subject: LimitSubject,
+  changes: Partial<LimitsByPeriod>,
+): Promise<void> {
   const key = subjectKey(subject);
   for (const period of LIMIT_PERIODS) {
     const amount = changes[period];
@@ -102,7 +131,8 @@ export async function writeLimits(db: Trx | Db, subject: LimitSubject, changes: 
       await db.deleteFrom('spending_limits').where('subject', '=', key).where('period', '=', period).execute();
       continue;
     }
-    if (!Number.isSafeInteger(amount) || amount < 0) throw new RangeError(`a spending limit must be a non-negative integer of micro-credits, got ${amount}`);
+    if (!Number.isSafeInteger(amount) || amount < 0)
+      throw new RangeError(`a spending limit must be a non-negative integer of micro-credits, got ${amount}`);
     await db
       .insertInto('spending_limits')
       .values({ subject: key, period, amount })
@@ -118,9 +148,21 @@ export interface PeriodSpend {
 }
 
 /** Reads the counters of `subject` for the periods that contain `at`. */
-export async function readSpend(trx: Trx | Db, subject: LimitSubject, at: number): Promise<Record<LimitPeriod, PeriodSpend>> {
-  const starts = Object.fromEntries(LIMIT_PERIODS.map((period) => [period, periodAt(period, at).start])) as Record<LimitPeriod, number>;
-  const { rows } = await spendCounters(trx, { subject: subjectKey(subject), daily: starts.daily, monthly: starts.monthly, total: starts.total });
+export async function readSpend(
+  trx: Trx | Db,
+  subject: LimitSubject,
+  at: number,
+): Promise<Record<LimitPeriod, PeriodSpend>> {
+  const starts = Object.fromEntries(LIMIT_PERIODS.map((period) => [period, periodAt(period, at).start])) as Record<
+    LimitPeriod,
+    number
+  >;
+  const { rows } = await spendCounters(trx, {
+    subject: subjectKey(subject),
+    daily: starts.daily,
+    monthly: starts.monthly,
+    total: starts.total,
+  });
   const spend = { daily: { spent: 0, held: 0 }, monthly: { spent: 0, held: 0 }, total: { spent: 0, held: 0 } };
   for (const row of rows) {
     if (starts[row.period] === row.period_start) spend[row.period] = { spent: row.spent, held: row.held };
@@ -130,8 +172,13 @@ export async function readSpend(trx: Trx | Db, subject: LimitSubject, at: number
 
 // The three period starts are always three values (the day and the month start together on the 1st), so
 // the query keeps one shape.
-const spendCounters = preparedQuery((db: Kysely<Tables>, p: { subject: string; daily: number; monthly: number; total: number }) =>
-  db.selectFrom('spend_counters').select(['period', 'period_start', 'spent', 'held']).where('subject', '=', p.subject).where('period_start', 'in', [p.daily, p.monthly, p.total]),
+const spendCounters = preparedQuery(
+  (db: Kysely<Tables>, p: { subject: string; daily: number; monthly: number; total: number }) =>
+    db
+      .selectFrom('spend_counters')
+      .select(['period', 'period_start', 'spent', 'held'])
+      .where('subject', '=', p.subject)
+      .where('period_start', 'in', [p.daily, p.monthly, p.total]),
 );
 
 /**
@@ -184,11 +231,18 @@ function counterUpsert(trx: Kysely<Tables>, rows: CounterRow[]) {
 }
 
 /** {@link counterUpsert} prepared for a hold with one or two subjects (three periods each). */
-const preparedCounterUpsert = preparedByShape((subjects: number) => (db: Kysely<Tables>, p: Record<string, any>) =>
-  counterUpsert(
-    db,
-    Array.from({ length: subjects * 3 }, (_, i) => ({ subject: p[`subject${i}`], period: LIMIT_PERIODS[i % 3]!, period_start: p[`periodStart${i}`], spent: p.spent, held: p.held })),
-  ),
+const preparedCounterUpsert = preparedByShape(
+  (subjects: number) => (db: Kysely<Tables>, p: Record<string, any>) =>
+    counterUpsert(
+      db,
+      Array.from({ length: subjects * 3 }, (_, i) => ({
+        subject: p[`subject${i}`],
+        period: LIMIT_PERIODS[i % 3]!,
+        period_start: p[`periodStart${i}`],
+        spent: p.spent,
+        held: p.held,
+      })),
+    ),
 );
 
 const PERIOD_WORD: Record<LimitPeriod, string> = { daily: 'Daily', monthly: 'Monthly', total: 'Total' };
@@ -210,7 +264,12 @@ export class SpendingLimitError extends ApiError {
   }
 }
 
-export function spendingLimitExceeded(limit: AppliedLimit, current: number, requested: number, now: number): SpendingLimitError {
+export function spendingLimitExceeded(
+  limit: AppliedLimit,
+  current: number,
+  requested: number,
+  now: number,
+): SpendingLimitError {
   const resetsAt = periodAt(limit.period, now).resetsAt;
   const whose = limit.subject.kind === 'app' ? 'this app' : 'this API key';
   const message =
@@ -231,7 +290,11 @@ export function spendingLimitExceeded(limit: AppliedLimit, current: number, requ
  * The 402 of contract §2.2/§7.2: what the wallet has available and what the request needs, in credits.
  * `required` is the hold's worst case ("up to"), or a lower bound known before the exact count ("at least").
  */
-export function insufficientCredits(available: number, required: number, bound: 'up to' | 'at least' = 'up to'): ApiError {
+export function insufficientCredits(
+  available: number,
+  required: number,
+  bound: 'up to' | 'at least' = 'up to',
+): ApiError {
   return new ApiError(
     'INSUFFICIENT_CREDITS',
     `Insufficient credits: this request needs ${bound} ${microsToCredits(required)} credits and ${microsToCredits(available)} are available.`,

@@ -91,7 +91,19 @@ export class Meter {
   /** Resolves when the meter closes; a graceful shutdown waits for it before closing the database. */
   readonly #done: { promise: Promise<void>; resolve: () => void } | null;
 
-  private constructor(ctx: AppContext, init: { owner: MeterOwner; principal: Principal | null; kind: UsageKind; holdId: string | null; held: number; ownMs: number; latencyMs: number | null; inflight: boolean }) {
+  private constructor(
+    ctx: AppContext,
+    init: {
+      owner: MeterOwner;
+      principal: Principal | null;
+      kind: UsageKind;
+      holdId: string | null;
+      held: number;
+      ownMs: number;
+      latencyMs: number | null;
+      inflight: boolean;
+    },
+  ) {
     this.#ctx = ctx;
     this.#owner = init.owner;
     this.#principal = init.principal;
@@ -120,7 +132,14 @@ export class Meter {
    * recorded. Restriction errors (429 SPENDING_LIMIT_EXCEEDED, 402 INSUFFICIENT_CREDITS, the token rate
    * limit's 429) are thrown before any money moves.
    */
-  static async open(ctx: AppContext, principal: Principal, kind: UsageKind, modelId: string, worstCase: number, options: OpenMeterOptions = {}): Promise<Meter> {
+  static async open(
+    ctx: AppContext,
+    principal: Principal,
+    kind: UsageKind,
+    modelId: string,
+    worstCase: number,
+    options: OpenMeterOptions = {},
+  ): Promise<Meter> {
     const detached = options.detached ?? false;
     // Tokens-per-minute limit (429 RATE_LIMITED) before any money moves; a detached call counts no tokens.
     if (!detached) await ctx.services.rateLimits?.checkTokens(principal);
@@ -130,8 +149,18 @@ export class Meter {
     if (worstCase <= 0 && !detached) return new Meter(ctx, { ...init, holdId: null, held: 0, ownMs: 0 });
     const ttlMs = options.ttlMs ?? ctx.config.HOLD_TTL_SECONDS * 1000;
     const startedAt = performance.now();
-    const hold = await ctx.services.billing.placeHold({ ...owner, amount: worstCase, ttlMs, description: `${kind} ${modelId}` });
-    const meter = new Meter(ctx, { ...init, holdId: hold.holdId, held: worstCase, ownMs: performance.now() - startedAt });
+    const hold = await ctx.services.billing.placeHold({
+      ...owner,
+      amount: worstCase,
+      ttlMs,
+      description: `${kind} ${modelId}`,
+    });
+    const meter = new Meter(ctx, {
+      ...init,
+      holdId: hold.holdId,
+      held: worstCase,
+      ownMs: performance.now() - startedAt,
+    });
     if (!detached) meter.#startHeartbeat(hold.holdId, ttlMs);
     return meter;
   }
@@ -141,7 +170,16 @@ export class Meter {
    * close did (billing's exactly-once claim), and only the one that acts writes the usage record.
    */
   static resume(ctx: AppContext, call: ResumedMeter): Meter {
-    return new Meter(ctx, { owner: call.owner, principal: null, kind: call.kind, holdId: call.holdId, held: call.held, ownMs: 0, latencyMs: call.latencyMs, inflight: false });
+    return new Meter(ctx, {
+      owner: call.owner,
+      principal: null,
+      kind: call.kind,
+      holdId: call.holdId,
+      held: call.held,
+      ownMs: 0,
+      latencyMs: call.latencyMs,
+      inflight: false,
+    });
   }
 
   /**
@@ -155,7 +193,9 @@ export class Meter {
         () => undefined,
         (error: unknown) => this.#ctx.log.warn({ err: error, holdId }, 'could not extend the hold of a running call'),
       );
-    this.#stopHeartbeat = everyOn(this.#ctx.clock, Math.max(1, Math.floor(ttlMs / 3)), () => (this.#closed ? undefined : beat()));
+    this.#stopHeartbeat = everyOn(this.#ctx.clock, Math.max(1, Math.floor(ttlMs / 3)), () =>
+      this.#closed ? undefined : beat(),
+    );
   }
 
   /**
@@ -168,19 +208,33 @@ export class Meter {
     try {
       const holdId = this.#holdId;
       const charge = Math.min(outcome.cost, this.held);
-      const captured = await this.#closeRecording(outcome, holdId ? async (usage) => {
-        const startedAt = performance.now();
-        const result = await this.#ctx.services.billing.settleHold(holdId, charge, { userId: this.#owner.userId, description: options.description, afterExpiry: true, usage, alongside: options.alongside });
-        this.#ownMs += performance.now() - startedAt;
-        return result.settled ? result.captured : null;
-      } : null);
+      const captured = await this.#closeRecording(
+        outcome,
+        holdId
+          ? async (usage) => {
+              const startedAt = performance.now();
+              const result = await this.#ctx.services.billing.settleHold(holdId, charge, {
+                userId: this.#owner.userId,
+                description: options.description,
+                afterExpiry: true,
+                usage,
+                alongside: options.alongside,
+              });
+              this.#ownMs += performance.now() - startedAt;
+              return result.settled ? result.captured : null;
+            }
+          : null,
+      );
       const metrics = this.#ctx.metrics;
       metrics.tokens.inc({ model: outcome.model.id, direction: 'prompt' }, outcome.promptTokens);
       metrics.tokens.inc({ model: outcome.model.id, direction: 'completion' }, outcome.completionTokens);
       metrics.creditsChargedMicros.inc({ kind: this.#kind }, captured);
       if (this.#principal) {
         metrics.gatewayOverhead.observe({ kind: this.#kind }, this.#ownMs / 1000);
-        await this.#ctx.services.rateLimits?.addTokens(this.#principal, outcome.promptTokens + outcome.completionTokens);
+        await this.#ctx.services.rateLimits?.addTokens(
+          this.#principal,
+          outcome.promptTokens + outcome.completionTokens,
+        );
       }
       return captured;
     } finally {
@@ -189,13 +243,30 @@ export class Meter {
   }
 
   /** Releases the hold of a call that produced nothing billable, and records it with cost 0 in the same transaction. */
-  async release(model: { id: string }, status: UsageStatus, options: Pick<CloseOptions, 'alongside'> = {}): Promise<void> {
+  async release(
+    model: { id: string },
+    status: UsageStatus,
+    options: Pick<CloseOptions, 'alongside'> = {},
+  ): Promise<void> {
     if (!this.#beginClose()) return;
     try {
       const holdId = this.#holdId;
-      await this.#closeRecording({ model, cost: 0, promptTokens: 0, completionTokens: 0, status }, holdId ? async (usage) => {
-        return (await this.#ctx.services.billing.releaseHold(holdId, { userId: this.#owner.userId, usage, alongside: options.alongside })).released ? 0 : null;
-      } : null);
+      await this.#closeRecording(
+        { model, cost: 0, promptTokens: 0, completionTokens: 0, status },
+        holdId
+          ? async (usage) => {
+              return (
+                await this.#ctx.services.billing.releaseHold(holdId, {
+                  userId: this.#owner.userId,
+                  usage,
+                  alongside: options.alongside,
+                })
+              ).released
+                ? 0
+                : null;
+            }
+          : null,
+      );
     } finally {
       this.#done?.resolve();
     }
@@ -217,10 +288,14 @@ export class Meter {
    * by another process for a resumed meter), a meter of this process still records its call, at nothing
    * charged; a resumed one does not, as the close that happened recorded it.
    */
-  async #closeRecording(outcome: CallOutcome, close: ((usage: UsageDraft) => Promise<number | null>) | null): Promise<number> {
+  async #closeRecording(
+    outcome: CallOutcome,
+    close: ((usage: UsageDraft) => Promise<number | null>) | null,
+  ): Promise<number> {
     const captured = close ? await close(this.#draftOf(outcome)) : null;
     if (captured !== null) return captured;
-    if (this.#latencyMs === null) await recordUsage(this.#ctx.db, usageOfClose(this.#draftOf(outcome), { captured: 0, afterExpiry: false }));
+    if (this.#latencyMs === null)
+      await recordUsage(this.#ctx.db, usageOfClose(this.#draftOf(outcome), { captured: 0, afterExpiry: false }));
     return 0;
   }
 

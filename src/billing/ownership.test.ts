@@ -15,7 +15,8 @@ function sources(dir = SRC): string[] {
 }
 
 it('nothing outside billing places, extends, settles or releases holds, or writes usage records: every billable call goes through the meter', () => {
-  const holdCalls = /\.(placeHold|extendHold|settleHold|releaseHold)\(|(insertInto|updateTable|deleteFrom)\(\s*'holds'\s*\)/;
+  const holdCalls =
+    /\.(placeHold|extendHold|settleHold|releaseHold)\(|(insertInto|updateTable|deleteFrom)\(\s*'holds'\s*\)/;
   const usageWrites = /(insertInto|updateTable)\(\s*'usage_records'\s*\)|\b(recordUsage|usageRecordWrite)\(/;
   const offenders: string[] = [];
   for (const file of sources()) {

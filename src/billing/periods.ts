@@ -23,7 +23,10 @@ export function periodAt(kind: LimitPeriod, at: number): { start: number; resets
   const date = new Date(at);
   switch (kind) {
     case 'daily':
-      return { start: dayStart(at), resetsAt: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1) };
+      return {
+        start: dayStart(at),
+        resetsAt: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1),
+      };
     case 'monthly':
       return { start: monthStart(at), resetsAt: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) };
     case 'total':

@@ -47,7 +47,9 @@ interface PlaceRow {
 const placeStatement = preparedQuery((db: Kysely<any>, p: Record<string, unknown>) =>
   db
     .selectFrom(
-      sql<PlaceRow>`tollgate_place_hold(${p.id}, ${p.txnId}, ${p.user_id}, ${p.app_id}, ${p.key_id}, ${p.amount}, ${p.description}, ${p.created_at}, ${p.expires_at}, ${p.period_day}, ${p.period_month})`.as('r'),
+      sql<PlaceRow>`tollgate_place_hold(${p.id}, ${p.txnId}, ${p.user_id}, ${p.app_id}, ${p.key_id}, ${p.amount}, ${p.description}, ${p.created_at}, ${p.expires_at}, ${p.period_day}, ${p.period_month})`.as(
+        'r',
+      ),
     )
     .selectAll(),
 );
@@ -57,15 +59,28 @@ const placeStatement = preparedQuery((db: Kysely<any>, p: Record<string, unknown
  * first, or the functions are not there (nothing was written: the caller takes the transaction path, which
  * expires them); otherwise the refusal.
  */
-export async function placeHoldInOneStatement(ctx: BillingContext, hold: NewHold): Promise<'placed' | 'transaction' | { refused: ApiError }> {
+export async function placeHoldInOneStatement(
+  ctx: BillingContext,
+  hold: NewHold,
+): Promise<'placed' | 'transaction' | { refused: ApiError }> {
   const row = await orWithoutFunctions(batchersOf(ctx).place.run({ ...hold, txnId: newId('txn') }));
   if (row === WITHOUT_FUNCTIONS) return 'transaction';
   if (row.refusal === null) return 'placed';
   if (row.refusal === 'overdue') return 'transaction';
-  if (row.refusal === 'credits') return { refused: walletRefusal({ available: row.wallet_available!, debt: row.wallet_debt! }, hold.amount)! };
-  const subject = subjectsOf({ userId: hold.user_id, appId: hold.app_id, keyId: hold.key_id }).find((s) => subjectKey(s) === row.limit_subject);
+  if (row.refusal === 'credits')
+    return { refused: walletRefusal({ available: row.wallet_available!, debt: row.wallet_debt! }, hold.amount)! };
+  const subject = subjectsOf({ userId: hold.user_id, appId: hold.app_id, keyId: hold.key_id }).find(
+    (s) => subjectKey(s) === row.limit_subject,
+  );
   if (!subject) throw new Error(`tollgate_place_hold refused on an unknown subject ${row.limit_subject}`);
-  return { refused: spendingLimitExceeded({ subject, period: row.limit_period!, limit: row.limit_amount! }, row.limit_current!, hold.amount, hold.created_at) };
+  return {
+    refused: spendingLimitExceeded(
+      { subject, period: row.limit_period!, limit: row.limit_amount! },
+      row.limit_current!,
+      hold.amount,
+      hold.created_at,
+    ),
+  };
 }
 
 /**
@@ -82,7 +97,12 @@ export function walletRefusal(wallet: { available: number; debt: number }, amoun
 const closeStatement = preparedQuery((db: Kysely<any>, p: Record<string, unknown>) =>
   db
     .selectFrom(
-      sql<{ closed: boolean; captured: number }>`tollgate_close_hold(${p.holdId}, ${p.userId}, ${p.status}, ${p.capture}, ${p.now}, ${p.txnId}, ${p.description}, ${p.usage}, ${p.billed})`.as('r'),
+      sql<{
+        closed: boolean;
+        captured: number;
+      }>`tollgate_close_hold(${p.holdId}, ${p.userId}, ${p.status}, ${p.capture}, ${p.now}, ${p.txnId}, ${p.description}, ${p.usage}, ${p.billed})`.as(
+        'r',
+      ),
     )
     .selectAll(),
 );
@@ -103,18 +123,23 @@ export interface OneStatementClose {
  * Closes an open hold in one statement; null when no open hold of `userId` had that id, `transaction` when
  * the functions are not there (nothing written either way).
  */
-export async function closeHoldInOneStatement(ctx: BillingContext, close: OneStatementClose): Promise<{ captured: number } | null | 'transaction'> {
-  const row = await orWithoutFunctions(batchersOf(ctx).close.run({
-    holdId: close.holdId,
-    userId: close.userId,
-    status: close.status,
-    capture: close.capture,
-    now: close.now,
-    txnId: newId('txn'),
-    description: close.description,
-    usage: close.usage ? usageDraftRow(close.usage) : null,
-    billed: close.usage?.billed ?? 0,
-  }));
+export async function closeHoldInOneStatement(
+  ctx: BillingContext,
+  close: OneStatementClose,
+): Promise<{ captured: number } | null | 'transaction'> {
+  const row = await orWithoutFunctions(
+    batchersOf(ctx).close.run({
+      holdId: close.holdId,
+      userId: close.userId,
+      status: close.status,
+      capture: close.capture,
+      now: close.now,
+      txnId: newId('txn'),
+      description: close.description,
+      usage: close.usage ? usageDraftRow(close.usage) : null,
+      billed: close.usage?.billed ?? 0,
+    }),
+  );
   if (row === WITHOUT_FUNCTIONS) return 'transaction';
   return row.closed ? { captured: row.captured } : null;
 }
@@ -136,20 +161,40 @@ async function orWithoutFunctions<R>(running: Promise<R>): Promise<R | typeof WI
 }
 
 type PlaceInput = NewHold & { txnId: string } & Record<string, unknown>;
-type CloseInput = Record<string, unknown> & { holdId: string; userId: string; status: string; capture: number; now: number; txnId: string; description: string; usage: string | null; billed: number };
+type CloseInput = Record<string, unknown> & {
+  holdId: string;
+  userId: string;
+  status: string;
+  capture: number;
+  now: number;
+  txnId: string;
+  description: string;
+  usage: string | null;
+  billed: number;
+};
 type CloseRow = { closed: boolean; captured: number };
 
 const placeManyStatement = preparedQuery((db: Kysely<any>, p: Record<string, unknown>) =>
   db
     .selectFrom(
-      sql<PlaceRow & { n: number }>`tollgate_place_holds(${p.id}, ${p.txnId}, ${p.user_id}, ${p.app_id}, ${p.key_id}, ${p.amount}, ${p.description}, ${p.created_at}, ${p.expires_at}, ${p.period_day}, ${p.period_month})`.as('r'),
+      sql<
+        PlaceRow & { n: number }
+      >`tollgate_place_holds(${p.id}, ${p.txnId}, ${p.user_id}, ${p.app_id}, ${p.key_id}, ${p.amount}, ${p.description}, ${p.created_at}, ${p.expires_at}, ${p.period_day}, ${p.period_month})`.as(
+        'r',
+      ),
     )
     .selectAll(),
 );
 
 const closeManyStatement = preparedQuery((db: Kysely<any>, p: Record<string, unknown>) =>
   db
-    .selectFrom(sql<CloseRow & { n: number }>`tollgate_close_holds(${p.holdId}, ${p.userId}, ${p.status}, ${p.capture}, ${p.now}, ${p.txnId}, ${p.description}, ${p.usage}, ${p.billed})`.as('r'))
+    .selectFrom(
+      sql<
+        CloseRow & { n: number }
+      >`tollgate_close_holds(${p.holdId}, ${p.userId}, ${p.status}, ${p.capture}, ${p.now}, ${p.txnId}, ${p.description}, ${p.usage}, ${p.billed})`.as(
+        'r',
+      ),
+    )
     .selectAll(),
 );
 
@@ -164,7 +209,8 @@ function columns<I extends Record<string, unknown>>(inputs: I[]): Record<string,
 function inInputOrder<R extends { n: number }>(rows: R[], count: number): R[] {
   const ordered = new Array<R>(count);
   for (const row of rows) ordered[Number(row.n) - 1] = row;
-  if (ordered.some((row) => row === undefined) || rows.length !== count) throw new Error(`a billing batch of ${count} answered ${rows.length} rows`);
+  if (ordered.some((row) => row === undefined) || rows.length !== count)
+    throw new Error(`a billing batch of ${count} answered ${rows.length} rows`);
   return ordered;
 }
 
@@ -188,13 +234,21 @@ function batchersOf(ctx: BillingContext): Batchers {
         maxInFlight,
         maxBatch: MAX_BATCH,
         one: async (input) => (await placeStatement(ctx.db, input)).rows[0] as PlaceRow,
-        many: async (inputs) => inInputOrder((await placeManyStatement(ctx.db, columns(inputs))).rows as Array<PlaceRow & { n: number }>, inputs.length),
+        many: async (inputs) =>
+          inInputOrder(
+            (await placeManyStatement(ctx.db, columns(inputs))).rows as Array<PlaceRow & { n: number }>,
+            inputs.length,
+          ),
       }),
       close: new StatementBatcher({
         maxInFlight,
         maxBatch: MAX_BATCH,
         one: async (input) => (await closeStatement(ctx.db, input)).rows[0] as CloseRow,
-        many: async (inputs) => inInputOrder((await closeManyStatement(ctx.db, columns(inputs))).rows as Array<CloseRow & { n: number }>, inputs.length),
+        many: async (inputs) =>
+          inInputOrder(
+            (await closeManyStatement(ctx.db, columns(inputs))).rows as Array<CloseRow & { n: number }>,
+            inputs.length,
+          ),
       }),
     };
     batchers.set(ctx.db, found);
@@ -203,7 +257,9 @@ function batchersOf(ctx: BillingContext): Batchers {
 }
 
 /** Calls and statements of this database handle's billing batches so far (tests and benchmarks read them). */
-export function batchStats(db: Db): { place: { calls: number; statements: number }; close: { calls: number; statements: number } } | null {
+export function batchStats(
+  db: Db,
+): { place: { calls: number; statements: number }; close: { calls: number; statements: number } } | null {
   const found = batchers.get(db);
   return found ? { place: found.place.stats, close: found.close.stats } : null;
 }

@@ -10,7 +10,12 @@ describeEachDatabase('wallet and authorized-app reads', (env) => {
 
   it('GET /api/wallet/balance shows balance, reserved and available in credits', async () => {
     const session = await env.createUser();
-    assert.deepEqual((await env.dashboard(session, 'GET', '/api/wallet/balance')).body, { balance: 0, reserved: 0, available: 0, currency: 'credits' });
+    assert.deepEqual((await env.dashboard(session, 'GET', '/api/wallet/balance')).body, {
+      balance: 0,
+      reserved: 0,
+      available: 0,
+      currency: 'credits',
+    });
     await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 12.5, reason: 'welcome' });
     await billing().placeHold({ userId: session.userId, appId: null, keyId: null, amount: 2_000_001 });
     const response = await env.dashboard(session, 'GET', '/api/wallet/balance');
@@ -21,27 +26,43 @@ describeEachDatabase('wallet and authorized-app reads', (env) => {
   it('GET /api/wallet/transactions pages newest first with a cursor, with each movement signed', async () => {
     const session = await env.createUser();
     await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 5, reason: 'welcome' });
-    const { holdId } = await billing().placeHold({ userId: session.userId, appId: null, keyId: null, amount: 2 * CREDIT, description: 'Chat openai/gpt-x' });
+    const { holdId } = await billing().placeHold({
+      userId: session.userId,
+      appId: null,
+      keyId: null,
+      amount: 2 * CREDIT,
+      description: 'Chat openai/gpt-x',
+    });
     await billing().settleHold(holdId, 1_500_000, { description: 'Chat openai/gpt-x' });
     await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: -0.5, reason: 'correction' });
 
     const first = await env.dashboard(session, 'GET', '/api/wallet/transactions?limit=2');
     assert.equal(first.status, 200);
-    assert.deepEqual(first.body.transactions.map((t: any) => [t.type, t.amount, t.held, t.balanceAfter, t.description]), [
-      ['adjustment', -0.5, 0, 3, 'correction'],
-      ['capture', -1.5, -2, 3.5, 'Chat openai/gpt-x'],
-    ]);
+    assert.deepEqual(
+      first.body.transactions.map((t: any) => [t.type, t.amount, t.held, t.balanceAfter, t.description]),
+      [
+        ['adjustment', -0.5, 0, 3, 'correction'],
+        ['capture', -1.5, -2, 3.5, 'Chat openai/gpt-x'],
+      ],
+    );
     assert.equal(first.body.transactions[1].holdId, holdId);
     assert.equal('holdId' in first.body.transactions[0], false);
     assert.match(first.body.transactions[0].id, /^txn_/);
     assert.ok(!Number.isNaN(Date.parse(first.body.transactions[0].createdAt)));
     assert.equal(typeof first.body.nextCursor, 'string');
 
-    const second = await env.dashboard(session, 'GET', `/api/wallet/transactions?limit=2&cursor=${first.body.nextCursor}`);
-    assert.deepEqual(second.body.transactions.map((t: any) => [t.type, t.amount, t.held, t.balanceAfter]), [
-      ['hold', 0, 2, 5],
-      ['grant', 5, 0, 5],
-    ]);
+    const second = await env.dashboard(
+      session,
+      'GET',
+      `/api/wallet/transactions?limit=2&cursor=${first.body.nextCursor}`,
+    );
+    assert.deepEqual(
+      second.body.transactions.map((t: any) => [t.type, t.amount, t.held, t.balanceAfter]),
+      [
+        ['hold', 0, 2, 5],
+        ['grant', 5, 0, 5],
+      ],
+    );
     assert.equal(second.body.nextCursor, null);
 
     const bad = await env.dashboard(session, 'GET', '/api/wallet/transactions?cursor=bm9wZQ');
@@ -66,7 +87,12 @@ describeEachDatabase('wallet and authorized-app reads', (env) => {
     const third = await authorizeForTest(env, { user: session });
     assert.equal((await env.dashboard(session, 'DELETE', `/api/user/authorized-apps/${third.clientId}`)).status, 200);
 
-    const { holdId } = await billing().placeHold({ userId: session.userId, appId: first.clientId, keyId: null, amount: 0 });
+    const { holdId } = await billing().placeHold({
+      userId: session.userId,
+      appId: first.clientId,
+      keyId: null,
+      amount: 0,
+    });
     await billing().settleHold(holdId, 0);
 
     const all = await env.dashboard(session, 'GET', '/api/user/authorized-apps');
@@ -92,7 +118,10 @@ describeEachDatabase('wallet and authorized-app reads', (env) => {
 
     // billing:read alone is enough, and still only the app's own entry.
     const viaBilling = await env.request('GET', '/api/user/authorized-apps', { token: second.accessToken });
-    assert.deepEqual(viaBilling.body.apps.map((a: any) => a.clientId), [second.clientId]);
+    assert.deepEqual(
+      viaBilling.body.apps.map((a: any) => a.clientId),
+      [second.clientId],
+    );
     assert.deepEqual(viaBilling.body.apps[0].limits, { daily: null, monthly: null, total: null });
   });
 
@@ -101,7 +130,9 @@ describeEachDatabase('wallet and authorized-app reads', (env) => {
     const { clientId, accessToken } = await authorizeForTest(env, { user: session, dailyLimit: 1 });
     await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 50 });
 
-    const patched = await env.dashboard(session, 'PATCH', `/api/user/authorized-apps/${clientId}`, { limits: { daily: null, monthly: 20.25, total: 30 } });
+    const patched = await env.dashboard(session, 'PATCH', `/api/user/authorized-apps/${clientId}`, {
+      limits: { daily: null, monthly: 20.25, total: 30 },
+    });
     assert.equal(patched.status, 200);
     assert.equal(patched.body.clientId, clientId);
     assert.equal(patched.body.limits.daily, null);
@@ -110,22 +141,38 @@ describeEachDatabase('wallet and authorized-app reads', (env) => {
     assert.equal(patched.body.limits.total.resetsAt, null);
 
     // The old daily limit of 1 no longer applies; the new monthly one does.
-    const { holdId } = await billing().placeHold({ userId: session.userId, appId: clientId, keyId: null, amount: 5 * CREDIT });
+    const { holdId } = await billing().placeHold({
+      userId: session.userId,
+      appId: clientId,
+      keyId: null,
+      amount: 5 * CREDIT,
+    });
     await billing().settleHold(holdId, 3 * CREDIT);
     await billing().placeHold({ userId: session.userId, appId: clientId, keyId: null, amount: 1_250_000 });
     const seen = await env.request('GET', '/api/user/authorized-apps', { token: accessToken });
-    assert.deepEqual({ ...seen.body.apps[0].limits.monthly, resetsAt: typeof seen.body.apps[0].limits.monthly.resetsAt }, { limit: 20.25, spent: 3, reserved: 1.25, resetsAt: 'string' });
+    assert.deepEqual(
+      { ...seen.body.apps[0].limits.monthly, resetsAt: typeof seen.body.apps[0].limits.monthly.resetsAt },
+      { limit: 20.25, spent: 3, reserved: 1.25, resetsAt: 'string' },
+    );
     assert.deepEqual(seen.body.apps[0].limits.total, { limit: 30, spent: 3, reserved: 1.25, resetsAt: null });
 
     // Leaving a period out keeps it.
-    const kept = await env.dashboard(session, 'PATCH', `/api/user/authorized-apps/${clientId}`, { limits: { daily: 4 } });
-    assert.deepEqual([kept.body.limits.daily.limit, kept.body.limits.monthly.limit, kept.body.limits.total.limit], [4, 20.25, 30]);
+    const kept = await env.dashboard(session, 'PATCH', `/api/user/authorized-apps/${clientId}`, {
+      limits: { daily: 4 },
+    });
+    assert.deepEqual(
+      [kept.body.limits.daily.limit, kept.body.limits.monthly.limit, kept.body.limits.total.limit],
+      [4, 20.25, 30],
+    );
   });
 
   it("an app can never change its own limits: PATCH with the app's token is a 403 and changes nothing", async () => {
     const session = await env.createUser();
     const { clientId, accessToken } = await authorizeForTest(env, { user: session, dailyLimit: 1 });
-    const refused = await env.request('PATCH', `/api/user/authorized-apps/${clientId}`, { token: accessToken, body: { limits: { daily: null } } });
+    const refused = await env.request('PATCH', `/api/user/authorized-apps/${clientId}`, {
+      token: accessToken,
+      body: { limits: { daily: null } },
+    });
     assert.equal(refused.status, 403);
     assert.equal(refused.body.error.code, 'PERMISSION_DENIED');
     const after = await env.dashboard(session, 'GET', '/api/user/authorized-apps');
@@ -138,12 +185,22 @@ describeEachDatabase('wallet and authorized-app reads', (env) => {
     const { clientId } = await authorizeForTest(env, { user: other });
     const stranger = await registerTestApp(env);
     for (const id of [clientId, stranger.clientId, 'app_unknown']) {
-      const response = await env.dashboard(session, 'PATCH', `/api/user/authorized-apps/${id}`, { limits: { daily: 1 } });
+      const response = await env.dashboard(session, 'PATCH', `/api/user/authorized-apps/${id}`, {
+        limits: { daily: 1 },
+      });
       assert.equal(response.status, 404);
-      assert.deepEqual(response.body, { error: { code: 'NOT_FOUND', message: 'Authorized app not found.', type: 'not_found_error' } });
+      assert.deepEqual(response.body, {
+        error: { code: 'NOT_FOUND', message: 'Authorized app not found.', type: 'not_found_error' },
+      });
     }
     const mine = await authorizeForTest(env, { user: session });
-    for (const body of [{ limits: { daily: 1.0000001 } }, { limits: { daily: -1 } }, { limits: { daily: '5' } }, { limits: { weekly: 5 } }, {}]) {
+    for (const body of [
+      { limits: { daily: 1.0000001 } },
+      { limits: { daily: -1 } },
+      { limits: { daily: '5' } },
+      { limits: { weekly: 5 } },
+      {},
+    ]) {
       const response = await env.dashboard(session, 'PATCH', `/api/user/authorized-apps/${mine.clientId}`, body);
       assert.equal(response.status, 400, JSON.stringify(body));
       assert.equal(response.body.error.code, 'INVALID_REQUEST');

@@ -16,7 +16,8 @@ const sent: Array<{ text: string; name?: string }> = [];
 const clientQuery = pg.Client.prototype.query;
 pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
   if (typeof config === 'string') sent.push({ text: config });
-  else if (config && typeof config === 'object' && 'text' in config) sent.push({ text: String(config.text), name: (config as { name?: string }).name });
+  else if (config && typeof config === 'object' && 'text' in config)
+    sent.push({ text: String(config.text), name: (config as { name?: string }).name });
   return (clientQuery as (...args: unknown[]) => unknown).call(this, config, ...rest);
 } as typeof clientQuery;
 
@@ -48,12 +49,26 @@ if (selectedDatabases().includes('postgres')) {
         await billing.grant(userId, 1_000_000_000, 'test');
         const draft = (cost: number): UsageDraft => ({
           billed: cost,
-          record: { user_id: userId, app_id: appId, key_id: keyId, model: 'm', kind: 'chat', prompt_tokens: 3, completion_tokens: 4, latency_ms: 5, status: 'ok', hold_id: null, created_at: Date.now() },
+          record: {
+            user_id: userId,
+            app_id: appId,
+            key_id: keyId,
+            model: 'm',
+            kind: 'chat',
+            prompt_tokens: 3,
+            completion_tokens: 4,
+            latency_ms: 5,
+            status: 'ok',
+            hold_id: null,
+            created_at: Date.now(),
+          },
         });
 
         for (let round = 0; round < 3; round++) {
           let holdId = '';
-          const place = await measure(async () => (holdId = (await billing.placeHold({ userId, appId, keyId, amount: 5_000 })).holdId));
+          const place = await measure(
+            async () => (holdId = (await billing.placeHold({ userId, appId, keyId, amount: 5_000 })).holdId),
+          );
           assert.equal(place.length, 1, `placing sent ${place.map((q) => q.text).join(' | ')}`);
           assert.match(place[0]!.text, /tollgate_place_hold/);
           assert.ok(place[0]!.name, 'placing runs as a named prepared statement');
@@ -62,17 +77,32 @@ if (selectedDatabases().includes('postgres')) {
           assert.equal(settle.length, 1, `settling sent ${settle.map((q) => q.text).join(' | ')}`);
           assert.match(settle[0]!.text, /tollgate_close_hold/);
           assert.ok(settle[0]!.name, 'settling runs as a named prepared statement');
-          const record = await ctx.db.selectFrom('usage_records').select(['cost', 'uncollected', 'settlement']).where('user_id', '=', userId).orderBy('created_at', 'desc').executeTakeFirstOrThrow();
+          const record = await ctx.db
+            .selectFrom('usage_records')
+            .select(['cost', 'uncollected', 'settlement'])
+            .where('user_id', '=', userId)
+            .orderBy('created_at', 'desc')
+            .executeTakeFirstOrThrow();
           assert.deepEqual({ ...record }, { cost: 5_000, uncollected: 2_000, settlement: null });
 
           const released = (await billing.placeHold({ userId, appId, keyId, amount: 1_000 })).holdId;
           const release = await measure(() => billing.releaseHold(released, { userId, usage: draft(0) }));
           assert.equal(release.length, 1);
           // A second close finds nothing open: still one statement, and nothing written.
-          assert.deepEqual(await billing.settleHold(released, 10, { userId, usage: draft(10) }), { settled: false, captured: 0 });
+          assert.deepEqual(await billing.settleHold(released, 10, { userId, usage: draft(10) }), {
+            settled: false,
+            captured: 0,
+          });
         }
-        assert.equal((await database.db.selectFrom('usage_records').select('id').where('user_id', '=', userId).execute()).length, 6);
-        assert.deepEqual(await billing.getBalance(userId), { balance: 1_000_000_000 - 15_000, reserved: 0, available: 1_000_000_000 - 15_000 });
+        assert.equal(
+          (await database.db.selectFrom('usage_records').select('id').where('user_id', '=', userId).execute()).length,
+          6,
+        );
+        assert.deepEqual(await billing.getBalance(userId), {
+          balance: 1_000_000_000 - 15_000,
+          reserved: 0,
+          available: 1_000_000_000 - 15_000,
+        });
         assert.equal((await billing.verify()).ok, true);
       } finally {
         await database.close();

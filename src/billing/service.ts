@@ -1,6 +1,16 @@
 import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../platform/errors.ts';
-import { extendHold, placeHold, refundHold, releaseExpiredHolds, releaseHold, settleHold, type CloseHoldOptions, type PlaceHoldInput, type SettleResult } from './holds.ts';
+import {
+  extendHold,
+  placeHold,
+  refundHold,
+  releaseExpiredHolds,
+  releaseHold,
+  settleHold,
+  type CloseHoldOptions,
+  type PlaceHoldInput,
+  type SettleResult,
+} from './holds.ts';
 import { creditWallet, getBalance, type BalanceMicros } from './wallets.ts';
 import { listTransactions, type TransactionView } from './transactions.ts';
 import { verifyLedger, type LedgerReport } from './verify.ts';
@@ -9,7 +19,13 @@ import type { Db } from '../platform/db/connect.ts';
 import { readLimits, SpendingLimitError, subjectKey, writeLimits, type LimitsByPeriod } from './limits.ts';
 import { LIMIT_PERIODS, type LimitPeriod } from './periods.ts';
 import { spendable, type Payer, type Spendable } from './headroom.ts';
-import { creditFromProcessor, debitFromProcessor, type ProcessorHooks, type ProcessorMovement, type ProcessorOutcome } from './debt.ts';
+import {
+  creditFromProcessor,
+  debitFromProcessor,
+  type ProcessorHooks,
+  type ProcessorMovement,
+  type ProcessorOutcome,
+} from './debt.ts';
 
 export type { ProcessorHooks, ProcessorMovement, ProcessorOutcome };
 export type { CloseHoldOptions };
@@ -53,9 +69,17 @@ export interface Billing {
    * A payment processor's credits in (a paid top-up, a won dispute), repaying the debt first; the hooks'
    * claim and writes commit in the same transaction (see debt.ts). `{ applied: false }` when the claim refused.
    */
-  creditPayment(type: 'topup' | 'dispute', movement: ProcessorMovement, hooks?: ProcessorHooks): Promise<ProcessorOutcome>;
+  creditPayment(
+    type: 'topup' | 'dispute',
+    movement: ProcessorMovement,
+    hooks?: ProcessorHooks,
+  ): Promise<ProcessorOutcome>;
   /** A payment processor's credits out (a refund, a dispute): at most what is available, the rest becomes debt. */
-  debitPayment(type: 'refund' | 'dispute', movement: ProcessorMovement, hooks?: ProcessorHooks): Promise<ProcessorOutcome>;
+  debitPayment(
+    type: 'refund' | 'dispute',
+    movement: ProcessorMovement,
+    hooks?: ProcessorHooks,
+  ): Promise<ProcessorOutcome>;
   /** Operator correction, either sign; never takes more than is available (400). */
   adjust(userId: string, amount: number, reason: string): Promise<{ balance: number }>;
   /** Gives back part or all of what a settled hold captured; 400 beyond what is left, 404 for an unknown hold. */
@@ -72,7 +96,10 @@ export interface Billing {
   /** The sweep: expires every open hold past its expiry; safe in several processes at once. */
   releaseExpiredHolds(): Promise<{ expired: number }>;
   /** The user's movements, newest first (credits, for the dashboard). */
-  listTransactions(userId: string, page?: { limit?: number; cursor?: string; appId?: string | null }): Promise<{ transactions: TransactionView[]; nextCursor: string | null }>;
+  listTransactions(
+    userId: string,
+    page?: { limit?: number; cursor?: string; appId?: string | null },
+  ): Promise<{ transactions: TransactionView[]; nextCursor: string | null }>;
   /** Recomputes balances from the ledger and reports every difference (all users, or one). */
   verify(options?: { userId?: string }): Promise<LedgerReport>;
 
@@ -101,11 +128,15 @@ export interface Billing {
 export type BillingEvent =
   | { type: 'settled'; userId: string; captured: number }
   | {
-    type: 'restricted'; userId: string; code: 'INSUFFICIENT_CREDITS' | 'SPENDING_LIMIT_EXCEEDED';
-    /** What refused: the wallet (402), or the app's or the key's spending limit (429). */
-    subject: 'wallet' | 'app' | 'key';
-    appId: string | null; keyId: string | null; details: Record<string, unknown>;
-  };
+      type: 'restricted';
+      userId: string;
+      code: 'INSUFFICIENT_CREDITS' | 'SPENDING_LIMIT_EXCEEDED';
+      /** What refused: the wallet (402), or the app's or the key's spending limit (429). */
+      subject: 'wallet' | 'app' | 'key';
+      appId: string | null;
+      keyId: string | null;
+      details: Record<string, unknown>;
+    };
 
 /** A listener of {@link BillingEvent}s. */
 export type BillingObserver = (event: BillingEvent) => void;
@@ -134,9 +165,20 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
       try {
         return await placeHold(ctx, input);
       } catch (error) {
-        if (observers.length && (error instanceof SpendingLimitError || (error instanceof ApiError && error.code === 'INSUFFICIENT_CREDITS'))) {
+        if (
+          observers.length &&
+          (error instanceof SpendingLimitError || (error instanceof ApiError && error.code === 'INSUFFICIENT_CREDITS'))
+        ) {
           const subject = error instanceof SpendingLimitError ? error.subject : 'wallet';
-          notify({ type: 'restricted', userId: input.userId, code: error.code as 'INSUFFICIENT_CREDITS' | 'SPENDING_LIMIT_EXCEEDED', subject, appId: input.appId, keyId: input.keyId, details: error.details });
+          notify({
+            type: 'restricted',
+            userId: input.userId,
+            code: error.code as 'INSUFFICIENT_CREDITS' | 'SPENDING_LIMIT_EXCEEDED',
+            subject,
+            appId: input.appId,
+            keyId: input.keyId,
+            details: error.details,
+          });
         }
         throw error;
       }
@@ -144,7 +186,8 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
     settleHold: async (holdId, actual, options) => {
       const result = await settleHold(ctx, holdId, actual, options);
       // The meter always names the owner; a settle without one (an operator's) has no one to tell.
-      if (result.settled && options?.userId && observers.length) notify({ type: 'settled', userId: options.userId, captured: result.captured });
+      if (result.settled && options?.userId && observers.length)
+        notify({ type: 'settled', userId: options.userId, captured: result.captured });
       return result;
     },
     extendHold: (holdId, userId, expiresAt) => extendHold(ctx, holdId, userId, expiresAt),
@@ -156,20 +199,30 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
     adjust: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'adjustment', reason),
     refund: (holdId, amount, reason) => refundHold(ctx, holdId, amount, reason),
     getBalance: (userId) => getBalance(ctx.db, userId),
-    debtOf: async (userId) => Number((await ctx.db.selectFrom('wallets').select('debt').where('user_id', '=', userId).executeTakeFirst())?.debt ?? 0),
+    debtOf: async (userId) =>
+      Number(
+        (await ctx.db.selectFrom('wallets').select('debt').where('user_id', '=', userId).executeTakeFirst())?.debt ?? 0,
+      ),
     spendable: (payer) => spendable(ctx, payer),
     releaseExpiredHolds: () => releaseExpiredHolds(ctx),
     listTransactions: (userId, page) => listTransactions(ctx.db, userId, page),
     verify: (options) => verifyLedger(ctx, options),
-    appLimits: async (userId, clientId) => (await readLimits(ctx.db, [{ kind: 'app', userId, appId: clientId }])).values().next().value!,
-    setAppLimits: (userId, clientId, changes, db) => writeLimits(db ?? ctx.db, { kind: 'app', userId, appId: clientId }, changes),
+    appLimits: async (userId, clientId) =>
+      (await readLimits(ctx.db, [{ kind: 'app', userId, appId: clientId }])).values().next().value!,
+    setAppLimits: (userId, clientId, changes, db) =>
+      writeLimits(db ?? ctx.db, { kind: 'app', userId, appId: clientId }, changes),
     keyLimits: async (keyIds) => {
-      const limits = await readLimits(ctx.db, keyIds.map((keyId) => ({ kind: 'key', keyId })));
-      return new Map(keyIds.map((keyId) => {
-        const periods = limits.get(subjectKey({ kind: 'key', keyId }))!;
-        const period = LIMIT_PERIODS.find((p) => periods[p] !== null);
-        return [keyId, period ? { amount: periods[period]!, period } : null];
-      }));
+      const limits = await readLimits(
+        ctx.db,
+        keyIds.map((keyId) => ({ kind: 'key', keyId })),
+      );
+      return new Map(
+        keyIds.map((keyId) => {
+          const periods = limits.get(subjectKey({ kind: 'key', keyId }))!;
+          const period = LIMIT_PERIODS.find((p) => periods[p] !== null);
+          return [keyId, period ? { amount: periods[period]!, period } : null];
+        }),
+      );
     },
     setKeyLimit: (keyId, limit, db) => {
       // A key has one limit: setting one period clears the others.

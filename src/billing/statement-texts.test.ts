@@ -1,6 +1,13 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
+import type {
+  KyselyPlugin,
+  PluginTransformQueryArgs,
+  PluginTransformResultArgs,
+  QueryResult,
+  RootOperationNode,
+  UnknownRow,
+} from 'kysely';
 import { TestDatabaseSpace, selectedDatabases } from '../testing/harness.ts';
 import { openDatabase } from '../platform/db/connect.ts';
 import { migrateToLatest } from '../platform/db/migrate.ts';
@@ -47,7 +54,11 @@ for (const kind of selectedDatabases()) {
         await billing.grant(userId, 1_000_000_000, 'test');
         // Each shape once: a partial capture, a full one, none (a release), and a release.
         const round = async (scale: number) => {
-          for (const [amount, actual] of [[1_000, 400], [1_000, 5_000], [1_000, 0]]) {
+          for (const [amount, actual] of [
+            [1_000, 400],
+            [1_000, 5_000],
+            [1_000, 0],
+          ]) {
             const { holdId } = await billing.placeHold({ userId, appId: null, keyId, amount: amount * scale });
             await billing.settleHold(holdId, actual * scale + (scale % 7), { userId });
           }

@@ -22,7 +22,17 @@ export interface WalletsTable {
 }
 
 /** The kinds of money movement; each is one balanced ledger transaction. */
-export const MOVEMENT_TYPES = ['grant', 'topup', 'adjustment', 'hold', 'capture', 'release', 'expiry', 'refund', 'dispute'] as const;
+export const MOVEMENT_TYPES = [
+  'grant',
+  'topup',
+  'adjustment',
+  'hold',
+  'capture',
+  'release',
+  'expiry',
+  'refund',
+  'dispute',
+] as const;
 export type MovementType = (typeof MOVEMENT_TYPES)[number];
 
 /** One movement of credits: the header of a set of entries that sum to zero. Append-only. */
@@ -139,7 +149,9 @@ export const billingMigrations: Record<string, Migration> = {
         .execute();
       await db.schema
         .createTable('ledger_transactions')
-        .addColumn('seq', postgres ? 'bigserial' : 'integer', (c) => (postgres ? c.primaryKey() : c.primaryKey().autoIncrement()))
+        .addColumn('seq', postgres ? 'bigserial' : 'integer', (c) =>
+          postgres ? c.primaryKey() : c.primaryKey().autoIncrement(),
+        )
         .addColumn('id', 'text', (c) => c.notNull().unique())
         .addColumn('type', 'text', (c) => c.notNull())
         .addColumn('user_id', 'text', (c) => c.notNull())
@@ -149,7 +161,11 @@ export const billingMigrations: Record<string, Migration> = {
         .addColumn('reserved_after', 'bigint', (c) => c.notNull())
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('ledger_transactions_user').on('ledger_transactions').columns(['user_id', 'seq']).execute();
+      await db.schema
+        .createIndex('ledger_transactions_user')
+        .on('ledger_transactions')
+        .columns(['user_id', 'seq'])
+        .execute();
       await db.schema
         .createTable('ledger_entries')
         .addColumn('transaction_id', 'text', (c) => c.notNull().references('ledger_transactions.id'))
@@ -175,10 +191,17 @@ export const billingMigrations: Record<string, Migration> = {
         .addColumn('closed_at', 'bigint')
         .addColumn('period_day', 'bigint', (c) => c.notNull())
         .addColumn('period_month', 'bigint', (c) => c.notNull())
-        .addCheckConstraint('holds_amounts', sql.raw('amount >= 0 AND captured >= 0 AND captured <= amount AND refunded >= 0 AND refunded <= captured'))
+        .addCheckConstraint(
+          'holds_amounts',
+          sql.raw('amount >= 0 AND captured >= 0 AND captured <= amount AND refunded >= 0 AND refunded <= captured'),
+        )
         .execute();
       await db.schema.createIndex('holds_open_expiry').on('holds').columns(['status', 'expires_at']).execute();
-      await db.schema.createIndex('holds_user_status').on('holds').columns(['user_id', 'status', 'expires_at']).execute();
+      await db.schema
+        .createIndex('holds_user_status')
+        .on('holds')
+        .columns(['user_id', 'status', 'expires_at'])
+        .execute();
       await db.schema
         .createTable('spend_counters')
         .addColumn('subject', 'text', (c) => c.notNull())
@@ -203,9 +226,21 @@ export const billingMigrations: Record<string, Migration> = {
       const change = async (trx: Kysely<any>) => {
         await trx.schema.dropIndex('holds_open_expiry').execute();
         await trx.schema.dropIndex('holds_user_status').execute();
-        if (!postgres) for (const table of ['wallets', 'holds', 'spend_counters', 'ledger_entries']) await rebuildWithoutRowid(trx, table);
-        await trx.schema.createIndex('holds_open_expiry').on('holds').column('expires_at').where(sql.ref('status'), '=', sql.lit('open')).execute();
-        await trx.schema.createIndex('holds_user_open').on('holds').columns(['user_id', 'expires_at']).where(sql.ref('status'), '=', sql.lit('open')).execute();
+        if (!postgres)
+          for (const table of ['wallets', 'holds', 'spend_counters', 'ledger_entries'])
+            await rebuildWithoutRowid(trx, table);
+        await trx.schema
+          .createIndex('holds_open_expiry')
+          .on('holds')
+          .column('expires_at')
+          .where(sql.ref('status'), '=', sql.lit('open'))
+          .execute();
+        await trx.schema
+          .createIndex('holds_user_open')
+          .on('holds')
+          .columns(['user_id', 'expires_at'])
+          .where(sql.ref('status'), '=', sql.lit('open'))
+          .execute();
       };
       // PostgreSQL runs every migration in a transaction already; Kysely runs SQLite's without one.
       await (postgres ? change(db) : db.transaction().execute(change));
@@ -218,7 +253,10 @@ export const billingMigrations: Record<string, Migration> = {
      * account. Movements from a processor carry its ids in `reference`.
      */
     async up(db: Kysely<any>) {
-      await db.schema.alterTable('wallets').addColumn('debt', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('wallets')
+        .addColumn('debt', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
       await db.schema.alterTable('ledger_transactions').addColumn('reference', 'text').execute();
     },
   },
@@ -244,8 +282,13 @@ export const billingMigrations: Record<string, Migration> = {
             .insertInto('spending_limits')
             .columns(['subject', 'period', 'amount'])
             .expression(
-              trx.selectFrom('authorized_apps')
-                .select([sql<string>`'app:' || user_id || ':' || client_id`.as('subject'), sql.lit(period).as('period'), `${period}_limit as amount`])
+              trx
+                .selectFrom('authorized_apps')
+                .select([
+                  sql<string>`'app:' || user_id || ':' || client_id`.as('subject'),
+                  sql.lit(period).as('period'),
+                  `${period}_limit as amount`,
+                ])
                 .where(`${period}_limit`, 'is not', null),
             )
             .execute();
@@ -254,13 +297,20 @@ export const billingMigrations: Record<string, Migration> = {
           .insertInto('spending_limits')
           .columns(['subject', 'period', 'amount'])
           .expression(
-            trx.selectFrom('api_keys')
-              .select([sql<string>`'key:' || id`.as('subject'), sql<string>`coalesce(limit_period, 'total')`.as('period'), 'limit_micro as amount'])
+            trx
+              .selectFrom('api_keys')
+              .select([
+                sql<string>`'key:' || id`.as('subject'),
+                sql<string>`coalesce(limit_period, 'total')`.as('period'),
+                'limit_micro as amount',
+              ])
               .where('limit_micro', 'is not', null),
           )
           .execute();
-        for (const column of ['daily_limit', 'monthly_limit', 'total_limit']) await trx.schema.alterTable('authorized_apps').dropColumn(column).execute();
-        for (const column of ['limit_micro', 'limit_period']) await trx.schema.alterTable('api_keys').dropColumn(column).execute();
+        for (const column of ['daily_limit', 'monthly_limit', 'total_limit'])
+          await trx.schema.alterTable('authorized_apps').dropColumn(column).execute();
+        for (const column of ['limit_micro', 'limit_period'])
+          await trx.schema.alterTable('api_keys').dropColumn(column).execute();
       };
       await (postgres ? change(db) : db.transaction().execute(change));
     },

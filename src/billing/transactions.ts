@@ -34,7 +34,11 @@ function decodeCursor(cursor: string): number {
  * A page of the user's movements, newest first, and the cursor of the next page (null on the last). With
  * `page.appId`, only the movements of that app's holds (placed, captured, released, expired, refunded).
  */
-export async function listTransactions(db: Db, userId: string, page: { limit?: number; cursor?: string; appId?: string | null } = {}): Promise<{ transactions: TransactionView[]; nextCursor: string | null }> {
+export async function listTransactions(
+  db: Db,
+  userId: string,
+  page: { limit?: number; cursor?: string; appId?: string | null } = {},
+): Promise<{ transactions: TransactionView[]; nextCursor: string | null }> {
   const limit = page.limit ?? 50;
   let query = db
     .selectFrom('ledger_transactions')
@@ -45,7 +49,9 @@ export async function listTransactions(db: Db, userId: string, page: { limit?: n
   if (page.cursor) query = query.where('seq', '<', decodeCursor(page.cursor));
   if (page.appId) {
     const appId = page.appId;
-    query = query.where('hold_id', 'in', (eb) => eb.selectFrom('holds').select('holds.id').where('holds.user_id', '=', userId).where('holds.app_id', '=', appId));
+    query = query.where('hold_id', 'in', (eb) =>
+      eb.selectFrom('holds').select('holds.id').where('holds.user_id', '=', userId).where('holds.app_id', '=', appId),
+    );
   }
   const rows = await query.execute();
   const shown = rows.slice(0, limit);
@@ -53,7 +59,16 @@ export async function listTransactions(db: Db, userId: string, page: { limit?: n
   const available = accounts.available(userId);
   const held = accounts.held(userId);
   const entries = shown.length
-    ? await db.selectFrom('ledger_entries').select(['transaction_id', 'account', 'amount']).where('transaction_id', 'in', shown.map((row) => row.id)).where('account', 'in', [available, held]).execute()
+    ? await db
+        .selectFrom('ledger_entries')
+        .select(['transaction_id', 'account', 'amount'])
+        .where(
+          'transaction_id',
+          'in',
+          shown.map((row) => row.id),
+        )
+        .where('account', 'in', [available, held])
+        .execute()
     : [];
   const deltas = new Map<string, { amount: number; held: number }>();
   for (const entry of entries) {

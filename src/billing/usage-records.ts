@@ -33,7 +33,10 @@ export interface UsageDraft {
 }
 
 /** The usage record of a close that captured `captured` (after the hold's expiry when `afterExpiry`). */
-export function usageOfClose(draft: UsageDraft, closed: { captured: number; afterExpiry: boolean }): Omit<Insertable<UsageRecordsTable>, 'id'> {
+export function usageOfClose(
+  draft: UsageDraft,
+  closed: { captured: number; afterExpiry: boolean },
+): Omit<Insertable<UsageRecordsTable>, 'id'> {
   return {
     ...draft.record,
     cost: closed.captured,
@@ -70,4 +73,21 @@ function withId(record: Omit<Insertable<UsageRecordsTable>, 'id'>): FullRecord {
 
 type FullRecord = Required<Insertable<UsageRecordsTable>>;
 
-const insertRecord = preparedInsert<FullRecord>('usage_records', ['id', 'user_id', 'app_id', 'key_id', 'model', 'kind', 'prompt_tokens', 'completion_tokens', 'cost', 'latency_ms', 'status', 'hold_id', 'created_at', 'settlement', 'uncollected', 'details']);
+const insertRecord = preparedInsert<FullRecord>('usage_records', [
+  'id',
+  'user_id',
+  'app_id',
+  'key_id',
+  'model',
+  'kind',
+  'prompt_tokens',
+  'completion_tokens',
+  'cost',
+  'latency_ms',
+  'status',
+  'hold_id',
+  'created_at',
+  'settlement',
+  'uncollected',
+  'details',
+]);

@@ -13,7 +13,14 @@ export interface LedgerDifference {
    * `unbalanced_transaction`: a movement whose entries do not sum to zero; `ledger_total`: all
    * entries together do not sum to zero.
    */
-  kind: 'wallet_balance' | 'wallet_reserved' | 'wallet_debt' | 'open_holds' | 'spend_counter' | 'unbalanced_transaction' | 'ledger_total';
+  kind:
+    | 'wallet_balance'
+    | 'wallet_reserved'
+    | 'wallet_debt'
+    | 'open_holds'
+    | 'spend_counter'
+    | 'unbalanced_transaction'
+    | 'ledger_total';
   /** The user id, counter key or transaction id concerned. */
   subject: string;
   recorded: number;
@@ -48,24 +55,44 @@ export async function verifyLedger(ctx: BillingContext, options: { userId?: stri
 
   // Everything is read in one transaction so the reads agree with one another (a snapshot on PostgreSQL
   // under REPEATABLE READ; SQLite's transaction holds the write lock, so nothing moves meanwhile).
-  const transaction = ctx.dialect === 'postgres' ? db.transaction().setIsolationLevel('repeatable read') : db.transaction();
+  const transaction =
+    ctx.dialect === 'postgres' ? db.transaction().setIsolationLevel('repeatable read') : db.transaction();
   return transaction.execute(async (trx) => {
-    let accountQuery = trx.selectFrom('ledger_entries').select(['account', (eb) => eb.fn.sum<string | number>('amount').as('total'), (eb) => eb.fn.countAll<string | number>().as('count')]).groupBy('account');
-    if (userId) accountQuery = accountQuery.where('account', 'in', [accounts.available(userId), accounts.held(userId), accounts.debt(userId)]);
+    let accountQuery = trx
+      .selectFrom('ledger_entries')
+      .select([
+        'account',
+        (eb) => eb.fn.sum<string | number>('amount').as('total'),
+        (eb) => eb.fn.countAll<string | number>().as('count'),
+      ])
+      .groupBy('account');
+    if (userId)
+      accountQuery = accountQuery.where('account', 'in', [
+        accounts.available(userId),
+        accounts.held(userId),
+        accounts.debt(userId),
+      ]);
     const accountRows = await accountQuery.execute();
 
     let walletQuery = trx.selectFrom('wallets').select(['user_id', 'balance', 'reserved', 'debt']);
     if (userId) walletQuery = walletQuery.where('user_id', '=', userId);
     const walletRows = await walletQuery.execute();
 
-    let openQuery = trx.selectFrom('holds').select(['user_id', (eb) => eb.fn.sum<string | number>('amount').as('total')]).where('status', '=', 'open').groupBy('user_id');
+    let openQuery = trx
+      .selectFrom('holds')
+      .select(['user_id', (eb) => eb.fn.sum<string | number>('amount').as('total')])
+      .where('status', '=', 'open')
+      .groupBy('user_id');
     if (userId) openQuery = openQuery.where('user_id', '=', userId);
     const openRows = await openQuery.execute();
 
     let unbalancedQuery = trx
       .selectFrom('ledger_entries')
       .innerJoin('ledger_transactions', 'ledger_transactions.id', 'ledger_entries.transaction_id')
-      .select(['ledger_entries.transaction_id', (eb) => eb.fn.sum<string | number>('ledger_entries.amount').as('total')])
+      .select([
+        'ledger_entries.transaction_id',
+        (eb) => eb.fn.sum<string | number>('ledger_entries.amount').as('total'),
+      ])
       .groupBy('ledger_entries.transaction_id')
       .having(sql`sum(ledger_entries.amount)`, '<>', 0);
     if (userId) unbalancedQuery = unbalancedQuery.where('ledger_transactions.user_id', '=', userId);
@@ -84,9 +111,15 @@ export async function verifyLedger(ctx: BillingContext, options: { userId?: stri
       sums[match[2] as 'available' | 'held' | 'debt'] += num(row.total);
       perUser.set(match[1], sums);
     }
-    if (!userId && total !== 0) differences.push({ kind: 'ledger_total', subject: 'ledger', recorded: microsToCredits(total), computed: 0 });
+    if (!userId && total !== 0)
+      differences.push({ kind: 'ledger_total', subject: 'ledger', recorded: microsToCredits(total), computed: 0 });
     for (const row of unbalancedRows) {
-      differences.push({ kind: 'unbalanced_transaction', subject: row.transaction_id, recorded: microsToCredits(num(row.total)), computed: 0 });
+      differences.push({
+        kind: 'unbalanced_transaction',
+        subject: row.transaction_id,
+        recorded: microsToCredits(num(row.total)),
+        computed: 0,
+      });
     }
 
     const wallets = new Map(walletRows.map((row) => [row.user_id, row]));
@@ -97,20 +130,49 @@ export async function verifyLedger(ctx: BillingContext, options: { userId?: stri
       const ledger = perUser.get(user) ?? { available: 0, held: 0, debt: 0 };
       const open = openByUser.get(user) ?? 0;
       if (wallet.balance !== ledger.available + ledger.held) {
-        differences.push({ kind: 'wallet_balance', subject: user, recorded: microsToCredits(wallet.balance), computed: microsToCredits(ledger.available + ledger.held) });
+        differences.push({
+          kind: 'wallet_balance',
+          subject: user,
+          recorded: microsToCredits(wallet.balance),
+          computed: microsToCredits(ledger.available + ledger.held),
+        });
       }
-      if (wallet.reserved !== ledger.held) differences.push({ kind: 'wallet_reserved', subject: user, recorded: microsToCredits(wallet.reserved), computed: microsToCredits(ledger.held) });
+      if (wallet.reserved !== ledger.held)
+        differences.push({
+          kind: 'wallet_reserved',
+          subject: user,
+          recorded: microsToCredits(wallet.reserved),
+          computed: microsToCredits(ledger.held),
+        });
       // The debt account holds minus what is owed; a debt is never negative.
       const debt = num(wallet.debt);
-      if (debt !== -ledger.debt || debt < 0) differences.push({ kind: 'wallet_debt', subject: user, recorded: microsToCredits(debt), computed: microsToCredits(-ledger.debt) });
-      if (wallet.reserved !== open) differences.push({ kind: 'open_holds', subject: user, recorded: microsToCredits(wallet.reserved), computed: microsToCredits(open) });
+      if (debt !== -ledger.debt || debt < 0)
+        differences.push({
+          kind: 'wallet_debt',
+          subject: user,
+          recorded: microsToCredits(debt),
+          computed: microsToCredits(-ledger.debt),
+        });
+      if (wallet.reserved !== open)
+        differences.push({
+          kind: 'open_holds',
+          subject: user,
+          recorded: microsToCredits(wallet.reserved),
+          computed: microsToCredits(open),
+        });
       const available = Math.min(wallet.balance - wallet.reserved, ledger.available);
-      if (available < 0 || ledger.held < 0) negativeAvailable.push({ userId: user, available: microsToCredits(available) });
+      if (available < 0 || ledger.held < 0)
+        negativeAvailable.push({ userId: user, available: microsToCredits(available) });
     }
 
     differences.push(...(await counterDifferences(trx, userId)));
 
-    let expiredQuery = trx.selectFrom('holds').select(['id', 'user_id', 'amount', 'expires_at']).where('status', '=', OPEN).where('expires_at', '<=', now).orderBy('expires_at');
+    let expiredQuery = trx
+      .selectFrom('holds')
+      .select(['id', 'user_id', 'amount', 'expires_at'])
+      .where('status', '=', OPEN)
+      .where('expires_at', '<=', now)
+      .orderBy('expires_at');
     if (userId) expiredQuery = expiredQuery.where('user_id', '=', userId);
     const expiredOpenHolds = (await expiredQuery.execute()).map((hold) => ({
       holdId: hold.id,
@@ -149,7 +211,11 @@ async function counterDifferences(trx: Trx, userId: string | undefined): Promise
   const computed = new Map<string, { spent: number; held: number }>();
   for (const row of await holdQuery.execute()) {
     for (const subject of subjectsOf({ userId: row.user_id, appId: row.app_id, keyId: row.key_id })) {
-      for (const [period, start] of [['daily', row.period_day], ['monthly', row.period_month], ['total', 0]] as const) {
+      for (const [period, start] of [
+        ['daily', row.period_day],
+        ['monthly', row.period_month],
+        ['total', 0],
+      ] as const) {
         const key = `${subjectKey(subject)}|${period}|${num(start)}`;
         const sums = computed.get(key) ?? { spent: 0, held: 0 };
         sums.spent += num(row.spent);
@@ -166,18 +232,40 @@ async function counterDifferences(trx: Trx, userId: string | undefined): Promise
       .select(sql<string>`'app:' || user_id || ':' || app_id`.as('subject'))
       .where('user_id', '=', userId)
       .where('app_id', 'is not', null)
-      .union(trx.selectFrom('holds').select(sql<string>`'key:' || key_id`.as('subject')).where('user_id', '=', userId).where('key_id', 'is not', null));
+      .union(
+        trx
+          .selectFrom('holds')
+          .select(sql<string>`'key:' || key_id`.as('subject'))
+          .where('user_id', '=', userId)
+          .where('key_id', 'is not', null),
+      );
     counterQuery = counterQuery.where('subject', 'in', subjects);
   }
   const recorded = new Map<string, { spent: number; held: number }>();
-  for (const row of await counterQuery.execute()) recorded.set(`${row.subject}|${row.period}|${num(row.period_start)}`, { spent: num(row.spent), held: num(row.held) });
+  for (const row of await counterQuery.execute())
+    recorded.set(`${row.subject}|${row.period}|${num(row.period_start)}`, {
+      spent: num(row.spent),
+      held: num(row.held),
+    });
 
   const differences: LedgerDifference[] = [];
   for (const key of new Set([...computed.keys(), ...recorded.keys()])) {
     const want = computed.get(key) ?? { spent: 0, held: 0 };
     const have = recorded.get(key) ?? { spent: 0, held: 0 };
-    if (want.spent !== have.spent) differences.push({ kind: 'spend_counter', subject: `${key}|spent`, recorded: microsToCredits(have.spent), computed: microsToCredits(want.spent) });
-    if (want.held !== have.held) differences.push({ kind: 'spend_counter', subject: `${key}|held`, recorded: microsToCredits(have.held), computed: microsToCredits(want.held) });
+    if (want.spent !== have.spent)
+      differences.push({
+        kind: 'spend_counter',
+        subject: `${key}|spent`,
+        recorded: microsToCredits(have.spent),
+        computed: microsToCredits(want.spent),
+      });
+    if (want.held !== have.held)
+      differences.push({
+        kind: 'spend_counter',
+        subject: `${key}|held`,
+        recorded: microsToCredits(have.held),
+        computed: microsToCredits(want.held),
+      });
   }
   return differences;
 }

@@ -12,7 +12,11 @@ export interface BalanceMicros {
 
 /** The user's balance (zeros when the user has never had credits). */
 export async function getBalance(db: Db, userId: string): Promise<BalanceMicros> {
-  const wallet = await db.selectFrom('wallets').select(['balance', 'reserved']).where('user_id', '=', userId).executeTakeFirst();
+  const wallet = await db
+    .selectFrom('wallets')
+    .select(['balance', 'reserved'])
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   const balance = wallet?.balance ?? 0;
   const reserved = wallet?.reserved ?? 0;
   return { balance, reserved, available: balance - reserved };
@@ -27,9 +31,17 @@ const SOURCES = { grant: accounts.grants, topup: accounts.topups, adjustment: ac
  * than the user has available (credits held for calls in flight are not taken back): that is a 400 naming
  * what is available. A positive amount repays the wallet's debt first. 404 when the user does not exist.
  */
-export async function creditWallet(ctx: BillingContext, userId: string, amount: number, kind: keyof typeof SOURCES, reason: string): Promise<{ balance: number }> {
+export async function creditWallet(
+  ctx: BillingContext,
+  userId: string,
+  amount: number,
+  kind: keyof typeof SOURCES,
+  reason: string,
+): Promise<{ balance: number }> {
   if (!Number.isSafeInteger(amount) || amount === 0 || (kind !== 'adjustment' && amount < 0)) {
-    throw errors.invalid(`A ${kind} must be a ${kind === 'adjustment' ? 'non-zero' : 'positive'} amount of credits with at most 6 decimals.`);
+    throw errors.invalid(
+      `A ${kind} must be a ${kind === 'adjustment' ? 'non-zero' : 'positive'} amount of credits with at most 6 decimals.`,
+    );
   }
   const user = await ctx.db.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst();
   if (!user) throw errors.notFound('User');
@@ -38,7 +50,12 @@ export async function creditWallet(ctx: BillingContext, userId: string, amount: 
     const wallet = await lockWallet(trx, userId, now);
     const available = wallet.balance - wallet.reserved;
     if (available + amount < 0) {
-      return { refused: errors.invalid(`The adjustment would make the available credits negative: ${microsToCredits(available)} credits are available.`, { available: microsToCredits(available) }) };
+      return {
+        refused: errors.invalid(
+          `The adjustment would make the available credits negative: ${microsToCredits(available)} credits are available.`,
+          { available: microsToCredits(available) },
+        ),
+      };
     }
     // Credits that come in repay a debt first (see debt.ts): an operator's grant can clear one.
     const repaid = amount > 0 ? Math.min(amount, wallet.debt) : 0;

@@ -14,7 +14,10 @@ const WEBHOOK_SECRET = `whsec_${Buffer.from('chaos-suite-webhook-signing-key!').
 
 /** Row counts of every table of the schema, read in one statement. */
 async function rowCounts(env: TestEnv, tables: string[]): Promise<Record<string, number>> {
-  const query = sql.join(tables.map((table) => sql`select ${table} as name, count(*) as n from ${sql.table(table)}`), sql` union all `);
+  const query = sql.join(
+    tables.map((table) => sql`select ${table} as name, count(*) as n from ${sql.table(table)}`),
+    sql` union all `,
+  );
   const rows = (await sql<{ name: string; n: string | number }>`${query}`.execute(env.service.ctx.db)).rows;
   return Object.fromEntries(rows.map((row) => [row.name, Number(row.n)]));
 }
@@ -22,9 +25,12 @@ async function rowCounts(env: TestEnv, tables: string[]): Promise<Record<string,
 /** The tables of the suite's database (migration bookkeeping included: it must not move either). */
 async function tablesOf(env: TestEnv): Promise<string[]> {
   const { db } = env.service.ctx;
-  const query = env.kind === 'postgres'
-    ? sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`
-    : sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`;
+  const query =
+    env.kind === 'postgres'
+      ? sql<{
+          name: string;
+        }>`select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`
+      : sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`;
   return (await query.execute(db)).rows.map((row) => row.name).sort();
 }
 
@@ -34,13 +40,16 @@ async function tablesOf(env: TestEnv): Promise<string[]> {
  */
 function credentialsFor(path: string, user: ChaosUser, adminToken: string): Record<string, string> {
   if (path.startsWith('/api/admin/')) return { authorization: `Bearer ${adminToken}` };
-  if (path.startsWith('/api/v1/') && !path.startsWith('/api/v1/predictions')) return { authorization: `Bearer ${user.key}` };
+  if (path.startsWith('/api/v1/') && !path.startsWith('/api/v1/predictions'))
+    return { authorization: `Bearer ${user.key}` };
   return { cookie: user.cookie, 'x-csrf-token': user.csrfToken };
 }
 
 /** The operation's path with its parameters filled: the user's own id where one fits, else a made-up value. */
 function concretePath(operation: JsonOperation, user: ChaosUser): string {
-  return operation.path.replace(/\{(\w+)\}/g, (_, name: string) => (name === 'id' ? user.userId : name === 'vendor' ? 'chaos' : `chaos-${name}`));
+  return operation.path.replace(/\{(\w+)\}/g, (_, name: string) =>
+    name === 'id' ? user.userId : name === 'vendor' ? 'chaos' : `chaos-${name}`,
+  );
 }
 
 /**
@@ -51,57 +60,82 @@ function concretePath(operation: JsonOperation, user: ChaosUser): string {
  * are not in the database).
  */
 export function bodyFuzzSuite(profile: ChaosProfile): void {
-  describeEachDatabase('malformed, oversized and wrongly typed bodies on every JSON endpoint', (env) => {
-    let operations: JsonOperation[] = [];
-    let tables: string[] = [];
-    let user: ChaosUser;
+  describeEachDatabase(
+    'malformed, oversized and wrongly typed bodies on every JSON endpoint',
+    (env) => {
+      let operations: JsonOperation[] = [];
+      let tables: string[] = [];
+      let user: ChaosUser;
 
-    before(async () => {
-      const document = await send(env.baseUrl, 'GET', '/api/openapi.json');
-      assert.equal(document.status, 200);
-      operations = jsonOperations(document.body);
-      operations.push({ method: 'POST', path: '/api/webhooks/replicate', schema: { type: 'object', required: ['id', 'status'], properties: { id: { type: 'string' }, status: { type: 'string' } } } });
-      tables = await tablesOf(env);
-      user = await createChaosUser(env.baseUrl, env.adminToken, { credits: 5 });
-    });
+      before(async () => {
+        const document = await send(env.baseUrl, 'GET', '/api/openapi.json');
+        assert.equal(document.status, 200);
+        operations = jsonOperations(document.body);
+        operations.push({
+          method: 'POST',
+          path: '/api/webhooks/replicate',
+          schema: {
+            type: 'object',
+            required: ['id', 'status'],
+            properties: { id: { type: 'string' }, status: { type: 'string' } },
+          },
+        });
+        tables = await tablesOf(env);
+        user = await createChaosUser(env.baseUrl, env.adminToken, { credits: 5 });
+      });
 
-    /** Sends one body; asserts no 5xx, and no write when it was refused. Returns the status. */
-    async function probe(operation: JsonOperation, body: GeneratedBody, withCredentials: boolean): Promise<number> {
-      const before = await rowCounts(env, tables);
-      const headers = { 'content-type': body.contentType, ...(withCredentials ? credentialsFor(operation.path, user, env.adminToken) : {}) };
-      const answer = await send(env.baseUrl, operation.method, concretePath(operation, user), { raw: body.text, headers });
-      count('bodiesSent');
-      const what = `${operation.method} ${operation.path} (${body.kind}, ${body.text.length} bytes: ${body.text.slice(0, 120)}) answered ${answer.status} ${answer.text.slice(0, 300)}`;
-      assert.ok(answer.status < 500, what);
-      if (answer.status >= 400) {
-        count('faultsInjected');
-        assert.deepEqual(await rowCounts(env, tables), before, `a refused request wrote rows: ${what}`);
+      /** Sends one body; asserts no 5xx, and no write when it was refused. Returns the status. */
+      async function probe(operation: JsonOperation, body: GeneratedBody, withCredentials: boolean): Promise<number> {
+        const before = await rowCounts(env, tables);
+        const headers = {
+          'content-type': body.contentType,
+          ...(withCredentials ? credentialsFor(operation.path, user, env.adminToken) : {}),
+        };
+        const answer = await send(env.baseUrl, operation.method, concretePath(operation, user), {
+          raw: body.text,
+          headers,
+        });
+        count('bodiesSent');
+        const what = `${operation.method} ${operation.path} (${body.kind}, ${body.text.length} bytes: ${body.text.slice(0, 120)}) answered ${answer.status} ${answer.text.slice(0, 300)}`;
+        assert.ok(answer.status < 500, what);
+        if (answer.status >= 400) {
+          count('faultsInjected');
+          assert.deepEqual(await rowCounts(env, tables), before, `a refused request wrote rows: ${what}`);
+        }
+        return answer.status;
       }
-      return answer.status;
-    }
 
-    it('every operation with a JSON body: no 5xx, no partial write', async () => {
-      assert.ok(operations.length >= 10, `the document lists ${operations.length} JSON operations`);
-      const statuses = new Map<number, number>();
-      for (const operation of operations) {
-        await fc.assert(
-          fc.asyncProperty(bodiesFor(operation.schema), fc.boolean(), async (body, anonymous) => {
-            const status = await probe(operation, body, !anonymous || operation.path.startsWith('/api/auth/'));
-            statuses.set(status, (statuses.get(status) ?? 0) + 1);
-          }),
-          { numRuns: profile.bodiesPerOperation },
+      it('every operation with a JSON body: no 5xx, no partial write', async () => {
+        assert.ok(operations.length >= 10, `the document lists ${operations.length} JSON operations`);
+        const statuses = new Map<number, number>();
+        for (const operation of operations) {
+          await fc.assert(
+            fc.asyncProperty(bodiesFor(operation.schema), fc.boolean(), async (body, anonymous) => {
+              const status = await probe(operation, body, !anonymous || operation.path.startsWith('/api/auth/'));
+              statuses.set(status, (statuses.get(status) ?? 0) + 1);
+            }),
+            { numRuns: profile.bodiesPerOperation },
+          );
+        }
+        // The generator reaches past validation too: some bodies are refused by handlers, some accepted.
+        assert.ok(
+          [...statuses.keys()].some((status) => status === 400),
+          JSON.stringify([...statuses]),
         );
-      }
-      // The generator reaches past validation too: some bodies are refused by handlers, some accepted.
-      assert.ok([...statuses.keys()].some((status) => status === 400), JSON.stringify([...statuses]));
-    });
+      });
 
-    it('a body over the server limit is refused whole', async () => {
-      const big = `{"padding":"${'x'.repeat(BODY_LIMIT_BYTES)}"}`;
-      for (const operation of operations.slice(0, Math.min(operations.length, profile.overLimitOperations))) {
-        const status = await probe(operation, { kind: 'oversized', text: big, contentType: 'application/json' }, true);
-        assert.equal(status, 413, `${operation.method} ${operation.path}`);
-      }
-    });
-  }, { config: { REPLICATE_WEBHOOK_SECRET: WEBHOOK_SECRET } });
+      it('a body over the server limit is refused whole', async () => {
+        const big = `{"padding":"${'x'.repeat(BODY_LIMIT_BYTES)}"}`;
+        for (const operation of operations.slice(0, Math.min(operations.length, profile.overLimitOperations))) {
+          const status = await probe(
+            operation,
+            { kind: 'oversized', text: big, contentType: 'application/json' },
+            true,
+          );
+          assert.equal(status, 413, `${operation.method} ${operation.path}`);
+        }
+      });
+    },
+    { config: { REPLICATE_WEBHOOK_SECRET: WEBHOOK_SECRET } },
+  );
 }

@@ -16,7 +16,12 @@ import { parseSse, type SseFrame } from '../testing/sse.ts';
 export const CREDIT = MICROS_PER_CREDIT;
 
 /** A request to `baseUrl`, counted. */
-export function send(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> {
+export function send(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<TestResponse> {
   count('requestsSent');
   return request(baseUrl, method, path, options);
 }
@@ -39,16 +44,30 @@ export interface ChaosUserOptions {
 }
 
 /** Creates a user (operator API), signs it in, grants it credits and creates an API key, all through `baseUrl`. */
-export async function createChaosUser(baseUrl: string, adminToken: string, options: ChaosUserOptions): Promise<ChaosUser> {
+export async function createChaosUser(
+  baseUrl: string,
+  adminToken: string,
+  options: ChaosUserOptions,
+): Promise<ChaosUser> {
   const email = `chaos-${randomText(10).toLowerCase()}@example.com`;
   const password = `pw-${randomText(16)}`;
-  const created = await send(baseUrl, 'POST', '/api/admin/users', { token: adminToken, body: { email, password, name: 'Chaos' } });
+  const created = await send(baseUrl, 'POST', '/api/admin/users', {
+    token: adminToken,
+    body: { email, password, name: 'Chaos' },
+  });
   assert.equal(created.status, 201, created.text);
-  const signedIn = await fetch(`${baseUrl}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  const signedIn = await fetch(`${baseUrl}/api/auth/signin`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
   count('requestsSent');
   const session = (await signedIn.json()) as any;
   assert.equal(signedIn.status, 200, JSON.stringify(session));
-  const cookie = signedIn.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const cookie = signedIn.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const user = { userId: session.user.id as string, cookie, csrfToken: session.csrfToken as string };
   if (options.credits > 0) await grant(baseUrl, adminToken, user.userId, options.credits);
   const key = await createKey(baseUrl, user, options.keyLimit);
@@ -56,8 +75,16 @@ export async function createChaosUser(baseUrl: string, adminToken: string, optio
 }
 
 /** Creates an API key for chat from the user's dashboard session. */
-export async function createKey(baseUrl: string, user: Pick<ChaosUser, 'cookie' | 'csrfToken'>, keyLimit?: ChaosUserOptions['keyLimit']): Promise<{ key: string; keyId: string }> {
-  const body = { name: 'chaos', permissions: ['ai:chat', 'ai:models'], ...(keyLimit ? { limit: keyLimit.limit, limitPeriod: keyLimit.period } : {}) };
+export async function createKey(
+  baseUrl: string,
+  user: Pick<ChaosUser, 'cookie' | 'csrfToken'>,
+  keyLimit?: ChaosUserOptions['keyLimit'],
+): Promise<{ key: string; keyId: string }> {
+  const body = {
+    name: 'chaos',
+    permissions: ['ai:chat', 'ai:models'],
+    ...(keyLimit ? { limit: keyLimit.limit, limitPeriod: keyLimit.period } : {}),
+  };
   const created = await send(baseUrl, 'POST', '/api/user/api-keys', { body, headers: dashboardHeaders(user) });
   assert.equal(created.status, 200, created.text);
   return { key: created.body.apiKey.key, keyId: created.body.apiKey.id };
@@ -70,12 +97,21 @@ export function dashboardHeaders(user: Pick<ChaosUser, 'cookie' | 'csrfToken'>):
 
 /** Grants credits through the operator API. */
 export async function grant(baseUrl: string, adminToken: string, userId: string, credits: number): Promise<void> {
-  const granted = await send(baseUrl, 'POST', `/api/admin/users/${userId}/credits`, { token: adminToken, body: { amount: credits, reason: 'chaos' } });
+  const granted = await send(baseUrl, 'POST', `/api/admin/users/${userId}/credits`, {
+    token: adminToken,
+    body: { amount: credits, reason: 'chaos' },
+  });
   assert.equal(granted.status, 200, granted.text);
 }
 
 /** Puts a chat model on the `openai` provider in the catalogue: 1 credit per completion token, nothing else. */
-export async function putChatModel(baseUrl: string, adminToken: string, id: string, upstreamModel: string, maxOutputTokens = 64): Promise<void> {
+export async function putChatModel(
+  baseUrl: string,
+  adminToken: string,
+  id: string,
+  upstreamModel: string,
+  maxOutputTokens = 64,
+): Promise<void> {
   const response = await send(baseUrl, 'PUT', `/api/admin/models/${id}`, {
     token: adminToken,
     body: { provider: 'openai', upstreamModel, pricing: { prompt: 0, completion: 1_000_000 }, maxOutputTokens },
@@ -99,16 +135,24 @@ export interface ChatOutcome {
   content: string;
 }
 
-
 /**
  * Sends a chat call and reads its whole answer, whatever happens to the connection: a cut is an outcome,
  * not an exception. `onChunk` sees the content received so far as it streams (to time a SIGTERM).
  */
-export async function chat(baseUrl: string, key: string, body: Record<string, unknown>, onContent?: (content: string) => void): Promise<ChatOutcome> {
+export async function chat(
+  baseUrl: string,
+  key: string,
+  body: Record<string, unknown>,
+  onContent?: (content: string) => void,
+): Promise<ChatOutcome> {
   count('requestsSent');
   let response: Response;
   try {
-    response = await fetch(`${baseUrl}/api/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    response = await fetch(`${baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   } catch {
     return { status: 0, cut: true, content: '' };
   }
@@ -165,12 +209,25 @@ const num = (value: unknown) => Number(value ?? 0);
  * of their ledger accounts (checked by verify), and the revenue account holds exactly what was captured.
  * Returns the micro-credits captured.
  */
-export async function assertCreditsConserved(db: Db, grantedByUser: Map<string, number>): Promise<{ captured: number; holds: number }> {
+export async function assertCreditsConserved(
+  db: Db,
+  grantedByUser: Map<string, number>,
+): Promise<{ captured: number; holds: number }> {
   const userIds = [...grantedByUser.keys()];
-  const wallets = await db.selectFrom('wallets').select(['user_id', 'balance', 'reserved']).where('user_id', 'in', userIds).execute();
+  const wallets = await db
+    .selectFrom('wallets')
+    .select(['user_id', 'balance', 'reserved'])
+    .where('user_id', 'in', userIds)
+    .execute();
   const holds = await db
     .selectFrom('holds')
-    .select(['user_id', (eb) => eb.fn.sum<string | number>('captured').as('captured'), (eb) => eb.fn.sum<string | number>('refunded').as('refunded'), (eb) => eb.fn.countAll<string | number>().as('count'), sql<string | number>`sum(case when status = 'open' then 1 else 0 end)`.as('open')])
+    .select([
+      'user_id',
+      (eb) => eb.fn.sum<string | number>('captured').as('captured'),
+      (eb) => eb.fn.sum<string | number>('refunded').as('refunded'),
+      (eb) => eb.fn.countAll<string | number>().as('count'),
+      sql<string | number>`sum(case when status = 'open' then 1 else 0 end)`.as('open'),
+    ])
     .where('user_id', 'in', userIds)
     .groupBy('user_id')
     .execute();
@@ -183,7 +240,11 @@ export async function assertCreditsConserved(db: Db, grantedByUser: Map<string, 
     const captured = num(held?.captured) - num(held?.refunded);
     assert.equal(num(held?.open), 0, `user ${userId} still has open holds`);
     assert.equal(num(wallet?.reserved), 0, `user ${userId} still has credits reserved`);
-    assert.equal(num(wallet?.balance) + captured, grantedByUser.get(userId), `credits of ${userId}: granted ${grantedByUser.get(userId)} ≠ available ${num(wallet?.balance)} + captured ${captured}`);
+    assert.equal(
+      num(wallet?.balance) + captured,
+      grantedByUser.get(userId),
+      `credits of ${userId}: granted ${grantedByUser.get(userId)} ≠ available ${num(wallet?.balance)} + captured ${captured}`,
+    );
     capturedTotal += captured;
     holdCount += num(held?.count);
   }
@@ -204,9 +265,27 @@ export async function assertCreditsConserved(db: Db, grantedByUser: Map<string, 
 
 /** Asserts that no hold of anyone is open and that the ledger's accounts sum to zero, the revenue account included. */
 export async function assertLedgerBalanced(db: Db): Promise<void> {
-  const open = await db.selectFrom('holds').select((eb) => eb.fn.countAll<string | number>().as('n')).where('status', '=', 'open').executeTakeFirstOrThrow();
+  const open = await db
+    .selectFrom('holds')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('status', '=', 'open')
+    .executeTakeFirstOrThrow();
   assert.equal(num(open.n), 0, 'an open hold outlived its expiry');
-  const captured = await db.selectFrom('holds').select([(eb) => eb.fn.sum<string | number>('captured').as('captured'), (eb) => eb.fn.sum<string | number>('refunded').as('refunded')]).executeTakeFirstOrThrow();
-  const revenue = await db.selectFrom('ledger_entries').select((eb) => eb.fn.sum<string | number>('amount').as('total')).where('account', '=', 'system:revenue').executeTakeFirstOrThrow();
-  assert.equal(num(revenue.total), num(captured.captured) - num(captured.refunded), 'the revenue account differs from what the holds captured');
+  const captured = await db
+    .selectFrom('holds')
+    .select([
+      (eb) => eb.fn.sum<string | number>('captured').as('captured'),
+      (eb) => eb.fn.sum<string | number>('refunded').as('refunded'),
+    ])
+    .executeTakeFirstOrThrow();
+  const revenue = await db
+    .selectFrom('ledger_entries')
+    .select((eb) => eb.fn.sum<string | number>('amount').as('total'))
+    .where('account', '=', 'system:revenue')
+    .executeTakeFirstOrThrow();
+  assert.equal(
+    num(revenue.total),
+    num(captured.captured) - num(captured.refunded),
+    'the revenue account differs from what the holds captured',
+  );
 }

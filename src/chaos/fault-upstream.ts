@@ -80,10 +80,16 @@ function flushed(res: ServerResponse, text: string): Promise<void> {
   return new Promise((resolve) => res.write(text, () => resolve()));
 }
 
-async function answer(req: IncomingMessage, res: ServerResponse, options: FaultUpstreamOptions, upstream: FaultUpstream): Promise<void> {
+async function answer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: FaultUpstreamOptions,
+  upstream: FaultUpstream,
+): Promise<void> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
-  if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return sendJson(res, 404, { error: { message: 'no such route' } });
+  if (req.method !== 'POST' || req.url !== '/v1/chat/completions')
+    return sendJson(res, 404, { error: { message: 'no such route' } });
   upstream.received++;
   const body = JSON.parse(Buffer.concat(chunks).toString() || '{}');
   const model = String(body.model ?? '');
@@ -110,7 +116,8 @@ async function answer(req: IncomingMessage, res: ServerResponse, options: FaultU
   if (model === 'no-choices' && !stream) return sendJson(res, 200, { id: 'chatcmpl-fault', object: 'chat.completion' });
 
   const shape = /^(ok|cut|end|error-frame|malformed-after)-(\d+)$|^drip-(\d+)-(\d+)$|^(malformed)$/.exec(model);
-  if (!shape) return sendJson(res, 400, { error: { message: `unknown fault model ${model}`, type: 'invalid_request_error' } });
+  if (!shape)
+    return sendJson(res, 400, { error: { message: `unknown fault model ${model}`, type: 'invalid_request_error' } });
   const kind = shape[1] ?? (shape[3] ? 'drip' : 'malformed');
   const n = Number(shape[2] ?? shape[3] ?? 0);
   const delay = shape[4] ? Number(shape[4]) : (options.chunkDelayMs ?? 0);
@@ -124,7 +131,14 @@ async function answer(req: IncomingMessage, res: ServerResponse, options: FaultU
     }
     if (kind !== 'ok' && kind !== 'drip') return void res.destroy();
     await sleep(delay * n);
-    return sendJson(res, 200, { id: 'chatcmpl-fault', object: 'chat.completion', created: 1, model, choices: [{ index: 0, message: { role: 'assistant', content: words.join('') }, finish_reason: 'stop' }], usage });
+    return sendJson(res, 200, {
+      id: 'chatcmpl-fault',
+      object: 'chat.completion',
+      created: 1,
+      model,
+      choices: [{ index: 0, message: { role: 'assistant', content: words.join('') }, finish_reason: 'stop' }],
+      usage,
+    });
   }
 
   res.writeHead(200, { 'content-type': 'text/event-stream' });

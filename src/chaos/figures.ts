@@ -43,5 +43,7 @@ export function formatFigures(profile: string): string {
     ['ledger verifications', figures.ledgerVerifications],
   ];
   const width = Math.max(...rows.map(([label]) => label.length));
-  return ['reliability suite figures', ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`)].join('\n');
+  return ['reliability suite figures', ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`)].join(
+    '\n',
+  );
 }

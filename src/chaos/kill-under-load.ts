@@ -5,7 +5,18 @@ import { selectedDatabases, startServeProcess, TestEnv } from '../testing/harnes
 import type { ChaosProfile } from './profile.ts';
 import type { FaultUpstream } from './fault-upstream.ts';
 import { wordsOf } from './fault-upstream.ts';
-import { assertCreditsConserved, assertLedgerBalanced, assertLedgerVerifies, chat, createChaosUser, CREDIT, putChatModel, sweepExpiredHolds, type ChatOutcome, type ChaosUser } from './client.ts';
+import {
+  assertCreditsConserved,
+  assertLedgerBalanced,
+  assertLedgerVerifies,
+  chat,
+  createChaosUser,
+  CREDIT,
+  putChatModel,
+  sweepExpiredHolds,
+  type ChatOutcome,
+  type ChaosUser,
+} from './client.ts';
 import { count } from './figures.ts';
 
 /** The shortest hold lifetime the configuration allows: holds a kill orphaned expire soon after. */
@@ -57,7 +68,8 @@ export function killUnderLoadSuite(profile: ChaosProfile, upstream: FaultUpstrea
       it(`${profile.kills} kills under ${profile.loadConcurrency} concurrent calls: the ledger verifies, no hold outlives its expiry, no credit lost or created`, async () => {
         await putChatModel(env.baseUrl, env.adminToken, LOAD_MODEL.id, LOAD_MODEL.upstreamModel, 8);
         const users: ChaosUser[] = [];
-        for (let i = 0; i < USERS; i++) users.push(await createChaosUser(env.baseUrl, env.adminToken, { credits: CREDITS_PER_USER }));
+        for (let i = 0; i < USERS; i++)
+          users.push(await createChaosUser(env.baseUrl, env.adminToken, { credits: CREDITS_PER_USER }));
         const tally = { completed: 0, completedWhole: 0, cut: 0, sent: 0 };
 
         // Standby processes start while the current one is under load (as a supervisor keeps spares), so the
@@ -75,7 +87,11 @@ export function killUnderLoadSuite(profile: ChaosProfile, upstream: FaultUpstrea
               const user = users[(w + i) % users.length];
               const stream = (w + i) % 2 === 0;
               tally.sent++;
-              const seen = await chat(gateway.baseUrl, user.key, { model: LOAD_MODEL.id, stream, messages: [{ role: 'user', content: `call ${w}.${i}` }] });
+              const seen = await chat(gateway.baseUrl, user.key, {
+                model: LOAD_MODEL.id,
+                stream,
+                messages: [{ role: 'user', content: `call ${w}.${i}` }],
+              });
               assertAnswered(seen, stream);
               if (seen.cut) tally.cut++;
               else {
@@ -107,13 +123,20 @@ export function killUnderLoadSuite(profile: ChaosProfile, upstream: FaultUpstrea
         await assertLedgerVerifies(env.baseUrl, env.adminToken);
         await assertLedgerBalanced(env.service.ctx.db);
         const granted = new Map(users.map((u) => [u.userId, CREDITS_PER_USER * CREDIT]));
-        const swept = await env.service.ctx.db.selectFrom('holds').select((eb) => eb.fn.countAll<string | number>().as('n')).where('status', '=', 'expired').executeTakeFirstOrThrow();
+        const swept = await env.service.ctx.db
+          .selectFrom('holds')
+          .select((eb) => eb.fn.countAll<string | number>().as('n'))
+          .where('status', '=', 'expired')
+          .executeTakeFirstOrThrow();
         count('holdsSwept', Number(swept.n));
         const { captured, holds } = await assertCreditsConserved(env.service.ctx.db, granted);
         assert.ok(holds >= tally.completed, 'every completed call placed a hold');
         // A non-streamed answer is sent after its settlement, so each one the client received was charged. (A
         // stream is settled after its last frame: a death in between leaves its hold to the sweep, uncharged.)
-        assert.ok(captured >= tally.completedWhole * LOAD_MODEL.words * CREDIT, 'every non-streamed answer received was charged');
+        assert.ok(
+          captured >= tally.completedWhole * LOAD_MODEL.words * CREDIT,
+          'every non-streamed answer received was charged',
+        );
       });
     });
   }

@@ -52,7 +52,15 @@ export function jsonOperations(document: any): JsonOperation[] {
 }
 
 /** Strings tried, in order, against a `pattern` for the skeleton. */
-const PATTERN_CANDIDATES = ['chaos', 'chaos@example.com', 'chaos/model', 'https://example.com/callback', 'openai', 'x', 'a1'];
+const PATTERN_CANDIDATES = [
+  'chaos',
+  'chaos@example.com',
+  'chaos/model',
+  'https://example.com/callback',
+  'openai',
+  'x',
+  'a1',
+];
 
 function typeOf(schema: JsonSchema): string | undefined {
   if (Array.isArray(schema.type)) return schema.type.find((t) => t !== 'null') ?? schema.type[0];
@@ -105,7 +113,8 @@ export function skeleton(schema: JsonSchema, depth = 0): unknown {
 function pathsOf(value: unknown, prefix: Array<string | number> = []): Array<Array<string | number>> {
   const paths = [prefix];
   if (Array.isArray(value)) value.forEach((item, i) => paths.push(...pathsOf(item, [...prefix, i])));
-  else if (value && typeof value === 'object') for (const [key, item] of Object.entries(value)) paths.push(...pathsOf(item, [...prefix, key]));
+  else if (value && typeof value === 'object')
+    for (const [key, item] of Object.entries(value)) paths.push(...pathsOf(item, [...prefix, key]));
   return paths;
 }
 
@@ -119,7 +128,33 @@ function replaceAt(value: unknown, path: Array<string | number>, replacement: un
 
 /** Values of the wrong type for most fields, and numbers at the edges of what JSON and int8 columns hold. */
 const wrongValue = fc.oneof(
-  fc.constantFrom<unknown>(null, true, false, 0, -1, 1.5, -0.000_000_1, 1e308, -1e308, 2 ** 53, 2 ** 63, -(2 ** 63), '', ' ', '0', 'true', 'null', [], [[]], {}, { $gt: '' }, JSON.parse('{"__proto__":{"polluted":true}}'), '\u0000', '\ud800', '💸'.repeat(10)),
+  fc.constantFrom<unknown>(
+    null,
+    true,
+    false,
+    0,
+    -1,
+    1.5,
+    -0.000_000_1,
+    1e308,
+    -1e308,
+    2 ** 53,
+    2 ** 63,
+    -(2 ** 63),
+    '',
+    ' ',
+    '0',
+    'true',
+    'null',
+    [],
+    [[]],
+    {},
+    { $gt: '' },
+    JSON.parse('{"__proto__":{"polluted":true}}'),
+    '\u0000',
+    '\ud800',
+    '💸'.repeat(10),
+  ),
   fc.integer(),
   fc.double({ noNaN: true }),
   fc.string({ maxLength: 20 }),
@@ -136,13 +171,36 @@ const oversizedValue = fc.oneof(
     for (let i = 0; i < depth; i++) nested = { a: nested };
     return nested;
   }),
-  fc.integer({ min: 1_000, max: 5_000 }).map((keys) => Object.fromEntries(Array.from({ length: keys }, (_, i) => [`k${i}`, i]))),
+  fc
+    .integer({ min: 1_000, max: 5_000 })
+    .map((keys) => Object.fromEntries(Array.from({ length: keys }, (_, i) => [`k${i}`, i]))),
 );
 
 /** Text that is not JSON, or is JSON cut short. */
 function malformedText(valid: string) {
   return fc.oneof(
-    fc.constantFrom('', '{', '}', '[', 'nul', 'undefined', "{'a':1}", '{"a":1,}', '{"a":}', '{"a" 1}', '"unterminated', '\u0000', '\ufeff{}', 'NaN', '{"a":NaN}', '[1,2', '{}{}', '{"__proto__":{"polluted":true}}', '['.repeat(5_000), '{"a":'.repeat(2_000)),
+    fc.constantFrom(
+      '',
+      '{',
+      '}',
+      '[',
+      'nul',
+      'undefined',
+      "{'a':1}",
+      '{"a":1,}',
+      '{"a":}',
+      '{"a" 1}',
+      '"unterminated',
+      '\u0000',
+      '\ufeff{}',
+      'NaN',
+      '{"a":NaN}',
+      '[1,2',
+      '{}{}',
+      '{"__proto__":{"polluted":true}}',
+      '['.repeat(5_000),
+      '{"a":'.repeat(2_000),
+    ),
     fc.string({ maxLength: 200 }),
     fc.nat({ max: Math.max(0, valid.length - 1) }).map((cut) => valid.slice(0, cut)),
   );
@@ -160,17 +218,34 @@ export function bodiesFor(schema: JsonSchema): fc.Arbitrary<GeneratedBody> {
   const base = skeleton(schema);
   const baseText = JSON.stringify(base);
   const paths = pathsOf(base);
-  const mutated = (values: fc.Arbitrary<unknown>) => fc.tuple(fc.constantFrom(...paths), values, fc.boolean()).map(([path, value, asNewField]) => {
-    // Either a known field gets the bad value, or an unknown field is added beside the known ones.
-    if (asNewField && base && typeof base === 'object' && !Array.isArray(base)) return JSON.stringify({ ...(base as object), chaosExtra: value });
-    return JSON.stringify(replaceAt(base, path, value));
-  });
-  const contentType = fc.constantFrom('application/json', 'application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded');
+  const mutated = (values: fc.Arbitrary<unknown>) =>
+    fc.tuple(fc.constantFrom(...paths), values, fc.boolean()).map(([path, value, asNewField]) => {
+      // Either a known field gets the bad value, or an unknown field is added beside the known ones.
+      if (asNewField && base && typeof base === 'object' && !Array.isArray(base))
+        return JSON.stringify({ ...(base as object), chaosExtra: value });
+      return JSON.stringify(replaceAt(base, path, value));
+    });
+  const contentType = fc.constantFrom(
+    'application/json',
+    'application/json',
+    'application/json',
+    'application/json; charset=utf-8',
+    'text/plain',
+    'application/x-www-form-urlencoded',
+  );
   return fc.oneof(
-    fc.tuple(malformedText(baseText), contentType).map(([text, type]) => ({ kind: 'malformed' as const, text, contentType: type })),
+    fc
+      .tuple(malformedText(baseText), contentType)
+      .map(([text, type]) => ({ kind: 'malformed' as const, text, contentType: type })),
     mutated(wrongValue).map((text) => ({ kind: 'wrong-type' as const, text, contentType: 'application/json' })),
     mutated(oversizedValue).map((text) => ({ kind: 'oversized' as const, text, contentType: 'application/json' })),
-    fc.jsonValue({ maxDepth: 3 }).map((value) => ({ kind: 'arbitrary' as const, text: JSON.stringify(value) ?? 'null', contentType: 'application/json' })),
+    fc
+      .jsonValue({ maxDepth: 3 })
+      .map((value) => ({
+        kind: 'arbitrary' as const,
+        text: JSON.stringify(value) ?? 'null',
+        contentType: 'application/json',
+      })),
     fc.constant({ kind: 'skeleton' as const, text: baseText, contentType: 'application/json' }),
   );
 }

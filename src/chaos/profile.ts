@@ -20,8 +20,24 @@ export interface ChaosProfile {
 }
 
 const PROFILES: Record<ChaosProfile['name'], ChaosProfile> = {
-  quick: { name: 'quick', kills: 3, loadConcurrency: 8, faultRounds: 1, overspendCalls: 40, bodiesPerOperation: 12, overLimitOperations: 2 },
-  full: { name: 'full', kills: 20, loadConcurrency: 16, faultRounds: 4, overspendCalls: 200, bodiesPerOperation: 80, overLimitOperations: Infinity },
+  quick: {
+    name: 'quick',
+    kills: 3,
+    loadConcurrency: 8,
+    faultRounds: 1,
+    overspendCalls: 40,
+    bodiesPerOperation: 12,
+    overLimitOperations: 2,
+  },
+  full: {
+    name: 'full',
+    kills: 20,
+    loadConcurrency: 16,
+    faultRounds: 4,
+    overspendCalls: 200,
+    bodiesPerOperation: 80,
+    overLimitOperations: Infinity,
+  },
 };
 
 function fromEnv(name: string, fallback: number): number {

@@ -19,61 +19,89 @@ const LONG = { id: 'chaos/long-drip', upstreamModel: 'drip-60-100', words: 60 };
  * words the gateway relayed, at least what the client received and at most what the upstream sent.
  */
 export function sigtermStreamSuite(upstream: FaultUpstream): void {
-  describeEachDatabase('SIGTERM during streams', (env) => {
-    it('the short stream finishes, the long one is cut at the deadline, the process exits and both holds are settled', async () => {
-      await putChatModel(env.baseUrl, env.adminToken, SHORT.id, SHORT.upstreamModel);
-      await putChatModel(env.baseUrl, env.adminToken, LONG.id, LONG.upstreamModel);
-      const user = await createChaosUser(env.baseUrl, env.adminToken, { credits: 1000 });
-      const gateway = await startServeProcess(env, { OPENAI_BASE_URL: upstream.baseUrl, SHUTDOWN_GRACE_MS: String(GRACE_MS) });
-
-      let longWords = 0;
-      let shortWords = 0;
-      let signalled: Promise<number | null> | null = null;
-      const maybeSignal = () => {
-        // Both streams are flowing: the long one has output, the short one has begun.
-        if (!signalled && longWords >= 3 && shortWords >= 1) {
-          count('faultsInjected');
-          signalled = gateway.stop('SIGTERM');
-        }
-      };
-      const words = (text: string) => (text ? text.split(' ').length : 0);
-      const long = chat(gateway.baseUrl, user.key, { model: LONG.id, stream: true, messages: [{ role: 'user', content: 'long' }] }, (content) => {
-        longWords = words(content);
-        maybeSignal();
-      });
-      const short = (async () => {
-        // The short stream starts once the long one is flowing, so the signal lands during both.
-        while (longWords < 2) await new Promise((resolve) => setTimeout(resolve, 5));
-        return chat(gateway.baseUrl, user.key, { model: SHORT.id, stream: true, messages: [{ role: 'user', content: 'short' }] }, (content) => {
-          shortWords = words(content);
-          maybeSignal();
+  describeEachDatabase(
+    'SIGTERM during streams',
+    (env) => {
+      it('the short stream finishes, the long one is cut at the deadline, the process exits and both holds are settled', async () => {
+        await putChatModel(env.baseUrl, env.adminToken, SHORT.id, SHORT.upstreamModel);
+        await putChatModel(env.baseUrl, env.adminToken, LONG.id, LONG.upstreamModel);
+        const user = await createChaosUser(env.baseUrl, env.adminToken, { credits: 1000 });
+        const gateway = await startServeProcess(env, {
+          OPENAI_BASE_URL: upstream.baseUrl,
+          SHUTDOWN_GRACE_MS: String(GRACE_MS),
         });
-      })();
-      const [longSeen, shortSeen] = await Promise.all([long, short]);
-      assert.ok(signalled, 'the signal was sent while both streams flowed');
-      assert.equal(await signalled, 0, 'the process exits cleanly');
 
-      assert.equal(shortSeen.status, 200);
-      assert.equal(shortSeen.content, wordsOf(SHORT.words).join(''));
-      assert.equal(shortSeen.frames!.at(-1)!.data, '[DONE]', 'the short stream finished');
-      assert.equal(longSeen.status, 200);
-      assert.notEqual(longSeen.frames!.at(-1)?.data, '[DONE]', 'the long stream was cut');
-      const received = words(longSeen.content);
-      assert.ok(received >= 3 && received < LONG.words, `the long stream was cut mid-way (${received} words)`);
+        let longWords = 0;
+        let shortWords = 0;
+        let signalled: Promise<number | null> | null = null;
+        const maybeSignal = () => {
+          // Both streams are flowing: the long one has output, the short one has begun.
+          if (!signalled && longWords >= 3 && shortWords >= 1) {
+            count('faultsInjected');
+            signalled = gateway.stop('SIGTERM');
+          }
+        };
+        const words = (text: string) => (text ? text.split(' ').length : 0);
+        const long = chat(
+          gateway.baseUrl,
+          user.key,
+          { model: LONG.id, stream: true, messages: [{ role: 'user', content: 'long' }] },
+          (content) => {
+            longWords = words(content);
+            maybeSignal();
+          },
+        );
+        const short = (async () => {
+          // The short stream starts once the long one is flowing, so the signal lands during both.
+          while (longWords < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+          return chat(
+            gateway.baseUrl,
+            user.key,
+            { model: SHORT.id, stream: true, messages: [{ role: 'user', content: 'short' }] },
+            (content) => {
+              shortWords = words(content);
+              maybeSignal();
+            },
+          );
+        })();
+        const [longSeen, shortSeen] = await Promise.all([long, short]);
+        assert.ok(signalled, 'the signal was sent while both streams flowed');
+        assert.equal(await signalled, 0, 'the process exits cleanly');
 
-      // The process settled before it exited: nothing is left open, and each hold captured what was produced.
-      const holds = await env.service.ctx.db.selectFrom('holds').innerJoin('usage_records', 'usage_records.hold_id', 'holds.id').select(['usage_records.model', 'usage_records.status as usage', 'holds.status', 'holds.captured']).where('holds.user_id', '=', user.userId).execute();
-      assert.equal(holds.length, 2, 'both calls were recorded');
-      const shortHold = holds.find((h) => h.model === SHORT.id)!;
-      assert.deepEqual([shortHold.status, shortHold.usage, Number(shortHold.captured)], ['settled', 'ok', SHORT.words * CREDIT]);
-      const longHold = holds.find((h) => h.model === LONG.id)!;
-      const sent = upstream.calls.findLast((call) => call.model === LONG.upstreamModel)!.wordsSent;
-      assert.equal(longHold.status, 'settled');
-      assert.equal(longHold.usage, 'client_aborted');
-      const charged = Number(longHold.captured) / CREDIT;
-      assert.ok(charged >= received && charged <= sent, `charged ${charged} words; the client received ${received}, the upstream sent ${sent}`);
-      count('holdsChecked', 2);
-      await assertLedgerVerifies(env.baseUrl, env.adminToken);
-    });
-  }, { config: { OPENAI_BASE_URL: upstream.baseUrl } });
+        assert.equal(shortSeen.status, 200);
+        assert.equal(shortSeen.content, wordsOf(SHORT.words).join(''));
+        assert.equal(shortSeen.frames!.at(-1)!.data, '[DONE]', 'the short stream finished');
+        assert.equal(longSeen.status, 200);
+        assert.notEqual(longSeen.frames!.at(-1)?.data, '[DONE]', 'the long stream was cut');
+        const received = words(longSeen.content);
+        assert.ok(received >= 3 && received < LONG.words, `the long stream was cut mid-way (${received} words)`);
+
+        // The process settled before it exited: nothing is left open, and each hold captured what was produced.
+        const holds = await env.service.ctx.db
+          .selectFrom('holds')
+          .innerJoin('usage_records', 'usage_records.hold_id', 'holds.id')
+          .select(['usage_records.model', 'usage_records.status as usage', 'holds.status', 'holds.captured'])
+          .where('holds.user_id', '=', user.userId)
+          .execute();
+        assert.equal(holds.length, 2, 'both calls were recorded');
+        const shortHold = holds.find((h) => h.model === SHORT.id)!;
+        assert.deepEqual(
+          [shortHold.status, shortHold.usage, Number(shortHold.captured)],
+          ['settled', 'ok', SHORT.words * CREDIT],
+        );
+        const longHold = holds.find((h) => h.model === LONG.id)!;
+        const sent = upstream.calls.findLast((call) => call.model === LONG.upstreamModel)!.wordsSent;
+        assert.equal(longHold.status, 'settled');
+        assert.equal(longHold.usage, 'client_aborted');
+        const charged = Number(longHold.captured) / CREDIT;
+        assert.ok(
+          charged >= received && charged <= sent,
+          `charged ${charged} words; the client received ${received}, the upstream sent ${sent}`,
+        );
+        count('holdsChecked', 2);
+        await assertLedgerVerifies(env.baseUrl, env.adminToken);
+      });
+    },
+    { config: { OPENAI_BASE_URL: upstream.baseUrl } },
+  );
 }

@@ -4,7 +4,15 @@ import { describeEachDatabase } from '../testing/harness.ts';
 import type { ChaosProfile } from './profile.ts';
 import type { FaultUpstream } from './fault-upstream.ts';
 import { wordsOf } from './fault-upstream.ts';
-import { assertCreditsConserved, assertLedgerVerifies, chat, createChaosUser, CREDIT, putChatModel, type ChatOutcome } from './client.ts';
+import {
+  assertCreditsConserved,
+  assertLedgerVerifies,
+  chat,
+  createChaosUser,
+  CREDIT,
+  putChatModel,
+  type ChatOutcome,
+} from './client.ts';
 import { count } from './figures.ts';
 
 /** How a faulty call must end for its client, and what it may cost (in tokens, 1 credit each). */
@@ -75,38 +83,57 @@ function assertClientSaw(c: FaultCase, seen: ChatOutcome): void {
  * and every hold is closed for exactly what was produced — 0 when nothing was.
  */
 export function upstreamFaultSuite(profile: ChaosProfile, upstream: FaultUpstream): void {
-  describeEachDatabase('upstream faults: clear errors, holds settled for what was produced', (env) => {
-    before(async () => {
-      for (const c of FAULTS) await putChatModel(env.baseUrl, env.adminToken, modelIdOf(c), c.upstreamModel);
-    });
+  describeEachDatabase(
+    'upstream faults: clear errors, holds settled for what was produced',
+    (env) => {
+      before(async () => {
+        for (const c of FAULTS) await putChatModel(env.baseUrl, env.adminToken, modelIdOf(c), c.upstreamModel);
+      });
 
-    it(`${FAULTS.length} faults × ${profile.faultRounds} rounds, sent at once`, async () => {
-      const granted = 100_000;
-      const user = await createChaosUser(env.baseUrl, env.adminToken, { credits: granted });
-      const calls = Array.from({ length: profile.faultRounds }, () => FAULTS).flat();
-      const outcomes = await Promise.all(calls.map((c) => chat(env.baseUrl, user.key, { model: modelIdOf(c), stream: c.stream, messages: [{ role: 'user', content: 'hi' }] })));
-      count('faultsInjected', calls.filter((c) => c.expect.outcome !== 'ok').length);
-      calls.forEach((c, i) => assertClientSaw(c, outcomes[i]));
+      it(`${FAULTS.length} faults × ${profile.faultRounds} rounds, sent at once`, async () => {
+        const granted = 100_000;
+        const user = await createChaosUser(env.baseUrl, env.adminToken, { credits: granted });
+        const calls = Array.from({ length: profile.faultRounds }, () => FAULTS).flat();
+        const outcomes = await Promise.all(
+          calls.map((c) =>
+            chat(env.baseUrl, user.key, {
+              model: modelIdOf(c),
+              stream: c.stream,
+              messages: [{ role: 'user', content: 'hi' }],
+            }),
+          ),
+        );
+        count('faultsInjected', calls.filter((c) => c.expect.outcome !== 'ok').length);
+        calls.forEach((c, i) => assertClientSaw(c, outcomes[i]));
 
-      // Each call's hold, through its usage record: closed, and captured exactly what the call produced.
-      const records = await env.service.ctx.db
-        .selectFrom('usage_records')
-        .innerJoin('holds', 'holds.id', 'usage_records.hold_id')
-        .select(['usage_records.model', 'usage_records.cost', 'holds.status', 'holds.captured', 'holds.amount'])
-        .where('usage_records.user_id', '=', user.userId)
-        .execute();
-      assert.equal(records.length, calls.length, 'every call has its usage record and its hold');
-      const byModel = new Map(FAULTS.map((c) => [modelIdOf(c), c]));
-      for (const record of records) {
-        const c = byModel.get(record.model)!;
-        assert.ok(['settled', 'released'].includes(record.status), `${record.model}: hold ${record.status}`);
-        assert.equal(Number(record.captured), c.expect.charge * CREDIT, `${record.model}: captured ${record.captured}`);
-        assert.ok(Number(record.captured) <= Number(record.amount));
-      }
-      const expectedCharge = calls.reduce((sum, c) => sum + c.expect.charge, 0) * CREDIT;
-      const { captured } = await assertCreditsConserved(env.service.ctx.db, new Map([[user.userId, granted * CREDIT]]));
-      assert.equal(captured, expectedCharge);
-      await assertLedgerVerifies(env.baseUrl, env.adminToken);
-    });
-  }, { config: { OPENAI_BASE_URL: upstream.baseUrl, UPSTREAM_TIMEOUT_MS: 1000 } });
+        // Each call's hold, through its usage record: closed, and captured exactly what the call produced.
+        const records = await env.service.ctx.db
+          .selectFrom('usage_records')
+          .innerJoin('holds', 'holds.id', 'usage_records.hold_id')
+          .select(['usage_records.model', 'usage_records.cost', 'holds.status', 'holds.captured', 'holds.amount'])
+          .where('usage_records.user_id', '=', user.userId)
+          .execute();
+        assert.equal(records.length, calls.length, 'every call has its usage record and its hold');
+        const byModel = new Map(FAULTS.map((c) => [modelIdOf(c), c]));
+        for (const record of records) {
+          const c = byModel.get(record.model)!;
+          assert.ok(['settled', 'released'].includes(record.status), `${record.model}: hold ${record.status}`);
+          assert.equal(
+            Number(record.captured),
+            c.expect.charge * CREDIT,
+            `${record.model}: captured ${record.captured}`,
+          );
+          assert.ok(Number(record.captured) <= Number(record.amount));
+        }
+        const expectedCharge = calls.reduce((sum, c) => sum + c.expect.charge, 0) * CREDIT;
+        const { captured } = await assertCreditsConserved(
+          env.service.ctx.db,
+          new Map([[user.userId, granted * CREDIT]]),
+        );
+        assert.equal(captured, expectedCharge);
+        await assertLedgerVerifies(env.baseUrl, env.adminToken);
+      });
+    },
+    { config: { OPENAI_BASE_URL: upstream.baseUrl, UPSTREAM_TIMEOUT_MS: 1000 } },
+  );
 }

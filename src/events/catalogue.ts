@@ -1,5 +1,10 @@
 /** The outbound event types (decisions.md "Outbound events"); an endpoint subscribes to some or all of them. */
-export const EVENT_TYPES = ['wallet.low_balance', 'wallet.topup_succeeded', 'wallet.topup_failed', 'limit.reached'] as const;
+export const EVENT_TYPES = [
+  'wallet.low_balance',
+  'wallet.topup_succeeded',
+  'wallet.topup_failed',
+  'limit.reached',
+] as const;
 /** One of {@link EVENT_TYPES}. */
 export type EventType = (typeof EVENT_TYPES)[number];
 

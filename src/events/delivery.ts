@@ -8,7 +8,9 @@ import { sendAttempt, type AttemptResult } from './send.ts';
  * The wait after each failed attempt (the n-th entry after attempt n), before jitter: 5 s, 30 s, 2 min,
  * 10 min, 1 h, 2 h, 4 h, 8 h, 8 h — about 23 hours in all. After the last, the message is failed.
  */
-export const RETRY_DELAYS_MS = [5_000, 30_000, 120_000, 600_000, 3_600_000, 7_200_000, 14_400_000, 28_800_000, 28_800_000] as const;
+export const RETRY_DELAYS_MS = [
+  5_000, 30_000, 120_000, 600_000, 3_600_000, 7_200_000, 14_400_000, 28_800_000, 28_800_000,
+] as const;
 
 /** Attempts a message gets: the first and one per retry delay. */
 export const MAX_ATTEMPTS = RETRY_DELAYS_MS.length + 1;
@@ -60,11 +62,23 @@ export async function deliverDue(ctx: AppContext): Promise<DeliveryRun> {
     .selectFrom('webhook_messages as m')
     .innerJoin('webhook_events as e', 'e.id', 'm.event_id')
     .innerJoin('webhook_endpoints as p', 'p.id', 'm.endpoint_id')
-    .select(['m.id', 'm.attempts', 'm.status', 'e.body', 'm.endpoint_id', 'p.url', 'p.secret_sealed', 'p.previous_secret_sealed', 'p.previous_expires_at'])
-    .where((eb) => eb.or([
-      eb.and([eb('m.status', '=', 'pending'), eb('m.next_attempt_at', '<=', now)]),
-      eb.and([eb('m.status', '=', 'sending'), eb('m.claimed_until', '<=', now)]),
-    ]))
+    .select([
+      'm.id',
+      'm.attempts',
+      'm.status',
+      'e.body',
+      'm.endpoint_id',
+      'p.url',
+      'p.secret_sealed',
+      'p.previous_secret_sealed',
+      'p.previous_expires_at',
+    ])
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('m.status', '=', 'pending'), eb('m.next_attempt_at', '<=', now)]),
+        eb.and([eb('m.status', '=', 'sending'), eb('m.claimed_until', '<=', now)]),
+      ]),
+    )
     .orderBy('m.next_attempt_at')
     .limit(BATCH)
     .execute();
@@ -74,16 +88,24 @@ export async function deliverDue(ctx: AppContext): Promise<DeliveryRun> {
   for (const message of due) {
     if (message.attempts >= MAX_ATTEMPTS) {
       // A lapsed claim on the last attempt: that attempt was made (or died), so the message is over.
-      await ctx.db.updateTable('webhook_messages').set({ status: 'failed', claim_token: null, claimed_until: null })
-        .where('id', '=', message.id).where('status', '=', message.status as 'sending').where('attempts', '=', message.attempts).execute();
+      await ctx.db
+        .updateTable('webhook_messages')
+        .set({ status: 'failed', claim_token: null, claimed_until: null })
+        .where('id', '=', message.id)
+        .where('status', '=', message.status as 'sending')
+        .where('attempts', '=', message.attempts)
+        .execute();
       continue;
     }
     const token = randomUUID();
     const result = await ctx.db
       .updateTable('webhook_messages')
       .set({
-        status: 'sending', claim_token: token, claimed_until: now + ctx.config.WEBHOOK_TIMEOUT_SECONDS * 1000 + 30_000,
-        attempts: message.attempts + 1, last_attempt_at: now,
+        status: 'sending',
+        claim_token: token,
+        claimed_until: now + ctx.config.WEBHOOK_TIMEOUT_SECONDS * 1000 + 30_000,
+        attempts: message.attempts + 1,
+        last_attempt_at: now,
       })
       .where('id', '=', message.id)
       .where('status', '=', message.status as 'pending' | 'sending')
@@ -92,36 +114,44 @@ export async function deliverDue(ctx: AppContext): Promise<DeliveryRun> {
     if (Number(result.numUpdatedRows) === 1) claimed.push({ message, token });
   }
 
-  await Promise.all(claimed.map(async ({ message, token }) => {
-    const attempt = message.attempts + 1;
-    const outcome = await attemptOnce(ctx, message);
-    const at = ctx.clock.now();
-    const success = outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
-    const final = !success && attempt >= MAX_ATTEMPTS;
-    await ctx.db
-      .updateTable('webhook_messages')
-      .set({
-        status: success ? 'delivered' : final ? 'failed' : 'pending',
-        next_attempt_at: success || final ? at : at + retryDelay(attempt),
-        delivered_at: success ? at : null,
-        claim_token: null,
-        claimed_until: null,
-        last_status_code: outcome.status,
-        last_error: outcome.error,
-        last_response_excerpt: outcome.excerpt,
-      })
-      .where('id', '=', message.id)
-      .where('claim_token', '=', token)
-      .execute();
-    run.attempted++;
-    if (success) run.delivered++;
-    else if (final) run.failed++;
-    else run.retrying++;
-    // Ids and outcome only: never the URL (it may carry a token of the receiver's), the secret or the body.
-    const result = success ? 'delivered' : final ? 'failed' : 'retrying';
-    const fields = { messageId: message.id, endpointId: message.endpoint_id, attempt, status: outcome.status, error: outcome.error ?? undefined };
-    ctx.log.info({ ...fields, outcome: result }, 'webhook attempt');
-  }));
+  await Promise.all(
+    claimed.map(async ({ message, token }) => {
+      const attempt = message.attempts + 1;
+      const outcome = await attemptOnce(ctx, message);
+      const at = ctx.clock.now();
+      const success = outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
+      const final = !success && attempt >= MAX_ATTEMPTS;
+      await ctx.db
+        .updateTable('webhook_messages')
+        .set({
+          status: success ? 'delivered' : final ? 'failed' : 'pending',
+          next_attempt_at: success || final ? at : at + retryDelay(attempt),
+          delivered_at: success ? at : null,
+          claim_token: null,
+          claimed_until: null,
+          last_status_code: outcome.status,
+          last_error: outcome.error,
+          last_response_excerpt: outcome.excerpt,
+        })
+        .where('id', '=', message.id)
+        .where('claim_token', '=', token)
+        .execute();
+      run.attempted++;
+      if (success) run.delivered++;
+      else if (final) run.failed++;
+      else run.retrying++;
+      // Ids and outcome only: never the URL (it may carry a token of the receiver's), the secret or the body.
+      const result = success ? 'delivered' : final ? 'failed' : 'retrying';
+      const fields = {
+        messageId: message.id,
+        endpointId: message.endpoint_id,
+        attempt,
+        status: outcome.status,
+        error: outcome.error ?? undefined,
+      };
+      ctx.log.info({ ...fields, outcome: result }, 'webhook attempt');
+    }),
+  );
   return run;
 }
 

@@ -53,7 +53,8 @@ function eventTypesText(types: readonly string[] | undefined): string {
   const chosen = types === undefined ? [...EVENT_TYPES] : [...new Set(types)];
   if (chosen.length === 0) throw errors.invalid(`eventTypes must name at least one of ${EVENT_TYPES.join(', ')}.`);
   for (const type of chosen) {
-    if (!(EVENT_TYPES as readonly string[]).includes(type)) throw errors.invalid(`Unknown event type ${JSON.stringify(type)}; the types are ${EVENT_TYPES.join(', ')}.`);
+    if (!(EVENT_TYPES as readonly string[]).includes(type))
+      throw errors.invalid(`Unknown event type ${JSON.stringify(type)}; the types are ${EVENT_TYPES.join(', ')}.`);
   }
   return JSON.stringify(chosen);
 }
@@ -85,7 +86,11 @@ export interface EndpointInput {
  * Registers an endpoint with a new secret, returned in clear this once.
  * Security invariant: the URL passes the SSRF guard before it is stored; the secret is stored sealed.
  */
-export async function createEndpoint(ctx: AppContext, owner: Owner, input: EndpointInput & { url: string }): Promise<{ row: EndpointRow; secret: string }> {
+export async function createEndpoint(
+  ctx: AppContext,
+  owner: Owner,
+  input: EndpointInput & { url: string },
+): Promise<{ row: EndpointRow; secret: string }> {
   const url = await checkEndpointUrl(input.url, urlPolicy(ctx));
   const event_types = eventTypesText(input.eventTypes);
   if ((await listEndpoints(ctx, owner)).length >= MAX_ENDPOINTS_PER_OWNER) {
@@ -94,15 +99,28 @@ export async function createEndpoint(ctx: AppContext, owner: Owner, input: Endpo
   const secret = newSigningSecret();
   const now = ctx.clock.now();
   const row: EndpointRow = {
-    id: newId('wep'), owner_user_id: owner, url, event_types, enabled: input.enabled === false ? 0 : 1,
-    secret_sealed: encrypt(ctx.secrets.encryptionKey, secret), previous_secret_sealed: null, previous_expires_at: null, created_at: now, updated_at: now,
+    id: newId('wep'),
+    owner_user_id: owner,
+    url,
+    event_types,
+    enabled: input.enabled === false ? 0 : 1,
+    secret_sealed: encrypt(ctx.secrets.encryptionKey, secret),
+    previous_secret_sealed: null,
+    previous_expires_at: null,
+    created_at: now,
+    updated_at: now,
   };
   await ctx.db.insertInto('webhook_endpoints').values(row).execute();
   return { row, secret };
 }
 
 /** Changes an endpoint's URL, event types or enabled flag; 404 for another owner's. */
-export async function updateEndpoint(ctx: AppContext, owner: Owner, id: string, input: EndpointInput): Promise<EndpointRow> {
+export async function updateEndpoint(
+  ctx: AppContext,
+  owner: Owner,
+  id: string,
+  input: EndpointInput,
+): Promise<EndpointRow> {
   const current = await findEndpoint(ctx, owner, id);
   const changes: Partial<EndpointRow> = { updated_at: ctx.clock.now() };
   if (input.url !== undefined) changes.url = await checkEndpointUrl(input.url, urlPolicy(ctx));
@@ -125,7 +143,11 @@ export async function deleteEndpoint(ctx: AppContext, owner: Owner, id: string):
  * Gives an endpoint a new secret (returned in clear this once). The replaced one keeps signing beside it for
  * {@link ROTATION_OVERLAP_MS}, so a receiver that still holds it verifies every delivery in between.
  */
-export async function rotateSecret(ctx: AppContext, owner: Owner, id: string): Promise<{ secret: string; previousValidUntil: string }> {
+export async function rotateSecret(
+  ctx: AppContext,
+  owner: Owner,
+  id: string,
+): Promise<{ secret: string; previousValidUntil: string }> {
   const current = await findEndpoint(ctx, owner, id);
   const secret = newSigningSecret();
   const now = ctx.clock.now();
@@ -143,7 +165,11 @@ export async function rotateSecret(ctx: AppContext, owner: Owner, id: string): P
 }
 
 /** The HMAC keys an endpoint's deliveries are signed with now: its secret, and the replaced one while it overlaps. */
-export function signingKeys(row: Pick<EndpointRow, 'secret_sealed' | 'previous_secret_sealed' | 'previous_expires_at'>, encryptionKey: Buffer, now: number): Buffer[] {
+export function signingKeys(
+  row: Pick<EndpointRow, 'secret_sealed' | 'previous_secret_sealed' | 'previous_expires_at'>,
+  encryptionKey: Buffer,
+  now: number,
+): Buffer[] {
   const sealed = [row.secret_sealed];
   if (row.previous_secret_sealed && (row.previous_expires_at ?? 0) > now) sealed.push(row.previous_secret_sealed);
   return sealed.map((text) => Buffer.from(decrypt(encryptionKey, text).slice('whsec_'.length), 'base64'));

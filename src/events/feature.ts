@@ -17,7 +17,8 @@ import { registerLowBalanceRoutes } from './routes/low-balance.ts';
 /** The sender: `POST /api/admin/cron/deliver-webhooks`, and each process's `WEBHOOK_DELIVERY_INTERVAL_SECONDS` timer. */
 export const deliverWebhooksJob: Job = {
   name: 'deliver-webhooks',
-  description: 'Sends the outbound event deliveries that are due (each attempt claimed atomically; safe in several processes).',
+  description:
+    'Sends the outbound event deliveries that are due (each attempt claimed atomically; safe in several processes).',
   run: async (ctx) => ({ ...(await ctx.services.events.deliver()) }),
 };
 
@@ -48,7 +49,13 @@ export const eventsFeature: Feature = {
 
     for (const surface of [userSurface, adminSurface]) {
       const routes = [
-        registerListRoute, registerCreateRoute, registerUpdateRoute, registerDeleteRoute, registerRotateSecretRoute, registerDeliveriesRoute, registerSendTestRoute,
+        registerListRoute,
+        registerCreateRoute,
+        registerUpdateRoute,
+        registerDeleteRoute,
+        registerRotateSecretRoute,
+        registerDeliveriesRoute,
+        registerSendTestRoute,
       ];
       for (const register of routes) register(app, ctx, surface);
     }
@@ -59,7 +66,8 @@ export const eventsFeature: Feature = {
     ctx.onClose.push(() => events.idle());
     if (ctx.config.WEBHOOK_DELIVERY_INTERVAL_SECONDS > 0) {
       const stop = everyOn(ctx.clock, ctx.config.WEBHOOK_DELIVERY_INTERVAL_SECONDS * 1000, () =>
-        events.deliver().catch((error) => ctx.log.error({ err: error }, 'webhook delivery run failed')));
+        events.deliver().catch((error) => ctx.log.error({ err: error }, 'webhook delivery run failed')),
+      );
       ctx.onClose.push(stop);
     }
   },

@@ -12,7 +12,11 @@ export interface LowBalanceAlert {
 
 /** Reads the user's alert. */
 export async function readAlert(ctx: AppContext, userId: string): Promise<LowBalanceAlert> {
-  const row = await ctx.db.selectFrom('event_settings').select(['low_balance_threshold', 'low_balance_armed']).where('user_id', '=', userId).executeTakeFirst();
+  const row = await ctx.db
+    .selectFrom('event_settings')
+    .select(['low_balance_threshold', 'low_balance_armed'])
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return { threshold: row?.low_balance_threshold ?? null, armed: row?.low_balance_armed === 1 };
 }
 
@@ -27,7 +31,9 @@ export async function writeAlert(ctx: AppContext, userId: string, threshold: num
   await ctx.db
     .insertInto('event_settings')
     .values({ user_id: userId, low_balance_threshold: threshold, low_balance_armed: armed, updated_at: now })
-    .onConflict((oc) => oc.column('user_id').doUpdateSet({ low_balance_threshold: threshold, low_balance_armed: armed, updated_at: now }))
+    .onConflict((oc) =>
+      oc.column('user_id').doUpdateSet({ low_balance_threshold: threshold, low_balance_armed: armed, updated_at: now }),
+    )
     .execute();
   return { threshold, armed: armed === 1 };
 }
@@ -57,18 +63,33 @@ export async function checkLowBalance(
     const recorded = await emit({
       type: 'wallet.low_balance',
       userId,
-      data: { userId, threshold: microsToCredits(threshold), available: microsToCredits(balance.available), balance: microsToCredits(balance.balance) },
+      data: {
+        userId,
+        threshold: microsToCredits(threshold),
+        available: microsToCredits(balance.available),
+        balance: microsToCredits(balance.balance),
+      },
       guard: async (trx) => {
-        const result = await trx.updateTable('event_settings').set({ low_balance_armed: 0, updated_at: now })
-          .where('user_id', '=', userId).where('low_balance_armed', '=', 1).where(sql<boolean>`${available} < low_balance_threshold`).executeTakeFirst();
+        const result = await trx
+          .updateTable('event_settings')
+          .set({ low_balance_armed: 0, updated_at: now })
+          .where('user_id', '=', userId)
+          .where('low_balance_armed', '=', 1)
+          .where(sql<boolean>`${available} < low_balance_threshold`)
+          .executeTakeFirst();
         return Number(result.numUpdatedRows) === 1;
       },
     });
     return recorded ? 'fired' : 'unchanged';
   }
   if (balance.available >= threshold && !alert.armed) {
-    const result = await ctx.db.updateTable('event_settings').set({ low_balance_armed: 1, updated_at: now })
-      .where('user_id', '=', userId).where('low_balance_armed', '=', 0).where(sql<boolean>`${available} >= low_balance_threshold`).executeTakeFirst();
+    const result = await ctx.db
+      .updateTable('event_settings')
+      .set({ low_balance_armed: 1, updated_at: now })
+      .where('user_id', '=', userId)
+      .where('low_balance_armed', '=', 0)
+      .where(sql<boolean>`${available} >= low_balance_threshold`)
+      .executeTakeFirst();
     return Number(result.numUpdatedRows) === 1 ? 'rearmed' : 'unchanged';
   }
   return 'unchanged';

@@ -36,11 +36,14 @@ export async function recordEvent(ctx: AppContext, event: NewEvent): Promise<Rec
   else {
     query = query.where('enabled', '=', 1);
     const userId = event.userId;
-    query = userId === null
-      ? query.where('owner_user_id', 'is', null)
-      : query.where((eb) => eb.or([eb('owner_user_id', '=', userId), eb('owner_user_id', 'is', null)]));
+    query =
+      userId === null
+        ? query.where('owner_user_id', 'is', null)
+        : query.where((eb) => eb.or([eb('owner_user_id', '=', userId), eb('owner_user_id', 'is', null)]));
   }
-  const endpoints = (await query.execute()).filter((row) => event.endpointId || (JSON.parse(row.event_types) as string[]).includes(event.type));
+  const endpoints = (await query.execute()).filter(
+    (row) => event.endpointId || (JSON.parse(row.event_types) as string[]).includes(event.type),
+  );
   if (endpoints.length === 0) return null;
 
   const now = ctx.clock.now();
@@ -50,16 +53,31 @@ export async function recordEvent(ctx: AppContext, event: NewEvent): Promise<Rec
     const inserted = await trx
       .insertInto('webhook_events')
       .values({
-        id: eventId, user_id: event.userId, type: event.type, dedupe_key: event.dedupeKey ?? null,
-        body: eventBody(event.type, now, event.data), created_at: now,
+        id: eventId,
+        user_id: event.userId,
+        type: event.type,
+        dedupe_key: event.dedupeKey ?? null,
+        body: eventBody(event.type, now, event.data),
+        created_at: now,
       })
       .onConflict((oc) => oc.column('dedupe_key').doNothing())
       .executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return null;
     const messages = endpoints.map((endpoint) => ({
-      id: newId('msg'), event_id: eventId, endpoint_id: endpoint.id, status: 'pending' as const, attempts: 0, next_attempt_at: now,
-      claim_token: null, claimed_until: null, last_attempt_at: null, last_status_code: null, last_error: null, last_response_excerpt: null,
-      delivered_at: null, created_at: now,
+      id: newId('msg'),
+      event_id: eventId,
+      endpoint_id: endpoint.id,
+      status: 'pending' as const,
+      attempts: 0,
+      next_attempt_at: now,
+      claim_token: null,
+      claimed_until: null,
+      last_attempt_at: null,
+      last_status_code: null,
+      last_error: null,
+      last_response_excerpt: null,
+      delivered_at: null,
+      created_at: now,
     }));
     await trx.insertInto('webhook_messages').values(messages).execute();
     return { eventId, messageIds: messages.map((m) => m.id) };

@@ -10,13 +10,23 @@ export const DELIVERY_RETENTION_MS = 30 * 24 * 3600 * 1000;
  */
 export async function pruneDeliveries(ctx: AppContext): Promise<{ deliveries: number; events: number }> {
   const before = ctx.clock.now() - DELIVERY_RETENTION_MS;
-  const deliveries = await ctx.db.deleteFrom('webhook_messages').where('status', 'in', ['delivered', 'failed']).where('created_at', '<', before).executeTakeFirst();
+  const deliveries = await ctx.db
+    .deleteFrom('webhook_messages')
+    .where('status', 'in', ['delivered', 'failed'])
+    .where('created_at', '<', before)
+    .executeTakeFirst();
   const events = await ctx.db
     .deleteFrom('webhook_events')
     .where('created_at', '<', before)
-    .where(({ not, exists, selectFrom }) => not(exists(
-      selectFrom('webhook_messages').select('webhook_messages.id').whereRef('webhook_messages.event_id', '=', 'webhook_events.id'),
-    )))
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('webhook_messages')
+            .select('webhook_messages.id')
+            .whereRef('webhook_messages.event_id', '=', 'webhook_events.id'),
+        ),
+      ),
+    )
     .executeTakeFirst();
   return { deliveries: Number(deliveries.numDeletedRows), events: Number(events.numDeletedRows) };
 }

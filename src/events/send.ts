@@ -19,7 +19,13 @@ export interface AttemptResult {
  * receiver point the gateway at an address the guard refused). The whole attempt — connect, answer, the
  * first bytes of the body — has `timeoutMs`; only {@link READ_LIMIT} bytes of the answer are read.
  */
-export function sendAttempt(url: string, headers: Record<string, string>, body: Buffer, timeoutMs: number, policy: UrlPolicy): Promise<AttemptResult> {
+export function sendAttempt(
+  url: string,
+  headers: Record<string, string>,
+  body: Buffer,
+  timeoutMs: number,
+  policy: UrlPolicy,
+): Promise<AttemptResult> {
   return new Promise((resolve) => {
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
@@ -32,36 +38,45 @@ export function sendAttempt(url: string, headers: Record<string, string>, body: 
     const target = new URL(url);
     const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
     // An IP literal is connected to without a lookup: the guard checks it here instead.
-    if (isIP(host) && !policy.allowPrivate && isPrivateAddress(host)) return finish({ status: null, excerpt: null, error: 'refused: private address' });
-    if (target.protocol === 'http:' && !policy.allowHttp) return finish({ status: null, excerpt: null, error: 'refused: http:// is not allowed' });
+    if (isIP(host) && !policy.allowPrivate && isPrivateAddress(host))
+      return finish({ status: null, excerpt: null, error: 'refused: private address' });
+    if (target.protocol === 'http:' && !policy.allowHttp)
+      return finish({ status: null, excerpt: null, error: 'refused: http:// is not allowed' });
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
     timer = setTimeout(() => {
       request.destroy();
       finish({ status: null, excerpt: null, error: `timeout after ${timeoutMs} ms` });
     }, timeoutMs);
-    const request = send(target, {
-      method: 'POST',
-      headers: { ...headers, 'content-length': String(body.length) },
-      lookup: guardedLookup(policy) as never,
-      agent: false,
-    }, (response) => {
-      const chunks: Buffer[] = [];
-      let length = 0;
-      const done = () => {
-        const excerpt = Buffer.concat(chunks).toString('utf8').slice(0, EXCERPT_LENGTH);
-        finish({ status: response.statusCode ?? null, excerpt: excerpt || null, error: null });
-        response.destroy();
-      };
-      response.on('data', (chunk: Buffer) => {
-        chunks.push(chunk);
-        length += chunk.length;
-        if (length >= READ_LIMIT) done();
-      });
-      response.on('end', done);
-      response.on('error', done);
-    });
+    const request = send(
+      target,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(body.length) },
+        lookup: guardedLookup(policy) as never,
+        agent: false,
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        let length = 0;
+        const done = () => {
+          const excerpt = Buffer.concat(chunks).toString('utf8').slice(0, EXCERPT_LENGTH);
+          finish({ status: response.statusCode ?? null, excerpt: excerpt || null, error: null });
+          response.destroy();
+        };
+        response.on('data', (chunk: Buffer) => {
+          chunks.push(chunk);
+          length += chunk.length;
+          if (length >= READ_LIMIT) done();
+        });
+        response.on('end', done);
+        response.on('error', done);
+      },
+    );
     request.on('error', (error) => {
-      const reason = error.name === 'PrivateAddressError' ? 'refused: private address' : `network: ${(error as NodeJS.ErrnoException).code ?? error.message}`;
+      const reason =
+        error.name === 'PrivateAddressError'
+          ? 'refused: private address'
+          : `network: ${(error as NodeJS.ErrnoException).code ?? error.message}`;
       finish({ status: null, excerpt: null, error: reason.slice(0, 200) });
     });
     request.end(body);

@@ -44,7 +44,10 @@ declare module '../platform/context.ts' {
  * Connects the top-ups feature's observer to the events service: `subscribeTopupEvents(ctx.services.events,
  * ctx.services.topups.observe)` is the whole wiring.
  */
-export function subscribeTopupEvents(events: EventsService, observe: (listener: (event: TopupEvent) => void) => void): void {
+export function subscribeTopupEvents(
+  events: EventsService,
+  observe: (listener: (event: TopupEvent) => void) => void,
+): void {
   observe((event) => events.onTopup(event));
 }
 
@@ -53,7 +56,9 @@ export function createEventsService(ctx: AppContext): EventsService {
   const subscriptions = new Subscriptions(ctx);
   const running = new Set<Promise<unknown>>();
   const background = (work: () => Promise<unknown>) => {
-    const promise = work().catch((error) => ctx.log.error({ err: error }, 'outbound event work failed')).finally(() => running.delete(promise));
+    const promise = work()
+      .catch((error) => ctx.log.error({ err: error }, 'outbound event work failed'))
+      .finally(() => running.delete(promise));
     running.add(promise);
   };
 
@@ -86,15 +91,22 @@ export function createEventsService(ctx: AppContext): EventsService {
     const now = ctx.clock.now();
     // At most once per limit per period: a spending limit's period ends at its resetsAt (a total limit
     // never does); the wallet has no period of its own, so it counts per UTC day.
-    const period = subject === 'wallet' ? new Date(now).toISOString().slice(0, 10) : String(event.details.resetsAt ?? 'total');
-    const owner = subject === 'wallet' ? event.userId : subject === 'app' ? `${event.userId}:${event.appId}` : event.keyId;
+    const period =
+      subject === 'wallet' ? new Date(now).toISOString().slice(0, 10) : String(event.details.resetsAt ?? 'total');
+    const owner =
+      subject === 'wallet' ? event.userId : subject === 'app' ? `${event.userId}:${event.appId}` : event.keyId;
     await emit({
       type: 'limit.reached',
       userId: event.userId,
       dedupeKey: `limit.reached:${subject}:${owner}:${event.details.limitType ?? 'wallet'}:${period}`,
       data: {
-        userId: event.userId, subject, code: event.code, status: event.code === 'INSUFFICIENT_CREDITS' ? 402 : 429,
-        appId: event.appId, keyId: event.keyId, ...event.details,
+        userId: event.userId,
+        subject,
+        code: event.code,
+        status: event.code === 'INSUFFICIENT_CREDITS' ? 402 : 429,
+        appId: event.appId,
+        keyId: event.keyId,
+        ...event.details,
       },
     });
   };
@@ -112,11 +124,23 @@ export function createEventsService(ctx: AppContext): EventsService {
       } else if (subscriptions.receives(event.userId)) background(() => onLimit(event));
     },
     onTopup(event) {
-      if (subscriptions.hasThreshold(event.userId) && event.type === 'topup_succeeded') background(() => checkLowBalance(ctx, event.userId, emit));
+      if (subscriptions.hasThreshold(event.userId) && event.type === 'topup_succeeded')
+        background(() => checkLowBalance(ctx, event.userId, emit));
       if (!subscriptions.receives(event.userId)) return;
-      const data: Record<string, unknown> = { userId: event.userId, topupId: event.topupId, credits: microsToCredits(event.credits) };
+      const data: Record<string, unknown> = {
+        userId: event.userId,
+        topupId: event.topupId,
+        credits: microsToCredits(event.credits),
+      };
       if (event.type === 'topup_failed') data.reason = event.reason ?? null;
-      background(() => emit({ type: `wallet.${event.type}`, userId: event.userId, dedupeKey: `wallet.${event.type}:${event.topupId}`, data }));
+      background(() =>
+        emit({
+          type: `wallet.${event.type}`,
+          userId: event.userId,
+          dedupeKey: `wallet.${event.type}:${event.topupId}`,
+          data,
+        }),
+      );
     },
   };
 }

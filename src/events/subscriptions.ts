@@ -32,8 +32,17 @@ export class Subscriptions {
   /** Reads everything (at start). */
   async load(): Promise<void> {
     const { db } = this.#ctx;
-    const owners = await db.selectFrom('webhook_endpoints').select('owner_user_id').distinct().where('enabled', '=', 1).execute();
-    const thresholds = await db.selectFrom('event_settings').select('user_id').where('low_balance_threshold', 'is not', null).execute();
+    const owners = await db
+      .selectFrom('webhook_endpoints')
+      .select('owner_user_id')
+      .distinct()
+      .where('enabled', '=', 1)
+      .execute();
+    const thresholds = await db
+      .selectFrom('event_settings')
+      .select('user_id')
+      .where('low_balance_threshold', 'is not', null)
+      .execute();
     this.#operator = owners.some((row) => row.owner_user_id === null);
     this.#withEndpoints = new Set(owners.flatMap((row) => (row.owner_user_id === null ? [] : [row.owner_user_id])));
     this.#withThreshold = new Set(thresholds.map((row) => row.user_id));
@@ -43,7 +52,8 @@ export class Subscriptions {
   async reload(owner: string | null): Promise<void> {
     const { db } = this.#ctx;
     let endpoints = db.selectFrom('webhook_endpoints').select('id').where('enabled', '=', 1);
-    endpoints = owner === null ? endpoints.where('owner_user_id', 'is', null) : endpoints.where('owner_user_id', '=', owner);
+    endpoints =
+      owner === null ? endpoints.where('owner_user_id', 'is', null) : endpoints.where('owner_user_id', '=', owner);
     const hasEndpoint = (await endpoints.limit(1).execute()).length > 0;
     if (owner === null) {
       this.#operator = hasEndpoint;
@@ -51,7 +61,11 @@ export class Subscriptions {
     }
     if (hasEndpoint) this.#withEndpoints.add(owner);
     else this.#withEndpoints.delete(owner);
-    const settings = await db.selectFrom('event_settings').select('low_balance_threshold').where('user_id', '=', owner).executeTakeFirst();
+    const settings = await db
+      .selectFrom('event_settings')
+      .select('low_balance_threshold')
+      .where('user_id', '=', owner)
+      .executeTakeFirst();
     if (settings?.low_balance_threshold != null) this.#withThreshold.add(owner);
     else this.#withThreshold.delete(owner);
   }
@@ -64,6 +78,9 @@ export class Subscriptions {
 
   /** Follows the bus (messages from this process arrive too and reload once more, which is harmless). */
   listen(onError: (error: unknown) => void): void {
-    this.#ctx.bus.subscribe(SUBSCRIPTIONS_CHANNEL, (message) => void this.reload(message === '' ? null : message).catch(onError));
+    this.#ctx.bus.subscribe(
+      SUBSCRIPTIONS_CHANNEL,
+      (message) => void this.reload(message === '' ? null : message).catch(onError),
+    );
   }
 }

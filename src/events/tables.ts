@@ -102,7 +102,11 @@ export const eventsMigrations: Record<string, Migration> = {
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('webhook_endpoints_owner').on('webhook_endpoints').columns(['owner_user_id', 'created_at']).execute();
+      await db.schema
+        .createIndex('webhook_endpoints_owner')
+        .on('webhook_endpoints')
+        .columns(['owner_user_id', 'created_at'])
+        .execute();
     },
   },
   '1631_events_outbox': {
@@ -134,8 +138,16 @@ export const eventsMigrations: Record<string, Migration> = {
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
       // The sender's scan: what is due, oldest first. The endpoint's list: its newest messages.
-      await db.schema.createIndex('webhook_messages_due').on('webhook_messages').columns(['status', 'next_attempt_at']).execute();
-      await db.schema.createIndex('webhook_messages_endpoint').on('webhook_messages').columns(['endpoint_id', 'created_at']).execute();
+      await db.schema
+        .createIndex('webhook_messages_due')
+        .on('webhook_messages')
+        .columns(['status', 'next_attempt_at'])
+        .execute();
+      await db.schema
+        .createIndex('webhook_messages_endpoint')
+        .on('webhook_messages')
+        .columns(['endpoint_id', 'created_at'])
+        .execute();
     },
   },
   '1632_events_settings': {

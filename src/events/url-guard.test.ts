@@ -9,7 +9,23 @@ before(() => receiver.start());
 after(() => receiver.stop());
 
 it('classifies loopback, private, link-local, shared, mapped and reserved addresses as private, public ones as not', () => {
-  for (const address of ['127.0.0.1', '10.0.0.1', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd12::1', '::ffff:10.0.0.1', '::ffff:7f00:1', '2002:7f00:1::', '224.0.0.1']) {
+  for (const address of [
+    '127.0.0.1',
+    '10.0.0.1',
+    '172.31.255.255',
+    '192.168.0.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '::1',
+    '::',
+    'fe80::1',
+    'fd12::1',
+    '::ffff:10.0.0.1',
+    '::ffff:7f00:1',
+    '2002:7f00:1::',
+    '224.0.0.1',
+  ]) {
     assert.equal(isPrivateAddress(address), true, address);
   }
   for (const address of ['93.184.215.14', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:8.8.8.8']) {
@@ -26,11 +42,17 @@ it('at connect time, a host that resolves to a private address is refused and no
   assert.match(byName.error!, /refused/);
   const byLiteral = await sendAttempt(`http://127.0.0.1:${port}/hook`, {}, Buffer.from('{}'), 2000, policy);
   assert.match(byLiteral.error!, /refused/);
-  const insecure = await sendAttempt(`http://127.0.0.1:${port}/hook`, {}, Buffer.from('{}'), 2000, { allowHttp: false, allowPrivate: true });
+  const insecure = await sendAttempt(`http://127.0.0.1:${port}/hook`, {}, Buffer.from('{}'), 2000, {
+    allowHttp: false,
+    allowPrivate: true,
+  });
   assert.match(insecure.error!, /refused/);
   assert.equal(receiver.received.length, 0);
   // The same sender reaches it when the operator allows private addresses (the tests' setting).
-  const allowed = await sendAttempt(`http://localhost:${port}/hook`, {}, Buffer.from('{}'), 2000, { allowHttp: true, allowPrivate: true });
+  const allowed = await sendAttempt(`http://localhost:${port}/hook`, {}, Buffer.from('{}'), 2000, {
+    allowHttp: true,
+    allowPrivate: true,
+  });
   assert.equal(allowed.status, 200);
   assert.equal(receiver.received.length, 1);
 });

@@ -18,15 +18,36 @@ export interface UrlPolicy {
 
 const blocked = new BlockList();
 for (const [network, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(network, prefix, 'ipv4');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  blocked.addSubnet(network, prefix, 'ipv4');
 for (const [network, prefix] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['2001:db8::', 32], ['64:ff9b::', 96], ['100::', 64],
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+  ['2001:db8::', 32],
+  ['64:ff9b::', 96],
+  ['100::', 64],
   // Transition prefixes that embed an IPv4 address (6to4, Teredo): refused whole rather than decoded.
-  ['2002::', 16], ['2001::', 32],
-] as const) blocked.addSubnet(network, prefix, 'ipv6');
+  ['2002::', 16],
+  ['2001::', 32],
+] as const)
+  blocked.addSubnet(network, prefix, 'ipv6');
 
 /** True when `address` (an IP literal) is one a webhook may not reach without the operator's leave. */
 export function isPrivateAddress(address: string): boolean {
@@ -69,14 +90,16 @@ export async function checkEndpointUrl(text: string, policy: UrlPolicy): Promise
   if (addresses.length === 0 || addresses.some(isPrivateAddress)) {
     throw refused(
       `The webhook URL's host ${host} resolves to a loopback, private or link-local address, which webhooks may not reach ` +
-      '(the operator can allow it with WEBHOOK_ALLOW_PRIVATE_ADDRESSES).',
+        '(the operator can allow it with WEBHOOK_ALLOW_PRIVATE_ADDRESSES).',
     );
   }
   return url.toString();
 }
 
 function lookupAll(host: string): Promise<LookupAddress[]> {
-  return new Promise((resolve, reject) => dnsLookup(host, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))));
+  return new Promise((resolve, reject) =>
+    dnsLookup(host, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
+  );
 }
 
 /** The error a guarded lookup fails with; the sender records it as the attempt's reason. */
@@ -95,7 +118,8 @@ export function guardedLookup(policy: UrlPolicy) {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return callback(error, []);
       const allowed = policy.allowPrivate ? addresses : addresses.filter((entry) => !isPrivateAddress(entry.address));
-      if (allowed.length === 0) return callback(new PrivateAddressError(`${hostname} resolves only to private addresses`), []);
+      if (allowed.length === 0)
+        return callback(new PrivateAddressError(`${hostname} resolves only to private addresses`), []);
       if (options.all) return callback(null, allowed);
       callback(null, allowed[0].address, allowed[0].family);
     });

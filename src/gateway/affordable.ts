@@ -2,7 +2,14 @@ import type { AppContext } from '../platform/context.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { ApiError } from '../platform/errors.ts';
 import { Meter } from '../billing/meter.ts';
-import { callOutputCap, callWorstCase, chatCallPlan, type CallPlan, type ChatPlan, type ChatRequest } from './chat-plan.ts';
+import {
+  callOutputCap,
+  callWorstCase,
+  chatCallPlan,
+  type CallPlan,
+  type ChatPlan,
+  type ChatRequest,
+} from './chat-plan.ts';
 
 /**
  * Opens the meter of a call (any protocol's; recorded as kind `chat`). The hold is first placed for the full
@@ -16,7 +23,12 @@ import { callOutputCap, callWorstCase, chatCallPlan, type CallPlan, type ChatPla
  * reading what is spendable and holding only makes the second placement fail with the contract's error;
  * when even the floor is not affordable the first refusal (for the full worst case) is answered unchanged.
  */
-export async function openCallMeter(ctx: AppContext, principal: Principal, modelId: string, plan: CallPlan): Promise<{ meter: Meter; plan: CallPlan }> {
+export async function openCallMeter(
+  ctx: AppContext,
+  principal: Principal,
+  modelId: string,
+  plan: CallPlan,
+): Promise<{ meter: Meter; plan: CallPlan }> {
   try {
     return { meter: await Meter.open(ctx, principal, 'chat', modelId, callWorstCase(plan)), plan };
   } catch (error) {
@@ -31,7 +43,9 @@ export async function openCallMeter(ctx: AppContext, principal: Principal, model
 
 /** The contract's restriction errors: the wallet (402) or a spending limit (429). */
 function isRestriction(error: unknown): error is ApiError {
-  return error instanceof ApiError && (error.code === 'INSUFFICIENT_CREDITS' || error.code === 'SPENDING_LIMIT_EXCEEDED');
+  return (
+    error instanceof ApiError && (error.code === 'INSUFFICIENT_CREDITS' || error.code === 'SPENDING_LIMIT_EXCEEDED')
+  );
 }
 
 /**
@@ -39,7 +53,12 @@ function isRestriction(error: unknown): error is ApiError {
  * micro-credits; null when even `floor` is not (or the models' own cap is already at most `floor`).
  * The worst case grows with the cap, so a binary search finds it in ~log2(cap) cost computations.
  */
-export function affordableCeiling(request: ChatRequest, plan: ChatPlan, spendable: number, floor: number): number | null {
+export function affordableCeiling(
+  request: ChatRequest,
+  plan: ChatPlan,
+  spendable: number,
+  floor: number,
+): number | null {
   return affordableCallCeiling(chatCallPlan(request, plan), spendable, floor);
 }
 

@@ -4,7 +4,7 @@ import { audioDurationSeconds } from './audio-duration.ts';
 import { mp3File, wavFile } from './testing.ts';
 
 describe('audio duration read from the file header', () => {
-  it('reads a PCM WAV file\'s duration from its byte rate and data size', () => {
+  it("reads a PCM WAV file's duration from its byte rate and data size", () => {
     assert.equal(audioDurationSeconds(wavFile(20)), 20);
     assert.equal(audioDurationSeconds(wavFile(1.5, 44_100)), 1.5);
   });

@@ -17,10 +17,15 @@ export function audioDurationSeconds(bytes: Uint8Array): number | null {
   return mp3Seconds(bytes);
 }
 
-const ascii = (bytes: Uint8Array, at: number, length: number) => String.fromCharCode(...bytes.subarray(at, at + length));
+const ascii = (bytes: Uint8Array, at: number, length: number) =>
+  String.fromCharCode(...bytes.subarray(at, at + length));
 
 function isWav(bytes: Uint8Array): boolean {
-  return bytes.length >= 12 && (ascii(bytes, 0, 4) === 'RIFF' || ascii(bytes, 0, 4) === 'RF64') && ascii(bytes, 8, 4) === 'WAVE';
+  return (
+    bytes.length >= 12 &&
+    (ascii(bytes, 0, 4) === 'RIFF' || ascii(bytes, 0, 4) === 'RF64') &&
+    ascii(bytes, 8, 4) === 'WAVE'
+  );
 }
 
 /** PCM (1), IEEE float (3), and WAVE_FORMAT_EXTENSIBLE (0xFFFE, whose subformat is PCM or float in practice). */
@@ -30,7 +35,7 @@ const PCM_FORMATS = new Set([1, 3, 0xfffe]);
 function wavSeconds(bytes: Uint8Array): number | null {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let byteRate: number | null = null;
-  for (let at = 12; at + 8 <= bytes.length; ) {
+  for (let at = 12; at + 8 <= bytes.length;) {
     const id = ascii(bytes, at, 4);
     const size = view.getUint32(at + 4, true);
     const body = at + 8;
@@ -71,7 +76,11 @@ const BIT_RATES = [
   ],
 ];
 /** Sample rates by version bits (`00` 2.5, `10` 2, `11` 1) and the 2-bit index. */
-const SAMPLE_RATES: Record<number, number[]> = { 0: [11025, 12000, 8000], 2: [22050, 24000, 16000], 3: [44100, 48000, 32000] };
+const SAMPLE_RATES: Record<number, number[]> = {
+  0: [11025, 12000, 8000],
+  2: [22050, 24000, 16000],
+  3: [44100, 48000, 32000],
+};
 
 /** One MPEG audio frame header at `at`: its length in bytes and its duration in seconds, or null. */
 function mpegFrame(bytes: Uint8Array, at: number): { length: number; seconds: number } | null {
@@ -88,14 +97,21 @@ function mpegFrame(bytes: Uint8Array, at: number): { length: number; seconds: nu
   if (kbps <= 0) return null; // "free" and "bad" bit rates
   const sampleRate = SAMPLE_RATES[versionBits]![sampleIndex]!;
   const samples = layer === 1 ? 384 : layer === 3 && !v1 ? 576 : 1152;
-  const length = layer === 1 ? (Math.floor((12 * kbps * 1000) / sampleRate) + padding) * 4 : Math.floor(((samples / 8) * kbps * 1000) / sampleRate) + padding;
+  const length =
+    layer === 1
+      ? (Math.floor((12 * kbps * 1000) / sampleRate) + padding) * 4
+      : Math.floor(((samples / 8) * kbps * 1000) / sampleRate) + padding;
   return length >= 4 ? { length, seconds: samples / sampleRate } : null;
 }
 
 /** The length of an ID3v2 tag at `at` (header included), or 0. */
 function id3Length(bytes: Uint8Array, at: number): number {
   if (at + 10 > bytes.length || ascii(bytes, at, 3) !== 'ID3') return 0;
-  const size = ((bytes[at + 6]! & 0x7f) << 21) | ((bytes[at + 7]! & 0x7f) << 14) | ((bytes[at + 8]! & 0x7f) << 7) | (bytes[at + 9]! & 0x7f);
+  const size =
+    ((bytes[at + 6]! & 0x7f) << 21) |
+    ((bytes[at + 7]! & 0x7f) << 14) |
+    ((bytes[at + 8]! & 0x7f) << 7) |
+    (bytes[at + 9]! & 0x7f);
   return 10 + size + (bytes[at + 5]! & 0x10 ? 10 : 0);
 }
 

@@ -16,12 +16,15 @@ const AUDIO_TOKENS_PER_SECOND = 50;
 /** Seconds added to the header's duration for the hold: providers round a started second up. */
 const DURATION_MARGIN_SECONDS = 1;
 
-const SpeechBody = Type.Object({
-  model: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: 300 }),
-  input: Type.String({ minLength: 1, maxLength: 4096 }),
-  instructions: Type.Optional(Type.String({ maxLength: 4096 })),
-  voice: Type.Optional(Type.Unknown()),
-}, { additionalProperties: true });
+const SpeechBody = Type.Object(
+  {
+    model: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: 300 }),
+    input: Type.String({ minLength: 1, maxLength: 4096 }),
+    instructions: Type.Optional(Type.String({ maxLength: 4096 })),
+    voice: Type.Optional(Type.Unknown()),
+  },
+  { additionalProperties: true },
+);
 
 /**
  * `POST /api/v1/audio/speech` (binary audio relayed as it arrives) and `POST /api/v1/audio/transcriptions`
@@ -30,92 +33,146 @@ const SpeechBody = Type.Object({
  * `completion` tokens when the provider reports them.
  */
 export function registerSpeechRoute(app: App, ctx: AppContext): void {
-  app.post('/api/v1/audio/speech', {
-    schema: { tags: ['ai'], summary: 'Text to speech (OpenAI-compatible; answers the audio bytes)', security: [{ bearer: [] }], body: SpeechBody },
-    config: { auth: ['ai:audio'] },
-  }, async (request, reply) => {
-    const body = request.body as { model: string; input: string; [k: string]: unknown };
-    // gpt-4o-mini-tts bills its `instructions` as input text too.
-    const promptTokens = countTextTokens(body.input) + (typeof body.instructions === 'string' ? countTextTokens(body.instructions) : 0);
-    const answered = await meteredCall(ctx, request, reply, {
-      kind: 'speech',
-      modelId: body.model,
-      supports: (adapter) => !!adapter.speech,
-      worstCase: (model) => costMicros(model.pricing, { promptTokens, requests: 1 }),
-      call: (adapter, model, signal) => adapter.speech!({ ...body, model: model.upstreamModel }, { signal }),
-      usage: (_audio, model) => ({ cost: costMicros(model.pricing, { promptTokens, requests: 1 }), promptTokens, completionTokens: 0 }),
-    });
-    if (!answered) return reply;
-    return reply.type(answered.result.contentType).send(answered.result.body);
-  });
+  app.post(
+    '/api/v1/audio/speech',
+    {
+      schema: {
+        tags: ['ai'],
+        summary: 'Text to speech (OpenAI-compatible; answers the audio bytes)',
+        security: [{ bearer: [] }],
+        body: SpeechBody,
+      },
+      config: { auth: ['ai:audio'] },
+    },
+    async (request, reply) => {
+      const body = request.body as { model: string; input: string; [k: string]: unknown };
+      // gpt-4o-mini-tts bills its `instructions` as input text too.
+      const promptTokens =
+        countTextTokens(body.input) + (typeof body.instructions === 'string' ? countTextTokens(body.instructions) : 0);
+      const answered = await meteredCall(ctx, request, reply, {
+        kind: 'speech',
+        modelId: body.model,
+        supports: (adapter) => !!adapter.speech,
+        worstCase: (model) => costMicros(model.pricing, { promptTokens, requests: 1 }),
+        call: (adapter, model, signal) => adapter.speech!({ ...body, model: model.upstreamModel }, { signal }),
+        usage: (_audio, model) => ({
+          cost: costMicros(model.pricing, { promptTokens, requests: 1 }),
+          promptTokens,
+          completionTokens: 0,
+        }),
+      });
+      if (!answered) return reply;
+      return reply.type(answered.result.contentType).send(answered.result.body);
+    },
+  );
 }
 
 /** `POST /api/v1/audio/transcriptions`; registered in the one scope that parses multipart bodies. */
 export function registerTranscriptionRoute(app: App, ctx: AppContext): void {
-  app.post('/api/v1/audio/transcriptions', {
-    schema: {
-      tags: ['ai'], summary: 'Transcribe audio (OpenAI-compatible multipart: file, model, …)', security: [{ bearer: [] }],
-      consumes: ['multipart/form-data'],
+  app.post(
+    '/api/v1/audio/transcriptions',
+    {
+      schema: {
+        tags: ['ai'],
+        summary: 'Transcribe audio (OpenAI-compatible multipart: file, model, …)',
+        security: [{ bearer: [] }],
+        consumes: ['multipart/form-data'],
+      },
+      config: { auth: ['ai:audio'] },
     },
-    config: { auth: ['ai:audio'] },
-  }, async (request, reply) => {
-    if (!request.isMultipart()) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Send the audio as multipart/form-data.');
-    const form = new FormData();
-    const fields: Record<string, string> = {};
-    let audioBytes = 0;
-    let durationSeconds: number | null = null;
-    for await (const part of request.parts({ limits: { fileSize: ctx.config.BODY_LIMIT_UPLOAD_BYTES, files: 1, fields: 32 } })) {
-      if (part.type === 'file') {
-        const buffer = await part.toBuffer();
-        if (part.file.truncated) throw new ApiError('PAYLOAD_TOO_LARGE', `The audio file is larger than the ${ctx.config.BODY_LIMIT_UPLOAD_BYTES} bytes this route accepts (BODY_LIMIT_UPLOAD_BYTES).`, { details: { limit: ctx.config.BODY_LIMIT_UPLOAD_BYTES } });
-        audioBytes = buffer.length;
-        durationSeconds = audioDurationSeconds(buffer);
-        form.append(part.fieldname, new Blob([new Uint8Array(buffer)], { type: part.mimetype }), part.filename || 'audio');
-      } else {
-        fields[part.fieldname] = String(part.value);
+    async (request, reply) => {
+      if (!request.isMultipart())
+        throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Send the audio as multipart/form-data.');
+      const form = new FormData();
+      const fields: Record<string, string> = {};
+      let audioBytes = 0;
+      let durationSeconds: number | null = null;
+      for await (const part of request.parts({
+        limits: { fileSize: ctx.config.BODY_LIMIT_UPLOAD_BYTES, files: 1, fields: 32 },
+      })) {
+        if (part.type === 'file') {
+          const buffer = await part.toBuffer();
+          if (part.file.truncated)
+            throw new ApiError(
+              'PAYLOAD_TOO_LARGE',
+              `The audio file is larger than the ${ctx.config.BODY_LIMIT_UPLOAD_BYTES} bytes this route accepts (BODY_LIMIT_UPLOAD_BYTES).`,
+              { details: { limit: ctx.config.BODY_LIMIT_UPLOAD_BYTES } },
+            );
+          audioBytes = buffer.length;
+          durationSeconds = audioDurationSeconds(buffer);
+          form.append(
+            part.fieldname,
+            new Blob([new Uint8Array(buffer)], { type: part.mimetype }),
+            part.filename || 'audio',
+          );
+        } else {
+          fields[part.fieldname] = String(part.value);
+        }
       }
-    }
-    if (!audioBytes) throw new ApiError('INVALID_REQUEST', 'The multipart body needs a non-empty "file".');
-    if (!fields.model || !new RegExp(MODEL_ID_PATTERN).test(fields.model)) throw new ApiError('INVALID_REQUEST', 'The multipart body needs a "model" of the form <vendor>/<model>.');
-    // The hold covers the audio the file carries (read from its header), not a flat hour; see audio-duration.ts.
-    if (durationSeconds === null) {
-      throw new ApiError('AUDIO_DURATION_UNREADABLE', 'The audio file\'s duration cannot be read from its header; send WAV (PCM) or MP3 audio.', { details: { param: 'file' } });
-    }
-    const measured = durationSeconds;
-    const heldSeconds = Math.ceil(measured) + DURATION_MARGIN_SECONDS;
-    // A text `prompt` (a glossary, the previous segment) is billed as input tokens by token-priced models.
-    const textPromptTokens = fields.prompt ? countTextTokens(fields.prompt) : 0;
-    const capOf = (model: CatalogueModel) => Math.min(ctx.config.MAX_TRANSCRIPTION_SECONDS, model.maxPredictSeconds ?? Infinity);
-    const answered = await meteredCall(ctx, request, reply, {
-      kind: 'transcriptions',
-      modelId: fields.model,
-      supports: (adapter) => !!adapter.transcription,
-      refuses: (model) => measured > capOf(model)
-        ? new ApiError('AUDIO_TOO_LONG', `The audio is ${Math.ceil(measured)} s long; the model "${model.id}" transcribes at most ${capOf(model)} s per request.`, { details: { param: 'file', seconds: Math.ceil(measured), maxSeconds: capOf(model) } })
-        : null,
-      worstCase: (model) => {
-        const seconds = heldSeconds;
-        return costMicros(model.pricing, { requests: 1, seconds, promptTokens: worstPromptTokens(seconds * AUDIO_TOKENS_PER_SECOND + textPromptTokens), completionTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS });
-      },
-      call: (adapter, model, signal) => {
-        const upstreamForm = new FormData();
-        for (const [name, value] of form) upstreamForm.append(name, value);
-        for (const [name, value] of Object.entries(fields)) upstreamForm.append(name, name === 'model' ? model.upstreamModel : value);
-        return adapter.transcription!(upstreamForm, { signal });
-      },
-      usage: (result, model) => {
-        const usage = result?.usage;
-        // Upstream usage is not trusted as sent: an unusable duration is the header's, an unusable count 0 (the
-        // duration still prices the call), so garbage can neither fail the settle nor make a charge negative.
-        const reported = usage?.type === 'duration' ? usage.seconds : result?.duration;
-        const seconds = typeof reported === 'number' && Number.isFinite(reported) && reported >= 0 ? reported : measured;
-        const promptTokens = usage?.type === 'tokens' ? tokenCount(usage.input_tokens) ?? 0 : 0;
-        const completionTokens = usage?.type === 'tokens' ? tokenCount(usage.output_tokens) ?? 0 : 0;
-        return { cost: costMicros(model.pricing, { requests: 1, seconds, promptTokens, completionTokens }), promptTokens, completionTokens };
-      },
-    });
-    if (!answered) return reply;
-    const { contentType, ...json } = answered.result;
-    return typeof contentType === 'string' ? reply.type(contentType).send(json.text) : json;
-  });
+      if (!audioBytes) throw new ApiError('INVALID_REQUEST', 'The multipart body needs a non-empty "file".');
+      if (!fields.model || !new RegExp(MODEL_ID_PATTERN).test(fields.model))
+        throw new ApiError('INVALID_REQUEST', 'The multipart body needs a "model" of the form <vendor>/<model>.');
+      // The hold covers the audio the file carries (read from its header), not a flat hour; see audio-duration.ts.
+      if (durationSeconds === null) {
+        throw new ApiError(
+          'AUDIO_DURATION_UNREADABLE',
+          "The audio file's duration cannot be read from its header; send WAV (PCM) or MP3 audio.",
+          { details: { param: 'file' } },
+        );
+      }
+      const measured = durationSeconds;
+      const heldSeconds = Math.ceil(measured) + DURATION_MARGIN_SECONDS;
+      // A text `prompt` (a glossary, the previous segment) is billed as input tokens by token-priced models.
+      const textPromptTokens = fields.prompt ? countTextTokens(fields.prompt) : 0;
+      const capOf = (model: CatalogueModel) =>
+        Math.min(ctx.config.MAX_TRANSCRIPTION_SECONDS, model.maxPredictSeconds ?? Infinity);
+      const answered = await meteredCall(ctx, request, reply, {
+        kind: 'transcriptions',
+        modelId: fields.model,
+        supports: (adapter) => !!adapter.transcription,
+        refuses: (model) =>
+          measured > capOf(model)
+            ? new ApiError(
+                'AUDIO_TOO_LONG',
+                `The audio is ${Math.ceil(measured)} s long; the model "${model.id}" transcribes at most ${capOf(model)} s per request.`,
+                { details: { param: 'file', seconds: Math.ceil(measured), maxSeconds: capOf(model) } },
+              )
+            : null,
+        worstCase: (model) => {
+          const seconds = heldSeconds;
+          return costMicros(model.pricing, {
+            requests: 1,
+            seconds,
+            promptTokens: worstPromptTokens(seconds * AUDIO_TOKENS_PER_SECOND + textPromptTokens),
+            completionTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
+          });
+        },
+        call: (adapter, model, signal) => {
+          const upstreamForm = new FormData();
+          for (const [name, value] of form) upstreamForm.append(name, value);
+          for (const [name, value] of Object.entries(fields))
+            upstreamForm.append(name, name === 'model' ? model.upstreamModel : value);
+          return adapter.transcription!(upstreamForm, { signal });
+        },
+        usage: (result, model) => {
+          const usage = result?.usage;
+          // Upstream usage is not trusted as sent: an unusable duration is the header's, an unusable count 0 (the
+          // duration still prices the call), so garbage can neither fail the settle nor make a charge negative.
+          const reported = usage?.type === 'duration' ? usage.seconds : result?.duration;
+          const seconds =
+            typeof reported === 'number' && Number.isFinite(reported) && reported >= 0 ? reported : measured;
+          const promptTokens = usage?.type === 'tokens' ? (tokenCount(usage.input_tokens) ?? 0) : 0;
+          const completionTokens = usage?.type === 'tokens' ? (tokenCount(usage.output_tokens) ?? 0) : 0;
+          return {
+            cost: costMicros(model.pricing, { requests: 1, seconds, promptTokens, completionTokens }),
+            promptTokens,
+            completionTokens,
+          };
+        },
+      });
+      if (!answered) return reply;
+      const { contentType, ...json } = answered.result;
+      return typeof contentType === 'string' ? reply.type(contentType).send(json.text) : json;
+    },
+  );
 }

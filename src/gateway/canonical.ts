@@ -18,11 +18,24 @@ export type WireProtocol = 'openai-chat' | 'openai-responses' | 'anthropic-messa
 
 /** One piece of a message's content. */
 export type CanonicalPart =
-  | { type: 'text'; text: string; /** Anthropic prompt caching marker, kept for Anthropic upstreams. */ cacheControl?: Record<string, unknown> }
+  | {
+      type: 'text';
+      text: string;
+      /** Anthropic prompt caching marker, kept for Anthropic upstreams. */ cacheControl?: Record<string, unknown>;
+    }
   | { type: 'image'; /** An `https:` or `data:` URL. */ url: string; detail?: 'auto' | 'low' | 'high' }
-  | { type: 'tool_call'; id: string; name: string; /** The arguments as a JSON text, exactly as produced. */ arguments: string }
+  | {
+      type: 'tool_call';
+      id: string;
+      name: string;
+      /** The arguments as a JSON text, exactly as produced. */ arguments: string;
+    }
   | { type: 'tool_result'; callId: string; content: string; isError?: boolean }
-  | { type: 'reasoning'; text: string; /** Anthropic's thinking signature or an encrypted reasoning item, replayed verbatim. */ signature?: string };
+  | {
+      type: 'reasoning';
+      text: string;
+      /** Anthropic's thinking signature or an encrypted reasoning item, replayed verbatim. */ signature?: string;
+    };
 
 /** One turn of the conversation. System instructions are {@link CanonicalCall.system}, not a message. */
 export interface CanonicalMessage {
@@ -64,7 +77,8 @@ export interface CanonicalCall {
   /** Reasoning asked for: an effort (OpenAI) or a thinking budget (Anthropic). */
   reasoning?: { effort?: 'minimal' | 'low' | 'medium' | 'high'; budgetTokens?: number };
   /** A JSON output requested: a schema (`json_schema`) or any JSON object (`json_object`). */
-  responseFormat?: { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean };
+  responseFormat?:
+    { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean };
   /** Predicted output (OpenAI's `prediction`): its tokens may all be billed as output, beyond the cap. */
   prediction?: string;
   /** The client's own body, for a provider that speaks `protocol` natively (see the module comment). */

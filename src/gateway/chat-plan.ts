@@ -70,24 +70,53 @@ export function chatCallPlan(request: ChatRequest, plan: ChatPlan): CallPlan {
  * refused here (or by the protocol's parser and `refuses`), before any hold is placed, so the hold computed
  * from the plan bounds what the call can cost.
  */
-export function planCall(call: CanonicalCall, candidates: CatalogueModel[], promptTokens: number, maxImages: number, refuses?: (model: CatalogueModel) => ApiError | null): CallPlan {
+export function planCall(
+  call: CanonicalCall,
+  candidates: CatalogueModel[],
+  promptTokens: number,
+  maxImages: number,
+  refuses?: (model: CatalogueModel) => ApiError | null,
+): CallPlan {
   let images = 0;
-  for (const message of [{ content: call.system }, ...call.messages]) for (const part of message.content) if (part.type === 'image') images++;
+  for (const message of [{ content: call.system }, ...call.messages])
+    for (const part of message.content) if (part.type === 'image') images++;
   if (images > maxImages) {
-    throw new ApiError('TOO_MANY_IMAGES', `This request has ${images} image parts; at most ${maxImages} are accepted per request (MAX_IMAGES_PER_REQUEST).`, { details: { param: 'messages', images, maxImages } });
+    throw new ApiError(
+      'TOO_MANY_IMAGES',
+      `This request has ${images} image parts; at most ${maxImages} are accepted per request (MAX_IMAGES_PER_REQUEST).`,
+      { details: { param: 'messages', images, maxImages } },
+    );
   }
   const [model] = candidates;
   if (images > 0 && model.imageTokens === null) {
-    throw new ApiError('IMAGE_INPUT_UNSUPPORTED', `The model "${model.id}" does not accept image parts (it has no image-token budget in the catalogue); send them to a vision model, or ask the operator to set the model's imageTokens.`, { details: { param: 'messages' } });
+    throw new ApiError(
+      'IMAGE_INPUT_UNSUPPORTED',
+      `The model "${model.id}" does not accept image parts (it has no image-token budget in the catalogue); send them to a vision model, or ask the operator to set the model's imageTokens.`,
+      { details: { param: 'messages' } },
+    );
   }
   const refusal = refuses?.(model);
   if (refusal) throw refusal;
-  const accepting = candidates.filter((m) => (images === 0 || m.imageTokens !== null) && (!refuses || refuses(m) === null));
+  const accepting = candidates.filter(
+    (m) => (images === 0 || m.imageTokens !== null) && (!refuses || refuses(m) === null),
+  );
   // OpenAI chat's `n` and array predictions are read from its own body: the canonical call has no word for them.
   const chat = call.native?.protocol === 'openai-chat' ? (call.native.body as ChatRequest) : null;
-  const predictionTokens = chat ? countPredictionTokens(chat.prediction) : call.prediction !== undefined ? countTextTokens(call.prediction) : 0;
+  const predictionTokens = chat
+    ? countPredictionTokens(chat.prediction)
+    : call.prediction !== undefined
+      ? countTextTokens(call.prediction)
+      : 0;
   const choices = typeof chat?.n === 'number' ? chat.n : 1;
-  return { candidates: accepting, promptTokens, images, predictionTokens, ceiling: null, asked: call.maxOutputTokens, choices };
+  return {
+    candidates: accepting,
+    promptTokens,
+    images,
+    predictionTokens,
+    ceiling: null,
+    asked: call.maxOutputTokens,
+    choices,
+  };
 }
 
 /** Tokens of an OpenAI `prediction` (`{ type: "content", content: string | text parts }`); 0 when absent. */
@@ -95,7 +124,12 @@ export function countPredictionTokens(prediction: unknown): number {
   if (prediction === undefined || prediction === null) return 0;
   const content = (prediction as { content?: unknown }).content;
   if (typeof content === 'string') return countTextTokens(content);
-  if (Array.isArray(content)) return content.reduce((sum: number, part: any) => sum + countTextTokens(typeof part?.text === 'string' ? part.text : JSON.stringify(part ?? '')), 0);
+  if (Array.isArray(content))
+    return content.reduce(
+      (sum: number, part: any) =>
+        sum + countTextTokens(typeof part?.text === 'string' ? part.text : JSON.stringify(part ?? '')),
+      0,
+    );
   return countTextTokens(JSON.stringify(prediction));
 }
 
@@ -112,7 +146,8 @@ export function callOutputCap(plan: CallPlan, model: CatalogueModel): number {
   const promptTokens = planPromptTokens(plan, model);
   const asked = plan.asked ?? undefined;
   const contextLeft = model.contextLength ? Math.max(1, model.contextLength - promptTokens) : null;
-  const modelCap = model.maxOutputTokens !== null ? Math.min(model.maxOutputTokens, contextLeft ?? Infinity) : contextLeft;
+  const modelCap =
+    model.maxOutputTokens !== null ? Math.min(model.maxOutputTokens, contextLeft ?? Infinity) : contextLeft;
   if (asked !== undefined) return modelCap !== null ? Math.min(asked, modelCap) : asked;
   const cap = modelCap ?? DEFAULT_MAX_OUTPUT_TOKENS;
   return plan.ceiling !== null ? Math.min(cap, plan.ceiling) : cap;
@@ -120,7 +155,11 @@ export function callOutputCap(plan: CallPlan, model: CatalogueModel): number {
 
 /** Prompt tokens the hold assumes: the counted tokens with the tokenizer margin. */
 export function worstPromptTokens(promptTokens: number): number {
-  return Number((BigInt(promptTokens) * PROMPT_MARGIN_NUMERATOR + PROMPT_MARGIN_DENOMINATOR - 1n) / PROMPT_MARGIN_DENOMINATOR) + PROMPT_MARGIN_TOKENS;
+  return (
+    Number(
+      (BigInt(promptTokens) * PROMPT_MARGIN_NUMERATOR + PROMPT_MARGIN_DENOMINATOR - 1n) / PROMPT_MARGIN_DENOMINATOR,
+    ) + PROMPT_MARGIN_TOKENS
+  );
 }
 
 /** {@link callWorstCase} of an OpenAI chat request's plan. */

@@ -40,7 +40,8 @@ export interface OwnCount {
   output: () => number;
 }
 
-const objectOr = (value: unknown): Record<string, unknown> => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {});
+const objectOr = (value: unknown): Record<string, unknown> =>
+  value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 
 /** A total: the reported one when usable, else ours; a reported 0 where we counted some is not believed either. */
 function total(reported: unknown, own: () => number): number {
@@ -62,7 +63,11 @@ export function chatBreakdown(reported: TokenUsage | null | undefined, own: OwnC
   // (Checked on the reported completion: Gemini may say 0 there for a call that only thought.)
   const reportedReasoning = tokenCount(completionDetails.reasoning_tokens) ?? 0;
   const reportedCompletion = tokenCount(usage.completion_tokens);
-  if (reportedReasoning > 0 && reportedCompletion !== null && tokenCount(usage.total_tokens) === promptTotal + reportedCompletion + reportedReasoning) {
+  if (
+    reportedReasoning > 0 &&
+    reportedCompletion !== null &&
+    tokenCount(usage.total_tokens) === promptTotal + reportedCompletion + reportedReasoning
+  ) {
     completionTotal = Math.min(completionTotal + reportedReasoning, MAX_REPORTED_TOKENS);
   }
   let inputLeft = promptTotal;
@@ -78,9 +83,17 @@ export function chatBreakdown(reported: TokenUsage | null | undefined, own: OwnC
   const audioOut = take(completionDetails.audio_tokens, completionTotal - reasoning);
   const webSearches = tokenCount(objectOr(usage.server_tool_use).web_search_requests) ?? 0;
   return {
-    prompt: inputLeft, cachedRead, cacheWrite, audioIn,
-    completion: completionTotal - reasoning - audioOut, reasoning, audioOut,
-    requests: 1, images: 0, seconds: 0, webSearches,
+    prompt: inputLeft,
+    cachedRead,
+    cacheWrite,
+    audioIn,
+    completion: completionTotal - reasoning - audioOut,
+    reasoning,
+    audioOut,
+    requests: 1,
+    images: 0,
+    seconds: 0,
+    webSearches,
   };
 }
 
@@ -97,7 +110,12 @@ export interface ChatAccount {
  * Prices a chat call. `held` caps the charge (a free call holds nothing and costs nothing); the cost is
  * computed in BigInt and never throws for a breakdown read by {@link chatBreakdown}.
  */
-export function accountChat(pricing: ModelPricing, held: number, reported: TokenUsage | null | undefined, own: OwnCount): ChatAccount {
+export function accountChat(
+  pricing: ModelPricing,
+  held: number,
+  reported: TokenUsage | null | undefined,
+  own: OwnCount,
+): ChatAccount {
   const breakdown = chatBreakdown(reported, own);
   let cost: number;
   try {
@@ -124,8 +142,17 @@ function answerUsage(reported: TokenUsage | null | undefined, parts: UsageBreakd
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
-    prompt_tokens_details: { ...objectOr(rest.prompt_tokens_details), cached_tokens: parts.cachedRead, cache_write_tokens: parts.cacheWrite, audio_tokens: parts.audioIn },
-    completion_tokens_details: { ...objectOr(rest.completion_tokens_details), reasoning_tokens: parts.reasoning, audio_tokens: parts.audioOut },
+    prompt_tokens_details: {
+      ...objectOr(rest.prompt_tokens_details),
+      cached_tokens: parts.cachedRead,
+      cache_write_tokens: parts.cacheWrite,
+      audio_tokens: parts.audioIn,
+    },
+    completion_tokens_details: {
+      ...objectOr(rest.completion_tokens_details),
+      reasoning_tokens: parts.reasoning,
+      audio_tokens: parts.audioOut,
+    },
     cost: microsToCredits(charge),
   };
 }
@@ -141,8 +168,17 @@ export function openAiUsageOf(usage: CanonicalUsage): TokenUsage {
     prompt_tokens: usage.inputTokens,
     completion_tokens: usage.outputTokens,
     total_tokens: usage.inputTokens + usage.outputTokens,
-    prompt_tokens_details: { ...objectOr(rest.prompt_tokens_details), cached_tokens: usage.cacheReadTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0, audio_tokens: usage.audioInputTokens ?? 0 },
-    completion_tokens_details: { ...objectOr(rest.completion_tokens_details), reasoning_tokens: usage.reasoningTokens ?? 0, audio_tokens: usage.audioOutputTokens ?? 0 },
+    prompt_tokens_details: {
+      ...objectOr(rest.prompt_tokens_details),
+      cached_tokens: usage.cacheReadTokens ?? 0,
+      cache_write_tokens: usage.cacheWriteTokens ?? 0,
+      audio_tokens: usage.audioInputTokens ?? 0,
+    },
+    completion_tokens_details: {
+      ...objectOr(rest.completion_tokens_details),
+      reasoning_tokens: usage.reasoningTokens ?? 0,
+      audio_tokens: usage.audioOutputTokens ?? 0,
+    },
     cost: usage.cost ?? 0,
   };
 }

@@ -10,7 +10,8 @@ import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
 /** The catalogue model of a public id (cached); 404 MODEL_NOT_FOUND when it is unknown or disabled. */
 export async function resolveModel(ctx: AppContext, id: string): Promise<CatalogueModel> {
   const model = await ctx.services.models.get(id);
-  if (!model) throw new ApiError('MODEL_NOT_FOUND', `The model "${id}" does not exist; GET /api/v1/models lists the models.`);
+  if (!model)
+    throw new ApiError('MODEL_NOT_FOUND', `The model "${id}" does not exist; GET /api/v1/models lists the models.`);
   return model;
 }
 
@@ -23,7 +24,6 @@ export function clientSignal(reply: FastifyReply): AbortSignal {
   });
   return controller.signal;
 }
-
 
 /** What a one-shot call (embeddings, images, speech…) used, in billing terms. */
 export interface OneShotUsage {
@@ -61,17 +61,26 @@ export async function meteredCall<T>(
     const adapter = ctx.services.providers.get(m.provider);
     return adapter && options.supports(adapter);
   });
-  if (candidates[0]?.id !== model.id) throw new ApiError('INVALID_REQUEST', `The model "${model.id}" does not support ${options.kind}.`);
+  if (candidates[0]?.id !== model.id)
+    throw new ApiError('INVALID_REQUEST', `The model "${model.id}" does not support ${options.kind}.`);
   if (options.refuses) {
     const refusal = options.refuses(model);
     if (refusal) throw refusal;
     // Filtered in place: the hold and the calls below are over the candidates that can take this request.
     candidates.splice(0, candidates.length, ...candidates.filter((m) => options.refuses!(m) === null));
   }
-  const meter = await Meter.open(ctx, principalOf(request), options.kind, model.id, Math.max(...candidates.map(options.worstCase)));
+  const meter = await Meter.open(
+    ctx,
+    principalOf(request),
+    options.kind,
+    model.id,
+    Math.max(...candidates.map(options.worstCase)),
+  );
   let answered;
   try {
-    answered = await callWithFallbacks(ctx, candidates, clientSignal(reply), (m, adapter, signal) => options.call(adapter, m, signal));
+    answered = await callWithFallbacks(ctx, candidates, clientSignal(reply), (m, adapter, signal) =>
+      options.call(adapter, m, signal),
+    );
   } catch (error) {
     await meter.release(model, error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
     if (error instanceof ClientGone) {
@@ -87,7 +96,10 @@ export async function meteredCall<T>(
   try {
     used = options.usage(answered.result, answered.model);
   } catch (error) {
-    request.log.error({ err: error, model: answered.model.id }, 'reading the upstream usage failed; the call is charged its hold');
+    request.log.error(
+      { err: error, model: answered.model.id },
+      'reading the upstream usage failed; the call is charged its hold',
+    );
     used = { cost: meter.held, promptTokens: 0, completionTokens: 0 };
   }
   await meter.settle({ model: answered.model, ...used, status: 'ok' });

@@ -25,15 +25,25 @@ export const COUNT_GUARD_TEXT_LENGTH = 2 * 1024;
  *   that lower bound (one request, no output), an empty wallet included. The hold would refuse it anyway,
  *   for a worst case that is never smaller.
  */
-export async function refuseBeforeCounting(ctx: AppContext, principal: Principal, body: { messages: unknown[] }, candidates: CatalogueModel[]): Promise<void> {
+export async function refuseBeforeCounting(
+  ctx: AppContext,
+  principal: Principal,
+  body: { messages: unknown[] },
+  candidates: CatalogueModel[],
+): Promise<void> {
   if (candidates.length === 0) return;
   const bound = chatPromptLowerBound(body);
   const contexts = candidates.map((model) => model.contextLength);
   if (contexts.every((context) => context !== null && bound.tokens > context)) {
-    throw new ApiError('INVALID_REQUEST', `The prompt is longer than the model's context: at least ${bound.tokens} tokens, and the model takes ${Math.max(...(contexts as number[]))}.`);
+    throw new ApiError(
+      'INVALID_REQUEST',
+      `The prompt is longer than the model's context: at least ${bound.tokens} tokens, and the model takes ${Math.max(...(contexts as number[]))}.`,
+    );
   }
   if (bound.textLength < COUNT_GUARD_TEXT_LENGTH) return;
-  const cheapest = Math.min(...candidates.map((model) => costMicros(model.pricing, { promptTokens: bound.tokens, requests: 1 })));
+  const cheapest = Math.min(
+    ...candidates.map((model) => costMicros(model.pricing, { promptTokens: bound.tokens, requests: 1 })),
+  );
   if (cheapest <= 0) return;
   const { available } = await ctx.services.billing.getBalance(principal.userId);
   if (available < cheapest) {

@@ -8,32 +8,50 @@ import { countEmbeddingInputTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
 import { worstPromptTokens } from './chat-plan.ts';
 
-const EmbeddingsBody = Type.Object({
-  model: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: 300 }),
-  input: Type.Union([Type.String(), Type.Array(Type.Union([Type.String(), Type.Integer(), Type.Array(Type.Integer())]), { minItems: 1, maxItems: 2048 })]),
-}, { additionalProperties: true });
+const EmbeddingsBody = Type.Object(
+  {
+    model: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: 300 }),
+    input: Type.Union([
+      Type.String(),
+      Type.Array(Type.Union([Type.String(), Type.Integer(), Type.Array(Type.Integer())]), {
+        minItems: 1,
+        maxItems: 2048,
+      }),
+    ]),
+  },
+  { additionalProperties: true },
+);
 
 /** `POST /api/v1/embeddings`: billed on prompt tokens (the upstream's count, else ours). */
 export function registerEmbeddingsRoute(app: App, ctx: AppContext): void {
-  app.post('/api/v1/embeddings', {
-    schema: { tags: ['ai'], summary: 'Create embeddings (OpenAI-compatible)', security: [{ bearer: [] }], body: EmbeddingsBody },
-    config: { auth: ['ai:embeddings'] },
-  }, async (request, reply) => {
-    const body = request.body as { model: string; input: unknown; [k: string]: unknown };
-    const counted = countEmbeddingInputTokens(body.input);
-    const answered = await meteredCall(ctx, request, reply, {
-      kind: 'embeddings',
-      modelId: body.model,
-      supports: (adapter) => !!adapter.embeddings,
-      worstCase: (model) => costMicros(model.pricing, { promptTokens: worstPromptTokens(counted), requests: 1 }),
-      call: (adapter, model, signal) => adapter.embeddings!({ ...body, model: model.upstreamModel }, { signal }),
-      usage: (result, model) => {
-        // The upstream's count, sanitized (a negative or absurd one would fail the settle): else ours.
-        const promptTokens = tokenCount(result?.usage?.prompt_tokens) || counted;
-        return { cost: costMicros(model.pricing, { promptTokens, requests: 1 }), promptTokens, completionTokens: 0 };
+  app.post(
+    '/api/v1/embeddings',
+    {
+      schema: {
+        tags: ['ai'],
+        summary: 'Create embeddings (OpenAI-compatible)',
+        security: [{ bearer: [] }],
+        body: EmbeddingsBody,
       },
-    });
-    if (!answered) return reply;
-    return { ...answered.result, model: answered.model.id };
-  });
+      config: { auth: ['ai:embeddings'] },
+    },
+    async (request, reply) => {
+      const body = request.body as { model: string; input: unknown; [k: string]: unknown };
+      const counted = countEmbeddingInputTokens(body.input);
+      const answered = await meteredCall(ctx, request, reply, {
+        kind: 'embeddings',
+        modelId: body.model,
+        supports: (adapter) => !!adapter.embeddings,
+        worstCase: (model) => costMicros(model.pricing, { promptTokens: worstPromptTokens(counted), requests: 1 }),
+        call: (adapter, model, signal) => adapter.embeddings!({ ...body, model: model.upstreamModel }, { signal }),
+        usage: (result, model) => {
+          // The upstream's count, sanitized (a negative or absurd one would fail the settle): else ours.
+          const promptTokens = tokenCount(result?.usage?.prompt_tokens) || counted;
+          return { cost: costMicros(model.pricing, { promptTokens, requests: 1 }), promptTokens, completionTokens: 0 };
+        },
+      });
+      if (!answered) return reply;
+      return { ...answered.result, model: answered.model.id };
+    },
+  );
 }

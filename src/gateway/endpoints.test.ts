@@ -7,97 +7,170 @@ import { fundedUser, putModel, usageOf, wallet, wavFile } from './testing.ts';
 const mock = await startMockUpstream();
 after(() => mock.close());
 
-describeEachDatabase('embeddings, images, audio and realtime sessions', (env) => {
-  before(async () => {
-    await putModel(env, 'acme/embed', { provider: 'mock', upstreamModel: 'embed-1', pricing: { prompt: 1000 }, outputModalities: ['embedding'] });
-    await putModel(env, 'acme/draw', { provider: 'mock', upstreamModel: 'draw-1', pricing: { request: 0.01, image: 0.5 }, imagePrices: { '*/256x256': 0.5 }, outputModalities: ['image'] });
-    await putModel(env, 'acme/voice', { provider: 'mock', upstreamModel: 'tts-1', pricing: { prompt: 1000, request: 0.001 }, outputModalities: ['audio'] });
-    await putModel(env, 'acme/listen', { provider: 'mock', upstreamModel: 'whisper-1', pricing: { request: 0.001, second: 0.01 }, maxPredictSeconds: 600, inputModalities: ['audio'] });
-    await putModel(env, 'acme/live', { provider: 'mock', upstreamModel: 'realtime-1', pricing: { request: 0.05 }, outputModalities: ['audio'] });
-  });
+describeEachDatabase(
+  'embeddings, images, audio and realtime sessions',
+  (env) => {
+    before(async () => {
+      await putModel(env, 'acme/embed', {
+        provider: 'mock',
+        upstreamModel: 'embed-1',
+        pricing: { prompt: 1000 },
+        outputModalities: ['embedding'],
+      });
+      await putModel(env, 'acme/draw', {
+        provider: 'mock',
+        upstreamModel: 'draw-1',
+        pricing: { request: 0.01, image: 0.5 },
+        imagePrices: { '*/256x256': 0.5 },
+        outputModalities: ['image'],
+      });
+      await putModel(env, 'acme/voice', {
+        provider: 'mock',
+        upstreamModel: 'tts-1',
+        pricing: { prompt: 1000, request: 0.001 },
+        outputModalities: ['audio'],
+      });
+      await putModel(env, 'acme/listen', {
+        provider: 'mock',
+        upstreamModel: 'whisper-1',
+        pricing: { request: 0.001, second: 0.01 },
+        maxPredictSeconds: 600,
+        inputModalities: ['audio'],
+      });
+      await putModel(env, 'acme/live', {
+        provider: 'mock',
+        upstreamModel: 'realtime-1',
+        pricing: { request: 0.05 },
+        outputModalities: ['audio'],
+      });
+    });
 
-  it('embeddings are billed on the prompt tokens the upstream reports and need ai:embeddings', async () => {
-    const user = await fundedUser(env, 10);
-    const response = await env.request('POST', '/api/v1/embeddings', { token: user.key, body: { model: 'acme/embed', input: ['a', 'b'], dimensions: 3 } });
-    assert.equal(response.status, 200, response.text);
-    assert.equal(response.body.model, 'acme/embed');
-    assert.equal(response.body.data.length, 2);
-    assert.equal(mock.requests.at(-1)!.body.dimensions, 3);
-    assert.equal((await wallet(env, user)).balance, 10_000_000 - 11 * 1000);
-    const chatOnly = await fundedUser(env, 10, ['ai:chat']);
-    assert.equal((await env.request('POST', '/api/v1/embeddings', { token: chatOnly.key, body: { model: 'acme/embed', input: 'a' } })).status, 403);
-  });
+    it('embeddings are billed on the prompt tokens the upstream reports and need ai:embeddings', async () => {
+      const user = await fundedUser(env, 10);
+      const response = await env.request('POST', '/api/v1/embeddings', {
+        token: user.key,
+        body: { model: 'acme/embed', input: ['a', 'b'], dimensions: 3 },
+      });
+      assert.equal(response.status, 200, response.text);
+      assert.equal(response.body.model, 'acme/embed');
+      assert.equal(response.body.data.length, 2);
+      assert.equal(mock.requests.at(-1)!.body.dimensions, 3);
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - 11 * 1000);
+      const chatOnly = await fundedUser(env, 10, ['ai:chat']);
+      assert.equal(
+        (
+          await env.request('POST', '/api/v1/embeddings', {
+            token: chatOnly.key,
+            body: { model: 'acme/embed', input: 'a' },
+          })
+        ).status,
+        403,
+      );
+    });
 
-  it('the echo model embeds too, deterministically, so embeddings work with no provider', async () => {
-    const user = await fundedUser(env, 10);
-    const one = await env.request('POST', '/api/v1/embeddings', { token: user.key, body: { model: 'tollgate/echo', input: 'same' } });
-    const two = await env.request('POST', '/api/v1/embeddings', { token: user.key, body: { model: 'tollgate/echo', input: 'same' } });
-    assert.equal(one.status, 200);
-    assert.deepEqual(one.body.data[0].embedding, two.body.data[0].embedding);
-  });
+    it('the echo model embeds too, deterministically, so embeddings work with no provider', async () => {
+      const user = await fundedUser(env, 10);
+      const one = await env.request('POST', '/api/v1/embeddings', {
+        token: user.key,
+        body: { model: 'tollgate/echo', input: 'same' },
+      });
+      const two = await env.request('POST', '/api/v1/embeddings', {
+        token: user.key,
+        body: { model: 'tollgate/echo', input: 'same' },
+      });
+      assert.equal(one.status, 200);
+      assert.deepEqual(one.body.data[0].embedding, two.body.data[0].embedding);
+    });
 
-  it('images are charged request + image × the images returned', async () => {
-    const user = await fundedUser(env, 10);
-    const response = await env.request('POST', '/api/v1/images/generations', { token: user.key, body: { model: 'acme/draw', prompt: 'a cat', n: 2, size: '256x256' } });
-    assert.equal(response.status, 200, response.text);
-    assert.equal(response.body.data.length, 2);
-    assert.equal(mock.requests.at(-1)!.body.size, '256x256');
-    assert.equal((await wallet(env, user)).balance, 10_000_000 - 10_000 - 2 * 500_000);
-  });
+    it('images are charged request + image × the images returned', async () => {
+      const user = await fundedUser(env, 10);
+      const response = await env.request('POST', '/api/v1/images/generations', {
+        token: user.key,
+        body: { model: 'acme/draw', prompt: 'a cat', n: 2, size: '256x256' },
+      });
+      assert.equal(response.status, 200, response.text);
+      assert.equal(response.body.data.length, 2);
+      assert.equal(mock.requests.at(-1)!.body.size, '256x256');
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - 10_000 - 2 * 500_000);
+    });
 
-  it('a model whose provider cannot do the task is a 400 and holds nothing', async () => {
-    const user = await fundedUser(env, 10);
-    const response = await env.request('POST', '/api/v1/images/generations', { token: user.key, body: { model: 'tollgate/echo', prompt: 'a cat' } });
-    assert.equal(response.status, 400);
-    assert.equal(response.body.error.code, 'INVALID_REQUEST');
-    assert.equal((await wallet(env, user)).balance, 10_000_000);
-  });
+    it('a model whose provider cannot do the task is a 400 and holds nothing', async () => {
+      const user = await fundedUser(env, 10);
+      const response = await env.request('POST', '/api/v1/images/generations', {
+        token: user.key,
+        body: { model: 'tollgate/echo', prompt: 'a cat' },
+      });
+      assert.equal(response.status, 400);
+      assert.equal(response.body.error.code, 'INVALID_REQUEST');
+      assert.equal((await wallet(env, user)).balance, 10_000_000);
+    });
 
-  it('speech relays the audio bytes with their content type, billed on the input tokens', async () => {
-    const user = await fundedUser(env, 10);
-    const response = await fetch(`${env.baseUrl}/api/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'acme/voice', input: 'hello world', voice: 'alloy' }) });
-    assert.equal(response.status, 200);
-    assert.equal(response.headers.get('content-type'), 'audio/mpeg');
-    assert.equal(Buffer.from(await response.arrayBuffer()).toString(), 'ID3-mock-audio-hello world');
-    assert.equal((await wallet(env, user)).balance, 10_000_000 - 1000 - 2 * 1000);
-  });
+    it('speech relays the audio bytes with their content type, billed on the input tokens', async () => {
+      const user = await fundedUser(env, 10);
+      const response = await fetch(`${env.baseUrl}/api/v1/audio/speech`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'acme/voice', input: 'hello world', voice: 'alloy' }),
+      });
+      assert.equal(response.status, 200);
+      assert.equal(response.headers.get('content-type'), 'audio/mpeg');
+      assert.equal(Buffer.from(await response.arrayBuffer()).toString(), 'ID3-mock-audio-hello world');
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - 1000 - 2 * 1000);
+    });
 
-  it('transcriptions accept multipart, replace the model and are billed on the reported duration', async () => {
-    const user = await fundedUser(env, 10);
-    const form = new FormData();
-    form.append('model', 'acme/listen');
-    form.append('language', 'en');
-    form.append('file', new Blob([wavFile(10)], { type: 'audio/wav' }), 'clip.wav');
-    const response = await fetch(`${env.baseUrl}/api/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${user.key}` }, body: form });
-    assert.equal(response.status, 200, await response.clone().text());
-    assert.equal((await response.json()).text, 'alpha beta gamma delta');
-    const sent = mock.requests.at(-1)!.body.multipart as string;
-    assert.match(sent, /name="model"\r\n\r\nwhisper-1\r\n/);
-    assert.match(sent, /name="language"\r\n\r\nen\r\n/);
-    assert.match(sent, /filename="clip.wav"/);
-    // 7 seconds reported × 0.01 + 0.001 per request.
-    assert.equal((await wallet(env, user)).balance, 10_000_000 - 1000 - 70_000);
-    const [record] = await usageOf(env, user);
-    assert.equal(record.kind, 'transcriptions');
-  });
+    it('transcriptions accept multipart, replace the model and are billed on the reported duration', async () => {
+      const user = await fundedUser(env, 10);
+      const form = new FormData();
+      form.append('model', 'acme/listen');
+      form.append('language', 'en');
+      form.append('file', new Blob([wavFile(10)], { type: 'audio/wav' }), 'clip.wav');
+      const response = await fetch(`${env.baseUrl}/api/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.key}` },
+        body: form,
+      });
+      assert.equal(response.status, 200, await response.clone().text());
+      assert.equal((await response.json()).text, 'alpha beta gamma delta');
+      const sent = mock.requests.at(-1)!.body.multipart as string;
+      assert.match(sent, /name="model"\r\n\r\nwhisper-1\r\n/);
+      assert.match(sent, /name="language"\r\n\r\nen\r\n/);
+      assert.match(sent, /filename="clip.wav"/);
+      // 7 seconds reported × 0.01 + 0.001 per request.
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - 1000 - 70_000);
+      const [record] = await usageOf(env, user);
+      assert.equal(record.kind, 'transcriptions');
+    });
 
-  it('multipart is accepted only by the transcription route', async () => {
-    const user = await fundedUser(env, 10);
-    const form = new FormData();
-    form.append('model', 'tollgate/echo');
-    const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${user.key}` }, body: form });
-    assert.equal(response.status, 415);
-  });
+    it('multipart is accepted only by the transcription route', async () => {
+      const user = await fundedUser(env, 10);
+      const form = new FormData();
+      form.append('model', 'tollgate/echo');
+      const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.key}` },
+        body: form,
+      });
+      assert.equal(response.status, 415);
+    });
 
-  it('a realtime session is minted upstream, needs ai:audio and is billed its request price (no per-second price set)', async () => {
-    const user = await fundedUser(env, 10);
-    const response = await env.request('POST', '/api/v1/realtime/sessions', { token: user.key, body: { model: 'acme/live', voice: 'verse' } });
-    assert.equal(response.status, 200, response.text);
-    assert.equal(response.body.client_secret.value, 'ek_mock_secret');
-    assert.equal(response.body.model, 'acme/live');
-    assert.equal(mock.requests.at(-1)!.body.model, 'realtime-1');
-    assert.equal((await wallet(env, user)).balance, 10_000_000 - 50_000);
-    const chatOnly = await fundedUser(env, 10, ['ai:chat']);
-    assert.equal((await env.request('POST', '/api/v1/realtime/sessions', { token: chatOnly.key, body: { model: 'acme/live' } })).status, 403);
-  });
-}, { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }], REALTIME_ENABLED: true } });
+    it('a realtime session is minted upstream, needs ai:audio and is billed its request price (no per-second price set)', async () => {
+      const user = await fundedUser(env, 10);
+      const response = await env.request('POST', '/api/v1/realtime/sessions', {
+        token: user.key,
+        body: { model: 'acme/live', voice: 'verse' },
+      });
+      assert.equal(response.status, 200, response.text);
+      assert.equal(response.body.client_secret.value, 'ek_mock_secret');
+      assert.equal(response.body.model, 'acme/live');
+      assert.equal(mock.requests.at(-1)!.body.model, 'realtime-1');
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - 50_000);
+      const chatOnly = await fundedUser(env, 10, ['ai:chat']);
+      assert.equal(
+        (await env.request('POST', '/api/v1/realtime/sessions', { token: chatOnly.key, body: { model: 'acme/live' } }))
+          .status,
+        403,
+      );
+    });
+  },
+  { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }], REALTIME_ENABLED: true } },
+);

@@ -11,10 +11,18 @@ after(() => mock.close());
 
 /** What a third-party developer does with the official SDK, whatever the credential. */
 async function exerciseSdk(client: OpenAI): Promise<void> {
-  const completion = await client.chat.completions.create({ model: 'acme/chat', messages: [{ role: 'user', content: 'hi' }] });
+  const completion = await client.chat.completions.create({
+    model: 'acme/chat',
+    messages: [{ role: 'user', content: 'hi' }],
+  });
   assert.equal(completion.choices[0].message.content, 'alpha beta gamma delta');
 
-  const stream = await client.chat.completions.create({ model: 'acme/chat', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({
+    model: 'acme/chat',
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   let text = '';
   let usage: OpenAI.CompletionUsage | null | undefined;
   for await (const chunk of stream) {
@@ -26,31 +34,53 @@ async function exerciseSdk(client: OpenAI): Promise<void> {
 
   const embedding = await client.embeddings.create({ model: 'acme/embed', input: ['one', 'two'] });
   assert.equal(embedding.data.length, 2);
-  assert.deepEqual(embedding.data[1].embedding.map((x) => Math.round(x * 10) / 10), [0.1, 0.2, 0.3]);
+  assert.deepEqual(
+    embedding.data[1].embedding.map((x) => Math.round(x * 10) / 10),
+    [0.1, 0.2, 0.3],
+  );
 
   const ids: string[] = [];
   for await (const model of client.models.list()) ids.push(model.id);
   assert.ok(ids.includes('acme/chat') && ids.includes('tollgate/echo'));
 
   // The SDK's typed errors see the gateway's envelope.
-  await assert.rejects(client.chat.completions.create({ model: 'acme/missing', messages: [{ role: 'user', content: 'hi' }] }), (error: any) => error.status === 404 && error.code === 'MODEL_NOT_FOUND');
+  await assert.rejects(
+    client.chat.completions.create({ model: 'acme/missing', messages: [{ role: 'user', content: 'hi' }] }),
+    (error: any) => error.status === 404 && error.code === 'MODEL_NOT_FOUND',
+  );
 }
 
-describeEachDatabase('the official openai client against Tollgate', (env) => {
-  before(async () => {
-    await putModel(env, 'acme/chat', { provider: 'mock', upstreamModel: 'default-model', pricing: { prompt: 1, completion: 1 }, maxOutputTokens: 100 });
-    await putModel(env, 'acme/embed', { provider: 'mock', upstreamModel: 'text-embedding', pricing: { prompt: 1 }, outputModalities: ['embedding'] });
-  });
+describeEachDatabase(
+  'the official openai client against Tollgate',
+  (env) => {
+    before(async () => {
+      await putModel(env, 'acme/chat', {
+        provider: 'mock',
+        upstreamModel: 'default-model',
+        pricing: { prompt: 1, completion: 1 },
+        maxOutputTokens: 100,
+      });
+      await putModel(env, 'acme/embed', {
+        provider: 'mock',
+        upstreamModel: 'text-embedding',
+        pricing: { prompt: 1 },
+        outputModalities: ['embedding'],
+      });
+    });
 
-  it('with an API key: a chat, a streamed chat, an embedding and a model listing', async () => {
-    const user = await fundedUser(env, 10);
-    await exerciseSdk(new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 }));
-    assert.ok((await settled(env, user)).balance < 10_000_000);
-  });
+    it('with an API key: a chat, a streamed chat, an embedding and a model listing', async () => {
+      const user = await fundedUser(env, 10);
+      await exerciseSdk(new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 }));
+      assert.ok((await settled(env, user)).balance < 10_000_000);
+    });
 
-  it('with an OAuth access token: the same calls', async () => {
-    const authorization = await authorizeForTest(env);
-    await env.admin('POST', `/api/admin/users/${authorization.user.userId}/credits`, { amount: 10 });
-    await exerciseSdk(new OpenAI({ apiKey: authorization.accessToken, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 }));
-  });
-}, { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } });
+    it('with an OAuth access token: the same calls', async () => {
+      const authorization = await authorizeForTest(env);
+      await env.admin('POST', `/api/admin/users/${authorization.user.userId}/credits`, { amount: 10 });
+      await exerciseSdk(
+        new OpenAI({ apiKey: authorization.accessToken, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 }),
+      );
+    });
+  },
+  { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } },
+);

@@ -18,14 +18,29 @@ export function readmeSteps(readme: string): string {
   const section = readme.slice(readme.indexOf('## First steps'), readme.indexOf('## Configuration'));
   const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
   assert.ok(blocks.length >= 2, 'the README has the shell blocks of First steps and Quick start');
-  return blocks.join('\n').split('\n').filter((line) => !/^npm start\b/.test(line)).join('\n');
+  return blocks
+    .join('\n')
+    .split('\n')
+    .filter((line) => !/^npm start\b/.test(line))
+    .join('\n');
 }
 
 /** Starts `bin/tollgate serve` on `dataDir` and a free port; resolves with its base URL. */
 async function serve(dataDir: string, env: NodeJS.ProcessEnv) {
-  const child = spawn(join(root, 'bin/tollgate'), ['serve'], { cwd: root, env: { ...env, PORT: '0', LOG_LEVEL: 'info', SWEEP_INTERVAL_SECONDS: '0', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(join(root, 'bin/tollgate'), ['serve'], {
+    cwd: root,
+    env: { ...env, PORT: '0', LOG_LEVEL: 'info', SWEEP_INTERVAL_SECONDS: '0', DATA_DIR: dataDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const { baseUrl, output } = await serveAddress(child);
-  return { baseUrl, output, stop: () => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : (child.once('exit', resolve), child.kill('SIGTERM')))) };
+  return {
+    baseUrl,
+    output,
+    stop: () =>
+      new Promise((resolve) =>
+        child.exitCode !== null ? resolve(null) : (child.once('exit', resolve), child.kill('SIGTERM')),
+      ),
+  };
 }
 
 it("the README's First steps and Quick start, run as written top to bottom on an empty data folder, end with a chat", async () => {
@@ -39,12 +54,19 @@ it("the README's First steps and Quick start, run as written top to bottom on an
       .replaceAll('http://127.0.0.1:3000', server.baseUrl)
       .replaceAll('./bin/tollgate', join(root, 'bin/tollgate'));
     // -e and pipefail: any failing command (curl --fail-with-body on a 4xx) stops the run, as it would show.
-    const result = spawnSync('bash', ['--noprofile', '--norc', '-euo', 'pipefail', '-c', script], { cwd: shellDir, env: { ...env, DATA_DIR: dataDir }, encoding: 'utf8' });
+    const result = spawnSync('bash', ['--noprofile', '--norc', '-euo', 'pipefail', '-c', script], {
+      cwd: shellDir,
+      env: { ...env, DATA_DIR: dataDir },
+      encoding: 'utf8',
+    });
     assert.equal(result.status, 0, `${result.stdout}\n${result.stderr}`);
     assert.equal(result.stderr, '', 'no warning and no error on the way');
     // curl prints each answer without a newline: they follow one another on stdout.
     assert.match(result.stdout, /^\{"balance":10\}/);
-    assert.match(result.stdout, /"object":"chat\.completion".*"message":\{"role":"assistant","content":"Hello, Tollgate!"/);
+    assert.match(
+      result.stdout,
+      /"object":"chat\.completion".*"message":\{"role":"assistant","content":"Hello, Tollgate!"/,
+    );
     const balance = Number(/\{"balance":([\d.]+),[^{}]*\}$/.exec(result.stdout)?.[1]);
     assert.ok(balance > 0 && balance < 10, result.stdout.slice(-300));
     assert.doesNotMatch(server.output(), /"level":(40|50)/, 'the server logged no warning or error');

@@ -7,7 +7,10 @@ import type { CatalogueModel } from '../models/catalogue.ts';
 import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import { meteredCall } from './common.ts';
 
-const RealtimeBody = Type.Object({ model: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: 300 }) }, { additionalProperties: true });
+const RealtimeBody = Type.Object(
+  { model: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: 300 }) },
+  { additionalProperties: true },
+);
 
 /**
  * Session fields the gateway sets itself (its caps), so a client cannot lift them: the output cap per
@@ -34,29 +37,59 @@ export function realtimeSessionCost(model: CatalogueModel, maxSessionSeconds: nu
  * whatever the client sent, and the hold — captured whole — is the worst case those caps allow.
  */
 export function registerRealtimeRoute(app: App, ctx: AppContext): void {
-  app.post('/api/v1/realtime/sessions', {
-    schema: { tags: ['ai'], summary: 'Mint an ephemeral realtime session (OpenAI-compatible; off unless REALTIME_ENABLED)', security: [{ bearer: [] }], body: RealtimeBody },
-    config: { auth: ['ai:audio'] },
-  }, async (request, reply) => {
-    const { REALTIME_ENABLED, REALTIME_MAX_SESSION_SECONDS: maxSeconds, REALTIME_MAX_RESPONSE_OUTPUT_TOKENS: maxTokens } = ctx.config;
-    if (!REALTIME_ENABLED) throw new ApiError('NOT_FOUND', 'Realtime sessions are not enabled on this deployment (the operator sets REALTIME_ENABLED).');
-    const body = request.body as { model: string; [k: string]: unknown };
-    const capped = CAPPED_FIELDS.find((field) => body[field] !== undefined);
-    if (capped) throw new ApiError('UNSUPPORTED_PARAMETER', `The field "${capped}" is set by the gateway (its session caps); leave it out.`, { details: { param: capped } });
-    const answered = await meteredCall(ctx, request, reply, {
-      kind: 'realtime',
-      modelId: body.model,
-      supports: (adapter) => !!adapter.realtimeSession,
-      worstCase: (model) => realtimeSessionCost(model, maxSeconds),
-      call: (adapter, model, signal) => adapter.realtimeSession!({
-        ...body,
-        model: model.upstreamModel,
-        max_response_output_tokens: maxTokens,
-        client_secret: { expires_after: { anchor: 'created_at', seconds: maxSeconds } },
-      }, { signal }),
-      usage: (_session, model) => ({ cost: realtimeSessionCost(model, maxSeconds), promptTokens: 0, completionTokens: 0 }),
-    });
-    if (!answered) return reply;
-    return { ...answered.result, model: answered.model.id };
-  });
+  app.post(
+    '/api/v1/realtime/sessions',
+    {
+      schema: {
+        tags: ['ai'],
+        summary: 'Mint an ephemeral realtime session (OpenAI-compatible; off unless REALTIME_ENABLED)',
+        security: [{ bearer: [] }],
+        body: RealtimeBody,
+      },
+      config: { auth: ['ai:audio'] },
+    },
+    async (request, reply) => {
+      const {
+        REALTIME_ENABLED,
+        REALTIME_MAX_SESSION_SECONDS: maxSeconds,
+        REALTIME_MAX_RESPONSE_OUTPUT_TOKENS: maxTokens,
+      } = ctx.config;
+      if (!REALTIME_ENABLED)
+        throw new ApiError(
+          'NOT_FOUND',
+          'Realtime sessions are not enabled on this deployment (the operator sets REALTIME_ENABLED).',
+        );
+      const body = request.body as { model: string; [k: string]: unknown };
+      const capped = CAPPED_FIELDS.find((field) => body[field] !== undefined);
+      if (capped)
+        throw new ApiError(
+          'UNSUPPORTED_PARAMETER',
+          `The field "${capped}" is set by the gateway (its session caps); leave it out.`,
+          { details: { param: capped } },
+        );
+      const answered = await meteredCall(ctx, request, reply, {
+        kind: 'realtime',
+        modelId: body.model,
+        supports: (adapter) => !!adapter.realtimeSession,
+        worstCase: (model) => realtimeSessionCost(model, maxSeconds),
+        call: (adapter, model, signal) =>
+          adapter.realtimeSession!(
+            {
+              ...body,
+              model: model.upstreamModel,
+              max_response_output_tokens: maxTokens,
+              client_secret: { expires_after: { anchor: 'created_at', seconds: maxSeconds } },
+            },
+            { signal },
+          ),
+        usage: (_session, model) => ({
+          cost: realtimeSessionCost(model, maxSeconds),
+          promptTokens: 0,
+          completionTokens: 0,
+        }),
+      });
+      if (!answered) return reply;
+      return { ...answered.result, model: answered.model.id };
+    },
+  );
 }

@@ -8,7 +8,14 @@ import { chatPromptLowerBound, countChatPromptTokens, countTextTokens } from '..
 import { toOpenAiPromptFields } from '../providers/openai-compatible/wire.ts';
 import type { ProviderCall, TokenUsage } from '../providers/types.ts';
 import type { Meter } from '../billing/meter.ts';
-import type { CanonicalCall, CanonicalEvent, CanonicalPart, CanonicalResult, CanonicalUsage, FinishReason } from './canonical.ts';
+import type {
+  CanonicalCall,
+  CanonicalEvent,
+  CanonicalPart,
+  CanonicalResult,
+  CanonicalUsage,
+  FinishReason,
+} from './canonical.ts';
 import { callOutputCap, planCall, planPromptTokens, type CallPlan } from './chat-plan.ts';
 import { openCallMeter } from './affordable.ts';
 import { refuseBeforeCounting } from './count-guard.ts';
@@ -53,7 +60,13 @@ async function hold(ctx: AppContext, principal: Principal, call: CanonicalCall, 
   const candidates = await candidatesOf(ctx, model);
   const prompt = toOpenAiPromptFields(call);
   await refuseBeforeCounting(ctx, principal, prompt, candidates);
-  const plan = planCall(call, candidates, promptTokensOf(call, prompt), ctx.config.MAX_IMAGES_PER_REQUEST, options.refuses);
+  const plan = planCall(
+    call,
+    candidates,
+    promptTokensOf(call, prompt),
+    ctx.config.MAX_IMAGES_PER_REQUEST,
+    options.refuses,
+  );
   return openCallMeter(ctx, principal, model.id, plan);
 }
 
@@ -109,9 +122,14 @@ function reportOf(usage: CanonicalUsage | undefined): TokenUsage | null {
     prompt_tokens: usage.inputTokens,
     completion_tokens: usage.outputTokens,
     prompt_tokens_details: {
-      cached_tokens: usage.cacheReadTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0, audio_tokens: usage.audioInputTokens ?? 0,
+      cached_tokens: usage.cacheReadTokens ?? 0,
+      cache_write_tokens: usage.cacheWriteTokens ?? 0,
+      audio_tokens: usage.audioInputTokens ?? 0,
     },
-    completion_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0, audio_tokens: usage.audioOutputTokens ?? 0 },
+    completion_tokens_details: {
+      reasoning_tokens: usage.reasoningTokens ?? 0,
+      audio_tokens: usage.audioOutputTokens ?? 0,
+    },
     ...(usage.webSearches !== undefined ? { server_tool_use: { web_search_requests: usage.webSearches } } : {}),
   };
 }
@@ -135,7 +153,15 @@ function billedUsage(breakdown: UsageBreakdown, chargedMicros: number, reported:
 /** The text our own output count reads when a provider reports no usable count (every choice's). */
 function producedText(result: CanonicalResult): string {
   const text = (content: CanonicalPart[]) =>
-    content.map((part) => (part.type === 'text' || part.type === 'reasoning' ? part.text : part.type === 'tool_call' ? part.name + part.arguments : '')).join('');
+    content
+      .map((part) =>
+        part.type === 'text' || part.type === 'reasoning'
+          ? part.text
+          : part.type === 'tool_call'
+            ? part.name + part.arguments
+            : '',
+      )
+      .join('');
   return [result.content, ...(result.otherChoices ?? [])].map(text).join('');
 }
 
@@ -145,13 +171,18 @@ function producedText(result: CanonicalResult): string {
  * {@link ClientGone}.
  */
 export async function completeCall(
-  ctx: AppContext, principal: Principal, call: CanonicalCall, signal: AbortSignal, options: RunOptions = {},
+  ctx: AppContext,
+  principal: Principal,
+  call: CanonicalCall,
+  signal: AbortSignal,
+  options: RunOptions = {},
 ): Promise<CanonicalResult> {
   const { plan, meter } = await hold(ctx, principal, call, options);
   let answered;
   try {
     answered = await callWithFallbacks(ctx, plan.candidates, signal, (model, adapter, attempt) =>
-      adapter.complete(providerCall(call, model, plan), { signal: attempt }));
+      adapter.complete(providerCall(call, model, plan), { signal: attempt }),
+    );
   } catch (error) {
     await meter.release(plan.candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
     throw error;
@@ -168,7 +199,14 @@ export async function completeCall(
 /** What the meter records for a call priced by `account`. */
 function outcomeOf(model: CatalogueModel, account: ChatAccount, status: 'ok' | 'client_aborted' | 'upstream_error') {
   const { breakdown, charge } = account;
-  return { model, cost: charge, promptTokens: inputTokens(breakdown), completionTokens: outputTokens(breakdown), status, details: recordedDetails(breakdown) };
+  return {
+    model,
+    cost: charge,
+    promptTokens: inputTokens(breakdown),
+    completionTokens: outputTokens(breakdown),
+    status,
+    details: recordedDetails(breakdown),
+  };
 }
 
 /** A streamed answer: iterate it once; its end (or `return()`, the client gone) settles the call. */
@@ -195,25 +233,43 @@ export interface CallStream extends AsyncIterable<CanonicalEvent> {
  * charge. A consumer that neither iterates nor returns leaves the hold to expire: always iterate or return.
  */
 export async function streamCall(
-  ctx: AppContext, principal: Principal, call: CanonicalCall, signal: AbortSignal, options: RunOptions = {},
+  ctx: AppContext,
+  principal: Principal,
+  call: CanonicalCall,
+  signal: AbortSignal,
+  options: RunOptions = {},
 ): Promise<CallStream> {
   const { plan, meter } = await hold(ctx, principal, call, options);
   let answered;
   try {
     answered = await callWithFallbacks(ctx, plan.candidates, signal, async (model, adapter, attempt) => {
-      const iterator = (await adapter.stream(providerCall(call, model, plan), { signal: attempt }))[Symbol.asyncIterator]();
-      return { iterator, first: await iterator.next(), native: call.native !== undefined && adapter.speaks.includes(call.native.protocol) };
+      const iterator = (await adapter.stream(providerCall(call, model, plan), { signal: attempt }))[
+        Symbol.asyncIterator
+      ]();
+      return {
+        iterator,
+        first: await iterator.next(),
+        native: call.native !== undefined && adapter.speaks.includes(call.native.protocol),
+      };
     });
   } catch (error) {
     await meter.release(plan.candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
     throw error;
   }
-  const { result: { iterator, first, native }, model, attempt } = answered;
+  const {
+    result: { iterator, first, native },
+    model,
+    attempt,
+  } = answered;
   attempt.began();
   const promptTokens = planPromptTokens(plan, model);
   const produced: string[] = [];
   let reported: TokenUsage | null = null;
-  const account = () => accountChat(model.pricing, meter.held, reported, { prompt: promptTokens, output: () => countTextTokens(produced.join('')) });
+  const account = () =>
+    accountChat(model.pricing, meter.held, reported, {
+      prompt: promptTokens,
+      output: () => countTextTokens(produced.join('')),
+    });
   let closed = false;
   /** Stops the upstream when it may still be producing, and settles for what was produced; once. */
   const close = async (status: 'ok' | 'client_aborted' | 'upstream_error') => {
@@ -221,8 +277,11 @@ export async function streamCall(
     closed = true;
     if (status === 'client_aborted') await iterator.return?.(undefined).catch(() => {});
     attempt.dispose();
-    await meter.settle(outcomeOf(model, account(), status))
-      .catch((error) => ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'));
+    await meter
+      .settle(outcomeOf(model, account(), status))
+      .catch((error) =>
+        ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'),
+      );
   };
 
   async function* events(): AsyncGenerator<CanonicalEvent> {
@@ -258,7 +317,11 @@ export async function streamCall(
         ctx.log.warn({ err: error, model: model.id }, 'upstream stream failed after output began');
         // Stop the upstream producing (and billing) tokens nobody will read.
         await iterator.return?.(undefined).catch(() => {});
-        yield { type: 'error', code: 'UPSTREAM_ERROR', message: `The upstream stream failed after output began: ${(error as Error).message}` };
+        yield {
+          type: 'error',
+          code: 'UPSTREAM_ERROR',
+          message: `The upstream stream failed after output began: ${(error as Error).message}`,
+        };
         return;
       }
       if (!usageSent) {

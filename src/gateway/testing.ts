@@ -15,10 +15,17 @@ export interface FundedUser {
 }
 
 /** Creates a user, grants credits through the operator API and creates an API key from the dashboard. */
-export async function fundedUser(env: TestEnv, credits: number, permissions: string[] = ['ai:chat', 'ai:models', 'ai:embeddings', 'ai:images', 'ai:audio']): Promise<FundedUser> {
+export async function fundedUser(
+  env: TestEnv,
+  credits: number,
+  permissions: string[] = ['ai:chat', 'ai:models', 'ai:embeddings', 'ai:images', 'ai:audio'],
+): Promise<FundedUser> {
   const session = await env.createUser();
   if (credits > 0) {
-    const granted = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: credits, reason: 'test' });
+    const granted = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, {
+      amount: credits,
+      reason: 'test',
+    });
     assert.equal(granted.status, 200, granted.text);
   }
   const created = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'test key', permissions });
@@ -27,15 +34,25 @@ export async function fundedUser(env: TestEnv, credits: number, permissions: str
 }
 
 /** The wallet in micro-credits. */
-export async function wallet(env: TestEnv, user: FundedUser): Promise<{ balance: number; reserved: number; available: number }> {
+export async function wallet(
+  env: TestEnv,
+  user: FundedUser,
+): Promise<{ balance: number; reserved: number; available: number }> {
   const response = await env.dashboard(user.session, 'GET', '/api/wallet/balance');
   assert.equal(response.status, 200, response.text);
   const micros = (credits: number) => creditsToMicros(credits)!;
-  return { balance: micros(response.body.balance), reserved: micros(response.body.reserved), available: micros(response.body.available) };
+  return {
+    balance: micros(response.body.balance),
+    reserved: micros(response.body.reserved),
+    available: micros(response.body.available),
+  };
 }
 
 /** Waits until no hold of the user is open (a stream's settle lands after its response ended). */
-export async function settled(env: TestEnv, user: FundedUser): Promise<{ balance: number; reserved: number; available: number }> {
+export async function settled(
+  env: TestEnv,
+  user: FundedUser,
+): Promise<{ balance: number; reserved: number; available: number }> {
   for (let i = 0; i < 200; i++) {
     const current = await wallet(env, user);
     if (current.reserved === 0) return current;
@@ -57,7 +74,13 @@ export async function putModel(env: TestEnv, id: string, body: Record<string, un
  */
 export async function usageOf(env: TestEnv, user: FundedUser, atLeast = 1) {
   for (let i = 0; ; i++) {
-    const rows = await env.service.ctx.db.selectFrom('usage_records').selectAll().where('user_id', '=', user.session.userId).orderBy('created_at', 'desc').orderBy('id').execute();
+    const rows = await env.service.ctx.db
+      .selectFrom('usage_records')
+      .selectAll()
+      .where('user_id', '=', user.session.userId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .execute();
     if (rows.length >= atLeast || i === 200) return rows;
     await new Promise((resolve) => setImmediate(resolve));
   }

@@ -47,12 +47,25 @@ export class UpstreamAttempt {
 
 /** Maps an upstream failure to the error the client gets (decisions.md "Errors the contract leaves open"). */
 export function upstreamFailure(error: unknown, attempt: UpstreamAttempt, timeoutMs: number): ApiError {
-  if (attempt.timedOut) return new ApiError('UPSTREAM_ERROR', `The upstream provider did not answer within ${timeoutMs} ms.`, { status: 504 });
+  if (attempt.timedOut)
+    return new ApiError('UPSTREAM_ERROR', `The upstream provider did not answer within ${timeoutMs} ms.`, {
+      status: 504,
+    });
   if (error instanceof UpstreamError) {
     // The provider refusing *our* credentials is our fault, not the client's: a 502, and its text is not echoed.
-    if (error.status === 401 || error.status === 403) return new ApiError('UPSTREAM_ERROR', 'The upstream provider refused the gateway\'s credentials.', { cause: error });
-    if (error.status === 429) return new ApiError('RATE_LIMITED', 'The upstream provider is rate limiting; retry later.', { headers: { 'retry-after': '1' }, cause: error });
-    if (error.status >= 400 && error.status < 500) return new ApiError('INVALID_REQUEST', `The upstream provider rejected the request: ${error.message}`, { cause: error });
+    if (error.status === 401 || error.status === 403)
+      return new ApiError('UPSTREAM_ERROR', "The upstream provider refused the gateway's credentials.", {
+        cause: error,
+      });
+    if (error.status === 429)
+      return new ApiError('RATE_LIMITED', 'The upstream provider is rate limiting; retry later.', {
+        headers: { 'retry-after': '1' },
+        cause: error,
+      });
+    if (error.status >= 400 && error.status < 500)
+      return new ApiError('INVALID_REQUEST', `The upstream provider rejected the request: ${error.message}`, {
+        cause: error,
+      });
     return new ApiError('UPSTREAM_ERROR', error.message, { cause: error });
   }
   return new ApiError('UPSTREAM_ERROR', 'The upstream call failed.', { cause: error });
@@ -76,7 +89,8 @@ export async function candidatesOf(ctx: AppContext, model: CatalogueModel): Prom
 /** The adapter of a model's provider; a model whose provider is not configured here is a 502. */
 export function adapterOf(ctx: AppContext, model: CatalogueModel): ProviderAdapter {
   const adapter = ctx.services.providers.get(model.provider);
-  if (!adapter) throw new ApiError('UPSTREAM_ERROR', `The provider "${model.provider}" of ${model.id} is not configured.`);
+  if (!adapter)
+    throw new ApiError('UPSTREAM_ERROR', `The provider "${model.provider}" of ${model.id} is not configured.`);
   return adapter;
 }
 
@@ -107,7 +121,10 @@ export async function callWithFallbacks<T>(
     try {
       const result = await call(model, adapterOf(ctx, model), attempt.signal);
       // Time until the provider began answering (a stream's first output, or a whole JSON answer).
-      ctx.metrics.upstreamDuration.observe({ provider: model.provider, kind: 'answer' }, (performance.now() - startedAt) / 1000);
+      ctx.metrics.upstreamDuration.observe(
+        { provider: model.provider, kind: 'answer' },
+        (performance.now() - startedAt) / 1000,
+      );
       return { result, model, attempt };
     } catch (error) {
       attempt.dispose();
@@ -116,7 +133,10 @@ export async function callWithFallbacks<T>(
       if (isAbortError(error) && !attempt.timedOut) throw new ClientGone('The call was aborted.');
       const last = i === candidates.length - 1;
       if (!last && retryable(error, attempt)) {
-        ctx.log.warn({ model: model.id, next: candidates[i + 1].id, err: error }, 'upstream failed before output; trying the fallback');
+        ctx.log.warn(
+          { model: model.id, next: candidates[i + 1].id, err: error },
+          'upstream failed before output; trying the fallback',
+        );
         continue;
       }
       throw upstreamFailure(error, attempt, timeoutMs);

@@ -6,14 +6,22 @@ import { authorizeForTest } from '../oauth/testing.ts';
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** An app's OAuth access token for the user, with `scopes`, through the real authorization-code + PKCE flow. */
-async function appToken(env: TestEnv, session: DashboardSession, scopes: string[]): Promise<{ token: string; appId: string }> {
+async function appToken(
+  env: TestEnv,
+  session: DashboardSession,
+  scopes: string[],
+): Promise<{ token: string; appId: string }> {
   const authorization = await authorizeForTest(env, { user: session, scopes });
   assert.deepEqual(authorization.scope.split(' ').sort(), [...scopes].sort());
   return { token: authorization.accessToken, appId: authorization.clientId };
 }
 
 async function createKey(env: TestEnv, session: DashboardSession, body: Record<string, unknown> = {}) {
-  const response = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'My key', permissions: ['ai:chat'], ...body });
+  const response = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+    name: 'My key',
+    permissions: ['ai:chat'],
+    ...body,
+  });
   assert.equal(response.status, 200, response.text);
   return response.body.apiKey as { id: string; name: string; key: string; permissions: string[]; createdAt: string };
 }
@@ -21,7 +29,10 @@ async function createKey(env: TestEnv, session: DashboardSession, body: Record<s
 describeEachDatabase('API keys endpoints', (env) => {
   it('create answers 200 with exactly { success, apiKey: { id, name, key, permissions, createdAt } }', async () => {
     const session = await env.createUser();
-    const response = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'Laptop', permissions: ['ai:chat', 'ai:models'] });
+    const response = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+      name: 'Laptop',
+      permissions: ['ai:chat', 'ai:models'],
+    });
     assert.equal(response.status, 200);
     assert.deepEqual(Object.keys(response.body).sort(), ['apiKey', 'success']);
     assert.equal(response.body.success, true);
@@ -37,7 +48,12 @@ describeEachDatabase('API keys endpoints', (env) => {
   it('list answers { success, apiKeys } with every §2.1 field, the key value and its limit, newest first', async () => {
     const session = await env.createUser();
     const first = await createKey(env, session, { name: 'first' });
-    const second = await createKey(env, session, { name: 'second', permissions: ['billing:read'], limit: 12.5, limitPeriod: 'daily' });
+    const second = await createKey(env, session, {
+      name: 'second',
+      permissions: ['billing:read'],
+      limit: 12.5,
+      limitPeriod: 'daily',
+    });
     const response = await env.dashboard(session, 'GET', '/api/user/api-keys');
     assert.equal(response.status, 200);
     assert.deepEqual(Object.keys(response.body).sort(), ['apiKeys', 'success']);
@@ -45,22 +61,56 @@ describeEachDatabase('API keys endpoints', (env) => {
     const listed = response.body.apiKeys;
     assert.deepEqual(listed.map((k: any) => k.id).sort(), [first.id, second.id].sort());
     const byId = new Map(listed.map((k: any) => [k.id, k]));
-    assert.deepEqual(byId.get(first.id), { id: first.id, name: 'first', key: first.key, permissions: ['ai:chat'], lastUsed: null, createdAt: first.createdAt, limit: null, limitPeriod: null });
-    assert.deepEqual(byId.get(second.id), { id: second.id, name: 'second', key: second.key, permissions: ['billing:read'], lastUsed: null, createdAt: second.createdAt, limit: 12.5, limitPeriod: 'daily' });
+    assert.deepEqual(byId.get(first.id), {
+      id: first.id,
+      name: 'first',
+      key: first.key,
+      permissions: ['ai:chat'],
+      lastUsed: null,
+      createdAt: first.createdAt,
+      limit: null,
+      limitPeriod: null,
+    });
+    assert.deepEqual(byId.get(second.id), {
+      id: second.id,
+      name: 'second',
+      key: second.key,
+      permissions: ['billing:read'],
+      lastUsed: null,
+      createdAt: second.createdAt,
+      limit: 12.5,
+      limitPeriod: 'daily',
+    });
     if (first.createdAt !== second.createdAt) assert.equal(listed[0].id, second.id);
   });
 
   it("a limit without a period never resets ('total') and is stored in micro-credits", async () => {
     const session = await env.createUser();
     const key = await createKey(env, session, { limit: 0.000001 });
-    const rows = await env.service.ctx.db.selectFrom('spending_limits').select(['period', 'amount']).where('subject', '=', `key:${key.id}`).execute();
-    assert.deepEqual(rows.map((row) => ({ period: row.period, amount: Number(row.amount) })), [{ period: 'total', amount: 1 }]);
+    const rows = await env.service.ctx.db
+      .selectFrom('spending_limits')
+      .select(['period', 'amount'])
+      .where('subject', '=', `key:${key.id}`)
+      .execute();
+    assert.deepEqual(
+      rows.map((row) => ({ period: row.period, amount: Number(row.amount) })),
+      [{ period: 'total', amount: 1 }],
+    );
   });
 
   it('a limit with a 7th decimal, a negative limit or a period without a limit is a 400', async () => {
     const session = await env.createUser();
-    for (const extra of [{ limit: 0.0000001 }, { limit: -1 }, { limitPeriod: 'daily' }, { limit: 5, limitPeriod: 'weekly' }]) {
-      const response = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'k', permissions: ['ai:chat'], ...extra });
+    for (const extra of [
+      { limit: 0.0000001 },
+      { limit: -1 },
+      { limitPeriod: 'daily' },
+      { limit: 5, limitPeriod: 'weekly' },
+    ]) {
+      const response = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+        name: 'k',
+        permissions: ['ai:chat'],
+        ...extra,
+      });
       assert.equal(response.status, 400, JSON.stringify(extra));
       assert.equal(response.body.success, false);
       assert.equal(typeof response.body.error, 'string');
@@ -69,7 +119,11 @@ describeEachDatabase('API keys endpoints', (env) => {
 
   it('create with no name, an empty name or a blank name: 400 "API key name is required"', async () => {
     const session = await env.createUser();
-    for (const body of [{ permissions: ['ai:chat'] }, { name: '', permissions: ['ai:chat'] }, { name: '   ', permissions: ['ai:chat'] }]) {
+    for (const body of [
+      { permissions: ['ai:chat'] },
+      { name: '', permissions: ['ai:chat'] },
+      { name: '   ', permissions: ['ai:chat'] },
+    ]) {
       const response = await env.dashboard(session, 'POST', '/api/user/api-keys', body);
       assert.equal(response.status, 400);
       assert.deepEqual(response.body, { success: false, error: 'API key name is required' });
@@ -89,13 +143,18 @@ describeEachDatabase('API keys endpoints', (env) => {
     const session = await env.createUser();
     const empty = await env.dashboard(session, 'POST', '/api/user/api-keys', {});
     assert.deepEqual([empty.status, empty.body], [400, { success: false, error: 'API key name is required' }]);
-    const none = await env.request('POST', '/api/user/api-keys', { headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken } });
+    const none = await env.request('POST', '/api/user/api-keys', {
+      headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken },
+    });
     assert.deepEqual([none.status, none.body], [400, { success: false, error: 'API key name is required' }]);
   });
 
   it('an unknown permission is a 400 that names it, and nothing is created', async () => {
     const session = await env.createUser();
-    const response = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'k', permissions: ['ai:chat', 'ai:everything'] });
+    const response = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+      name: 'k',
+      permissions: ['ai:chat', 'ai:everything'],
+    });
     assert.equal(response.status, 400);
     assert.equal(response.body.success, false);
     assert.match(response.body.error, /Unknown permission "ai:everything"/);
@@ -104,7 +163,11 @@ describeEachDatabase('API keys endpoints', (env) => {
   });
 
   it('no credential: 401 in the keys envelope on list, create and delete', async () => {
-    for (const [method, path] of [['GET', '/api/user/api-keys'], ['POST', '/api/user/api-keys'], ['DELETE', '/api/user/api-keys/key_x']]) {
+    for (const [method, path] of [
+      ['GET', '/api/user/api-keys'],
+      ['POST', '/api/user/api-keys'],
+      ['DELETE', '/api/user/api-keys/key_x'],
+    ]) {
       const response = await env.request(method, path, method === 'POST' ? { body: {} } : {});
       assert.equal(response.status, 401, `${method} ${path}`);
       assert.equal(response.body.success, false);
@@ -143,7 +206,10 @@ describeEachDatabase('API keys endpoints', (env) => {
     assert.equal(viaToken.status, 404);
     assert.equal(viaToken.body.success, false);
     assert.deepEqual((await env.dashboard(alice, 'GET', '/api/user/api-keys')).body.apiKeys, []);
-    assert.deepEqual((await env.dashboard(bob, 'GET', '/api/user/api-keys')).body.apiKeys.map((k: any) => k.id), [bobsKey.id]);
+    assert.deepEqual(
+      (await env.dashboard(bob, 'GET', '/api/user/api-keys')).body.apiKeys.map((k: any) => k.id),
+      [bobsKey.id],
+    );
   });
 
   it('an app lists and revokes only the keys it created; the dashboard sees them all', async () => {
@@ -152,20 +218,33 @@ describeEachDatabase('API keys endpoints', (env) => {
     const appA = await appToken(env, session, scopes);
     const appB = await appToken(env, session, scopes);
     const dashboardKey = await createKey(env, session, { name: 'dashboard' });
-    const created = await env.request('POST', '/api/user/api-keys', { token: appA.token, body: { name: 'by app A', permissions: ['ai:chat'] } });
+    const created = await env.request('POST', '/api/user/api-keys', {
+      token: appA.token,
+      body: { name: 'by app A', permissions: ['ai:chat'] },
+    });
     assert.equal(created.status, 200);
     const appAKey = created.body.apiKey;
-    const row = await env.service.ctx.db.selectFrom('api_keys').select('app_id').where('id', '=', appAKey.id).executeTakeFirstOrThrow();
+    const row = await env.service.ctx.db
+      .selectFrom('api_keys')
+      .select('app_id')
+      .where('id', '=', appAKey.id)
+      .executeTakeFirstOrThrow();
     assert.equal(row.app_id, appA.appId);
 
     const listedByA = await env.request('GET', '/api/user/api-keys', { token: appA.token });
-    assert.deepEqual(listedByA.body.apiKeys.map((k: any) => k.id), [appAKey.id]);
+    assert.deepEqual(
+      listedByA.body.apiKeys.map((k: any) => k.id),
+      [appAKey.id],
+    );
     const listedByB = await env.request('GET', '/api/user/api-keys', { token: appB.token });
     assert.deepEqual(listedByB.body.apiKeys, []);
     const listedByDashboard = await env.dashboard(session, 'GET', '/api/user/api-keys');
     assert.deepEqual(listedByDashboard.body.apiKeys.map((k: any) => k.id).sort(), [appAKey.id, dashboardKey.id].sort());
 
-    assert.equal((await env.request('DELETE', `/api/user/api-keys/${dashboardKey.id}`, { token: appA.token })).status, 404);
+    assert.equal(
+      (await env.request('DELETE', `/api/user/api-keys/${dashboardKey.id}`, { token: appA.token })).status,
+      404,
+    );
     assert.equal((await env.request('DELETE', `/api/user/api-keys/${appAKey.id}`, { token: appB.token })).status, 404);
     assert.equal((await env.request('DELETE', `/api/user/api-keys/${appAKey.id}`, { token: appA.token })).status, 200);
     assert.equal((await env.dashboard(session, 'GET', '/api/user/api-keys')).body.apiKeys.length, 1);
@@ -174,7 +253,10 @@ describeEachDatabase('API keys endpoints', (env) => {
   it("a permission beyond the token's scopes is a 403 and nothing is created", async () => {
     const session = await env.createUser();
     const app = await appToken(env, session, ['apikeys:read', 'apikeys:write', 'ai:chat']);
-    const response = await env.request('POST', '/api/user/api-keys', { token: app.token, body: { name: 'k', permissions: ['ai:chat', 'ai:images'] } });
+    const response = await env.request('POST', '/api/user/api-keys', {
+      token: app.token,
+      body: { name: 'k', permissions: ['ai:chat', 'ai:images'] },
+    });
     assert.equal(response.status, 403);
     assert.equal(response.body.success, false);
     assert.match(response.body.error, /"ai:images"/);
@@ -184,7 +266,10 @@ describeEachDatabase('API keys endpoints', (env) => {
   it('a token without apikeys:read or apikeys:write is a 403 in the keys envelope', async () => {
     const session = await env.createUser();
     const readOnly = await appToken(env, session, ['apikeys:read', 'ai:chat']);
-    const write = await env.request('POST', '/api/user/api-keys', { token: readOnly.token, body: { name: 'k', permissions: ['ai:chat'] } });
+    const write = await env.request('POST', '/api/user/api-keys', {
+      token: readOnly.token,
+      body: { name: 'k', permissions: ['ai:chat'] },
+    });
     assert.equal(write.status, 403);
     assert.equal(write.body.success, false);
     const noKeys = await appToken(env, session, ['read']);
@@ -196,8 +281,15 @@ describeEachDatabase('API keys endpoints', (env) => {
   it('an API key cannot manage keys: 403 on list, create and delete', async () => {
     const session = await env.createUser();
     const key = await createKey(env, session, { permissions: ['ai:chat', 'billing:read'] });
-    for (const [method, path] of [['GET', '/api/user/api-keys'], ['POST', '/api/user/api-keys'], ['DELETE', `/api/user/api-keys/${key.id}`]]) {
-      const response = await env.request(method, path, { token: key.key, ...(method === 'POST' ? { body: { name: 'k', permissions: ['ai:chat'] } } : {}) });
+    for (const [method, path] of [
+      ['GET', '/api/user/api-keys'],
+      ['POST', '/api/user/api-keys'],
+      ['DELETE', `/api/user/api-keys/${key.id}`],
+    ]) {
+      const response = await env.request(method, path, {
+        token: key.key,
+        ...(method === 'POST' ? { body: { name: 'k', permissions: ['ai:chat'] } } : {}),
+      });
       assert.equal(response.status, 403, `${method} ${path}`);
       assert.equal(response.body.success, false);
     }

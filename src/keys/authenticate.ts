@@ -116,7 +116,13 @@ export function createKeyAuthenticator({ db, clock, log, bus }: KeyAuthDeps): Ke
         const revocationsBefore = revocations;
         const row = await findLiveKeyByValue(db, value);
         if (!row) return null;
-        principal = { kind: 'api_key', userId: row.user_id, appId: row.app_id, keyId: row.id, scopes: new Set(JSON.parse(row.permissions) as string[]) };
+        principal = {
+          kind: 'api_key',
+          userId: row.user_id,
+          appId: row.app_id,
+          keyId: row.id,
+          scopes: new Set(JSON.parse(row.permissions) as string[]),
+        };
         // A revocation that landed while the row was being read may be this key's: answer, but do not
         // keep an answer that could outlive the revocation.
         if (revocations === revocationsBefore) remember(hash, principal, now);

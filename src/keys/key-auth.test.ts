@@ -1,7 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { KyselyPlugin } from 'kysely';
-import { describeEachDatabase, request, startServeProcess, type DashboardSession, type TestEnv } from '../testing/harness.ts';
+import {
+  describeEachDatabase,
+  request,
+  startServeProcess,
+  type DashboardSession,
+  type TestEnv,
+} from '../testing/harness.ts';
 import { decrypt, sha256Hex } from '../platform/crypto.ts';
 import { createKeyAuthenticator, LAST_USED_INTERVAL_MS } from './authenticate.ts';
 import { generateApiKey, isWellFormedApiKey } from './format.ts';
@@ -30,7 +36,8 @@ describe('API key format', () => {
 
   it('any single changed character, a wrong prefix or a wrong length fails the check', () => {
     const key = generateApiKey();
-    for (let i = 3; i < key.length; i++) assert.equal(isWellFormedApiKey(withCharChanged(key, i)), false, `position ${i}`);
+    for (let i = 3; i < key.length; i++)
+      assert.equal(isWellFormedApiKey(withCharChanged(key, i)), false, `position ${i}`);
     assert.equal(isWellFormedApiKey('sk_' + key.slice(3)), false);
     assert.equal(isWellFormedApiKey(key + 'A'), false);
     assert.equal(isWellFormedApiKey(key.slice(0, -1)), false);
@@ -61,7 +68,11 @@ describeEachDatabase('API key authentication', (env) => {
     const after = await env.request('GET', '/api/user/me', { token: key.key });
     assert.equal(after.status, 401);
     assert.equal(after.body.error.code, 'UNAUTHENTICATED');
-    const row = await env.service.ctx.db.selectFrom('api_keys').select('revoked_at').where('id', '=', key.id).executeTakeFirstOrThrow();
+    const row = await env.service.ctx.db
+      .selectFrom('api_keys')
+      .select('revoked_at')
+      .where('id', '=', key.id)
+      .executeTakeFirstOrThrow();
     assert.notEqual(row.revoked_at, null, 'the row stays, marked revoked');
   });
 
@@ -88,8 +99,16 @@ describeEachDatabase('API key authentication', (env) => {
 
     // Count every statement an authenticator sends through the service's own connection pool.
     let queries = 0;
-    const counter: KyselyPlugin = { transformQuery: (args) => (queries++, args.node), transformResult: async (args) => args.result };
-    const authenticator = createKeyAuthenticator({ db: ctx.db.withPlugin(counter), clock: ctx.clock, log: ctx.log, bus: ctx.bus });
+    const counter: KyselyPlugin = {
+      transformQuery: (args) => (queries++, args.node),
+      transformResult: async (args) => args.result,
+    };
+    const authenticator = createKeyAuthenticator({
+      db: ctx.db.withPlugin(counter),
+      clock: ctx.clock,
+      log: ctx.log,
+      bus: ctx.bus,
+    });
     assert.equal(await authenticator.resolve(tampered), null);
     assert.equal(queries, 0, 'a bad checksum costs no query');
     assert.equal(await authenticator.resolve(generateApiKey()), null);
@@ -110,66 +129,86 @@ describeEachDatabase('API key authentication', (env) => {
   });
 });
 
-describeEachDatabase('API key lastUsed', (env) => {
-  async function lastUsedAt(keyId: string) {
-    await env.service.ctx.services.keys.settled();
-    const row = await env.service.ctx.db.selectFrom('api_keys').select('last_used_at').where('id', '=', keyId).executeTakeFirstOrThrow();
-    return row.last_used_at;
-  }
+describeEachDatabase(
+  'API key lastUsed',
+  (env) => {
+    async function lastUsedAt(keyId: string) {
+      await env.service.ctx.services.keys.settled();
+      const row = await env.service.ctx.db
+        .selectFrom('api_keys')
+        .select('last_used_at')
+        .where('id', '=', keyId)
+        .executeTakeFirstOrThrow();
+      return row.last_used_at;
+    }
 
-  it('is recorded on use and written at most once a minute per key, across processes too', async () => {
-    const ctx = env.service.ctx;
-    const clock = env.manualClock;
-    const session = await env.createUser();
-    const key = await createKey(env, session);
-    assert.equal(await lastUsedAt(key.id), null);
-
-    const firstUse = clock.now();
-    await env.request('GET', '/api/user/me', { token: key.key });
-    assert.equal(await lastUsedAt(key.id), firstUse);
-    const listed = await env.dashboard(session, 'GET', '/api/user/api-keys');
-    assert.equal(listed.body.apiKeys[0].lastUsed, new Date(firstUse).toISOString());
-
-    clock.advance(LAST_USED_INTERVAL_MS / 2);
-    await env.request('GET', '/api/user/me', { token: key.key });
-    assert.equal(await lastUsedAt(key.id), firstUse, 'this process does not write again within the minute');
-
-    // Another process has no memory of the first write; the UPDATE's own condition keeps it from writing.
-    let updates = 0;
-    const counter: KyselyPlugin = { transformQuery: (args) => (args.node.kind === 'UpdateQueryNode' && updates++, args.node), transformResult: async (args) => args.result };
-    const otherProcess = createKeyAuthenticator({ db: ctx.db.withPlugin(counter), clock, log: ctx.log, bus: ctx.bus });
-    assert.ok(await otherProcess.resolve(key.key));
-    await otherProcess.settled();
-    assert.equal(await lastUsedAt(key.id), firstUse, 'another process does not write again within the minute');
-    assert.equal(updates, 1);
-    assert.ok(await otherProcess.resolve(key.key));
-    assert.equal(updates, 1, 'once it has tried, a process does not even send the UPDATE again within the minute');
-
-    clock.advance(LAST_USED_INTERVAL_MS / 2 + 1);
-    await env.request('GET', '/api/user/me', { token: key.key });
-    assert.equal(await lastUsedAt(key.id), firstUse + LAST_USED_INTERVAL_MS + 1);
-  });
-}, { manualClock: true });
-
-describeEachDatabase('API key revocation across processes', (env) => {
-  it('a key revoked through one process is refused by another that had it cached', async () => {
-    const other = await startServeProcess(env, { REDIS_URL: 'redis://127.0.0.1:6379' });
-    try {
+    it('is recorded on use and written at most once a minute per key, across processes too', async () => {
+      const ctx = env.service.ctx;
+      const clock = env.manualClock;
       const session = await env.createUser();
       const key = await createKey(env, session);
-      const useOnOther = () => request(other.baseUrl, 'GET', '/api/user/me', { token: key.key });
-      assert.equal((await useOnOther()).status, 403, 'the other process knows the key (and now caches it)');
-      assert.equal((await env.dashboard(session, 'DELETE', `/api/user/api-keys/${key.id}`)).status, 200);
-      // The message crosses Redis while the test's next request crosses HTTP; allow it a few milliseconds,
-      // far below the 10-second cache lifetime that would otherwise end the key.
-      let status = (await useOnOther()).status;
-      for (let attempt = 0; status !== 401 && attempt < 20; attempt++) {
-        await new Promise((resolve) => setTimeout(resolve, 10));
-        status = (await useOnOther()).status;
+      assert.equal(await lastUsedAt(key.id), null);
+
+      const firstUse = clock.now();
+      await env.request('GET', '/api/user/me', { token: key.key });
+      assert.equal(await lastUsedAt(key.id), firstUse);
+      const listed = await env.dashboard(session, 'GET', '/api/user/api-keys');
+      assert.equal(listed.body.apiKeys[0].lastUsed, new Date(firstUse).toISOString());
+
+      clock.advance(LAST_USED_INTERVAL_MS / 2);
+      await env.request('GET', '/api/user/me', { token: key.key });
+      assert.equal(await lastUsedAt(key.id), firstUse, 'this process does not write again within the minute');
+
+      // Another process has no memory of the first write; the UPDATE's own condition keeps it from writing.
+      let updates = 0;
+      const counter: KyselyPlugin = {
+        transformQuery: (args) => (args.node.kind === 'UpdateQueryNode' && updates++, args.node),
+        transformResult: async (args) => args.result,
+      };
+      const otherProcess = createKeyAuthenticator({
+        db: ctx.db.withPlugin(counter),
+        clock,
+        log: ctx.log,
+        bus: ctx.bus,
+      });
+      assert.ok(await otherProcess.resolve(key.key));
+      await otherProcess.settled();
+      assert.equal(await lastUsedAt(key.id), firstUse, 'another process does not write again within the minute');
+      assert.equal(updates, 1);
+      assert.ok(await otherProcess.resolve(key.key));
+      assert.equal(updates, 1, 'once it has tried, a process does not even send the UPDATE again within the minute');
+
+      clock.advance(LAST_USED_INTERVAL_MS / 2 + 1);
+      await env.request('GET', '/api/user/me', { token: key.key });
+      assert.equal(await lastUsedAt(key.id), firstUse + LAST_USED_INTERVAL_MS + 1);
+    });
+  },
+  { manualClock: true },
+);
+
+describeEachDatabase(
+  'API key revocation across processes',
+  (env) => {
+    it('a key revoked through one process is refused by another that had it cached', async () => {
+      const other = await startServeProcess(env, { REDIS_URL: 'redis://127.0.0.1:6379' });
+      try {
+        const session = await env.createUser();
+        const key = await createKey(env, session);
+        const useOnOther = () => request(other.baseUrl, 'GET', '/api/user/me', { token: key.key });
+        assert.equal((await useOnOther()).status, 403, 'the other process knows the key (and now caches it)');
+        assert.equal((await env.dashboard(session, 'DELETE', `/api/user/api-keys/${key.id}`)).status, 200);
+        // The message crosses Redis while the test's next request crosses HTTP; allow it a few milliseconds,
+        // far below the 10-second cache lifetime that would otherwise end the key.
+        let status = (await useOnOther()).status;
+        for (let attempt = 0; status !== 401 && attempt < 20; attempt++) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          status = (await useOnOther()).status;
+        }
+        assert.equal(status, 401);
+      } finally {
+        await other.stop();
       }
-      assert.equal(status, 401);
-    } finally {
-      await other.stop();
-    }
-  });
-}, { config: { REDIS_URL: 'redis://127.0.0.1:6379' } });
+    });
+  },
+  { config: { REDIS_URL: 'redis://127.0.0.1:6379' } },
+);

@@ -20,10 +20,14 @@ const ListedKey = Type.Object({
   name: Type.String(),
   key: Type.String({ pattern: '^ak_', description: 'The key value itself' }),
   permissions: Type.Array(Type.String()),
-  lastUsed: Type.Union([IsoDate, Type.Null()], { description: 'Last use, recorded at most about once a minute; null when never used' }),
+  lastUsed: Type.Union([IsoDate, Type.Null()], {
+    description: 'Last use, recorded at most about once a minute; null when never used',
+  }),
   createdAt: IsoDate,
   limit: Type.Union([Type.Number(), Type.Null()], { description: 'Spending limit in credits; null when none' }),
-  limitPeriod: Type.Union([LimitPeriod, Type.Null()], { description: 'When the limit resets; null when there is no limit' }),
+  limitPeriod: Type.Union([LimitPeriod, Type.Null()], {
+    description: 'When the limit resets; null when there is no limit',
+  }),
 });
 
 const CreatedKey = Type.Object({
@@ -34,12 +38,19 @@ const CreatedKey = Type.Object({
   createdAt: IsoDate,
 });
 
-const CreateBody = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH, description: 'A descriptive name' }),
-  permissions: Type.Array(Permission, { minItems: 1 }),
-  limit: Type.Optional(Type.Union([Type.Number({ minimum: 0, description: 'Credits, at most 6 decimals' }), Type.Null()])),
-  limitPeriod: Type.Optional(Type.Union([LimitPeriod, Type.Null()], { description: "Default 'total' (never resets)" })),
-}, { additionalProperties: false });
+const CreateBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH, description: 'A descriptive name' }),
+    permissions: Type.Array(Permission, { minItems: 1 }),
+    limit: Type.Optional(
+      Type.Union([Type.Number({ minimum: 0, description: 'Credits, at most 6 decimals' }), Type.Null()]),
+    ),
+    limitPeriod: Type.Optional(
+      Type.Union([LimitPeriod, Type.Null()], { description: "Default 'total' (never resets)" }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 /** Every error of these routes, in the contract's §7.1 envelope. */
 const KeysError = Type.Object({ success: Type.Literal(false), error: Type.String() });
@@ -55,17 +66,21 @@ function parseCreateBody(request: FastifyRequest): NewApiKey {
   const name = typeof body.name === 'string' ? body.name.trim() : '';
   if (name === '') throw errors.invalid('API key name is required');
   const permissions = body.permissions;
-  if (!Array.isArray(permissions) || permissions.length === 0) throw errors.invalid('At least one permission is required');
+  if (!Array.isArray(permissions) || permissions.length === 0)
+    throw errors.invalid('At least one permission is required');
   for (const permission of permissions) {
     if (!(KEY_PERMISSIONS as readonly unknown[]).includes(permission)) {
-      throw errors.invalid(`Unknown permission ${JSON.stringify(permission)}; a key can carry ${KEY_PERMISSIONS.join(', ')}`);
+      throw errors.invalid(
+        `Unknown permission ${JSON.stringify(permission)}; a key can carry ${KEY_PERMISSIONS.join(', ')}`,
+      );
     }
   }
   if (request.validationError) throw toApiError(request.validationError);
 
   const limit = body.limit as number | null | undefined;
   const limitMicro = limit === undefined || limit === null ? null : creditsToMicros(limit);
-  if (limitMicro === null && typeof limit === 'number') throw errors.invalid('limit must be a number of credits with at most 6 decimals');
+  if (limitMicro === null && typeof limit === 'number')
+    throw errors.invalid('limit must be a number of credits with at most 6 decimals');
   const period = body.limitPeriod as KeyLimitPeriod | null | undefined;
   if (limitMicro === null && period) throw errors.invalid('limitPeriod needs a limit');
   return {
@@ -80,54 +95,88 @@ function parseCreateBody(request: FastifyRequest): NewApiKey {
 function requireWithinScopes(principal: Principal, permissions: readonly string[]): void {
   const beyond = permissions.filter((permission) => !principal.scopes.has(permission));
   if (beyond.length > 0) {
-    throw errors.forbidden(`This token cannot grant ${beyond.map((p) => `"${p}"`).join(', ')}: a key's permissions must lie within the token's scopes`);
+    throw errors.forbidden(
+      `This token cannot grant ${beyond.map((p) => `"${p}"`).join(', ')}: a key's permissions must lie within the token's scopes`,
+    );
   }
 }
 
 /** `GET`, `POST /api/user/api-keys` and `DELETE /api/user/api-keys/:id` (contract §4.1–4.3, §7.1). */
 export function registerKeyRoutes(app: App, ctx: AppContext, keyAuth: KeyAuthenticator): void {
-  app.get('/api/user/api-keys', {
-    schema: {
-      tags: ['api-keys'], summary: "List the user's API keys", security,
-      description: "An app's token sees only the keys that app created; the dashboard sees all of the user's keys.",
-      response: { 200: Type.Object({ success: Type.Literal(true), apiKeys: Type.Array(ListedKey) }), ...errorResponses },
+  app.get(
+    '/api/user/api-keys',
+    {
+      schema: {
+        tags: ['api-keys'],
+        summary: "List the user's API keys",
+        security,
+        description: "An app's token sees only the keys that app created; the dashboard sees all of the user's keys.",
+        response: {
+          200: Type.Object({ success: Type.Literal(true), apiKeys: Type.Array(ListedKey) }),
+          ...errorResponses,
+        },
+      },
+      config: { auth: ['apikeys:read'], envelope: 'keys' },
     },
-    config: { auth: ['apikeys:read'], envelope: 'keys' },
-  }, async (request) => ({
-    success: true as const,
-    apiKeys: await listApiKeys(ctx.db, ctx.secrets.encryptionKey, principalOf(request), ctx.services.billing),
-  }));
+    async (request) => ({
+      success: true as const,
+      apiKeys: await listApiKeys(ctx.db, ctx.secrets.encryptionKey, principalOf(request), ctx.services.billing),
+    }),
+  );
 
-  app.post('/api/user/api-keys', {
-    schema: {
-      tags: ['api-keys'], summary: 'Create an API key', security,
-      description: "Answers 200 with `success: true`. The permissions must lie within the calling token's scopes (403 otherwise). `limit` (credits) and `limitPeriod` set an optional spending limit for the key.",
-      body: CreateBody,
-      response: { 200: Type.Object({ success: Type.Literal(true), apiKey: CreatedKey }), ...errorResponses },
+  app.post(
+    '/api/user/api-keys',
+    {
+      schema: {
+        tags: ['api-keys'],
+        summary: 'Create an API key',
+        security,
+        description:
+          "Answers 200 with `success: true`. The permissions must lie within the calling token's scopes (403 otherwise). `limit` (credits) and `limitPeriod` set an optional spending limit for the key.",
+        body: CreateBody,
+        response: { 200: Type.Object({ success: Type.Literal(true), apiKey: CreatedKey }), ...errorResponses },
+      },
+      // Validation is attached, not thrown: the handler answers with the contract's exact texts, and only
+      // after authentication, so an anonymous caller learns nothing from a body.
+      attachValidation: true,
+      config: { auth: ['apikeys:write'], envelope: 'keys' },
     },
-    // Validation is attached, not thrown: the handler answers with the contract's exact texts, and only
-    // after authentication, so an anonymous caller learns nothing from a body.
-    attachValidation: true,
-    config: { auth: ['apikeys:write'], envelope: 'keys' },
-  }, async (request) => {
-    const principal = principalOf(request);
-    const input = parseCreateBody(request);
-    requireWithinScopes(principal, input.permissions);
-    return { success: true as const, apiKey: await createApiKey(ctx.db, ctx.clock, ctx.secrets.encryptionKey, principal, input, ctx.services.billing) };
-  });
+    async (request) => {
+      const principal = principalOf(request);
+      const input = parseCreateBody(request);
+      requireWithinScopes(principal, input.permissions);
+      return {
+        success: true as const,
+        apiKey: await createApiKey(
+          ctx.db,
+          ctx.clock,
+          ctx.secrets.encryptionKey,
+          principal,
+          input,
+          ctx.services.billing,
+        ),
+      };
+    },
+  );
 
-  app.delete('/api/user/api-keys/:id', {
-    schema: {
-      tags: ['api-keys'], summary: 'Revoke an API key', security,
-      description: "The key stops working at once. Another user's key, or for an app another app's key, is a 404.",
-      params: Type.Object({ id: Type.String() }),
-      response: { 200: Type.Object({ success: Type.Literal(true) }), ...errorResponses },
+  app.delete(
+    '/api/user/api-keys/:id',
+    {
+      schema: {
+        tags: ['api-keys'],
+        summary: 'Revoke an API key',
+        security,
+        description: "The key stops working at once. Another user's key, or for an app another app's key, is a 404.",
+        params: Type.Object({ id: Type.String() }),
+        response: { 200: Type.Object({ success: Type.Literal(true) }), ...errorResponses },
+      },
+      config: { auth: ['apikeys:write'], envelope: 'keys' },
     },
-    config: { auth: ['apikeys:write'], envelope: 'keys' },
-  }, async (request) => {
-    const { id } = request.params as { id: string };
-    if (!(await revokeApiKey(ctx.db, ctx.clock, principalOf(request), id))) throw errors.notFound('API key');
-    keyAuth.forget(id);
-    return { success: true as const };
-  });
+    async (request) => {
+      const { id } = request.params as { id: string };
+      if (!(await revokeApiKey(ctx.db, ctx.clock, principalOf(request), id))) throw errors.notFound('API key');
+      keyAuth.forget(id);
+      return { success: true as const };
+    },
+  );
 }

@@ -63,7 +63,14 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * Creates a key for the caller's user, recording the app that created it. Only the SHA-256 of the value
  * (for lookup) and the value sealed under `encryptionKey` (the contract lists it back) are stored.
  */
-export async function createApiKey(db: Db, clock: Clock, encryptionKey: Buffer, principal: Principal, input: NewApiKey, billing: Pick<Billing, 'setKeyLimit'>): Promise<CreatedApiKey> {
+export async function createApiKey(
+  db: Db,
+  clock: Clock,
+  encryptionKey: Buffer,
+  principal: Principal,
+  input: NewApiKey,
+  billing: Pick<Billing, 'setKeyLimit'>,
+): Promise<CreatedApiKey> {
   const key = generateApiKey();
   const id = newId('key');
   const createdAt = clock.now();
@@ -84,13 +91,19 @@ export async function createApiKey(db: Db, clock: Clock, encryptionKey: Buffer, 
         revoked_at: null,
       })
       .execute();
-    if (input.limitMicro !== null) await billing.setKeyLimit(id, { amount: input.limitMicro, period: input.limitPeriod ?? 'total' }, trx);
+    if (input.limitMicro !== null)
+      await billing.setKeyLimit(id, { amount: input.limitMicro, period: input.limitPeriod ?? 'total' }, trx);
   });
   return { id, name: input.name, key, permissions: input.permissions, createdAt: iso(createdAt) };
 }
 
 /** The caller's visible live keys, newest first, with their values unsealed. */
-export async function listApiKeys(db: Db, encryptionKey: Buffer, principal: Principal, billing: Pick<Billing, 'keyLimits'>): Promise<ListedApiKey[]> {
+export async function listApiKeys(
+  db: Db,
+  encryptionKey: Buffer,
+  principal: Principal,
+  billing: Pick<Billing, 'keyLimits'>,
+): Promise<ListedApiKey[]> {
   const rows = await db
     .selectFrom('api_keys')
     .select(['id', 'name', 'key_sealed', 'permissions', 'last_used_at', 'created_at'])
@@ -142,7 +155,9 @@ export async function findLiveKeyByValue(db: Db, value: string) {
       eb.or([
         eb('app_id', 'is', null),
         eb.exists(
-          eb.selectFrom('authorized_apps').select('authorized_apps.client_id')
+          eb
+            .selectFrom('authorized_apps')
+            .select('authorized_apps.client_id')
             .whereRef('authorized_apps.user_id', '=', 'api_keys.user_id')
             .whereRef('authorized_apps.client_id', '=', 'api_keys.app_id')
             .where('authorized_apps.revoked_at', 'is', null),
@@ -161,7 +176,11 @@ export interface AppKeysScope {
 
 /** Revokes every live key the app created (for one user, or for all); returns their ids, to drop from caches. */
 export async function revokeKeysOfApp(db: Db, clock: Clock, scope: AppKeysScope): Promise<string[]> {
-  let query = db.updateTable('api_keys').set({ revoked_at: clock.now() }).where('app_id', '=', scope.clientId).where('revoked_at', 'is', null);
+  let query = db
+    .updateTable('api_keys')
+    .set({ revoked_at: clock.now() })
+    .where('app_id', '=', scope.clientId)
+    .where('revoked_at', 'is', null);
   if (scope.userId !== undefined) query = query.where('user_id', '=', scope.userId);
   return (await query.returning('id').execute()).map((row) => row.id);
 }

@@ -53,18 +53,21 @@ export class ModelCache {
     if (!this.#loading) {
       const generation = this.#generation;
       // Concurrent misses share one query; a change during the load is not overwritten by the stale result.
-      this.#loading = listAllModels(this.#ctx.db).then((models) => {
-        const map = new Map(models.map((m) => [m.id, m]));
-        if (generation === this.#generation) {
-          this.#models = map;
-          this.#loadedAt = Date.now();
+      this.#loading = listAllModels(this.#ctx.db).then(
+        (models) => {
+          const map = new Map(models.map((m) => [m.id, m]));
+          if (generation === this.#generation) {
+            this.#models = map;
+            this.#loadedAt = Date.now();
+            this.#loading = null;
+          }
+          return map;
+        },
+        (error) => {
           this.#loading = null;
-        }
-        return map;
-      }, (error) => {
-        this.#loading = null;
-        throw error;
-      });
+          throw error;
+        },
+      );
     }
     return this.#loading;
   }

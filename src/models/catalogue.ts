@@ -56,10 +56,17 @@ export function modelFromRow(row: Selectable<ModelsTable>): CatalogueModel {
     upstreamModel: row.upstream_model,
     name: row.name,
     pricing: {
-      prompt: row.price_prompt, completion: row.price_completion,
-      cacheRead: row.price_cache_read ?? null, cacheWrite: row.price_cache_write ?? null, reasoning: row.price_reasoning ?? null,
-      audioInput: row.price_audio_input ?? null, audioOutput: row.price_audio_output ?? null,
-      request: row.price_request, second: row.price_second, image: row.price_image, webSearch: row.price_web_search ?? 0,
+      prompt: row.price_prompt,
+      completion: row.price_completion,
+      cacheRead: row.price_cache_read ?? null,
+      cacheWrite: row.price_cache_write ?? null,
+      reasoning: row.price_reasoning ?? null,
+      audioInput: row.price_audio_input ?? null,
+      audioOutput: row.price_audio_output ?? null,
+      request: row.price_request,
+      second: row.price_second,
+      image: row.price_image,
+      webSearch: row.price_web_search ?? 0,
     },
     contextLength: row.context_length,
     maxOutputTokens: row.max_output_tokens,
@@ -94,7 +101,8 @@ export async function listAllModels(db: Db): Promise<CatalogueModel[]> {
 }
 
 /** A model as written: the worst-case fields default to none (no images in chat, no per-size image prices). */
-export type ModelInput = Omit<CatalogueModel, 'updatedAt' | 'imageTokens' | 'imagePrices'> & Partial<Pick<CatalogueModel, 'imageTokens' | 'imagePrices'>>;
+export type ModelInput = Omit<CatalogueModel, 'updatedAt' | 'imageTokens' | 'imagePrices'> &
+  Partial<Pick<CatalogueModel, 'imageTokens' | 'imagePrices'>>;
 
 /** Inserts or replaces a model. */
 export async function upsertModel(db: Db, model: ModelInput, now: number): Promise<CatalogueModel> {
@@ -127,7 +135,11 @@ export async function upsertModel(db: Db, model: ModelInput, now: number): Promi
     updated_at: now,
   };
   const { id, ...rest } = row;
-  await db.insertInto('models').values(row).onConflict((oc) => oc.column('id').doUpdateSet(rest)).execute();
+  await db
+    .insertInto('models')
+    .values(row)
+    .onConflict((oc) => oc.column('id').doUpdateSet(rest))
+    .execute();
   return modelFromRow(row);
 }
 
@@ -138,7 +150,11 @@ export async function upsertModel(db: Db, model: ModelInput, now: number): Promi
  * that names neither; otherwise null, and the request is refused (a flat price cannot bound a larger or
  * finer image).
  */
-export function imagePriceOf(model: Pick<CatalogueModel, 'pricing' | 'imagePrices'>, quality: string | undefined, size: string | undefined): number | null {
+export function imagePriceOf(
+  model: Pick<CatalogueModel, 'pricing' | 'imagePrices'>,
+  quality: string | undefined,
+  size: string | undefined,
+): number | null {
   const prices = model.imagePrices;
   if (Object.keys(prices).length === 0) return quality === undefined && size === undefined ? model.pricing.image : null;
   const q = quality ?? 'auto';

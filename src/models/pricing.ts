@@ -42,7 +42,19 @@ export function usdToMicros(usd: string, creditsPerUsd: number, perUnits: bigint
 }
 
 /** The prices a price list names, in the order the API and the README show them. */
-export const PRICE_KEYS = ['prompt', 'completion', 'cacheRead', 'cacheWrite', 'reasoning', 'audioInput', 'audioOutput', 'request', 'image', 'second', 'webSearch'] as const;
+export const PRICE_KEYS = [
+  'prompt',
+  'completion',
+  'cacheRead',
+  'cacheWrite',
+  'reasoning',
+  'audioInput',
+  'audioOutput',
+  'request',
+  'image',
+  'second',
+  'webSearch',
+] as const;
 
 /**
  * The detailed token prices that may be left unset, and the plain price each falls back to. A price that
@@ -50,7 +62,13 @@ export const PRICE_KEYS = ['prompt', 'completion', 'cacheRead', 'cacheWrite', 'r
  * cache, or by an operator who priced only prompt and completion, can never give cached or reasoning
  * tokens away.
  */
-export const PRICE_FALLBACKS = { cacheRead: 'prompt', cacheWrite: 'prompt', audioInput: 'prompt', reasoning: 'completion', audioOutput: 'completion' } as const satisfies Record<string, 'prompt' | 'completion'>;
+export const PRICE_FALLBACKS = {
+  cacheRead: 'prompt',
+  cacheWrite: 'prompt',
+  audioInput: 'prompt',
+  reasoning: 'completion',
+  audioOutput: 'completion',
+} as const satisfies Record<string, 'prompt' | 'completion'>;
 
 type FallbackKey = keyof typeof PRICE_FALLBACKS;
 
@@ -63,13 +81,18 @@ export function effectivePrice(pricing: ModelPricing, key: keyof ModelPricing): 
 
 /** Every price in micro-credits, unset detailed prices resolved to their fallbacks. */
 export function effectivePricing(pricing: ModelPricing): Required<{ [K in keyof ModelPricing]: number }> {
-  return Object.fromEntries(PRICE_KEYS.map((key) => [key, effectivePrice(pricing, key)])) as Required<{ [K in keyof ModelPricing]: number }>;
+  return Object.fromEntries(PRICE_KEYS.map((key) => [key, effectivePrice(pricing, key)])) as Required<{
+    [K in keyof ModelPricing]: number;
+  }>;
 }
 
 /** Catalogue prices (micro-credits) as `GET /api/v1/models` shows them (credits): every price, an unset detailed price shown as the price it falls back to (what the caller pays). */
 export function pricingToCredits(pricing: ModelPricing): Record<(typeof PRICE_KEYS)[number], number> {
   const effective = effectivePricing(pricing);
-  return Object.fromEntries(PRICE_KEYS.map((key) => [key, microsToCredits(effective[key])])) as Record<(typeof PRICE_KEYS)[number], number>;
+  return Object.fromEntries(PRICE_KEYS.map((key) => [key, microsToCredits(effective[key])])) as Record<
+    (typeof PRICE_KEYS)[number],
+    number
+  >;
 }
 
 /** Prices as the operator API shows them: credits, an unset detailed price `null`. */
@@ -77,23 +100,46 @@ export type AdminPricing = { [K in (typeof PRICE_KEYS)[number]]: K extends Fallb
 
 /** Catalogue prices as the operator API shows them (credits): an unset detailed price is `null` (it falls back). */
 export function pricingToAdminCredits(pricing: ModelPricing): AdminPricing {
-  return Object.fromEntries(PRICE_KEYS.map((key) => {
-    const value = pricing[key];
-    return [key, value === null || value === undefined ? (key in PRICE_FALLBACKS ? null : 0) : microsToCredits(value)];
-  })) as AdminPricing;
+  return Object.fromEntries(
+    PRICE_KEYS.map((key) => {
+      const value = pricing[key];
+      return [
+        key,
+        value === null || value === undefined ? (key in PRICE_FALLBACKS ? null : 0) : microsToCredits(value),
+      ];
+    }),
+  ) as AdminPricing;
 }
 
 /**
  * Prices given in credits (the admin API) as micro-credits; 400 for a negative price or one with more than
  * 6 decimals. A plain price left out is 0; a detailed price left out or `null` is unset (it falls back).
  */
-export function pricingFromCredits(pricing: Partial<Record<keyof ModelPricing, number | null>>): Required<ModelPricing> {
-  const out: Required<ModelPricing> = { prompt: 0, completion: 0, cacheRead: null, cacheWrite: null, reasoning: null, audioInput: null, audioOutput: null, request: 0, image: 0, second: 0, webSearch: 0 };
+export function pricingFromCredits(
+  pricing: Partial<Record<keyof ModelPricing, number | null>>,
+): Required<ModelPricing> {
+  const out: Required<ModelPricing> = {
+    prompt: 0,
+    completion: 0,
+    cacheRead: null,
+    cacheWrite: null,
+    reasoning: null,
+    audioInput: null,
+    audioOutput: null,
+    request: 0,
+    image: 0,
+    second: 0,
+    webSearch: 0,
+  };
   for (const key of PRICE_KEYS) {
     const value = pricing[key];
     if (value === undefined || value === null) continue;
     const micros = creditsToMicros(value);
-    if (micros === null || micros < 0) throw new ApiError('INVALID_REQUEST', `pricing.${key} must be a non-negative number of credits with at most 6 decimals.`);
+    if (micros === null || micros < 0)
+      throw new ApiError(
+        'INVALID_REQUEST',
+        `pricing.${key} must be a non-negative number of credits with at most 6 decimals.`,
+      );
     out[key] = micros;
   }
   return out;
@@ -148,13 +194,19 @@ export type CostUsage = Partial<UsageBreakdown> & { promptTokens?: number; compl
 /** A part as a BigInt; a count that is not a non-negative safe integer is a programming error here (usage is sanitized before it is priced). */
 function count(value: number | undefined, name: string): bigint {
   const n = value ?? 0;
-  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`usage.${name} must be a non-negative integer, got ${n}.`);
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new RangeError(`usage.${name} must be a non-negative integer, got ${n}.`);
   return BigInt(n);
 }
 
 const TOKEN_PRICES: Array<[keyof UsageBreakdown, keyof ModelPricing]> = [
-  ['prompt', 'prompt'], ['cachedRead', 'cacheRead'], ['cacheWrite', 'cacheWrite'], ['audioIn', 'audioInput'],
-  ['completion', 'completion'], ['reasoning', 'reasoning'], ['audioOut', 'audioOutput'],
+  ['prompt', 'prompt'],
+  ['cachedRead', 'cacheRead'],
+  ['cacheWrite', 'cacheWrite'],
+  ['audioIn', 'audioInput'],
+  ['completion', 'completion'],
+  ['reasoning', 'reasoning'],
+  ['audioOut', 'audioOutput'],
 ];
 
 /**
@@ -165,15 +217,21 @@ const TOKEN_PRICES: Array<[keyof UsageBreakdown, keyof ModelPricing]> = [
 export function costMicros(pricing: ModelPricing, usage: CostUsage): number {
   // Everything is summed in nano-micro-credits (10^-9 micro-credits): tokens are priced per 10^6, seconds per 10^3.
   let nanos = 0n;
-  for (const [part, price] of TOKEN_PRICES) nanos += count(usage[part], part) * BigInt(effectivePrice(pricing, price)) * 1_000n;
+  for (const [part, price] of TOKEN_PRICES)
+    nanos += count(usage[part], part) * BigInt(effectivePrice(pricing, price)) * 1_000n;
   nanos += count(usage.promptTokens, 'promptTokens') * BigInt(pricing.prompt) * 1_000n;
   nanos += count(usage.completionTokens, 'completionTokens') * BigInt(pricing.completion) * 1_000n;
   const seconds = usage.seconds ?? 0;
-  if (!Number.isFinite(seconds) || seconds < 0) throw new RangeError(`usage.seconds must be a non-negative number, got ${seconds}.`);
+  if (!Number.isFinite(seconds) || seconds < 0)
+    throw new RangeError(`usage.seconds must be a non-negative number, got ${seconds}.`);
   nanos += BigInt(Math.ceil(seconds * 1000)) * BigInt(pricing.second) * 1_000_000n;
-  const units = count(usage.requests, 'requests') * BigInt(pricing.request) + count(usage.images, 'images') * BigInt(pricing.image) + count(usage.webSearches, 'webSearches') * BigInt(pricing.webSearch ?? 0);
+  const units =
+    count(usage.requests, 'requests') * BigInt(pricing.request) +
+    count(usage.images, 'images') * BigInt(pricing.image) +
+    count(usage.webSearches, 'webSearches') * BigInt(pricing.webSearch ?? 0);
   const total = (nanos + 999_999_999n) / 1_000_000_000n + units;
-  if (total > BigInt(Number.MAX_SAFE_INTEGER)) throw new ApiError('INVALID_REQUEST', 'The request would cost more than can be represented.');
+  if (total > BigInt(Number.MAX_SAFE_INTEGER))
+    throw new ApiError('INVALID_REQUEST', 'The request would cost more than can be represented.');
   return Number(total);
 }
 
@@ -183,8 +241,22 @@ export function costMicros(pricing: ModelPricing, usage: CostUsage): number {
  * highest output price (completion, reasoning, audio output). A hold computed with this bounds the charge
  * even when the provider reports cache writes or reasoning priced above the plain prices.
  */
-export function worstCaseCostMicros(pricing: ModelPricing, usage: { promptTokens?: number; completionTokens?: number; requests?: number; seconds?: number; images?: number; webSearches?: number }): number {
-  const highestInput = Math.max(...(['prompt', 'cacheRead', 'cacheWrite', 'audioInput'] as const).map((key) => effectivePrice(pricing, key)));
-  const highestOutput = Math.max(...(['completion', 'reasoning', 'audioOutput'] as const).map((key) => effectivePrice(pricing, key)));
+export function worstCaseCostMicros(
+  pricing: ModelPricing,
+  usage: {
+    promptTokens?: number;
+    completionTokens?: number;
+    requests?: number;
+    seconds?: number;
+    images?: number;
+    webSearches?: number;
+  },
+): number {
+  const highestInput = Math.max(
+    ...(['prompt', 'cacheRead', 'cacheWrite', 'audioInput'] as const).map((key) => effectivePrice(pricing, key)),
+  );
+  const highestOutput = Math.max(
+    ...(['completion', 'reasoning', 'audioOutput'] as const).map((key) => effectivePrice(pricing, key)),
+  );
   return costMicros({ ...pricing, prompt: highestInput, completion: highestOutput }, usage);
 }

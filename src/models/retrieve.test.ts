@@ -6,8 +6,19 @@ import { fundedUser, putModel } from '../gateway/testing.ts';
 
 describeEachDatabase('GET /api/v1/models/:vendor/:model (one model, OpenAI format)', (env) => {
   before(async () => {
-    await putModel(env, 'acme/one', { provider: 'echo', upstreamModel: 'echo', name: 'Acme One', pricing: { prompt: 1, completion: 2 }, contextLength: 8000 });
-    await putModel(env, 'acme/off', { provider: 'echo', upstreamModel: 'echo', pricing: { prompt: 1 }, enabled: false });
+    await putModel(env, 'acme/one', {
+      provider: 'echo',
+      upstreamModel: 'echo',
+      name: 'Acme One',
+      pricing: { prompt: 1, completion: 2 },
+      contextLength: 8000,
+    });
+    await putModel(env, 'acme/off', {
+      provider: 'echo',
+      upstreamModel: 'echo',
+      pricing: { prompt: 1 },
+      enabled: false,
+    });
   });
 
   it("the official SDK's models.retrieve gets the model object, the same entry the list shows", async () => {
@@ -18,10 +29,15 @@ describeEachDatabase('GET /api/v1/models/:vendor/:model (one model, OpenAI forma
     assert.equal(model.object, 'model');
     assert.equal(model.owned_by, 'acme');
     assert.ok(Number.isInteger(model.created) && model.created > 0);
-    const listed = (await env.request('GET', '/api/v1/models', { token: user.key })).body.data.find((m: any) => m.id === 'acme/one');
+    const listed = (await env.request('GET', '/api/v1/models', { token: user.key })).body.data.find(
+      (m: any) => m.id === 'acme/one',
+    );
     assert.deepEqual(model, listed);
     assert.equal((model as any).context_length, 8000);
-    await assert.rejects(client.models.retrieve('acme/missing'), (error: any) => error instanceof OpenAI.NotFoundError && error.code === 'MODEL_NOT_FOUND');
+    await assert.rejects(
+      client.models.retrieve('acme/missing'),
+      (error: any) => error instanceof OpenAI.NotFoundError && error.code === 'MODEL_NOT_FOUND',
+    );
   });
 
   it('a plain fetch works with the id as two path segments and URL-encoded in one', async () => {

@@ -4,12 +4,18 @@ import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../platform/errors.ts';
 import { PublicModelSchema, publicModel } from './routes.ts';
 
-const ErrorSchema = Type.Object({ error: Type.Object({ code: Type.String(), message: Type.String(), type: Type.String() }, { additionalProperties: true }) });
+const ErrorSchema = Type.Object({
+  error: Type.Object(
+    { code: Type.String(), message: Type.String(), type: Type.String() },
+    { additionalProperties: true },
+  ),
+});
 
 const schema = (summary: string, params: ReturnType<typeof Type.Object>) => ({
   tags: ['ai'],
   summary,
-  description: 'OpenAI\'s model object (`id`, `object: "model"`, `created`, `owned_by`) with the fields `GET /api/v1/models` lists (name, prices in credits, context length, modalities). An unknown or disabled model is a 404 `MODEL_NOT_FOUND`.',
+  description:
+    'OpenAI\'s model object (`id`, `object: "model"`, `created`, `owned_by`) with the fields `GET /api/v1/models` lists (name, prices in credits, context length, modalities). An unknown or disabled model is a 404 `MODEL_NOT_FOUND`.',
   security: [{ bearer: [] }],
   params,
   response: { 200: PublicModelSchema, 404: ErrorSchema },
@@ -22,18 +28,35 @@ const schema = (summary: string, params: ReturnType<typeof Type.Object>) => ({
 export function registerModelRetrieveRoutes(app: App, ctx: AppContext): void {
   const answer = async (id: string) => {
     const model = await ctx.services.models.get(id);
-    if (!model) throw new ApiError('MODEL_NOT_FOUND', `The model "${id}" does not exist; GET /api/v1/models lists the models.`);
+    if (!model)
+      throw new ApiError('MODEL_NOT_FOUND', `The model "${id}" does not exist; GET /api/v1/models lists the models.`);
     return publicModel(model);
   };
-  app.get('/api/v1/models/:vendor/:model', {
-    schema: schema('Retrieve a model (OpenAI format, with prices in credits)', Type.Object({ vendor: Type.String({ maxLength: 100 }), model: Type.String({ maxLength: 300 }) })),
-    config: { auth: ['ai:models'] },
-  }, async (request) => {
-    const { vendor, model } = request.params as { vendor: string; model: string };
-    return answer(`${vendor}/${model}`);
-  });
-  app.get('/api/v1/models/:id', {
-    schema: schema('Retrieve a model by its URL-encoded id (`tollgate%2Fecho`), as the OpenAI SDK sends it', Type.Object({ id: Type.String({ maxLength: 400, description: 'The model id `<vendor>/<model>`, URL-encoded.' }) })),
-    config: { auth: ['ai:models'] },
-  }, async (request) => answer((request.params as { id: string }).id));
+  app.get(
+    '/api/v1/models/:vendor/:model',
+    {
+      schema: schema(
+        'Retrieve a model (OpenAI format, with prices in credits)',
+        Type.Object({ vendor: Type.String({ maxLength: 100 }), model: Type.String({ maxLength: 300 }) }),
+      ),
+      config: { auth: ['ai:models'] },
+    },
+    async (request) => {
+      const { vendor, model } = request.params as { vendor: string; model: string };
+      return answer(`${vendor}/${model}`);
+    },
+  );
+  app.get(
+    '/api/v1/models/:id',
+    {
+      schema: schema(
+        'Retrieve a model by its URL-encoded id (`tollgate%2Fecho`), as the OpenAI SDK sends it',
+        Type.Object({
+          id: Type.String({ maxLength: 400, description: 'The model id `<vendor>/<model>`, URL-encoded.' }),
+        }),
+      ),
+      config: { auth: ['ai:models'] },
+    },
+    async (request) => answer((request.params as { id: string }).id),
+  );
 }

@@ -65,7 +65,8 @@ const AdminPricingSchema = Type.Object({
   webSearch: Type.Number({ description: PLAIN_PRICES.webSearch }),
 });
 
-const OptionalDetailed = (description: string) => Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description }));
+const OptionalDetailed = (description: string) =>
+  Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description }));
 
 /** A model as `GET /api/v1/models` lists it (OpenAI list entry plus OpenRouter-style details). */
 export const PublicModelSchema = Type.Object({
@@ -90,8 +91,12 @@ const AdminModelSchema = Type.Object({
   contextLength: Type.Union([Type.Integer(), Type.Null()]),
   maxOutputTokens: Type.Union([Type.Integer(), Type.Null()]),
   maxPredictSeconds: Type.Union([Type.Integer(), Type.Null()]),
-  imageTokens: Type.Union([Type.Integer(), Type.Null()], { description: 'Prompt tokens held per image part in a chat; null: image parts are refused.' }),
-  imagePrices: Type.Record(Type.String(), Type.Number(), { description: 'Images API credits per image by "<quality>/<size>" (`*` for either).' }),
+  imageTokens: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'Prompt tokens held per image part in a chat; null: image parts are refused.',
+  }),
+  imagePrices: Type.Record(Type.String(), Type.Number(), {
+    description: 'Images API credits per image by "<quality>/<size>" (`*` for either).',
+  }),
   inputModalities: Type.Array(Type.String()),
   outputModalities: Type.Array(Type.String()),
   fallbacks: Type.Array(Type.String()),
@@ -100,32 +105,56 @@ const AdminModelSchema = Type.Object({
   updatedAt: Type.String({ format: 'date-time' }),
 });
 
-const PutModelBody = Type.Object({
-  provider: Type.String({ pattern: '^[a-z0-9][a-z0-9-]*$', description: 'openai, openrouter, anthropic, replicate, echo, or a configured provider name' }),
-  upstreamModel: Type.String({ minLength: 1, maxLength: 300 }),
-  name: Type.Optional(Type.String({ maxLength: 300 })),
-  pricing: Type.Object({
-    prompt: Type.Optional(Credits), completion: Type.Optional(Credits), request: Type.Optional(Credits), second: Type.Optional(Credits), image: Type.Optional(Credits),
-    webSearch: Type.Optional(Credits),
-    cacheRead: OptionalDetailed(DETAILED_PRICES.cacheRead), cacheWrite: OptionalDetailed(DETAILED_PRICES.cacheWrite), reasoning: OptionalDetailed(DETAILED_PRICES.reasoning),
-    audioInput: OptionalDetailed(DETAILED_PRICES.audioInput), audioOutput: OptionalDetailed(DETAILED_PRICES.audioOutput),
-  }, { additionalProperties: false }),
-  contextLength: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
-  maxOutputTokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
-  maxPredictSeconds: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 86400 }), Type.Null()])),
-  imageTokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000 }), Type.Null()], {
-    description: 'Prompt tokens one image part may cost (held per image in a chat). Omitted: the family default when `inputModalities` has `image` (README "The hold\'s worst case per endpoint"); null: image parts are refused.',
-  })),
-  imagePrices: Type.Optional(Type.Record(Type.String({ pattern: IMAGE_PRICE_KEY, maxLength: 100 }), Credits, {
-    maxProperties: 50,
-    description: 'Images API credits per image by `"<quality>/<size>"`, either part `*` (e.g. `{ "hd/1024x1792": 0.12, "*/*": 0.04 }`). Empty: the flat `pricing.image` applies only to requests that name no quality or size.',
-  })),
-  inputModalities: Type.Optional(Type.Array(Type.String({ enum: ['text', 'image', 'audio', 'file', 'video'] }))),
-  outputModalities: Type.Optional(Type.Array(Type.String({ enum: ['text', 'image', 'audio', 'embedding', 'video'] }))),
-  fallbacks: Type.Optional(Type.Array(Type.String({ pattern: MODEL_ID_PATTERN }), { maxItems: 5 })),
-  isTest: Type.Optional(Type.Boolean()),
-  enabled: Type.Optional(Type.Boolean()),
-}, { additionalProperties: false });
+const PutModelBody = Type.Object(
+  {
+    provider: Type.String({
+      pattern: '^[a-z0-9][a-z0-9-]*$',
+      description: 'openai, openrouter, anthropic, replicate, echo, or a configured provider name',
+    }),
+    upstreamModel: Type.String({ minLength: 1, maxLength: 300 }),
+    name: Type.Optional(Type.String({ maxLength: 300 })),
+    pricing: Type.Object(
+      {
+        prompt: Type.Optional(Credits),
+        completion: Type.Optional(Credits),
+        request: Type.Optional(Credits),
+        second: Type.Optional(Credits),
+        image: Type.Optional(Credits),
+        webSearch: Type.Optional(Credits),
+        cacheRead: OptionalDetailed(DETAILED_PRICES.cacheRead),
+        cacheWrite: OptionalDetailed(DETAILED_PRICES.cacheWrite),
+        reasoning: OptionalDetailed(DETAILED_PRICES.reasoning),
+        audioInput: OptionalDetailed(DETAILED_PRICES.audioInput),
+        audioOutput: OptionalDetailed(DETAILED_PRICES.audioOutput),
+      },
+      { additionalProperties: false },
+    ),
+    contextLength: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+    maxOutputTokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+    maxPredictSeconds: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 86400 }), Type.Null()])),
+    imageTokens: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000 }), Type.Null()], {
+        description:
+          'Prompt tokens one image part may cost (held per image in a chat). Omitted: the family default when `inputModalities` has `image` (README "The hold\'s worst case per endpoint"); null: image parts are refused.',
+      }),
+    ),
+    imagePrices: Type.Optional(
+      Type.Record(Type.String({ pattern: IMAGE_PRICE_KEY, maxLength: 100 }), Credits, {
+        maxProperties: 50,
+        description:
+          'Images API credits per image by `"<quality>/<size>"`, either part `*` (e.g. `{ "hd/1024x1792": 0.12, "*/*": 0.04 }`). Empty: the flat `pricing.image` applies only to requests that name no quality or size.',
+      }),
+    ),
+    inputModalities: Type.Optional(Type.Array(Type.String({ enum: ['text', 'image', 'audio', 'file', 'video'] }))),
+    outputModalities: Type.Optional(
+      Type.Array(Type.String({ enum: ['text', 'image', 'audio', 'embedding', 'video'] })),
+    ),
+    fallbacks: Type.Optional(Type.Array(Type.String({ pattern: MODEL_ID_PATTERN }), { maxItems: 5 })),
+    isTest: Type.Optional(Type.Boolean()),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
 
 /** The `GET /api/v1/models` entry of a model (also `GET /api/v1/models/:vendor/:model`'s answer). */
 export function publicModel(model: CatalogueModel) {
@@ -143,79 +172,144 @@ export function publicModel(model: CatalogueModel) {
 }
 
 function adminModel(model: CatalogueModel) {
-  const imagePrices = Object.fromEntries(Object.entries(model.imagePrices).map(([key, micros]) => [key, microsToCredits(micros)]));
-  return { ...model, pricing: pricingToAdminCredits(model.pricing), imagePrices, updatedAt: new Date(model.updatedAt).toISOString() };
+  const imagePrices = Object.fromEntries(
+    Object.entries(model.imagePrices).map(([key, micros]) => [key, microsToCredits(micros)]),
+  );
+  return {
+    ...model,
+    pricing: pricingToAdminCredits(model.pricing),
+    imagePrices,
+    updatedAt: new Date(model.updatedAt).toISOString(),
+  };
 }
 
 /** `imagePrices` in credits as micro-credits; 400 for a price with more than 6 decimals. */
 function imagePricesFromCredits(prices: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.entries(prices).map(([key, credits]) => {
-    const micros = creditsToMicros(credits);
-    if (micros === null || micros < 0) throw new ApiError('INVALID_REQUEST', `imagePrices["${key}"] must be a non-negative number of credits with at most 6 decimals.`);
-    return [key, micros];
-  }));
+  return Object.fromEntries(
+    Object.entries(prices).map(([key, credits]) => {
+      const micros = creditsToMicros(credits);
+      if (micros === null || micros < 0)
+        throw new ApiError(
+          'INVALID_REQUEST',
+          `imagePrices["${key}"] must be a non-negative number of credits with at most 6 decimals.`,
+        );
+      return [key, micros];
+    }),
+  );
 }
 
 const security = [{ admin: [] }];
 
 /** `GET /api/v1/models` and the operator's catalogue routes. */
 export function registerModelRoutes(app: App, ctx: AppContext): void {
-  app.get('/api/v1/models', {
-    schema: {
-      tags: ['ai'], summary: 'List the models (OpenAI format, with prices in credits)', security: [{ bearer: [] }],
-      response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(PublicModelSchema) }) },
+  app.get(
+    '/api/v1/models',
+    {
+      schema: {
+        tags: ['ai'],
+        summary: 'List the models (OpenAI format, with prices in credits)',
+        security: [{ bearer: [] }],
+        response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(PublicModelSchema) }) },
+      },
+      config: { auth: ['ai:models'] },
     },
-    config: { auth: ['ai:models'] },
-  }, async () => ({ object: 'list' as const, data: (await ctx.services.models.list()).map(publicModel) }));
+    async () => ({ object: 'list' as const, data: (await ctx.services.models.list()).map(publicModel) }),
+  );
 
-  app.get('/api/admin/models', {
-    schema: { tags: ['admin'], summary: 'List every model of the catalogue, disabled ones included', security, response: { 200: Type.Object({ data: Type.Array(AdminModelSchema) }) } },
-    config: { admin: true },
-  }, async () => ({ data: (await listAllModels(ctx.db)).map(adminModel) }));
-
-  app.put('/api/admin/models/:vendor/:model', {
-    schema: {
-      tags: ['admin'], summary: 'Create or replace a model of the catalogue', security,
-      params: Type.Object({ vendor: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', maxLength: 100 }), model: Type.String({ pattern: '^[^\\s/]+$', maxLength: 200 }) }),
-      body: PutModelBody,
-      response: { 200: AdminModelSchema },
+  app.get(
+    '/api/admin/models',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'List every model of the catalogue, disabled ones included',
+        security,
+        response: { 200: Type.Object({ data: Type.Array(AdminModelSchema) }) },
+      },
+      config: { admin: true },
     },
-    config: { admin: true },
-  }, async (request) => {
-    const { vendor, model: modelName } = request.params as { vendor: string; model: string };
-    const body = request.body as Static<typeof PutModelBody>;
-    const id = `${vendor}/${modelName}`;
-    if (!ctx.services.providers.knownNames().includes(body.provider)) {
-      throw new ApiError('INVALID_REQUEST', `Unknown provider "${body.provider}"; use one of ${ctx.services.providers.knownNames().join(', ')}.`);
-    }
-    if (body.fallbacks?.includes(id)) throw new ApiError('INVALID_REQUEST', 'A model cannot be its own fallback.');
-    const before = await getModel(ctx.db, id);
-    const saved = await upsertModel(ctx.db, {
-      id,
-      provider: body.provider,
-      upstreamModel: body.upstreamModel,
-      name: body.name ?? before?.name ?? id,
-      pricing: pricingFromCredits(body.pricing),
-      contextLength: body.contextLength ?? null,
-      maxOutputTokens: body.maxOutputTokens ?? null,
-      maxPredictSeconds: body.maxPredictSeconds ?? null,
-      imageTokens: body.imageTokens !== undefined ? body.imageTokens : defaultImageTokens(body.upstreamModel, body.inputModalities ?? ['text']),
-      imagePrices: imagePricesFromCredits(body.imagePrices ?? {}),
-      inputModalities: body.inputModalities ?? ['text'],
-      outputModalities: body.outputModalities ?? ['text'],
-      fallbacks: body.fallbacks ?? [],
-      isTest: body.isTest ?? false,
-      enabled: body.enabled ?? true,
-    }, ctx.clock.now());
-    ctx.services.models.announceChange();
-    return adminModel(saved);
-  });
+    async () => ({ data: (await listAllModels(ctx.db)).map(adminModel) }),
+  );
 
-  app.post('/api/admin/models/sync', {
-    schema: {
-      tags: ['admin'], summary: "Import the configured providers' models and USD prices (converted with CREDITS_PER_USD)", security,
-      response: { 200: Type.Object({ providers: Type.Array(Type.Object({ provider: Type.String(), imported: Type.Integer(), updated: Type.Integer(), needsPricing: Type.Array(Type.String()), error: Type.Optional(Type.String()) })) }) },
+  app.put(
+    '/api/admin/models/:vendor/:model',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Create or replace a model of the catalogue',
+        security,
+        params: Type.Object({
+          vendor: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', maxLength: 100 }),
+          model: Type.String({ pattern: '^[^\\s/]+$', maxLength: 200 }),
+        }),
+        body: PutModelBody,
+        response: { 200: AdminModelSchema },
+      },
+      config: { admin: true },
     },
-    config: { admin: true },
-  }, async () => syncModels(ctx));
+    async (request) => {
+      const { vendor, model: modelName } = request.params as { vendor: string; model: string };
+      const body = request.body as Static<typeof PutModelBody>;
+      const id = `${vendor}/${modelName}`;
+      if (!ctx.services.providers.knownNames().includes(body.provider)) {
+        throw new ApiError(
+          'INVALID_REQUEST',
+          `Unknown provider "${body.provider}"; use one of ${ctx.services.providers.knownNames().join(', ')}.`,
+        );
+      }
+      if (body.fallbacks?.includes(id)) throw new ApiError('INVALID_REQUEST', 'A model cannot be its own fallback.');
+      const before = await getModel(ctx.db, id);
+      const saved = await upsertModel(
+        ctx.db,
+        {
+          id,
+          provider: body.provider,
+          upstreamModel: body.upstreamModel,
+          name: body.name ?? before?.name ?? id,
+          pricing: pricingFromCredits(body.pricing),
+          contextLength: body.contextLength ?? null,
+          maxOutputTokens: body.maxOutputTokens ?? null,
+          maxPredictSeconds: body.maxPredictSeconds ?? null,
+          imageTokens:
+            body.imageTokens !== undefined
+              ? body.imageTokens
+              : defaultImageTokens(body.upstreamModel, body.inputModalities ?? ['text']),
+          imagePrices: imagePricesFromCredits(body.imagePrices ?? {}),
+          inputModalities: body.inputModalities ?? ['text'],
+          outputModalities: body.outputModalities ?? ['text'],
+          fallbacks: body.fallbacks ?? [],
+          isTest: body.isTest ?? false,
+          enabled: body.enabled ?? true,
+        },
+        ctx.clock.now(),
+      );
+      ctx.services.models.announceChange();
+      return adminModel(saved);
+    },
+  );
+
+  app.post(
+    '/api/admin/models/sync',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: "Import the configured providers' models and USD prices (converted with CREDITS_PER_USD)",
+        security,
+        response: {
+          200: Type.Object({
+            providers: Type.Array(
+              Type.Object({
+                provider: Type.String(),
+                imported: Type.Integer(),
+                updated: Type.Integer(),
+                needsPricing: Type.Array(Type.String()),
+                error: Type.Optional(Type.String()),
+              }),
+            ),
+          }),
+        },
+      },
+      config: { admin: true },
+    },
+    async () => syncModels(ctx),
+  );
 }

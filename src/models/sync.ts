@@ -88,9 +88,9 @@ function priceOf(upstream: UpstreamModel, creditsPerUsd: number): ModelPricing |
     reasoning: perMillion(usd.reasoning),
     audioInput: perMillion(usd.audioInput),
     audioOutput: perMillion(usd.audioOutput),
-    request: usd.request ? usdToMicros(usd.request, creditsPerUsd, 1n) ?? 0 : 0,
+    request: usd.request ? (usdToMicros(usd.request, creditsPerUsd, 1n) ?? 0) : 0,
     second: 0,
-    image: usd.image ? usdToMicros(usd.image, creditsPerUsd, 1n) ?? 0 : 0,
-    webSearch: usd.webSearch ? usdToMicros(usd.webSearch, creditsPerUsd, 1n) ?? 0 : 0,
+    image: usd.image ? (usdToMicros(usd.image, creditsPerUsd, 1n) ?? 0) : 0,
+    webSearch: usd.webSearch ? (usdToMicros(usd.webSearch, creditsPerUsd, 1n) ?? 0) : 0,
   };
 }

@@ -84,21 +84,34 @@ export const modelsMigrations: Record<string, Migration> = {
     async up(db: Kysely<any>) {
       // Nullable on purpose: NULL means "not set, charge the plain prompt/completion price", which is what
       // every model priced before this migration was charged, so existing rows keep their charges.
-      for (const column of ['price_cache_read', 'price_cache_write', 'price_reasoning', 'price_audio_input', 'price_audio_output']) {
+      for (const column of [
+        'price_cache_read',
+        'price_cache_write',
+        'price_reasoning',
+        'price_audio_input',
+        'price_audio_output',
+      ]) {
         await db.schema.alterTable('models').addColumn(column, 'bigint').execute();
       }
-      await db.schema.alterTable('models').addColumn('price_web_search', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('models')
+        .addColumn('price_web_search', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
     },
   },
   '1200_models_worst_cases': {
     async up(db: Kysely<any>) {
       await db.schema.alterTable('models').addColumn('image_tokens', 'integer').execute();
-      await db.schema.alterTable('models').addColumn('image_prices', 'text', (c) => c.notNull().defaultTo('{}')).execute();
+      await db.schema
+        .alterTable('models')
+        .addColumn('image_prices', 'text', (c) => c.notNull().defaultTo('{}'))
+        .execute();
       // Models that already list image input keep taking images, at their family's worst case.
       const rows = await db.selectFrom('models').select(['id', 'upstream_model', 'input_modalities']).execute();
       for (const row of rows) {
         const budget = defaultImageTokens(row.upstream_model, JSON.parse(row.input_modalities));
-        if (budget !== null) await db.updateTable('models').set({ image_tokens: budget }).where('id', '=', row.id).execute();
+        if (budget !== null)
+          await db.updateTable('models').set({ image_tokens: budget }).where('id', '=', row.id).execute();
       }
     },
   },

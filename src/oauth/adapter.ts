@@ -29,7 +29,9 @@ export async function deleteGrants(db: Db, grantIds: string[]): Promise<void> {
   if (grantIds.length === 0) return;
   await db
     .deleteFrom('oidc_payloads')
-    .where((eb) => eb.or([eb('grant_id', 'in', grantIds), eb.and([eb('model', '=', 'Grant'), eb('id', 'in', grantIds)])]))
+    .where((eb) =>
+      eb.or([eb('grant_id', 'in', grantIds), eb.and([eb('model', '=', 'Grant'), eb('id', 'in', grantIds)])]),
+    )
     .execute();
 }
 
@@ -38,7 +40,12 @@ export async function deleteGrants(db: Db, grantIds: string[]): Promise<void> {
  * first, so a token saved by a request that raced the revocation is dead all the same.
  */
 export async function grantExists(db: Db, grantId: string): Promise<boolean> {
-  const row = await db.selectFrom('oidc_payloads').select('expires_at').where('model', '=', 'Grant').where('id', '=', grantId).executeTakeFirst();
+  const row = await db
+    .selectFrom('oidc_payloads')
+    .select('expires_at')
+    .where('model', '=', 'Grant')
+    .where('id', '=', grantId)
+    .executeTakeFirst();
   return row !== undefined && (row.expires_at === null || Number(row.expires_at) > wallClock());
 }
 
@@ -119,8 +126,10 @@ function clientAdapter(db: Db): Adapter {
 }
 
 function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEvent) => void): Adapter {
-  const rows = () => db.selectFrom('oidc_payloads').select(['id', 'payload', 'consumed_at', 'expires_at']).where('model', '=', model);
-  const live = (row: { expires_at: number | null } | undefined) => row !== undefined && (row.expires_at === null || Number(row.expires_at) > wallClock());
+  const rows = () =>
+    db.selectFrom('oidc_payloads').select(['id', 'payload', 'consumed_at', 'expires_at']).where('model', '=', model);
+  const live = (row: { expires_at: number | null } | undefined) =>
+    row !== undefined && (row.expires_at === null || Number(row.expires_at) > wallClock());
 
   return {
     async upsert(id, payload, expiresIn) {
@@ -169,7 +178,12 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
         .where('consumed_at', 'is', null)
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) === 1) return;
-      const row = await db.selectFrom('oidc_payloads').select('grant_id').where('model', '=', model).where('id', '=', stored).executeTakeFirst();
+      const row = await db
+        .selectFrom('oidc_payloads')
+        .select('grant_id')
+        .where('model', '=', model)
+        .where('id', '=', stored)
+        .executeTakeFirst();
       if (row?.grant_id) {
         await deleteGrants(db, [row.grant_id]);
         onRevoked({ grants: [row.grant_id] });
@@ -177,7 +191,9 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
       // Imported here, not at the top, so that oidc-provider loads only once OAuth is used (provider.ts);
       // by the time it calls consume() it is loaded, and this import is a cache hit.
       const { errors: oidcErrors } = await loadOidcProvider();
-      throw new oidcErrors.InvalidGrant(`${model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`);
+      throw new oidcErrors.InvalidGrant(
+        `${model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`,
+      );
     },
 
     async destroy(id) {
@@ -196,6 +212,9 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
 
 /** Deletes rows that expired more than a minute ago (the minute covers oidc-provider's clock tolerance). */
 export async function deleteExpiredPayloads(db: Db): Promise<number> {
-  const result = await db.deleteFrom('oidc_payloads').where('expires_at', '<', wallClock() - 60_000).executeTakeFirst();
+  const result = await db
+    .deleteFrom('oidc_payloads')
+    .where('expires_at', '<', wallClock() - 60_000)
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

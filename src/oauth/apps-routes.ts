@@ -15,17 +15,28 @@ export const CLIENTS_CHANGED_CHANNEL = 'oauth:clients-changed';
 const NewApp = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 100, examples: ['My chat app'] }),
   redirectUris: Type.Array(Type.String({ minLength: 1, maxLength: 2000 }), {
-    minItems: 1, maxItems: 20,
-    description: 'Exact redirect URIs: https, or http on a loopback address. Matched character for character, port and trailing slash included.',
+    minItems: 1,
+    maxItems: 20,
+    description:
+      'Exact redirect URIs: https, or http on a loopback address. Matched character for character, port and trailing slash included.',
     examples: [['https://app.example.com/callback']],
   }),
-  scopes: Type.Array(Type.Union(SCOPES.map((scope) => Type.Literal(scope))), { minItems: 1, maxItems: SCOPES.length, description: 'Scopes the app may ask for.' }),
-  type: Type.Union([Type.Literal('public'), Type.Literal('confidential')], { description: '`public` (no secret, PKCE only: browser and native apps) or `confidential` (a server holding a secret).' }),
+  scopes: Type.Array(Type.Union(SCOPES.map((scope) => Type.Literal(scope))), {
+    minItems: 1,
+    maxItems: SCOPES.length,
+    description: 'Scopes the app may ask for.',
+  }),
+  type: Type.Union([Type.Literal('public'), Type.Literal('confidential')], {
+    description:
+      '`public` (no secret, PKCE only: browser and native apps) or `confidential` (a server holding a secret).',
+  }),
 });
 
 const Registered = Type.Object({
   clientId: Type.String({ examples: ['app_3kT9xQ2mN7pR4sV8wY1z'] }),
-  clientSecret: Type.Optional(Type.String({ description: 'Confidential apps only. Shown once: only its hash is kept.' })),
+  clientSecret: Type.Optional(
+    Type.String({ description: 'Confidential apps only. Shown once: only its hash is kept.' }),
+  ),
 });
 
 const AppView = Type.Object({
@@ -56,61 +67,101 @@ export function registerAppRoutes(app: App, ctx: AppContext, tokens: AccessToken
     return registered;
   }
 
-  app.post('/api/admin/apps', {
-    schema: { tags: ['admin'], summary: 'Register an OAuth app', security: [{ admin: [] }], body: NewApp, response: { 201: Registered } },
-    config: { admin: true },
-  }, async (request, reply) => reply.code(201).send(await register(request.body as NewClient, null)));
-
-  app.delete('/api/admin/apps/:clientId', {
-    schema: {
-      tags: ['admin'], summary: 'Delete an OAuth app',
-      description: "Every user's authorization of the app, every token it holds and every API key it created stop working at once, in every instance.",
-      security: [{ admin: [] }],
-      params: Type.Object({ clientId: Type.String({ maxLength: 100 }) }),
-      response: { 200: Type.Object({ success: Type.Literal(true) }) },
+  app.post(
+    '/api/admin/apps',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Register an OAuth app',
+        security: [{ admin: [] }],
+        body: NewApp,
+        response: { 201: Registered },
+      },
+      config: { admin: true },
     },
-    config: { admin: true },
-  }, async (request) => {
-    const { clientId } = request.params as { clientId: string };
-    const keys = ctx.services.keys;
-    const deleted = await deleteClient(ctx.db, ctx.dialect, clientId, (trx) => keys.revokeAppKeys({ clientId }, trx));
-    if (!deleted) throw errors.notFound('App');
-    for (const keyId of deleted.keyIds) keys.forget(keyId);
-    for (const userId of deleted.userIds) tokens.revoked({ app: { userId, clientId } });
-    ctx.bus.publish(CLIENTS_CHANGED_CHANNEL, clientId);
-    return { success: true as const };
-  });
+    async (request, reply) => reply.code(201).send(await register(request.body as NewClient, null)),
+  );
 
-  app.post('/api/user/apps', {
-    schema: { tags: ['user'], summary: 'Register an OAuth app owned by the signed-in user (dashboard)', body: NewApp, response: { 201: Registered } },
-    config: { auth: [] },
-  }, async (request, reply) => {
-    const principal = dashboardOnly(request);
-    return reply.code(201).send(await register(request.body as NewClient, principal.userId));
-  });
-
-  app.get('/api/user/apps', {
-    schema: { tags: ['user'], summary: 'The OAuth apps the signed-in user registered (dashboard)', response: { 200: Type.Object({ apps: Type.Array(AppView) }) } },
-    config: { auth: [] },
-  }, async (request) => ({ apps: await listOwnedClients(ctx.db, dashboardOnly(request).userId) }));
-
-  app.delete('/api/user/authorized-apps/:clientId', {
-    schema: {
-      tags: ['user'], summary: "Revoke an app's access to the signed-in user's account (dashboard)",
-      description: 'Every token the app holds for the user, and every API key it created for them, stops working at once; the app must ask for consent again.',
-      params: Type.Object({ clientId: Type.String({ maxLength: 100 }) }),
-      response: { 200: Type.Object({ success: Type.Literal(true) }) },
+  app.delete(
+    '/api/admin/apps/:clientId',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Delete an OAuth app',
+        description:
+          "Every user's authorization of the app, every token it holds and every API key it created stop working at once, in every instance.",
+        security: [{ admin: [] }],
+        params: Type.Object({ clientId: Type.String({ maxLength: 100 }) }),
+        response: { 200: Type.Object({ success: Type.Literal(true) }) },
+      },
+      config: { admin: true },
     },
-    config: { auth: [] },
-  }, async (request) => {
-    const principal = dashboardOnly(request);
-    const { clientId } = request.params as { clientId: string };
-    if (!(await revokeAuthorization(ctx.db, ctx.clock, principal.userId, clientId))) throw errors.notFound('Authorized app');
-    tokens.revoked({ app: { userId: principal.userId, clientId } });
-    // The keys the app created for this user end with its authorization, in every process (hole 2). Were
-    // this step to fail, they would still be refused: a key of an app lives only while its authorization stands.
-    const keys = ctx.services.keys;
-    for (const keyId of await keys.revokeAppKeys({ userId: principal.userId, clientId })) keys.forget(keyId);
-    return { success: true as const };
-  });
+    async (request) => {
+      const { clientId } = request.params as { clientId: string };
+      const keys = ctx.services.keys;
+      const deleted = await deleteClient(ctx.db, ctx.dialect, clientId, (trx) => keys.revokeAppKeys({ clientId }, trx));
+      if (!deleted) throw errors.notFound('App');
+      for (const keyId of deleted.keyIds) keys.forget(keyId);
+      for (const userId of deleted.userIds) tokens.revoked({ app: { userId, clientId } });
+      ctx.bus.publish(CLIENTS_CHANGED_CHANNEL, clientId);
+      return { success: true as const };
+    },
+  );
+
+  app.post(
+    '/api/user/apps',
+    {
+      schema: {
+        tags: ['user'],
+        summary: 'Register an OAuth app owned by the signed-in user (dashboard)',
+        body: NewApp,
+        response: { 201: Registered },
+      },
+      config: { auth: [] },
+    },
+    async (request, reply) => {
+      const principal = dashboardOnly(request);
+      return reply.code(201).send(await register(request.body as NewClient, principal.userId));
+    },
+  );
+
+  app.get(
+    '/api/user/apps',
+    {
+      schema: {
+        tags: ['user'],
+        summary: 'The OAuth apps the signed-in user registered (dashboard)',
+        response: { 200: Type.Object({ apps: Type.Array(AppView) }) },
+      },
+      config: { auth: [] },
+    },
+    async (request) => ({ apps: await listOwnedClients(ctx.db, dashboardOnly(request).userId) }),
+  );
+
+  app.delete(
+    '/api/user/authorized-apps/:clientId',
+    {
+      schema: {
+        tags: ['user'],
+        summary: "Revoke an app's access to the signed-in user's account (dashboard)",
+        description:
+          'Every token the app holds for the user, and every API key it created for them, stops working at once; the app must ask for consent again.',
+        params: Type.Object({ clientId: Type.String({ maxLength: 100 }) }),
+        response: { 200: Type.Object({ success: Type.Literal(true) }) },
+      },
+      config: { auth: [] },
+    },
+    async (request) => {
+      const principal = dashboardOnly(request);
+      const { clientId } = request.params as { clientId: string };
+      if (!(await revokeAuthorization(ctx.db, ctx.clock, principal.userId, clientId)))
+        throw errors.notFound('Authorized app');
+      tokens.revoked({ app: { userId: principal.userId, clientId } });
+      // The keys the app created for this user end with its authorization, in every process (hole 2). Were
+      // this step to fail, they would still be refused: a key of an app lives only while its authorization stands.
+      const keys = ctx.services.keys;
+      for (const keyId of await keys.revokeAppKeys({ userId: principal.userId, clientId })) keys.forget(keyId);
+      return { success: true as const };
+    },
+  );
 }

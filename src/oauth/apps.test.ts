@@ -5,7 +5,12 @@ import { describeEachDatabase } from '../testing/harness.ts';
 import { authorizeForTest, discover } from './testing.ts';
 
 const insecure = { [oauth.allowInsecureRequests]: true };
-const newApp = { name: 'Notes', redirectUris: ['https://notes.example.com/callback'], scopes: ['read', 'ai:chat'], type: 'public' };
+const newApp = {
+  name: 'Notes',
+  redirectUris: ['https://notes.example.com/callback'],
+  scopes: ['read', 'ai:chat'],
+  type: 'public',
+};
 
 describeEachDatabase('oauth apps and authorizations', (env) => {
   it('the operator registers public and confidential apps; only a confidential one gets a secret, shown once', async () => {
@@ -17,7 +22,11 @@ describeEachDatabase('oauth apps and authorizations', (env) => {
     const conf = await env.admin('POST', '/api/admin/apps', { ...newApp, type: 'confidential' });
     assert.equal(conf.status, 201);
     assert.match(conf.body.clientSecret, /^tgs_[\w-]{43}$/);
-    const row = await env.service.ctx.db.selectFrom('oauth_clients').selectAll().where('client_id', '=', conf.body.clientId).executeTakeFirstOrThrow();
+    const row = await env.service.ctx.db
+      .selectFrom('oauth_clients')
+      .selectAll()
+      .where('client_id', '=', conf.body.clientId)
+      .executeTakeFirstOrThrow();
     assert.equal(row.type, 'confidential');
     assert.ok(!JSON.stringify(row).includes(conf.body.clientSecret));
   });
@@ -35,7 +44,10 @@ describeEachDatabase('oauth apps and authorizations', (env) => {
       assert.equal(response.status, 400, JSON.stringify(body));
       assert.equal(response.body.error.code, 'INVALID_REQUEST');
     }
-    const loopback = await env.admin('POST', '/api/admin/apps', { ...newApp, redirectUris: ['http://127.0.0.1:8080/cb', 'http://localhost/cb', 'http://[::1]:9/cb'] });
+    const loopback = await env.admin('POST', '/api/admin/apps', {
+      ...newApp,
+      redirectUris: ['http://127.0.0.1:8080/cb', 'http://localhost/cb', 'http://[::1]:9/cb'],
+    });
     assert.equal(loopback.status, 201);
     const session = await env.createUser();
     assert.equal((await env.dashboard(session, 'POST', '/api/admin/apps', newApp)).status, 401);
@@ -50,7 +62,10 @@ describeEachDatabase('oauth apps and authorizations', (env) => {
 
     const listed = await env.dashboard(owner, 'GET', '/api/user/apps');
     assert.equal(listed.status, 200);
-    assert.deepEqual(listed.body.apps.map((a: any) => a.clientId), [created.body.clientId]);
+    assert.deepEqual(
+      listed.body.apps.map((a: any) => a.clientId),
+      [created.body.clientId],
+    );
     assert.deepEqual(listed.body.apps[0].redirectUris, newApp.redirectUris);
     assert.equal(listed.body.apps[0].clientSecret, undefined);
     assert.deepEqual((await env.dashboard(other, 'GET', '/api/user/apps')).body.apps, []);
@@ -65,24 +80,49 @@ describeEachDatabase('oauth apps and authorizations', (env) => {
     const first = await authorizeForTest(env, { user, scopes: ['read', 'offline_access'], dailyLimit: 3 });
     assert.equal((await env.request('GET', '/api/user/me', { token: first.accessToken })).status, 200);
 
-    assert.equal((await env.request('DELETE', `/api/user/authorized-apps/${first.clientId}`, { token: first.accessToken })).status, 403, 'an app cannot revoke apps');
+    assert.equal(
+      (await env.request('DELETE', `/api/user/authorized-apps/${first.clientId}`, { token: first.accessToken })).status,
+      403,
+      'an app cannot revoke apps',
+    );
     const revoked = await env.dashboard(user, 'DELETE', `/api/user/authorized-apps/${first.clientId}`);
     assert.equal(revoked.status, 200);
     assert.deepEqual(revoked.body, { success: true });
 
     assert.equal((await env.request('GET', '/api/user/me', { token: first.accessToken })).status, 401);
     const as = await discover(env);
-    const refresh = await oauth.refreshTokenGrantRequest(as, { client_id: first.clientId }, oauth.None(), first.refreshToken!, insecure);
+    const refresh = await oauth.refreshTokenGrantRequest(
+      as,
+      { client_id: first.clientId },
+      oauth.None(),
+      first.refreshToken!,
+      insecure,
+    );
     assert.equal(refresh.status, 400);
     const db = env.service.ctx.db;
-    const row = await db.selectFrom('authorized_apps').selectAll().where('user_id', '=', user.userId).where('client_id', '=', first.clientId).executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom('authorized_apps')
+      .selectAll()
+      .where('user_id', '=', user.userId)
+      .where('client_id', '=', first.clientId)
+      .executeTakeFirstOrThrow();
     assert.notEqual(row.revoked_at, null);
-    const left = await db.selectFrom('oidc_payloads').select('model').where('account_id', '=', user.userId).where('client_id', '=', first.clientId).execute();
+    const left = await db
+      .selectFrom('oidc_payloads')
+      .select('model')
+      .where('account_id', '=', user.userId)
+      .where('client_id', '=', first.clientId)
+      .execute();
     assert.deepEqual(left, []);
 
     const again = await authorizeForTest(env, { user, app: first.app, scopes: ['read'] });
     assert.equal((await env.request('GET', '/api/user/me', { token: again.accessToken })).status, 200);
-    const renewed = await db.selectFrom('authorized_apps').selectAll().where('user_id', '=', user.userId).where('client_id', '=', first.clientId).executeTakeFirstOrThrow();
+    const renewed = await db
+      .selectFrom('authorized_apps')
+      .selectAll()
+      .where('user_id', '=', user.userId)
+      .where('client_id', '=', first.clientId)
+      .executeTakeFirstOrThrow();
     assert.equal(renewed.revoked_at, null);
   });
 
@@ -99,7 +139,12 @@ describeEachDatabase('oauth apps and authorizations', (env) => {
     const { accessToken, clientId } = await authorizeForTest(env, { user, scopes: ['read'] });
     assert.equal((await env.request('GET', '/api/user/me', { token: accessToken })).status, 200);
     await env.service.ctx.services.oauth.settled();
-    const row = await env.service.ctx.db.selectFrom('authorized_apps').select('last_used_at').where('user_id', '=', user.userId).where('client_id', '=', clientId).executeTakeFirstOrThrow();
+    const row = await env.service.ctx.db
+      .selectFrom('authorized_apps')
+      .select('last_used_at')
+      .where('user_id', '=', user.userId)
+      .where('client_id', '=', clientId)
+      .executeTakeFirstOrThrow();
     assert.notEqual(row.last_used_at, null);
   });
 });

@@ -17,14 +17,28 @@ export interface ConsentRecord {
  * spending limits) the daily limit chosen at consent, in one transaction. A renewed consent clears an
  * earlier revocation; the monthly and total limits, which the dashboard sets, are kept.
  */
-export async function recordConsent(db: Db, clock: Clock, consent: ConsentRecord, billing: Pick<Billing, 'setAppLimits'>): Promise<void> {
+export async function recordConsent(
+  db: Db,
+  clock: Clock,
+  consent: ConsentRecord,
+  billing: Pick<Billing, 'setAppLimits'>,
+): Promise<void> {
   const now = clock.now();
   const scopes = consent.scopes.join(' ');
   await db.transaction().execute(async (trx) => {
     await trx
       .insertInto('authorized_apps')
-      .values({ user_id: consent.userId, client_id: consent.clientId, scopes, authorized_at: now, last_used_at: null, revoked_at: null })
-      .onConflict((oc) => oc.columns(['user_id', 'client_id']).doUpdateSet({ scopes, authorized_at: now, revoked_at: null }))
+      .values({
+        user_id: consent.userId,
+        client_id: consent.clientId,
+        scopes,
+        authorized_at: now,
+        last_used_at: null,
+        revoked_at: null,
+      })
+      .onConflict((oc) =>
+        oc.columns(['user_id', 'client_id']).doUpdateSet({ scopes, authorized_at: now, revoked_at: null }),
+      )
       .execute();
     await billing.setAppLimits(consent.userId, consent.clientId, { daily: consent.dailyLimit }, trx);
   });
@@ -37,10 +51,20 @@ export async function recordConsent(db: Db, clock: Clock, consent: ConsentRecord
  */
 export async function revokeAuthorization(db: Db, clock: Clock, userId: string, clientId: string): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('authorized_apps').select('revoked_at').where('user_id', '=', userId).where('client_id', '=', clientId).executeTakeFirst();
+    const row = await trx
+      .selectFrom('authorized_apps')
+      .select('revoked_at')
+      .where('user_id', '=', userId)
+      .where('client_id', '=', clientId)
+      .executeTakeFirst();
     if (!row) return false;
     if (row.revoked_at === null) {
-      await trx.updateTable('authorized_apps').set({ revoked_at: clock.now() }).where('user_id', '=', userId).where('client_id', '=', clientId).execute();
+      await trx
+        .updateTable('authorized_apps')
+        .set({ revoked_at: clock.now() })
+        .where('user_id', '=', userId)
+        .where('client_id', '=', clientId)
+        .execute();
     }
     await trx.deleteFrom('oidc_payloads').where('account_id', '=', userId).where('client_id', '=', clientId).execute();
     return true;

@@ -33,7 +33,10 @@ export interface AccessTokenResolver {
  * revocation (the revoke endpoint, a reused code or refresh token, the user revoking the app) drops them
  * here and, through the bus, in every other process, so a revoked token fails on its next use.
  */
-export function createAccessTokenResolver(ctx: AppContext, findToken: (value: string) => Promise<StoredToken | undefined>): AccessTokenResolver {
+export function createAccessTokenResolver(
+  ctx: AppContext,
+  findToken: (value: string) => Promise<StoredToken | undefined>,
+): AccessTokenResolver {
   const cache = new Map<string, Cached>();
   const lastUsedWrites = new Map<string, number>();
   const pending = new Set<Promise<unknown>>();
@@ -46,7 +49,11 @@ export function createAccessTokenResolver(ctx: AppContext, findToken: (value: st
     const grants = new Set(event.grants ?? []);
     for (const [id, entry] of cache) {
       const app = event.app;
-      if (grants.has(entry.grantId) || (app && entry.principal.userId === app.userId && entry.principal.appId === app.clientId)) cache.delete(id);
+      if (
+        grants.has(entry.grantId) ||
+        (app && entry.principal.userId === app.userId && entry.principal.appId === app.clientId)
+      )
+        cache.delete(id);
     }
   }
 

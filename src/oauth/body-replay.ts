@@ -38,7 +38,11 @@ export function withBodyReplayed(request: FastifyRequest): IncomingMessage {
   return new Proxy(raw, {
     get(target, property) {
       if (property === 'readable') return true;
-      if (property === 'iterator') return () => (async function* replay() { if (body.length) yield body; })();
+      if (property === 'iterator')
+        return () =>
+          (async function* replay() {
+            if (body.length) yield body;
+          })();
       const value = Reflect.get(target, property, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },

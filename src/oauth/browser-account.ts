@@ -25,13 +25,21 @@ export function hasProviderSessionCookie(request: FastifyRequest): boolean {
  * oidc-provider's own cookie jar, so its signature is checked with the provider's keys: a made-up id
  * names nothing.
  */
-async function providerSessionOf(provider: Provider, request: FastifyRequest, reply: FastifyReply): Promise<SessionInstance | undefined> {
+async function providerSessionOf(
+  provider: Provider,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<SessionInstance | undefined> {
   const id = provider.createContext(request.raw, reply.raw).cookies.get(provider.cookieName('session'));
   return typeof id === 'string' && id ? provider.Session.find(id) : undefined;
 }
 
 /** Destroys this browser's provider session and clears its cookie (sign-in, sign-up, sign-out). */
-export async function endProviderSession(provider: Provider, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function endProviderSession(
+  provider: Provider,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
   const session = await providerSessionOf(provider, request, reply);
   if (session) await session.destroy();
   reply.clearCookie(OAUTH_SESSION_COOKIE, { path: '/' });
@@ -43,7 +51,12 @@ export async function endProviderSession(provider: Provider, request: FastifyReq
  * is not the browser's dashboard user. oidc-provider then starts a fresh session and prompts for sign-in,
  * which the interaction pages answer with the dashboard user (after consent) or the sign-in form.
  */
-export async function endStaleProviderSession(provider: Provider, request: FastifyRequest, reply: FastifyReply, dashboardUserId: string | null): Promise<void> {
+export async function endStaleProviderSession(
+  provider: Provider,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  dashboardUserId: string | null,
+): Promise<void> {
   const session = await providerSessionOf(provider, request, reply);
   if (session?.accountId && session.accountId !== dashboardUserId) await session.destroy();
 }

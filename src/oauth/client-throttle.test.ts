@@ -4,12 +4,24 @@ import * as oauth from 'oauth4webapi';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
 import { loadConfig } from '../platform/config.ts';
 import { randomText } from '../platform/ids.ts';
-import { authorizationRequest, clientAuth, discover, exchangeCode, registerTestApp, runAuthorization, TestBrowser, type TestApp, type TestUser } from './testing.ts';
+import {
+  authorizationRequest,
+  clientAuth,
+  discover,
+  exchangeCode,
+  registerTestApp,
+  runAuthorization,
+  TestBrowser,
+  type TestApp,
+  type TestUser,
+} from './testing.ts';
 
 const insecure = { [oauth.allowInsecureRequests]: true };
 const defaults = loadConfig({});
 /** Every rate limit and throttle at its production default (the harness relaxes some for other suites). */
-const PRODUCTION_LIMITS = Object.fromEntries(Object.entries(defaults).filter(([name]) => /^(RATE_LIMIT_|SIGNIN_|OAUTH_CLIENT_)/.test(name)));
+const PRODUCTION_LIMITS = Object.fromEntries(
+  Object.entries(defaults).filter(([name]) => /^(RATE_LIMIT_|SIGNIN_|OAUTH_CLIENT_)/.test(name)),
+);
 
 /** A user made through the operator API, who has never signed in. */
 async function newUser(env: TestEnv): Promise<TestUser> {
@@ -21,112 +33,177 @@ async function newUser(env: TestEnv): Promise<TestUser> {
 }
 
 /** A raw token request with the app's secret in HTTP Basic (or none), from `address` when given. */
-async function tokenRequest(env: TestEnv, app: TestApp, fields: Record<string, string>, options: { secret?: string; address?: string } = {}) {
+async function tokenRequest(
+  env: TestEnv,
+  app: TestApp,
+  fields: Record<string, string>,
+  options: { secret?: string; address?: string } = {},
+) {
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
   const secret = options.secret ?? app.clientSecret;
-  if (secret) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(app.clientId)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+  if (secret)
+    headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(app.clientId)}:${encodeURIComponent(secret)}`).toString('base64')}`;
   else fields = { client_id: app.clientId, ...fields };
   if (options.address) headers['x-forwarded-for'] = options.address;
   return env.request('POST', '/api/oauth/token', { raw: new URLSearchParams(fields).toString(), headers });
 }
 
-describeEachDatabase('a busy app signing in an office (production limits)', (env) => {
-  it('200 users sign in through the browser flow one after another from one address, and a server-side app exchanges and refreshes their tokens: none is refused', async () => {
-    const app = await registerTestApp(env, { type: 'confidential', scopes: ['read', 'offline_access'] });
-    const users: TestUser[] = [];
-    // Accounts are made by the operator, four at a time (the sign-ins under test are one after another).
-    while (users.length < 200) users.push(...(await Promise.all([1, 2, 3, 4].map(() => newUser(env)))));
+describeEachDatabase(
+  'a busy app signing in an office (production limits)',
+  (env) => {
+    it('200 users sign in through the browser flow one after another from one address, and a server-side app exchanges and refreshes their tokens: none is refused', async () => {
+      const app = await registerTestApp(env, { type: 'confidential', scopes: ['read', 'offline_access'] });
+      const users: TestUser[] = [];
+      // Accounts are made by the operator, four at a time (the sign-ins under test are one after another).
+      while (users.length < 200) users.push(...(await Promise.all([1, 2, 3, 4].map(() => newUser(env)))));
 
-    const as = await discover(env);
-    const client = { client_id: app.clientId };
-    const refreshTokens: string[] = [];
-    for (const user of users) {
-      // The sign-in and consent pages, driven over HTTP with a cookie jar (TestBrowser): a real Chromium
-      // for 200 sign-ins would take minutes and test the same requests.
-      const request = await authorizationRequest(env, app, ['read', 'offline_access']);
-      const outcome = await runAuthorization(env, new TestBrowser(), request, { user });
-      assert.equal(outcome.kind, 'callback', `user ${refreshTokens.length + 1}: ${outcome.kind === 'page' ? `${outcome.status} ${outcome.html.slice(0, 300)}` : ''}`);
-      const tokens = await exchangeCode(env, request, (outcome as { url: URL }).url);
-      assert.ok(tokens.refresh_token);
-      refreshTokens.push(tokens.refresh_token!);
-    }
-    for (const [i, refreshToken] of refreshTokens.entries()) {
-      const response = await oauth.refreshTokenGrantRequest(as, client, clientAuth(app), refreshToken, insecure);
-      assert.equal(response.status, 200, `refresh ${i + 1}`);
-      const tokens = await oauth.processRefreshTokenResponse(as, client, response);
-      assert.equal((await env.request('GET', '/api/user/me', { token: tokens.access_token })).body.id, users[i]!.userId);
-    }
-  });
-}, { config: PRODUCTION_LIMITS });
+      const as = await discover(env);
+      const client = { client_id: app.clientId };
+      const refreshTokens: string[] = [];
+      for (const user of users) {
+        // The sign-in and consent pages, driven over HTTP with a cookie jar (TestBrowser): a real Chromium
+        // for 200 sign-ins would take minutes and test the same requests.
+        const request = await authorizationRequest(env, app, ['read', 'offline_access']);
+        const outcome = await runAuthorization(env, new TestBrowser(), request, { user });
+        assert.equal(
+          outcome.kind,
+          'callback',
+          `user ${refreshTokens.length + 1}: ${outcome.kind === 'page' ? `${outcome.status} ${outcome.html.slice(0, 300)}` : ''}`,
+        );
+        const tokens = await exchangeCode(env, request, (outcome as { url: URL }).url);
+        assert.ok(tokens.refresh_token);
+        refreshTokens.push(tokens.refresh_token!);
+      }
+      for (const [i, refreshToken] of refreshTokens.entries()) {
+        const response = await oauth.refreshTokenGrantRequest(as, client, clientAuth(app), refreshToken, insecure);
+        assert.equal(response.status, 200, `refresh ${i + 1}`);
+        const tokens = await oauth.processRefreshTokenResponse(as, client, response);
+        assert.equal(
+          (await env.request('GET', '/api/user/me', { token: tokens.access_token })).body.id,
+          users[i]!.userId,
+        );
+      }
+    });
+  },
+  { config: PRODUCTION_LIMITS },
+);
 
-describeEachDatabase('token endpoint throttling', (env) => {
-  it('failed client authentication is throttled per app and address, answered 429 in RFC 6749 shape with Retry-After', async () => {
-    const app = await registerTestApp(env, { type: 'confidential', scopes: ['read'] });
-    const attacker = '203.0.113.7';
-    for (let i = 0; i < 3; i++) {
-      const refused = await tokenRequest(env, app, { grant_type: 'refresh_token', refresh_token: 'x' }, { secret: `tgs_wrong_${i}`, address: attacker });
-      assert.equal(refused.status, 401);
-      assert.equal(refused.body.error, 'invalid_client');
-    }
-    const limited = await tokenRequest(env, app, { grant_type: 'refresh_token', refresh_token: 'x' }, { secret: 'tgs_wrong', address: attacker });
-    assert.equal(limited.status, 429);
-    assert.match(limited.headers.get('content-type') ?? '', /^application\/json/);
-    assert.equal(limited.headers.get('cache-control'), 'no-store');
-    assert.deepEqual(Object.keys(limited.body).sort(), ['error', 'error_description']);
-    assert.equal(limited.body.error, 'temporarily_unavailable');
-    assert.match(limited.body.error_description, /Too many failed requests for this app from your address \(at most 3 a minute\)\. Retry after \d+ s\./);
-    const retryAfter = Number(limited.headers.get('retry-after'));
-    assert.ok(retryAfter >= 1 && retryAfter <= 60);
+describeEachDatabase(
+  'token endpoint throttling',
+  (env) => {
+    it('failed client authentication is throttled per app and address, answered 429 in RFC 6749 shape with Retry-After', async () => {
+      const app = await registerTestApp(env, { type: 'confidential', scopes: ['read'] });
+      const attacker = '203.0.113.7';
+      for (let i = 0; i < 3; i++) {
+        const refused = await tokenRequest(
+          env,
+          app,
+          { grant_type: 'refresh_token', refresh_token: 'x' },
+          { secret: `tgs_wrong_${i}`, address: attacker },
+        );
+        assert.equal(refused.status, 401);
+        assert.equal(refused.body.error, 'invalid_client');
+      }
+      const limited = await tokenRequest(
+        env,
+        app,
+        { grant_type: 'refresh_token', refresh_token: 'x' },
+        { secret: 'tgs_wrong', address: attacker },
+      );
+      assert.equal(limited.status, 429);
+      assert.match(limited.headers.get('content-type') ?? '', /^application\/json/);
+      assert.equal(limited.headers.get('cache-control'), 'no-store');
+      assert.deepEqual(Object.keys(limited.body).sort(), ['error', 'error_description']);
+      assert.equal(limited.body.error, 'temporarily_unavailable');
+      assert.match(
+        limited.body.error_description,
+        /Too many failed requests for this app from your address \(at most 3 a minute\)\. Retry after \d+ s\./,
+      );
+      const retryAfter = Number(limited.headers.get('retry-after'));
+      assert.ok(retryAfter >= 1 && retryAfter <= 60);
 
-    // The app's own server, at another address, is not locked out by a stranger's failures.
-    const user = await newUser(env);
-    const request = await authorizationRequest(env, app, ['read']);
-    const outcome = await runAuthorization(env, new TestBrowser(), request, { user });
-    const code = (outcome as { url: URL }).url.searchParams.get('code')!;
-    const exchanged = await tokenRequest(env, app, { grant_type: 'authorization_code', code, redirect_uri: app.redirectUri, code_verifier: request.codeVerifier }, { address: '198.51.100.2' });
-    assert.equal(exchanged.status, 200, exchanged.text);
-
-    // Once the minute is over, the address may try again.
-    env.manualClock.advance(retryAfter * 1000);
-    assert.equal((await tokenRequest(env, app, { grant_type: 'refresh_token', refresh_token: 'x' }, { secret: 'tgs_wrong', address: attacker })).status, 401);
-  });
-
-  it('invalid grants (made-up codes) are throttled per app too', async () => {
-    env.manualClock.advance(60_000);
-    const app = await registerTestApp(env, { scopes: ['read'] });
-    const statuses: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      const response = await tokenRequest(env, app, { grant_type: 'authorization_code', code: `made-up-${i}`, redirect_uri: app.redirectUri, code_verifier: 'v'.repeat(43) });
-      statuses.push(response.status);
-      if (i < 3) assert.equal(response.body.error, 'invalid_grant');
-    }
-    assert.deepEqual(statuses, [400, 400, 400, 429, 429]);
-  });
-
-  it('successful token requests are limited only by the per-app rate, which other apps do not share', async () => {
-    env.manualClock.advance(60_000);
-    const busy = await registerTestApp(env, { type: 'confidential', scopes: ['read'] });
-    const other = await registerTestApp(env, { type: 'confidential', scopes: ['read'] });
-    const user = await newUser(env);
-    const exchange = async (app: TestApp) => {
+      // The app's own server, at another address, is not locked out by a stranger's failures.
+      const user = await newUser(env);
       const request = await authorizationRequest(env, app, ['read']);
       const outcome = await runAuthorization(env, new TestBrowser(), request, { user });
       const code = (outcome as { url: URL }).url.searchParams.get('code')!;
-      return tokenRequest(env, app, { grant_type: 'authorization_code', code, redirect_uri: app.redirectUri, code_verifier: request.codeVerifier });
-    };
-    for (let i = 0; i < 4; i++) assert.equal((await exchange(busy)).status, 200);
-    const limited = await exchange(busy);
-    assert.equal(limited.status, 429);
-    assert.equal(limited.body.error, 'temporarily_unavailable');
-    assert.match(limited.body.error_description, /This app reached its 4 token requests a minute/);
-    assert.equal((await exchange(other)).status, 200);
-  });
+      const exchanged = await tokenRequest(
+        env,
+        app,
+        { grant_type: 'authorization_code', code, redirect_uri: app.redirectUri, code_verifier: request.codeVerifier },
+        { address: '198.51.100.2' },
+      );
+      assert.equal(exchanged.status, 200, exchanged.text);
 
-  it('an oversized token request is refused with 413 in RFC 6749 shape', async () => {
-    const app = await registerTestApp(env, { scopes: ['read'] });
-    const response = await tokenRequest(env, app, { grant_type: 'refresh_token', refresh_token: 'x'.repeat(100 * 1024) });
-    assert.equal(response.status, 413);
-    assert.equal(response.body.error, 'invalid_request');
-    assert.match(response.body.error_description, /larger than the 57344 bytes/);
-  });
-}, { config: { OAUTH_CLIENT_FAILURES_PER_MINUTE: 3, RATE_LIMIT_OAUTH_CLIENT_PER_MINUTE: 4, TRUST_PROXY: '1' }, manualClock: true });
+      // Once the minute is over, the address may try again.
+      env.manualClock.advance(retryAfter * 1000);
+      assert.equal(
+        (
+          await tokenRequest(
+            env,
+            app,
+            { grant_type: 'refresh_token', refresh_token: 'x' },
+            { secret: 'tgs_wrong', address: attacker },
+          )
+        ).status,
+        401,
+      );
+    });
+
+    it('invalid grants (made-up codes) are throttled per app too', async () => {
+      env.manualClock.advance(60_000);
+      const app = await registerTestApp(env, { scopes: ['read'] });
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const response = await tokenRequest(env, app, {
+          grant_type: 'authorization_code',
+          code: `made-up-${i}`,
+          redirect_uri: app.redirectUri,
+          code_verifier: 'v'.repeat(43),
+        });
+        statuses.push(response.status);
+        if (i < 3) assert.equal(response.body.error, 'invalid_grant');
+      }
+      assert.deepEqual(statuses, [400, 400, 400, 429, 429]);
+    });
+
+    it('successful token requests are limited only by the per-app rate, which other apps do not share', async () => {
+      env.manualClock.advance(60_000);
+      const busy = await registerTestApp(env, { type: 'confidential', scopes: ['read'] });
+      const other = await registerTestApp(env, { type: 'confidential', scopes: ['read'] });
+      const user = await newUser(env);
+      const exchange = async (app: TestApp) => {
+        const request = await authorizationRequest(env, app, ['read']);
+        const outcome = await runAuthorization(env, new TestBrowser(), request, { user });
+        const code = (outcome as { url: URL }).url.searchParams.get('code')!;
+        return tokenRequest(env, app, {
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: app.redirectUri,
+          code_verifier: request.codeVerifier,
+        });
+      };
+      for (let i = 0; i < 4; i++) assert.equal((await exchange(busy)).status, 200);
+      const limited = await exchange(busy);
+      assert.equal(limited.status, 429);
+      assert.equal(limited.body.error, 'temporarily_unavailable');
+      assert.match(limited.body.error_description, /This app reached its 4 token requests a minute/);
+      assert.equal((await exchange(other)).status, 200);
+    });
+
+    it('an oversized token request is refused with 413 in RFC 6749 shape', async () => {
+      const app = await registerTestApp(env, { scopes: ['read'] });
+      const response = await tokenRequest(env, app, {
+        grant_type: 'refresh_token',
+        refresh_token: 'x'.repeat(100 * 1024),
+      });
+      assert.equal(response.status, 413);
+      assert.equal(response.body.error, 'invalid_request');
+      assert.match(response.body.error_description, /larger than the 57344 bytes/);
+    });
+  },
+  {
+    config: { OAUTH_CLIENT_FAILURES_PER_MINUTE: 3, RATE_LIMIT_OAUTH_CLIENT_PER_MINUTE: 4, TRUST_PROXY: '1' },
+    manualClock: true,
+  },
+);

@@ -22,7 +22,10 @@ function secondsLeftInMinute(now: number): number {
 }
 
 function limited(message: string, seconds: number): ApiError {
-  return new ApiError('RATE_LIMITED', `${message} Retry after ${seconds} s.`, { headers: { 'retry-after': String(seconds) }, details: { retryAfter: seconds } });
+  return new ApiError('RATE_LIMITED', `${message} Retry after ${seconds} s.`, {
+    headers: { 'retry-after': String(seconds) },
+    details: { retryAfter: seconds },
+  });
 }
 
 /**
@@ -50,7 +53,10 @@ export function clientThrottle(ctx: AppContext) {
       const { windows } = ctx.services.throttles;
       const now = ctx.clock.now();
       if (failures > 0 && (await windows.peek(failureKey(clientId, address), now)) >= failures) {
-        throw limited(`Too many failed requests for this app from your address (at most ${failures} a minute).`, secondsLeftInMinute(now));
+        throw limited(
+          `Too many failed requests for this app from your address (at most ${failures} a minute).`,
+          secondsLeftInMinute(now),
+        );
       }
       if (successes > 0 && clientId && (await windows.peek(successKey(clientId), now)) >= successes) {
         throw limited(`This app reached its ${successes} token requests a minute.`, secondsLeftInMinute(now));
@@ -60,8 +66,10 @@ export function clientThrottle(ctx: AppContext) {
     async record(clientId: string | null, address: string, status: number): Promise<void> {
       const { windows } = ctx.services.throttles;
       const now = ctx.clock.now();
-      if (status >= 200 && status < 300 && clientId && successes > 0) await windows.take(successKey(clientId), 1, successes, now);
-      else if (status >= 400 && status < 500 && failures > 0) await windows.take(failureKey(clientId, address), 1, failures, now);
+      if (status >= 200 && status < 300 && clientId && successes > 0)
+        await windows.take(successKey(clientId), 1, successes, now);
+      else if (status >= 400 && status < 500 && failures > 0)
+        await windows.take(failureKey(clientId, address), 1, failures, now);
     },
   };
 }

@@ -45,7 +45,12 @@ export function redirectUriProblem(uri: string): string | null {
  * Registers an app. A confidential app gets a secret, returned here once: only its SHA-256 is stored,
  * and the provider compares hashes (see provider.ts), so a database reader cannot act as the app.
  */
-export async function registerClient(db: Db, clock: Clock, input: NewClient, ownerUserId: string | null): Promise<{ clientId: string; clientSecret?: string }> {
+export async function registerClient(
+  db: Db,
+  clock: Clock,
+  input: NewClient,
+  ownerUserId: string | null,
+): Promise<{ clientId: string; clientSecret?: string }> {
   const name = input.name.trim();
   if (!name) throw errors.invalid('The app needs a name.');
   for (const uri of input.redirectUris) {
@@ -53,7 +58,10 @@ export async function registerClient(db: Db, clock: Clock, input: NewClient, own
     if (problem) throw errors.invalid(`The redirect URI ${JSON.stringify(uri)} ${problem}.`);
   }
   const unknown = input.scopes.filter((scope) => !(SCOPES as readonly string[]).includes(scope));
-  if (unknown.length) throw errors.invalid(`Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; the scopes are ${SCOPES.join(', ')}.`);
+  if (unknown.length)
+    throw errors.invalid(
+      `Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; the scopes are ${SCOPES.join(', ')}.`,
+    );
 
   const clientId = newId('app');
   const clientSecret = input.type === 'confidential' ? `tgs_${randomBytes(32).toString('base64url')}` : undefined;
@@ -75,7 +83,12 @@ export async function registerClient(db: Db, clock: Clock, input: NewClient, own
 
 /** The apps a user registered from the dashboard, newest first. */
 export async function listOwnedClients(db: Db, userId: string): Promise<ClientView[]> {
-  const rows = await db.selectFrom('oauth_clients').selectAll().where('owner_user_id', '=', userId).orderBy('created_at', 'desc').execute();
+  const rows = await db
+    .selectFrom('oauth_clients')
+    .selectAll()
+    .where('owner_user_id', '=', userId)
+    .orderBy('created_at', 'desc')
+    .execute();
   return rows.map((row) => ({
     clientId: row.client_id,
     name: row.name,
@@ -98,7 +111,11 @@ export async function clientName(db: Db, clientId: string): Promise<string | nul
  * such app.
  */
 export async function clientDisplay(db: Db, clientId: string): Promise<{ name: string; verified: boolean } | null> {
-  const row = await db.selectFrom('oauth_clients').select(['name', 'owner_user_id']).where('client_id', '=', clientId).executeTakeFirst();
+  const row = await db
+    .selectFrom('oauth_clients')
+    .select(['name', 'owner_user_id'])
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
   return row ? { name: row.name, verified: row.owner_user_id === null } : null;
 }
 
@@ -136,13 +153,20 @@ export async function findClientMetadata(db: Db, clientId: string): Promise<Adap
  * fails its reference to the deleted app; none survives with its app link set to null, which would make it
  * look first party.
  */
-export async function deleteClient(db: Db, dialect: 'sqlite' | 'postgres', clientId: string, revokeKeys: (trx: Db) => Promise<string[]>): Promise<{ userIds: string[]; keyIds: string[] } | null> {
+export async function deleteClient(
+  db: Db,
+  dialect: 'sqlite' | 'postgres',
+  clientId: string,
+  revokeKeys: (trx: Db) => Promise<string[]>,
+): Promise<{ userIds: string[]; keyIds: string[] } | null> {
   return db.transaction().execute(async (trx) => {
     let lock = trx.selectFrom('oauth_clients').select('client_id').where('client_id', '=', clientId);
     if (dialect === 'postgres') lock = lock.forUpdate();
     if (!(await lock.executeTakeFirst())) return null;
     const keyIds = await revokeKeys(trx);
-    const userIds = (await trx.selectFrom('authorized_apps').select('user_id').where('client_id', '=', clientId).execute()).map((row) => row.user_id);
+    const userIds = (
+      await trx.selectFrom('authorized_apps').select('user_id').where('client_id', '=', clientId).execute()
+    ).map((row) => row.user_id);
     await trx.deleteFrom('oidc_payloads').where('client_id', '=', clientId).execute();
     await trx.deleteFrom('oauth_clients').where('client_id', '=', clientId).execute();
     return { userIds, keyIds };

@@ -32,15 +32,18 @@ const Metadata = Type.Object({
 });
 
 /** OpenID Connect Discovery 1.0 metadata: the RFC 8414 document plus the OpenID Connect fields. */
-const OpenIdMetadata = Type.Intersect([Metadata, Type.Object({
-  userinfo_endpoint: Type.String(),
-  subject_types_supported: Type.Array(Type.String()),
-  id_token_signing_alg_values_supported: Type.Array(Type.String()),
-  claims_supported: Type.Array(Type.String()),
-  claims_parameter_supported: Type.Boolean(),
-  request_parameter_supported: Type.Boolean(),
-  request_uri_parameter_supported: Type.Boolean(),
-})]);
+const OpenIdMetadata = Type.Intersect([
+  Metadata,
+  Type.Object({
+    userinfo_endpoint: Type.String(),
+    subject_types_supported: Type.Array(Type.String()),
+    id_token_signing_alg_values_supported: Type.Array(Type.String()),
+    claims_supported: Type.Array(Type.String()),
+    claims_parameter_supported: Type.Boolean(),
+    request_parameter_supported: Type.Boolean(),
+    request_uri_parameter_supported: Type.Boolean(),
+  }),
+]);
 
 /** The metadata document of the authorization server whose issuer is `issuer`. */
 export function authorizationServerMetadata(issuer: string) {
@@ -74,7 +77,9 @@ export function openIdConfiguration(issuer: string) {
     subject_types_supported: ['public'],
     // The signing keys are P-256 (signing-keys.ts) and clients default to ES256 (provider.ts).
     id_token_signing_alg_values_supported: ['ES256'],
-    claims_supported: [...new Set([...Object.values(OIDC_CLAIMS).flat(), 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash'])],
+    claims_supported: [
+      ...new Set([...Object.values(OIDC_CLAIMS).flat(), 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash']),
+    ],
     claims_parameter_supported: false,
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
@@ -113,7 +118,12 @@ export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: (
   /** One account per browser: a provider session left by another account than the dashboard's is ended first. */
   async function oneAccountPerBrowser(request: FastifyRequest, reply: FastifyReply) {
     if (!hasProviderSessionCookie(request)) return;
-    await endStaleProviderSession(await getProvider(), request, reply, await ctx.services.browserSessions.userOf(request));
+    await endStaleProviderSession(
+      await getProvider(),
+      request,
+      reply,
+      await ctx.services.browserSessions.userOf(request),
+    );
   }
   const never = async () => undefined;
   const form = ['application/x-www-form-urlencoded'];
@@ -130,44 +140,111 @@ export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: (
   }
   // RFC 6749 error bodies for what Fastify refuses before oidc-provider (oversized form, rate limit…);
   // oidc-provider's own limit for a form is 56 KiB.
-  const clientEndpoint = { preParsing: keepBodyBytes, preHandler: forwardThrottled, handler: never, config: { envelope: 'oauth' as const }, bodyLimit: 56 * 1024 };
+  const clientEndpoint = {
+    preParsing: keepBodyBytes,
+    preHandler: forwardThrottled,
+    handler: never,
+    config: { envelope: 'oauth' as const },
+    bodyLimit: 56 * 1024,
+  };
 
   app.route({
-    method: 'GET', url: OAUTH_ROUTES.authorization, onRequest: [oneAccountPerBrowser, forward], handler: never,
+    method: 'GET',
+    url: OAUTH_ROUTES.authorization,
+    onRequest: [oneAccountPerBrowser, forward],
+    handler: never,
     schema: {
-      tags: ['oauth'], summary: 'Authorization endpoint (code flow with PKCE S256)',
-      description: 'Starts an authorization: `response_type=code`, `client_id`, the exact registered `redirect_uri`, `scope` (space-separated), `state`, `code_challenge` and `code_challenge_method=S256`. Shows the sign-in and consent pages, then redirects to `redirect_uri` with `code`, `state` and `iss` (or `error`). Asking for `offline_access` always shows the consent page and yields a refresh token.',
-    },
-  });
-  app.route({ method: 'GET', url: `${OAUTH_ROUTES.authorization}/:uid`, onRequest: forward, handler: never, schema: { hide: true } });
-  app.route({
-    method: ['POST', 'OPTIONS'], url: OAUTH_ROUTES.token, ...clientEndpoint,
-    schema: {
-      tags: ['oauth'], summary: 'Token endpoint', consumes: form,
-      description: '`grant_type=authorization_code` (with `code`, `redirect_uri`, `code_verifier`) or `grant_type=refresh_token`. Public apps send `client_id`; confidential apps authenticate with HTTP Basic or `client_secret` in the body. Refresh tokens rotate: each use returns a new one, and using an old one again revokes the whole authorization.',
+      tags: ['oauth'],
+      summary: 'Authorization endpoint (code flow with PKCE S256)',
+      description:
+        'Starts an authorization: `response_type=code`, `client_id`, the exact registered `redirect_uri`, `scope` (space-separated), `state`, `code_challenge` and `code_challenge_method=S256`. Shows the sign-in and consent pages, then redirects to `redirect_uri` with `code`, `state` and `iss` (or `error`). Asking for `offline_access` always shows the consent page and yields a refresh token.',
     },
   });
   app.route({
-    method: ['POST', 'OPTIONS'], url: OAUTH_ROUTES.revocation, ...clientEndpoint,
-    schema: { tags: ['oauth'], summary: 'Revoke an access or refresh token (RFC 7009)', consumes: form, description: 'Revoking a refresh token revokes the whole grant; revoking an access token revokes that token. Takes effect on the next request.' },
+    method: 'GET',
+    url: `${OAUTH_ROUTES.authorization}/:uid`,
+    onRequest: forward,
+    handler: never,
+    schema: { hide: true },
   });
   app.route({
-    method: ['POST', 'OPTIONS'], url: OAUTH_ROUTES.introspection, ...clientEndpoint,
-    schema: { tags: ['oauth'], summary: 'Introspect a token (RFC 7662)', consumes: form, description: 'An app may introspect only its own tokens.' },
+    method: ['POST', 'OPTIONS'],
+    url: OAUTH_ROUTES.token,
+    ...clientEndpoint,
+    schema: {
+      tags: ['oauth'],
+      summary: 'Token endpoint',
+      consumes: form,
+      description:
+        '`grant_type=authorization_code` (with `code`, `redirect_uri`, `code_verifier`) or `grant_type=refresh_token`. Public apps send `client_id`; confidential apps authenticate with HTTP Basic or `client_secret` in the body. Refresh tokens rotate: each use returns a new one, and using an old one again revokes the whole authorization.',
+    },
   });
-  app.route({ method: 'GET', url: OAUTH_ROUTES.jwks, onRequest: forward, handler: never, schema: { tags: ['oauth'], summary: "The authorization server's public signing keys" } });
   app.route({
-    method: ['GET', 'POST', 'OPTIONS'], url: OAUTH_ROUTES.userinfo, onRequest: forward, handler: never,
-    schema: { tags: ['oauth'], summary: 'OpenID Connect userinfo', description: 'With an access token granted `openid`: `sub`, and `name` / `picture` with `profile`, `email` / `email_verified` with `email` (Tollgate does not verify addresses, so `email_verified` is false).' },
+    method: ['POST', 'OPTIONS'],
+    url: OAUTH_ROUTES.revocation,
+    ...clientEndpoint,
+    schema: {
+      tags: ['oauth'],
+      summary: 'Revoke an access or refresh token (RFC 7009)',
+      consumes: form,
+      description:
+        'Revoking a refresh token revokes the whole grant; revoking an access token revokes that token. Takes effect on the next request.',
+    },
+  });
+  app.route({
+    method: ['POST', 'OPTIONS'],
+    url: OAUTH_ROUTES.introspection,
+    ...clientEndpoint,
+    schema: {
+      tags: ['oauth'],
+      summary: 'Introspect a token (RFC 7662)',
+      consumes: form,
+      description: 'An app may introspect only its own tokens.',
+    },
+  });
+  app.route({
+    method: 'GET',
+    url: OAUTH_ROUTES.jwks,
+    onRequest: forward,
+    handler: never,
+    schema: { tags: ['oauth'], summary: "The authorization server's public signing keys" },
+  });
+  app.route({
+    method: ['GET', 'POST', 'OPTIONS'],
+    url: OAUTH_ROUTES.userinfo,
+    onRequest: forward,
+    handler: never,
+    schema: {
+      tags: ['oauth'],
+      summary: 'OpenID Connect userinfo',
+      description:
+        'With an access token granted `openid`: `sub`, and `name` / `picture` with `profile`, `email` / `email_verified` with `email` (Tollgate does not verify addresses, so `email_verified` is false).',
+    },
   });
 
-  app.get('/.well-known/oauth-authorization-server', {
-    schema: { tags: ['oauth'], summary: 'OAuth 2.0 authorization server metadata (RFC 8414)', response: { 200: Metadata } },
-  }, async () => authorizationServerMetadata(ctx.config.PUBLIC_BASE_URL));
+  app.get(
+    '/.well-known/oauth-authorization-server',
+    {
+      schema: {
+        tags: ['oauth'],
+        summary: 'OAuth 2.0 authorization server metadata (RFC 8414)',
+        response: { 200: Metadata },
+      },
+    },
+    async () => authorizationServerMetadata(ctx.config.PUBLIC_BASE_URL),
+  );
 
   // The issuer is PUBLIC_BASE_URL itself, so this is where OpenID Connect discovery (and openid-client's
   // default discovery) looks: `${issuer}/.well-known/openid-configuration`.
-  app.get('/.well-known/openid-configuration', {
-    schema: { tags: ['oauth'], summary: 'OpenID Connect discovery (Sign in with Tollgate)', response: { 200: OpenIdMetadata } },
-  }, async () => openIdConfiguration(ctx.config.PUBLIC_BASE_URL));
+  app.get(
+    '/.well-known/openid-configuration',
+    {
+      schema: {
+        tags: ['oauth'],
+        summary: 'OpenID Connect discovery (Sign in with Tollgate)',
+        response: { 200: OpenIdMetadata },
+      },
+    },
+    async () => openIdConfiguration(ctx.config.PUBLIC_BASE_URL),
+  );
 }

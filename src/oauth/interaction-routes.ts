@@ -33,7 +33,10 @@ export const SCOPE_DESCRIPTIONS: Record<(typeof SCOPES)[number], string> = {
 };
 
 const Params = Type.Object({ uid: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) });
-const LoginBody = Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })), password: Type.Optional(Type.String({ maxLength: 1024 })) });
+const LoginBody = Type.Object({
+  email: Type.Optional(Type.String({ maxLength: 320 })),
+  password: Type.Optional(Type.String({ maxLength: 1024 })),
+});
 const ConsentBody = Type.Object({
   decision: Type.Optional(Type.String({ maxLength: 10 })),
   daily_limit: Type.Optional(Type.String({ maxLength: 40 })),
@@ -41,7 +44,9 @@ const ConsentBody = Type.Object({
 const CREDITS_TEXT = /^\d{1,12}(\.\d+)?$/;
 
 function loginPage(uid: string, appName: string, message?: string, email = ''): string {
-  return renderPage('Sign in', `
+  return renderPage(
+    'Sign in',
+    `
 <h1>Sign in</h1>
 <p>to continue to <strong>${escapeHtml(appName)}</strong></p>
 ${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
@@ -49,7 +54,8 @@ ${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="email" required value="${escapeHtml(email)}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <div class="row"><button class="primary" type="submit">Sign in</button></div>
-</form>`);
+</form>`,
+  );
 }
 
 /** What the consent page shows besides the form: who consents, to which app, and where the answer goes. */
@@ -66,9 +72,18 @@ interface ConsentView {
 
 function consentPage(uid: string, view: ConsentView, dailyLimit: string, message?: string): string {
   const { appName, scopes } = view;
-  const items = scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code>: ${escapeHtml(SCOPE_DESCRIPTIONS[scope as keyof typeof SCOPE_DESCRIPTIONS] ?? scope)}</li>`).join('');
-  const unverified = view.verified ? '' : `<p class="error" role="note"><strong>Unverified app.</strong> A Tollgate user registered it, not the operator of this service; allow it only if you trust who made it.</p>`;
-  return renderPage(`Allow ${appName}?`, `
+  const items = scopes
+    .map(
+      (scope) =>
+        `<li><code>${escapeHtml(scope)}</code>: ${escapeHtml(SCOPE_DESCRIPTIONS[scope as keyof typeof SCOPE_DESCRIPTIONS] ?? scope)}</li>`,
+    )
+    .join('');
+  const unverified = view.verified
+    ? ''
+    : `<p class="error" role="note"><strong>Unverified app.</strong> A Tollgate user registered it, not the operator of this service; allow it only if you trust who made it.</p>`;
+  return renderPage(
+    `Allow ${appName}?`,
+    `
 <h1>Allow <strong>${escapeHtml(appName)}</strong> to use your account?</h1>
 <p class="account">Signed in as <strong>${escapeHtml(view.accountEmail)}</strong>. Not you?</p>
 <form method="post" class="switch" action="${interactionPath(escapeHtml(uid))}/switch"><button type="submit">Use another account</button></form>
@@ -82,16 +97,29 @@ ${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
 <input id="daily_limit" name="daily_limit" inputmode="decimal" placeholder="No limit" value="${escapeHtml(dailyLimit)}" aria-describedby="daily_limit_hint">
 <p class="hint" id="daily_limit_hint">Credits this app may spend per day (resets at 00:00 UTC). Leave empty for no limit.</p>
 <div class="row"><button type="submit" name="decision" value="deny">Deny</button><button class="primary" type="submit" name="decision" value="allow">Allow</button></div>
-</form>`);
+</form>`,
+  );
 }
 
 // The pages need nothing but their own stylesheet: no script, no inline style attribute (page.ts).
 function sendPage(reply: FastifyReply, status: number, html: string) {
-  return reply.code(status).header('content-security-policy', STRICT_PAGE_CSP).header('cache-control', 'no-store').type('text/html').send(html);
+  return reply
+    .code(status)
+    .header('content-security-policy', STRICT_PAGE_CSP)
+    .header('cache-control', 'no-store')
+    .type('text/html')
+    .send(html);
 }
 
 function errorPage(reply: FastifyReply, status: number, message: string) {
-  return sendPage(reply, status, renderPage('Authorization failed', `<h1>Authorization failed</h1><p class="error" role="alert">${escapeHtml(message)}</p><p class="hint">Go back to the app and start again.</p>`));
+  return sendPage(
+    reply,
+    status,
+    renderPage(
+      'Authorization failed',
+      `<h1>Authorization failed</h1><p class="error" role="alert">${escapeHtml(message)}</p><p class="hint">Go back to the app and start again.</p>`,
+    ),
+  );
 }
 
 /** Parses the daily limit field: empty is no limit, else credits with at most 6 decimals, as micro-credits. */
@@ -99,7 +127,10 @@ export function parseDailyLimit(text: string | undefined): { micros: number | nu
   const trimmed = (text ?? '').trim();
   if (trimmed === '') return { micros: null };
   const micros = CREDITS_TEXT.test(trimmed) ? creditsToMicros(Number(trimmed)) : null;
-  if (micros === null) return { error: 'Enter the daily spending limit in credits, with at most 6 decimals, or leave it empty for no limit.' };
+  if (micros === null)
+    return {
+      error: 'Enter the daily spending limit in credits, with at most 6 decimals, or leave it empty for no limit.',
+    };
   return { micros };
 }
 
@@ -117,7 +148,11 @@ function requestedScopes(details: InteractionDetails): string[] {
  */
 export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider: () => Promise<Provider>): void {
   /** The interaction this request belongs to, or null when the cookie is missing, expired or for another one. */
-  async function interactionOf(request: FastifyRequest, reply: FastifyReply, uid: string): Promise<{ provider: Provider; details: InteractionDetails } | null> {
+  async function interactionOf(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    uid: string,
+  ): Promise<{ provider: Provider; details: InteractionDetails } | null> {
     const provider = await getProvider();
     try {
       const details = await provider.interactionDetails(request.raw, reply.raw);
@@ -143,8 +178,15 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
     };
   }
 
-  async function finish(request: FastifyRequest, reply: FastifyReply, provider: Provider, result: Record<string, unknown>) {
-    const returnTo = await provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: false });
+  async function finish(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    provider: Provider,
+    result: Record<string, unknown>,
+  ) {
+    const returnTo = await provider.interactionResult(request.raw, reply.raw, result, {
+      mergeWithLastSubmission: false,
+    });
     return reply.redirect(returnTo, 303);
   }
 
@@ -163,45 +205,59 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
       // same user's (endpoint-routes.ts ends a stale one before the request gets here).
       const userId = details.prompt.reasons.includes('login_prompt') ? null : await sessions.userOf(request);
       const sessionAccount = details.session?.accountId;
-      if (userId && (!sessionAccount || sessionAccount === userId)) return finish(request, reply, provider, { login: { accountId: userId } });
+      if (userId && (!sessionAccount || sessionAccount === userId))
+        return finish(request, reply, provider, { login: { accountId: userId } });
       return sendPage(reply, 200, loginPage(uid, appName));
     }
     if (details.prompt.name === 'consent' && details.session?.accountId) {
-      const previous = (await ctx.services.billing.appLimits(details.session.accountId, details.params.client_id)).daily;
-      return sendPage(reply, 200, consentPage(uid, await consentView(details, details.session.accountId), previous === null ? '' : String(microsToCredits(previous))));
+      const previous = (await ctx.services.billing.appLimits(details.session.accountId, details.params.client_id))
+        .daily;
+      return sendPage(
+        reply,
+        200,
+        consentPage(
+          uid,
+          await consentView(details, details.session.accountId),
+          previous === null ? '' : String(microsToCredits(previous)),
+        ),
+      );
     }
     return errorPage(reply, 400, expired);
   });
 
-  app.post('/api/oauth/interaction/:uid/login', { schema: { hide: true, params: Params, body: LoginBody } }, async (request, reply) => {
-    const { uid } = request.params as { uid: string };
-    const body = request.body as { email?: string; password?: string };
-    const found = await interactionOf(request, reply, uid);
-    if (!found || found.details.prompt.name !== 'login') return errorPage(reply, 400, expired);
-    let user;
-    try {
-      user = await checkSignIn(ctx, request.ip, body.email ?? '', body.password ?? '');
-    } catch (error) {
-      const waitMessage = throttleMessage(error, reply);
-      if (waitMessage === null) throw error;
-      const appName = (await clientName(ctx.db, found.details.params.client_id)) ?? 'this app';
-      return sendPage(reply, 429, loginPage(uid, appName, waitMessage, body.email));
-    }
-    if (!user) {
-      const appName = (await clientName(ctx.db, found.details.params.client_id)) ?? 'this app';
-      return sendPage(reply, 401, loginPage(uid, appName, 'That email and password do not match.', body.email));
-    }
-    // One account per browser: signing in here signs the browser in. When the provider session still holds
-    // another account (a forced re-sign-in), it cannot take a new one mid-interaction, so the browser is
-    // signed in afresh and the authorization starts again, its sign-in now done.
-    const sessionAccount = found.details.session?.accountId;
-    if (sessionAccount && sessionAccount !== user.id) {
-      await sessions.signIn(request, reply, user.id);
-      return reply.redirect(restartUrl(found.details, true), 303);
-    }
-    await sessions.startDashboardSession(request, reply, user.id);
-    return finish(request, reply, found.provider, { login: { accountId: user.id } });
-  });
+  app.post(
+    '/api/oauth/interaction/:uid/login',
+    { schema: { hide: true, params: Params, body: LoginBody } },
+    async (request, reply) => {
+      const { uid } = request.params as { uid: string };
+      const body = request.body as { email?: string; password?: string };
+      const found = await interactionOf(request, reply, uid);
+      if (!found || found.details.prompt.name !== 'login') return errorPage(reply, 400, expired);
+      let user;
+      try {
+        user = await checkSignIn(ctx, request.ip, body.email ?? '', body.password ?? '');
+      } catch (error) {
+        const waitMessage = throttleMessage(error, reply);
+        if (waitMessage === null) throw error;
+        const appName = (await clientName(ctx.db, found.details.params.client_id)) ?? 'this app';
+        return sendPage(reply, 429, loginPage(uid, appName, waitMessage, body.email));
+      }
+      if (!user) {
+        const appName = (await clientName(ctx.db, found.details.params.client_id)) ?? 'this app';
+        return sendPage(reply, 401, loginPage(uid, appName, 'That email and password do not match.', body.email));
+      }
+      // One account per browser: signing in here signs the browser in. When the provider session still holds
+      // another account (a forced re-sign-in), it cannot take a new one mid-interaction, so the browser is
+      // signed in afresh and the authorization starts again, its sign-in now done.
+      const sessionAccount = found.details.session?.accountId;
+      if (sessionAccount && sessionAccount !== user.id) {
+        await sessions.signIn(request, reply, user.id);
+        return reply.redirect(restartUrl(found.details, true), 303);
+      }
+      await sessions.startDashboardSession(request, reply, user.id);
+      return finish(request, reply, found.provider, { login: { accountId: user.id } });
+    },
+  );
 
   // "Not you?": signs the browser out (dashboard and provider session) and starts the authorization again,
   // which then asks for a sign-in. A cross-site POST has no interaction cookie (SameSite=Lax), so it
@@ -214,32 +270,55 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
     return reply.redirect(restartUrl(found.details), 303);
   });
 
-  app.post('/api/oauth/interaction/:uid/consent', { schema: { hide: true, params: Params, body: ConsentBody } }, async (request, reply) => {
-    const { uid } = request.params as { uid: string };
-    const body = request.body as { decision?: string; daily_limit?: string };
-    const found = await interactionOf(request, reply, uid);
-    const accountId = found?.details.session?.accountId;
-    if (!found || found.details.prompt.name !== 'consent' || !accountId) return errorPage(reply, 400, expired);
-    const { provider, details } = found;
-    const clientId: string = details.params.client_id;
+  app.post(
+    '/api/oauth/interaction/:uid/consent',
+    { schema: { hide: true, params: Params, body: ConsentBody } },
+    async (request, reply) => {
+      const { uid } = request.params as { uid: string };
+      const body = request.body as { decision?: string; daily_limit?: string };
+      const found = await interactionOf(request, reply, uid);
+      const accountId = found?.details.session?.accountId;
+      if (!found || found.details.prompt.name !== 'consent' || !accountId) return errorPage(reply, 400, expired);
+      const { provider, details } = found;
+      const clientId: string = details.params.client_id;
 
-    if (body.decision !== 'allow') {
-      return finish(request, reply, provider, { error: 'access_denied', error_description: 'The user denied the request.' });
-    }
-    const limit = parseDailyLimit(body.daily_limit);
-    if ('error' in limit) {
-      return sendPage(reply, 400, consentPage(uid, await consentView(details, accountId), body.daily_limit ?? '', limit.error));
-    }
+      if (body.decision !== 'allow') {
+        return finish(request, reply, provider, {
+          error: 'access_denied',
+          error_description: 'The user denied the request.',
+        });
+      }
+      const limit = parseDailyLimit(body.daily_limit);
+      if ('error' in limit) {
+        return sendPage(
+          reply,
+          400,
+          consentPage(uid, await consentView(details, accountId), body.daily_limit ?? '', limit.error),
+        );
+      }
 
-    const grant = (details.grantId ? await provider.Grant.find(details.grantId) : undefined) ?? new provider.Grant({ accountId, clientId });
-    const held = new Set(grant.getOIDCScope().split(' ').filter(Boolean));
-    const missing: string[] = details.prompt.details.missingOIDCScope ?? [];
-    const added = [...new Set([...missing, ...requestedScopes(details)])].filter((scope) => !held.has(scope));
-    if (added.length) grant.addOIDCScope(added.join(' '));
-    const grantId = await grant.save();
-    // The grant is saved before the authorization row: if the row cannot be written, the interaction does
-    // not finish, so no code is ever issued under a grant that billing does not know about.
-    await recordConsent(ctx.db, ctx.clock, { userId: accountId, clientId, scopes: [...new Set(grant.getOIDCScope().split(' ').filter(Boolean))], dailyLimit: limit.micros }, ctx.services.billing);
-    return finish(request, reply, provider, { consent: { grantId } });
-  });
+      const grant =
+        (details.grantId ? await provider.Grant.find(details.grantId) : undefined) ??
+        new provider.Grant({ accountId, clientId });
+      const held = new Set(grant.getOIDCScope().split(' ').filter(Boolean));
+      const missing: string[] = details.prompt.details.missingOIDCScope ?? [];
+      const added = [...new Set([...missing, ...requestedScopes(details)])].filter((scope) => !held.has(scope));
+      if (added.length) grant.addOIDCScope(added.join(' '));
+      const grantId = await grant.save();
+      // The grant is saved before the authorization row: if the row cannot be written, the interaction does
+      // not finish, so no code is ever issued under a grant that billing does not know about.
+      await recordConsent(
+        ctx.db,
+        ctx.clock,
+        {
+          userId: accountId,
+          clientId,
+          scopes: [...new Set(grant.getOIDCScope().split(' ').filter(Boolean))],
+          dailyLimit: limit.micros,
+        },
+        ctx.services.billing,
+      );
+      return finish(request, reply, provider, { consent: { grantId } });
+    },
+  );
 }

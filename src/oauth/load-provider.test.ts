@@ -13,14 +13,16 @@ function stderrOf(code: string): string {
   return result.stderr;
 }
 
-it("oidc-provider's bare import warns \"Unsupported runtime\" on the pinned Node 26, a Current release (no process.release.lts)", () => {
+it('oidc-provider\'s bare import warns "Unsupported runtime" on the pinned Node 26, a Current release (no process.release.lts)', () => {
   assert.equal(process.release.lts, undefined);
   assert.match(stderrOf("await import('oidc-provider');"), /oidc-provider WARNING: Unsupported runtime/);
 });
 
 it('loading it through loadOidcProvider on the pinned Node prints nothing, and keeps console.warn working', () => {
   assert.equal(Number(process.versions.node.split('.')[0]), pinnedNodeMajor());
-  const stderr = stderrOf("const { loadOidcProvider } = await import('./src/oauth/load-provider.ts'); await loadOidcProvider(); console.warn('still here');");
+  const stderr = stderrOf(
+    "const { loadOidcProvider } = await import('./src/oauth/load-provider.ts'); await loadOidcProvider(); console.warn('still here');",
+  );
   assert.equal(stderr, 'still here\n');
 });
 

@@ -82,11 +82,19 @@ declare module 'oidc-provider' {
     /** Koa's context over a raw request: its `cookies.get` checks signatures with the provider's cookie keys. */
     createContext(req: IncomingMessage, res: ServerResponse): { cookies: { get(name: string): string | undefined } };
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
-    interactionResult(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>, options?: { mergeWithLastSubmission?: boolean }): Promise<string>;
+    interactionResult(
+      req: IncomingMessage,
+      res: ServerResponse,
+      result: Record<string, unknown>,
+      options?: { mergeWithLastSubmission?: boolean },
+    ): Promise<string>;
     Client: { find(id: string): Promise<ClientInstance | undefined>; prototype: ClientInstance };
     AccessToken: { find(value: string): Promise<StoredToken | undefined> };
     Session: { find(id: string): Promise<SessionInstance | undefined> };
-    Grant: { new (input: { accountId: string; clientId: string }): GrantInstance; find(id: string): Promise<GrantInstance | undefined> };
+    Grant: {
+      new (input: { accountId: string; clientId: string }): GrantInstance;
+      find(id: string): Promise<GrantInstance | undefined>;
+    };
   }
 
   export const errors: {

@@ -2,11 +2,24 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as client from 'openid-client';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
-import { authorizeForTest, registerTestApp, runAuthorization, TestBrowser, type TestApp, type TestUser } from './testing.ts';
+import {
+  authorizeForTest,
+  registerTestApp,
+  runAuthorization,
+  TestBrowser,
+  type TestApp,
+  type TestUser,
+} from './testing.ts';
 
 /** openid-client's default discovery (`/.well-known/openid-configuration` of the issuer), over plain http. */
 function discover(env: TestEnv, app: TestApp): Promise<client.Configuration> {
-  return client.discovery(new URL(env.baseUrl), app.clientId, app.clientSecret, app.clientSecret ? client.ClientSecretBasic(app.clientSecret) : client.None(), { execute: [client.allowInsecureRequests] });
+  return client.discovery(
+    new URL(env.baseUrl),
+    app.clientId,
+    app.clientSecret,
+    app.clientSecret ? client.ClientSecretBasic(app.clientSecret) : client.None(),
+    { execute: [client.allowInsecureRequests] },
+  );
 }
 
 /** "Sign in with Tollgate" as an app does it with openid-client: code + PKCE + nonce, through the pages. */
@@ -24,9 +37,15 @@ async function signInWithTollgate(env: TestEnv, app: TestApp, user: TestUser, sc
     nonce,
   });
   const outcome = await runAuthorization(env, new TestBrowser(), { app, scopes, state, codeVerifier, url }, { user });
-  if (outcome.kind !== 'callback') throw new Error(`stopped on a page (${outcome.status}): ${outcome.html.slice(0, 300)}`);
+  if (outcome.kind !== 'callback')
+    throw new Error(`stopped on a page (${outcome.status}): ${outcome.html.slice(0, 300)}`);
   // Validates the callback (state, iss) and the ID token (signature against the JWKS, iss, aud, exp, nonce).
-  const tokens = await client.authorizationCodeGrant(config, outcome.url, { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+  const tokens = await client.authorizationCodeGrant(config, outcome.url, {
+    pkceCodeVerifier: codeVerifier,
+    expectedState: state,
+    expectedNonce: nonce,
+    idTokenExpected: true,
+  });
   return { config, tokens };
 }
 
@@ -84,7 +103,8 @@ describeEachDatabase('Sign in with Tollgate (OpenID Connect)', (env) => {
     const oidc = await env.request('GET', '/.well-known/openid-configuration');
     const oauth = await env.request('GET', '/.well-known/oauth-authorization-server');
     assert.equal(oidc.status, 200);
-    for (const field of ['issuer', 'authorization_endpoint', 'token_endpoint', 'jwks_uri', 'scopes_supported']) assert.deepEqual(oidc.body[field], oauth.body[field], field);
+    for (const field of ['issuer', 'authorization_endpoint', 'token_endpoint', 'jwks_uri', 'scopes_supported'])
+      assert.deepEqual(oidc.body[field], oauth.body[field], field);
     assert.equal(oidc.body.userinfo_endpoint, `${env.baseUrl}/api/oauth/userinfo`);
     assert.deepEqual(oidc.body.id_token_signing_alg_values_supported, ['ES256']);
     assert.deepEqual(oidc.body.subject_types_supported, ['public']);

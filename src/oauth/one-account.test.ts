@@ -4,7 +4,13 @@ import { createServer, type Server } from 'node:http';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
 import { ensureWebBuilt, launchChromium } from '../web/browser.ts';
-import { authorizationRequest, exchangeCode, registerTestApp, type AuthorizationRequest, type TestApp } from './testing.ts';
+import {
+  authorizationRequest,
+  exchangeCode,
+  registerTestApp,
+  type AuthorizationRequest,
+  type TestApp,
+} from './testing.ts';
 
 /**
  * An app's callback, standing in for a real app: a real HTTP server on a loopback port that answers every
@@ -12,7 +18,9 @@ import { authorizationRequest, exchangeCode, registerTestApp, type Authorization
  * the page's URL.
  */
 async function startAppServer(): Promise<{ server: Server; origin: string }> {
-  const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>App</title><p>Back at the app</p>'));
+  const server = createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>App</title><p>Back at the app</p>'),
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address() as { port: number };
   return { server, origin: `http://127.0.0.1:${address.port}` };
@@ -81,7 +89,9 @@ describeEachDatabase('one account per browser, in Chromium', (env) => {
     const first = await authorizationRequest(env, app, ['read']);
     await page.goto(first.url.href);
     await page.getByText(`Signed in as ${alice.email}`).waitFor();
-    const accent = await page.getByRole('button', { name: 'Allow' }).evaluate((button) => getComputedStyle(button).backgroundColor);
+    const accent = await page
+      .getByRole('button', { name: 'Allow' })
+      .evaluate((button) => getComputedStyle(button).backgroundColor);
     assert.equal(accent, 'rgb(79, 70, 229)', 'the page stylesheet applies under the policy');
     await page.getByRole('button', { name: 'Allow' }).click();
     assert.equal(await userOfCode(env, first, await callbackOf(page, app)), alice.userId);
@@ -97,8 +107,15 @@ describeEachDatabase('one account per browser, in Chromium', (env) => {
     const second = await authorizationRequest(env, app, ['read']);
     await page.goto(second.url.href);
     const allow = page.getByRole('button', { name: 'Allow' });
-    await allow.or(page.getByRole('button', { name: 'Sign in' })).first().waitFor({ timeout: 5_000 }).catch(() => undefined);
-    assert.ok(!page.url().startsWith(app.redirectUri), 'Bob is asked before any code is issued, not sent back with a code at once');
+    await allow
+      .or(page.getByRole('button', { name: 'Sign in' }))
+      .first()
+      .waitFor({ timeout: 5_000 })
+      .catch(() => undefined);
+    assert.ok(
+      !page.url().startsWith(app.redirectUri),
+      'Bob is asked before any code is issued, not sent back with a code at once',
+    );
     await page.getByText(`Signed in as ${bob.email}`).waitFor();
     await allow.click();
     assert.equal(await userOfCode(env, second, await callbackOf(page, app)), bob.userId, 'the code is for Bob');
@@ -107,7 +124,10 @@ describeEachDatabase('one account per browser, in Chromium', (env) => {
 
   it('signing out of the dashboard with no other sign-in makes the next authorization ask for a password', async () => {
     const alice = await env.createUser({ name: 'Alice' });
-    const app = await registerTestApp(env, { scopes: ['read'], redirectUris: [`${appServer.origin}/callback/signout`] });
+    const app = await registerTestApp(env, {
+      scopes: ['read'],
+      redirectUris: [`${appServer.origin}/callback/signout`],
+    });
     const context = await browser.newContext();
     const page = await newPage(context);
 
@@ -120,7 +140,12 @@ describeEachDatabase('one account per browser, in Chromium', (env) => {
 
     const second = await authorizationRequest(env, app, ['read']);
     await page.goto(second.url.href);
-    await page.getByRole('button', { name: 'Allow' }).or(page.getByRole('button', { name: 'Sign in' })).first().waitFor({ timeout: 5_000 }).catch(() => undefined);
+    await page
+      .getByRole('button', { name: 'Allow' })
+      .or(page.getByRole('button', { name: 'Sign in' }))
+      .first()
+      .waitFor({ timeout: 5_000 })
+      .catch(() => undefined);
     assert.ok(!page.url().startsWith(app.redirectUri), 'no code without signing in again');
     await page.getByLabel('Password').waitFor();
     await context.close();

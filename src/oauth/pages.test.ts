@@ -2,7 +2,16 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
 import { PAGE_STYLE_SOURCE } from '../platform/http/page.ts';
-import { authorizationRequest, exchangeCode, follow, registerTestApp, runAuthorization, TestBrowser, type BrowserOutcome, type TestApp } from './testing.ts';
+import {
+  authorizationRequest,
+  exchangeCode,
+  follow,
+  registerTestApp,
+  runAuthorization,
+  TestBrowser,
+  type BrowserOutcome,
+  type TestApp,
+} from './testing.ts';
 
 /** Opens the authorization URL in `browser` and follows it to the page it shows (or the app's callback). */
 async function open(env: TestEnv, browser: TestBrowser, url: URL): Promise<BrowserOutcome> {
@@ -23,9 +32,17 @@ async function userOfToken(env: TestEnv, accessToken: string): Promise<string> {
 }
 
 /** Registers an app from the dashboard, as an ordinary user would. */
-async function registerUserApp(env: TestEnv, owner: { cookie: string; csrfToken: string; userId: string; email: string; password: string }): Promise<TestApp> {
+async function registerUserApp(
+  env: TestEnv,
+  owner: { cookie: string; csrfToken: string; userId: string; email: string; password: string },
+): Promise<TestApp> {
   const redirectUri = 'https://chat.example.net/oauth/callback';
-  const response = await env.dashboard(owner, 'POST', '/api/user/apps', { name: 'Someone’s App', redirectUris: [redirectUri], scopes: ['read'], type: 'public' });
+  const response = await env.dashboard(owner, 'POST', '/api/user/apps', {
+    name: 'Someone’s App',
+    redirectUris: [redirectUri],
+    scopes: ['read'],
+    type: 'public',
+  });
   assert.equal(response.status, 201, response.text);
   return { clientId: response.body.clientId, redirectUri, scopes: ['read'], type: 'public' };
 }
@@ -61,7 +78,10 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
     const alice = await env.createUser();
     const app = await registerTestApp(env, { scopes: ['read'] });
     const browser = browserOf(alice);
-    assert.equal((await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind, 'callback');
+    assert.equal(
+      (await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind,
+      'callback',
+    );
     const again = await authorizationRequest(env, app, ['read']);
     const outcome = await open(env, browser, again.url);
     assert.equal(outcome.kind, 'callback', 'no page: the grant and the session are Alice’s');
@@ -73,12 +93,24 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
     const alice = await env.createUser();
     const app = await registerTestApp(env, { scopes: ['read'] });
     const browser = new TestBrowser();
-    assert.equal((await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind, 'callback');
+    assert.equal(
+      (await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind,
+      'callback',
+    );
 
-    const { csrfToken } = (await (await browser.fetch(new URL('/api/auth/session', env.baseUrl))).json()) as { csrfToken: string };
-    const signOut = await browser.fetch(new URL('/api/auth/signout', env.baseUrl), { method: 'POST', headers: { 'x-csrf-token': csrfToken } });
+    const { csrfToken } = (await (await browser.fetch(new URL('/api/auth/session', env.baseUrl))).json()) as {
+      csrfToken: string;
+    };
+    const signOut = await browser.fetch(new URL('/api/auth/signout', env.baseUrl), {
+      method: 'POST',
+      headers: { 'x-csrf-token': csrfToken },
+    });
     assert.equal(signOut.status, 200);
-    const signIn = await browser.fetch(new URL('/api/auth/signin', env.baseUrl), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: alice.email, password: alice.password }) });
+    const signIn = await browser.fetch(new URL('/api/auth/signin', env.baseUrl), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: alice.email, password: alice.password }),
+    });
     assert.equal(signIn.status, 200);
 
     const again = await authorizationRequest(env, app, ['read']);
@@ -89,7 +121,10 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
 
     // Asking for more than was allowed still asks.
     const wider = await registerTestApp(env, { scopes: ['read', 'ai:chat'] });
-    assert.equal((await runAuthorization(env, browser, await authorizationRequest(env, wider, ['read']), { user: alice })).kind, 'callback');
+    assert.equal(
+      (await runAuthorization(env, browser, await authorizationRequest(env, wider, ['read']), { user: alice })).kind,
+      'callback',
+    );
     const more = await open(env, browser, (await authorizationRequest(env, wider, ['read', 'ai:chat'])).url);
     assert.equal(more.kind, 'page');
     assert.match((more as { html: string }).html, /<code>ai:chat<\/code>/);
@@ -99,7 +134,10 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
     const alice = await env.createUser();
     const app = await registerTestApp(env, { scopes: ['read'] });
     const browser = new TestBrowser();
-    assert.equal((await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind, 'callback');
+    assert.equal(
+      (await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind,
+      'callback',
+    );
     const session = await browser.fetch(new URL('/api/auth/session', env.baseUrl));
     assert.equal(session.status, 200);
     assert.equal(((await session.json()) as { user: { id: string } }).user.id, alice.userId);
@@ -110,16 +148,33 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
     const bob = await env.createUser();
     const app = await registerTestApp(env, { scopes: ['read'] });
     const browser = new TestBrowser();
-    assert.equal((await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind, 'callback');
+    assert.equal(
+      (await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind,
+      'callback',
+    );
 
-    const before = await env.service.ctx.db.selectFrom('oidc_payloads').select('id').where('model', '=', 'Session').where('account_id', '=', alice.userId).execute();
+    const before = await env.service.ctx.db
+      .selectFrom('oidc_payloads')
+      .select('id')
+      .where('model', '=', 'Session')
+      .where('account_id', '=', alice.userId)
+      .execute();
     assert.equal(before.length, 1);
 
     // Bob signs in through the dashboard's JSON sign-in on the same browser (cookies and all).
-    const signIn = await browser.fetch(new URL('/api/auth/signin', env.baseUrl), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: bob.email, password: bob.password }) });
+    const signIn = await browser.fetch(new URL('/api/auth/signin', env.baseUrl), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: bob.email, password: bob.password }),
+    });
     assert.equal(signIn.status, 200);
     assert.equal(browser.cookies.has('tg_oauth_session'), false, 'the provider session cookie is cleared');
-    const aliceSessions = await env.service.ctx.db.selectFrom('oidc_payloads').select('id').where('model', '=', 'Session').where('account_id', '=', alice.userId).execute();
+    const aliceSessions = await env.service.ctx.db
+      .selectFrom('oidc_payloads')
+      .select('id')
+      .where('model', '=', 'Session')
+      .where('account_id', '=', alice.userId)
+      .execute();
     assert.equal(aliceSessions.length, 0, 'and the provider session itself is gone');
 
     const again = await authorizationRequest(env, app, ['read']);
@@ -134,25 +189,43 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
     const bob = await env.createUser();
     const app = await registerTestApp(env, { scopes: ['read'] });
     const browser = browserOf(alice);
-    assert.equal((await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind, 'callback');
+    assert.equal(
+      (await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind,
+      'callback',
+    );
 
     const forced = await authorizationRequest(env, app, ['read'], { prompt: 'login' });
     const page = await open(env, browser, forced.url);
     assert.equal(page.kind, 'page');
-    assert.match((page as { html: string }).html, /<button[^>]*type="submit">Sign in<\/button>/, 'prompt=login shows the sign-in form even to a signed-in browser');
+    assert.match(
+      (page as { html: string }).html,
+      /<button[^>]*type="submit">Sign in<\/button>/,
+      'prompt=login shows the sign-in form even to a signed-in browser',
+    );
     const outcome = await runAuthorization(env, browser, forced, { user: bob });
-    assert.equal(outcome.kind, 'callback', JSON.stringify(outcome.kind === 'page' ? outcome.html.slice(0, 400) : outcome.url));
+    assert.equal(
+      outcome.kind,
+      'callback',
+      JSON.stringify(outcome.kind === 'page' ? outcome.html.slice(0, 400) : outcome.url),
+    );
     const tokens = await exchangeCode(env, forced, (outcome as { url: URL }).url);
     assert.equal(await userOfToken(env, tokens.access_token), bob.userId);
     const session = await browser.fetch(new URL('/api/auth/session', env.baseUrl));
-    assert.equal(((await session.json()) as { user: { id: string } }).user.id, bob.userId, 'the dashboard is Bob’s too');
+    assert.equal(
+      ((await session.json()) as { user: { id: string } }).user.id,
+      bob.userId,
+      'the dashboard is Bob’s too',
+    );
   });
 
   it('a forced sign-in (prompt=login) answered with the same account goes on to the code without asking twice', async () => {
     const alice = await env.createUser();
     const app = await registerTestApp(env, { scopes: ['read'] });
     const browser = browserOf(alice);
-    assert.equal((await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind, 'callback');
+    assert.equal(
+      (await runAuthorization(env, browser, await authorizationRequest(env, app, ['read']), { user: alice })).kind,
+      'callback',
+    );
     const forced = await authorizationRequest(env, app, ['read'], { prompt: 'login' });
     const outcome = await runAuthorization(env, browser, forced, { user: alice });
     assert.equal(outcome.kind, 'callback');
@@ -164,7 +237,10 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
     const owner = await env.createUser();
     const user = await env.createUser();
     const userApp = await registerUserApp(env, owner);
-    const operatorApp = await registerTestApp(env, { scopes: ['read'], redirectUris: ['https://partner.example.org/cb'] });
+    const operatorApp = await registerTestApp(env, {
+      scopes: ['read'],
+      redirectUris: ['https://partner.example.org/cb'],
+    });
 
     const forUserApp = await open(env, browserOf(user), (await authorizationRequest(env, userApp, ['read'])).url);
     assert.equal(forUserApp.kind, 'page');
@@ -174,7 +250,11 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
     assert.match(html, /sent to <strong>chat\.example\.net<\/strong>/);
     assert.match(html, /Unverified app/);
 
-    const forOperatorApp = await open(env, browserOf(user), (await authorizationRequest(env, operatorApp, ['read'])).url);
+    const forOperatorApp = await open(
+      env,
+      browserOf(user),
+      (await authorizationRequest(env, operatorApp, ['read'])).url,
+    );
     const operatorHtml = (forOperatorApp as { html: string }).html;
     assert.match(operatorHtml, /sent to <strong>partner\.example\.org<\/strong>/);
     assert.doesNotMatch(operatorHtml, /Unverified/);
@@ -206,9 +286,15 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
   it('responses written by oidc-provider itself carry the security headers of every other answer', async () => {
     const app = await registerTestApp(env, { scopes: ['read'] });
     const authorize = await fetch((await authorizationRequest(env, app, ['read'])).url, { redirect: 'manual' });
-    const token = await fetch(`${env.baseUrl}/api/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=authorization_code&code=nope' });
+    const token = await fetch(`${env.baseUrl}/api/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=authorization_code&code=nope',
+    });
     const jwks = await fetch(`${env.baseUrl}/api/oauth/jwks`);
-    const badRequest = await fetch(`${env.baseUrl}/api/oauth/authorize?client_id=${app.clientId}&response_type=code`, { redirect: 'manual' });
+    const badRequest = await fetch(`${env.baseUrl}/api/oauth/authorize?client_id=${app.clientId}&response_type=code`, {
+      redirect: 'manual',
+    });
     for (const response of [authorize, token, jwks, badRequest]) {
       await response.arrayBuffer();
       assert.equal(response.headers.get('x-content-type-options'), 'nosniff', response.url);
@@ -216,7 +302,11 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
       assert.equal(response.headers.get('referrer-policy'), 'no-referrer', response.url);
       assert.equal(response.headers.get('cross-origin-opener-policy'), 'same-origin', response.url);
       assert.ok(response.headers.get('x-request-id'), response.url);
-      assert.match(response.headers.get('content-security-policy') ?? '', /default-src 'none'.*frame-ancestors 'none'/, response.url);
+      assert.match(
+        response.headers.get('content-security-policy') ?? '',
+        /default-src 'none'.*frame-ancestors 'none'/,
+        response.url,
+      );
     }
   });
 });

@@ -2,7 +2,15 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as oauth from 'oauth4webapi';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { authorizationRequest, authorizeForTest, discover, registerTestApp, runAuthorization, TestBrowser, type TestApp } from './testing.ts';
+import {
+  authorizationRequest,
+  authorizeForTest,
+  discover,
+  registerTestApp,
+  runAuthorization,
+  TestBrowser,
+  type TestApp,
+} from './testing.ts';
 
 const insecure = { [oauth.allowInsecureRequests]: true };
 
@@ -15,16 +23,42 @@ describeEachDatabase('oauth policy', (env) => {
     assert.equal(outcome.kind, 'callback');
     const as = await discover(env);
     const client = { client_id: app.clientId };
-    return { as, client, request, user, params: oauth.validateAuthResponse(as, client, (outcome as { url: URL }).url, request.state) };
+    return {
+      as,
+      client,
+      request,
+      user,
+      params: oauth.validateAuthResponse(as, client, (outcome as { url: URL }).url, request.state),
+    };
   }
 
   it('a code used twice is refused, and the tokens issued from it stop working', async () => {
     const app = await registerTestApp(env, { scopes: ['read'] });
     const { as, client, request, params } = await authorizedCallback(app, ['read']);
-    const first = await oauth.processAuthorizationCodeResponse(as, client, await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, app.redirectUri, request.codeVerifier, insecure));
+    const first = await oauth.processAuthorizationCodeResponse(
+      as,
+      client,
+      await oauth.authorizationCodeGrantRequest(
+        as,
+        client,
+        oauth.None(),
+        params,
+        app.redirectUri,
+        request.codeVerifier,
+        insecure,
+      ),
+    );
     assert.equal((await env.request('GET', '/api/user/me', { token: first.access_token })).status, 200);
 
-    const again = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, app.redirectUri, request.codeVerifier, insecure);
+    const again = await oauth.authorizationCodeGrantRequest(
+      as,
+      client,
+      oauth.None(),
+      params,
+      app.redirectUri,
+      request.codeVerifier,
+      insecure,
+    );
     assert.equal(again.status, 400);
     assert.equal((await again.json()).error, 'invalid_grant');
     assert.equal((await env.request('GET', '/api/user/me', { token: first.access_token })).status, 401);
@@ -33,12 +67,25 @@ describeEachDatabase('oauth policy', (env) => {
   it('two simultaneous exchanges of one code: one gets tokens, the other invalid_grant, and the tokens are revoked', async () => {
     const app = await registerTestApp(env, { scopes: ['read'] });
     const { as, client, request, params } = await authorizedCallback(app, ['read']);
-    const responses = await Promise.all([1, 2].map(() => oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, app.redirectUri, request.codeVerifier, insecure)));
+    const responses = await Promise.all(
+      [1, 2].map(() =>
+        oauth.authorizationCodeGrantRequest(
+          as,
+          client,
+          oauth.None(),
+          params,
+          app.redirectUri,
+          request.codeVerifier,
+          insecure,
+        ),
+      ),
+    );
     const bodies = await Promise.all(responses.map((r) => r.json()));
     const issued = bodies.filter((b) => b.access_token);
     assert.equal(bodies.filter((b) => b.error === 'invalid_grant').length, 2 - issued.length);
     assert.ok(issued.length <= 1, 'a code never yields two sets of tokens that both work');
-    for (const body of issued) assert.equal((await env.request('GET', '/api/user/me', { token: body.access_token })).status, 401);
+    for (const body of issued)
+      assert.equal((await env.request('GET', '/api/user/me', { token: body.access_token })).status, 401);
   });
 
   it('refresh tokens rotate, and reusing a rotated one revokes the grant: the newest tokens stop working too', async () => {
@@ -46,7 +93,11 @@ describeEachDatabase('oauth policy', (env) => {
     assert.ok(refreshToken, 'offline_access yields a refresh token');
     const as = await discover(env);
     const client = { client_id: app.clientId };
-    const rotated = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), refreshToken, insecure));
+    const rotated = await oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(as, client, oauth.None(), refreshToken, insecure),
+    );
     assert.ok(rotated.refresh_token);
     assert.notEqual(rotated.refresh_token, refreshToken);
     assert.equal((await env.request('GET', '/api/user/me', { token: rotated.access_token })).status, 200);
@@ -66,7 +117,14 @@ describeEachDatabase('oauth policy', (env) => {
   it('redirect URIs must match exactly: a character, a path, a port, a trailing slash or the host differs and the request is refused', async () => {
     const registered = 'http://127.0.0.1:8123/cb';
     const app = await registerTestApp(env, { scopes: ['read'], redirectUris: [registered] });
-    for (const variant of ['http://127.0.0.1:8123/cc', 'http://127.0.0.1:8123/cb/more', 'http://127.0.0.1:8124/cb', 'http://127.0.0.1:8123/cb/', 'http://localhost:8123/cb', 'http://127.0.0.1:8123/cb?x=1']) {
+    for (const variant of [
+      'http://127.0.0.1:8123/cc',
+      'http://127.0.0.1:8123/cb/more',
+      'http://127.0.0.1:8124/cb',
+      'http://127.0.0.1:8123/cb/',
+      'http://localhost:8123/cb',
+      'http://127.0.0.1:8123/cb?x=1',
+    ]) {
       const request = await authorizationRequest(env, { ...app, redirectUri: variant }, ['read']);
       const response = await fetch(request.url, { redirect: 'manual' });
       assert.equal(response.status, 400, variant);
@@ -97,14 +155,24 @@ describeEachDatabase('oauth policy', (env) => {
   it('a wrong code_verifier is refused at the token endpoint', async () => {
     const app = await registerTestApp(env, { scopes: ['read'] });
     const { as, client, params } = await authorizedCallback(app, ['read']);
-    const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, app.redirectUri, oauth.generateRandomCodeVerifier(), insecure);
+    const response = await oauth.authorizationCodeGrantRequest(
+      as,
+      client,
+      oauth.None(),
+      params,
+      app.redirectUri,
+      oauth.generateRandomCodeVerifier(),
+      insecure,
+    );
     assert.equal(response.status, 400);
     assert.equal((await response.json()).error, 'invalid_grant');
   });
 
   it('only response_type=code: implicit is refused, and so are the password and client-credentials grants', async () => {
     const app = await registerTestApp(env, { scopes: ['read'] });
-    const implicit = await fetch((await authorizationRequest(env, app, ['read'], { response_type: 'token' })).url, { redirect: 'manual' });
+    const implicit = await fetch((await authorizationRequest(env, app, ['read'], { response_type: 'token' })).url, {
+      redirect: 'manual',
+    });
     assert.equal(implicit.status, 303);
     const fragment = new URLSearchParams(new URL(implicit.headers.get('location')!).hash.slice(1));
     assert.equal(fragment.get('error'), 'unsupported_response_type');
@@ -123,7 +191,9 @@ describeEachDatabase('oauth policy', (env) => {
   it('a scope outside the app’s registration (openid included, for an app not registered for it) is refused with invalid_scope', async () => {
     const app = await registerTestApp(env, { scopes: ['read'] });
     for (const scope of ['read ai:chat', 'openid read']) {
-      const response = await fetch((await authorizationRequest(env, app, scope.split(' '))).url, { redirect: 'manual' });
+      const response = await fetch((await authorizationRequest(env, app, scope.split(' '))).url, {
+        redirect: 'manual',
+      });
       assert.equal(response.status, 303);
       assert.equal(new URL(response.headers.get('location')!).searchParams.get('error'), 'invalid_scope', scope);
     }
@@ -133,7 +203,9 @@ describeEachDatabase('oauth policy', (env) => {
     const { app, accessToken } = await authorizeForTest(env, { scopes: ['read'] });
     assert.equal((await env.request('GET', '/api/user/me', { token: accessToken })).status, 200);
     const as = await discover(env);
-    await oauth.processRevocationResponse(await oauth.revocationRequest(as, { client_id: app.clientId }, oauth.None(), accessToken, insecure));
+    await oauth.processRevocationResponse(
+      await oauth.revocationRequest(as, { client_id: app.clientId }, oauth.None(), accessToken, insecure),
+    );
     const after = await env.request('GET', '/api/user/me', { token: accessToken });
     assert.equal(after.status, 401);
     assert.equal(after.body.error.code, 'UNAUTHENTICATED');
@@ -143,7 +215,9 @@ describeEachDatabase('oauth policy', (env) => {
     const { app, accessToken, refreshToken } = await authorizeForTest(env, { scopes: ['read', 'offline_access'] });
     assert.equal((await env.request('GET', '/api/user/me', { token: accessToken })).status, 200);
     const as = await discover(env);
-    await oauth.processRevocationResponse(await oauth.revocationRequest(as, { client_id: app.clientId }, oauth.None(), refreshToken!, insecure));
+    await oauth.processRevocationResponse(
+      await oauth.revocationRequest(as, { client_id: app.clientId }, oauth.None(), refreshToken!, insecure),
+    );
     assert.equal((await env.request('GET', '/api/user/me', { token: accessToken })).status, 401);
   });
 
@@ -151,9 +225,15 @@ describeEachDatabase('oauth policy', (env) => {
     const victim = await authorizeForTest(env, { scopes: ['read'] });
     const other = await registerTestApp(env, { scopes: ['read'] });
     const as = await discover(env);
-    await oauth.processRevocationResponse(await oauth.revocationRequest(as, { client_id: other.clientId }, oauth.None(), victim.accessToken, insecure));
+    await oauth.processRevocationResponse(
+      await oauth.revocationRequest(as, { client_id: other.clientId }, oauth.None(), victim.accessToken, insecure),
+    );
     assert.equal((await env.request('GET', '/api/user/me', { token: victim.accessToken })).status, 200);
-    const introspection = await oauth.processIntrospectionResponse(as, { client_id: other.clientId }, await oauth.introspectionRequest(as, { client_id: other.clientId }, oauth.None(), victim.accessToken, insecure));
+    const introspection = await oauth.processIntrospectionResponse(
+      as,
+      { client_id: other.clientId },
+      await oauth.introspectionRequest(as, { client_id: other.clientId }, oauth.None(), victim.accessToken, insecure),
+    );
     assert.equal(introspection.active, false);
   });
 });

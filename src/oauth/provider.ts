@@ -79,7 +79,11 @@ function userClaims(user: { id: string; email: string; name: string; image: stri
  *   {@link OIDC_CLAIMS} at the userinfo endpoint; no logout, session management or other OIDC extras.
  *   A request without `openid` is plain OAuth 2.1, as before.
  */
-export async function buildProvider(ctx: AppContext, adapter: (model: string) => Adapter, jwks: { keys: PrivateJwk[] }): Promise<Provider> {
+export async function buildProvider(
+  ctx: AppContext,
+  adapter: (model: string) => Adapter,
+  jwks: { keys: PrivateJwk[] },
+): Promise<Provider> {
   // oidc-provider and its dependencies take tens of MB once loaded; imported here, on the first OAuth
   // request, a process that serves only API keys never pays for them.
   const { default: Provider } = await loadOidcProvider();
@@ -107,7 +111,8 @@ export async function buildProvider(ctx: AppContext, adapter: (model: string) =>
     },
     pkce: { required: () => true },
     rotateRefreshToken: true,
-    issueRefreshToken: async (_ctx: unknown, client: any, code: { scopes: Set<string> }) => client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
+    issueRefreshToken: async (_ctx: unknown, client: any, code: { scopes: Set<string> }) =>
+      client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
     // Tokens live their own lifetime; signing out of the authorization page must not cut an app off.
     expiresWithSession: async () => false,
     ttl: { ...OAUTH_TTL },
@@ -126,9 +131,10 @@ export async function buildProvider(ctx: AppContext, adapter: (model: string) =>
     // latestGrantId): the session is the signed-in account's, so its grant is theirs to reuse.
     async loadExistingGrant(koa: any) {
       const { oidc } = koa;
-      const grantId = oidc.result?.consent?.grantId
-        ?? oidc.session.grantIdFor(oidc.client.clientId)
-        ?? (oidc.session.accountId ? await latestGrantId(ctx.db, oidc.session.accountId, oidc.client.clientId) : null);
+      const grantId =
+        oidc.result?.consent?.grantId ??
+        oidc.session.grantIdFor(oidc.client.clientId) ??
+        (oidc.session.accountId ? await latestGrantId(ctx.db, oidc.session.accountId, oidc.client.clientId) : null);
       return grantId ? oidc.provider.Grant.find(grantId) : undefined;
     },
     async findAccount(_ctx: unknown, sub: string) {
@@ -141,7 +147,10 @@ export async function buildProvider(ctx: AppContext, adapter: (model: string) =>
     },
     async renderError(koa: any, out: Record<string, string>) {
       koa.type = 'html';
-      koa.body = renderPage('Authorization failed', `<h1>Authorization failed</h1><p class="error" role="alert">${escapeHtml(out.error_description ?? out.error)}</p><p class="hint">Error: <code>${escapeHtml(out.error)}</code>. Go back to the app and start again.</p>`);
+      koa.body = renderPage(
+        'Authorization failed',
+        `<h1>Authorization failed</h1><p class="error" role="alert">${escapeHtml(out.error_description ?? out.error)}</p><p class="hint">Error: <code>${escapeHtml(out.error)}</code>. Go back to the app and start again.</p>`,
+      );
     },
   });
   provider.proxy = true;

@@ -26,6 +26,11 @@ export async function loadSigningKeys(db: Db, encryptionKey: Buffer): Promise<{ 
   });
   if (!stored.startsWith('{')) return JSON.parse(decrypt(encryptionKey, stored));
   // Stored in clear by an earlier version: seal it. Instances upgrading together write the same keys.
-  await db.updateTable('instance_secrets').set({ value: encrypt(encryptionKey, stored) }).where('name', '=', SIGNING_KEYS_SECRET).where('value', '=', stored).execute();
+  await db
+    .updateTable('instance_secrets')
+    .set({ value: encrypt(encryptionKey, stored) })
+    .where('name', '=', SIGNING_KEYS_SECRET)
+    .where('value', '=', stored)
+    .execute();
   return JSON.parse(stored);
 }

@@ -100,7 +100,11 @@ export const oauthMigrations: Record<string, Migration> = {
     async up(db: Kysely<any>) {
       await db.schema.alterTable('oidc_payloads').addColumn('account_id', 'text').execute();
       await db.schema.alterTable('oidc_payloads').addColumn('client_id', 'text').execute();
-      await db.schema.createIndex('oidc_payloads_owner').on('oidc_payloads').columns(['account_id', 'client_id']).execute();
+      await db.schema
+        .createIndex('oidc_payloads_owner')
+        .on('oidc_payloads')
+        .columns(['account_id', 'client_id'])
+        .execute();
       await db.schema.createIndex('oidc_payloads_expiry').on('oidc_payloads').column('expires_at').execute();
     },
   },
@@ -108,7 +112,11 @@ export const oauthMigrations: Record<string, Migration> = {
   // in their payloads' `jti`. The logic is spelled out here, not imported, so this step never changes.
   '1500_oidc_payload_ids_hashed': {
     async up(db: Kysely<any>) {
-      const rows: { id: string; model: string; payload: string }[] = await db.selectFrom('oidc_payloads').select(['id', 'model', 'payload']).where('model', '<>', 'Grant').execute();
+      const rows: { id: string; model: string; payload: string }[] = await db
+        .selectFrom('oidc_payloads')
+        .select(['id', 'model', 'payload'])
+        .where('model', '<>', 'Grant')
+        .execute();
       for (const row of rows) {
         const payload = JSON.parse(row.payload) as Record<string, unknown>;
         delete payload.jti;

@@ -26,16 +26,42 @@ export interface TestApp {
 }
 
 /** Every scope except `offline_access`: what a test app asks for unless told otherwise. */
-export const ALL_TEST_SCOPES = ['read', 'write', 'billing:read', 'apikeys:read', 'apikeys:write', 'ai:chat', 'ai:completions', 'ai:models', 'ai:images', 'ai:embeddings', 'ai:audio'];
+export const ALL_TEST_SCOPES = [
+  'read',
+  'write',
+  'billing:read',
+  'apikeys:read',
+  'apikeys:write',
+  'ai:chat',
+  'ai:completions',
+  'ai:models',
+  'ai:images',
+  'ai:embeddings',
+  'ai:audio',
+];
 
 /** Registers an app with `POST /api/admin/apps`; the redirect URI is a made-up loopback one unless given. */
-export async function registerTestApp(env: TestEnv, options: { scopes?: string[]; type?: 'public' | 'confidential'; redirectUris?: string[]; name?: string } = {}): Promise<TestApp> {
+export async function registerTestApp(
+  env: TestEnv,
+  options: { scopes?: string[]; type?: 'public' | 'confidential'; redirectUris?: string[]; name?: string } = {},
+): Promise<TestApp> {
   const scopes = options.scopes ?? [...ALL_TEST_SCOPES, 'offline_access'];
   const redirectUris = options.redirectUris ?? [`http://127.0.0.1:9/callback/${randomText(8)}`];
   const type = options.type ?? 'public';
-  const response = await env.admin('POST', '/api/admin/apps', { name: options.name ?? 'Test App', redirectUris, scopes, type });
+  const response = await env.admin('POST', '/api/admin/apps', {
+    name: options.name ?? 'Test App',
+    redirectUris,
+    scopes,
+    type,
+  });
   if (response.status !== 201) throw new Error(`register app: ${response.status} ${response.text}`);
-  return { clientId: response.body.clientId, clientSecret: response.body.clientSecret, redirectUri: redirectUris[0], scopes, type };
+  return {
+    clientId: response.body.clientId,
+    clientSecret: response.body.clientSecret,
+    redirectUri: redirectUris[0],
+    scopes,
+    type,
+  };
 }
 
 /** A browser: keeps cookies (by path, as a browser would) and never follows redirects on its own. */
@@ -44,7 +70,10 @@ export class TestBrowser {
 
   /** The cookie header for `path`. */
   cookieHeader(path: string): string {
-    return [...this.cookies].filter(([, c]) => path.startsWith(c.path)).map(([name, c]) => `${name}=${c.value}`).join('; ');
+    return [...this.cookies]
+      .filter(([, c]) => path.startsWith(c.path))
+      .map(([name, c]) => `${name}=${c.value}`)
+      .join('; ');
   }
 
   /** Adds the dashboard session of `env.createUser()` / `env.signIn()` (a `name=value; …` header). */
@@ -66,9 +95,11 @@ export class TestBrowser {
       const at = pair.indexOf('=');
       const name = pair.slice(0, at);
       const value = pair.slice(at + 1);
-      const attr = (key: string) => attributes.find((a) => a.toLowerCase().startsWith(`${key}=`))?.slice(key.length + 1);
+      const attr = (key: string) =>
+        attributes.find((a) => a.toLowerCase().startsWith(`${key}=`))?.slice(key.length + 1);
       const expires = attr('expires');
-      const gone = value === '' || attr('max-age') === '0' || (expires !== undefined && Date.parse(expires) <= Date.now());
+      const gone =
+        value === '' || attr('max-age') === '0' || (expires !== undefined && Date.parse(expires) <= Date.now());
       if (gone) this.cookies.delete(name);
       else this.cookies.set(name, { value, path: attr('path') ?? '/' });
     }
@@ -77,7 +108,11 @@ export class TestBrowser {
 
   /** Submits a form (urlencoded) the way a browser does. */
   submit(url: string | URL, fields: Record<string, string>): Promise<Response> {
-    return this.fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+    return this.fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields).toString(),
+    });
   }
 }
 
@@ -92,7 +127,12 @@ export interface AuthorizationRequest {
 }
 
 /** Builds an authorization request URL; `overrides` replace (or, with `null`, remove) query parameters. */
-export async function authorizationRequest(env: TestEnv, app: TestApp, scopes: string[], overrides: Record<string, string | null> = {}): Promise<AuthorizationRequest> {
+export async function authorizationRequest(
+  env: TestEnv,
+  app: TestApp,
+  scopes: string[],
+  overrides: Record<string, string | null> = {},
+): Promise<AuthorizationRequest> {
   const codeVerifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
   const url = new URL('/api/oauth/authorize', env.baseUrl);
@@ -114,7 +154,12 @@ export async function authorizationRequest(env: TestEnv, app: TestApp, scopes: s
 export type BrowserOutcome = { kind: 'callback'; url: URL } | { kind: 'page'; status: number; html: string; url: URL };
 
 /** Follows redirects from `url` until the browser leaves the server (the callback) or shows a page. */
-export async function follow(env: TestEnv, browser: TestBrowser, start: Response, startUrl: URL): Promise<BrowserOutcome> {
+export async function follow(
+  env: TestEnv,
+  browser: TestBrowser,
+  start: Response,
+  startUrl: URL,
+): Promise<BrowserOutcome> {
   let response = start;
   let url = startUrl;
   for (let hops = 0; hops < 20; hops++) {
@@ -139,7 +184,12 @@ export interface BrowserAnswers {
 }
 
 /** Opens the authorization URL and fills in the sign-in and consent pages; returns where it ended. */
-export async function runAuthorization(env: TestEnv, browser: TestBrowser, request: AuthorizationRequest, answers: BrowserAnswers): Promise<BrowserOutcome> {
+export async function runAuthorization(
+  env: TestEnv,
+  browser: TestBrowser,
+  request: AuthorizationRequest,
+  answers: BrowserAnswers,
+): Promise<BrowserOutcome> {
   let outcome = await follow(env, browser, await browser.fetch(request.url), request.url);
   for (let pages = 0; pages < 4 && outcome.kind === 'page'; pages++) {
     const { html, url } = outcome;
@@ -148,7 +198,10 @@ export async function runAuthorization(env: TestEnv, browser: TestBrowser, reque
     const target = new URL(action.replaceAll('&amp;', '&'), url);
     const fields: Record<string, string> = action.endsWith('/login')
       ? { email: answers.user.email, password: answers.user.password }
-      : { decision: answers.decision ?? 'allow', daily_limit: answers.dailyLimit === undefined ? '' : String(answers.dailyLimit) };
+      : {
+          decision: answers.decision ?? 'allow',
+          daily_limit: answers.dailyLimit === undefined ? '' : String(answers.dailyLimit),
+        };
     outcome = await follow(env, browser, await browser.submit(target, fields), target);
   }
   return outcome;
@@ -157,7 +210,10 @@ export async function runAuthorization(env: TestEnv, browser: TestBrowser, reque
 /** The authorization server metadata, discovered by oauth4webapi. */
 export async function discover(env: TestEnv): Promise<oauth.AuthorizationServer> {
   const issuer = new URL(env.baseUrl);
-  return oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', [oauth.allowInsecureRequests]: true }));
+  return oauth.processDiscoveryResponse(
+    issuer,
+    await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', [oauth.allowInsecureRequests]: true }),
+  );
 }
 
 /** oauth4webapi's client authentication for the app. */
@@ -200,16 +256,36 @@ export async function authorizeForTest(env: TestEnv, options: AuthorizeOptions =
   const app = options.app ?? (await registerTestApp(env));
   const request = await authorizationRequest(env, app, scopes);
   const outcome = await runAuthorization(env, new TestBrowser(), request, { user, dailyLimit: options.dailyLimit });
-  if (outcome.kind !== 'callback') throw new Error(`authorization stopped on a page (${outcome.status}): ${outcome.html.slice(0, 500)}`);
+  if (outcome.kind !== 'callback')
+    throw new Error(`authorization stopped on a page (${outcome.status}): ${outcome.html.slice(0, 500)}`);
   const tokens = await exchangeCode(env, request, outcome.url);
-  return { user, app, clientId: app.clientId, accessToken: tokens.access_token, refreshToken: tokens.refresh_token, scope: tokens.scope ?? '' };
+  return {
+    user,
+    app,
+    clientId: app.clientId,
+    accessToken: tokens.access_token,
+    refreshToken: tokens.refresh_token,
+    scope: tokens.scope ?? '',
+  };
 }
 
 /** Validates the callback with oauth4webapi and exchanges its code for tokens. */
-export async function exchangeCode(env: TestEnv, request: AuthorizationRequest, callback: URL): Promise<oauth.TokenEndpointResponse> {
+export async function exchangeCode(
+  env: TestEnv,
+  request: AuthorizationRequest,
+  callback: URL,
+): Promise<oauth.TokenEndpointResponse> {
   const as = await discover(env);
   const client: oauth.Client = { client_id: request.app.clientId };
   const params = oauth.validateAuthResponse(as, client, callback, request.state);
-  const response = await oauth.authorizationCodeGrantRequest(as, client, clientAuth(request.app), params, request.app.redirectUri, request.codeVerifier, { [oauth.allowInsecureRequests]: true });
+  const response = await oauth.authorizationCodeGrantRequest(
+    as,
+    client,
+    clientAuth(request.app),
+    params,
+    request.app.redirectUri,
+    request.codeVerifier,
+    { [oauth.allowInsecureRequests]: true },
+  );
   return oauth.processAuthorizationCodeResponse(as, client, response);
 }

@@ -16,7 +16,12 @@ export const opsFeature: Feature = {
     const redis = ctx.config.REDIS_URL ? await connectRedis(ctx.config.REDIS_URL) : null;
     if (redis) ctx.onClose.push(() => void redis.disconnect());
     registerCors(app, ctx);
-    registerRateLimits(app, ctx, redis ? redisRateLimiter(redis) : memoryRateLimiter(), redis ? redisBackoff(redis) : memoryBackoff());
+    registerRateLimits(
+      app,
+      ctx,
+      redis ? redisRateLimiter(redis) : memoryRateLimiter(),
+      redis ? redisBackoff(redis) : memoryBackoff(),
+    );
     registerHealthRoutes(app, ctx, redis);
     registerMetricsRoute(app, ctx);
   },

@@ -14,29 +14,50 @@ const Check = Type.Object({ ok: Type.Boolean(), detail: Type.Optional(Type.Strin
  * reachable when configured. A load balancer routes only to ready instances.
  */
 export function registerHealthRoutes(app: App, ctx: AppContext, redis: Redis | null): void {
-  app.get('/healthz', { schema: { tags: ['operations'], summary: 'Liveness', response: { 200: Type.Object({ status: Type.Literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Liveness',
+        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
 
-  app.get('/readyz', {
-    schema: { tags: ['operations'], summary: 'Readiness: database, migrations, Redis', response: { 200: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check) }), 503: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check) }) } },
-  }, async (_request, reply) => {
-    const checks: Record<string, { ok: boolean; detail?: string }> = {};
-    try {
-      await sql`select 1`.execute(ctx.db);
-      checks.database = { ok: true };
-      const pending = await pendingMigrations(ctx.db, allMigrations(), ctx.config);
-      checks.migrations = pending.length ? { ok: false, detail: `pending: ${pending.join(', ')}` } : { ok: true };
-    } catch (error) {
-      checks.database = { ok: false, detail: (error as Error).message };
-    }
-    if (redis) {
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Readiness: database, migrations, Redis',
+        response: {
+          200: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check) }),
+          503: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check) }),
+        },
+      },
+    },
+    async (_request, reply) => {
+      const checks: Record<string, { ok: boolean; detail?: string }> = {};
       try {
-        await redis.ping();
-        checks.redis = { ok: true };
+        await sql`select 1`.execute(ctx.db);
+        checks.database = { ok: true };
+        const pending = await pendingMigrations(ctx.db, allMigrations(), ctx.config);
+        checks.migrations = pending.length ? { ok: false, detail: `pending: ${pending.join(', ')}` } : { ok: true };
       } catch (error) {
-        checks.redis = { ok: false, detail: (error as Error).message };
+        checks.database = { ok: false, detail: (error as Error).message };
       }
-    }
-    const ready = Object.values(checks).every((c) => c.ok);
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
-  });
+      if (redis) {
+        try {
+          await redis.ping();
+          checks.redis = { ok: true };
+        } catch (error) {
+          checks.redis = { ok: false, detail: (error as Error).message };
+        }
+      }
+      const ready = Object.values(checks).every((c) => c.ok);
+      return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
+    },
+  );
 }

@@ -3,24 +3,28 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { describeEachDatabase } from '../testing/harness.ts';
 
-describeEachDatabase('health and readiness', (env) => {
-  it('/healthz answers ok and /readyz reports the database, the migrations and Redis ready', async () => {
-    const health = await env.request('GET', '/healthz');
-    assert.equal(health.status, 200);
-    assert.deepEqual(health.body, { status: 'ok' });
-    const ready = await env.request('GET', '/readyz');
-    assert.equal(ready.status, 200);
-    assert.deepEqual(ready.body.checks, { database: { ok: true }, migrations: { ok: true }, redis: { ok: true } });
-  });
+describeEachDatabase(
+  'health and readiness',
+  (env) => {
+    it('/healthz answers ok and /readyz reports the database, the migrations and Redis ready', async () => {
+      const health = await env.request('GET', '/healthz');
+      assert.equal(health.status, 200);
+      assert.deepEqual(health.body, { status: 'ok' });
+      const ready = await env.request('GET', '/readyz');
+      assert.equal(ready.status, 200);
+      assert.deepEqual(ready.body.checks, { database: { ok: true }, migrations: { ok: true }, redis: { ok: true } });
+    });
 
-  it('every answer carries the security headers and a request id', async () => {
-    const response = await env.request('GET', '/healthz');
-    assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
-    assert.equal(response.headers.get('x-frame-options'), 'DENY');
-    assert.equal(response.headers.get('referrer-policy'), 'no-referrer');
-    assert.match(response.headers.get('x-request-id') ?? '', /^[\w-]{8,}$/);
-  });
-}, { config: { REDIS_URL: 'redis://127.0.0.1:6379' } });
+    it('every answer carries the security headers and a request id', async () => {
+      const response = await env.request('GET', '/healthz');
+      assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
+      assert.equal(response.headers.get('x-frame-options'), 'DENY');
+      assert.equal(response.headers.get('referrer-policy'), 'no-referrer');
+      assert.match(response.headers.get('x-request-id') ?? '', /^[\w-]{8,}$/);
+    });
+  },
+  { config: { REDIS_URL: 'redis://127.0.0.1:6379' } },
+);
 
 describeEachDatabase('metrics', (env) => {
   it('/metrics is for operators only', async () => {
@@ -34,10 +38,20 @@ describeEachDatabase('metrics', (env) => {
     await env.request('GET', '/api/user/me');
     const metrics = await env.request('GET', '/metrics', { token: env.adminToken });
     assert.equal(metrics.status, 200);
-    const line = metrics.text.split('\n').find((l) => l.startsWith('tollgate_http_requests_total{') && l.includes('route="/api/user/me"') && l.includes('status="401"'));
+    const line = metrics.text
+      .split('\n')
+      .find(
+        (l) =>
+          l.startsWith('tollgate_http_requests_total{') &&
+          l.includes('route="/api/user/me"') &&
+          l.includes('status="401"'),
+      );
     assert.ok(line, 'a counter line for GET /api/user/me 401');
     assert.equal(Number(line!.split(' ').at(-1)), 2);
-    assert.match(metrics.text, /tollgate_http_request_duration_seconds_bucket\{le="0.005",route="\/api\/user\/me",method="GET"\}/);
+    assert.match(
+      metrics.text,
+      /tollgate_http_request_duration_seconds_bucket\{le="0.005",route="\/api\/user\/me",method="GET"\}/,
+    );
   });
 });
 
@@ -45,21 +59,44 @@ const logLines: string[] = [];
 const logStream = new PassThrough();
 logStream.on('data', (chunk) => logLines.push(...String(chunk).split('\n').filter(Boolean)));
 
-describeEachDatabase('logs', (env) => {
-  it('write one JSON line per request with its id and the caller ids, and never a secret', async () => {
-    const session = await env.createUser();
-    const secrets = ['Bearer-secret-token-value-123', session.cookie.split('=')[1], 'v1,c2lnbmF0dXJlLXNlY3JldA==', session.password, session.csrfToken];
-    await env.request('GET', '/api/user/me', { token: secrets[0] });
-    await env.request('GET', '/api/user/me', { headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken } });
-    await env.request('POST', '/api/auth/signin', { body: { email: session.email, password: session.password } });
-    await env.request('POST', '/api/webhooks/replicate', { raw: '{}', headers: { 'content-type': 'application/json', 'webhook-signature': secrets[2], 'webhook-id': 'msg_1', 'webhook-timestamp': '1' } });
-    await new Promise((resolve) => setImmediate(resolve));
-    const text = logLines.join('\n');
-    for (const secret of secrets) assert.ok(!text.includes(secret), `a log line contains a secret (${secret.slice(0, 6)}…)`);
-    const entries = logLines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'request');
-    const me = entries.find((entry) => entry.route === '/api/user/me' && entry.status === 200 && entry.userId === session.userId);
-    assert.ok(me, 'the authenticated request is logged');
-    assert.equal(me.userId, session.userId);
-    assert.match(me.reqId, /^[\w-]{8,}$/);
-  });
-}, { logDestination: logStream });
+describeEachDatabase(
+  'logs',
+  (env) => {
+    it('write one JSON line per request with its id and the caller ids, and never a secret', async () => {
+      const session = await env.createUser();
+      const secrets = [
+        'Bearer-secret-token-value-123',
+        session.cookie.split('=')[1],
+        'v1,c2lnbmF0dXJlLXNlY3JldA==',
+        session.password,
+        session.csrfToken,
+      ];
+      await env.request('GET', '/api/user/me', { token: secrets[0] });
+      await env.request('GET', '/api/user/me', {
+        headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken },
+      });
+      await env.request('POST', '/api/auth/signin', { body: { email: session.email, password: session.password } });
+      await env.request('POST', '/api/webhooks/replicate', {
+        raw: '{}',
+        headers: {
+          'content-type': 'application/json',
+          'webhook-signature': secrets[2],
+          'webhook-id': 'msg_1',
+          'webhook-timestamp': '1',
+        },
+      });
+      await new Promise((resolve) => setImmediate(resolve));
+      const text = logLines.join('\n');
+      for (const secret of secrets)
+        assert.ok(!text.includes(secret), `a log line contains a secret (${secret.slice(0, 6)}…)`);
+      const entries = logLines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'request');
+      const me = entries.find(
+        (entry) => entry.route === '/api/user/me' && entry.status === 200 && entry.userId === session.userId,
+      );
+      assert.ok(me, 'the authenticated request is logged');
+      assert.equal(me.userId, session.userId);
+      assert.match(me.reqId, /^[\w-]{8,}$/);
+    });
+  },
+  { logDestination: logStream },
+);

@@ -41,15 +41,20 @@ const SIGNUP_ROUTES = new Set(['/signup', '/api/auth/signup']);
 function subjectsOf(principal: Principal, ctx: AppContext): Array<{ subject: string; rpm: number }> {
   const subjects: Array<{ subject: string; rpm: number }> = [];
   if (principal.keyId) subjects.push({ subject: `key:${principal.keyId}`, rpm: ctx.config.RATE_LIMIT_KEY_RPM });
-  if (principal.appId) subjects.push({ subject: `app:${principal.appId}:${principal.userId}`, rpm: ctx.config.RATE_LIMIT_APP_RPM });
+  if (principal.appId)
+    subjects.push({ subject: `app:${principal.appId}:${principal.userId}`, rpm: ctx.config.RATE_LIMIT_APP_RPM });
   return subjects;
 }
 
 function rateLimited(what: string, retryAfterSeconds: number, limit: number): ApiError {
-  return new ApiError('RATE_LIMITED', `Rate limit reached: at most ${limit} ${what} per minute. Retry after ${retryAfterSeconds} s.`, {
-    headers: { 'retry-after': String(retryAfterSeconds) },
-    details: { limit, retryAfter: retryAfterSeconds },
-  });
+  return new ApiError(
+    'RATE_LIMITED',
+    `Rate limit reached: at most ${limit} ${what} per minute. Retry after ${retryAfterSeconds} s.`,
+    {
+      headers: { 'retry-after': String(retryAfterSeconds) },
+      details: { limit, retryAfter: retryAfterSeconds },
+    },
+  );
 }
 
 /**
@@ -65,7 +70,9 @@ export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimit
     app.addHook('onRequest', async (request) => {
       if (warned || request.headers['x-forwarded-for'] === undefined) return;
       warned = true;
-      ctx.log.warn('A request carries X-Forwarded-For but TRUST_PROXY is off, so the header is ignored: if Tollgate runs behind a proxy or load balancer, every client has its address and shares its per-address limits (sign-in failures, sign-ups). Set TRUST_PROXY to the number of proxies, or their addresses.');
+      ctx.log.warn(
+        'A request carries X-Forwarded-For but TRUST_PROXY is off, so the header is ignored: if Tollgate runs behind a proxy or load balancer, every client has its address and shares its per-address limits (sign-in failures, sign-ups). Set TRUST_PROXY to the number of proxies, or their addresses.',
+      );
     });
   }
   const signupLimit = ctx.config.RATE_LIMIT_SIGNUP_PER_MINUTE;
@@ -100,7 +107,8 @@ export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimit
     },
     async addTokens(principal, tokens) {
       if (tpm <= 0 || tokens <= 0) return;
-      for (const { subject } of subjectsOf(principal, ctx)) await limiter.take(`tpm:${subject}`, tokens, tpm, ctx.clock.now());
+      for (const { subject } of subjectsOf(principal, ctx))
+        await limiter.take(`tpm:${subject}`, tokens, tpm, ctx.clock.now());
     },
   };
 }

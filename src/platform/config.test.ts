@@ -24,6 +24,7 @@ describe('configuration', () => {
       if (name === 'providers') continue;
       assert.ok(readme.includes(`\`${name}\``), `README lacks ${name}`);
     }
-    for (const code of Object.keys(ERROR_CODES)) assert.ok(readme.includes(`\`${code}\``), `README lacks error code ${code}`);
+    for (const code of Object.keys(ERROR_CODES))
+      assert.ok(readme.includes(`\`${code}\``), `README lacks error code ${code}`);
   });
 });

@@ -4,30 +4,114 @@
  * missing from the README's error table.
  */
 export const ERROR_CODES = {
-  INVALID_REQUEST: { status: 400, type: 'invalid_request_error', when: 'The request body, query or path is malformed or fails validation.' },
-  UNAUTHENTICATED: { status: 401, type: 'authentication_error', when: 'The bearer token, API key or session is missing, malformed, expired or revoked.' },
-  UNSUPPORTED_PARAMETER: { status: 400, type: 'invalid_request_error', when: 'A request field (named in `param`) would change what the call costs in a way the gateway cannot hold for, or is not on the provider\'s pass-through allow-list.' },
-  IMAGE_INPUT_UNSUPPORTED: { status: 400, type: 'invalid_request_error', when: 'A chat sent image parts to a model with no image-token budget in the catalogue.' },
-  TOO_MANY_IMAGES: { status: 400, type: 'invalid_request_error', when: 'A chat sent more image parts than `MAX_IMAGES_PER_REQUEST`.' },
-  AUDIO_DURATION_UNREADABLE: { status: 400, type: 'invalid_request_error', when: "A transcription's audio duration cannot be read from its header (WAV and MP3 are read)." },
-  AUDIO_TOO_LONG: { status: 400, type: 'invalid_request_error', when: "A transcription's audio is longer than the model's (or `MAX_TRANSCRIPTION_SECONDS`) cap." },
-  INSUFFICIENT_CREDITS: { status: 402, type: 'insufficient_credits_error', when: "The wallet's available credits are below the request's worst-case cost." },
-  PERMISSION_DENIED: { status: 403, type: 'permission_error', when: 'The caller is authenticated but lacks the scope or permission the route needs.' },
-  NOT_FOUND: { status: 404, type: 'not_found_error', when: "The object does not exist or belongs to someone else." },
+  INVALID_REQUEST: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: 'The request body, query or path is malformed or fails validation.',
+  },
+  UNAUTHENTICATED: {
+    status: 401,
+    type: 'authentication_error',
+    when: 'The bearer token, API key or session is missing, malformed, expired or revoked.',
+  },
+  UNSUPPORTED_PARAMETER: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: "A request field (named in `param`) would change what the call costs in a way the gateway cannot hold for, or is not on the provider's pass-through allow-list.",
+  },
+  IMAGE_INPUT_UNSUPPORTED: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: 'A chat sent image parts to a model with no image-token budget in the catalogue.',
+  },
+  TOO_MANY_IMAGES: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: 'A chat sent more image parts than `MAX_IMAGES_PER_REQUEST`.',
+  },
+  AUDIO_DURATION_UNREADABLE: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: "A transcription's audio duration cannot be read from its header (WAV and MP3 are read).",
+  },
+  AUDIO_TOO_LONG: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: "A transcription's audio is longer than the model's (or `MAX_TRANSCRIPTION_SECONDS`) cap.",
+  },
+  INSUFFICIENT_CREDITS: {
+    status: 402,
+    type: 'insufficient_credits_error',
+    when: "The wallet's available credits are below the request's worst-case cost.",
+  },
+  PERMISSION_DENIED: {
+    status: 403,
+    type: 'permission_error',
+    when: 'The caller is authenticated but lacks the scope or permission the route needs.',
+  },
+  NOT_FOUND: { status: 404, type: 'not_found_error', when: 'The object does not exist or belongs to someone else.' },
   MODEL_NOT_FOUND: { status: 404, type: 'not_found_error', when: 'The model id is not in the catalogue.' },
-  CONFLICT: { status: 409, type: 'conflict_error', when: 'The object already exists (for example an email address already registered), or a Stripe event refers to a payment not credited yet (not recorded; Stripe delivers it again).' },
-  PAYLOAD_TOO_LARGE: { status: 413, type: 'invalid_request_error', when: 'The request body is larger than the route accepts.' },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, type: 'invalid_request_error', when: 'The Content-Type is not one the route accepts.' },
-  SPENDING_LIMIT_EXCEEDED: { status: 429, type: 'spending_limit_error', when: "An app's or key's spending limit would be exceeded by the request's worst-case cost." },
-  RATE_LIMITED: { status: 429, type: 'rate_limit_error', when: 'Too many requests (or tokens) per minute for this key, app or address, or too many failed sign-ins for this account or address; see Retry-After.' },
+  CONFLICT: {
+    status: 409,
+    type: 'conflict_error',
+    when: 'The object already exists (for example an email address already registered), or a Stripe event refers to a payment not credited yet (not recorded; Stripe delivers it again).',
+  },
+  PAYLOAD_TOO_LARGE: {
+    status: 413,
+    type: 'invalid_request_error',
+    when: 'The request body is larger than the route accepts.',
+  },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    type: 'invalid_request_error',
+    when: 'The Content-Type is not one the route accepts.',
+  },
+  SPENDING_LIMIT_EXCEEDED: {
+    status: 429,
+    type: 'spending_limit_error',
+    when: "An app's or key's spending limit would be exceeded by the request's worst-case cost.",
+  },
+  RATE_LIMITED: {
+    status: 429,
+    type: 'rate_limit_error',
+    when: 'Too many requests (or tokens) per minute for this key, app or address, or too many failed sign-ins for this account or address; see Retry-After.',
+  },
   INTERNAL_ERROR: { status: 500, type: 'api_error', when: 'A fault inside Tollgate; the log has the request id.' },
-  UPSTREAM_ERROR: { status: 502, type: 'upstream_error', when: 'The upstream provider failed (502) or timed out (504) before producing output.' },
-  SERVICE_UNAVAILABLE: { status: 503, type: 'api_error', when: 'A dependency is not configured or not reachable (for example no webhook secret).' },
-  TOPUPS_DISABLED: { status: 403, type: 'permission_error', when: 'Top-ups are off on this deployment: the operator has not set `STRIPE_SECRET_KEY` and `STRIPE_WEBHOOK_SECRET`.' },
-  PAYMENT_PROVIDER_ERROR: { status: 502, type: 'upstream_error', when: 'Stripe refused or failed a request of a top-up (the message says why); nothing was charged or credited.' },
-  WEBHOOK_INVALID: { status: 400, type: 'invalid_request_error', when: 'A webhook delivery lacks a header or its headers or body are malformed.' },
-  WEBHOOK_UNVERIFIED: { status: 401, type: 'authentication_error', when: "A webhook delivery's signature does not verify or its timestamp is more than 5 minutes away." },
-  WEBHOOK_URL_REFUSED: { status: 400, type: 'invalid_request_error', when: 'An outbound webhook URL is not https, or its host resolves to a loopback, private or link-local address (unless the operator allows it).' },
+  UPSTREAM_ERROR: {
+    status: 502,
+    type: 'upstream_error',
+    when: 'The upstream provider failed (502) or timed out (504) before producing output.',
+  },
+  SERVICE_UNAVAILABLE: {
+    status: 503,
+    type: 'api_error',
+    when: 'A dependency is not configured or not reachable (for example no webhook secret).',
+  },
+  TOPUPS_DISABLED: {
+    status: 403,
+    type: 'permission_error',
+    when: 'Top-ups are off on this deployment: the operator has not set `STRIPE_SECRET_KEY` and `STRIPE_WEBHOOK_SECRET`.',
+  },
+  PAYMENT_PROVIDER_ERROR: {
+    status: 502,
+    type: 'upstream_error',
+    when: 'Stripe refused or failed a request of a top-up (the message says why); nothing was charged or credited.',
+  },
+  WEBHOOK_INVALID: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: 'A webhook delivery lacks a header or its headers or body are malformed.',
+  },
+  WEBHOOK_UNVERIFIED: {
+    status: 401,
+    type: 'authentication_error',
+    when: "A webhook delivery's signature does not verify or its timestamp is more than 5 minutes away.",
+  },
+  WEBHOOK_URL_REFUSED: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: 'An outbound webhook URL is not https, or its host resolves to a loopback, private or link-local address (unless the operator allows it).',
+  },
 } as const satisfies Record<string, { status: number; type: string; when: string }>;
 
 /** A code of the catalogue. */
@@ -44,7 +128,16 @@ export class ApiError extends Error {
   /** Response headers to send with the error (for example Retry-After). */
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, message: string, options: { details?: Record<string, unknown>; status?: number; headers?: Record<string, string>; cause?: unknown } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: {
+      details?: Record<string, unknown>;
+      status?: number;
+      headers?: Record<string, string>;
+      cause?: unknown;
+    } = {},
+  ) {
     super(message, { cause: options.cause });
     this.code = code;
     this.status = options.status ?? ERROR_CODES[code].status;
@@ -61,8 +154,10 @@ export class ApiError extends Error {
 
 /** Shorthands for the errors every feature raises. */
 export const errors = {
-  invalid: (message: string, details?: Record<string, unknown>) => new ApiError('INVALID_REQUEST', message, { details }),
-  unauthenticated: (message = 'A valid bearer token, API key or session is required.') => new ApiError('UNAUTHENTICATED', message),
+  invalid: (message: string, details?: Record<string, unknown>) =>
+    new ApiError('INVALID_REQUEST', message, { details }),
+  unauthenticated: (message = 'A valid bearer token, API key or session is required.') =>
+    new ApiError('UNAUTHENTICATED', message),
   forbidden: (message: string) => new ApiError('PERMISSION_DENIED', message),
   notFound: (what = 'Object') => new ApiError('NOT_FOUND', `${what} not found.`),
   conflict: (message: string) => new ApiError('CONFLICT', message),

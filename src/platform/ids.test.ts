@@ -18,6 +18,9 @@ describe('ids', () => {
     }
     assert.deepEqual([...made].sort(), made);
     // Byte order, as SQLite and PostgreSQL's "C" collation compare: no locale rules involved.
-    assert.deepEqual([...made].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))), made);
+    assert.deepEqual(
+      [...made].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))),
+      made,
+    );
   });
 });

@@ -30,7 +30,8 @@ export function randomText(length: number): string {
 }
 
 /** The id prefixes of decisions.md "Names": every id says what it is. */
-export type IdPrefix = 'usr' | 'app' | 'key' | 'hold' | 'txn' | 'ses' | 'use' | 'pred' | 'whk' | 'grt' | 'wep' | 'evt' | 'msg' | 'top';
+export type IdPrefix =
+  'usr' | 'app' | 'key' | 'hold' | 'txn' | 'ses' | 'use' | 'pred' | 'whk' | 'grt' | 'wep' | 'evt' | 'msg' | 'top';
 
 /** Characters of the time part of an id: 54^8 milliseconds reach past the year 4000. */
 const TIME_LENGTH = 8;
@@ -38,7 +39,8 @@ const TIME_LENGTH = 8;
 /** `ms` in base 54, fixed width: the alphabet is in ASCII order, so the text sorts as the number does. */
 function timeText(ms: number): string {
   let out = '';
-  for (let rest = ms, i = 0; i < TIME_LENGTH; i++, rest = Math.floor(rest / ALPHABET.length)) out = ALPHABET[rest % ALPHABET.length] + out;
+  for (let rest = ms, i = 0; i < TIME_LENGTH; i++, rest = Math.floor(rest / ALPHABET.length))
+    out = ALPHABET[rest % ALPHABET.length] + out;
   return out;
 }
 

@@ -22,7 +22,10 @@ export const REDACTED_PATHS = [
 
 /** The structured JSON logger of the service. */
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
-  return pino({ level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { service: 'tollgate' } }, destination as any);
+  return pino(
+    { level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { service: 'tollgate' } },
+    destination as any,
+  );
 }
 
 export type { Logger };

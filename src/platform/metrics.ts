@@ -12,20 +12,64 @@ export function createMetrics() {
   collectDefaultMetrics({ register: registry, prefix: 'tollgate_' });
   // Gauges named `_total` read as counters (`promtool check metrics` refuses them); each is the sum of the
   // by-type gauge of the same name without `_total`, which stays.
-  for (const kind of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`tollgate_nodejs_active_${kind}_total`);
+  for (const kind of ['handles', 'requests', 'resources'])
+    registry.removeSingleMetric(`tollgate_nodejs_active_${kind}_total`);
   const of = { registers: [registry] };
   return {
     registry,
-    httpRequests: new Counter({ name: 'tollgate_http_requests_total', help: 'HTTP requests by route, method and status.', labelNames: ['route', 'method', 'status'] as const, ...of }),
-    httpDuration: new Histogram({ name: 'tollgate_http_request_duration_seconds', help: 'Whole-request latency.', labelNames: ['route', 'method'] as const, buckets: LATENCY_BUCKETS, ...of }),
-    upstreamDuration: new Histogram({ name: 'tollgate_upstream_duration_seconds', help: 'Time spent waiting on the upstream provider.', labelNames: ['provider', 'kind'] as const, buckets: LATENCY_BUCKETS, ...of }),
-    gatewayOverhead: new Histogram({ name: 'tollgate_gateway_overhead_seconds', help: "The gateway's own time per AI call: whole request minus upstream.", labelNames: ['kind'] as const, buckets: LATENCY_BUCKETS, ...of }),
-    tokens: new Counter({ name: 'tollgate_tokens_total', help: 'Tokens processed, by model and direction.', labelNames: ['model', 'direction'] as const, ...of }),
+    httpRequests: new Counter({
+      name: 'tollgate_http_requests_total',
+      help: 'HTTP requests by route, method and status.',
+      labelNames: ['route', 'method', 'status'] as const,
+      ...of,
+    }),
+    httpDuration: new Histogram({
+      name: 'tollgate_http_request_duration_seconds',
+      help: 'Whole-request latency.',
+      labelNames: ['route', 'method'] as const,
+      buckets: LATENCY_BUCKETS,
+      ...of,
+    }),
+    upstreamDuration: new Histogram({
+      name: 'tollgate_upstream_duration_seconds',
+      help: 'Time spent waiting on the upstream provider.',
+      labelNames: ['provider', 'kind'] as const,
+      buckets: LATENCY_BUCKETS,
+      ...of,
+    }),
+    gatewayOverhead: new Histogram({
+      name: 'tollgate_gateway_overhead_seconds',
+      help: "The gateway's own time per AI call: whole request minus upstream.",
+      labelNames: ['kind'] as const,
+      buckets: LATENCY_BUCKETS,
+      ...of,
+    }),
+    tokens: new Counter({
+      name: 'tollgate_tokens_total',
+      help: 'Tokens processed, by model and direction.',
+      labelNames: ['model', 'direction'] as const,
+      ...of,
+    }),
     /** In integer micro-credits, as the ledger counts them: a float sum of credits would drift (0.000005999…). */
-    creditsChargedMicros: new Counter({ name: 'tollgate_credits_charged_micros_total', help: 'Credits captured from wallets, in micro-credits (1 credit = 1000000).', labelNames: ['kind'] as const, ...of }),
+    creditsChargedMicros: new Counter({
+      name: 'tollgate_credits_charged_micros_total',
+      help: 'Credits captured from wallets, in micro-credits (1 credit = 1000000).',
+      labelNames: ['kind'] as const,
+      ...of,
+    }),
     holdsOpen: new Gauge({ name: 'tollgate_holds_open', help: 'Holds currently open (whole database).', ...of }),
-    restrictions: new Counter({ name: 'tollgate_restriction_refusals_total', help: 'Requests refused by a spending limit, the wallet or a rate limit, by code.', labelNames: ['code'] as const, ...of }),
-    webhookDeliveries: new Counter({ name: 'tollgate_webhook_deliveries_total', help: 'Inbound webhook deliveries by outcome.', labelNames: ['outcome'] as const, ...of }),
+    restrictions: new Counter({
+      name: 'tollgate_restriction_refusals_total',
+      help: 'Requests refused by a spending limit, the wallet or a rate limit, by code.',
+      labelNames: ['code'] as const,
+      ...of,
+    }),
+    webhookDeliveries: new Counter({
+      name: 'tollgate_webhook_deliveries_total',
+      help: 'Inbound webhook deliveries by outcome.',
+      labelNames: ['outcome'] as const,
+      ...of,
+    }),
   };
 }
 

@@ -57,7 +57,11 @@ export function redisRateLimiter(redis: Redis, prefix = 'tollgate:rl:'): RateLim
     async take(subject, units, limit, now) {
       const { start, retryAfterSeconds } = windowOf(now);
       const name = `${prefix}${subject}:${start}`;
-      const results = await redis.multi().incrby(name, units).pexpire(name, WINDOW_MS * 2).exec();
+      const results = await redis
+        .multi()
+        .incrby(name, units)
+        .pexpire(name, WINDOW_MS * 2)
+        .exec();
       const used = Number(results?.[0]?.[1] ?? units);
       return { allowed: used <= limit, used, limit, retryAfterSeconds };
     },
@@ -154,7 +158,15 @@ return count`;
 export function redisBackoff(redis: Redis, prefix = 'tollgate:bo:'): Backoff {
   return {
     async attempt(subject, free, maxDelayMs, now) {
-      const [allowed, retryAfterSeconds] = (await redis.eval(ATTEMPT_SCRIPT, 1, prefix + subject, now, free, maxDelayMs, FORGET_AFTER_MS)) as [number, number];
+      const [allowed, retryAfterSeconds] = (await redis.eval(
+        ATTEMPT_SCRIPT,
+        1,
+        prefix + subject,
+        now,
+        free,
+        maxDelayMs,
+        FORGET_AFTER_MS,
+      )) as [number, number];
       return { allowed: allowed === 1, retryAfterSeconds: Number(retryAfterSeconds) };
     },
     async refund(subject, free) {

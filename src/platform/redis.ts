@@ -7,7 +7,12 @@ import type { Redis } from 'ioredis';
  */
 export async function connectRedis(url: string): Promise<Redis> {
   const { Redis } = await import('ioredis');
-  return new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, connectTimeout: 2000 });
+  return new Redis(url, {
+    maxRetriesPerRequest: 2,
+    enableOfflineQueue: true,
+    lazyConnect: false,
+    connectTimeout: 2000,
+  });
 }
 
 export type { Redis };

@@ -14,7 +14,10 @@ import { allMigrations } from '../features.ts';
 import { TestDatabaseSpace, selectedDatabases, request } from '../testing/harness.ts';
 
 /** A logger whose JSON lines the test reads back. */
-function capturedLog(): { log: ReturnType<typeof createLogger>; lines: () => { level: number; msg: string; [key: string]: unknown }[] } {
+function capturedLog(): {
+  log: ReturnType<typeof createLogger>;
+  lines: () => { level: number; msg: string; [key: string]: unknown }[];
+} {
   const chunks: string[] = [];
   const stream = new Writable({
     write(chunk, _encoding, done) {
@@ -22,7 +25,15 @@ function capturedLog(): { log: ReturnType<typeof createLogger>; lines: () => { l
       done();
     },
   });
-  return { log: createLogger('info', stream), lines: () => chunks.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line)) };
+  return {
+    log: createLogger('info', stream),
+    lines: () =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line)),
+  };
 }
 
 /** A configuration with none of the operator secrets set (whatever the test runner's environment says). */
@@ -30,7 +41,11 @@ function bareConfig(env: Record<string, string>, overrides: Partial<Config> = {}
   return loadConfig({ PORT: '0', LOG_LEVEL: 'info', SWEEP_INTERVAL_SECONDS: '0', ...env }, overrides);
 }
 
-async function withService<T>(config: Config, log: ReturnType<typeof createLogger>, fn: (service: Service) => Promise<T>): Promise<T> {
+async function withService<T>(
+  config: Config,
+  log: ReturnType<typeof createLogger>,
+  fn: (service: Service) => Promise<T>,
+): Promise<T> {
   const service = await createService({ config, log, timers: false });
   try {
     return await fn(service);
@@ -40,7 +55,8 @@ async function withService<T>(config: Config, log: ReturnType<typeof createLogge
 }
 
 const mode = (path: string) => statSync(path).mode & 0o777;
-const securityWarnings = (lines: ReturnType<ReturnType<typeof capturedLog>['lines']>) => lines.filter((line) => line.level === 40 && line.msg.startsWith('SECURITY'));
+const securityWarnings = (lines: ReturnType<ReturnType<typeof capturedLog>['lines']>) =>
+  lines.filter((line) => line.level === 40 && line.msg.startsWith('SECURITY'));
 
 describe('instance secrets at rest', () => {
   it('a first start with no configuration keeps its secrets in a 0600 key file, not in the database, and creates the folder 0700 and the database files 0600', async () => {
@@ -53,7 +69,10 @@ describe('instance secrets at rest', () => {
       const secrets = await withService(bareConfig({ DATA_DIR: dataDir }), log, async (service) => {
         const baseUrl = await service.listen(0);
         // Some writes, so that the WAL and shared-memory files exist.
-        const created = await request(baseUrl, 'POST', '/api/admin/users', { token: service.ctx.secrets.adminTokens[0], body: { email: 'first@example.com', password: 'a-long-password', name: 'First' } });
+        const created = await request(baseUrl, 'POST', '/api/admin/users', {
+          token: service.ctx.secrets.adminTokens[0],
+          body: { email: 'first@example.com', password: 'a-long-password', name: 'First' },
+        });
         assert.equal(created.status, 201, 'the generated operator token works');
         // While it runs: SQLite removes the WAL and shared-memory files when the last connection closes.
         assert.equal(mode(dataDir), 0o700);
@@ -70,13 +89,21 @@ describe('instance secrets at rest', () => {
       assert.equal(file.COOKIE_SECRET, secrets.cookieSecret);
       assert.deepEqual([file.TOLLGATE_ADMIN_TOKEN], secrets.adminTokens);
 
-      const database = readdirSync(dataDir).filter((name) => name.startsWith('tollgate.db')).map((name) => readFileSync(join(dataDir, name)).toString('latin1')).join('\n');
+      const database = readdirSync(dataDir)
+        .filter((name) => name.startsWith('tollgate.db'))
+        .map((name) => readFileSync(join(dataDir, name)).toString('latin1'))
+        .join('\n');
       assert.ok(database.includes('first@example.com'), 'the search sees what the database holds');
-      for (const value of [file.ENCRYPTION_KEY, file.COOKIE_SECRET, file.TOLLGATE_ADMIN_TOKEN]) assert.equal(database.includes(value), false, 'no operator secret is in the database');
+      for (const value of [file.ENCRYPTION_KEY, file.COOKIE_SECRET, file.TOLLGATE_ADMIN_TOKEN])
+        assert.equal(database.includes(value), false, 'no operator secret is in the database');
       assert.deepEqual(securityWarnings(lines()), [], 'nothing to warn about');
 
       // A second start reads the same secrets back.
-      const again = await withService(bareConfig({ DATA_DIR: dataDir }), capturedLog().log, async (service) => service.ctx.secrets);
+      const again = await withService(
+        bareConfig({ DATA_DIR: dataDir }),
+        capturedLog().log,
+        async (service) => service.ctx.secrets,
+      );
       assert.deepEqual(again, secrets);
     } finally {
       process.umask(previousUmask);
@@ -88,21 +115,43 @@ describe('instance secrets at rest', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-secrets-'));
     try {
       const config = bareConfig({ DATA_DIR: dataDir });
-      const legacy = { encryption_key: randomBytes(32).toString('base64'), cookie_secret: randomBytes(32).toString('base64url'), admin_token: `tga_${randomBytes(32).toString('base64url')}` };
+      const legacy = {
+        encryption_key: randomBytes(32).toString('base64'),
+        cookie_secret: randomBytes(32).toString('base64url'),
+        admin_token: `tga_${randomBytes(32).toString('base64url')}`,
+      };
       const database = openDatabase(config);
       await migrateToLatest(database.db, allMigrations(), config);
-      await database.db.insertInto('instance_secrets').values(Object.entries(legacy).map(([name, value]) => ({ name, value, created_at: Date.now() }))).execute();
+      await database.db
+        .insertInto('instance_secrets')
+        .values(Object.entries(legacy).map(([name, value]) => ({ name, value, created_at: Date.now() })))
+        .execute();
       await database.close();
 
       const { log, lines } = capturedLog();
       await withService(config, log, async (service) => {
-        assert.equal(service.ctx.secrets.encryptionKey.toString('base64'), legacy.encryption_key, 'API keys sealed before still open');
+        assert.equal(
+          service.ctx.secrets.encryptionKey.toString('base64'),
+          legacy.encryption_key,
+          'API keys sealed before still open',
+        );
         assert.equal(service.ctx.secrets.cookieSecret, legacy.cookie_secret);
         assert.deepEqual(service.ctx.secrets.adminTokens, [legacy.admin_token]);
-        assert.deepEqual(await service.ctx.db.selectFrom('instance_secrets').select('name').where('name', 'in', Object.keys(legacy)).execute(), []);
+        assert.deepEqual(
+          await service.ctx.db
+            .selectFrom('instance_secrets')
+            .select('name')
+            .where('name', 'in', Object.keys(legacy))
+            .execute(),
+          [],
+        );
       });
       const file = JSON.parse(readFileSync(join(dataDir, 'secrets.json'), 'utf8'));
-      assert.deepEqual(file, { ENCRYPTION_KEY: legacy.encryption_key, COOKIE_SECRET: legacy.cookie_secret, TOLLGATE_ADMIN_TOKEN: legacy.admin_token });
+      assert.deepEqual(file, {
+        ENCRYPTION_KEY: legacy.encryption_key,
+        COOKIE_SECRET: legacy.cookie_secret,
+        TOLLGATE_ADMIN_TOKEN: legacy.admin_token,
+      });
       assert.equal(lines().filter((line) => line.level === 40 && /moved to the key file/.test(line.msg)).length, 1);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
@@ -113,7 +162,11 @@ describe('instance secrets at rest', () => {
     const root = mkdtempSync(join(tmpdir(), 'tollgate-secrets-'));
     try {
       const keyFile = join(root, 'keys', 'tollgate.json');
-      const secrets = await withService(bareConfig({ DATA_DIR: join(root, 'data'), SECRETS_FILE: keyFile }), capturedLog().log, async (service) => service.ctx.secrets);
+      const secrets = await withService(
+        bareConfig({ DATA_DIR: join(root, 'data'), SECRETS_FILE: keyFile }),
+        capturedLog().log,
+        async (service) => service.ctx.secrets,
+      );
       assert.equal(mode(keyFile), 0o600);
       assert.equal(mode(join(root, 'keys')), 0o700);
       assert.equal(JSON.parse(readFileSync(keyFile, 'utf8')).COOKIE_SECRET, secrets.cookieSecret);
@@ -126,14 +179,22 @@ describe('instance secrets at rest', () => {
   it('the environment wins over the key file', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-secrets-'));
     try {
-      const fromFile = { ENCRYPTION_KEY: randomBytes(32).toString('base64'), COOKIE_SECRET: randomBytes(32).toString('base64url'), TOLLGATE_ADMIN_TOKEN: `tga_${randomBytes(32).toString('base64url')}` };
+      const fromFile = {
+        ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+        COOKIE_SECRET: randomBytes(32).toString('base64url'),
+        TOLLGATE_ADMIN_TOKEN: `tga_${randomBytes(32).toString('base64url')}`,
+      };
       writeFileSync(join(dataDir, 'secrets.json'), JSON.stringify(fromFile), { mode: 0o600 });
       const adminToken = `tga_${randomBytes(32).toString('base64url')}`;
-      await withService(bareConfig({ DATA_DIR: dataDir, TOLLGATE_ADMIN_TOKEN: adminToken }), capturedLog().log, async (service) => {
-        assert.deepEqual(service.ctx.secrets.adminTokens, [adminToken]);
-        assert.equal(service.ctx.secrets.cookieSecret, fromFile.COOKIE_SECRET);
-        assert.equal(service.ctx.secrets.encryptionKey.toString('base64'), fromFile.ENCRYPTION_KEY);
-      });
+      await withService(
+        bareConfig({ DATA_DIR: dataDir, TOLLGATE_ADMIN_TOKEN: adminToken }),
+        capturedLog().log,
+        async (service) => {
+          assert.deepEqual(service.ctx.secrets.adminTokens, [adminToken]);
+          assert.equal(service.ctx.secrets.cookieSecret, fromFile.COOKIE_SECRET);
+          assert.equal(service.ctx.secrets.encryptionKey.toString('base64'), fromFile.ENCRYPTION_KEY);
+        },
+      );
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
@@ -151,14 +212,33 @@ describe('instance secrets at rest', () => {
         assert.deepEqual(warnings[0].secrets, ['ENCRYPTION_KEY', 'COOKIE_SECRET', 'TOLLGATE_ADMIN_TOKEN']);
 
         const keyFile = join(space.dataDir, 'keys.json');
-        await assert.rejects(withService(bareConfig({ ...space.env(), SECRETS_FILE: keyFile }), capturedLog().log, async () => undefined), /SECRETS_FILE: .*does not exist/);
-        writeFileSync(keyFile, JSON.stringify({ ENCRYPTION_KEY: generated.encryptionKey.toString('base64'), COOKIE_SECRET: generated.cookieSecret }), { mode: 0o600 });
+        await assert.rejects(
+          withService(bareConfig({ ...space.env(), SECRETS_FILE: keyFile }), capturedLog().log, async () => undefined),
+          /SECRETS_FILE: .*does not exist/,
+        );
+        writeFileSync(
+          keyFile,
+          JSON.stringify({
+            ENCRYPTION_KEY: generated.encryptionKey.toString('base64'),
+            COOKIE_SECRET: generated.cookieSecret,
+          }),
+          { mode: 0o600 },
+        );
         const withFile = capturedLog();
-        await withService(bareConfig({ ...space.env(), SECRETS_FILE: keyFile }), withFile.log, async (service) => assert.deepEqual(service.ctx.secrets, generated));
-        assert.deepEqual(securityWarnings(withFile.lines()).map((line) => line.secrets), [['TOLLGATE_ADMIN_TOKEN']]);
+        await withService(bareConfig({ ...space.env(), SECRETS_FILE: keyFile }), withFile.log, async (service) =>
+          assert.deepEqual(service.ctx.secrets, generated),
+        );
+        assert.deepEqual(
+          securityWarnings(withFile.lines()).map((line) => line.secrets),
+          [['TOLLGATE_ADMIN_TOKEN']],
+        );
 
         const configured = capturedLog();
-        await withService(bareConfig({ ...space.env(), SECRETS_FILE: keyFile, TOLLGATE_ADMIN_TOKEN: generated.adminTokens[0] }), configured.log, async () => undefined);
+        await withService(
+          bareConfig({ ...space.env(), SECRETS_FILE: keyFile, TOLLGATE_ADMIN_TOKEN: generated.adminTokens[0] }),
+          configured.log,
+          async () => undefined,
+        );
         assert.deepEqual(securityWarnings(configured.lines()), []);
       } finally {
         await space.drop();

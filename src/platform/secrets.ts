@@ -1,5 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Kysely, Migration } from 'kysely';
 import type { Config } from './config.ts';
@@ -39,7 +50,11 @@ export async function getOrCreateSecret(db: Db, name: string, generate: () => st
     .values({ name, value: generate(), created_at: Date.now() })
     .onConflict((oc) => oc.column('name').doNothing())
     .execute();
-  const row = await db.selectFrom('instance_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('instance_secrets')
+    .select('value')
+    .where('name', '=', name)
+    .executeTakeFirstOrThrow();
   return row.value;
 }
 
@@ -59,9 +74,24 @@ interface SecretSpec {
 }
 
 const SPECS: SecretSpec[] = [
-  { variable: 'ENCRYPTION_KEY', row: 'encryption_key', generate: () => randomBytes(32).toString('base64'), valid: (v) => decodeKey(v).length === 32 },
-  { variable: 'COOKIE_SECRET', row: 'cookie_secret', generate: () => randomBytes(32).toString('base64url'), valid: (v) => v.length >= 32 },
-  { variable: 'TOLLGATE_ADMIN_TOKEN', row: 'admin_token', generate: () => `tga_${randomBytes(32).toString('base64url')}`, valid: (v) => v.trim().length >= 24 },
+  {
+    variable: 'ENCRYPTION_KEY',
+    row: 'encryption_key',
+    generate: () => randomBytes(32).toString('base64'),
+    valid: (v) => decodeKey(v).length === 32,
+  },
+  {
+    variable: 'COOKIE_SECRET',
+    row: 'cookie_secret',
+    generate: () => randomBytes(32).toString('base64url'),
+    valid: (v) => v.length >= 32,
+  },
+  {
+    variable: 'TOLLGATE_ADMIN_TOKEN',
+    row: 'admin_token',
+    generate: () => `tga_${randomBytes(32).toString('base64url')}`,
+    valid: (v) => v.trim().length >= 24,
+  },
 ];
 
 function decodeKey(value: string): Buffer {
@@ -72,7 +102,9 @@ function decodeKey(value: string): Buffer {
  * Where the key file is: `SECRETS_FILE`, or on SQLite `DATA_DIR/secrets.json`. PostgreSQL has no default:
  * instances on several machines share the database, not a folder, and each would make its own keys.
  */
-export function secretsFilePath(config: Pick<Config, 'SECRETS_FILE' | 'DATABASE_URL' | 'DATA_DIR'>): string | undefined {
+export function secretsFilePath(
+  config: Pick<Config, 'SECRETS_FILE' | 'DATABASE_URL' | 'DATA_DIR'>,
+): string | undefined {
   if (config.SECRETS_FILE) return resolve(config.SECRETS_FILE);
   return config.DATABASE_URL ? undefined : join(resolve(config.DATA_DIR), 'secrets.json');
 }
@@ -91,13 +123,16 @@ function readKeyFile(path: string, log: Logger): Record<string, string> | undefi
   } catch (error) {
     throw new Error(`SECRETS_FILE: ${path} is not JSON (${(error as Error).message})`);
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error(`SECRETS_FILE: ${path} must hold a JSON object of ${SPECS.map((s) => s.variable).join(', ')}`);
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new Error(`SECRETS_FILE: ${path} must hold a JSON object of ${SPECS.map((s) => s.variable).join(', ')}`);
   const values = parsed as Record<string, unknown>;
   for (const spec of SPECS) {
     const value = values[spec.variable];
-    if (value !== undefined && (typeof value !== 'string' || !spec.valid(value))) throw new Error(`SECRETS_FILE: ${spec.variable} in ${path} is not a valid value`);
+    if (value !== undefined && (typeof value !== 'string' || !spec.valid(value)))
+      throw new Error(`SECRETS_FILE: ${spec.variable} in ${path} is not a valid value`);
   }
-  if ((statSync(path).mode & 0o077) !== 0) log.warn({ path }, 'the key file can be read by other users of this machine: chmod 600 it');
+  if ((statSync(path).mode & 0o077) !== 0)
+    log.warn({ path }, 'the key file can be read by other users of this machine: chmod 600 it');
   return values as Record<string, string>;
 }
 
@@ -154,16 +189,40 @@ export async function loadInstanceSecrets(db: Db, config: Config, log: Logger): 
   const path = secretsFilePath(config);
   if (path && missing().length > 0) {
     let file = readKeyFile(path, log);
-    if (!file && config.DATABASE_URL) throw new Error(`SECRETS_FILE: ${path} does not exist (on PostgreSQL, write it once and give every instance the same file)`);
+    if (!file && config.DATABASE_URL)
+      throw new Error(
+        `SECRETS_FILE: ${path} does not exist (on PostgreSQL, write it once and give every instance the same file)`,
+      );
     if (!file) {
-      const stored = await db.selectFrom('instance_secrets').select(['name', 'value']).where('name', 'in', missing().map((spec) => spec.row)).execute();
+      const stored = await db
+        .selectFrom('instance_secrets')
+        .select(['name', 'value'])
+        .where(
+          'name',
+          'in',
+          missing().map((spec) => spec.row),
+        )
+        .execute();
       const fresh: Record<string, string> = {};
-      for (const spec of missing()) fresh[spec.variable] = stored.find((row) => row.name === spec.row)?.value ?? spec.generate();
+      for (const spec of missing())
+        fresh[spec.variable] = stored.find((row) => row.name === spec.row)?.value ?? spec.generate();
       file = createKeyFile(path, fresh, log);
-      const moved = SPECS.filter((spec) => stored.some((row) => row.name === spec.row && row.value === file![spec.variable]));
+      const moved = SPECS.filter((spec) =>
+        stored.some((row) => row.name === spec.row && row.value === file![spec.variable]),
+      );
       if (moved.length > 0) {
-        await db.deleteFrom('instance_secrets').where('name', 'in', moved.map((spec) => spec.row)).execute();
-        log.warn({ path, moved: moved.map((spec) => spec.variable) }, 'secrets generated into the database by an earlier version were moved to the key file: back it up with the database (without it stored API keys cannot be opened); older copies of the database still hold them');
+        await db
+          .deleteFrom('instance_secrets')
+          .where(
+            'name',
+            'in',
+            moved.map((spec) => spec.row),
+          )
+          .execute();
+        log.warn(
+          { path, moved: moved.map((spec) => spec.variable) },
+          'secrets generated into the database by an earlier version were moved to the key file: back it up with the database (without it stored API keys cannot be opened); older copies of the database still hold them',
+        );
       } else {
         log.info({ path }, 'generated the instance secrets into the key file: back it up with the database');
       }

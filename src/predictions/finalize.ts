@@ -38,7 +38,11 @@ function errorText(error: unknown): string | null {
  * and reconciliation runs, exactly one sees `finalized: true`, and the charge it computed is stored with the
  * claim. Updates after the claim change nothing, so a late `processing` cannot undo a final status.
  */
-export async function applyPredictionUpdate(trx: Transaction<Tables>, update: PredictionUpdate, now: number): Promise<AppliedUpdate> {
+export async function applyPredictionUpdate(
+  trx: Transaction<Tables>,
+  update: PredictionUpdate,
+  now: number,
+): Promise<AppliedUpdate> {
   const row = await trx.selectFrom('predictions').selectAll().where('replicate_id', '=', update.id).executeTakeFirst();
   if (!row) return { predictionId: null, finalized: false };
   if (row.finalized_at !== null) return { predictionId: row.id, finalized: false };
@@ -50,7 +54,12 @@ export async function applyPredictionUpdate(trx: Transaction<Tables>, update: Pr
     ...(update.error !== undefined ? { error: errorText(update.error) } : {}),
   };
   if (!TERMINAL_STATUSES.has(update.status)) {
-    await trx.updateTable('predictions').set(changes).where('id', '=', row.id).where('finalized_at', 'is', null).execute();
+    await trx
+      .updateTable('predictions')
+      .set(changes)
+      .where('id', '=', row.id)
+      .where('finalized_at', 'is', null)
+      .execute();
     return { predictionId: row.id, finalized: false };
   }
   const predictTimeUs = predictTimeMicros(update.metrics);
@@ -94,12 +103,20 @@ export async function settlePrediction(ctx: AppContext, predictionId: string): P
   });
   const model = { id: row.model };
   const captured = succeeded
-    ? await meter.settle({ model, cost: row.charge ?? 0, promptTokens: 0, completionTokens: 0, status: 'ok' }, { description: `Prediction ${row.model}`, alongside })
+    ? await meter.settle(
+        { model, cost: row.charge ?? 0, promptTokens: 0, completionTokens: 0, status: 'ok' },
+        { description: `Prediction ${row.model}`, alongside },
+      )
     : (await meter.release(model, row.status === 'failed' ? 'failed' : 'canceled', { alongside }), 0);
   if (!closed) {
     // The hold was no longer open: settled by a concurrent run (which recorded it) or released.
     ctx.log.warn({ predictionId, holdId: row.hold_id }, 'prediction hold was no longer open at settlement');
-    await ctx.db.updateTable('predictions').set({ settled_at: now, captured: 0 }).where('id', '=', row.id).where('settled_at', 'is', null).execute();
+    await ctx.db
+      .updateTable('predictions')
+      .set({ settled_at: now, captured: 0 })
+      .where('id', '=', row.id)
+      .where('settled_at', 'is', null)
+      .execute();
     return null;
   }
   const outcome = { captured };

@@ -20,7 +20,14 @@ export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['succeeded', 'fai
  * SDXL `num_outputs`, Imagen and Ideogram `num_images` or `number_of_images`, some `batch_size`,
  * `num_samples` or `n`).
  */
-export const OUTPUT_COUNT_INPUTS: readonly string[] = ['num_outputs', 'num_images', 'number_of_images', 'batch_size', 'num_samples', 'n'];
+export const OUTPUT_COUNT_INPUTS: readonly string[] = [
+  'num_outputs',
+  'num_images',
+  'number_of_images',
+  'batch_size',
+  'num_samples',
+  'n',
+];
 
 /**
  * How many outputs the input asks for: the product of every output-count input present (a model that
@@ -37,15 +44,20 @@ export function outputsAsked(input: Record<string, unknown>): number {
       throw errors.invalid(`input.${name} must be an integer from 1 to ${MAX_OUTPUTS}.`);
     }
     outputs *= asked;
-    if (outputs > MAX_OUTPUTS) throw errors.invalid(`The input asks for ${outputs} outputs (${OUTPUT_COUNT_INPUTS.filter((n) => input[n] != null).join(' × ')}); at most ${MAX_OUTPUTS} per prediction.`);
+    if (outputs > MAX_OUTPUTS)
+      throw errors.invalid(
+        `The input asks for ${outputs} outputs (${OUTPUT_COUNT_INPUTS.filter((n) => input[n] != null).join(' × ')}); at most ${MAX_OUTPUTS} per prediction.`,
+      );
   }
   return outputs;
 }
 
 /** The hold: `request + second × maxPredictSeconds + image × outputs asked`, in micro-credits. */
 export function worstCaseCost(pricing: PredictionPricing, maxPredictSeconds: number | null, outputs: number): number {
-  const amount = pricing.request + pricing.second * (maxPredictSeconds ?? DEFAULT_MAX_PREDICT_SECONDS) + pricing.image * outputs;
-  if (!Number.isSafeInteger(amount)) throw errors.invalid('The worst-case cost of this prediction is too large to hold.');
+  const amount =
+    pricing.request + pricing.second * (maxPredictSeconds ?? DEFAULT_MAX_PREDICT_SECONDS) + pricing.image * outputs;
+  if (!Number.isSafeInteger(amount))
+    throw errors.invalid('The worst-case cost of this prediction is too large to hold.');
   return amount;
 }
 
@@ -74,7 +86,12 @@ export function outputsProduced(output: unknown): number {
  * to the house's disadvantage and never more than one micro-credit is added. Failed and canceled predictions
  * cost nothing. The settlement caps the capture at the hold.
  */
-export function actualCost(pricing: PredictionPricing, status: string, predictTimeUs: number | null, output: unknown): number {
+export function actualCost(
+  pricing: PredictionPricing,
+  status: string,
+  predictTimeUs: number | null,
+  output: unknown,
+): number {
   if (status !== 'succeeded') return 0;
   const compute = (BigInt(pricing.second) * BigInt(predictTimeUs ?? 0) + 999_999n) / 1_000_000n;
   const total = BigInt(pricing.request) + compute + BigInt(pricing.image) * BigInt(outputsProduced(output));

@@ -18,13 +18,20 @@ const BATCH = 100;
  * {@link RECONCILE_AFTER_MS} are read from Replicate (`GET /predictions/:id`) and, when Replicate says they
  * are done, finalized through the same exactly-once claim a webhook uses. Safe in several processes at once.
  */
-export async function reconcilePredictions(ctx: AppContext): Promise<{ resettled: number; checked: number; finalized: number; failed: number }> {
+export async function reconcilePredictions(
+  ctx: AppContext,
+): Promise<{ resettled: number; checked: number; finalized: number; failed: number }> {
   const now = ctx.clock.now();
   const result = { resettled: 0, checked: 0, finalized: 0, failed: 0 };
 
-  const unsettled = await ctx.db.selectFrom('predictions').select('id')
-    .where('settled_at', 'is', null).where('finalized_at', '<=', now - RESETTLE_AFTER_MS)
-    .orderBy('finalized_at').limit(BATCH).execute();
+  const unsettled = await ctx.db
+    .selectFrom('predictions')
+    .select('id')
+    .where('settled_at', 'is', null)
+    .where('finalized_at', '<=', now - RESETTLE_AFTER_MS)
+    .orderBy('finalized_at')
+    .limit(BATCH)
+    .execute();
   for (const { id } of unsettled) {
     try {
       await settlePrediction(ctx, id);
@@ -37,10 +44,15 @@ export async function reconcilePredictions(ctx: AppContext): Promise<{ resettled
 
   const client = replicateClientOf(ctx);
   if (!client) return result;
-  const open = await ctx.db.selectFrom('predictions').select(['id', 'replicate_id'])
-    .where('finalized_at', 'is', null).where('created_at', '<=', now - RECONCILE_AFTER_MS)
+  const open = await ctx.db
+    .selectFrom('predictions')
+    .select(['id', 'replicate_id'])
+    .where('finalized_at', 'is', null)
+    .where('created_at', '<=', now - RECONCILE_AFTER_MS)
     .where((eb) => eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', now - RECHECK_EVERY_MS)]))
-    .orderBy('created_at').limit(BATCH).execute();
+    .orderBy('created_at')
+    .limit(BATCH)
+    .execute();
   for (const { id, replicate_id } of open) {
     try {
       const upstream = await client.get(replicate_id);
@@ -51,7 +63,10 @@ export async function reconcilePredictions(ctx: AppContext): Promise<{ resettled
       });
       if (applied.finalized) {
         result.finalized++;
-        ctx.log.info({ predictionId: id, replicateId: replicate_id, status: upstream.status }, 'reconciliation finalized a prediction whose final webhook did not come');
+        ctx.log.info(
+          { predictionId: id, replicateId: replicate_id, status: upstream.status },
+          'reconciliation finalized a prediction whose final webhook did not come',
+        );
         await settlePrediction(ctx, id);
       }
     } catch (error) {
@@ -65,6 +80,7 @@ export async function reconcilePredictions(ctx: AppContext): Promise<{ resettled
 /** The `reconcile-predictions` job: each process's timer and `POST /api/admin/cron/reconcile-predictions`. */
 export const reconcilePredictionsJob: Job = {
   name: 'reconcile-predictions',
-  description: 'Settle claimed predictions left unsettled, and ask Replicate about predictions whose final webhook has not come.',
+  description:
+    'Settle claimed predictions left unsettled, and ask Replicate about predictions whose final webhook has not come.',
   run: (ctx) => reconcilePredictions(ctx),
 };

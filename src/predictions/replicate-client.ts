@@ -58,13 +58,20 @@ export class ReplicateClient {
     try {
       response = await fetch(this.#options.baseUrl + path, {
         method,
-        headers: { authorization: `Bearer ${this.#options.token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${this.#options.token}`,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+        },
         body: body ? JSON.stringify(body) : undefined,
         signal: AbortSignal.timeout(this.#options.timeoutMs),
       });
     } catch (error) {
       const timedOut = (error as Error).name === 'TimeoutError';
-      throw new ApiError('UPSTREAM_ERROR', timedOut ? 'Replicate did not answer in time.' : 'Replicate could not be reached.', { status: timedOut ? 504 : 502, cause: error });
+      throw new ApiError(
+        'UPSTREAM_ERROR',
+        timedOut ? 'Replicate did not answer in time.' : 'Replicate could not be reached.',
+        { status: timedOut ? 504 : 502, cause: error },
+      );
     }
     const text = await response.text().catch(() => '');
     let parsed: any;
@@ -72,8 +79,14 @@ export class ReplicateClient {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {}
     if (!response.ok) {
-      const detail = typeof parsed?.detail === 'string' ? parsed.detail : typeof parsed?.title === 'string' ? parsed.title : `HTTP ${response.status}`;
-      if (response.status === 400 || response.status === 422) throw new ApiError('INVALID_REQUEST', `Replicate refused the input: ${detail}`);
+      const detail =
+        typeof parsed?.detail === 'string'
+          ? parsed.detail
+          : typeof parsed?.title === 'string'
+            ? parsed.title
+            : `HTTP ${response.status}`;
+      if (response.status === 400 || response.status === 422)
+        throw new ApiError('INVALID_REQUEST', `Replicate refused the input: ${detail}`);
       throw new ApiError('UPSTREAM_ERROR', `Replicate failed: ${detail}`, { status: 502 });
     }
     if (typeof parsed?.id !== 'string' || typeof parsed?.status !== 'string') {

@@ -26,7 +26,9 @@ export function permissionForOutputs(outputModalities: readonly string[]): 'ai:i
 /** The Replicate adapter, or null when `REPLICATE_API_TOKEN` is not set. */
 export function replicateClientOf(ctx: AppContext): ReplicateClient | null {
   const token = ctx.config.REPLICATE_API_TOKEN;
-  return token ? new ReplicateClient({ baseUrl: ctx.config.REPLICATE_BASE_URL, token, timeoutMs: ctx.config.UPSTREAM_TIMEOUT_MS }) : null;
+  return token
+    ? new ReplicateClient({ baseUrl: ctx.config.REPLICATE_BASE_URL, token, timeoutMs: ctx.config.UPSTREAM_TIMEOUT_MS })
+    : null;
 }
 
 const Prediction = Type.Object({
@@ -46,11 +48,18 @@ const Prediction = Type.Object({
 
 const CreateBody = Type.Object({
   model: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Model id `<vendor>/<model>`' })),
-  version: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Alias of `model` (Replicate clients send `version`)' })),
+  version: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: 'Alias of `model` (Replicate clients send `version`)' }),
+  ),
   input: Type.Record(Type.String(), Type.Unknown(), { description: "The model's input, passed to Replicate as is" }),
 });
 
-const ApiErrorBody = Type.Object({ error: Type.Object({ code: Type.String(), message: Type.String(), type: Type.String() }, { additionalProperties: true }) });
+const ApiErrorBody = Type.Object({
+  error: Type.Object(
+    { code: Type.String(), message: Type.String(), type: Type.String() },
+    { additionalProperties: true },
+  ),
+});
 const security = [{ bearer: [] }];
 
 /**
@@ -64,84 +73,139 @@ async function applyFromUpstream(ctx: AppContext, upstream: ReplicatePrediction)
 
 /** `POST /api/v1/predictions` and `GET /api/v1/predictions/:id` (Replicate-style asynchronous predictions). */
 export function registerPredictionRoutes(app: App, ctx: AppContext): void {
-  app.post('/api/v1/predictions', {
-    schema: {
-      tags: ['predictions'],
-      summary: 'Start a Replicate prediction',
-      description: 'Holds the worst-case cost (`request + second × maxPredictSeconds + image × num_outputs`), starts the prediction on Replicate and returns at once; the webhook (or reconciliation) finalizes the charge. Needs `ai:images`, or `ai:audio` for audio models.',
-      security,
-      body: CreateBody,
-      response: { 201: Prediction, 400: ApiErrorBody, 402: ApiErrorBody, 403: ApiErrorBody, 404: ApiErrorBody, 429: ApiErrorBody, 502: ApiErrorBody, 503: ApiErrorBody },
+  app.post(
+    '/api/v1/predictions',
+    {
+      schema: {
+        tags: ['predictions'],
+        summary: 'Start a Replicate prediction',
+        description:
+          'Holds the worst-case cost (`request + second × maxPredictSeconds + image × num_outputs`), starts the prediction on Replicate and returns at once; the webhook (or reconciliation) finalizes the charge. Needs `ai:images`, or `ai:audio` for audio models.',
+        security,
+        body: CreateBody,
+        response: {
+          201: Prediction,
+          400: ApiErrorBody,
+          402: ApiErrorBody,
+          403: ApiErrorBody,
+          404: ApiErrorBody,
+          429: ApiErrorBody,
+          502: ApiErrorBody,
+          503: ApiErrorBody,
+        },
+      },
+      config: { auth: PREDICTION_SCOPES },
     },
-    config: { auth: PREDICTION_SCOPES },
-  }, async (request, reply) => {
-    const principal = principalOf(request);
-    const body = request.body as { model?: string; version?: string; input: Record<string, unknown> };
-    const modelId = body.model ?? body.version;
-    if (!modelId) throw errors.invalid('model is required.');
-    const model = await getModel(ctx.db, modelId);
-    if (!model || !model.enabled) throw new ApiError('MODEL_NOT_FOUND', `The model ${modelId} does not exist.`);
-    if (model.provider !== 'replicate') throw errors.invalid(`The model ${modelId} is not a Replicate model; predictions run only on Replicate models.`);
-    requireScope(principal, [permissionForOutputs(model.outputModalities)]);
-    const client = replicateClientOf(ctx);
-    if (!client) throw new ApiError('SERVICE_UNAVAILABLE', 'Replicate is not configured (REPLICATE_API_TOKEN).');
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const body = request.body as { model?: string; version?: string; input: Record<string, unknown> };
+      const modelId = body.model ?? body.version;
+      if (!modelId) throw errors.invalid('model is required.');
+      const model = await getModel(ctx.db, modelId);
+      if (!model || !model.enabled) throw new ApiError('MODEL_NOT_FOUND', `The model ${modelId} does not exist.`);
+      if (model.provider !== 'replicate')
+        throw errors.invalid(
+          `The model ${modelId} is not a Replicate model; predictions run only on Replicate models.`,
+        );
+      requireScope(principal, [permissionForOutputs(model.outputModalities)]);
+      const client = replicateClientOf(ctx);
+      if (!client) throw new ApiError('SERVICE_UNAVAILABLE', 'Replicate is not configured (REPLICATE_API_TOKEN).');
 
-    const pricing = { request: model.pricing.request, second: model.pricing.second, image: model.pricing.image };
-    const held = worstCaseCost(pricing, model.maxPredictSeconds, outputsAsked(body.input));
-    // The prediction runs at Replicate, not here: a detached meter, resumed by whoever finalizes it.
-    const meter = await Meter.open(ctx, principal, 'prediction', model.id, held, { ttlMs: ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000, detached: true });
+      const pricing = { request: model.pricing.request, second: model.pricing.second, image: model.pricing.image };
+      const held = worstCaseCost(pricing, model.maxPredictSeconds, outputsAsked(body.input));
+      // The prediction runs at Replicate, not here: a detached meter, resumed by whoever finalizes it.
+      const meter = await Meter.open(ctx, principal, 'prediction', model.id, held, {
+        ttlMs: ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000,
+        detached: true,
+      });
 
-    // From here the hold is open: every way out that does not store the prediction releases it, so a failed
-    // start never leaves credits reserved until the hold's expiry.
-    let id: string;
-    let upstream: ReplicatePrediction;
-    try {
-      upstream = await client.create(model.upstreamModel, body.input, `${ctx.config.PUBLIC_BASE_URL}${REPLICATE_WEBHOOK_PATH}`);
-      id = newId('pred');
-      const now = ctx.clock.now();
-      await ctx.db.insertInto('predictions').values({
-        id, replicate_id: upstream.id, user_id: principal.userId, app_id: principal.appId, key_id: principal.keyId,
-        model: model.id, upstream_model: model.upstreamModel, hold_id: meter.holdId!, held,
-        price_request: pricing.request, price_second: pricing.second, price_image: pricing.image,
-        status: TERMINAL_STATUSES.has(upstream.status) ? 'starting' : upstream.status,
-        output: upstream.output === undefined || upstream.output === null ? null : JSON.stringify(upstream.output),
-        error: null, predict_time_us: predictTimeMicros(upstream.metrics), charge: null, captured: null,
-        created_at: now, updated_at: now, checked_at: null, finalized_at: null, settled_at: null,
-      }).execute();
-    } catch (error) {
-      await meter.release(model, 'failed').catch((releaseError) => request.log.error({ err: releaseError, holdId: meter.holdId }, 'could not release the hold of a failed prediction'));
-      throw error;
-    }
-    request.log.info({ predictionId: id, replicateId: upstream.id, model: model.id, held }, 'prediction started');
-    // A model fast enough to be done already is finalized now, through the same exactly-once claim.
-    if (TERMINAL_STATUSES.has(upstream.status)) await applyFromUpstream(ctx, upstream);
-    return reply.code(201).send(predictionResource((await findPrediction(ctx.db, id))!, ctx.config.PUBLIC_BASE_URL));
-  });
-
-  app.get('/api/v1/predictions/:id', {
-    schema: {
-      tags: ['predictions'],
-      summary: 'Read one of your predictions',
-      description: 'While the prediction is not final, its state is refreshed from Replicate (and finalized when Replicate says it is done).',
-      security,
-      params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
-      response: { 200: Prediction, 401: ApiErrorBody, 403: ApiErrorBody, 404: ApiErrorBody },
-    },
-    config: { auth: PREDICTION_SCOPES },
-  }, async (request) => {
-    const { id } = request.params as { id: string };
-    let row = await findCallerPrediction(ctx.db, principalOf(request), id);
-    if (!row) throw errors.notFound('Prediction');
-    const client = replicateClientOf(ctx);
-    if (row.finalized_at === null && client) {
-      // Best effort: a Replicate hiccup still answers with what is stored.
+      // From here the hold is open: every way out that does not store the prediction releases it, so a failed
+      // start never leaves credits reserved until the hold's expiry.
+      let id: string;
+      let upstream: ReplicatePrediction;
       try {
-        await applyFromUpstream(ctx, await client.get(row.replicate_id));
-        row = (await findPrediction(ctx.db, id))!;
+        upstream = await client.create(
+          model.upstreamModel,
+          body.input,
+          `${ctx.config.PUBLIC_BASE_URL}${REPLICATE_WEBHOOK_PATH}`,
+        );
+        id = newId('pred');
+        const now = ctx.clock.now();
+        await ctx.db
+          .insertInto('predictions')
+          .values({
+            id,
+            replicate_id: upstream.id,
+            user_id: principal.userId,
+            app_id: principal.appId,
+            key_id: principal.keyId,
+            model: model.id,
+            upstream_model: model.upstreamModel,
+            hold_id: meter.holdId!,
+            held,
+            price_request: pricing.request,
+            price_second: pricing.second,
+            price_image: pricing.image,
+            status: TERMINAL_STATUSES.has(upstream.status) ? 'starting' : upstream.status,
+            output: upstream.output === undefined || upstream.output === null ? null : JSON.stringify(upstream.output),
+            error: null,
+            predict_time_us: predictTimeMicros(upstream.metrics),
+            charge: null,
+            captured: null,
+            created_at: now,
+            updated_at: now,
+            checked_at: null,
+            finalized_at: null,
+            settled_at: null,
+          })
+          .execute();
       } catch (error) {
-        request.log.warn({ err: error, predictionId: id }, 'could not refresh the prediction from Replicate');
+        await meter
+          .release(model, 'failed')
+          .catch((releaseError) =>
+            request.log.error(
+              { err: releaseError, holdId: meter.holdId },
+              'could not release the hold of a failed prediction',
+            ),
+          );
+        throw error;
       }
-    }
-    return predictionResource(row, ctx.config.PUBLIC_BASE_URL);
-  });
+      request.log.info({ predictionId: id, replicateId: upstream.id, model: model.id, held }, 'prediction started');
+      // A model fast enough to be done already is finalized now, through the same exactly-once claim.
+      if (TERMINAL_STATUSES.has(upstream.status)) await applyFromUpstream(ctx, upstream);
+      return reply.code(201).send(predictionResource((await findPrediction(ctx.db, id))!, ctx.config.PUBLIC_BASE_URL));
+    },
+  );
+
+  app.get(
+    '/api/v1/predictions/:id',
+    {
+      schema: {
+        tags: ['predictions'],
+        summary: 'Read one of your predictions',
+        description:
+          'While the prediction is not final, its state is refreshed from Replicate (and finalized when Replicate says it is done).',
+        security,
+        params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
+        response: { 200: Prediction, 401: ApiErrorBody, 403: ApiErrorBody, 404: ApiErrorBody },
+      },
+      config: { auth: PREDICTION_SCOPES },
+    },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      let row = await findCallerPrediction(ctx.db, principalOf(request), id);
+      if (!row) throw errors.notFound('Prediction');
+      const client = replicateClientOf(ctx);
+      if (row.finalized_at === null && client) {
+        // Best effort: a Replicate hiccup still answers with what is stored.
+        try {
+          await applyFromUpstream(ctx, await client.get(row.replicate_id));
+          row = (await findPrediction(ctx.db, id))!;
+        } catch (error) {
+          request.log.warn({ err: error, predictionId: id }, 'could not refresh the prediction from Replicate');
+        }
+      }
+      return predictionResource(row, ctx.config.PUBLIC_BASE_URL);
+    },
+  );
 }

@@ -14,7 +14,8 @@ export type PredictionRow = Selectable<PredictionsTable>;
  */
 export async function findCallerPrediction(db: Db, principal: Principal, id: string): Promise<PredictionRow | null> {
   let query = db.selectFrom('predictions').selectAll().where('id', '=', id).where('user_id', '=', principal.userId);
-  if (principal.kind !== 'session') query = principal.appId === null ? query.where('app_id', 'is', null) : query.where('app_id', '=', principal.appId);
+  if (principal.kind !== 'session')
+    query = principal.appId === null ? query.where('app_id', 'is', null) : query.where('app_id', '=', principal.appId);
   return (await query.executeTakeFirst()) ?? null;
 }
 

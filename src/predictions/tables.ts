@@ -78,10 +78,22 @@ export const predictionsMigrations: Record<string, Migration> = {
         .addColumn('finalized_at', 'bigint')
         .addColumn('settled_at', 'bigint')
         .execute();
-      await db.schema.createIndex('predictions_user_time').on('predictions').columns(['user_id', 'created_at']).execute();
+      await db.schema
+        .createIndex('predictions_user_time')
+        .on('predictions')
+        .columns(['user_id', 'created_at'])
+        .execute();
       // Reconciliation scans the open ones (and the claimed-but-unsettled ones) oldest first.
-      await db.schema.createIndex('predictions_open').on('predictions').columns(['finalized_at', 'created_at']).execute();
-      await db.schema.createIndex('predictions_unsettled').on('predictions').columns(['settled_at', 'finalized_at']).execute();
+      await db.schema
+        .createIndex('predictions_open')
+        .on('predictions')
+        .columns(['finalized_at', 'created_at'])
+        .execute();
+      await db.schema
+        .createIndex('predictions_unsettled')
+        .on('predictions')
+        .columns(['settled_at', 'finalized_at'])
+        .execute();
     },
   },
 };

@@ -32,10 +32,17 @@ export async function upstreamFetch(url: string, init: UpstreamRequest): Promise
   let answer: Awaited<ReturnType<typeof request>>;
   try {
     // undici takes any FormData by its shape, Node's global one included; only the two type declarations differ.
-    answer = await request(url, { method: init.method ?? 'GET', headers: init.headers, body: init.body as string | undefined, signal: init.signal });
+    answer = await request(url, {
+      method: init.method ?? 'GET',
+      headers: init.headers,
+      body: init.body as string | undefined,
+      signal: init.signal,
+    });
   } catch (error) {
     if (isAbortError(error) || init.signal.aborted) throw init.signal.reason ?? error;
-    throw new UpstreamError(502, `The upstream provider is unreachable (${(error as Error).message}).`, { cause: error });
+    throw new UpstreamError(502, `The upstream provider is unreachable (${(error as Error).message}).`, {
+      cause: error,
+    });
   }
   const { statusCode, headers, body } = answer;
   const response: UpstreamResponse = {
@@ -119,7 +126,10 @@ export async function* readSse(body: Readable, signal: AbortSignal): AsyncGenera
     // A consumer that stopped at the end marker leaves at most the stream's last bytes: they are read so the
     // keep-alive connection serves the next call (destroying the body closed it, and built an error with its
     // stack for every stream). More than that unread, or a broken stream, closes it.
-    if (!body.readableEnded && !body.destroyed) (body as Readable & { dump(options: { limit: number }): Promise<void> }).dump({ limit: 64 * 1024 }).catch(() => {});
+    if (!body.readableEnded && !body.destroyed)
+      (body as Readable & { dump(options: { limit: number }): Promise<void> })
+        .dump({ limit: 64 * 1024 })
+        .catch(() => {});
   }
 }
 

@@ -24,7 +24,8 @@ export interface ProviderRegistry {
 export function createProviderRegistry(config: Config): ProviderRegistry {
   const adapters = new Map<string, ProviderAdapter>();
   // Each provider folder builds its adapters from the configuration; a configured name replaces a built-in one.
-  for (const adapter of [echoAdapter(), anthropicProvider(config), ...openAiCompatibleProviders(config)]) adapters.set(adapter.name, adapter);
+  for (const adapter of [echoAdapter(), anthropicProvider(config), ...openAiCompatibleProviders(config)])
+    adapters.set(adapter.name, adapter);
   const syncable = [
     ...(config.OPENAI_API_KEY ? ['openai'] : []),
     ...(config.OPENROUTER_API_KEY ? ['openrouter'] : []),

@@ -16,7 +16,11 @@ describe('token counting', () => {
   });
 
   it('counts ordinary text exactly as the o200k tokenizer does', () => {
-    for (const text of ['Write one short sentence about toll roads.', 'naïve café — 東京 😀 x=42;\n\tindent', 'word '.repeat(5_000)]) {
+    for (const text of [
+      'Write one short sentence about toll roads.',
+      'naïve café — 東京 😀 x=42;\n\tindent',
+      'word '.repeat(5_000),
+    ]) {
       assert.equal(countTextTokens(text), countTokens(text));
     }
   });
@@ -24,7 +28,23 @@ describe('token counting', () => {
   it('counts text of many scripts exactly as gpt-tokenizer does', () => {
     // Seeded, so a failure repeats. Code points of Latin, Greek, Cyrillic, Hebrew and Arabic, Devanagari, Thai,
     // Hangul, kana, CJK, emoji, combining marks, punctuation, digits and control whitespace, mixed with spaces.
-    const blocks = [[0x20, 0x7e], [0xa0, 0x24f], [0x370, 0x4ff], [0x590, 0x6ff], [0x900, 0x97f], [0xe00, 0xe7f], [0x1100, 0x11ff], [0x3040, 0x30ff], [0x4e00, 0x9fff], [0xac00, 0xd7a3], [0x1f300, 0x1faff], [0x300, 0x36f], [0x2000, 0x206f], [0x9, 0xd], [0x30, 0x39]];
+    const blocks = [
+      [0x20, 0x7e],
+      [0xa0, 0x24f],
+      [0x370, 0x4ff],
+      [0x590, 0x6ff],
+      [0x900, 0x97f],
+      [0xe00, 0xe7f],
+      [0x1100, 0x11ff],
+      [0x3040, 0x30ff],
+      [0x4e00, 0x9fff],
+      [0xac00, 0xd7a3],
+      [0x1f300, 0x1faff],
+      [0x300, 0x36f],
+      [0x2000, 0x206f],
+      [0x9, 0xd],
+      [0x30, 0x39],
+    ];
     let seed = 8;
     const random = () => ((seed = (Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) | 0) >>> 0) / 2 ** 32;
     for (let n = 0; n < 2_000; n++) {
@@ -37,8 +57,16 @@ describe('token counting', () => {
       // The first tokens are gpt-tokenizer's too. (Its own decode is not the reference: its streaming decoder
       // keeps the bytes of a cut character from one call and puts them in front of the next call's text.)
       const limit = 1 + (n % 20);
-      const bytes = Buffer.concat(encode(text).slice(0, limit).map((rank) => o200k.tokenBytes(rank)));
-      assert.equal(truncateToTokens(text, limit).text, new TextDecoder().decode(bytes, { stream: true }), JSON.stringify(text));
+      const bytes = Buffer.concat(
+        encode(text)
+          .slice(0, limit)
+          .map((rank) => o200k.tokenBytes(rank)),
+      );
+      assert.equal(
+        truncateToTokens(text, limit).text,
+        new TextDecoder().decode(bytes, { stream: true }),
+        JSON.stringify(text),
+      );
     }
   });
 
@@ -58,11 +86,21 @@ describe('token counting', () => {
 
   // The watchdog is generous on purpose: the tokenizer on a whole run is quadratic, and 1 MB of one letter
   // used to block the event loop for minutes (128 KB: 6.6 s). Bounded pieces take well under a second.
-  it('a request body made to be slow to tokenize (1 MB runs of letters, CJK, spaces, symbols) is counted without blocking', { timeout: 60_000 }, () => {
-    const body = { messages: [{ role: 'user', content: 'x'.repeat(1_000_000) }, { role: 'user', content: '中'.repeat(300_000) }, { role: 'user', content: `${' '.repeat(300_000)}${'!'.repeat(300_000)}` }] };
-    assert.ok(countChatPromptTokens(body) > 100_000);
-    const { text, truncated } = truncateToTokens('y'.repeat(1_000_000), 16);
-    assert.equal(truncated, true);
-    assert.ok(text.length > 0 && text.length < 1_000);
-  });
+  it(
+    'a request body made to be slow to tokenize (1 MB runs of letters, CJK, spaces, symbols) is counted without blocking',
+    { timeout: 60_000 },
+    () => {
+      const body = {
+        messages: [
+          { role: 'user', content: 'x'.repeat(1_000_000) },
+          { role: 'user', content: '中'.repeat(300_000) },
+          { role: 'user', content: `${' '.repeat(300_000)}${'!'.repeat(300_000)}` },
+        ],
+      };
+      assert.ok(countChatPromptTokens(body) > 100_000);
+      const { text, truncated } = truncateToTokens('y'.repeat(1_000_000), 16);
+      assert.equal(truncated, true);
+      assert.ok(text.length > 0 && text.length < 1_000);
+    },
+  );
 });

@@ -94,7 +94,12 @@ function hash(bytes: Uint8Array, from: number, to: number): number {
 }
 
 /** o200k, from the tiktoken file gpt-tokenizer ships beside the pattern imported above. */
-const O200K = new Vocabulary(readFileSync(new URL('../../data/o200k_base.tiktoken', import.meta.resolve('gpt-tokenizer/encodingParams/constants')), 'latin1'));
+const O200K = new Vocabulary(
+  readFileSync(
+    new URL('../../data/o200k_base.tiktoken', import.meta.resolve('gpt-tokenizer/encodingParams/constants')),
+    'latin1',
+  ),
+);
 
 /** Reused across calls (one piece is encoded at a time): the UTF-8 of a piece, its part boundaries and pair ranks. */
 let pieceBytes = new Uint8Array(1024);
@@ -184,7 +189,10 @@ export const o200k: Pick<Vocabulary, 'size' | 'tokenBytes' | 'rank'> = O200K;
 /** The longest run of one character class that the tokenizer is given whole; see {@link boundedPieces}. */
 const MAX_RUN = 128;
 /** Runs of letters, of whitespace, or of punctuation and symbols longer than `MAX_RUN` (the tokenizer's pre-split keeps each whole). */
-const LONG_RUN = new RegExp(`[\\p{L}\\p{M}]{${MAX_RUN + 1},}|\\s{${MAX_RUN + 1},}|[^\\s\\p{L}\\p{M}\\p{N}]{${MAX_RUN + 1},}`, 'gu');
+const LONG_RUN = new RegExp(
+  `[\\p{L}\\p{M}]{${MAX_RUN + 1},}|\\s{${MAX_RUN + 1},}|[^\\s\\p{L}\\p{M}\\p{N}]{${MAX_RUN + 1},}`,
+  'gu',
+);
 const RUN_SLICE = new RegExp(`[\\s\\S]{1,${MAX_RUN}}`, 'gu');
 
 /**
@@ -224,7 +232,9 @@ export function truncateToTokens(text: string, limit: number): { text: string; t
     for (const token of encode(piece)) tokens.push(token);
     if (tokens.length > limit) break;
   }
-  return tokens.length <= limit ? { text, truncated: false } : { text: decode(tokens.slice(0, limit)), truncated: true };
+  return tokens.length <= limit
+    ? { text, truncated: false }
+    : { text: decode(tokens.slice(0, limit)), truncated: true };
 }
 
 /**
@@ -248,7 +258,12 @@ function contentTokens(content: unknown): number {
  * (`tools`, and the legacy `functions`) and the response format (all are sent to the model as text).
  * Image parts are not counted here (see {@link contentTokens}).
  */
-export function countChatPromptTokens(body: { messages: unknown[]; tools?: unknown; functions?: unknown; response_format?: unknown }): number {
+export function countChatPromptTokens(body: {
+  messages: unknown[];
+  tools?: unknown;
+  functions?: unknown;
+  response_format?: unknown;
+}): number {
   let total = REPLY_PRIMING_TOKENS;
   for (const message of body.messages as any[]) {
     total += PER_MESSAGE_TOKENS + contentTokens(message?.content);

@@ -25,7 +25,12 @@ export interface ChatCompletion {
   object: 'chat.completion';
   created: number;
   model: string;
-  choices: Array<{ index: number; message: { role: string; content: string | null; tool_calls?: unknown[]; [k: string]: unknown }; finish_reason: string | null; [k: string]: unknown }>;
+  choices: Array<{
+    index: number;
+    message: { role: string; content: string | null; tool_calls?: unknown[]; [k: string]: unknown };
+    finish_reason: string | null;
+    [k: string]: unknown;
+  }>;
   usage?: TokenUsage;
   [extra: string]: unknown;
 }
@@ -36,7 +41,22 @@ export interface ChatChunk {
   object: 'chat.completion.chunk';
   created: number;
   model: string;
-  choices: Array<{ index: number; delta: { role?: string; content?: string | null; tool_calls?: Array<{ index: number; id?: string; type?: string; function?: { name?: string; arguments?: string } }>; [k: string]: unknown }; finish_reason: string | null; [k: string]: unknown }>;
+  choices: Array<{
+    index: number;
+    delta: {
+      role?: string;
+      content?: string | null;
+      tool_calls?: Array<{
+        index: number;
+        id?: string;
+        type?: string;
+        function?: { name?: string; arguments?: string };
+      }>;
+      [k: string]: unknown;
+    };
+    finish_reason: string | null;
+    [k: string]: unknown;
+  }>;
   usage?: TokenUsage | null;
   [extra: string]: unknown;
 }
@@ -69,7 +89,18 @@ export interface UpstreamModel {
    * `reasoning` its `internal_reasoning`, `audioInput`/`audioOutput` its `audio`/`audio_output`, `webSearch`
    * its `web_search`.
    */
-  usdPricing?: { prompt?: string; completion?: string; request?: string; image?: string; cacheRead?: string; cacheWrite?: string; reasoning?: string; audioInput?: string; audioOutput?: string; webSearch?: string };
+  usdPricing?: {
+    prompt?: string;
+    completion?: string;
+    request?: string;
+    image?: string;
+    cacheRead?: string;
+    cacheWrite?: string;
+    reasoning?: string;
+    audioInput?: string;
+    audioOutput?: string;
+    webSearch?: string;
+  };
 }
 
 /**

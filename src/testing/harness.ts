@@ -74,7 +74,12 @@ export class TestDatabaseSpace {
  * suites set their own. Sign-in failures from 127.0.0.1 are not throttled per address either (suites that
  * test wrong passwords would otherwise add up); per account they are, as in production.
  */
-export const RELAXED_RATE_LIMITS = { RATE_LIMIT_SIGNUP_PER_MINUTE: '100000', SIGNIN_FREE_FAILURES_PER_ADDRESS: '100000', RATE_LIMIT_KEY_RPM: '1000000', RATE_LIMIT_APP_RPM: '1000000' };
+export const RELAXED_RATE_LIMITS = {
+  RATE_LIMIT_SIGNUP_PER_MINUTE: '100000',
+  SIGNIN_FREE_FAILURES_PER_ADDRESS: '100000',
+  RATE_LIMIT_KEY_RPM: '1000000',
+  RATE_LIMIT_APP_RPM: '1000000',
+};
 
 /** A response read whole: status, headers and the parsed JSON body (or the text when it is not JSON). */
 export interface TestResponse<T = any> {
@@ -94,7 +99,12 @@ export interface RequestOptions {
 }
 
 /** Sends a request to `baseUrl` and reads the whole answer. */
-export async function request(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> {
+export async function request(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<TestResponse> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   let body: string | undefined;
@@ -144,13 +154,23 @@ export class TestEnv {
 
   /** The settable clock (only when the suite asked for `manualClock`). */
   get manualClock(): ManualClock {
-    if (!(this.clock instanceof ManualClock) || !this.options.manualClock) throw new Error('this suite runs on the wall clock');
+    if (!(this.clock instanceof ManualClock) || !this.options.manualClock)
+      throw new Error('this suite runs on the wall clock');
     return this.clock;
   }
 
   /** The configuration this environment's processes run with. */
   config(extra: Partial<Config> = {}): Config {
-    return loadConfig({ ...this.space.env(), LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', TOLLGATE_ADMIN_TOKEN: this.adminToken, PORT: '0', ...RELAXED_RATE_LIMITS }, { ...this.options.config, ...extra });
+    return loadConfig(
+      {
+        ...this.space.env(),
+        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+        TOLLGATE_ADMIN_TOKEN: this.adminToken,
+        PORT: '0',
+        ...RELAXED_RATE_LIMITS,
+      },
+      { ...this.options.config, ...extra },
+    );
   }
 
   async start(): Promise<void> {
@@ -159,7 +179,12 @@ export class TestEnv {
       ? new ManualClock(typeof this.options.manualClock === 'string' ? this.options.manualClock : Date.now())
       : systemClock;
     const config = this.config();
-    this.service = await createService({ config, clock: this.clock, timers: this.options.timers ?? false, log: createLogger(this.options.logDestination ? 'info' : config.LOG_LEVEL, this.options.logDestination) });
+    this.service = await createService({
+      config,
+      clock: this.clock,
+      timers: this.options.timers ?? false,
+      log: createLogger(this.options.logDestination ? 'info' : config.LOG_LEVEL, this.options.logDestination),
+    });
     this.baseUrl = await this.service.listen(0);
     config.PUBLIC_BASE_URL = this.baseUrl;
   }
@@ -182,17 +207,28 @@ export class TestEnv {
   async createUser(overrides: { email?: string; password?: string; name?: string } = {}): Promise<DashboardSession> {
     const email = overrides.email ?? `user-${randomText(10).toLowerCase()}@example.com`;
     const password = overrides.password ?? `pw-${randomText(16)}`;
-    const created = await this.admin('POST', '/api/admin/users', { email, password, name: overrides.name ?? 'Test User' });
+    const created = await this.admin('POST', '/api/admin/users', {
+      email,
+      password,
+      name: overrides.name ?? 'Test User',
+    });
     if (created.status !== 201) throw new Error(`create user: ${created.status} ${created.text}`);
     return this.signIn(email, password);
   }
 
   /** Signs in through the JSON sign-in endpoint. */
   async signIn(email: string, password: string): Promise<DashboardSession> {
-    const response = await fetch(`${this.baseUrl}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+    const response = await fetch(`${this.baseUrl}/api/auth/signin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password }),
+    });
     const body = (await response.json()) as any;
     if (response.status !== 200) throw new Error(`sign in: ${response.status} ${JSON.stringify(body)}`);
-    const cookie = response.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const cookie = response.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     return { userId: body.user.id, email, password, cookie, csrfToken: body.csrfToken };
   }
 
@@ -247,10 +283,22 @@ export async function serveAddress(child: ChildProcess): Promise<{ baseUrl: stri
  * Starts `tollgate serve` as a separate process on `env`'s database (PostgreSQL, to share it), on a free
  * port; resolves with its base URL once it answers. Used to prove guarantees across processes.
  */
-export async function startServeProcess(env: TestEnv, extraEnv: Record<string, string> = {}): Promise<{ baseUrl: string; child: ChildProcess; stop(signal?: NodeJS.Signals): Promise<number | null> }> {
+export async function startServeProcess(
+  env: TestEnv,
+  extraEnv: Record<string, string> = {},
+): Promise<{ baseUrl: string; child: ChildProcess; stop(signal?: NodeJS.Signals): Promise<number | null> }> {
   const child = spawn(process.execPath, ['src/cli.ts', 'serve'], {
     cwd: new URL('../..', import.meta.url).pathname,
-    env: { ...process.env, ...env.space.env(), ...RELAXED_RATE_LIMITS, TOLLGATE_ADMIN_TOKEN: env.adminToken, PORT: '0', LOG_LEVEL: 'info', SWEEP_INTERVAL_SECONDS: '0', ...extraEnv },
+    env: {
+      ...process.env,
+      ...env.space.env(),
+      ...RELAXED_RATE_LIMITS,
+      TOLLGATE_ADMIN_TOKEN: env.adminToken,
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      SWEEP_INTERVAL_SECONDS: '0',
+      ...extraEnv,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const { baseUrl } = await serveAddress(child);

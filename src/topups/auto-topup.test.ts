@@ -26,101 +26,144 @@ async function observersDone(env: TestEnv): Promise<void> {
   while (env.service.ctx.inflight.size > 0) await Promise.all([...env.service.ctx.inflight]);
 }
 
-describeEachDatabase('auto top-up: one off-session payment when a settle leaves the wallet below the threshold', (env) => {
-  const heard: TopupEvent[] = [];
-  let key = '';
-  let user: DashboardSession;
-  before(async () => {
-    fake.webhookUrl = `${env.baseUrl}/api/webhooks/stripe`;
-    env.service.ctx.services.topups.observe((event) => heard.push(event));
-    await putModel(env, 'acme/hundred', { provider: 'mock', upstreamModel: 'default-model', pricing: { request: 100 } });
-    user = await env.createUser();
-    key = (await env.dashboard(user, 'POST', '/api/user/api-keys', { name: 'k', permissions: ['ai:chat'] })).body.apiKey.key;
-  });
-  const spend = (count: number) => Promise.all(Array.from({ length: count }, () => env.request('POST', '/api/v1/chat/completions', { token: key, body: { model: 'acme/hundred', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 } })));
-  const intents = () => fake.requests.filter((r) => r.method === 'POST' && r.path === '/v1/payment_intents');
+describeEachDatabase(
+  'auto top-up: one off-session payment when a settle leaves the wallet below the threshold',
+  (env) => {
+    const heard: TopupEvent[] = [];
+    let key = '';
+    let user: DashboardSession;
+    before(async () => {
+      fake.webhookUrl = `${env.baseUrl}/api/webhooks/stripe`;
+      env.service.ctx.services.topups.observe((event) => heard.push(event));
+      await putModel(env, 'acme/hundred', {
+        provider: 'mock',
+        upstreamModel: 'default-model',
+        pricing: { request: 100 },
+      });
+      user = await env.createUser();
+      key = (await env.dashboard(user, 'POST', '/api/user/api-keys', { name: 'k', permissions: ['ai:chat'] })).body
+        .apiKey.key;
+    });
+    const spend = (count: number) =>
+      Promise.all(
+        Array.from({ length: count }, () =>
+          env.request('POST', '/api/v1/chat/completions', {
+            token: key,
+            body: { model: 'acme/hundred', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 },
+          }),
+        ),
+      );
+    const intents = () => fake.requests.filter((r) => r.method === 'POST' && r.path === '/v1/payment_intents');
 
-  it('turning it on needs a saved payment method; Checkout in setup mode saves one and turns it on', async () => {
-    const off = await env.dashboard(user, 'PUT', '/api/wallet/auto-topup', { enabled: true, threshold: 250, amount: 10 });
-    assert.equal(off.status, 400);
-    assert.match(off.body.error.message, /Save a payment method first/);
-    await setUpAutoTopup(env, user, 250, 10);
-    const state = await env.dashboard(user, 'GET', '/api/wallet/auto-topup');
-    assert.deepEqual(state.body, { enabled: true, threshold: 250, amount: 10, hasPaymentMethod: true, pending: false, failure: null });
-  });
+    it('turning it on needs a saved payment method; Checkout in setup mode saves one and turns it on', async () => {
+      const off = await env.dashboard(user, 'PUT', '/api/wallet/auto-topup', {
+        enabled: true,
+        threshold: 250,
+        amount: 10,
+      });
+      assert.equal(off.status, 400);
+      assert.match(off.body.error.message, /Save a payment method first/);
+      await setUpAutoTopup(env, user, 250, 10);
+      const state = await env.dashboard(user, 'GET', '/api/wallet/auto-topup');
+      assert.deepEqual(state.body, {
+        enabled: true,
+        threshold: 250,
+        amount: 10,
+        hasPaymentMethod: true,
+        pending: false,
+        failure: null,
+      });
+    });
 
-  it('concurrent calls that drop the wallet below the threshold start exactly one payment, credited by its webhook', async () => {
-    await paidTopup(env, fake, user, 10);
-    fake.holdOffSession = true;
-    const before = intents().length;
-    const answers = await spend(9);
-    assert.ok(answers.every((a) => a.status === 200), answers.map((a) => a.text).join());
-    await observersDone(env);
-    // More settles and checks while the payment is in flight start nothing.
-    await spend(3);
-    await Promise.all(Array.from({ length: 20 }, () => env.service.ctx.services.topups.checkAutoTopup(user.userId)));
-    await observersDone(env);
-    const started = intents().slice(before);
-    assert.equal(started.length, 1);
-    assert.equal(started[0].params.off_session, 'true');
-    assert.equal(started[0].params.amount, '1000');
-    const topupId = started[0].params.metadata.tollgateTopupId;
-    assert.equal(started[0].idempotencyKey, `tollgate-auto-topup-${topupId}`);
-    assert.equal((await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body.pending, true);
+    it('concurrent calls that drop the wallet below the threshold start exactly one payment, credited by its webhook', async () => {
+      await paidTopup(env, fake, user, 10);
+      fake.holdOffSession = true;
+      const before = intents().length;
+      const answers = await spend(9);
+      assert.ok(
+        answers.every((a) => a.status === 200),
+        answers.map((a) => a.text).join(),
+      );
+      await observersDone(env);
+      // More settles and checks while the payment is in flight start nothing.
+      await spend(3);
+      await Promise.all(Array.from({ length: 20 }, () => env.service.ctx.services.topups.checkAutoTopup(user.userId)));
+      await observersDone(env);
+      const started = intents().slice(before);
+      assert.equal(started.length, 1);
+      assert.equal(started[0].params.off_session, 'true');
+      assert.equal(started[0].params.amount, '1000');
+      const topupId = started[0].params.metadata.tollgateTopupId;
+      assert.equal(started[0].idempotencyKey, `tollgate-auto-topup-${topupId}`);
+      assert.equal((await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body.pending, true);
 
-    const intent = [...fake.paymentIntents.values()].find((p) => p.metadata.tollgateTopupId === topupId);
-    const succeeded = fake.event('payment_intent.succeeded', { ...intent, status: 'succeeded' });
-    assert.equal((await fake.deliver(succeeded)).body.effect, 'credited');
-    assert.equal((await fake.deliver(succeeded)).body.duplicate, true);
-    const topup = await topupOf(env, user, topupId);
-    assert.equal(topup.kind, 'auto');
-    assert.equal(topup.status, 'succeeded');
-    assert.equal((await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body.pending, false);
-    assert.ok(heard.some((e) => e.type === 'topup_succeeded' && e.topupId === topupId && e.credits === 1000 * CREDITS));
-    await assertLedgerVerifies(env, user.userId);
-  });
+      const intent = [...fake.paymentIntents.values()].find((p) => p.metadata.tollgateTopupId === topupId);
+      const succeeded = fake.event('payment_intent.succeeded', { ...intent, status: 'succeeded' });
+      assert.equal((await fake.deliver(succeeded)).body.effect, 'credited');
+      assert.equal((await fake.deliver(succeeded)).body.duplicate, true);
+      const topup = await topupOf(env, user, topupId);
+      assert.equal(topup.kind, 'auto');
+      assert.equal(topup.status, 'succeeded');
+      assert.equal((await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body.pending, false);
+      assert.ok(
+        heard.some((e) => e.type === 'topup_succeeded' && e.topupId === topupId && e.credits === 1000 * CREDITS),
+      );
+      await assertLedgerVerifies(env, user.userId);
+    });
 
-  it('a declined payment turns auto top-up off and the dashboard says why', async () => {
-    fake.holdOffSession = false;
-    fake.declineOffSession = true;
-    const { available } = await walletOf(env, user);
-    const before = intents().length;
-    await spend(Math.ceil((available - 200 * CREDITS) / (100 * CREDITS)));
-    await observersDone(env);
-    assert.equal(intents().length, before + 1);
-    const state = (await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body;
-    assert.equal(state.enabled, false);
-    assert.equal(state.pending, false);
-    assert.equal(state.failure.reason, 'Your card has insufficient funds.');
-    const failed = heard.find((e) => e.type === 'topup_failed');
-    assert.ok(failed, JSON.stringify(heard));
-    assert.equal((await topupOf(env, user, failed.topupId)).status, 'failed');
-    // Off: later settles start nothing.
-    await spend(1);
-    await observersDone(env);
-    assert.equal(intents().length, before + 1);
-    await assertLedgerVerifies(env, user.userId);
-  });
+    it('a declined payment turns auto top-up off and the dashboard says why', async () => {
+      fake.holdOffSession = false;
+      fake.declineOffSession = true;
+      const { available } = await walletOf(env, user);
+      const before = intents().length;
+      await spend(Math.ceil((available - 200 * CREDITS) / (100 * CREDITS)));
+      await observersDone(env);
+      assert.equal(intents().length, before + 1);
+      const state = (await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body;
+      assert.equal(state.enabled, false);
+      assert.equal(state.pending, false);
+      assert.equal(state.failure.reason, 'Your card has insufficient funds.');
+      const failed = heard.find((e) => e.type === 'topup_failed');
+      assert.ok(failed, JSON.stringify(heard));
+      assert.equal((await topupOf(env, user, failed.topupId)).status, 'failed');
+      // Off: later settles start nothing.
+      await spend(1);
+      await observersDone(env);
+      assert.equal(intents().length, before + 1);
+      await assertLedgerVerifies(env, user.userId);
+    });
 
-  it('a payment that fails later (payment_intent.payment_failed) turns it off too; setting it up again clears the notice', async () => {
-    fake.declineOffSession = false;
-    fake.holdOffSession = true;
-    await setUpAutoTopup(env, user, 100_000, 5);
-    const before = intents().length;
-    await spend(1);
-    await observersDone(env);
-    assert.equal(intents().length, before + 1);
-    const topupId = intents().at(-1)!.params.metadata.tollgateTopupId;
-    const intent = [...fake.paymentIntents.values()].find((p) => p.metadata.tollgateTopupId === topupId);
-    const failed = await fake.deliver(fake.event('payment_intent.payment_failed', { ...intent, status: 'requires_payment_method', last_payment_error: { message: 'Your card was declined.' } }));
-    assert.equal(failed.body.effect, 'failed');
-    const state = (await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body;
-    assert.equal(state.enabled, false);
-    assert.equal(state.failure.reason, 'Your card was declined.');
-    const back = await env.dashboard(user, 'PUT', '/api/wallet/auto-topup', { enabled: true, threshold: 1, amount: 5 });
-    assert.equal(back.status, 200);
-    assert.equal(back.body.failure, null);
-    assert.equal(back.body.enabled, true);
-    fake.holdOffSession = false;
-  });
-}, { config: { ...fake.config(), providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } });
+    it('a payment that fails later (payment_intent.payment_failed) turns it off too; setting it up again clears the notice', async () => {
+      fake.declineOffSession = false;
+      fake.holdOffSession = true;
+      await setUpAutoTopup(env, user, 100_000, 5);
+      const before = intents().length;
+      await spend(1);
+      await observersDone(env);
+      assert.equal(intents().length, before + 1);
+      const topupId = intents().at(-1)!.params.metadata.tollgateTopupId;
+      const intent = [...fake.paymentIntents.values()].find((p) => p.metadata.tollgateTopupId === topupId);
+      const failed = await fake.deliver(
+        fake.event('payment_intent.payment_failed', {
+          ...intent,
+          status: 'requires_payment_method',
+          last_payment_error: { message: 'Your card was declined.' },
+        }),
+      );
+      assert.equal(failed.body.effect, 'failed');
+      const state = (await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body;
+      assert.equal(state.enabled, false);
+      assert.equal(state.failure.reason, 'Your card was declined.');
+      const back = await env.dashboard(user, 'PUT', '/api/wallet/auto-topup', {
+        enabled: true,
+        threshold: 1,
+        amount: 5,
+      });
+      assert.equal(back.status, 200);
+      assert.equal(back.body.failure, null);
+      assert.equal(back.body.enabled, true);
+      fake.holdOffSession = false;
+    });
+  },
+  { config: { ...fake.config(), providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } },
+);

@@ -34,7 +34,8 @@ export async function autoTopupState(rt: TopupRuntime, userId: string): Promise<
 /** Checks a threshold (credits) and an amount (currency units) and converts them. */
 function autoValues(rt: TopupRuntime, threshold: number, amount: number): { threshold: number; amountMinor: number } {
   const micros = creditsToMicros(threshold);
-  if (micros === null || micros < 0) throw errors.invalid('The threshold must be a non-negative number of credits with at most 6 decimals.');
+  if (micros === null || micros < 0)
+    throw errors.invalid('The threshold must be a non-negative number of credits with at most 6 decimals.');
   return { threshold: micros, amountMinor: priceOf(rt.settings, amount).amountMinor };
 }
 
@@ -42,20 +43,32 @@ function autoValues(rt: TopupRuntime, threshold: number, amount: number): { thre
  * Starts Checkout in setup mode: the user saves a payment method for off-session top-ups; its completion
  * event turns auto top-up on with this threshold and amount.
  */
-export async function startAutoTopupSetup(rt: TopupRuntime, userId: string, threshold: number, amount: number): Promise<{ url: string }> {
+export async function startAutoTopupSetup(
+  rt: TopupRuntime,
+  userId: string,
+  threshold: number,
+  amount: number,
+): Promise<{ url: string }> {
   const stripe = requireStripe(rt);
   const values = autoValues(rt, threshold, amount);
   const customer = await ensureCustomer(rt, userId);
   const attempt = newId('top');
   try {
-    const session = await stripe.checkout.sessions.create({
-      mode: 'setup',
-      customer,
-      currency: rt.settings.currency,
-      metadata: { tollgateUserId: userId, tollgateThreshold: String(values.threshold), tollgateAmountMinor: String(values.amountMinor) },
-      success_url: `${rt.ctx.config.PUBLIC_BASE_URL}/#/wallet?autotopup=saved`,
-      cancel_url: `${rt.ctx.config.PUBLIC_BASE_URL}/#/wallet?autotopup=cancelled`,
-    }, { idempotencyKey: `tollgate-setup-${attempt}` });
+    const session = await stripe.checkout.sessions.create(
+      {
+        mode: 'setup',
+        customer,
+        currency: rt.settings.currency,
+        metadata: {
+          tollgateUserId: userId,
+          tollgateThreshold: String(values.threshold),
+          tollgateAmountMinor: String(values.amountMinor),
+        },
+        success_url: `${rt.ctx.config.PUBLIC_BASE_URL}/#/wallet?autotopup=saved`,
+        cancel_url: `${rt.ctx.config.PUBLIC_BASE_URL}/#/wallet?autotopup=cancelled`,
+      },
+      { idempotencyKey: `tollgate-setup-${attempt}` },
+    );
     return { url: session.url! };
   } catch (error) {
     throw paymentProviderError(error);
@@ -76,15 +89,27 @@ export async function updateAutoTopup(
   const now = rt.ctx.clock.now();
   const state = await autoTopupState(rt, userId);
   if (change.enabled && !state.hasPaymentMethod) {
-    throw errors.invalid('Save a payment method first (POST /api/wallet/auto-topup/setup): auto top-up charges it off-session.');
+    throw errors.invalid(
+      'Save a payment method first (POST /api/wallet/auto-topup/setup): auto top-up charges it off-session.',
+    );
   }
-  await rt.ctx.db.insertInto('topup_accounts').values(blankAccount(userId, now)).onConflict((oc) => oc.column('user_id').doNothing()).execute();
-  await rt.ctx.db.updateTable('topup_accounts')
+  await rt.ctx.db
+    .insertInto('topup_accounts')
+    .values(blankAccount(userId, now))
+    .onConflict((oc) => oc.column('user_id').doNothing())
+    .execute();
+  await rt.ctx.db
+    .updateTable('topup_accounts')
     .set({
-      auto_enabled: change.enabled ? 1 : 0, auto_threshold: values.threshold, auto_amount_minor: values.amountMinor,
-      auto_failure: null, auto_failed_at: null, updated_at: now,
+      auto_enabled: change.enabled ? 1 : 0,
+      auto_threshold: values.threshold,
+      auto_amount_minor: values.amountMinor,
+      auto_failure: null,
+      auto_failed_at: null,
+      updated_at: now,
     })
-    .where('user_id', '=', userId).execute();
+    .where('user_id', '=', userId)
+    .execute();
   return autoTopupState(rt, userId);
 }
 
@@ -97,21 +122,47 @@ export async function updateAutoTopup(
  */
 export async function maybeAutoTopup(rt: TopupRuntime, userId: string): Promise<TopupsTable | null> {
   const { db, clock } = rt.ctx;
-  const account = await db.selectFrom('topup_accounts').selectAll()
-    .where('user_id', '=', userId).where('auto_enabled', '=', 1).where('auto_in_flight', 'is', null).executeTakeFirst();
+  const account = await db
+    .selectFrom('topup_accounts')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where('auto_enabled', '=', 1)
+    .where('auto_in_flight', 'is', null)
+    .executeTakeFirst();
   if (!account?.payment_method_id || !account.stripe_customer_id || !rt.stripe || !rt.settings.enabled) return null;
   const { available } = await rt.ctx.services.billing.getBalance(userId);
   if (available >= account.auto_threshold) return null;
   const now = clock.now();
   const topup: TopupsTable = {
-    id: newId('top'), user_id: userId, kind: 'auto', status: 'pending', amount_minor: account.auto_amount_minor, currency: rt.settings.currency,
-    credits: account.auto_amount_minor * rt.settings.creditsPerUnit * 10_000, checkout_session_id: null, payment_intent_id: null, checkout_url: null,
-    receipt_url: null, failure_reason: null, refunded: 0, disputed: 0, dispute_status: null, transaction_id: null,
-    created_at: now, updated_at: now, credited_at: null,
+    id: newId('top'),
+    user_id: userId,
+    kind: 'auto',
+    status: 'pending',
+    amount_minor: account.auto_amount_minor,
+    currency: rt.settings.currency,
+    credits: account.auto_amount_minor * rt.settings.creditsPerUnit * 10_000,
+    checkout_session_id: null,
+    payment_intent_id: null,
+    checkout_url: null,
+    receipt_url: null,
+    failure_reason: null,
+    refunded: 0,
+    disputed: 0,
+    dispute_status: null,
+    transaction_id: null,
+    created_at: now,
+    updated_at: now,
+    credited_at: null,
   };
   const claimed = await db.transaction().execute(async (trx) => {
-    const slot = await trx.updateTable('topup_accounts').set({ auto_in_flight: topup.id, updated_at: now })
-      .where('user_id', '=', userId).where('auto_enabled', '=', 1).where('auto_in_flight', 'is', null).returning('user_id').executeTakeFirst();
+    const slot = await trx
+      .updateTable('topup_accounts')
+      .set({ auto_in_flight: topup.id, updated_at: now })
+      .where('user_id', '=', userId)
+      .where('auto_enabled', '=', 1)
+      .where('auto_in_flight', 'is', null)
+      .returning('user_id')
+      .executeTakeFirst();
     if (!slot) return false;
     await trx.insertInto('topups').values(topup).execute();
     return true;
@@ -119,26 +170,42 @@ export async function maybeAutoTopup(rt: TopupRuntime, userId: string): Promise<
   if (!claimed) return null;
   let intent: Stripe.PaymentIntent;
   try {
-    intent = await rt.stripe.paymentIntents.create({
-      amount: topup.amount_minor, currency: topup.currency, customer: account.stripe_customer_id, payment_method: account.payment_method_id,
-      off_session: true, confirm: true, metadata: { tollgateTopupId: topup.id, tollgateUserId: userId },
-      description: `Tollgate auto top-up ${topup.id}`,
-    }, { idempotencyKey: `tollgate-auto-topup-${topup.id}` });
+    intent = await rt.stripe.paymentIntents.create(
+      {
+        amount: topup.amount_minor,
+        currency: topup.currency,
+        customer: account.stripe_customer_id,
+        payment_method: account.payment_method_id,
+        off_session: true,
+        confirm: true,
+        metadata: { tollgateTopupId: topup.id, tollgateUserId: userId },
+        description: `Tollgate auto top-up ${topup.id}`,
+      },
+      { idempotencyKey: `tollgate-auto-topup-${topup.id}` },
+    );
   } catch (error) {
     // A decline answers with an error; its webhook (payment_intent.payment_failed) would say the same.
     const reason = (error as { message?: string }).message ?? 'The saved payment method was declined.';
     const intentId = (error as { raw?: { payment_intent?: { id?: string } } }).raw?.payment_intent?.id ?? null;
     const failed = await db.transaction().execute(async (trx) => {
-      const row = await trx.updateTable('topups')
+      const row = await trx
+        .updateTable('topups')
         .set({ status: 'failed', failure_reason: reason, payment_intent_id: intentId, updated_at: clock.now() })
-        .where('id', '=', topup.id).where('status', '=', 'pending').returning('id').executeTakeFirst();
+        .where('id', '=', topup.id)
+        .where('status', '=', 'pending')
+        .returning('id')
+        .executeTakeFirst();
       if (row) await disableAutoTopup(trx, userId, topup.id, reason, clock.now());
       return Boolean(row);
     });
     if (failed) rt.notify({ type: 'topup_failed', userId, topupId: topup.id, credits: topup.credits, reason });
     return { ...topup, status: 'failed' };
   }
-  await db.updateTable('topups').set({ payment_intent_id: intent.id, updated_at: clock.now() })
-    .where('id', '=', topup.id).where('payment_intent_id', 'is', null).execute();
+  await db
+    .updateTable('topups')
+    .set({ payment_intent_id: intent.id, updated_at: clock.now() })
+    .where('id', '=', topup.id)
+    .where('payment_intent_id', 'is', null)
+    .execute();
   return { ...topup, payment_intent_id: intent.id };
 }

@@ -17,67 +17,92 @@ after(async () => {
   await fake.stop();
 });
 
-describeEachDatabase('a whole top-up in the browser: wallet page → Checkout → webhook → balance', (env) => {
-  before(() => {
-    fake.webhookUrl = `${env.baseUrl}/api/webhooks/stripe`;
-  });
+describeEachDatabase(
+  'a whole top-up in the browser: wallet page → Checkout → webhook → balance',
+  (env) => {
+    before(() => {
+      fake.webhookUrl = `${env.baseUrl}/api/webhooks/stripe`;
+    });
 
-  it('the restriction link\'s amount pre-fills the page, Checkout takes the payment, the page shows it pending and then the credited balance and receipt', async () => {
-    const user = await env.createUser({ password: 'a long enough password' });
-    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
-    const page: Page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    const violations: string[] = [];
-    page.on('console', (message) => void (/Content Security Policy/.test(message.text()) && violations.push(message.text())));
-    await page.goto(`${env.baseUrl}/#/wallet?need=250`);
-    await page.getByLabel('Email').fill(user.email);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    it("the restriction link's amount pre-fills the page, Checkout takes the payment, the page shows it pending and then the credited balance and receipt", async () => {
+      const user = await env.createUser({ password: 'a long enough password' });
+      const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+      const page: Page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      const violations: string[] = [];
+      page.on(
+        'console',
+        (message) => void (/Content Security Policy/.test(message.text()) && violations.push(message.text())),
+      );
+      await page.goto(`${env.baseUrl}/#/wallet?need=250`);
+      await page.getByLabel('Email').fill(user.email);
+      await page.getByLabel('Password').fill(user.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
 
-    // What the restriction dialog's link asks for: 250 credits cost 2.50 USD, raised to the 5 USD minimum.
-    await page.getByTestId('credits-needed').filter({ hasText: '250.00' }).waitFor();
-    assert.equal(await page.getByLabel(/Custom amount/).inputValue(), '5');
-    await page.getByTestId('low-balance').filter({ hasText: '0.00 credits available' }).waitFor();
-    await screenshot(page, 'wallet-top-up');
+      // What the restriction dialog's link asks for: 250 credits cost 2.50 USD, raised to the 5 USD minimum.
+      await page.getByTestId('credits-needed').filter({ hasText: '250.00' }).waitFor();
+      assert.equal(await page.getByLabel(/Custom amount/).inputValue(), '5');
+      await page.getByTestId('low-balance').filter({ hasText: '0.00 credits available' }).waitFor();
+      await screenshot(page, 'wallet-top-up');
 
-    fake.deferDeliveryMs = 1500;
-    await page.getByRole('button', { name: /^10\.00 USD · 1,000\.00 credits$/ }).click();
-    await page.waitForURL(`${fake.baseUrl}/pay/**`);
-    await page.getByRole('heading', { name: 'Pay 10.00 USD' }).waitFor();
-    await page.getByRole('button', { name: 'Pay' }).click();
+      fake.deferDeliveryMs = 1500;
+      await page.getByRole('button', { name: /^10\.00 USD · 1,000\.00 credits$/ }).click();
+      await page.waitForURL(`${fake.baseUrl}/pay/**`);
+      await page.getByRole('heading', { name: 'Pay 10.00 USD' }).waitFor();
+      await page.getByRole('button', { name: 'Pay' }).click();
 
-    // Back on the wallet before Stripe's event arrived: pending, then credited.
-    await page.waitForURL(/#\/wallet\?topup=top_/);
-    await page.getByTestId('topup-return').filter({ hasText: 'Top-up pending' }).waitFor();
-    await page.getByTestId('topup-return').filter({ hasText: '1,000.00 credits added' }).waitFor();
-    await page.getByTestId('wallet-balance').filter({ hasText: '1,000.00' }).waitFor();
-    const history = page.getByTestId('topup-history');
-    await history.getByText('succeeded').waitFor();
-    assert.match((await history.getByRole('link', { name: 'Receipt' }).getAttribute('href'))!, new RegExp(`^${fake.baseUrl}/receipts/pi_`));
-    assert.equal(await page.getByTestId('low-balance').count(), 0);
-    assert.deepEqual(violations, [], 'the wallet page runs under its CSP');
-    await screenshot(page, 'wallet-topped-up');
-    assert.equal((await walletOf(env, user)).balance, 1000_000_000);
-    await assertLedgerVerifies(env, user.userId);
-    fake.deferDeliveryMs = 0;
-    await context.close();
-  });
+      // Back on the wallet before Stripe's event arrived: pending, then credited.
+      await page.waitForURL(/#\/wallet\?topup=top_/);
+      await page.getByTestId('topup-return').filter({ hasText: 'Top-up pending' }).waitFor();
+      await page.getByTestId('topup-return').filter({ hasText: '1,000.00 credits added' }).waitFor();
+      await page.getByTestId('wallet-balance').filter({ hasText: '1,000.00' }).waitFor();
+      const history = page.getByTestId('topup-history');
+      await history.getByText('succeeded').waitFor();
+      assert.match(
+        (await history.getByRole('link', { name: 'Receipt' }).getAttribute('href'))!,
+        new RegExp(`^${fake.baseUrl}/receipts/pi_`),
+      );
+      assert.equal(await page.getByTestId('low-balance').count(), 0);
+      assert.deepEqual(violations, [], 'the wallet page runs under its CSP');
+      await screenshot(page, 'wallet-topped-up');
+      assert.equal((await walletOf(env, user)).balance, 1000_000_000);
+      await assertLedgerVerifies(env, user.userId);
+      fake.deferDeliveryMs = 0;
+      await context.close();
+    });
 
-  it('a failed auto top-up is shown on the wallet page', async () => {
-    const user = await env.createUser({ password: 'a long enough password' });
-    const now = Date.now();
-    // The state a declined off-session payment leaves (auto-topup.test.ts proves how it gets there).
-    await env.service.ctx.db.insertInto('topup_accounts').values({
-      user_id: user.userId, stripe_customer_id: 'cus_x', payment_method_id: 'pm_x', auto_enabled: 0, auto_threshold: 1_000_000, auto_amount_minor: 1000,
-      auto_in_flight: null, auto_failure: 'Your card has insufficient funds.', auto_failed_at: now, updated_at: now,
-    }).execute();
-    const context = await browser.newContext();
-    await context.addCookies(user.cookie.split('; ').map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })));
-    const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    await page.goto(`${env.baseUrl}/#/wallet`);
-    await page.getByTestId('auto-topup-failure').filter({ hasText: 'Your card has insufficient funds.' }).waitFor();
-    await page.getByRole('button', { name: 'Turn on' }).waitFor();
-    await context.close();
-  });
-}, { config: fake.config() });
+    it('a failed auto top-up is shown on the wallet page', async () => {
+      const user = await env.createUser({ password: 'a long enough password' });
+      const now = Date.now();
+      // The state a declined off-session payment leaves (auto-topup.test.ts proves how it gets there).
+      await env.service.ctx.db
+        .insertInto('topup_accounts')
+        .values({
+          user_id: user.userId,
+          stripe_customer_id: 'cus_x',
+          payment_method_id: 'pm_x',
+          auto_enabled: 0,
+          auto_threshold: 1_000_000,
+          auto_amount_minor: 1000,
+          auto_in_flight: null,
+          auto_failure: 'Your card has insufficient funds.',
+          auto_failed_at: now,
+          updated_at: now,
+        })
+        .execute();
+      const context = await browser.newContext();
+      await context.addCookies(
+        user.cookie
+          .split('; ')
+          .map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })),
+      );
+      const page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      await page.goto(`${env.baseUrl}/#/wallet`);
+      await page.getByTestId('auto-topup-failure').filter({ hasText: 'Your card has insufficient funds.' }).waitFor();
+      await page.getByRole('button', { name: 'Turn on' }).waitFor();
+      await context.close();
+    });
+  },
+  { config: fake.config() },
+);

@@ -18,9 +18,17 @@ export function requireStripe(rt: TopupRuntime): Stripe {
  */
 export async function ensureCustomer(rt: TopupRuntime, userId: string): Promise<string> {
   const { db, clock } = rt.ctx;
-  const existing = await db.selectFrom('topup_accounts').select('stripe_customer_id').where('user_id', '=', userId).executeTakeFirst();
+  const existing = await db
+    .selectFrom('topup_accounts')
+    .select('stripe_customer_id')
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   if (existing?.stripe_customer_id) return existing.stripe_customer_id;
-  const user = await db.selectFrom('users').select(['email', 'name']).where('id', '=', userId).executeTakeFirstOrThrow();
+  const user = await db
+    .selectFrom('users')
+    .select(['email', 'name'])
+    .where('id', '=', userId)
+    .executeTakeFirstOrThrow();
   let customer: Stripe.Customer;
   try {
     customer = await requireStripe(rt).customers.create(
@@ -30,12 +38,22 @@ export async function ensureCustomer(rt: TopupRuntime, userId: string): Promise<
   } catch (error) {
     throw paymentProviderError(error);
   }
-  await db.insertInto('topup_accounts')
+  await db
+    .insertInto('topup_accounts')
     .values({ ...blankAccount(userId, clock.now()), stripe_customer_id: customer.id })
-    .onConflict((oc) => oc.column('user_id')
-      .doUpdateSet({ stripe_customer_id: sql`coalesce(topup_accounts.stripe_customer_id, excluded.stripe_customer_id)` }))
+    .onConflict((oc) =>
+      oc
+        .column('user_id')
+        .doUpdateSet({
+          stripe_customer_id: sql`coalesce(topup_accounts.stripe_customer_id, excluded.stripe_customer_id)`,
+        }),
+    )
     .execute();
-  const row = await db.selectFrom('topup_accounts').select('stripe_customer_id').where('user_id', '=', userId).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('topup_accounts')
+    .select('stripe_customer_id')
+    .where('user_id', '=', userId)
+    .executeTakeFirstOrThrow();
   return row.stripe_customer_id!;
 }
 
@@ -49,53 +67,98 @@ function walletUrl(rt: TopupRuntime, query: string): string {
  * idempotency key per top-up, so a retried request never makes a second session for it. The credits are
  * fixed now; the webhook credits exactly them.
  */
-export async function startCheckout(rt: TopupRuntime, userId: string, amount: number): Promise<{ topup: TopupsTable; url: string }> {
+export async function startCheckout(
+  rt: TopupRuntime,
+  userId: string,
+  amount: number,
+): Promise<{ topup: TopupsTable; url: string }> {
   const stripe = requireStripe(rt);
   const price = priceOf(rt.settings, amount);
   const customer = await ensureCustomer(rt, userId);
   const now = rt.ctx.clock.now();
   const topup: TopupsTable = {
-    id: newId('top'), user_id: userId, kind: 'checkout', status: 'pending', amount_minor: price.amountMinor, currency: rt.settings.currency,
+    id: newId('top'),
+    user_id: userId,
+    kind: 'checkout',
+    status: 'pending',
+    amount_minor: price.amountMinor,
+    currency: rt.settings.currency,
     credits: price.credits,
-    checkout_session_id: null, payment_intent_id: null, checkout_url: null, receipt_url: null, failure_reason: null, refunded: 0, disputed: 0,
-    dispute_status: null, transaction_id: null, created_at: now, updated_at: now, credited_at: null,
+    checkout_session_id: null,
+    payment_intent_id: null,
+    checkout_url: null,
+    receipt_url: null,
+    failure_reason: null,
+    refunded: 0,
+    disputed: 0,
+    dispute_status: null,
+    transaction_id: null,
+    created_at: now,
+    updated_at: now,
+    credited_at: null,
   };
   await rt.ctx.db.insertInto('topups').values(topup).execute();
   let session: Stripe.Checkout.Session;
   try {
-    session = await stripe.checkout.sessions.create({
-      mode: 'payment',
-      customer,
-      client_reference_id: userId,
-      line_items: [{
-        quantity: 1,
-        price_data: { currency: rt.settings.currency, unit_amount: price.amountMinor, product_data: { name: `${price.credits / 1_000_000} Tollgate credits` } },
-      }],
-      payment_intent_data: { metadata: { tollgateTopupId: topup.id, tollgateUserId: userId } },
-      metadata: { tollgateTopupId: topup.id, tollgateUserId: userId },
-      success_url: walletUrl(rt, `topup=${topup.id}`),
-      cancel_url: walletUrl(rt, `topup=${topup.id}&cancelled=1`),
-    }, { idempotencyKey: `tollgate-topup-${topup.id}` });
+    session = await stripe.checkout.sessions.create(
+      {
+        mode: 'payment',
+        customer,
+        client_reference_id: userId,
+        line_items: [
+          {
+            quantity: 1,
+            price_data: {
+              currency: rt.settings.currency,
+              unit_amount: price.amountMinor,
+              product_data: { name: `${price.credits / 1_000_000} Tollgate credits` },
+            },
+          },
+        ],
+        payment_intent_data: { metadata: { tollgateTopupId: topup.id, tollgateUserId: userId } },
+        metadata: { tollgateTopupId: topup.id, tollgateUserId: userId },
+        success_url: walletUrl(rt, `topup=${topup.id}`),
+        cancel_url: walletUrl(rt, `topup=${topup.id}&cancelled=1`),
+      },
+      { idempotencyKey: `tollgate-topup-${topup.id}` },
+    );
   } catch (error) {
-    await rt.ctx.db.updateTable('topups').set({ status: 'failed', failure_reason: 'Stripe refused to start the checkout', updated_at: rt.ctx.clock.now() })
-      .where('id', '=', topup.id).execute();
+    await rt.ctx.db
+      .updateTable('topups')
+      .set({ status: 'failed', failure_reason: 'Stripe refused to start the checkout', updated_at: rt.ctx.clock.now() })
+      .where('id', '=', topup.id)
+      .execute();
     throw paymentProviderError(error);
   }
   if (!session.url) throw paymentProviderError(new Error('no checkout URL'));
-  await rt.ctx.db.updateTable('topups').set({ checkout_session_id: session.id, checkout_url: session.url, updated_at: rt.ctx.clock.now() })
-    .where('id', '=', topup.id).execute();
+  await rt.ctx.db
+    .updateTable('topups')
+    .set({ checkout_session_id: session.id, checkout_url: session.url, updated_at: rt.ctx.clock.now() })
+    .where('id', '=', topup.id)
+    .execute();
   return { topup: { ...topup, checkout_session_id: session.id, checkout_url: session.url }, url: session.url };
 }
 
 /** The user's top-ups, newest first. */
 export function listTopups(rt: TopupRuntime, userId: string, limit = 50): Promise<TopupsTable[]> {
-  return rt.ctx.db.selectFrom('topups').selectAll().where('user_id', '=', userId)
-    .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return rt.ctx.db
+    .selectFrom('topups')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
 }
 
 /** One of the user's top-ups; 404 for another user's. */
 export async function getTopup(rt: TopupRuntime, userId: string, id: string): Promise<TopupsTable> {
-  const row = await rt.ctx.db.selectFrom('topups').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+  const row = await rt.ctx.db
+    .selectFrom('topups')
+    .selectAll()
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   if (!row) throw errors.notFound('Top-up');
   return row;
 }
@@ -103,7 +166,15 @@ export async function getTopup(rt: TopupRuntime, userId: string, id: string): Pr
 /** A user's Stripe row before anything is set. */
 export function blankAccount(userId: string, now: number) {
   return {
-    user_id: userId, stripe_customer_id: null, payment_method_id: null, auto_enabled: 0, auto_threshold: 0, auto_amount_minor: 0,
-    auto_in_flight: null, auto_failure: null, auto_failed_at: null, updated_at: now,
+    user_id: userId,
+    stripe_customer_id: null,
+    payment_method_id: null,
+    auto_enabled: 0,
+    auto_threshold: 0,
+    auto_amount_minor: 0,
+    auto_in_flight: null,
+    auto_failure: null,
+    auto_failed_at: null,
+    updated_at: now,
   };
 }

@@ -9,8 +9,16 @@ import { paymentProviderError } from './settings.ts';
 export interface EventAck {
   received: true;
   effect:
-    | 'credited' | 'processing' | 'failed' | 'expired' | 'refunded' | 'disputed' | 'dispute_won' | 'dispute_lost'
-    | 'auto_topup_saved' | 'ignored';
+    | 'credited'
+    | 'processing'
+    | 'failed'
+    | 'expired'
+    | 'refunded'
+    | 'disputed'
+    | 'dispute_won'
+    | 'dispute_lost'
+    | 'auto_topup_saved'
+    | 'ignored';
   duplicate?: true;
   topupId?: string;
 }
@@ -21,8 +29,12 @@ export interface EventAck {
  * primary key until the first commits, then insert nothing; SQLite runs one writer at a time.
  */
 async function claimEvent(trx: Trx, event: Stripe.Event, now: number): Promise<boolean> {
-  const inserted = await trx.insertInto('stripe_events').values({ event_id: event.id, type: event.type, received_at: now })
-    .onConflict((oc) => oc.column('event_id').doNothing()).returning('event_id').executeTakeFirst();
+  const inserted = await trx
+    .insertInto('stripe_events')
+    .values({ event_id: event.id, type: event.type, received_at: now })
+    .onConflict((oc) => oc.column('event_id').doNothing())
+    .returning('event_id')
+    .executeTakeFirst();
   return Boolean(inserted);
 }
 
@@ -33,11 +45,13 @@ async function lockTopup(rt: TopupRuntime, trx: Trx, id: string): Promise<Topups
 }
 
 /** A Stripe reference that may arrive expanded or as an id. */
-const idOf = (value: string | { id: string } | null | undefined): string | null => (typeof value === 'string' ? value : value?.id ?? null);
+const idOf = (value: string | { id: string } | null | undefined): string | null =>
+  typeof value === 'string' ? value : (value?.id ?? null);
 
 /** Micro-credits of `credits` that `part` of `whole` minor units pay for, rounded down (exact, in BigInt). */
 function share(credits: number, part: unknown, whole: number): number {
-  if (!Number.isSafeInteger(part) || (part as number) < 0) throw new ApiError('WEBHOOK_INVALID', 'The Stripe event lacks a whole amount in minor units.');
+  if (!Number.isSafeInteger(part) || (part as number) < 0)
+    throw new ApiError('WEBHOOK_INVALID', 'The Stripe event lacks a whole amount in minor units.');
   return Number((BigInt(credits) * BigInt(Math.min(part as number, whole))) / BigInt(whole));
 }
 
@@ -54,10 +68,19 @@ export async function handleEvent(rt: TopupRuntime, event: Stripe.Event): Promis
       const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
       if (!topup) return recordOnly(rt, event);
       if (object.payment_status === 'paid') {
-        return paidAsPriced(rt, topup, object.amount_total, object.currency) ? credit(rt, event, topup, idOf(object.payment_intent)) : recordOnly(rt, event);
+        return paidAsPriced(rt, topup, object.amount_total, object.currency)
+          ? credit(rt, event, topup, idOf(object.payment_intent))
+          : recordOnly(rt, event);
       }
       // An asynchronous method (a bank debit): credited by its success event only.
-      return transition(rt, event, topup, ['pending'], { status: 'processing', payment_intent_id: idOf(object.payment_intent) }, 'processing');
+      return transition(
+        rt,
+        event,
+        topup,
+        ['pending'],
+        { status: 'processing', payment_intent_id: idOf(object.payment_intent) },
+        'processing',
+      );
     }
     case 'checkout.session.async_payment_succeeded': {
       const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
@@ -70,7 +93,9 @@ export async function handleEvent(rt: TopupRuntime, event: Stripe.Event): Promis
     }
     case 'checkout.session.expired': {
       const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
-      return topup ? transition(rt, event, topup, ['pending'], { status: 'expired' }, 'expired') : recordOnly(rt, event);
+      return topup
+        ? transition(rt, event, topup, ['pending'], { status: 'expired' }, 'expired')
+        : recordOnly(rt, event);
     }
     case 'payment_intent.succeeded':
     case 'payment_intent.payment_failed': {
@@ -78,7 +103,9 @@ export async function handleEvent(rt: TopupRuntime, event: Stripe.Event): Promis
       const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
       if (!topup || topup.kind !== 'auto') return recordOnly(rt, event);
       if (event.type === 'payment_intent.succeeded') {
-        return paidAsPriced(rt, topup, object.amount, object.currency) ? credit(rt, event, topup, object.id) : recordOnly(rt, event);
+        return paidAsPriced(rt, topup, object.amount, object.currency)
+          ? credit(rt, event, topup, object.id)
+          : recordOnly(rt, event);
       }
       return fail(rt, event, topup, object.last_payment_error?.message ?? 'The saved payment method was declined.');
     }
@@ -98,7 +125,10 @@ export async function handleEvent(rt: TopupRuntime, event: Stripe.Event): Promis
  */
 function paidAsPriced(rt: TopupRuntime, topup: TopupsTable, amount: unknown, currency: unknown): boolean {
   if (amount === topup.amount_minor && currency === topup.currency) return true;
-  rt.ctx.log.error({ topupId: topup.id, amount, currency }, 'a Stripe payment does not match its top-up\'s price: not credited');
+  rt.ctx.log.error(
+    { topupId: topup.id, amount, currency },
+    "a Stripe payment does not match its top-up's price: not credited",
+  );
   return false;
 }
 
@@ -113,7 +143,11 @@ async function topupOf(rt: TopupRuntime, id: unknown): Promise<TopupsTable | und
  */
 async function topupOfPayment(rt: TopupRuntime, paymentIntent: string | null): Promise<TopupsTable | undefined> {
   if (!paymentIntent) return undefined;
-  const known = await rt.ctx.db.selectFrom('topups').selectAll().where('payment_intent_id', '=', paymentIntent).executeTakeFirst();
+  const known = await rt.ctx.db
+    .selectFrom('topups')
+    .selectAll()
+    .where('payment_intent_id', '=', paymentIntent)
+    .executeTakeFirst();
   if (known) return known;
   let intent: Stripe.PaymentIntent;
   try {
@@ -142,7 +176,12 @@ async function transition(
   const now = rt.ctx.clock.now();
   const fresh = await rt.ctx.db.transaction().execute(async (trx) => {
     if (!(await claimEvent(trx, event, now))) return false;
-    await trx.updateTable('topups').set({ ...change, updated_at: now }).where('id', '=', topup.id).where('status', 'in', from).execute();
+    await trx
+      .updateTable('topups')
+      .set({ ...change, updated_at: now })
+      .where('id', '=', topup.id)
+      .where('status', 'in', from)
+      .execute();
     return true;
   });
   return { received: true, effect, topupId: topup.id, ...(fresh ? {} : { duplicate: true as const }) };
@@ -155,32 +194,67 @@ async function transition(
  * too when Stripe says its payment succeeded: Tollgate marks it failed when starting it errs, which a lost
  * answer can make look like a failure; Stripe's word on the money wins.
  */
-async function credit(rt: TopupRuntime, event: Stripe.Event, topup: TopupsTable, paymentIntent: string | null): Promise<EventAck> {
+async function credit(
+  rt: TopupRuntime,
+  event: Stripe.Event,
+  topup: TopupsTable,
+  paymentIntent: string | null,
+): Promise<EventAck> {
   const now = rt.ctx.clock.now();
   let duplicate = false;
   const major = topup.amount_minor / 100;
-  const outcome = await rt.ctx.services.billing.creditPayment('topup', {
-    userId: topup.user_id,
-    amount: topup.credits,
-    description: `Top-up: ${major.toFixed(2)} ${topup.currency.toUpperCase()}`,
-    reference: `stripe:${event.id}:${paymentIntent ?? topup.checkout_session_id ?? topup.id}`,
-  }, {
-    claim: async (trx) => {
-      if (!(await claimEvent(trx, event, now))) return !(duplicate = true);
-      const claimed = await trx.updateTable('topups')
-        .set({ status: 'succeeded', credited_at: now, updated_at: now, ...(paymentIntent ? { payment_intent_id: paymentIntent } : {}) })
-        .where('id', '=', topup.id).where('status', 'in', topup.kind === 'auto' ? ['pending', 'processing', 'failed'] : ['pending', 'processing'])
-        .returning('id').executeTakeFirst();
-      return Boolean(claimed);
+  const outcome = await rt.ctx.services.billing.creditPayment(
+    'topup',
+    {
+      userId: topup.user_id,
+      amount: topup.credits,
+      description: `Top-up: ${major.toFixed(2)} ${topup.currency.toUpperCase()}`,
+      reference: `stripe:${event.id}:${paymentIntent ?? topup.checkout_session_id ?? topup.id}`,
     },
-    alongside: async (trx, moved) => {
-      await trx.updateTable('topups').set({ transaction_id: moved.transactionId }).where('id', '=', topup.id).execute();
-      if (topup.kind !== 'auto') return;
-      await trx.updateTable('topup_accounts').set({ auto_in_flight: null, updated_at: now })
-        .where('user_id', '=', topup.user_id).where('auto_in_flight', '=', topup.id).execute();
+    {
+      claim: async (trx) => {
+        if (!(await claimEvent(trx, event, now))) return !(duplicate = true);
+        const claimed = await trx
+          .updateTable('topups')
+          .set({
+            status: 'succeeded',
+            credited_at: now,
+            updated_at: now,
+            ...(paymentIntent ? { payment_intent_id: paymentIntent } : {}),
+          })
+          .where('id', '=', topup.id)
+          .where(
+            'status',
+            'in',
+            topup.kind === 'auto' ? ['pending', 'processing', 'failed'] : ['pending', 'processing'],
+          )
+          .returning('id')
+          .executeTakeFirst();
+        return Boolean(claimed);
+      },
+      alongside: async (trx, moved) => {
+        await trx
+          .updateTable('topups')
+          .set({ transaction_id: moved.transactionId })
+          .where('id', '=', topup.id)
+          .execute();
+        if (topup.kind !== 'auto') return;
+        await trx
+          .updateTable('topup_accounts')
+          .set({ auto_in_flight: null, updated_at: now })
+          .where('user_id', '=', topup.user_id)
+          .where('auto_in_flight', '=', topup.id)
+          .execute();
+      },
     },
-  });
-  if (!outcome.applied) return { received: true, effect: 'credited', topupId: topup.id, ...(duplicate ? { duplicate: true as const } : {}) };
+  );
+  if (!outcome.applied)
+    return {
+      received: true,
+      effect: 'credited',
+      topupId: topup.id,
+      ...(duplicate ? { duplicate: true as const } : {}),
+    };
   rt.notify({ type: 'topup_succeeded', userId: topup.user_id, topupId: topup.id, credits: topup.credits });
   if (paymentIntent) await recordReceipt(rt, topup.id, paymentIntent);
   return { received: true, effect: 'credited', topupId: topup.id };
@@ -191,7 +265,8 @@ async function recordReceipt(rt: TopupRuntime, topupId: string, paymentIntent: s
   try {
     const intent = await rt.stripe!.paymentIntents.retrieve(paymentIntent, { expand: ['latest_charge'] });
     const receipt = typeof intent.latest_charge === 'object' ? intent.latest_charge?.receipt_url : null;
-    if (receipt) await rt.ctx.db.updateTable('topups').set({ receipt_url: receipt }).where('id', '=', topupId).execute();
+    if (receipt)
+      await rt.ctx.db.updateTable('topups').set({ receipt_url: receipt }).where('id', '=', topupId).execute();
   } catch (error) {
     rt.ctx.log.warn({ err: error, topupId }, 'the receipt of a top-up could not be read from Stripe');
   }
@@ -202,28 +277,52 @@ async function fail(rt: TopupRuntime, event: Stripe.Event, topup: TopupsTable, r
   const now = rt.ctx.clock.now();
   const outcome = await rt.ctx.db.transaction().execute(async (trx) => {
     if (!(await claimEvent(trx, event, now))) return 'duplicate' as const;
-    const failed = await trx.updateTable('topups').set({ status: 'failed', failure_reason: reason, updated_at: now })
-      .where('id', '=', topup.id).where('status', 'in', ['pending', 'processing']).returning('id').executeTakeFirst();
+    const failed = await trx
+      .updateTable('topups')
+      .set({ status: 'failed', failure_reason: reason, updated_at: now })
+      .where('id', '=', topup.id)
+      .where('status', 'in', ['pending', 'processing'])
+      .returning('id')
+      .executeTakeFirst();
     if (failed && topup.kind === 'auto') await disableAutoTopup(trx, topup.user_id, topup.id, reason, now);
     return failed ? ('failed' as const) : ('unchanged' as const);
   });
-  if (outcome === 'failed') rt.notify({ type: 'topup_failed', userId: topup.user_id, topupId: topup.id, credits: topup.credits, reason });
-  return { received: true, effect: 'failed', topupId: topup.id, ...(outcome === 'duplicate' ? { duplicate: true as const } : {}) };
+  if (outcome === 'failed')
+    rt.notify({ type: 'topup_failed', userId: topup.user_id, topupId: topup.id, credits: topup.credits, reason });
+  return {
+    received: true,
+    effect: 'failed',
+    topupId: topup.id,
+    ...(outcome === 'duplicate' ? { duplicate: true as const } : {}),
+  };
 }
 
 /** Turns auto top-up off after its payment failed, keeping why for the dashboard. */
-export async function disableAutoTopup(trx: Trx, userId: string, topupId: string, reason: string, now: number): Promise<void> {
-  await trx.updateTable('topup_accounts')
+export async function disableAutoTopup(
+  trx: Trx,
+  userId: string,
+  topupId: string,
+  reason: string,
+  now: number,
+): Promise<void> {
+  await trx
+    .updateTable('topup_accounts')
     .set((eb) => ({
-      auto_enabled: 0, auto_failure: reason, auto_failed_at: now, updated_at: now,
+      auto_enabled: 0,
+      auto_failure: reason,
+      auto_failed_at: now,
+      updated_at: now,
       auto_in_flight: eb.case().when('auto_in_flight', '=', topupId).then(null).else(eb.ref('auto_in_flight')).end(),
     }))
-    .where('user_id', '=', userId).execute();
+    .where('user_id', '=', userId)
+    .execute();
 }
 
 /** A refund or dispute about a payment that is not credited yet: not recorded, so Stripe delivers it again later. */
 function notCreditedYet(topup: TopupsTable): ApiError {
-  return new ApiError('CONFLICT', `The payment of top-up ${topup.id} is not credited yet; this event is not recorded, and Stripe's next delivery applies it.`,
+  return new ApiError(
+    'CONFLICT',
+    `The payment of top-up ${topup.id} is not credited yet; this event is not recorded, and Stripe's next delivery applies it.`,
   );
 }
 
@@ -238,18 +337,28 @@ async function refund(rt: TopupRuntime, event: Stripe.Event, charge: Stripe.Char
   if (topup.status !== 'succeeded') throw notCreditedYet(topup);
   const now = rt.ctx.clock.now();
   let duplicate = false;
-  await rt.ctx.services.billing.debitPayment('refund', {
-    userId: topup.user_id, amount: 0, description: 'Top-up refunded', reference: `stripe:${event.id}:${charge.id}`,
-  }, {
-    claim: async (trx) => {
-      if (!(await claimEvent(trx, event, now))) return !(duplicate = true);
-      const row = await lockTopup(rt, trx, topup.id);
-      const target = Math.min(share(row.credits, charge.amount_refunded, row.amount_minor), row.credits - row.disputed);
-      if (target <= row.refunded) return false;
-      await trx.updateTable('topups').set({ refunded: target, updated_at: now }).where('id', '=', row.id).execute();
-      return target - row.refunded;
+  await rt.ctx.services.billing.debitPayment(
+    'refund',
+    {
+      userId: topup.user_id,
+      amount: 0,
+      description: 'Top-up refunded',
+      reference: `stripe:${event.id}:${charge.id}`,
     },
-  });
+    {
+      claim: async (trx) => {
+        if (!(await claimEvent(trx, event, now))) return !(duplicate = true);
+        const row = await lockTopup(rt, trx, topup.id);
+        const target = Math.min(
+          share(row.credits, charge.amount_refunded, row.amount_minor),
+          row.credits - row.disputed,
+        );
+        if (target <= row.refunded) return false;
+        await trx.updateTable('topups').set({ refunded: target, updated_at: now }).where('id', '=', row.id).execute();
+        return target - row.refunded;
+      },
+    },
+  );
   return { received: true, effect: 'refunded', topupId: topup.id, ...(duplicate ? { duplicate: true as const } : {}) };
 }
 
@@ -270,33 +379,56 @@ async function dispute(rt: TopupRuntime, event: Stripe.Event, object: Stripe.Dis
   };
   const take = async (row: TopupsTable, trx: Trx, status: 'open' | 'lost') => {
     const amount = Math.min(share(row.credits, object.amount, row.amount_minor), row.credits - row.refunded);
-    await trx.updateTable('topups').set({ disputed: amount, dispute_status: status, updated_at: now }).where('id', '=', row.id).execute();
+    await trx
+      .updateTable('topups')
+      .set({ disputed: amount, dispute_status: status, updated_at: now })
+      .where('id', '=', row.id)
+      .execute();
     return amount;
   };
   const movement = { userId: topup.user_id, amount: 0, reference: `stripe:${event.id}:${object.id}` };
   // An inquiry (`warning_…`) withdraws no funds: it takes nothing, and its closing gives nothing back. A
   // dispute closed any way but lost gives back what its creation took.
-  if (event.type === 'charge.dispute.created' && String(object.status ?? '').startsWith('warning_')) return recordOnly(rt, event);
+  if (event.type === 'charge.dispute.created' && String(object.status ?? '').startsWith('warning_'))
+    return recordOnly(rt, event);
   const won = event.type === 'charge.dispute.closed' && object.status !== 'lost';
-  const effect: EventAck['effect'] = event.type === 'charge.dispute.created' ? 'disputed' : won ? 'dispute_won' : 'dispute_lost';
+  const effect: EventAck['effect'] =
+    event.type === 'charge.dispute.created' ? 'disputed' : won ? 'dispute_won' : 'dispute_lost';
   if (won) {
-    await rt.ctx.services.billing.creditPayment('dispute', { ...movement, description: 'Dispute won: credits given back' }, {
-      claim: claimThen(async (row, trx) => {
-        const giveBack = row.dispute_status === 'open' ? row.disputed : 0;
-        await trx.updateTable('topups').set({ disputed: 0, dispute_status: 'won', updated_at: now }).where('id', '=', row.id).execute();
-        return giveBack;
-      }),
-    });
+    await rt.ctx.services.billing.creditPayment(
+      'dispute',
+      { ...movement, description: 'Dispute won: credits given back' },
+      {
+        claim: claimThen(async (row, trx) => {
+          const giveBack = row.dispute_status === 'open' ? row.disputed : 0;
+          await trx
+            .updateTable('topups')
+            .set({ disputed: 0, dispute_status: 'won', updated_at: now })
+            .where('id', '=', row.id)
+            .execute();
+          return giveBack;
+        }),
+      },
+    );
   } else {
-    await rt.ctx.services.billing.debitPayment('dispute', { ...movement, description: 'Top-up disputed' }, {
-      claim: claimThen(async (row, trx) => {
-        if (row.dispute_status === null) return take(row, trx, event.type === 'charge.dispute.created' ? 'open' : 'lost');
-        if (event.type === 'charge.dispute.closed' && row.dispute_status === 'open') {
-          await trx.updateTable('topups').set({ dispute_status: 'lost', updated_at: now }).where('id', '=', row.id).execute();
-        }
-        return 0;
-      }),
-    });
+    await rt.ctx.services.billing.debitPayment(
+      'dispute',
+      { ...movement, description: 'Top-up disputed' },
+      {
+        claim: claimThen(async (row, trx) => {
+          if (row.dispute_status === null)
+            return take(row, trx, event.type === 'charge.dispute.created' ? 'open' : 'lost');
+          if (event.type === 'charge.dispute.closed' && row.dispute_status === 'open') {
+            await trx
+              .updateTable('topups')
+              .set({ dispute_status: 'lost', updated_at: now })
+              .where('id', '=', row.id)
+              .execute();
+          }
+          return 0;
+        }),
+      },
+    );
   }
   return { received: true, effect, topupId: topup.id, ...(duplicate ? { duplicate: true as const } : {}) };
 }
@@ -305,13 +437,23 @@ async function dispute(rt: TopupRuntime, event: Stripe.Event, object: Stripe.Dis
  * Checkout in setup mode completed: the payment method it saved becomes the user's auto top-up method, with
  * the threshold and amount the user chose when starting it (kept in the session's metadata).
  */
-async function saveAutoTopup(rt: TopupRuntime, event: Stripe.Event, session: Stripe.Checkout.Session): Promise<EventAck> {
+async function saveAutoTopup(
+  rt: TopupRuntime,
+  event: Stripe.Event,
+  session: Stripe.Checkout.Session,
+): Promise<EventAck> {
   const userId = session.metadata?.tollgateUserId;
   const threshold = Number(session.metadata?.tollgateThreshold);
   const amountMinor = Number(session.metadata?.tollgateAmountMinor);
-  const account = userId ? await rt.ctx.db.selectFrom('topup_accounts').selectAll().where('user_id', '=', userId).executeTakeFirst() : undefined;
+  const account = userId
+    ? await rt.ctx.db.selectFrom('topup_accounts').selectAll().where('user_id', '=', userId).executeTakeFirst()
+    : undefined;
   // The session must be for the customer Tollgate made for this user: metadata alone is not trusted.
-  const valid = account && account.stripe_customer_id === idOf(session.customer) && Number.isSafeInteger(threshold) && Number.isSafeInteger(amountMinor);
+  const valid =
+    account &&
+    account.stripe_customer_id === idOf(session.customer) &&
+    Number.isSafeInteger(threshold) &&
+    Number.isSafeInteger(amountMinor);
   if (!account || !valid) return recordOnly(rt, event);
   const setupIntent = await rt.stripe!.setupIntents.retrieve(idOf(session.setup_intent)!).catch((error) => {
     throw paymentProviderError(error);
@@ -321,12 +463,19 @@ async function saveAutoTopup(rt: TopupRuntime, event: Stripe.Event, session: Str
   const now = rt.ctx.clock.now();
   const fresh = await rt.ctx.db.transaction().execute(async (trx) => {
     if (!(await claimEvent(trx, event, now))) return false;
-    await trx.updateTable('topup_accounts')
+    await trx
+      .updateTable('topup_accounts')
       .set({
-        payment_method_id: paymentMethod, auto_enabled: 1, auto_threshold: threshold, auto_amount_minor: amountMinor,
-        auto_failure: null, auto_failed_at: null, updated_at: now,
+        payment_method_id: paymentMethod,
+        auto_enabled: 1,
+        auto_threshold: threshold,
+        auto_amount_minor: amountMinor,
+        auto_failure: null,
+        auto_failed_at: null,
+        updated_at: now,
       })
-      .where('user_id', '=', account.user_id).execute();
+      .where('user_id', '=', account.user_id)
+      .execute();
     return true;
   });
   return { received: true, effect: 'auto_topup_saved', ...(fresh ? {} : { duplicate: true as const }) };

@@ -16,7 +16,8 @@ export const topupsFeature: Feature = {
   async register(app, ctx) {
     const StripeClass = await loadStripe(ctx.config);
     ctx.services.topups = createTopups(ctx, StripeClass);
-    if (!ctx.services.topups.settings.enabled) ctx.log.info('Top-ups are off: STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are not both set.');
+    if (!ctx.services.topups.settings.enabled)
+      ctx.log.info('Top-ups are off: STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are not both set.');
     registerTopupRoutes(app, ctx);
     registerAutoTopupRoutes(app, ctx);
     await registerStripeWebhook(app, ctx, StripeClass);

@@ -3,7 +3,13 @@ import type { AppContext } from '../platform/context.ts';
 import type { TopupSettings } from './settings.ts';
 
 /** What the top-up observers hear: amounts in micro-credits. */
-export type TopupEvent = { type: 'topup_succeeded' | 'topup_failed'; userId: string; topupId: string; credits: number; reason?: string };
+export type TopupEvent = {
+  type: 'topup_succeeded' | 'topup_failed';
+  userId: string;
+  topupId: string;
+  credits: number;
+  reason?: string;
+};
 
 /** A listener of {@link TopupEvent}s. */
 export type TopupObserver = (event: TopupEvent) => void;

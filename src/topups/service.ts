@@ -20,7 +20,10 @@ export interface Topups {
   list(userId: string): Promise<TopupsTable[]>;
   get(userId: string, id: string): Promise<TopupsTable>;
   autoTopup(userId: string): Promise<AutoTopupState>;
-  updateAutoTopup(userId: string, change: { enabled: boolean; threshold: number; amount: number }): Promise<AutoTopupState>;
+  updateAutoTopup(
+    userId: string,
+    change: { enabled: boolean; threshold: number; amount: number },
+  ): Promise<AutoTopupState>;
   startAutoTopupSetup(userId: string, threshold: number, amount: number): Promise<{ url: string }>;
   /** Applies a verified Stripe event exactly once (see events.ts). */
   handleEvent(event: Stripe.Event): Promise<EventAck>;
@@ -60,7 +63,9 @@ export function createTopups(ctx: AppContext, StripeClass: StripePackage | null)
   if (rt.settings.enabled) {
     ctx.services.billing.observe((event) => {
       if (event.type !== 'settled' || event.captured === 0) return;
-      const work = checkAutoTopup(event.userId).catch((error) => ctx.log.error({ err: error, userId: event.userId }, 'auto top-up failed to start'));
+      const work = checkAutoTopup(event.userId).catch((error) =>
+        ctx.log.error({ err: error, userId: event.userId }, 'auto top-up failed to start'),
+      );
       ctx.inflight.add(work);
       void work.finally(() => ctx.inflight.delete(work));
     });

@@ -45,7 +45,12 @@ export function topupsDisabled(): ApiError {
  */
 export function priceOf(settings: TopupSettings, amount: number): { amountMinor: number; credits: number } {
   const amountMinor = Math.round(amount * 100);
-  const bounds = { amounts: settings.amounts, minAmount: settings.minAmount, maxAmount: settings.maxAmount, currency: settings.currency };
+  const bounds = {
+    amounts: settings.amounts,
+    minAmount: settings.minAmount,
+    maxAmount: settings.maxAmount,
+    currency: settings.currency,
+  };
   if (!Number.isFinite(amount) || Math.abs(amountMinor - amount * 100) > 1e-6) {
     throw errors.invalid('The amount must be a number of currency units with at most 2 decimals.', bounds);
   }
@@ -80,7 +85,13 @@ export function stripeClient(config: Config, StripeClass: StripePackage | null):
     maxNetworkRetries: 2,
     timeout: 20_000,
     appInfo: { name: 'Tollgate' },
-    ...(base ? { host: base.hostname, port: base.port || (https ? 443 : 80), protocol: https ? ('https' as const) : ('http' as const) } : {}),
+    ...(base
+      ? {
+          host: base.hostname,
+          port: base.port || (https ? 443 : 80),
+          protocol: https ? ('https' as const) : ('http' as const),
+        }
+      : {}),
   });
 }
 
@@ -89,6 +100,9 @@ export function paymentProviderError(error: unknown): ApiError {
   // The package's errors all carry a `type` naming their Stripe class (StripeCardError, …); matched by shape
   // so that this module does not load the package.
   const type = error instanceof Error ? (error as { type?: unknown }).type : undefined;
-  const message = error instanceof Error && typeof type === 'string' && type.startsWith('Stripe') ? error.message : 'Stripe could not be reached.';
+  const message =
+    error instanceof Error && typeof type === 'string' && type.startsWith('Stripe')
+      ? error.message
+      : 'Stripe could not be reached.';
   return new ApiError('PAYMENT_PROVIDER_ERROR', `Stripe refused the request: ${message}`, { cause: error });
 }

@@ -94,12 +94,21 @@ export const topupsMigrations: Record<string, Migration> = {
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .addColumn('credited_at', 'bigint')
-        .addCheckConstraint('topups_amounts', sql.raw('credits > 0 AND refunded >= 0 AND disputed >= 0 AND refunded + disputed <= credits'))
+        .addCheckConstraint(
+          'topups_amounts',
+          sql.raw('credits > 0 AND refunded >= 0 AND disputed >= 0 AND refunded + disputed <= credits'),
+        )
         .execute();
       await db.schema.createIndex('topups_user').on('topups').columns(['user_id', 'created_at']).execute();
       // The database's own guard: one pending auto top-up per user, whatever the instances do.
-      await db.schema.createIndex('topups_one_auto_in_flight').on('topups').column('user_id').unique()
-        .where(sql.ref('kind'), '=', sql.lit('auto')).where(sql.ref('status'), '=', sql.lit('pending')).execute();
+      await db.schema
+        .createIndex('topups_one_auto_in_flight')
+        .on('topups')
+        .column('user_id')
+        .unique()
+        .where(sql.ref('kind'), '=', sql.lit('auto'))
+        .where(sql.ref('status'), '=', sql.lit('pending'))
+        .execute();
       await db.schema
         .createTable('stripe_events')
         .addColumn('event_id', 'text', (c) => c.primaryKey())

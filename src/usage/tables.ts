@@ -54,7 +54,11 @@ export const usageMigrations: Record<string, Migration> = {
         .addColumn('hold_id', 'text')
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('usage_records_user_time').on('usage_records').columns(['user_id', 'created_at']).execute();
+      await db.schema
+        .createIndex('usage_records_user_time')
+        .on('usage_records')
+        .columns(['user_id', 'created_at'])
+        .execute();
     },
   },
   '0910_usage_records_compact_storage': {
@@ -68,7 +72,10 @@ export const usageMigrations: Record<string, Migration> = {
     /** What the meter records beyond the charge: a charge taken after the hold expired, what was not collected, the usage details. */
     async up(db: Kysely<any>) {
       await db.schema.alterTable('usage_records').addColumn('settlement', 'text').execute();
-      await db.schema.alterTable('usage_records').addColumn('uncollected', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('usage_records')
+        .addColumn('uncollected', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
       await db.schema.alterTable('usage_records').addColumn('details', 'text').execute();
     },
   },

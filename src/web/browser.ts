@@ -12,7 +12,12 @@ export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
  * without `npm test`'s pretest build).
  */
 export function ensureWebBuilt(): void {
-  if ([BUILT.dashboard, BUILT.demo, BUILT.sdk].every((folder) => existsSync(join(folder, folder === BUILT.sdk ? 'tollgate-sdk.js' : 'index.html')))) return;
+  if (
+    [BUILT.dashboard, BUILT.demo, BUILT.sdk].every((folder) =>
+      existsSync(join(folder, folder === BUILT.sdk ? 'tollgate-sdk.js' : 'index.html')),
+    )
+  )
+    return;
   const result = spawnSync(process.execPath, ['scripts/build-web.ts'], { cwd: REPO_ROOT, stdio: 'inherit' });
   if (result.status !== 0) throw new Error('npm run build failed');
 }
@@ -22,7 +27,16 @@ export function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }
 

@@ -12,12 +12,15 @@ async function watchedPage(browser: Browser): Promise<Page> {
   await page.addInitScript(() => {
     const seen: string[] = [];
     (window as unknown as { cspViolations: string[] }).cspViolations = seen;
-    document.addEventListener('securitypolicyviolation', (event) => seen.push(`${event.effectiveDirective} ${event.blockedURI}`));
+    document.addEventListener('securitypolicyviolation', (event) =>
+      seen.push(`${event.effectiveDirective} ${event.blockedURI}`),
+    );
   });
   return page;
 }
 
-const violations = (page: Page) => page.evaluate(() => (window as unknown as { cspViolations: string[] }).cspViolations);
+const violations = (page: Page) =>
+  page.evaluate(() => (window as unknown as { cspViolations: string[] }).cspViolations);
 
 /** Adds an inline script to the page and says whether it ran. */
 const inlineScriptRuns = (page: Page) =>
@@ -72,7 +75,10 @@ describeEachDatabase('security headers and the content security policy', (env) =
     await dashboard.getByRole('button', { name: 'Create key' }).waitFor();
     assert.deepEqual(await violations(dashboard), []);
     assert.equal(await inlineScriptRuns(dashboard), false);
-    assert.ok((await violations(dashboard)).some((v) => v.startsWith('script-src')), 'the browser reports the blocked script');
+    assert.ok(
+      (await violations(dashboard)).some((v) => v.startsWith('script-src')),
+      'the browser reports the blocked script',
+    );
 
     const demo = await watchedPage(browser);
     await demo.goto(`${env.baseUrl}/demo/`);
@@ -80,7 +86,9 @@ describeEachDatabase('security headers and the content security policy', (env) =
     const dialog = demo.getByRole('dialog', { name: 'Sign in with Tollgate' });
     await dialog.waitFor();
     // The SDK's dialog is styled (its constructed style sheet applies under the policy).
-    const display = await dialog.getByRole('button', { name: 'Continue with Tollgate' }).evaluate((button) => getComputedStyle(button).cursor);
+    const display = await dialog
+      .getByRole('button', { name: 'Continue with Tollgate' })
+      .evaluate((button) => getComputedStyle(button).cursor);
     assert.equal(display, 'pointer');
     assert.deepEqual(await violations(demo), []);
     assert.equal(await inlineScriptRuns(demo), false);

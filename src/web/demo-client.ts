@@ -37,10 +37,18 @@ export function demoClientRegistrar(ctx: AppContext): () => Promise<DemoConfig> 
         })
         .onConflict((oc) => oc.column('client_id').doNothing())
         .execute();
-      const row = await ctx.db.selectFrom('oauth_clients').select('redirect_uris').where('client_id', '=', DEMO_CLIENT_ID).executeTakeFirstOrThrow();
+      const row = await ctx.db
+        .selectFrom('oauth_clients')
+        .select('redirect_uris')
+        .where('client_id', '=', DEMO_CLIENT_ID)
+        .executeTakeFirstOrThrow();
       const uris = JSON.parse(row.redirect_uris) as string[];
       if (!uris.includes(redirectUri)) {
-        await ctx.db.updateTable('oauth_clients').set({ redirect_uris: JSON.stringify([...uris, redirectUri]) }).where('client_id', '=', DEMO_CLIENT_ID).execute();
+        await ctx.db
+          .updateTable('oauth_clients')
+          .set({ redirect_uris: JSON.stringify([...uris, redirectUri]) })
+          .where('client_id', '=', DEMO_CLIENT_ID)
+          .execute();
       }
       ctx.bus.publish('oauth:clients-changed', DEMO_CLIENT_ID);
       ensuredFor = redirectUri;

@@ -12,7 +12,12 @@ export const webFeature: Feature = {
     // Read on each request: with PORT=0 the public address is only known once the server listens.
     const publicOrigin = () => new URL(ctx.config.PUBLIC_BASE_URL).origin;
     await serveApp(app, { folder: BUILT.dashboard, base: '/', pagePaths: ['/', '/index.html'], publicOrigin });
-    await serveApp(app, { folder: BUILT.demo, base: '/demo/', pagePaths: ['/demo/', '/demo/index.html'], publicOrigin });
+    await serveApp(app, {
+      folder: BUILT.demo,
+      base: '/demo/',
+      pagePaths: ['/demo/', '/demo/index.html'],
+      publicOrigin,
+    });
     await serveSdk(app);
 
     app.get('/demo', { schema: { hide: true } }, async (request, reply) => {

@@ -27,10 +27,19 @@ async function shoot(page: Page, name: string, width: Width): Promise<void> {
 }
 
 /** A new browser context signed in to the dashboard as `session` (its cookie), at `width`. */
-async function signedIn(browser: Browser, baseUrl: string, session: DashboardSession | null, width: Width, colorScheme: 'light' | 'dark' = 'light'): Promise<BrowserContext> {
+async function signedIn(
+  browser: Browser,
+  baseUrl: string,
+  session: DashboardSession | null,
+  width: Width,
+  colorScheme: 'light' | 'dark' = 'light',
+): Promise<BrowserContext> {
   const context = await browser.newContext({ viewport: WIDTHS[width], colorScheme });
   if (session) {
-    const [name, value] = session.cookie.split('; ').find((c) => c.startsWith('tg_session='))!.split(/=(.*)/s) as [string, string];
+    const [name, value] = session.cookie
+      .split('; ')
+      .find((c) => c.startsWith('tg_session='))!
+      .split(/=(.*)/s) as [string, string];
     await context.addCookies([{ name, value, url: baseUrl }]);
   }
   return context;
@@ -47,33 +56,44 @@ async function open(context: BrowserContext, url: string): Promise<Page> {
 function overflow(page: Page) {
   return page.evaluate(() => ({
     page: document.documentElement.scrollWidth - window.innerWidth,
-    tables: [...document.querySelectorAll('.table-wrap')].map((wrap) => wrap.scrollWidth - wrap.clientWidth).filter((extra) => extra > 1),
+    tables: [...document.querySelectorAll('.table-wrap')]
+      .map((wrap) => wrap.scrollWidth - wrap.clientWidth)
+      .filter((extra) => extra > 1),
   }));
 }
 
 /** How many lines a button's or an element's text takes. */
 function linesOf(page: Page, selector: string) {
-  return page.locator(selector).first().evaluate((element) => {
-    const range = document.createRange();
-    range.selectNodeContents(element);
-    return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
-  });
+  return page
+    .locator(selector)
+    .first()
+    .evaluate((element) => {
+      const range = document.createRange();
+      range.selectNodeContents(element);
+      return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+    });
 }
 
 /** Axis labels of the spend charts that do not lie wholly inside their SVG (cut off). */
 function cutAxisLabels(page: Page) {
-  return page.evaluate(() => [...document.querySelectorAll('figure.chart svg')].flatMap((svg) => {
-    const [, , width, height] = (svg.getAttribute('viewBox') ?? '').split(' ').map(Number);
-    return [...svg.querySelectorAll('text.axis')].map((text) => ({ label: text.textContent, box: (text as SVGTextElement).getBBox() }))
-      .filter(({ box }) => box.x < 0 || box.y < 0 || box.x + box.width > width! || box.y + box.height > height!)
-      .map(({ label }) => label);
-  }));
+  return page.evaluate(() =>
+    [...document.querySelectorAll('figure.chart svg')].flatMap((svg) => {
+      const [, , width, height] = (svg.getAttribute('viewBox') ?? '').split(' ').map(Number);
+      return [...svg.querySelectorAll('text.axis')]
+        .map((text) => ({ label: text.textContent, box: (text as SVGTextElement).getBBox() }))
+        .filter(({ box }) => box.x < 0 || box.y < 0 || box.x + box.width > width! || box.y + box.height > height!)
+        .map(({ label }) => label);
+    }),
+  );
 }
 
 /** Chart labels drawn smaller than 9 px on screen (an SVG scaled down to a phone shrinks its text with it). */
 function tinyAxisLabels(page: Page) {
-  return page.evaluate(() => [...document.querySelectorAll('figure.chart text.axis')]
-    .filter((text) => text.getBoundingClientRect().height < 9).map((text) => text.textContent));
+  return page.evaluate(() =>
+    [...document.querySelectorAll('figure.chart text.axis')]
+      .filter((text) => text.getBoundingClientRect().height < 9)
+      .map((text) => text.textContent),
+  );
 }
 
 describeEachDatabase('dashboard and demo layout at desktop and phone widths', (env) => {
@@ -85,9 +105,22 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
     browser = await launchChromium();
     session = await env.createUser({ name: 'Layout Tester' });
     // 9.999956: a balance the old display rounded up to 10.00.
-    assert.equal((await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 9.999956, reason: 'layout test' })).status, 200);
+    assert.equal(
+      (
+        await env.admin('POST', `/api/admin/users/${session.userId}/credits`, {
+          amount: 9.999956,
+          reason: 'layout test',
+        })
+      ).status,
+      200,
+    );
     // An app of the user's own, with a long redirect URI: the developer page's table must fit a phone too.
-    const owned = { name: 'Layout Developer App', redirectUris: ['https://layout-app.example.com/oauth/callback/with/a/long/path'], scopes: ['read', 'ai:chat'], type: 'public' };
+    const owned = {
+      name: 'Layout Developer App',
+      redirectUris: ['https://layout-app.example.com/oauth/callback/with/a/long/path'],
+      scopes: ['read', 'ai:chat'],
+      type: 'public',
+    };
     assert.equal((await env.dashboard(session, 'POST', '/api/user/apps', owned)).status, 201);
   });
   after(() => browser?.close());
@@ -101,15 +134,28 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
   });
 
   test('after calls with a key and with an app, the keys and authorized-apps pages show what each spent', async () => {
-    const key = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'phone key', permissions: ['ai:chat'] });
+    const key = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+      name: 'phone key',
+      permissions: ['ai:chat'],
+    });
     keyId = key.body.apiKey.id;
-    const chat = { model: 'tollgate/echo', messages: [{ role: 'user', content: 'what did this key spend on this long message' }] };
-    assert.equal((await env.request('POST', '/api/v1/chat/completions', { token: key.body.apiKey.key, body: chat })).status, 200);
+    const chat = {
+      model: 'tollgate/echo',
+      messages: [{ role: 'user', content: 'what did this key spend on this long message' }],
+    };
+    assert.equal(
+      (await env.request('POST', '/api/v1/chat/completions', { token: key.body.apiKey.key, body: chat })).status,
+      200,
+    );
     const registered = await registerTestApp(env, { name: 'Layout App', scopes: ['read', 'ai:chat'] });
     const app = await authorizeForTest(env, { user: session, app: registered, scopes: ['read', 'ai:chat'] });
-    assert.equal((await env.request('POST', '/api/v1/chat/completions', { token: app.accessToken, body: chat })).status, 200);
+    assert.equal(
+      (await env.request('POST', '/api/v1/chat/completions', { token: app.accessToken, body: chat })).status,
+      200,
+    );
     const usage = async () => (await env.dashboard(session, 'GET', '/api/usage')).body;
-    for (let i = 0; i < 100 && (await usage()).totals.requests < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let i = 0; i < 100 && (await usage()).totals.requests < 2; i++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     const report = await usage();
     const keySpent = report.byKey.find((row: any) => row.keyId === keyId).cost;
     const appSpent = report.byApp.find((row: any) => row.appId === app.clientId).cost;
@@ -118,12 +164,24 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
     const context = await signedIn(browser, env.baseUrl, session, 'desktop');
     const page = await open(context, `${env.baseUrl}/#/keys`);
     const row = page.locator(`tr[data-key-id="${keyId}"]`);
-    await row.getByTestId('key-spent').filter({ hasText: /^\s*0\.0/ }).waitFor();
-    assert.equal((await row.getByTestId('key-spent').textContent())!.trim(), keySpent.toFixed(6).replace(/0+$/, '').replace(/\.(\d)$/, '.$10'));
+    await row
+      .getByTestId('key-spent')
+      .filter({ hasText: /^\s*0\.0/ })
+      .waitFor();
+    assert.equal(
+      (await row.getByTestId('key-spent').textContent())!.trim(),
+      keySpent
+        .toFixed(6)
+        .replace(/0+$/, '')
+        .replace(/\.(\d)$/, '.$10'),
+    );
     await page.goto(`${env.baseUrl}/#/apps`);
     const spent = page.getByRole('region', { name: 'Layout App' }).getByTestId('app-spent');
     await spent.filter({ hasText: 'requests' }).waitFor();
-    assert.match((await spent.textContent())!, new RegExp(`${String(appSpent).replace('.', '\\.')}\\d* credits · 1 requests`));
+    assert.match(
+      (await spent.textContent())!,
+      new RegExp(`${String(appSpent).replace('.', '\\.')}\\d* credits · 1 requests`),
+    );
     await context.close();
   });
 
@@ -136,7 +194,11 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
         await page.getByRole('heading', { level: 1, name: heading }).waitFor();
         await page.waitForLoadState('networkidle');
         assert.deepEqual(await overflow(page), { page: 0, tables: [] }, `${route} at ${width}`);
-        assert.equal(await linesOf(page, '.topbar button:has-text("Sign out")'), 1, `Sign out wraps on ${route} at ${width}`);
+        assert.equal(
+          await linesOf(page, '.topbar button:has-text("Sign out")'),
+          1,
+          `Sign out wraps on ${route} at ${width}`,
+        );
         assert.deepEqual(await cutAxisLabels(page), [], `${route} at ${width}: chart labels cut off`);
         assert.deepEqual(await tinyAxisLabels(page), [], `${route} at ${width}: chart labels too small to read`);
         await shoot(page, shot, width);
@@ -153,7 +215,11 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
 
       const demo = await open(context, `${env.baseUrl}/demo/`);
       await demo.getByRole('button', { name: 'Sign in with Tollgate' }).waitFor();
-      assert.equal(await demo.getByRole('button', { name: 'Sign out' }).isVisible(), false, 'Sign out is shown signed out');
+      assert.equal(
+        await demo.getByRole('button', { name: 'Sign out' }).isVisible(),
+        false,
+        'Sign out is shown signed out',
+      );
       assert.equal(await demo.locator('#balance').isVisible(), false, 'an empty balance badge is shown');
       assert.equal(await demo.getByLabel('Message').isVisible(), false, 'the message box is shown signed out');
       assert.equal(await demo.locator('#composer').isVisible(), false);
@@ -176,11 +242,15 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
     const page = await open(context, `${env.baseUrl}/#/wallet`);
     const command = page.locator('code.command');
     await command.waitFor();
-    const split = await command.evaluate((code) => [...code.querySelectorAll('.word')].filter((word) => {
-      const range = document.createRange();
-      range.selectNodeContents(word);
-      return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size > 1;
-    }).map((word) => word.textContent));
+    const split = await command.evaluate((code) =>
+      [...code.querySelectorAll('.word')]
+        .filter((word) => {
+          const range = document.createRange();
+          range.selectNodeContents(word);
+          return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size > 1;
+        })
+        .map((word) => word.textContent),
+    );
     assert.equal(await command.textContent(), 'tollgate grant-credits --email you@example.com --amount 10');
     assert.equal(await command.locator('.word').count(), 6);
     assert.deepEqual(split, []);

@@ -25,21 +25,37 @@ export function appCsp(publicOrigin: string): string {
   return `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self' ${publicOrigin}; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`;
 }
 
-const NOT_BUILT = renderPage('Not built', '<h1>Not built yet</h1><p>The browser parts of Tollgate are built by <code>npm run build</code> (run by <code>npm start</code> and <code>npm test</code>).</p>');
+const NOT_BUILT = renderPage(
+  'Not built',
+  '<h1>Not built yet</h1><p>The browser parts of Tollgate are built by <code>npm run build</code> (run by <code>npm start</code> and <code>npm test</code>).</p>',
+);
 
 /**
  * Serves one single-page app: `pagePath` answers its `index.html` (never cached, so a new build shows at
  * once) and `<base>assets/` its fingerprinted files (cached for a year: their names change with content).
  */
-export async function serveApp(app: App, options: { folder: string; base: string; pagePaths: string[]; publicOrigin: () => string }): Promise<void> {
+export async function serveApp(
+  app: App,
+  options: { folder: string; base: string; pagePaths: string[]; publicOrigin: () => string },
+): Promise<void> {
   const assets = join(options.folder, 'assets');
   if (existsSync(assets)) {
-    await app.register(fastifyStatic, { root: assets, prefix: `${options.base}assets/`, decorateReply: false, index: false, maxAge: '365d', immutable: true, schemaHide: true });
+    await app.register(fastifyStatic, {
+      root: assets,
+      prefix: `${options.base}assets/`,
+      decorateReply: false,
+      index: false,
+      maxAge: '365d',
+      immutable: true,
+      schemaHide: true,
+    });
   }
   const sendIndex = async (_request: unknown, reply: FastifyReply) => {
     const html = await readFile(join(options.folder, 'index.html'), 'utf8').catch(() => null);
     reply.header('cache-control', 'no-cache').type('text/html; charset=utf-8');
-    return html === null ? reply.code(503).send(NOT_BUILT) : reply.header('content-security-policy', appCsp(options.publicOrigin())).send(html);
+    return html === null
+      ? reply.code(503).send(NOT_BUILT)
+      : reply.header('content-security-policy', appCsp(options.publicOrigin())).send(html);
   };
   for (const path of options.pagePaths) app.get(path, { schema: { hide: true } }, sendIndex);
 }
@@ -47,5 +63,12 @@ export async function serveApp(app: App, options: { folder: string; base: string
 /** Serves the SDK's browser bundle at `/sdk/` (`/sdk/tollgate-sdk.js`), for apps that load it from the gateway. */
 export async function serveSdk(app: App): Promise<void> {
   if (!existsSync(BUILT.sdk)) return;
-  await app.register(fastifyStatic, { root: BUILT.sdk, prefix: '/sdk/', decorateReply: false, index: false, maxAge: '1h', schemaHide: true });
+  await app.register(fastifyStatic, {
+    root: BUILT.sdk,
+    prefix: '/sdk/',
+    decorateReply: false,
+    index: false,
+    maxAge: '1h',
+    schemaHide: true,
+  });
 }

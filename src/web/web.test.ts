@@ -36,19 +36,35 @@ describeEachDatabase('the gateway serves the dashboard, the demo app and the SDK
   test('the demo config registers its public OAuth client once, with this deployment’s /demo/ redirect URI', async () => {
     const first = await env.request('GET', '/demo/config.json');
     assert.equal(first.status, 200);
-    assert.deepEqual(first.body, { clientId: DEMO_CLIENT_ID, baseUrl: env.baseUrl, redirectUri: `${env.baseUrl}/demo/` });
+    assert.deepEqual(first.body, {
+      clientId: DEMO_CLIENT_ID,
+      baseUrl: env.baseUrl,
+      redirectUri: `${env.baseUrl}/demo/`,
+    });
     await env.request('GET', '/demo/config.json');
-    const rows = await env.service.ctx.db.selectFrom('oauth_clients').selectAll().where('client_id', '=', DEMO_CLIENT_ID).execute();
+    const rows = await env.service.ctx.db
+      .selectFrom('oauth_clients')
+      .selectAll()
+      .where('client_id', '=', DEMO_CLIENT_ID)
+      .execute();
     assert.equal(rows.length, 1);
     assert.equal(rows[0].type, 'public');
     assert.equal(rows[0].client_secret_hash, null);
     assert.deepEqual(JSON.parse(rows[0].redirect_uris), [`${env.baseUrl}/demo/`]);
     assert.equal(rows[0].scopes, DEMO_SCOPES.join(' '));
     // The authorize endpoint accepts the client with that redirect (it answers with the sign-in interaction, not an error).
-    const authorize = await env.request('GET', `/api/oauth/authorize?${new URLSearchParams({
-      response_type: 'code', client_id: DEMO_CLIENT_ID, redirect_uri: `${env.baseUrl}/demo/`, scope: DEMO_SCOPES.join(' '),
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256', state: 'xyz',
-    })}`);
+    const authorize = await env.request(
+      'GET',
+      `/api/oauth/authorize?${new URLSearchParams({
+        response_type: 'code',
+        client_id: DEMO_CLIENT_ID,
+        redirect_uri: `${env.baseUrl}/demo/`,
+        scope: DEMO_SCOPES.join(' '),
+        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        code_challenge_method: 'S256',
+        state: 'xyz',
+      })}`,
+    );
     assert.equal(authorize.status, 303, authorize.text);
     assert.doesNotMatch(authorize.headers.get('location')!, /error=/);
   });

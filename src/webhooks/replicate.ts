@@ -14,10 +14,14 @@ const Ack = Type.Object({
   received: Type.Literal(true),
   predictionId: Type.String({ description: "The prediction id the delivery carried (Replicate's id)" }),
   status: Type.Optional(Type.String({ description: 'The status delivered (first delivery only)' })),
-  charged: Type.Optional(Type.Boolean({ description: "Whether this delivery finalized the prediction's billing (first delivery only)" })),
+  charged: Type.Optional(
+    Type.Boolean({ description: "Whether this delivery finalized the prediction's billing (first delivery only)" }),
+  ),
   duplicate: Type.Optional(Type.Literal(true, { description: 'Present when this webhook-id was already processed' })),
 });
-const ErrorBody = Type.Object({ error: Type.Object({ code: Type.String(), message: Type.String(), type: Type.String() }) });
+const ErrorBody = Type.Object({
+  error: Type.Object({ code: Type.String(), message: Type.String(), type: Type.String() }),
+});
 
 /** The acknowledgment of contract §2.5. */
 export type WebhookAck =
@@ -32,10 +36,18 @@ export function parseNotice(body: Buffer): PredictionUpdate {
   } catch {
     throw new ApiError('WEBHOOK_INVALID', 'The webhook body is not valid JSON.');
   }
-  const valid = notice !== null && typeof notice === 'object' && !Array.isArray(notice)
-    && typeof notice.id === 'string' && notice.id.length > 0 && notice.id.length <= 200
-    && typeof notice.status === 'string' && notice.status.length > 0 && notice.status.length <= 50;
-  if (!valid) throw new ApiError('WEBHOOK_INVALID', 'The webhook body must be a prediction with a string id and status.');
+  const valid =
+    notice !== null &&
+    typeof notice === 'object' &&
+    !Array.isArray(notice) &&
+    typeof notice.id === 'string' &&
+    notice.id.length > 0 &&
+    notice.id.length <= 200 &&
+    typeof notice.status === 'string' &&
+    notice.status.length > 0 &&
+    notice.status.length <= 50;
+  if (!valid)
+    throw new ApiError('WEBHOOK_INVALID', 'The webhook body must be a prediction with a string id and status.');
   return { id: notice.id, status: notice.status, output: notice.output, error: notice.error, metrics: notice.metrics };
 }
 
@@ -49,27 +61,52 @@ export function parseNotice(body: Buffer): PredictionUpdate {
  * answered as a duplicate. The hold is settled after commit; reconciliation re-runs a settlement that did
  * not finish (see predictions/finalize.ts).
  */
-export async function acceptDelivery(ctx: AppContext, webhookId: string, notice: PredictionUpdate): Promise<WebhookAck> {
+export async function acceptDelivery(
+  ctx: AppContext,
+  webhookId: string,
+  notice: PredictionUpdate,
+): Promise<WebhookAck> {
   const now = ctx.clock.now();
   const outcome = await ctx.db.transaction().execute(async (trx) => {
-    const inserted = await trx.insertInto('webhook_deliveries')
-      .values({ provider: PROVIDER, webhook_id: webhookId, prediction_id: notice.id, status: notice.status, charged: 0, received_at: now })
+    const inserted = await trx
+      .insertInto('webhook_deliveries')
+      .values({
+        provider: PROVIDER,
+        webhook_id: webhookId,
+        prediction_id: notice.id,
+        status: notice.status,
+        charged: 0,
+        received_at: now,
+      })
       .onConflict((oc) => oc.columns(['provider', 'webhook_id']).doNothing())
       .returning('webhook_id')
       .executeTakeFirst();
     if (!inserted) {
-      const first = await trx.selectFrom('webhook_deliveries').select('prediction_id').where('provider', '=', PROVIDER).where('webhook_id', '=', webhookId).executeTakeFirst();
+      const first = await trx
+        .selectFrom('webhook_deliveries')
+        .select('prediction_id')
+        .where('provider', '=', PROVIDER)
+        .where('webhook_id', '=', webhookId)
+        .executeTakeFirst();
       return { duplicate: true as const, predictionId: first?.prediction_id ?? notice.id };
     }
     const applied = await applyPredictionUpdate(trx, notice, now);
     if (applied.finalized) {
-      await trx.updateTable('webhook_deliveries').set({ charged: 1 }).where('provider', '=', PROVIDER).where('webhook_id', '=', webhookId).execute();
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({ charged: 1 })
+        .where('provider', '=', PROVIDER)
+        .where('webhook_id', '=', webhookId)
+        .execute();
     }
     return { duplicate: false as const, ...applied };
   });
   if (outcome.duplicate) return { received: true, duplicate: true, predictionId: outcome.predictionId };
   if (outcome.predictionId === null) {
-    ctx.log.warn({ webhookId, replicateId: notice.id, status: notice.status }, 'Replicate webhook for an unknown prediction acknowledged without effect');
+    ctx.log.warn(
+      { webhookId, replicateId: notice.id, status: notice.status },
+      'Replicate webhook for an unknown prediction acknowledged without effect',
+    );
   } else if (outcome.finalized) {
     await settlePrediction(ctx, outcome.predictionId);
   }
@@ -85,48 +122,67 @@ export async function acceptDelivery(ctx: AppContext, webhookId: string, notice:
  */
 export async function registerReplicateWebhook(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const keys = parseSigningSecrets(ctx.config.REPLICATE_WEBHOOK_SECRET);
-  const unconfigured = 'REPLICATE_WEBHOOK_SECRET is not set, so POST /api/webhooks/replicate refuses every delivery (503): unverified traffic is never accepted.';
+  const unconfigured =
+    'REPLICATE_WEBHOOK_SECRET is not set, so POST /api/webhooks/replicate refuses every delivery (503): unverified traffic is never accepted.';
   // Said where it matters: a server that listens with Replicate configured (its predictions' notices would
   // be refused). Not for a deployment without Replicate, and not for the one-shot CLI commands (no listen).
-  if (keys.length === 0 && ctx.config.REPLICATE_API_TOKEN) app.addHook('onListen', async () => ctx.log.warn(unconfigured));
+  if (keys.length === 0 && ctx.config.REPLICATE_API_TOKEN)
+    app.addHook('onListen', async () => ctx.log.warn(unconfigured));
 
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_request, body, done) => done(null, body));
+    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_request, body, done) =>
+      done(null, body),
+    );
 
-    scope.post(REPLICATE_WEBHOOK_PATH, {
-      bodyLimit: WEBHOOK_BODY_LIMIT,
-      schema: {
-        tags: ['webhooks'],
-        summary: 'Receive a Replicate prediction notice (Standard Webhooks signature)',
-        description: 'Verified with REPLICATE_WEBHOOK_SECRET over the raw body; recorded once per webhook-id. A terminal status finalizes the prediction\'s billing once.',
-        headers: Type.Object({ 'webhook-id': Type.Optional(Type.String()), 'webhook-timestamp': Type.Optional(Type.String()), 'webhook-signature': Type.Optional(Type.String()) }),
-        response: { 200: Ack, 400: ErrorBody, 401: ErrorBody, 503: ErrorBody },
+    scope.post(
+      REPLICATE_WEBHOOK_PATH,
+      {
+        bodyLimit: WEBHOOK_BODY_LIMIT,
+        schema: {
+          tags: ['webhooks'],
+          summary: 'Receive a Replicate prediction notice (Standard Webhooks signature)',
+          description:
+            "Verified with REPLICATE_WEBHOOK_SECRET over the raw body; recorded once per webhook-id. A terminal status finalizes the prediction's billing once.",
+          headers: Type.Object({
+            'webhook-id': Type.Optional(Type.String()),
+            'webhook-timestamp': Type.Optional(Type.String()),
+            'webhook-signature': Type.Optional(Type.String()),
+          }),
+          response: { 200: Ack, 400: ErrorBody, 401: ErrorBody, 503: ErrorBody },
+        },
       },
-    }, async (request: FastifyRequest) => {
-      const count = (outcome: string) => ctx.metrics.webhookDeliveries.inc({ outcome });
-      if (keys.length === 0) {
-        request.log.warn(unconfigured);
-        count('unconfigured');
-        throw new ApiError('SERVICE_UNAVAILABLE', 'The Replicate webhook is not configured (REPLICATE_WEBHOOK_SECRET).');
-      }
-      const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-      const verdict = verifyWebhook({ headers: request.headers, body }, keys, ctx.clock.now());
-      if (!verdict.ok) {
-        request.log.warn({ reason: verdict.reason, webhookId: request.headers['webhook-id'] }, 'Replicate webhook refused');
-        count(verdict.status === 400 ? 'invalid' : 'unverified');
-        throw new ApiError(verdict.status === 400 ? 'WEBHOOK_INVALID' : 'WEBHOOK_UNVERIFIED', verdict.reason);
-      }
-      let notice;
-      try {
-        notice = parseNotice(body);
-      } catch (error) {
-        count('invalid');
-        throw error;
-      }
-      const ack = await acceptDelivery(ctx, verdict.id, notice);
-      count('duplicate' in ack ? 'duplicate' : ack.charged ? 'finalized' : 'recorded');
-      return ack;
-    });
+      async (request: FastifyRequest) => {
+        const count = (outcome: string) => ctx.metrics.webhookDeliveries.inc({ outcome });
+        if (keys.length === 0) {
+          request.log.warn(unconfigured);
+          count('unconfigured');
+          throw new ApiError(
+            'SERVICE_UNAVAILABLE',
+            'The Replicate webhook is not configured (REPLICATE_WEBHOOK_SECRET).',
+          );
+        }
+        const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const verdict = verifyWebhook({ headers: request.headers, body }, keys, ctx.clock.now());
+        if (!verdict.ok) {
+          request.log.warn(
+            { reason: verdict.reason, webhookId: request.headers['webhook-id'] },
+            'Replicate webhook refused',
+          );
+          count(verdict.status === 400 ? 'invalid' : 'unverified');
+          throw new ApiError(verdict.status === 400 ? 'WEBHOOK_INVALID' : 'WEBHOOK_UNVERIFIED', verdict.reason);
+        }
+        let notice;
+        try {
+          notice = parseNotice(body);
+        } catch (error) {
+          count('invalid');
+          throw error;
+        }
+        const ack = await acceptDelivery(ctx, verdict.id, notice);
+        count('duplicate' in ack ? 'duplicate' : ack.charged ? 'finalized' : 'recorded');
+        return ack;
+      },
+    );
   });
 }

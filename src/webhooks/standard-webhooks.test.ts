@@ -7,7 +7,12 @@ import { parseSigningSecrets, signatureV1, verifyWebhook, type WebhookDelivery }
 import { DIRECT_MUTATION_RUNS, KNOWN_ANSWER, mutatedDelivery, mutationCases } from './testing/mutations.ts';
 
 const knownAnswerDelivery = (overrides: Record<string, string> = {}): WebhookDelivery => ({
-  headers: { 'webhook-id': KNOWN_ANSWER.id, 'webhook-timestamp': String(KNOWN_ANSWER.timestamp), 'webhook-signature': KNOWN_ANSWER.signature, ...overrides },
+  headers: {
+    'webhook-id': KNOWN_ANSWER.id,
+    'webhook-timestamp': String(KNOWN_ANSWER.timestamp),
+    'webhook-signature': KNOWN_ANSWER.signature,
+    ...overrides,
+  },
   body: Buffer.from(KNOWN_ANSWER.body),
 });
 const keys = parseSigningSecrets(KNOWN_ANSWER.secret);
@@ -15,8 +20,15 @@ const at = (seconds: number) => seconds * 1000;
 
 describe('Standard Webhooks verifier', () => {
   it('verifies the known-answer vector with the clock at its timestamp', () => {
-    assert.equal(`v1,${signatureV1(keys[0], KNOWN_ANSWER.id, KNOWN_ANSWER.timestamp, Buffer.from(KNOWN_ANSWER.body))}`, KNOWN_ANSWER.signature);
-    assert.deepEqual(verifyWebhook(knownAnswerDelivery(), keys, at(KNOWN_ANSWER.timestamp)), { ok: true, id: KNOWN_ANSWER.id, timestamp: KNOWN_ANSWER.timestamp });
+    assert.equal(
+      `v1,${signatureV1(keys[0], KNOWN_ANSWER.id, KNOWN_ANSWER.timestamp, Buffer.from(KNOWN_ANSWER.body))}`,
+      KNOWN_ANSWER.signature,
+    );
+    assert.deepEqual(verifyWebhook(knownAnswerDelivery(), keys, at(KNOWN_ANSWER.timestamp)), {
+      ok: true,
+      id: KNOWN_ANSWER.id,
+      timestamp: KNOWN_ANSWER.timestamp,
+    });
   });
 
   it('accepts a timestamp exactly 5 minutes away and refuses one more second either way (401)', () => {
@@ -33,8 +45,19 @@ describe('Standard Webhooks verifier', () => {
     const good = KNOWN_ANSWER.signature;
     const wrongV1 = 'v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=';
     const sameValueOtherVersion = good.replace('v1,', 'v2,');
-    assert.equal(verifyWebhook(knownAnswerDelivery({ 'webhook-signature': `${sameValueOtherVersion} ${wrongV1} ${good}` }), keys, at(KNOWN_ANSWER.timestamp)).ok, true);
-    const verdict = verifyWebhook(knownAnswerDelivery({ 'webhook-signature': `${sameValueOtherVersion} ${wrongV1}` }), keys, at(KNOWN_ANSWER.timestamp));
+    assert.equal(
+      verifyWebhook(
+        knownAnswerDelivery({ 'webhook-signature': `${sameValueOtherVersion} ${wrongV1} ${good}` }),
+        keys,
+        at(KNOWN_ANSWER.timestamp),
+      ).ok,
+      true,
+    );
+    const verdict = verifyWebhook(
+      knownAnswerDelivery({ 'webhook-signature': `${sameValueOtherVersion} ${wrongV1}` }),
+      keys,
+      at(KNOWN_ANSWER.timestamp),
+    );
     assert.deepEqual(verdict.ok ? null : verdict.status, 401);
   });
 
@@ -43,17 +66,35 @@ describe('Standard Webhooks verifier', () => {
     const rotated = parseSigningSecrets(`${other}  ${KNOWN_ANSWER.secret}`);
     assert.equal(rotated.length, 2);
     assert.equal(verifyWebhook(knownAnswerDelivery(), rotated, at(KNOWN_ANSWER.timestamp)).ok, true);
-    assert.equal(verifyWebhook(knownAnswerDelivery(), parseSigningSecrets(other), at(KNOWN_ANSWER.timestamp)).ok, false);
+    assert.equal(
+      verifyWebhook(knownAnswerDelivery(), parseSigningSecrets(other), at(KNOWN_ANSWER.timestamp)).ok,
+      false,
+    );
   });
 
   it('answers 400 for a missing or malformed header or an empty body', () => {
     const cases: Array<[string, WebhookDelivery]> = [
       ['no webhook-id', knownAnswerDelivery({ 'webhook-id': '' })],
-      ['no webhook-timestamp', { ...knownAnswerDelivery(), headers: { 'webhook-id': KNOWN_ANSWER.id, 'webhook-signature': KNOWN_ANSWER.signature } }],
-      ['no webhook-signature', { ...knownAnswerDelivery(), headers: { 'webhook-id': KNOWN_ANSWER.id, 'webhook-timestamp': String(KNOWN_ANSWER.timestamp) } }],
+      [
+        'no webhook-timestamp',
+        {
+          ...knownAnswerDelivery(),
+          headers: { 'webhook-id': KNOWN_ANSWER.id, 'webhook-signature': KNOWN_ANSWER.signature },
+        },
+      ],
+      [
+        'no webhook-signature',
+        {
+          ...knownAnswerDelivery(),
+          headers: { 'webhook-id': KNOWN_ANSWER.id, 'webhook-timestamp': String(KNOWN_ANSWER.timestamp) },
+        },
+      ],
       ['timestamp not in seconds', knownAnswerDelivery({ 'webhook-timestamp': '2021-02-26T00:00:00Z' })],
       ['negative timestamp', knownAnswerDelivery({ 'webhook-timestamp': '-1614265330' })],
-      ['signature entry without a version', knownAnswerDelivery({ 'webhook-signature': 'g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' })],
+      [
+        'signature entry without a version',
+        knownAnswerDelivery({ 'webhook-signature': 'g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' }),
+      ],
       ['id with a space', knownAnswerDelivery({ 'webhook-id': 'msg one' })],
       ['id too long', knownAnswerDelivery({ 'webhook-id': 'm'.repeat(257) })],
       ['empty body', { ...knownAnswerDelivery(), body: Buffer.alloc(0) }],
@@ -72,16 +113,33 @@ describe('Standard Webhooks verifier', () => {
 
   it('accepts what the standardwebhooks library signs, and the library accepts what this verifier computes', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ minLength: 16, maxLength: 64 }), fc.stringMatching(/^msg_[A-Za-z0-9]{1,40}$/), fc.json({ maxDepth: 3 }), fc.integer({ min: -300, max: 300 }), (key, id, body, skew) => {
-        const secret = `whsec_${Buffer.from(key).toString('base64')}`;
-        const now = Date.now();
-        const timestamp = new Date(now + skew * 1000);
-        const signature = new Webhook(secret).sign(id, timestamp, body);
-        const delivery = { headers: { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)), 'webhook-signature': signature }, body: Buffer.from(body) };
-        assert.equal(verifyWebhook(delivery, parseSigningSecrets(secret), now).ok, true);
-        const ours = `v1,${signatureV1(Buffer.from(key), id, Math.floor(now / 1000), Buffer.from(body))}`;
-        new Webhook(secret).verify(body, { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(now / 1000)), 'webhook-signature': ours }, { jsonParse: false });
-      }),
+      fc.property(
+        fc.uint8Array({ minLength: 16, maxLength: 64 }),
+        fc.stringMatching(/^msg_[A-Za-z0-9]{1,40}$/),
+        fc.json({ maxDepth: 3 }),
+        fc.integer({ min: -300, max: 300 }),
+        (key, id, body, skew) => {
+          const secret = `whsec_${Buffer.from(key).toString('base64')}`;
+          const now = Date.now();
+          const timestamp = new Date(now + skew * 1000);
+          const signature = new Webhook(secret).sign(id, timestamp, body);
+          const delivery = {
+            headers: {
+              'webhook-id': id,
+              'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+              'webhook-signature': signature,
+            },
+            body: Buffer.from(body),
+          };
+          assert.equal(verifyWebhook(delivery, parseSigningSecrets(secret), now).ok, true);
+          const ours = `v1,${signatureV1(Buffer.from(key), id, Math.floor(now / 1000), Buffer.from(body))}`;
+          new Webhook(secret).verify(
+            body,
+            { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(now / 1000)), 'webhook-signature': ours },
+            { jsonParse: false },
+          );
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -97,7 +155,14 @@ describe('Standard Webhooks verifier under mutation', () => {
       fc.property(mutationCases(), (testCase) => {
         // The same delivery unmutated verifies, so a refusal below is the mutation's doing.
         const signedAt = Math.floor(now / 1000) + testCase.skew;
-        const intact = { headers: { 'webhook-id': testCase.id, 'webhook-timestamp': String(signedAt), 'webhook-signature': new Webhook(secret).sign(testCase.id, new Date(signedAt * 1000), testCase.body) }, body: Buffer.from(testCase.body) };
+        const intact = {
+          headers: {
+            'webhook-id': testCase.id,
+            'webhook-timestamp': String(signedAt),
+            'webhook-signature': new Webhook(secret).sign(testCase.id, new Date(signedAt * 1000), testCase.body),
+          },
+          body: Buffer.from(testCase.body),
+        };
         assert.equal(verifyWebhook(intact, configured, now).ok, true);
         const verdict = verifyWebhook(mutatedDelivery(secret, now, testCase), configured, now);
         if (verdict.ok) accepted++;

@@ -39,12 +39,15 @@ export interface WebhookDelivery {
  */
 export function parseSigningSecrets(text: string | undefined): Buffer[] {
   if (!text?.trim()) return [];
-  return text.trim().split(/\s+/).map((secret, index) => {
-    const match = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(secret);
-    const key = match ? Buffer.from(match[1], 'base64') : Buffer.alloc(0);
-    if (key.length === 0) throw new Error(`REPLICATE_WEBHOOK_SECRET: secret #${index + 1} is not "whsec_<base64>"`);
-    return key;
-  });
+  return text
+    .trim()
+    .split(/\s+/)
+    .map((secret, index) => {
+      const match = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(secret);
+      const key = match ? Buffer.from(match[1], 'base64') : Buffer.alloc(0);
+      if (key.length === 0) throw new Error(`REPLICATE_WEBHOOK_SECRET: secret #${index + 1} is not "whsec_<base64>"`);
+      return key;
+    });
 }
 
 /** The `v1` signature of a delivery under one key, as base64 (the form the header carries). */
@@ -69,16 +72,31 @@ export function verifyWebhook(delivery: WebhookDelivery, keys: readonly Buffer[]
   const timestampText = singleHeader(delivery.headers, 'webhook-timestamp');
   const signatureHeader = singleHeader(delivery.headers, 'webhook-signature');
   if (!id || !timestampText || !signatureHeader) {
-    return { ok: false, status: 400, reason: 'The webhook-id, webhook-timestamp and webhook-signature headers are all required.' };
+    return {
+      ok: false,
+      status: 400,
+      reason: 'The webhook-id, webhook-timestamp and webhook-signature headers are all required.',
+    };
   }
-  if (id.length > MAX_ID_LENGTH || !ID_PATTERN.test(id)) return { ok: false, status: 400, reason: 'The webhook-id header is malformed.' };
-  if (!TIMESTAMP_PATTERN.test(timestampText)) return { ok: false, status: 400, reason: 'The webhook-timestamp header must be whole seconds since the epoch.' };
-  if (signatureHeader.length > MAX_SIGNATURE_HEADER_LENGTH) return { ok: false, status: 400, reason: 'The webhook-signature header is too long.' };
-  const entries = signatureHeader.split(' ').filter(Boolean).map((entry) => SIGNATURE_ENTRY.exec(entry));
+  if (id.length > MAX_ID_LENGTH || !ID_PATTERN.test(id))
+    return { ok: false, status: 400, reason: 'The webhook-id header is malformed.' };
+  if (!TIMESTAMP_PATTERN.test(timestampText))
+    return { ok: false, status: 400, reason: 'The webhook-timestamp header must be whole seconds since the epoch.' };
+  if (signatureHeader.length > MAX_SIGNATURE_HEADER_LENGTH)
+    return { ok: false, status: 400, reason: 'The webhook-signature header is too long.' };
+  const entries = signatureHeader
+    .split(' ')
+    .filter(Boolean)
+    .map((entry) => SIGNATURE_ENTRY.exec(entry));
   if (entries.length === 0 || entries.some((entry) => entry === null)) {
-    return { ok: false, status: 400, reason: 'The webhook-signature header must be space-separated "<version>,<base64>" entries.' };
+    return {
+      ok: false,
+      status: 400,
+      reason: 'The webhook-signature header must be space-separated "<version>,<base64>" entries.',
+    };
   }
-  if (!Buffer.isBuffer(delivery.body) || delivery.body.length === 0) return { ok: false, status: 400, reason: 'The webhook body is missing.' };
+  if (!Buffer.isBuffer(delivery.body) || delivery.body.length === 0)
+    return { ok: false, status: 400, reason: 'The webhook body is missing.' };
 
   // A replay of an old (or a pre-dated) delivery is refused even when its signature is genuine.
   const timestamp = Number(timestampText);

@@ -34,7 +34,11 @@ export const webhooksMigrations: Record<string, Migration> = {
         .addColumn('received_at', 'bigint', (c) => c.notNull())
         .addPrimaryKeyConstraint('webhook_deliveries_pk', ['provider', 'webhook_id'])
         .execute();
-      await db.schema.createIndex('webhook_deliveries_prediction').on('webhook_deliveries').columns(['prediction_id']).execute();
+      await db.schema
+        .createIndex('webhook_deliveries_prediction')
+        .on('webhook_deliveries')
+        .columns(['prediction_id'])
+        .execute();
     },
   },
 };

@@ -18,8 +18,19 @@ for (const kind of selectedDatabases()) {
     before(async () => {
       await space.create();
       // Replicate configured (its predictions' notices would be refused): the start warns.
-      const config = loadConfig({ ...space.env(), LOG_LEVEL: 'warn', REPLICATE_API_TOKEN: 'r8_test_token', TOLLGATE_ADMIN_TOKEN: `tga_test_${randomBytes(24).toString('hex')}`, PORT: '0' });
-      const sink = new Writable({ write(chunk, _encoding, done) { logLines.push(...String(chunk).split('\n').filter(Boolean)); done(); } });
+      const config = loadConfig({
+        ...space.env(),
+        LOG_LEVEL: 'warn',
+        REPLICATE_API_TOKEN: 'r8_test_token',
+        TOLLGATE_ADMIN_TOKEN: `tga_test_${randomBytes(24).toString('hex')}`,
+        PORT: '0',
+      });
+      const sink = new Writable({
+        write(chunk, _encoding, done) {
+          logLines.push(...String(chunk).split('\n').filter(Boolean));
+          done();
+        },
+      });
       service = await createService({ config, timers: false, log: createLogger('warn', sink) });
       baseUrl = await service.listen(0);
     });
@@ -29,7 +40,9 @@ for (const kind of selectedDatabases()) {
     });
 
     it('a listening server with Replicate configured warns once at start that deliveries are refused', () => {
-      const warned = logLines.map((line) => JSON.parse(line)).filter((line) => /REPLICATE_WEBHOOK_SECRET is not set/.test(line.msg));
+      const warned = logLines
+        .map((line) => JSON.parse(line))
+        .filter((line) => /REPLICATE_WEBHOOK_SECRET is not set/.test(line.msg));
       assert.equal(warned.length, 1);
     });
 
@@ -45,9 +58,14 @@ for (const kind of selectedDatabases()) {
         assert.equal(response.body.error.code, 'SERVICE_UNAVAILABLE');
         assert.match(response.body.error.message, /REPLICATE_WEBHOOK_SECRET/);
       }
-      const rows = await service.ctx.db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      const rows = await service.ctx.db
+        .selectFrom('webhook_deliveries')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
       assert.equal(Number(rows.n), 0);
-      const explained = logLines.map((line) => JSON.parse(line)).filter((line) => /REPLICATE_WEBHOOK_SECRET is not set/.test(line.msg));
+      const explained = logLines
+        .map((line) => JSON.parse(line))
+        .filter((line) => /REPLICATE_WEBHOOK_SECRET is not set/.test(line.msg));
       assert.ok(explained.length >= 1 + deliveries.length, 'one line at start and one per refused delivery');
     });
   });

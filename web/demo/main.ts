@@ -4,8 +4,14 @@
  */
 import './style.css';
 import {
-  createTollgateClient, defineTollgateElements, formatCredits, TollgateRestrictionError,
-  type ChatMessage, type RestrictionDialogElement, type SignInDialogElement, type TollgateClient,
+  createTollgateClient,
+  defineTollgateElements,
+  formatCredits,
+  TollgateRestrictionError,
+  type ChatMessage,
+  type RestrictionDialogElement,
+  type SignInDialogElement,
+  type TollgateClient,
 } from '@tollgate/sdk';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -13,7 +19,11 @@ const SCOPES = ['read', 'billing:read', 'ai:chat', 'offline_access'];
 
 /** Which OAuth client this page is: `?client_id=` (kept for the redirect), else the gateway's built-in demo client. */
 async function loadClient(): Promise<TollgateClient> {
-  const config = (await (await fetch('./config.json')).json()) as { clientId: string; baseUrl: string; redirectUri: string };
+  const config = (await (await fetch('./config.json')).json()) as {
+    clientId: string;
+    baseUrl: string;
+    redirectUri: string;
+  };
   const fromUrl = new URLSearchParams(location.search).get('client_id');
   if (fromUrl) sessionStorage.setItem('echo-chat:client_id', fromUrl);
   const clientId = fromUrl ?? sessionStorage.getItem('echo-chat:client_id') ?? config.clientId;
@@ -102,7 +112,10 @@ async function main() {
       pending = null;
       void refreshAccount().catch(() => {});
     } catch (failure) {
-      if (failure instanceof TollgateRestrictionError && (failure as TollgateRestrictionError).restriction.kind !== 'other') {
+      if (
+        failure instanceof TollgateRestrictionError &&
+        (failure as TollgateRestrictionError).restriction.kind !== 'other'
+      ) {
         // A limit or the wallet stopped this message: the dialog explains, and Retry sends it again.
         pending = text;
         restrictionDialog.error = failure;

@@ -1,8 +1,21 @@
-import { classifyResponse, readOrThrow, TollgateError, TollgateRequestError, TollgateRestrictionError } from './errors.ts';
+import {
+  classifyResponse,
+  readOrThrow,
+  TollgateError,
+  TollgateRequestError,
+  TollgateRestrictionError,
+} from './errors.ts';
 import { randomToken, s256Challenge } from './pkce.ts';
 import { browserStorage, memoryStorage, type TollgateStorage } from './storage.ts';
 import { readServerSentEvents } from './sse.ts';
-import type { AuthorizedApp, ChatCompletion, ChatRequest, TollgateBalance, TollgateTokens, TollgateUser } from './types.ts';
+import type {
+  AuthorizedApp,
+  ChatCompletion,
+  ChatRequest,
+  TollgateBalance,
+  TollgateTokens,
+  TollgateUser,
+} from './types.ts';
 
 /** Options of {@link createTollgateClient}. */
 export interface TollgateClientOptions {
@@ -144,8 +157,12 @@ export function createTollgateClient(options: TollgateClientOptions): TollgateCl
       body = JSON.parse(text);
     } catch {}
     if (!response.ok || typeof body?.access_token !== 'string') {
-      if (typeof body?.error === 'string') throw new TollgateOAuthError(body.error, body.error_description, response.status);
-      throw classifyResponse(response.ok ? 502 : response.status, text) ?? new TollgateRequestError(response.status, 'The token endpoint answered without an access token.', body);
+      if (typeof body?.error === 'string')
+        throw new TollgateOAuthError(body.error, body.error_description, response.status);
+      throw (
+        classifyResponse(response.ok ? 502 : response.status, text) ??
+        new TollgateRequestError(response.status, 'The token endpoint answered without an access token.', body)
+      );
     }
     return body as TokenResponse;
   }
@@ -239,10 +256,18 @@ export function createTollgateClient(options: TollgateClientOptions): TollgateCl
       const pending = raw ? (JSON.parse(raw) as { state: string; codeVerifier: string }) : null;
       // The state ties this response to the request this browser started; anything else is forged or stale.
       if (!pending || url.searchParams.get('state') !== pending.state) {
-        throw new TollgateOAuthError('state_mismatch', 'The authorization response does not match the sign-in this page started.');
+        throw new TollgateOAuthError(
+          'state_mismatch',
+          'The authorization response does not match the sign-in this page started.',
+        );
       }
       if (error) throw new TollgateOAuthError(error, url.searchParams.get('error_description') ?? undefined);
-      const response = await tokenRequest({ grant_type: 'authorization_code', code: code!, redirect_uri: options.redirectUri, code_verifier: pending.codeVerifier });
+      const response = await tokenRequest({
+        grant_type: 'authorization_code',
+        code: code!,
+        redirect_uri: options.redirectUri,
+        code_verifier: pending.codeVerifier,
+      });
       return keepTokens(response);
     },
 
@@ -254,7 +279,10 @@ export function createTollgateClient(options: TollgateClientOptions): TollgateCl
       const tokens = readTokens();
       storage.removeItem(tokensKey);
       if (!tokens) return;
-      for (const [token, hint] of [[tokens.refreshToken, 'refresh_token'], [tokens.accessToken, 'access_token']] as const) {
+      for (const [token, hint] of [
+        [tokens.refreshToken, 'refresh_token'],
+        [tokens.accessToken, 'access_token'],
+      ] as const) {
         if (!token) continue;
         await fetchImpl(endpoints.revocation, {
           method: 'POST',
@@ -267,7 +295,11 @@ export function createTollgateClient(options: TollgateClientOptions): TollgateCl
     request,
 
     chat(body, extra = {}) {
-      return request<ChatCompletion>('/api/v1/chat/completions', { method: 'POST', body: JSON.stringify({ ...body, stream: false }), signal: extra.signal });
+      return request<ChatCompletion>('/api/v1/chat/completions', {
+        method: 'POST',
+        body: JSON.stringify({ ...body, stream: false }),
+        signal: extra.signal,
+      });
     },
 
     async *chatStream(body, extra = {}) {
@@ -286,7 +318,10 @@ export function createTollgateClient(options: TollgateClientOptions): TollgateCl
         const payload = JSON.parse(event.data);
         // An error after the stream started arrives as a frame with the same envelope (decisions.md).
         if (event.event === 'error' || payload?.error) {
-          throw classifyResponse(response.status >= 400 ? response.status : 500, event.data) ?? new TollgateRestrictionError(500, { kind: 'other', code: 'UNKNOWN', message: 'Stream failed.' }, {});
+          throw (
+            classifyResponse(response.status >= 400 ? response.status : 500, event.data) ??
+            new TollgateRestrictionError(500, { kind: 'other', code: 'UNKNOWN', message: 'Stream failed.' }, {})
+          );
         }
         const delta = payload?.choices?.[0]?.delta?.content;
         if (typeof delta === 'string' && delta) yield delta;

@@ -26,7 +26,8 @@ button:focus-visible,a:focus-visible{outline:2px solid var(--tg-accent);outline-
 button:disabled{opacity:.6;cursor:progress}
 `;
 
-const FOCUSABLE = 'a[href],button:not([disabled]),input:not([disabled]),select,textarea,[tabindex]:not([tabindex="-1"])';
+const FOCUSABLE =
+  'a[href],button:not([disabled]),input:not([disabled]),select,textarea,[tabindex]:not([tabindex="-1"])';
 
 /** What a dialog element gets from {@link mountModal}. */
 export interface Modal {
@@ -42,7 +43,11 @@ export interface Modal {
  */
 export function mountModal(root: ShadowRoot, onClosed: () => void): Modal {
   // A constructed sheet is not inline style, so a page's strict Content-Security-Policy does not block it.
-  if ('adoptedStyleSheets' in root && typeof CSSStyleSheet !== 'undefined' && 'replaceSync' in CSSStyleSheet.prototype) {
+  if (
+    'adoptedStyleSheets' in root &&
+    typeof CSSStyleSheet !== 'undefined' &&
+    'replaceSync' in CSSStyleSheet.prototype
+  ) {
     const sheet = new CSSStyleSheet();
     sheet.replaceSync(DIALOG_STYLE);
     root.adoptedStyleSheets = [sheet];
@@ -113,10 +118,14 @@ export function mountModal(root: ShadowRoot, onClosed: () => void): Modal {
  * Content-Security-Policy allows, unlike inline `style` attributes).
  */
 export function applyBarWidths(container: ParentNode): void {
-  for (const segment of container.querySelectorAll<HTMLElement>('[data-width]')) segment.style.width = `${segment.dataset.width}%`;
+  for (const segment of container.querySelectorAll<HTMLElement>('[data-width]'))
+    segment.style.width = `${segment.dataset.width}%`;
 }
 
 /** Escapes text for HTML. */
 export function escapeHtml(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+  return String(value ?? '').replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
+  );
 }

@@ -92,7 +92,10 @@ function asNumber(value: unknown): number {
   return typeof value === 'number' ? value : Number(value);
 }
 
-function restrictionOf(errorField: unknown, fallbackMessage: string): { restriction: Restriction; details: Record<string, unknown> } {
+function restrictionOf(
+  errorField: unknown,
+  fallbackMessage: string,
+): { restriction: Restriction; details: Record<string, unknown> } {
   const details: Record<string, unknown> =
     errorField !== null && typeof errorField === 'object' && !Array.isArray(errorField)
       ? { ...(errorField as Record<string, unknown>) }
@@ -102,16 +105,26 @@ function restrictionOf(errorField: unknown, fallbackMessage: string): { restrict
   const type = typeof details.type === 'string' ? details.type : undefined;
   if (code === 'SPENDING_LIMIT_EXCEEDED') {
     const restriction: SpendingLimitRestriction = {
-      kind: 'spending_limit', code, message, type: type ?? 'spending_limit_error',
+      kind: 'spending_limit',
+      code,
+      message,
+      type: type ?? 'spending_limit_error',
       limitType: typeof details.limitType === 'string' ? details.limitType : 'daily',
-      limit: asNumber(details.limit), current: asNumber(details.current), requested: asNumber(details.requested),
+      limit: asNumber(details.limit),
+      current: asNumber(details.current),
+      requested: asNumber(details.requested),
     };
     if (typeof details.resetsAt === 'string') restriction.resetsAt = details.resetsAt;
     return { restriction, details };
   }
   if (code === 'INSUFFICIENT_CREDITS') {
     const restriction: InsufficientCreditsRestriction = {
-      kind: 'insufficient_credits', code, message, type: type ?? 'insufficient_credits_error', available: asNumber(details.available), required: asNumber(details.required),
+      kind: 'insufficient_credits',
+      code,
+      message,
+      type: type ?? 'insufficient_credits_error',
+      available: asNumber(details.available),
+      required: asNumber(details.required),
     };
     if (typeof details.owed === 'number') restriction.owed = details.owed;
     return { restriction, details };
@@ -125,7 +138,10 @@ function restrictionOf(errorField: unknown, fallbackMessage: string): { restrict
  * Classifies a finished response from its status and body text: null for a 2xx, else the error to throw.
  * Exactly contract §7.2: restriction iff the body parses as a JSON object with an own `error` property.
  */
-export function classifyResponse(status: number, bodyText: string): TollgateRestrictionError | TollgateRequestError | null {
+export function classifyResponse(
+  status: number,
+  bodyText: string,
+): TollgateRestrictionError | TollgateRequestError | null {
   if (status >= 200 && status < 300) return null;
   let body: unknown = bodyText;
   try {
@@ -137,7 +153,10 @@ export function classifyResponse(status: number, bodyText: string): TollgateRest
     const { restriction, details } = restrictionOf((body as { error: unknown }).error, fallback);
     return new TollgateRestrictionError(status, restriction, details);
   }
-  const message = isObject && typeof (body as { message?: unknown }).message === 'string' ? (body as { message: string }).message : undefined;
+  const message =
+    isObject && typeof (body as { message?: unknown }).message === 'string'
+      ? (body as { message: string }).message
+      : undefined;
   return new TollgateRequestError(status, message, body);
 }
 
@@ -150,11 +169,15 @@ export async function readOrThrow(response: Response): Promise<string> {
 }
 
 /** True when `error` is a restriction of kind `spending_limit` (narrows `error.restriction`). */
-export function isSpendingLimitError(error: unknown): error is TollgateRestrictionError & { restriction: SpendingLimitRestriction } {
+export function isSpendingLimitError(
+  error: unknown,
+): error is TollgateRestrictionError & { restriction: SpendingLimitRestriction } {
   return error instanceof TollgateRestrictionError && error.restriction.kind === 'spending_limit';
 }
 
 /** True when `error` is a restriction of kind `insufficient_credits` (narrows `error.restriction`). */
-export function isInsufficientCreditsError(error: unknown): error is TollgateRestrictionError & { restriction: InsufficientCreditsRestriction } {
+export function isInsufficientCreditsError(
+  error: unknown,
+): error is TollgateRestrictionError & { restriction: InsufficientCreditsRestriction } {
   return error instanceof TollgateRestrictionError && error.restriction.kind === 'insufficient_credits';
 }

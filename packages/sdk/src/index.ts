@@ -9,10 +9,20 @@ import { defineSignInDialog } from './signin-dialog.ts';
 export { createTollgateClient, TollgateOAuthError } from './client.ts';
 export type { TollgateClient, TollgateClientOptions, AuthorizationRequest } from './client.ts';
 export {
-  classifyResponse, readOrThrow, isSpendingLimitError, isInsufficientCreditsError,
-  TollgateError, TollgateRestrictionError, TollgateRequestError,
+  classifyResponse,
+  readOrThrow,
+  isSpendingLimitError,
+  isInsufficientCreditsError,
+  TollgateError,
+  TollgateRestrictionError,
+  TollgateRequestError,
 } from './errors.ts';
-export type { Restriction, SpendingLimitRestriction, InsufficientCreditsRestriction, OtherRestriction } from './errors.ts';
+export type {
+  Restriction,
+  SpendingLimitRestriction,
+  InsufficientCreditsRestriction,
+  OtherRestriction,
+} from './errors.ts';
 export { randomToken, s256Challenge } from './pkce.ts';
 export { memoryStorage, type TollgateStorage } from './storage.ts';
 export { readServerSentEvents, type ServerSentEvent } from './sse.ts';

@@ -37,7 +37,10 @@ export function toRestriction(input: RestrictionInput): Restriction | null {
 
 function titleOf(restriction: Restriction): string {
   if (restriction.kind === 'spending_limit') {
-    const period = restriction.limitType === 'total' ? 'Spending' : `${restriction.limitType[0].toUpperCase()}${restriction.limitType.slice(1)} spending`;
+    const period =
+      restriction.limitType === 'total'
+        ? 'Spending'
+        : `${restriction.limitType[0].toUpperCase()}${restriction.limitType.slice(1)} spending`;
     return `${period} limit reached`;
   }
   if (restriction.kind === 'insufficient_credits') return 'Not enough credits';
@@ -63,7 +66,9 @@ export function defineRestrictionDialog(): void {
     constructor() {
       super();
       const root = this.attachShadow({ mode: 'open' });
-      this.#modal = mountModal(root, () => this.dispatchEvent(new CustomEvent('tollgate-close', { bubbles: true, composed: true })));
+      this.#modal = mountModal(root, () =>
+        this.dispatchEvent(new CustomEvent('tollgate-close', { bubbles: true, composed: true })),
+      );
     }
 
     attributeChangedCallback(name: string, _old: string | null, value: string | null) {
@@ -173,12 +178,15 @@ ${user ? `<p class="note">Signed in to Tollgate as ${escapeHtml(user.email)}</p>
 </div>
 <div class="actions">${link}<button type="button" part="close" data-action="close">Close</button><button type="button" class="primary" part="retry" data-action="retry" autofocus>Retry</button></div>`;
       applyBarWidths(this.#modal.dialog);
-      if (focused && this.#modal.isOpen()) this.#modal.dialog.querySelector<HTMLElement>(`[data-action=${focused}]`)?.focus();
+      if (focused && this.#modal.isOpen())
+        this.#modal.dialog.querySelector<HTMLElement>(`[data-action=${focused}]`)?.focus();
       this.#modal.dialog.querySelector('[data-action=close]')!.addEventListener('click', () => this.close());
       this.#modal.dialog.querySelector('[data-action=retry]')!.addEventListener('click', () => {
         this.close();
         this.onretry?.(restriction);
-        this.dispatchEvent(new CustomEvent('tollgate-retry', { detail: { restriction }, bubbles: true, composed: true }));
+        this.dispatchEvent(
+          new CustomEvent('tollgate-retry', { detail: { restriction }, bubbles: true, composed: true }),
+        );
       });
     }
   }

@@ -23,7 +23,9 @@ export function defineSignInDialog(): void {
 
     constructor() {
       super();
-      this.#modal = mountModal(this.attachShadow({ mode: 'open' }), () => this.dispatchEvent(new CustomEvent('tollgate-close', { bubbles: true, composed: true })));
+      this.#modal = mountModal(this.attachShadow({ mode: 'open' }), () =>
+        this.dispatchEvent(new CustomEvent('tollgate-close', { bubbles: true, composed: true })),
+      );
     }
 
     attributeChangedCallback(_name: string, _old: string | null, value: string | null) {

@@ -6,7 +6,9 @@ export interface ServerSentEvent {
 
 /** Parses a `text/event-stream` body into events, per the WHATWG rules the gateway's streams follow. */
 export async function* readServerSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<ServerSentEvent> {
-  const reader = body.pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>).getReader();
+  const reader = body
+    .pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>)
+    .getReader();
   let buffer = '';
   let event = 'message';
   let data: string[] = [];

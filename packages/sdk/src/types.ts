@@ -65,7 +65,12 @@ export interface ChatUsage {
   completion_tokens: number;
   total_tokens: number;
   /** Input tokens read from (`cached_tokens`) and written to (`cache_write_tokens`) the prompt cache, and audio input; all inside `prompt_tokens`. */
-  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number; audio_tokens?: number; [field: string]: unknown };
+  prompt_tokens_details?: {
+    cached_tokens?: number;
+    cache_write_tokens?: number;
+    audio_tokens?: number;
+    [field: string]: unknown;
+  };
   /** Reasoning and audio output tokens, inside `completion_tokens`. */
   completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number; [field: string]: unknown };
   /** Credits charged for the call. */

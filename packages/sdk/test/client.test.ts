@@ -3,11 +3,20 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { createHash } from 'node:crypto';
 import {
-  createTollgateClient, memoryStorage, s256Challenge, TollgateOAuthError, TollgateRequestError, TollgateRestrictionError, type TollgateClient,
+  createTollgateClient,
+  memoryStorage,
+  s256Challenge,
+  TollgateOAuthError,
+  TollgateRequestError,
+  TollgateRestrictionError,
+  type TollgateClient,
 } from '../src/index.ts';
 
 test('the S256 challenge matches RFC 7636 appendix B', async () => {
-  assert.equal(await s256Challenge('dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk'), 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM');
+  assert.equal(
+    await s256Challenge('dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk'),
+    'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+  );
 });
 
 /**
@@ -35,7 +44,11 @@ class FakeGateway {
   authorize(authorizeUrl: string): string {
     const url = new URL(authorizeUrl);
     const code = `code_${++this.counter}`;
-    this.codes.set(code, { challenge: url.searchParams.get('code_challenge')!, redirectUri: url.searchParams.get('redirect_uri')!, clientId: url.searchParams.get('client_id')! });
+    this.codes.set(code, {
+      challenge: url.searchParams.get('code_challenge')!,
+      redirectUri: url.searchParams.get('redirect_uri')!,
+      clientId: url.searchParams.get('client_id')!,
+    });
     const back = new URL(url.searchParams.get('redirect_uri')!);
     back.searchParams.set('code', code);
     back.searchParams.set('state', url.searchParams.get('state')!);
@@ -45,7 +58,12 @@ class FakeGateway {
   issue(res: any, withRefresh: boolean) {
     const access = `at_${++this.counter}`;
     this.accessTokens.add(access);
-    const body: Record<string, unknown> = { access_token: access, token_type: 'Bearer', expires_in: this.expiresIn, scope: 'read ai:chat offline_access' };
+    const body: Record<string, unknown> = {
+      access_token: access,
+      token_type: 'Bearer',
+      expires_in: this.expiresIn,
+      scope: 'read ai:chat offline_access',
+    };
     if (withRefresh) {
       const refresh = `rt_${++this.counter}`;
       this.refreshTokens.add(refresh);
@@ -69,38 +87,78 @@ class FakeGateway {
       if (form.get('grant_type') === 'authorization_code') {
         const grant = this.codes.get(form.get('code')!);
         this.codes.delete(form.get('code')!);
-        const challenge = createHash('sha256').update(form.get('code_verifier') ?? '').digest('base64url');
-        if (!grant || grant.challenge !== challenge || grant.redirectUri !== form.get('redirect_uri') || grant.clientId !== form.get('client_id')) {
-          return this.json(res, 400, { error: 'invalid_grant', error_description: 'code, verifier or redirect_uri do not match' });
+        const challenge = createHash('sha256')
+          .update(form.get('code_verifier') ?? '')
+          .digest('base64url');
+        if (
+          !grant ||
+          grant.challenge !== challenge ||
+          grant.redirectUri !== form.get('redirect_uri') ||
+          grant.clientId !== form.get('client_id')
+        ) {
+          return this.json(res, 400, {
+            error: 'invalid_grant',
+            error_description: 'code, verifier or redirect_uri do not match',
+          });
         }
         return this.issue(res, true);
       }
       if (form.get('grant_type') === 'refresh_token') {
         const token = form.get('refresh_token')!;
-        if (!this.refreshTokens.delete(token)) return this.json(res, 400, { error: 'invalid_grant', error_description: 'refresh token reused or unknown' });
+        if (!this.refreshTokens.delete(token))
+          return this.json(res, 400, { error: 'invalid_grant', error_description: 'refresh token reused or unknown' });
         return this.issue(res, true);
       }
       return this.json(res, 400, { error: 'unsupported_grant_type' });
     }
     const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-    if (!token || !this.accessTokens.has(token)) return this.json(res, 401, { error: { code: 'UNAUTHENTICATED', message: 'bad token', type: 'authentication_error' } });
-    if (url.pathname === '/api/user/me') return this.json(res, 200, { id: 'usr_1', email: 'a@example.com', name: 'A', image: null, createdAt: '2030-01-01T00:00:00Z' });
+    if (!token || !this.accessTokens.has(token))
+      return this.json(res, 401, {
+        error: { code: 'UNAUTHENTICATED', message: 'bad token', type: 'authentication_error' },
+      });
+    if (url.pathname === '/api/user/me')
+      return this.json(res, 200, {
+        id: 'usr_1',
+        email: 'a@example.com',
+        name: 'A',
+        image: null,
+        createdAt: '2030-01-01T00:00:00Z',
+      });
     if (url.pathname === '/api/v1/chat/completions') {
       const body = JSON.parse(raw);
       const text = body.messages.at(-1).content as string;
-      if (text === 'limit') return this.json(res, 429, { error: { code: 'SPENDING_LIMIT_EXCEEDED', message: 'Daily spending limit exceeded', type: 'spending_limit_error', limitType: 'daily', limit: 1, current: 1, requested: 0.5, resetsAt: '2030-01-02T00:00:00Z' } });
+      if (text === 'limit')
+        return this.json(res, 429, {
+          error: {
+            code: 'SPENDING_LIMIT_EXCEEDED',
+            message: 'Daily spending limit exceeded',
+            type: 'spending_limit_error',
+            limitType: 'daily',
+            limit: 1,
+            current: 1,
+            requested: 0.5,
+            resetsAt: '2030-01-02T00:00:00Z',
+          },
+        });
       if (text === 'crash') return this.json(res, 500, { message: 'upstream exploded' });
       if (body.stream) {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
-        for (const piece of text.split(' ')) res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: piece + ' ' } }] })}\n\n`);
+        for (const piece of text.split(' '))
+          res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: piece + ' ' } }] })}\n\n`);
         if (text.includes('cut')) {
-          res.write(`event: error\ndata: ${JSON.stringify({ error: { code: 'UPSTREAM_ERROR', message: 'upstream cut', type: 'upstream_error' } })}\n\n`);
+          res.write(
+            `event: error\ndata: ${JSON.stringify({ error: { code: 'UPSTREAM_ERROR', message: 'upstream cut', type: 'upstream_error' } })}\n\n`,
+          );
           return res.end();
         }
         res.write('data: [DONE]\n\n');
         return res.end();
       }
-      return this.json(res, 200, { id: 'c1', model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }] });
+      return this.json(res, 200, {
+        id: 'c1',
+        model: body.model,
+        choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+      });
     }
     this.json(res, 404, { message: 'no route' });
   }
@@ -115,8 +173,13 @@ describe('OAuth sign-in with PKCE and token upkeep', () => {
 
   function client(shared = { storage: memoryStorage(), transientStorage: memoryStorage() }): TollgateClient {
     return createTollgateClient({
-      baseUrl: gateway.baseUrl, clientId: 'app_test', redirectUri: 'http://127.0.0.1:9/callback', scopes: ['read', 'ai:chat', 'offline_access'],
-      ...shared, now: () => now, navigate: (url) => (navigatedTo = url),
+      baseUrl: gateway.baseUrl,
+      clientId: 'app_test',
+      redirectUri: 'http://127.0.0.1:9/callback',
+      scopes: ['read', 'ai:chat', 'offline_access'],
+      ...shared,
+      now: () => now,
+      navigate: (url) => (navigatedTo = url),
     });
   }
 
@@ -149,7 +212,10 @@ describe('OAuth sign-in with PKCE and token upkeep', () => {
     assert.equal(shared.transientStorage.getItem('tollgate:pkce:app_test'), null, 'the verifier is single use');
     assert.equal((await app.getUser()).email, 'a@example.com');
     // A second page load with the same URL cannot replay the exchange.
-    await assert.rejects(app.handleRedirect(gateway.authorize(navigatedTo)), (e: unknown) => e instanceof TollgateOAuthError && e.error === 'state_mismatch');
+    await assert.rejects(
+      app.handleRedirect(gateway.authorize(navigatedTo)),
+      (e: unknown) => e instanceof TollgateOAuthError && e.error === 'state_mismatch',
+    );
   });
 
   test('a redirect whose state differs from the one this browser kept is refused before any token request', async () => {
@@ -158,7 +224,10 @@ describe('OAuth sign-in with PKCE and token upkeep', () => {
     const back = new URL(gateway.authorize(navigatedTo));
     back.searchParams.set('state', 'forged');
     const before = gateway.tokenRequests.length;
-    await assert.rejects(app.handleRedirect(back.toString()), (e: unknown) => e instanceof TollgateOAuthError && e.error === 'state_mismatch');
+    await assert.rejects(
+      app.handleRedirect(back.toString()),
+      (e: unknown) => e instanceof TollgateOAuthError && e.error === 'state_mismatch',
+    );
     assert.equal(gateway.tokenRequests.length, before);
     assert.equal(app.isSignedIn(), false);
   });
@@ -167,7 +236,10 @@ describe('OAuth sign-in with PKCE and token upkeep', () => {
     const app = client();
     await app.signIn();
     const state = new URL(navigatedTo).searchParams.get('state')!;
-    await assert.rejects(app.handleRedirect(`http://127.0.0.1:9/callback?error=access_denied&state=${state}`), (e: unknown) => e instanceof TollgateOAuthError && e.error === 'access_denied');
+    await assert.rejects(
+      app.handleRedirect(`http://127.0.0.1:9/callback?error=access_denied&state=${state}`),
+      (e: unknown) => e instanceof TollgateOAuthError && e.error === 'access_denied',
+    );
     assert.equal(await app.handleRedirect('http://127.0.0.1:9/callback'), null);
   });
 
@@ -176,8 +248,14 @@ describe('OAuth sign-in with PKCE and token upkeep', () => {
     const app = client(shared);
     await app.signIn();
     const pending = JSON.parse(shared.transientStorage.getItem('tollgate:pkce:app_test')!);
-    shared.transientStorage.setItem('tollgate:pkce:app_test', JSON.stringify({ ...pending, codeVerifier: 'x'.repeat(43) }));
-    await assert.rejects(app.handleRedirect(gateway.authorize(navigatedTo)), (e: unknown) => e instanceof TollgateOAuthError && e.error === 'invalid_grant');
+    shared.transientStorage.setItem(
+      'tollgate:pkce:app_test',
+      JSON.stringify({ ...pending, codeVerifier: 'x'.repeat(43) }),
+    );
+    await assert.rejects(
+      app.handleRedirect(gateway.authorize(navigatedTo)),
+      (e: unknown) => e instanceof TollgateOAuthError && e.error === 'invalid_grant',
+    );
   });
 
   test('the access token is refreshed before it expires, the rotated refresh token replaces the old one', async () => {
@@ -194,7 +272,11 @@ describe('OAuth sign-in with PKCE and token upkeep', () => {
     const refreshes = gateway.tokenRequests.filter((f) => f.get('refresh_token') === first.refreshToken);
     assert.equal(refreshes.length, 1);
     assert.notEqual(app.getTokens()!.refreshToken, first.refreshToken);
-    assert.equal((await app.chat({ model: 'tollgate/echo', messages: [{ role: 'user', content: 'hi' }] })).choices[0].message.content, 'hi');
+    assert.equal(
+      (await app.chat({ model: 'tollgate/echo', messages: [{ role: 'user', content: 'hi' }] })).choices[0].message
+        .content,
+      'hi',
+    );
   });
 
   test('a refused refresh (rotated token reused, grant revoked) signs the client out', async () => {
@@ -222,19 +304,46 @@ describe('OAuth sign-in with PKCE and token upkeep', () => {
     await app.signIn();
     await app.handleRedirect(gateway.authorize(navigatedTo));
     const ask = (content: string) => app.chat({ model: 'tollgate/echo', messages: [{ role: 'user', content }] });
-    await assert.rejects(ask('limit'), (e: unknown) => e instanceof TollgateRestrictionError && e.restriction.kind === 'spending_limit' && e.restriction.requested === 0.5);
-    await assert.rejects(ask('crash'), (e: unknown) => e instanceof TollgateRequestError && e.status === 500 && e.message === 'upstream exploded');
+    await assert.rejects(
+      ask('limit'),
+      (e: unknown) =>
+        e instanceof TollgateRestrictionError &&
+        e.restriction.kind === 'spending_limit' &&
+        e.restriction.requested === 0.5,
+    );
+    await assert.rejects(
+      ask('crash'),
+      (e: unknown) => e instanceof TollgateRequestError && e.status === 500 && e.message === 'upstream exploded',
+    );
     let text = '';
-    for await (const delta of app.chatStream({ model: 'tollgate/echo', messages: [{ role: 'user', content: 'one two three' }] })) text += delta;
+    for await (const delta of app.chatStream({
+      model: 'tollgate/echo',
+      messages: [{ role: 'user', content: 'one two three' }],
+    }))
+      text += delta;
     assert.equal(text, 'one two three ');
     const pieces: string[] = [];
-    await assert.rejects(async () => {
-      for await (const delta of app.chatStream({ model: 'tollgate/echo', messages: [{ role: 'user', content: 'cut here' }] })) pieces.push(delta);
-    }, (e: unknown) => e instanceof TollgateRestrictionError && e.code === 'UPSTREAM_ERROR');
+    await assert.rejects(
+      async () => {
+        for await (const delta of app.chatStream({
+          model: 'tollgate/echo',
+          messages: [{ role: 'user', content: 'cut here' }],
+        }))
+          pieces.push(delta);
+      },
+      (e: unknown) => e instanceof TollgateRestrictionError && e.code === 'UPSTREAM_ERROR',
+    );
     assert.deepEqual(pieces, ['cut ', 'here ']);
-    await assert.rejects(async () => {
-      for await (const _ of app.chatStream({ model: 'tollgate/echo', messages: [{ role: 'user', content: 'limit' }] })) void _;
-    }, (e: unknown) => e instanceof TollgateRestrictionError && e.status === 429);
+    await assert.rejects(
+      async () => {
+        for await (const _ of app.chatStream({
+          model: 'tollgate/echo',
+          messages: [{ role: 'user', content: 'limit' }],
+        }))
+          void _;
+      },
+      (e: unknown) => e instanceof TollgateRestrictionError && e.status === 429,
+    );
   });
 
   test('signed out, calls fail without a request', async () => {

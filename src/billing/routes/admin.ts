@@ -11,49 +11,86 @@ const security = [{ admin: [] }];
  * Gives or takes a user's credits: a positive amount is a grant, a negative one an adjustment (which never
  * takes more than the user has available). The CLI's `grant-credits` calls the same code.
  */
-export async function operatorCredit(ctx: AppContext, userId: string, credits: number, reason?: string): Promise<{ balance: number }> {
+export async function operatorCredit(
+  ctx: AppContext,
+  userId: string,
+  credits: number,
+  reason?: string,
+): Promise<{ balance: number }> {
   const micros = creditsToMicros(credits);
-  if (micros === null || micros === 0) throw errors.invalid('amount must be a non-zero number of credits with at most 6 decimals.');
+  if (micros === null || micros === 0)
+    throw errors.invalid('amount must be a non-zero number of credits with at most 6 decimals.');
   const billing = ctx.services.billing;
-  const result = micros > 0
-    ? await billing.grant(userId, micros, reason ?? 'Operator grant')
-    : await billing.adjust(userId, micros, reason ?? 'Operator adjustment');
+  const result =
+    micros > 0
+      ? await billing.grant(userId, micros, reason ?? 'Operator grant')
+      : await billing.adjust(userId, micros, reason ?? 'Operator adjustment');
   return { balance: microsToCredits(result.balance) };
 }
 
 /** The operator's billing routes: credits and the ledger check. */
 export function registerBillingAdminRoutes(app: App, ctx: AppContext): void {
-  app.post('/api/admin/users/:id/credits', {
-    schema: {
-      tags: ['admin'], summary: 'Grant credits to a user (a negative amount is an adjustment)', security,
-      params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
-      body: Type.Object({
-        amount: Type.Number({ description: 'Credits, at most 6 decimals, not zero; negative takes credits back (never below the available amount).' }),
-        reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
-      }, { additionalProperties: false }),
-      response: { 200: Type.Object({ balance: Type.Number() }) },
-    },
-    config: admin,
-  }, async (request) => {
-    const { amount, reason } = request.body as { amount: number; reason?: string };
-    return operatorCredit(ctx, (request.params as { id: string }).id, amount, reason);
-  });
-
-  const Difference = Type.Object({ kind: Type.String(), subject: Type.String(), recorded: Type.Number(), computed: Type.Number() });
-  app.get('/api/admin/ledger/verify', {
-    schema: {
-      tags: ['admin'], summary: 'Recompute every balance from the ledger and report differences', security,
-      response: {
-        200: Type.Object({
-          ok: Type.Boolean(),
-          wallets: Type.Integer(),
-          entries: Type.Integer(),
-          differences: Type.Array(Difference),
-          negativeAvailable: Type.Array(Type.Object({ userId: Type.String(), available: Type.Number() })),
-          expiredOpenHolds: Type.Array(Type.Object({ holdId: Type.String(), userId: Type.String(), amount: Type.Number(), expiresAt: Type.String({ format: 'date-time' }) })),
-        }),
+  app.post(
+    '/api/admin/users/:id/credits',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Grant credits to a user (a negative amount is an adjustment)',
+        security,
+        params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
+        body: Type.Object(
+          {
+            amount: Type.Number({
+              description:
+                'Credits, at most 6 decimals, not zero; negative takes credits back (never below the available amount).',
+            }),
+            reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: Type.Object({ balance: Type.Number() }) },
       },
+      config: admin,
     },
-    config: admin,
-  }, async () => ctx.services.billing.verify());
+    async (request) => {
+      const { amount, reason } = request.body as { amount: number; reason?: string };
+      return operatorCredit(ctx, (request.params as { id: string }).id, amount, reason);
+    },
+  );
+
+  const Difference = Type.Object({
+    kind: Type.String(),
+    subject: Type.String(),
+    recorded: Type.Number(),
+    computed: Type.Number(),
+  });
+  app.get(
+    '/api/admin/ledger/verify',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Recompute every balance from the ledger and report differences',
+        security,
+        response: {
+          200: Type.Object({
+            ok: Type.Boolean(),
+            wallets: Type.Integer(),
+            entries: Type.Integer(),
+            differences: Type.Array(Difference),
+            negativeAvailable: Type.Array(Type.Object({ userId: Type.String(), available: Type.Number() })),
+            expiredOpenHolds: Type.Array(
+              Type.Object({
+                holdId: Type.String(),
+                userId: Type.String(),
+                amount: Type.Number(),
+                expiresAt: Type.String({ format: 'date-time' }),
+              }),
+            ),
+          }),
+        },
+      },
+      config: admin,
+    },
+    async () => ctx.services.billing.verify(),
+  );
 }

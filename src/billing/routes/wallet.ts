@@ -16,11 +16,24 @@ export const BalanceSchema = Type.Object({
 
 const TransactionSchema = Type.Object({
   id: Type.String({ examples: ['txn_3kT9xQ2mN7pR4sV8wY1z'] }),
-  type: Type.Union([
-    Type.Literal('grant'), Type.Literal('topup'), Type.Literal('adjustment'), Type.Literal('hold'),
-    Type.Literal('capture'), Type.Literal('release'), Type.Literal('expiry'), Type.Literal('refund'), Type.Literal('dispute'),
-  ], { description: 'The kind of movement.' }),
-  amount: Type.Number({ description: 'Change of the balance in credits (+ grant, top-up, refund of a charge, won dispute; − capture, refunded or disputed top-up; 0 for hold, release, expiry).' }),
+  type: Type.Union(
+    [
+      Type.Literal('grant'),
+      Type.Literal('topup'),
+      Type.Literal('adjustment'),
+      Type.Literal('hold'),
+      Type.Literal('capture'),
+      Type.Literal('release'),
+      Type.Literal('expiry'),
+      Type.Literal('refund'),
+      Type.Literal('dispute'),
+    ],
+    { description: 'The kind of movement.' },
+  ),
+  amount: Type.Number({
+    description:
+      'Change of the balance in credits (+ grant, top-up, refund of a charge, won dispute; − capture, refunded or disputed top-up; 0 for hold, release, expiry).',
+  }),
   held: Type.Number({ description: 'Change of the reserved credits (+ hold; − settle, release, expiry).' }),
   balanceAfter: Type.Number({ description: 'Balance just after this movement.' }),
   description: Type.String(),
@@ -30,31 +43,63 @@ const TransactionSchema = Type.Object({
 
 const TransactionsQuery = Type.Object({
   // Query values arrive as text (the server does not coerce types), so the number is matched as digits.
-  limit: Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'Movements per page, 1 to 100 (default 50).' })),
+  limit: Type.Optional(
+    Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'Movements per page, 1 to 100 (default 50).' }),
+  ),
   cursor: Type.Optional(Type.String({ maxLength: 100, description: 'The `nextCursor` of the previous page.' })),
 });
 
 /** The wallet reads of the dashboard and of apps with `billing:read`. */
 export function registerWalletRoutes(app: App, ctx: AppContext): void {
-  app.get('/api/wallet/balance', {
-    schema: { tags: ['wallet'], summary: 'The wallet balance in credits', security, response: { 200: BalanceSchema } },
-    config: { auth: ['billing:read'] },
-  }, async (request) => {
-    const wallet = await ctx.services.billing.getBalance(principalOf(request).userId);
-    return { balance: microsToCredits(wallet.balance), reserved: microsToCredits(wallet.reserved), available: microsToCredits(wallet.available), currency: 'credits' as const };
-  });
-
-  app.get('/api/wallet/transactions', {
-    schema: {
-      tags: ['wallet'], summary: 'The wallet movements, newest first, paged', security, querystring: TransactionsQuery,
-      response: { 200: Type.Object({ transactions: Type.Array(TransactionSchema), nextCursor: Type.Union([Type.String(), Type.Null()]) }) },
+  app.get(
+    '/api/wallet/balance',
+    {
+      schema: {
+        tags: ['wallet'],
+        summary: 'The wallet balance in credits',
+        security,
+        response: { 200: BalanceSchema },
+      },
+      config: { auth: ['billing:read'] },
     },
-    config: { auth: ['billing:read'] },
-  }, async (request) => {
-    const query = request.query as { limit?: string; cursor?: string };
-    // Security invariant: an app (its token, or a key it created) sees only the movements of its own holds,
-    // not the other apps' spend nor the user's grants and top-ups; the balance stays readable (decisions.md).
-    const principal = principalOf(request);
-    return ctx.services.billing.listTransactions(principal.userId, { limit: query.limit ? Number(query.limit) : undefined, cursor: query.cursor, appId: principal.appId });
-  });
+    async (request) => {
+      const wallet = await ctx.services.billing.getBalance(principalOf(request).userId);
+      return {
+        balance: microsToCredits(wallet.balance),
+        reserved: microsToCredits(wallet.reserved),
+        available: microsToCredits(wallet.available),
+        currency: 'credits' as const,
+      };
+    },
+  );
+
+  app.get(
+    '/api/wallet/transactions',
+    {
+      schema: {
+        tags: ['wallet'],
+        summary: 'The wallet movements, newest first, paged',
+        security,
+        querystring: TransactionsQuery,
+        response: {
+          200: Type.Object({
+            transactions: Type.Array(TransactionSchema),
+            nextCursor: Type.Union([Type.String(), Type.Null()]),
+          }),
+        },
+      },
+      config: { auth: ['billing:read'] },
+    },
+    async (request) => {
+      const query = request.query as { limit?: string; cursor?: string };
+      // Security invariant: an app (its token, or a key it created) sees only the movements of its own holds,
+      // not the other apps' spend nor the user's grants and top-ups; the balance stays readable (decisions.md).
+      const principal = principalOf(request);
+      return ctx.services.billing.listTransactions(principal.userId, {
+        limit: query.limit ? Number(query.limit) : undefined,
+        cursor: query.cursor,
+        appId: principal.appId,
+      });
+    },
+  );
 }

@@ -11,7 +11,17 @@ import { writeLimits } from '../limits.ts';
 /** Inserts a user that cannot sign in (its password hash matches nothing) and returns its id. */
 export async function insertUser(ctx: AppContext): Promise<string> {
   const id = newId('usr');
-  await ctx.db.insertInto('users').values({ id, email: `${id.toLowerCase()}@example.com`, name: 'Fixture', image: null, password_hash: '!', created_at: ctx.clock.now() }).execute();
+  await ctx.db
+    .insertInto('users')
+    .values({
+      id,
+      email: `${id.toLowerCase()}@example.com`,
+      name: 'Fixture',
+      image: null,
+      password_hash: '!',
+      created_at: ctx.clock.now(),
+    })
+    .execute();
   return id;
 }
 
@@ -19,15 +29,36 @@ export async function insertUser(ctx: AppContext): Promise<string> {
 export async function authorizeApp(
   ctx: AppContext,
   userId: string,
-  options: { clientId?: string; name?: string; scopes?: string; daily?: number | null; monthly?: number | null; total?: number | null; revoked?: boolean } = {},
+  options: {
+    clientId?: string;
+    name?: string;
+    scopes?: string;
+    daily?: number | null;
+    monthly?: number | null;
+    total?: number | null;
+    revoked?: boolean;
+  } = {},
 ): Promise<string> {
   const clientId = options.clientId ?? newId('app');
   const now = ctx.clock.now();
-  const existing = await ctx.db.selectFrom('oauth_clients').select('client_id').where('client_id', '=', clientId).executeTakeFirst();
+  const existing = await ctx.db
+    .selectFrom('oauth_clients')
+    .select('client_id')
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
   if (!existing) {
     await ctx.db
       .insertInto('oauth_clients')
-      .values({ client_id: clientId, name: options.name ?? `App ${randomText(4)}`, type: 'public', client_secret_hash: null, redirect_uris: '["http://127.0.0.1/cb"]', scopes: 'read billing:read ai:chat', owner_user_id: null, created_at: now })
+      .values({
+        client_id: clientId,
+        name: options.name ?? `App ${randomText(4)}`,
+        type: 'public',
+        client_secret_hash: null,
+        redirect_uris: '["http://127.0.0.1/cb"]',
+        scopes: 'read billing:read ai:chat',
+        owner_user_id: null,
+        created_at: now,
+      })
       .execute();
   }
   await ctx.db
@@ -41,20 +72,37 @@ export async function authorizeApp(
       revoked_at: options.revoked ? now : null,
     })
     .execute();
-  await writeLimits(ctx.db, { kind: 'app', userId, appId: clientId }, { daily: options.daily ?? null, monthly: options.monthly ?? null, total: options.total ?? null });
+  await writeLimits(
+    ctx.db,
+    { kind: 'app', userId, appId: clientId },
+    { daily: options.daily ?? null, monthly: options.monthly ?? null, total: options.total ?? null },
+  );
   return clientId;
 }
 
 /** Inserts an API key row with a spending limit (micro-credits); the key value itself is never used here. */
-export async function insertApiKey(ctx: AppContext, userId: string, options: { appId?: string | null; limit: number | null; period: 'daily' | 'monthly' | 'total' | null }): Promise<string> {
+export async function insertApiKey(
+  ctx: AppContext,
+  userId: string,
+  options: { appId?: string | null; limit: number | null; period: 'daily' | 'monthly' | 'total' | null },
+): Promise<string> {
   const id = newId('key');
   await ctx.db
     .insertInto('api_keys')
     .values({
-      id, user_id: userId, app_id: options.appId ?? null, name: 'fixture', key_hash: `fixture-${id}`, key_sealed: 'unused', permissions: '["ai:chat"]',
-      last_used_at: null, created_at: ctx.clock.now(), revoked_at: null,
+      id,
+      user_id: userId,
+      app_id: options.appId ?? null,
+      name: 'fixture',
+      key_hash: `fixture-${id}`,
+      key_sealed: 'unused',
+      permissions: '["ai:chat"]',
+      last_used_at: null,
+      created_at: ctx.clock.now(),
+      revoked_at: null,
     })
     .execute();
-  if (options.limit !== null) await writeLimits(ctx.db, { kind: 'key', keyId: id }, { [options.period ?? 'total']: options.limit });
+  if (options.limit !== null)
+    await writeLimits(ctx.db, { kind: 'key', keyId: id }, { [options.period ?? 'total']: options.limit });
   return id;
 }

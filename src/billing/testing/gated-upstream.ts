@@ -51,7 +51,11 @@ export async function startGatedUpstream(promptTokens = 11): Promise<GatedUpstre
     emit: word,
     finish() {
       frame({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
-      frame({ ...base, choices: [], usage: { prompt_tokens: promptTokens, completion_tokens: words, total_tokens: promptTokens + words } });
+      frame({
+        ...base,
+        choices: [],
+        usage: { prompt_tokens: promptTokens, completion_tokens: words, total_tokens: promptTokens + words },
+      });
       stream!.end('data: [DONE]\n\n');
       stream = null;
       opened = Promise.withResolvers<void>();

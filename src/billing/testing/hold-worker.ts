@@ -14,7 +14,13 @@ import { openDatabase } from '../../platform/db/connect.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { createBilling } from '../service.ts';
 
-const job = JSON.parse(process.argv[2]) as { userId: string; appId: string | null; count: number; amount: number; at: string };
+const job = JSON.parse(process.argv[2]) as {
+  userId: string;
+  appId: string | null;
+  count: number;
+  amount: number;
+  at: string;
+};
 const config = loadConfig(process.env, { LOG_LEVEL: 'silent' });
 const database = openDatabase(config);
 const billing = createBilling({ config, db: database.db, dialect: database.dialect, clock: new ManualClock(job.at) });
@@ -31,7 +37,10 @@ await Promise.all(
       await billing.placeHold({ userId: job.userId, appId: job.appId, keyId: null, amount: job.amount });
       placed += 1;
     } catch (error) {
-      const body = error instanceof ApiError ? JSON.stringify({ status: error.status, ...error.toEnvelope() }) : `unexpected: ${error}`;
+      const body =
+        error instanceof ApiError
+          ? JSON.stringify({ status: error.status, ...error.toEnvelope() })
+          : `unexpected: ${error}`;
       refusals[body] = (refusals[body] ?? 0) + 1;
     }
   }),

@@ -10,23 +10,33 @@ import { EndpointInputSchema, EndpointSchema, SecretSchema, type Surface } from 
  */
 export function registerCreateRoute(app: App, ctx: AppContext, surface: Surface): void {
   const { base, tags, security, config } = surface;
-  app.post(base, {
-    schema: {
-      tags, summary: 'Register a webhook endpoint', security,
-      description: 'Answers 201 with the endpoint and its signing secret (`whsec_…`), shown only this once. '
-        + 'A URL that is not https:// or resolves to a private address is a 400 `WEBHOOK_URL_REFUSED`.',
-      body: Type.Object({
-        url: EndpointInputSchema.url,
-        eventTypes: Type.Optional(EndpointInputSchema.eventTypes),
-        enabled: Type.Optional(EndpointInputSchema.enabled),
-      }, { additionalProperties: false }),
-      response: { 201: Type.Object({ webhook: EndpointSchema, secret: SecretSchema }) },
+  app.post(
+    base,
+    {
+      schema: {
+        tags,
+        summary: 'Register a webhook endpoint',
+        security,
+        description:
+          'Answers 201 with the endpoint and its signing secret (`whsec_…`), shown only this once. ' +
+          'A URL that is not https:// or resolves to a private address is a 400 `WEBHOOK_URL_REFUSED`.',
+        body: Type.Object(
+          {
+            url: EndpointInputSchema.url,
+            eventTypes: Type.Optional(EndpointInputSchema.eventTypes),
+            enabled: Type.Optional(EndpointInputSchema.enabled),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: Type.Object({ webhook: EndpointSchema, secret: SecretSchema }) },
+      },
+      config,
     },
-    config,
-  }, async (request, reply) => {
-    const owner = surface.owner(request);
-    const { row, secret } = await createEndpoint(ctx, owner, request.body as EndpointInput & { url: string });
-    await ctx.services.events.subscriptions.changed(owner);
-    return reply.code(201).send({ webhook: endpointView(row), secret });
-  });
+    async (request, reply) => {
+      const owner = surface.owner(request);
+      const { row, secret } = await createEndpoint(ctx, owner, request.body as EndpointInput & { url: string });
+      await ctx.services.events.subscriptions.changed(owner);
+      return reply.code(201).send({ webhook: endpointView(row), secret });
+    },
+  );
 }

@@ -7,8 +7,17 @@ import { EndpointSchema, type Surface } from './surfaces.ts';
 /** `GET /api/{user,admin}/webhooks`: the caller's endpoints, oldest first, without their secrets. */
 export function registerListRoute(app: App, ctx: AppContext, surface: Surface): void {
   const { base, tags, security, config } = surface;
-  app.get(base, {
-    schema: { tags, summary: 'List webhook endpoints', security, response: { 200: Type.Object({ webhooks: Type.Array(EndpointSchema) }) } },
-    config,
-  }, async (request) => ({ webhooks: (await listEndpoints(ctx, surface.owner(request))).map(endpointView) }));
+  app.get(
+    base,
+    {
+      schema: {
+        tags,
+        summary: 'List webhook endpoints',
+        security,
+        response: { 200: Type.Object({ webhooks: Type.Array(EndpointSchema) }) },
+      },
+      config,
+    },
+    async (request) => ({ webhooks: (await listEndpoints(ctx, surface.owner(request))).map(endpointView) }),
+  );
 }

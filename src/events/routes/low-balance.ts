@@ -8,10 +8,16 @@ import { userSurface } from './surfaces.ts';
 
 const AlertSchema = Type.Object({
   threshold: Type.Union([Type.Number(), Type.Null()], { description: 'Credits; null when no alert is set.' }),
-  armed: Type.Boolean({ description: 'True when the balance is at or above the threshold, so the next call that takes it below fires `wallet.low_balance`.' }),
+  armed: Type.Boolean({
+    description:
+      'True when the balance is at or above the threshold, so the next call that takes it below fires `wallet.low_balance`.',
+  }),
 });
 
-const view = (alert: LowBalanceAlert) => ({ threshold: alert.threshold === null ? null : microsToCredits(alert.threshold), armed: alert.armed });
+const view = (alert: LowBalanceAlert) => ({
+  threshold: alert.threshold === null ? null : microsToCredits(alert.threshold),
+  armed: alert.armed,
+});
 
 /**
  * `GET` and `PUT /api/user/low-balance-alert`: the threshold under which `wallet.low_balance` fires, once per
@@ -21,26 +27,46 @@ export function registerLowBalanceRoutes(app: App, ctx: AppContext): void {
   const { tags, security, config } = userSurface;
   const path = '/api/user/low-balance-alert';
 
-  app.get(path, { schema: { tags, summary: 'The low-balance alert threshold', security, response: { 200: AlertSchema } }, config }, async (request) => {
-    return view(await readAlert(ctx, userSurface.owner(request)!));
-  });
-
-  app.put(path, {
-    schema: {
-      tags, summary: 'Set or remove the low-balance alert threshold', security,
-      description: '`wallet.low_balance` fires once when a call leaves `available` below the threshold, and not again until it has '
-        + 'been back at or above it. null removes the alert.',
-      body: Type.Object({ threshold: Type.Union([Type.Number({ minimum: 0, description: 'Credits, at most 6 decimals.' }), Type.Null()]) }, { additionalProperties: false }),
-      response: { 200: AlertSchema },
+  app.get(
+    path,
+    { schema: { tags, summary: 'The low-balance alert threshold', security, response: { 200: AlertSchema } }, config },
+    async (request) => {
+      return view(await readAlert(ctx, userSurface.owner(request)!));
     },
-    config,
-  }, async (request) => {
-    const userId = userSurface.owner(request)!;
-    const { threshold } = request.body as { threshold: number | null };
-    const micros = threshold === null ? null : creditsToMicros(threshold);
-    if (threshold !== null && micros === null) throw errors.invalid('threshold must be a number of credits with at most 6 decimals.');
-    const alert = await writeAlert(ctx, userId, micros);
-    await ctx.services.events.subscriptions.changed(userId);
-    return view(alert);
-  });
+  );
+
+  app.put(
+    path,
+    {
+      schema: {
+        tags,
+        summary: 'Set or remove the low-balance alert threshold',
+        security,
+        description:
+          '`wallet.low_balance` fires once when a call leaves `available` below the threshold, and not again until it has ' +
+          'been back at or above it. null removes the alert.',
+        body: Type.Object(
+          {
+            threshold: Type.Union([
+              Type.Number({ minimum: 0, description: 'Credits, at most 6 decimals.' }),
+              Type.Null(),
+            ]),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: AlertSchema },
+      },
+      config,
+    },
+    async (request) => {
+      const userId = userSurface.owner(request)!;
+      const { threshold } = request.body as { threshold: number | null };
+      const micros = threshold === null ? null : creditsToMicros(threshold);
+      if (threshold !== null && micros === null)
+        throw errors.invalid('threshold must be a number of credits with at most 6 decimals.');
+      const alert = await writeAlert(ctx, userId, micros);
+      await ctx.services.events.subscriptions.changed(userId);
+      return view(alert);
+    },
+  );
 }

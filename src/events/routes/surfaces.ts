@@ -31,7 +31,10 @@ export const userSurface: Surface = {
   config: { auth: [] },
   owner(request) {
     const principal = principalOf(request);
-    if (principal.kind !== 'session') throw errors.forbidden('Webhooks can only be managed from the dashboard (a signed-in session); no app scope grants it.');
+    if (principal.kind !== 'session')
+      throw errors.forbidden(
+        'Webhooks can only be managed from the dashboard (a signed-in session); no app scope grants it.',
+      );
     return principal.userId;
   },
 };
@@ -54,17 +57,30 @@ export const EndpointSchema = Type.Object({
   url: Type.String(),
   eventTypes: Type.Array(Type.String(), { description: 'The event types sent to it.' }),
   enabled: Type.Boolean(),
-  scope: Type.Union([Type.Literal('user'), Type.Literal('operator')], { description: "`user`: the owner's events; `operator`: every user's." }),
+  scope: Type.Union([Type.Literal('user'), Type.Literal('operator')], {
+    description: "`user`: the owner's events; `operator`: every user's.",
+  }),
   createdAt: IsoDate,
   updatedAt: IsoDate,
 });
 
-export const SecretSchema = Type.String({ pattern: '^whsec_', description: 'The Standard Webhooks signing secret; shown only now.' });
+export const SecretSchema = Type.String({
+  pattern: '^whsec_',
+  description: 'The Standard Webhooks signing secret; shown only now.',
+});
 
 export const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
 export const EndpointInputSchema = {
-  url: Type.String({ minLength: 1, maxLength: 2048, description: 'Where events are POSTed: https:// (and a public address) unless the operator allows otherwise.' }),
-  eventTypes: Type.Array(EventTypeSchema, { minItems: 1, maxItems: EVENT_TYPES.length, description: 'Default: every type.' }),
+  url: Type.String({
+    minLength: 1,
+    maxLength: 2048,
+    description: 'Where events are POSTed: https:// (and a public address) unless the operator allows otherwise.',
+  }),
+  eventTypes: Type.Array(EventTypeSchema, {
+    minItems: 1,
+    maxItems: EVENT_TYPES.length,
+    description: 'Default: every type.',
+  }),
   enabled: Type.Boolean({ description: 'Default true.' }),
 };

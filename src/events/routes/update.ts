@@ -7,21 +7,36 @@ import { EndpointInputSchema, EndpointSchema, IdParams, type Surface } from './s
 /** `PATCH /api/{user,admin}/webhooks/:id`: changes the URL (checked again), the event types or enabled. */
 export function registerUpdateRoute(app: App, ctx: AppContext, surface: Surface): void {
   const { base, tags, security, config } = surface;
-  app.patch(`${base}/:id`, {
-    schema: {
-      tags, summary: 'Change a webhook endpoint (URL, event types, enabled)', security, params: IdParams,
-      body: Type.Object({
-        url: Type.Optional(EndpointInputSchema.url),
-        eventTypes: Type.Optional(EndpointInputSchema.eventTypes),
-        enabled: Type.Optional(EndpointInputSchema.enabled),
-      }, { additionalProperties: false }),
-      response: { 200: Type.Object({ webhook: EndpointSchema }) },
+  app.patch(
+    `${base}/:id`,
+    {
+      schema: {
+        tags,
+        summary: 'Change a webhook endpoint (URL, event types, enabled)',
+        security,
+        params: IdParams,
+        body: Type.Object(
+          {
+            url: Type.Optional(EndpointInputSchema.url),
+            eventTypes: Type.Optional(EndpointInputSchema.eventTypes),
+            enabled: Type.Optional(EndpointInputSchema.enabled),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: Type.Object({ webhook: EndpointSchema }) },
+      },
+      config,
     },
-    config,
-  }, async (request) => {
-    const owner = surface.owner(request);
-    const row = await updateEndpoint(ctx, owner, (request.params as { id: string }).id, request.body as EndpointInput);
-    await ctx.services.events.subscriptions.changed(owner);
-    return { webhook: endpointView(row) };
-  });
+    async (request) => {
+      const owner = surface.owner(request);
+      const row = await updateEndpoint(
+        ctx,
+        owner,
+        (request.params as { id: string }).id,
+        request.body as EndpointInput,
+      );
+      await ctx.services.events.subscriptions.changed(owner);
+      return { webhook: endpointView(row) };
+    },
+  );
 }

@@ -43,7 +43,12 @@ export class WebhookReceiver {
           }
         });
         const action = this.behaviour(index, body);
-        this.received.push({ headers: request.headers, body, answered: 'hangMs' in action ? 'hang' : action.status, verified });
+        this.received.push({
+          headers: request.headers,
+          body,
+          answered: 'hangMs' in action ? 'hang' : action.status,
+          verified,
+        });
         for (const wake of this.#waiters.splice(0)) wake();
         if ('hangMs' in action) {
           setTimeout(() => response.destroyed || response.writeHead(200).end('too late'), action.hangMs).unref();

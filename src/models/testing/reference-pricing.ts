@@ -57,7 +57,11 @@ export function openAiReport(usage: ReportedUsage): Record<string, unknown> {
     prompt_tokens: usage.input,
     completion_tokens: usage.output,
     total_tokens: usage.input + usage.output,
-    prompt_tokens_details: { cached_tokens: usage.cachedRead, cache_write_tokens: usage.cacheWrite, audio_tokens: usage.audioIn },
+    prompt_tokens_details: {
+      cached_tokens: usage.cachedRead,
+      cache_write_tokens: usage.cacheWrite,
+      audio_tokens: usage.audioIn,
+    },
     completion_tokens_details: { reasoning_tokens: usage.reasoning, audio_tokens: usage.audioOut },
     server_tool_use: { web_search_requests: usage.webSearches },
   };
@@ -79,23 +83,33 @@ const price = fc.integer({ min: 0, max: 100_000_000 });
 const detailed = fc.option(price, { freq: 3, nil: null });
 /** Random catalogue prices (micro-credits). */
 export const referencePrices: fc.Arbitrary<ReferencePrices> = fc.record({
-  prompt: price, completion: price,
-  cacheRead: detailed, cacheWrite: detailed, reasoning: detailed, audioInput: detailed, audioOutput: detailed,
-  request: fc.integer({ min: 0, max: 10_000 }), webSearch: fc.integer({ min: 0, max: 100_000 }),
+  prompt: price,
+  completion: price,
+  cacheRead: detailed,
+  cacheWrite: detailed,
+  reasoning: detailed,
+  audioInput: detailed,
+  audioOutput: detailed,
+  request: fc.integer({ min: 0, max: 10_000 }),
+  webSearch: fc.integer({ min: 0, max: 100_000 }),
 });
 
 /** A random consistent provider report: details never exceed their totals. */
-export const reportedUsage = (options: { audio?: boolean; reasoning?: boolean; maxInput?: number; maxOutput?: number } = {}): fc.Arbitrary<ReportedUsage> =>
-  fc.record({
-    input: fc.integer({ min: 1, max: options.maxInput ?? 200_000 }),
-    output: fc.integer({ min: 1, max: options.maxOutput ?? 50_000 }),
-    shares: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 5, maxLength: 5 }),
-    webSearches: fc.integer({ min: 0, max: 5 }),
-  }).map(({ input, output, shares: [a, b, c, d, e], webSearches }) => {
-    const cachedRead = Math.floor(input * a);
-    const cacheWrite = Math.floor((input - cachedRead) * b);
-    const audioIn = options.audio === false ? 0 : Math.floor((input - cachedRead - cacheWrite) * c);
-    const reasoning = options.reasoning === false ? 0 : Math.floor(output * d);
-    const audioOut = options.audio === false ? 0 : Math.floor((output - reasoning) * e);
-    return { input, cachedRead, cacheWrite, audioIn, output, reasoning, audioOut, webSearches };
-  });
+export const reportedUsage = (
+  options: { audio?: boolean; reasoning?: boolean; maxInput?: number; maxOutput?: number } = {},
+): fc.Arbitrary<ReportedUsage> =>
+  fc
+    .record({
+      input: fc.integer({ min: 1, max: options.maxInput ?? 200_000 }),
+      output: fc.integer({ min: 1, max: options.maxOutput ?? 50_000 }),
+      shares: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 5, maxLength: 5 }),
+      webSearches: fc.integer({ min: 0, max: 5 }),
+    })
+    .map(({ input, output, shares: [a, b, c, d, e], webSearches }) => {
+      const cachedRead = Math.floor(input * a);
+      const cacheWrite = Math.floor((input - cachedRead) * b);
+      const audioIn = options.audio === false ? 0 : Math.floor((input - cachedRead - cacheWrite) * c);
+      const reasoning = options.reasoning === false ? 0 : Math.floor(output * d);
+      const audioOut = options.audio === false ? 0 : Math.floor((output - reasoning) * e);
+      return { input, cachedRead, cacheWrite, audioIn, output, reasoning, audioOut, webSearches };
+    });

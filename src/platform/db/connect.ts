@@ -28,7 +28,9 @@ export interface Database {
 }
 
 /** Opens PostgreSQL when `DATABASE_URL` is set, else the SQLite file `DATA_DIR/tollgate.db`. */
-export function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATABASE_SCHEMA' | 'DATABASE_POOL_SIZE' | 'DATA_DIR'>): Database {
+export function openDatabase(
+  config: Pick<Config, 'DATABASE_URL' | 'DATABASE_SCHEMA' | 'DATABASE_POOL_SIZE' | 'DATA_DIR'>,
+): Database {
   if (config.DATABASE_URL) {
     const pool = new pg.Pool({
       connectionString: config.DATABASE_URL,

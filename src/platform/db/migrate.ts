@@ -21,13 +21,21 @@ function migrator(db: Kysely<any>, migrations: Record<string, Migration>, place:
  * to apply one that sorts before a migration a database already ran.
  * Kysely's migrator takes a lock, so several processes starting at once apply each migration once.
  */
-export async function migrateToLatest(db: Kysely<any>, migrations: Record<string, Migration>, place: MigrationPlace): Promise<MigrationResultSet> {
+export async function migrateToLatest(
+  db: Kysely<any>,
+  migrations: Record<string, Migration>,
+  place: MigrationPlace,
+): Promise<MigrationResultSet> {
   const result = await migrator(db, migrations, place).migrateToLatest();
   if (result.error) throw result.error;
   return result;
 }
 
 /** Names of the migrations not yet applied (empty when the schema is current). */
-export async function pendingMigrations(db: Kysely<any>, migrations: Record<string, Migration>, place: MigrationPlace): Promise<string[]> {
+export async function pendingMigrations(
+  db: Kysely<any>,
+  migrations: Record<string, Migration>,
+  place: MigrationPlace,
+): Promise<string[]> {
   return (await migrator(db, migrations, place).getMigrations()).filter((m) => !m.executedAt).map((m) => m.name);
 }

@@ -44,14 +44,21 @@ export interface NodeSqliteDialect extends SqliteDialect {
  * Opens `filename` in WAL mode with foreign keys on and returns a Kysely dialect over it whose driver
  * commits concurrent transactions in groups (see {@link GroupCommitSqliteDriver}).
  */
-export function nodeSqliteDialect(filename: string, options: { checkpointIntervalMs?: number } = {}): NodeSqliteDialect {
+export function nodeSqliteDialect(
+  filename: string,
+  options: { checkpointIntervalMs?: number } = {},
+): NodeSqliteDialect {
   const database = new DatabaseSync(filename);
   // temp_store = MEMORY: a savepoint (each logical transaction of a group commit is one) copies every page
   // it first touches to a statement journal; in a temporary file that was a pwrite per page, a quarter of
   // the cost of placing and settling a hold (bench/holds.ts: 717 → 555 µs one at a time).
-  database.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000; PRAGMA temp_store = MEMORY;');
+  database.exec(
+    'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000; PRAGMA temp_store = MEMORY;',
+  );
   const statements = adapt(database);
-  const driver = new GroupCommitSqliteDriver(database, statements, { checkpointIntervalMs: options.checkpointIntervalMs });
+  const driver = new GroupCommitSqliteDriver(database, statements, {
+    checkpointIntervalMs: options.checkpointIntervalMs,
+  });
   return new (class extends SqliteDialect {
     readonly stats = driver.stats;
     override createDriver(): Driver {

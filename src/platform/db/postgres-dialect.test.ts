@@ -25,13 +25,24 @@ describe('PostgreSQL introspection scoped to our schema', { skip: !selectedDatab
         dropped++;
       }
     })();
-    const database = openDatabase({ DATABASE_URL: TEST_POSTGRES_URL, DATABASE_SCHEMA: space.schema, DATABASE_POOL_SIZE: 4, DATA_DIR: space.dataDir });
+    const database = openDatabase({
+      DATABASE_URL: TEST_POSTGRES_URL,
+      DATABASE_SCHEMA: space.schema,
+      DATABASE_POOL_SIZE: 4,
+      DATA_DIR: space.dataDir,
+    });
     try {
-      await migrateToLatest(database.db, allMigrations(), { DATABASE_URL: TEST_POSTGRES_URL, DATABASE_SCHEMA: space.schema });
+      await migrateToLatest(database.db, allMigrations(), {
+        DATABASE_URL: TEST_POSTGRES_URL,
+        DATABASE_SCHEMA: space.schema,
+      });
       for (let round = 0; round < 30; round++) {
         const tables = await database.db.introspection.getTables({ withInternalKyselyTables: true });
         assert.ok(tables.length > 0);
-        assert.ok(tables.every((table) => table.schema === space.schema), 'only tables of our schema are listed');
+        assert.ok(
+          tables.every((table) => table.schema === space.schema),
+          'only tables of our schema are listed',
+        );
         assert.ok(tables.some((table) => table.name === 'kysely_migration'));
       }
       const ledger = (await database.db.introspection.getTables()).find((table) => table.name === 'ledger_entries');

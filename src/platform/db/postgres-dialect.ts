@@ -1,6 +1,14 @@
 import type pg from 'pg';
 import { statementName } from './prepared.ts';
-import { PostgresDialect, PostgresIntrospector, sql, type DatabaseIntrospector, type DatabaseMetadataOptions, type Kysely, type TableMetadata } from 'kysely';
+import {
+  PostgresDialect,
+  PostgresIntrospector,
+  sql,
+  type DatabaseIntrospector,
+  type DatabaseMetadataOptions,
+  type Kysely,
+  type TableMetadata,
+} from 'kysely';
 
 interface ColumnRow {
   table: string;
@@ -30,7 +38,9 @@ export class CurrentSchemaIntrospector extends PostgresIntrospector implements D
     this.#db = db;
   }
 
-  override async getTables(options: DatabaseMetadataOptions = { withInternalKyselyTables: false }): Promise<TableMetadata[]> {
+  override async getTables(
+    options: DatabaseMetadataOptions = { withInternalKyselyTables: false },
+  ): Promise<TableMetadata[]> {
     const { rows } = await sql<ColumnRow>`
       SELECT c.relname AS "table", c.relkind AS kind, a.attname AS "column", typ.typname AS type,
              dtns.nspname AS type_schema, a.attnotnull AS not_null, a.atthasdef AS has_default, a.attidentity AS identity
@@ -44,7 +54,11 @@ export class CurrentSchemaIntrospector extends PostgresIntrospector implements D
     const schema = (await sql<{ schema: string }>`SELECT current_schema() AS schema`.execute(this.#db)).rows[0]!.schema;
     const tables = new Map<string, TableMetadata>();
     for (const row of rows) {
-      if (!options.withInternalKyselyTables && (row.table === 'kysely_migration' || row.table === 'kysely_migration_lock')) continue;
+      if (
+        !options.withInternalKyselyTables &&
+        (row.table === 'kysely_migration' || row.table === 'kysely_migration_lock')
+      )
+        continue;
       let table = tables.get(row.table);
       if (!table) tables.set(row.table, (table = { name: row.table, schema, isView: row.kind === 'v', columns: [] }));
       table.columns.push({

@@ -29,8 +29,17 @@ for (const kind of selectedDatabases()) {
         await insert(db, { id: 'a', owner: 'ann', size: 1 });
         await insert(db, { id: 'b', owner: null, size: 5 });
         await db.transaction().execute((trx) => insert(trx, { id: 'c', owner: 'cy', size: 9 }));
-        assert.deepEqual((await bigger(db, { size: 4 })).rows.map((row) => ({ ...row })), [{ id: 'b', owner: null }, { id: 'c', owner: 'cy' }]);
-        assert.deepEqual((await bigger(db, { size: 0 })).rows.map((row) => row.id), ['a', 'b', 'c']);
+        assert.deepEqual(
+          (await bigger(db, { size: 4 })).rows.map((row) => ({ ...row })),
+          [
+            { id: 'b', owner: null },
+            { id: 'c', owner: 'cy' },
+          ],
+        );
+        assert.deepEqual(
+          (await bigger(db, { size: 0 })).rows.map((row) => row.id),
+          ['a', 'b', 'c'],
+        );
         assert.equal(builds, 2, 'each query was built once');
       } finally {
         await database.close();
@@ -40,7 +49,9 @@ for (const kind of selectedDatabases()) {
     it('refuses to run without one of its values rather than binding nothing', async () => {
       const database = openDatabase(loadConfig(space.env()));
       try {
-        const lookup = preparedQuery((q: Kysely<any>, p: { id: string }) => q.selectFrom('notes').select('id').where('id', '=', p.id));
+        const lookup = preparedQuery((q: Kysely<any>, p: { id: string }) =>
+          q.selectFrom('notes').select('id').where('id', '=', p.id),
+        );
         await assert.rejects(lookup(database.db as any, {} as { id: string }), /no value for "id"/);
       } finally {
         await database.close();

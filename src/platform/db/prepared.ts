@@ -25,7 +25,9 @@ export type PreparedQuery<P, O> = (db: Kysely<any>, values: P) => Promise<QueryR
  * only for some values, a list whose length varies, or a value inspected while building would be frozen
  * into every later run. Such queries are built per call, or get one prepared query per shape.
  */
-export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: Kysely<any>, p: P) => Compilable<O>): PreparedQuery<P, O> {
+export function preparedQuery<P extends Record<string, unknown>, O>(
+  build: (db: Kysely<any>, p: P) => Compilable<O>,
+): PreparedQuery<P, O> {
   let sqlite: CompiledQuery<O> | undefined;
   let postgres: CompiledQuery<O> | undefined;
   return async (db, values) => {
@@ -49,15 +51,22 @@ export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: 
  * A prepared INSERT of one row into `table`: each of `columns` takes the value of the same name. For rows
  * whose columns are all given on every insert (a value may be null, never left out).
  */
-export function preparedInsert<R extends Record<string, unknown>>(table: string, columns: ReadonlyArray<keyof R & string>): PreparedQuery<R, unknown> {
-  return preparedQuery((db, p: R) => db.insertInto(table).values(Object.fromEntries(columns.map((column) => [column, p[column]]))));
+export function preparedInsert<R extends Record<string, unknown>>(
+  table: string,
+  columns: ReadonlyArray<keyof R & string>,
+): PreparedQuery<R, unknown> {
+  return preparedQuery((db, p: R) =>
+    db.insertInto(table).values(Object.fromEntries(columns.map((column) => [column, p[column]]))),
+  );
 }
 
 /**
  * A family of prepared queries, one per shape (a number of rows, say), each prepared on first use: for a
  * query whose shape varies with its input in a few known ways (see {@link preparedQuery}'s invariant).
  */
-export function preparedByShape<S, P extends Record<string, unknown>, O>(build: (shape: S) => (db: Kysely<any>, p: P) => Compilable<O>): (shape: S) => PreparedQuery<P, O> {
+export function preparedByShape<S, P extends Record<string, unknown>, O>(
+  build: (shape: S) => (db: Kysely<any>, p: P) => Compilable<O>,
+): (shape: S) => PreparedQuery<P, O> {
   const byShape = new Map<S, PreparedQuery<P, O>>();
   return (shape) => {
     let prepared = byShape.get(shape);

@@ -36,7 +36,9 @@ describe('SQLite group commit', () => {
     await sql`CREATE TABLE rows (id INTEGER PRIMARY KEY, note TEXT NOT NULL)`.execute(db);
     // A trigger that makes SQLite roll back the whole physical transaction, as an I/O error or a full disk can.
     await sql`CREATE TABLE doom (id INTEGER PRIMARY KEY)`.execute(db);
-    await sql`CREATE TRIGGER doom_rolls_back BEFORE INSERT ON doom BEGIN SELECT RAISE(ROLLBACK, 'the whole transaction is gone'); END`.execute(db);
+    await sql`CREATE TRIGGER doom_rolls_back BEFORE INSERT ON doom BEGIN SELECT RAISE(ROLLBACK, 'the whole transaction is gone'); END`.execute(
+      db,
+    );
   });
 
   afterEach(async () => {
@@ -47,7 +49,9 @@ describe('SQLite group commit', () => {
   it('commits concurrent transactions in fewer physical commits, each durable once its promise resolves', async () => {
     const before = { ...dialect.stats };
     const ids = Array.from({ length: 200 }, (_, i) => i + 1);
-    await Promise.all(ids.map((id) => db.transaction().execute((trx) => trx.insertInto('rows').values({ id, note: 'txn' }).execute())));
+    await Promise.all(
+      ids.map((id) => db.transaction().execute((trx) => trx.insertInto('rows').values({ id, note: 'txn' }).execute())),
+    );
     const transactions = dialect.stats.transactions - before.transactions;
     const commits = dialect.stats.commits - before.commits;
     assert.equal(transactions, 200);
@@ -68,8 +72,15 @@ describe('SQLite group commit', () => {
     const outcomes = await Promise.allSettled(
       Array.from({ length: 60 }, (_, i) =>
         db.transaction().execute(async (trx) => {
-          await trx.insertInto('rows').values({ id: i + 1, note: 'maybe' }).execute();
-          await trx.updateTable('rows').set({ note: 'touched' }).where('id', '=', i + 1).execute();
+          await trx
+            .insertInto('rows')
+            .values({ id: i + 1, note: 'maybe' })
+            .execute();
+          await trx
+            .updateTable('rows')
+            .set({ note: 'touched' })
+            .where('id', '=', i + 1)
+            .execute();
           if (i % 5 === 0) throw new Error(`transaction ${i + 1} gives up`);
         }),
       ),
@@ -78,7 +89,11 @@ describe('SQLite group commit', () => {
     assert.equal(kept.length, 48);
     assert.deepEqual(durableIds(file), kept);
     const notes = await db.selectFrom('rows').select('note').distinct().execute();
-    assert.deepEqual(notes.map((row) => row.note), ['touched'], 'each kept transaction kept all of its writes');
+    assert.deepEqual(
+      notes.map((row) => row.note),
+      ['touched'],
+      'each kept transaction kept all of its writes',
+    );
   });
 
   it('when SQLite drops the physical transaction, every member of that batch fails and none of it is kept', async () => {
@@ -106,17 +121,33 @@ describe('SQLite group commit', () => {
     const results = await Promise.allSettled([
       db.transaction().execute(async (trx) => {
         await trx.insertInto('rows').values({ id: 2, note: 'second' }).execute();
-        await trx.insertInto('rows').values({ id: 1, note: 'duplicate' }).execute().catch(() => 'refused');
+        await trx
+          .insertInto('rows')
+          .values({ id: 1, note: 'duplicate' })
+          .execute()
+          .catch(() => 'refused');
         await trx.insertInto('rows').values({ id: 3, note: 'third' }).execute();
       }),
       db.transaction().execute((trx) => trx.insertInto('rows').values({ id: 4, note: 'fourth' }).execute()),
     ]);
-    assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'fulfilled']);
+    assert.deepEqual(
+      results.map((result) => result.status),
+      ['fulfilled', 'fulfilled'],
+    );
     assert.deepEqual(durableIds(file), [1, 2, 3, 4]);
   });
 
   it('checkpoints the WAL on a timer between transactions, so the database file itself holds what was committed', async () => {
-    await Promise.all(Array.from({ length: 50 }, (_, i) => db.transaction().execute((trx) => trx.insertInto('rows').values({ id: i + 1, note: 'x' }).execute())));
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        db.transaction().execute((trx) =>
+          trx
+            .insertInto('rows')
+            .values({ id: i + 1, note: 'x' })
+            .execute(),
+        ),
+      ),
+    );
     const before = dialect.stats.checkpoints;
     await new Promise((resolve) => setTimeout(resolve, 100));
     assert.ok(dialect.stats.checkpoints > before, 'the timer checkpointed');
@@ -136,7 +167,11 @@ describe('SQLite group commit', () => {
     const before = dialect.stats.checkpoints;
     const until = performance.now() + 200;
     // One transaction after another: the next batch opens before the timers' turn of the event loop.
-    for (let id = 1; performance.now() < until; id++) await db.transaction().execute((trx) => trx.insertInto('rows').values({ id, note: 'x' }).execute());
-    assert.ok(dialect.stats.checkpoints - before >= 3, `checkpoints in 200 ms at a 20 ms interval: ${dialect.stats.checkpoints - before}`);
+    for (let id = 1; performance.now() < until; id++)
+      await db.transaction().execute((trx) => trx.insertInto('rows').values({ id, note: 'x' }).execute());
+    assert.ok(
+      dialect.stats.checkpoints - before >= 3,
+      `checkpoints in 200 ms at a 20 ms interval: ${dialect.stats.checkpoints - before}`,
+    );
   });
 });

@@ -69,7 +69,10 @@ export class GroupCommitSqliteDriver implements Driver {
     this.#database = database;
     this.#connection = new GroupCommitConnection(statements, () => this.#batch, database);
     database.exec(`PRAGMA wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
-    this.#checkpointTimer = setInterval(() => this.#checkpoint(), options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS).unref();
+    this.#checkpointTimer = setInterval(
+      () => this.#checkpoint(),
+      options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS,
+    ).unref();
   }
 
   /**
@@ -110,7 +113,13 @@ export class GroupCommitSqliteDriver implements Driver {
   async beginTransaction(): Promise<void> {
     if (!this.#batch) {
       this.#database.exec('BEGIN IMMEDIATE');
-      this.#batch = { members: 0, scheduled: false, commitOnRelease: false, lost: undefined, done: Promise.withResolvers<void>() };
+      this.#batch = {
+        members: 0,
+        scheduled: false,
+        commitOnRelease: false,
+        lost: undefined,
+        done: Promise.withResolvers<void>(),
+      };
       // Every member awaits `done`; this keeps a rejection nobody awaits yet from being reported as unhandled.
       this.#batch.done.promise.catch(() => {});
     }
@@ -131,7 +140,8 @@ export class GroupCommitSqliteDriver implements Driver {
     const batch = this.#batch;
     if (batch) {
       batch.members += 1;
-      if (batch.lost !== undefined || batch.commitOnRelease || batch.members >= GROUP_COMMIT_MAX_MEMBERS) this.#finish(batch);
+      if (batch.lost !== undefined || batch.commitOnRelease || batch.members >= GROUP_COMMIT_MAX_MEMBERS)
+        this.#finish(batch);
       else if (!batch.scheduled) {
         batch.scheduled = true;
         setImmediate(() => this.#commitWhenIdle(batch));

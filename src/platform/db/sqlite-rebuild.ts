@@ -12,7 +12,10 @@ import { sql, type Kysely } from 'kysely';
  * Only tables that no foreign key references may be rebuilt (dropping a referenced table would check them).
  */
 export async function rebuildWithoutRowid(db: Kysely<any>, table: string): Promise<void> {
-  const { rows } = await sql<{ type: string; sql: string | null }>`SELECT type, sql FROM sqlite_master WHERE tbl_name = ${table}`.execute(db);
+  const { rows } = await sql<{
+    type: string;
+    sql: string | null;
+  }>`SELECT type, sql FROM sqlite_master WHERE tbl_name = ${table}`.execute(db);
   const create = rows.find((row) => row.type === 'table')?.sql;
   if (!create) throw new Error(`table ${table} does not exist`);
   if (/\bwithout\s+rowid\s*$/i.test(create)) return;

@@ -4,12 +4,15 @@ import { describeEachDatabase } from '../../testing/harness.ts';
 import { fundedUser } from '../../gateway/testing.ts';
 
 describeEachDatabase('authentication comes before body validation', (env) => {
-  it('a caller without a valid credential gets 401 for a malformed body, in each surface\'s envelope; with one, a 400 that reads cleanly', async () => {
+  it("a caller without a valid credential gets 401 for a malformed body, in each surface's envelope; with one, a 400 that reads cleanly", async () => {
     const bad = { nonsense: true };
     const chat = await env.request('POST', '/api/v1/chat/completions', { token: 'ak_not_a_real_key', body: bad });
     assert.equal(chat.status, 401);
     assert.equal(chat.body.error.code, 'UNAUTHENTICATED');
-    const messages = await env.request('POST', '/api/v1/messages', { headers: { 'x-api-key': 'ak_not_a_real_key' }, body: bad });
+    const messages = await env.request('POST', '/api/v1/messages', {
+      headers: { 'x-api-key': 'ak_not_a_real_key' },
+      body: bad,
+    });
     assert.equal(messages.status, 401);
     assert.equal(messages.body.type, 'error');
     assert.equal(messages.body.error.type, 'authentication_error');

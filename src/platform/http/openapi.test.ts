@@ -17,9 +17,15 @@ function redoclyLint(document: unknown): { status: number | null; output: string
     const file = join(dir, 'openapi.json');
     writeFileSync(file, JSON.stringify(document));
     const cli = join(root, 'node_modules/@redocly/cli/bin/cli.js');
-    const result = spawnSync(process.execPath, [cli, 'lint', file, '--config', join(root, 'redocly.yaml'), '--format=stylish', '--max-problems=1000'], {
-      cwd: root, encoding: 'utf8', env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
-    });
+    const result = spawnSync(
+      process.execPath,
+      [cli, 'lint', file, '--config', join(root, 'redocly.yaml'), '--format=stylish', '--max-problems=1000'],
+      {
+        cwd: root,
+        encoding: 'utf8',
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
+      },
+    );
     return { status: result.status, output: `${result.stdout}${result.stderr}` };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -43,7 +49,10 @@ describeEachDatabase('the OpenAPI document', (env) => {
       for (const [method, operation] of Object.entries<any>(methods)) {
         operations++;
         assert.match(operation.operationId ?? '', /^[a-z][A-Za-z0-9]+$/, `${method} ${path}`);
-        assert.ok(Object.keys(operation.responses).some((code) => code.startsWith('4')), `${method} ${path} declares no 4xx`);
+        assert.ok(
+          Object.keys(operation.responses).some((code) => code.startsWith('4')),
+          `${method} ${path} declares no 4xx`,
+        );
         assert.ok(Array.isArray(operation.security), `${method} ${path} has no security`);
       }
     }
@@ -52,7 +61,12 @@ describeEachDatabase('the OpenAPI document', (env) => {
 
   it('documents the dashboard session (cookie, and the CSRF header on writes) on the routes that accept it', async () => {
     const document = (await env.request('GET', '/api/openapi.json')).body;
-    assert.deepEqual(document.components.securitySchemes.session, { type: 'apiKey', in: 'cookie', name: 'tg_session', description: document.components.securitySchemes.session.description });
+    assert.deepEqual(document.components.securitySchemes.session, {
+      type: 'apiKey',
+      in: 'cookie',
+      name: 'tg_session',
+      description: document.components.securitySchemes.session.description,
+    });
     assert.equal(document.components.securitySchemes.csrf.name, 'x-csrf-token');
     assert.deepEqual(document.paths['/api/wallet/balance'].get.security, [{ bearer: [] }, { session: [] }]);
     assert.deepEqual(document.paths['/api/user/apps'].post.security, [{ bearer: [] }, { session: [], csrf: [] }]);
@@ -64,20 +78,35 @@ describeEachDatabase('the OpenAPI document', (env) => {
     const document = (await env.request('GET', '/api/openapi.json')).body;
     const responses = document.paths['/api/admin/users'].post.responses;
     assert.ok(responses['201'] && !responses['200'], JSON.stringify(Object.keys(responses)));
-    const created = await env.admin('POST', '/api/admin/users', { email: 'documented@example.com', password: 'a-long-password' });
+    const created = await env.admin('POST', '/api/admin/users', {
+      email: 'documented@example.com',
+      password: 'a-long-password',
+    });
     assert.equal(created.status, 201);
     assert.deepEqual(Object.keys(created.body).sort(), ['createdAt', 'email', 'id', 'image', 'name']);
   });
 });
 
 it('a route added without schema, security or answers is still documented with security, a 2XX and a 4XX', () => {
-  const bare = transformRoute({ schema: undefined, url: '/api/v1/new-thing', route: { method: 'POST', config: { auth: ['ai:chat'] } } }).schema;
+  const bare = transformRoute({
+    schema: undefined,
+    url: '/api/v1/new-thing',
+    route: { method: 'POST', config: { auth: ['ai:chat'] } },
+  }).schema;
   assert.deepEqual(bare.security, [{ bearer: [] }, { session: [], csrf: [] }]);
   assert.deepEqual(Object.keys(bare.response), ['2XX', '4XX']);
-  const publicRoute = transformRoute({ schema: { response: { 200: {} } }, url: '/public', route: { method: 'GET' } }).schema;
+  const publicRoute = transformRoute({
+    schema: { response: { 200: {} } },
+    url: '/public',
+    route: { method: 'GET' },
+  }).schema;
   assert.deepEqual(publicRoute.security, []);
   assert.deepEqual(Object.keys(publicRoute.response), ['200', '4XX']);
-  const keys = transformRoute({ schema: {}, url: '/api/user/api-keys/x', route: { method: 'GET', config: { auth: [] } } }).schema;
+  const keys = transformRoute({
+    schema: {},
+    url: '/api/user/api-keys/x',
+    route: { method: 'GET', config: { auth: [] } },
+  }).schema;
   assert.deepEqual(keys.response['4XX'].required, ['success', 'error']);
 });
 

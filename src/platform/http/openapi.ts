@@ -12,34 +12,60 @@ import { SESSION_COOKIE } from './principal.ts';
 export const SECURITY_SCHEMES = {
   bearer: { type: 'http', scheme: 'bearer', description: 'OAuth access token or API key (ak_…)' },
   admin: { type: 'http', scheme: 'bearer', description: 'Operator token (TOLLGATE_ADMIN_TOKEN)' },
-  session: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE, description: 'Dashboard session cookie, set by `POST /api/auth/signin`.' },
+  session: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: SESSION_COOKIE,
+    description: 'Dashboard session cookie, set by `POST /api/auth/signin`.',
+  },
   apiKey: {
-    type: 'apiKey', in: 'header', name: 'x-api-key',
-    description: "API key (ak_…) or OAuth access token in x-api-key, as Anthropic's clients send it (routes with `config.apiKeyHeader` only).",
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-api-key',
+    description:
+      "API key (ak_…) or OAuth access token in x-api-key, as Anthropic's clients send it (routes with `config.apiKeyHeader` only).",
   },
   csrf: {
-    type: 'apiKey', in: 'header', name: 'x-csrf-token',
-    description: "A dashboard session's writes echo its CSRF token (the `csrfToken` of `GET /api/auth/session`) in this header.",
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-csrf-token',
+    description:
+      "A dashboard session's writes echo its CSRF token (the `csrfToken` of `GET /api/auth/session`) in this header.",
   },
 } as const;
 
 const ERROR_SCHEMAS: Record<ErrorEnvelope, object> = {
   api: {
-    type: 'object', required: ['error'],
+    type: 'object',
+    required: ['error'],
     properties: {
       error: {
-        type: 'object', required: ['code', 'message', 'type'],
-        properties: { code: { type: 'string' }, message: { type: 'string' }, type: { type: 'string' }, details: { type: 'object', additionalProperties: true } },
+        type: 'object',
+        required: ['code', 'message', 'type'],
+        properties: {
+          code: { type: 'string' },
+          message: { type: 'string' },
+          type: { type: 'string' },
+          details: { type: 'object', additionalProperties: true },
+        },
       },
     },
   },
-  keys: { type: 'object', required: ['success', 'error'], properties: { success: { type: 'boolean', const: false }, error: { type: 'string' } } },
-  oauth: { type: 'object', required: ['error'], properties: { error: { type: 'string' }, error_description: { type: 'string' } } },
+  keys: {
+    type: 'object',
+    required: ['success', 'error'],
+    properties: { success: { type: 'boolean', const: false }, error: { type: 'string' } },
+  },
+  oauth: {
+    type: 'object',
+    required: ['error'],
+    properties: { error: { type: 'string' }, error_description: { type: 'string' } },
+  },
 };
 
 const ERROR_DESCRIPTIONS: Record<ErrorEnvelope, string> = {
   api: "A client error (bad input, missing or insufficient credentials, not found, a limit): `error.code` names it (every code is listed under the document's `x-error-codes`).",
-  keys: 'A client error, in the API-key routes\' envelope (contract §7.1): `error` says what was wrong.',
+  keys: "A client error, in the API-key routes' envelope (contract §7.1): `error` says what was wrong.",
   oauth: 'An OAuth error (RFC 6749 §5.2): `error` is its code, `error_description` says what was wrong.',
 };
 
@@ -54,7 +80,10 @@ interface RouteLike {
  * bearer or the dashboard session, whose writes also need the CSRF header; or public, said explicitly), and
  * a `4XX` answer in the route's error envelope when the schema lists no client error of its own.
  */
-export function transformRoute({ schema, url, route }: { schema: any; url: string; route: RouteLike }): { schema: any; url: string } {
+export function transformRoute({ schema, url, route }: { schema: any; url: string; route: RouteLike }): {
+  schema: any;
+  url: string;
+} {
   if (schema?.hide) return { schema, url };
   // A route given no schema at all is listed by @fastify/swagger all the same: it gets what it lacks too.
   schema ??= {};
@@ -63,7 +92,12 @@ export function transformRoute({ schema, url, route }: { schema: any; url: strin
   const writes = methods.some((method) => !['GET', 'HEAD', 'OPTIONS'].includes(method));
   let security = schema.security;
   if (config.admin) security = [{ admin: [] }];
-  else if (config.auth) security = [{ bearer: [] }, ...(config.apiKeyHeader ? [{ apiKey: [] }] : []), writes ? { session: [], csrf: [] } : { session: [] }];
+  else if (config.auth)
+    security = [
+      { bearer: [] },
+      ...(config.apiKeyHeader ? [{ apiKey: [] }] : []),
+      writes ? { session: [], csrf: [] } : { session: [] },
+    ];
   security ??= [];
   // A route without answer schemas was documented "200 Default Response" by @fastify/swagger; say only what is known.
   const response = schema.response ? { ...schema.response } : { '2XX': { description: 'Success.' } };
@@ -76,7 +110,12 @@ export function transformRoute({ schema, url, route }: { schema: any; url: strin
 
 /** `GET /api/v1/chat/completions` → `getApiV1ChatCompletions`; path parameters become `By<Name>`. */
 export function operationIdOf(method: string, path: string): string {
-  const words = path.split('/').filter(Boolean).map((part) => part.replace(/^\{(.+)\}$/, 'by-$1')).flatMap((part) => part.split(/[^A-Za-z0-9]+/)).filter(Boolean);
+  const words = path
+    .split('/')
+    .filter(Boolean)
+    .map((part) => part.replace(/^\{(.+)\}$/, 'by-$1'))
+    .flatMap((part) => part.split(/[^A-Za-z0-9]+/))
+    .filter(Boolean);
   return method.toLowerCase() + words.map((word) => word[0]!.toUpperCase() + word.slice(1)).join('');
 }
 
@@ -88,7 +127,8 @@ export function transformDocument({ openapiObject }: { openapiObject: any }): an
   for (const [path, operations] of Object.entries<Record<string, any>>(openapiObject.paths ?? {})) {
     delete operations.options;
     // A route of several methods shares one operation object between them: each gets its own copy.
-    for (const [method, operation] of Object.entries(operations)) operations[method] = { ...operation, operationId: operation.operationId ?? operationIdOf(method, path) };
+    for (const [method, operation] of Object.entries(operations))
+      operations[method] = { ...operation, operationId: operation.operationId ?? operationIdOf(method, path) };
     if (Object.keys(operations).length === 0) delete openapiObject.paths[path];
   }
   return openapiObject;

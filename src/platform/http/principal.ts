@@ -6,14 +6,34 @@ import { ApiError, errors } from '../errors.ts';
  * with Tollgate" (decisions.md "Added 2026-11-23"), which grant no API access, only who the user is.
  */
 export const SCOPES = [
-  'read', 'write', 'billing:read', 'apikeys:read', 'apikeys:write',
-  'ai:chat', 'ai:completions', 'ai:models', 'ai:images', 'ai:embeddings', 'ai:audio', 'offline_access',
-  'openid', 'profile', 'email',
+  'read',
+  'write',
+  'billing:read',
+  'apikeys:read',
+  'apikeys:write',
+  'ai:chat',
+  'ai:completions',
+  'ai:models',
+  'ai:images',
+  'ai:embeddings',
+  'ai:audio',
+  'offline_access',
+  'openid',
+  'profile',
+  'email',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** The permissions an API key can carry (contract §5.3). */
-export const KEY_PERMISSIONS = ['ai:chat', 'ai:completions', 'ai:models', 'ai:images', 'ai:embeddings', 'ai:audio', 'billing:read'] as const;
+export const KEY_PERMISSIONS = [
+  'ai:chat',
+  'ai:completions',
+  'ai:models',
+  'ai:images',
+  'ai:embeddings',
+  'ai:audio',
+  'billing:read',
+] as const;
 export type KeyPermission = (typeof KEY_PERMISSIONS)[number];
 
 /**
@@ -66,7 +86,11 @@ export interface CredentialOptions {
 }
 
 /** Resolves the request's credential into a principal; 401 when there is none or it is not valid. */
-export async function authenticate(request: FastifyRequest, registry: AuthRegistry, options: CredentialOptions = {}): Promise<Principal> {
+export async function authenticate(
+  request: FastifyRequest,
+  registry: AuthRegistry,
+  options: CredentialOptions = {},
+): Promise<Principal> {
   const header = request.headers.authorization;
   if (header !== undefined) {
     const match = BEARER.exec(header);

@@ -30,7 +30,9 @@ export function refuseCrossOriginPosts(app: App, ctx: AppContext, paths: readonl
     // Read on each request: with PORT=0 the public address is only known once the server listens.
     const publicOrigin = new URL(ctx.config.PUBLIC_BASE_URL).origin;
     if (!isSameOriginRequest(request, publicOrigin)) {
-      throw errors.forbidden(`This form only accepts posts from ${publicOrigin}: open the page there and submit it again.`);
+      throw errors.forbidden(
+        `This form only accepts posts from ${publicOrigin}: open the page there and submit it again.`,
+      );
     }
   });
 }

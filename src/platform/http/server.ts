@@ -1,4 +1,12 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawServerDefault } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type RawServerDefault,
+} from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
@@ -40,14 +48,23 @@ declare module 'fastify' {
 }
 
 /** The Fastify instance with TypeBox types, as every feature receives it. */
-export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type App = FastifyInstance<
+  RawServerDefault,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
 
 /** Maps any thrown value to an ApiError; client mistakes never become a 500. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   const fastifyError = error as FastifyError & { validation?: unknown; validationContext?: string };
   if (fastifyError?.validation) {
-    return new ApiError('INVALID_REQUEST', `Invalid ${fastifyError.validationContext ?? 'request'}: ${fastifyError.message.replace(/^(body|querystring|params|headers)(\/| +)?/, '')}`.trim());
+    return new ApiError(
+      'INVALID_REQUEST',
+      `Invalid ${fastifyError.validationContext ?? 'request'}: ${fastifyError.message.replace(/^(body|querystring|params|headers)(\/| +)?/, '')}`.trim(),
+    );
   }
   switch (fastifyError?.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -61,7 +78,20 @@ export function toApiError(error: unknown): ApiError {
   }
   const status = fastifyError?.statusCode;
   if (status && status >= 400 && status < 500) {
-    const code: ErrorCode = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : status === 404 ? 'NOT_FOUND' : status === 413 ? 'PAYLOAD_TOO_LARGE' : status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : status === 429 ? 'RATE_LIMITED' : 'INVALID_REQUEST';
+    const code: ErrorCode =
+      status === 401
+        ? 'UNAUTHENTICATED'
+        : status === 403
+          ? 'PERMISSION_DENIED'
+          : status === 404
+            ? 'NOT_FOUND'
+            : status === 413
+              ? 'PAYLOAD_TOO_LARGE'
+              : status === 415
+                ? 'UNSUPPORTED_MEDIA_TYPE'
+                : status === 429
+                  ? 'RATE_LIMITED'
+                  : 'INVALID_REQUEST';
     return new ApiError(code, fastifyError.message || 'Bad request.', { status });
   }
   return new ApiError('INTERNAL_ERROR', 'Internal error.', { cause: error });
@@ -88,7 +118,10 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
   reply.code(error.status).headers(error.headers);
   const render = request.routeOptions.config?.errorRenderer;
   if (render) return reply.send(render(error));
-  if (envelope === 'oauth') return reply.header('cache-control', 'no-store').send({ error: oauthErrorCode(error), error_description: error.message });
+  if (envelope === 'oauth')
+    return reply
+      .header('cache-control', 'no-store')
+      .send({ error: oauthErrorCode(error), error_description: error.message });
   return reply.send(envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope());
 }
 
@@ -104,7 +137,10 @@ export function trustProxyOption(value: string): false | string[] | ((address: s
     const hops = Number(value);
     return hops === 0 ? false : (_address, hop) => hop < hops;
   }
-  return value.split(',').map((entry) => entry.trim()).filter(Boolean);
+  return value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
 }
 
 /** The body limit of a route: AI calls get `BODY_LIMIT_API_BYTES`, every other route the default. */
@@ -145,7 +181,10 @@ export async function createServer(ctx: AppContext): Promise<App> {
       // live that much longer).
       connectionsCheckingInterval: Math.min(1000, ctx.config.HTTP_HEADERS_TIMEOUT_SECONDS * 500),
     },
-    genReqId: (req) => (typeof req.headers['x-request-id'] === 'string' && /^[\w.-]{1,64}$/.test(req.headers['x-request-id']) ? req.headers['x-request-id'] : crypto.randomUUID()),
+    genReqId: (req) =>
+      typeof req.headers['x-request-id'] === 'string' && /^[\w.-]{1,64}$/.test(req.headers['x-request-id'])
+        ? req.headers['x-request-id']
+        : crypto.randomUUID(),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     routerOptions: { ignoreTrailingSlash: false },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -154,11 +193,17 @@ export async function createServer(ctx: AppContext): Promise<App> {
   await app.register(formbody);
   await app.register(swagger, {
     openapi: {
-      info: { title: 'Tollgate API', version: '0.1.0', description: 'OpenAI-compatible AI gateway with credits, OAuth apps and spending limits.' },
+      info: {
+        title: 'Tollgate API',
+        version: '0.1.0',
+        description: 'OpenAI-compatible AI gateway with credits, OAuth apps and spending limits.',
+      },
       servers: [{ url: ctx.config.PUBLIC_BASE_URL }],
       components: { securitySchemes: SECURITY_SCHEMES },
       // Every error code, so that clients can generate a complete error type.
-      'x-error-codes': Object.fromEntries(Object.entries(ERROR_CODES).map(([code, v]) => [code, { status: v.status, type: v.type, description: v.when }])),
+      'x-error-codes': Object.fromEntries(
+        Object.entries(ERROR_CODES).map(([code, v]) => [code, { status: v.status, type: v.type, description: v.when }]),
+      ),
     } as any,
     // Security, client errors and operationIds are derived centrally (openapi.ts), for every route alike.
     transform: transformRoute as any,
@@ -176,7 +221,8 @@ export async function createServer(ctx: AppContext): Promise<App> {
     // Framing is refused by CSP too (X-Frame-Options is its legacy form); pages replace it with a full policy.
     reply.header('content-security-policy', "frame-ancestors 'none'");
     reply.header('cross-origin-opener-policy', 'same-origin');
-    if (ctx.config.PUBLIC_BASE_URL.startsWith('https://')) reply.header('strict-transport-security', 'max-age=31536000');
+    if (ctx.config.PUBLIC_BASE_URL.startsWith('https://'))
+      reply.header('strict-transport-security', 'max-age=31536000');
   });
 
   // One structured line per request: ids of the caller, never a header value, a body or a query string.
@@ -187,16 +233,19 @@ export async function createServer(ctx: AppContext): Promise<App> {
     ctx.metrics.httpDuration.observe({ route, method: request.method }, seconds);
     const principal = request.principal;
     // request.log is Fastify's child logger: it already carries `reqId`.
-    request.log.info({
-      method: request.method,
-      route,
-      path: request.url.split('?')[0],
-      status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 100) / 100,
-      userId: principal?.userId,
-      appId: principal?.appId ?? undefined,
-      keyId: principal?.keyId ?? undefined,
-    }, 'request');
+    request.log.info(
+      {
+        method: request.method,
+        route,
+        path: request.url.split('?')[0],
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 100) / 100,
+        userId: principal?.userId,
+        appId: principal?.appId ?? undefined,
+        keyId: principal?.keyId ?? undefined,
+      },
+      'request',
+    );
   });
 
   // A body that is not an upload (multipart) must arrive within HTTP_REQUEST_TIMEOUT_SECONDS, as Node's
@@ -204,8 +253,10 @@ export async function createServer(ctx: AppContext): Promise<App> {
   const requestTimeoutMs = ctx.config.HTTP_REQUEST_TIMEOUT_SECONDS * 1000;
   if (requestTimeoutMs < ctx.config.HTTP_UPLOAD_TIMEOUT_SECONDS * 1000) {
     app.addHook('onRequest', (request, reply, done) => {
-      const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined;
-      if (!hasBody || request.raw.complete || request.headers['content-type']?.toLowerCase().startsWith('multipart/')) return done();
+      const hasBody =
+        request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined;
+      if (!hasBody || request.raw.complete || request.headers['content-type']?.toLowerCase().startsWith('multipart/'))
+        return done();
       const timer = setTimeout(() => {
         if (request.raw.complete || reply.raw.headersSent) return;
         request.log.info({ route: request.routeOptions.url }, 'request body too slow: cut');
@@ -242,7 +293,9 @@ export async function createServer(ctx: AppContext): Promise<App> {
     }
     const needed = request.routeOptions.config?.auth;
     if (!needed) return;
-    const principal = await authenticate(request, ctx.auth, { apiKeyHeader: request.routeOptions.config?.apiKeyHeader });
+    const principal = await authenticate(request, ctx.auth, {
+      apiKeyHeader: request.routeOptions.config?.apiKeyHeader,
+    });
     requireScope(principal, needed);
     request.principal = principal;
   });
@@ -251,10 +304,15 @@ export async function createServer(ctx: AppContext): Promise<App> {
     let apiError = toApiError(error);
     if ((error as FastifyError)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       const limit = request.routeOptions.bodyLimit ?? ctx.config.BODY_LIMIT_DEFAULT_BYTES;
-      apiError = new ApiError('PAYLOAD_TOO_LARGE', `The request body is larger than the ${limit} bytes this route accepts.`, { details: { limit } });
+      apiError = new ApiError(
+        'PAYLOAD_TOO_LARGE',
+        `The request body is larger than the ${limit} bytes this route accepts.`,
+        { details: { limit } },
+      );
     }
     if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
-    if (['SPENDING_LIMIT_EXCEEDED', 'INSUFFICIENT_CREDITS', 'RATE_LIMITED'].includes(apiError.code)) ctx.metrics.restrictions.inc({ code: apiError.code });
+    if (['SPENDING_LIMIT_EXCEEDED', 'INSUFFICIENT_CREDITS', 'RATE_LIMITED'].includes(apiError.code))
+      ctx.metrics.restrictions.inc({ code: apiError.code });
     return sendError(request, reply, apiError);
   });
   app.setNotFoundHandler((request, reply) => {

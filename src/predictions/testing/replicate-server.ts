@@ -74,7 +74,12 @@ export class FakeReplicate {
     const send = (status: number, payload: unknown) => {
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
     };
-    if (request.headers.authorization !== `Bearer ${this.token}`) return send(401, { title: 'Unauthenticated', detail: 'You did not pass a valid authentication token', status: 401 });
+    if (request.headers.authorization !== `Bearer ${this.token}`)
+      return send(401, {
+        title: 'Unauthenticated',
+        detail: 'You did not pass a valid authentication token',
+        status: 401,
+      });
 
     const byModel = /^\/v1\/models\/([^/]+)\/([^/]+)\/predictions$/.exec(path);
     if (request.method === 'POST' && (path === '/v1/predictions' || byModel)) {
@@ -83,7 +88,8 @@ export class FakeReplicate {
         this.failNextCreate = null;
         return send(failure.status, failure.body);
       }
-      if (!body || typeof body.input !== 'object') return send(422, { title: 'Input validation failed', detail: 'input is required', status: 422 });
+      if (!body || typeof body.input !== 'object')
+        return send(422, { title: 'Input validation failed', detail: 'input is required', status: 422 });
       const prediction: FakePrediction = {
         id: randomBytes(13).toString('hex').slice(0, 26),
         model: byModel ? `${decodeURIComponent(byModel[1])}/${decodeURIComponent(byModel[2])}` : 'some/model',
@@ -105,7 +111,9 @@ export class FakeReplicate {
     }
     const get = /^\/v1\/predictions\/([^/]+)$/.exec(path);
     if (request.method === 'GET' && get) {
-      return this.predictions.has(get[1]) ? send(200, this.wire(get[1])) : send(404, { title: 'Not found', detail: 'Not found.', status: 404 });
+      return this.predictions.has(get[1])
+        ? send(200, this.wire(get[1]))
+        : send(404, { title: 'Not found', detail: 'Not found.', status: 404 });
     }
     send(404, { detail: 'Not found.' });
   }
@@ -115,16 +123,23 @@ export class FakeReplicate {
     const p = this.predictions.get(id);
     if (!p) throw new Error(`no prediction ${id}`);
     const { webhook, webhook_events_filter, ...shown } = p;
-    return { ...shown, urls: { get: `${this.baseUrl}/predictions/${id}`, cancel: `${this.baseUrl}/predictions/${id}/cancel` } };
+    return {
+      ...shown,
+      urls: { get: `${this.baseUrl}/predictions/${id}`, cancel: `${this.baseUrl}/predictions/${id}/cancel` },
+    };
   }
 
   /** Moves a prediction to a new state (what Replicate's workers would do). */
-  update(id: string, changes: Partial<Pick<FakePrediction, 'status' | 'output' | 'error' | 'logs' | 'metrics'>>): Record<string, unknown> {
+  update(
+    id: string,
+    changes: Partial<Pick<FakePrediction, 'status' | 'output' | 'error' | 'logs' | 'metrics'>>,
+  ): Record<string, unknown> {
     const p = this.predictions.get(id);
     if (!p) throw new Error(`no prediction ${id}`);
     Object.assign(p, changes);
     if (changes.status === 'processing') p.started_at ??= new Date(this.now()).toISOString();
-    if (changes.status && ['succeeded', 'failed', 'canceled'].includes(changes.status)) p.completed_at = new Date(this.now()).toISOString();
+    if (changes.status && ['succeeded', 'failed', 'canceled'].includes(changes.status))
+      p.completed_at = new Date(this.now()).toISOString();
     return this.wire(id);
   }
 
@@ -138,7 +153,12 @@ export class FakeReplicate {
     const signature = new Webhook(options.secret ?? this.secret).sign(id, timestamp, body);
     return {
       body,
-      headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)), 'webhook-signature': signature },
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+        'webhook-signature': signature,
+      },
     };
   }
 

@@ -32,9 +32,19 @@ export const AUDIO_MODEL = {
 export async function addReplicateModels(env: TestEnv): Promise<void> {
   for (const model of [IMAGE_MODEL, AUDIO_MODEL]) {
     const entry: ModelInput = {
-      id: model.id, provider: 'replicate', upstreamModel: model.upstreamModel, name: model.id, pricing: model.pricing,
-      contextLength: null, maxOutputTokens: null, maxPredictSeconds: model.maxPredictSeconds,
-      inputModalities: ['text'], outputModalities: model.outputModalities, fallbacks: [], isTest: true, enabled: true,
+      id: model.id,
+      provider: 'replicate',
+      upstreamModel: model.upstreamModel,
+      name: model.id,
+      pricing: model.pricing,
+      contextLength: null,
+      maxOutputTokens: null,
+      maxPredictSeconds: model.maxPredictSeconds,
+      inputModalities: ['text'],
+      outputModalities: model.outputModalities,
+      fallbacks: [],
+      isTest: true,
+      enabled: true,
     };
     await upsertModel(env.service.ctx.db, entry, env.clock.now());
   }
@@ -43,13 +53,20 @@ export async function addReplicateModels(env: TestEnv): Promise<void> {
 /** A signed-in user granted `credits` through the operator API. */
 export async function userWithCredits(env: TestEnv, credits: number): Promise<DashboardSession> {
   const session = await env.createUser();
-  const granted = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: credits, reason: 'test' });
+  const granted = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, {
+    amount: credits,
+    reason: 'test',
+  });
   assert.equal(granted.status, 200, granted.text);
   return session;
 }
 
 /** The user's wallet in micro-credits, read through `GET /api/wallet/balance`. */
-export async function walletMicros(env: TestEnv, session: DashboardSession, baseUrl = env.baseUrl): Promise<{ balance: number; reserved: number; available: number }> {
+export async function walletMicros(
+  env: TestEnv,
+  session: DashboardSession,
+  baseUrl = env.baseUrl,
+): Promise<{ balance: number; reserved: number; available: number }> {
   const response = await fetch(`${baseUrl}/api/wallet/balance`, { headers: { cookie: session.cookie } });
   const body = (await response.json()) as { balance: number; reserved: number; available: number };
   assert.equal(response.status, 200);
@@ -65,10 +82,18 @@ export async function assertLedgerVerifies(env: TestEnv): Promise<void> {
 }
 
 /** Starts a prediction as the dashboard user; returns our prediction and the fake's (Replicate's) id. */
-export async function startPrediction(env: TestEnv, session: DashboardSession, body: Record<string, unknown> = { model: IMAGE_MODEL.id, input: { prompt: 'a lighthouse', num_outputs: 2 } }): Promise<{ id: string; replicateId: string; held: number }> {
+export async function startPrediction(
+  env: TestEnv,
+  session: DashboardSession,
+  body: Record<string, unknown> = { model: IMAGE_MODEL.id, input: { prompt: 'a lighthouse', num_outputs: 2 } },
+): Promise<{ id: string; replicateId: string; held: number }> {
   const response = await env.dashboard(session, 'POST', '/api/v1/predictions', body);
   assert.equal(response.status, 201, response.text);
-  return { id: response.body.id, replicateId: response.body.replicate_id, held: Math.round(response.body.held * MICROS_PER_CREDIT) };
+  return {
+    id: response.body.id,
+    replicateId: response.body.replicate_id,
+    held: Math.round(response.body.held * MICROS_PER_CREDIT),
+  };
 }
 
 /** The webhook URL the fake was told to call for this prediction. */

@@ -10,7 +10,8 @@ import { anthropicErrorBody } from './errors.ts';
 /** Images of a call (system and messages): each counts at the model's image-token budget, as the hold does. */
 function imageParts(call: CanonicalCall): number {
   let images = 0;
-  for (const message of [{ content: call.system }, ...call.messages]) for (const part of message.content) if (part.type === 'image') images++;
+  for (const message of [{ content: call.system }, ...call.messages])
+    for (const part of message.content) if (part.type === 'image') images++;
   return images;
 }
 
@@ -20,20 +21,25 @@ function imageParts(call: CanonicalCall): number {
  * same credentials and permissions as the Messages route, and the model must exist (404 otherwise).
  */
 export function registerCountTokensRoute(app: App, ctx: AppContext): void {
-  app.post('/api/v1/messages/count_tokens', {
-    schema: {
-      tags: ['ai'],
-      summary: 'Count the input tokens of an Anthropic Messages request (not billed)',
-      description: 'The body of `POST /api/v1/messages` without `max_tokens`. Counted with Tollgate\'s tokenizer (o200k), '
-        + 'images at the model\'s image-token budget.',
-      body: CountTokensBodySchema,
-      response: { 200: CountTokensSchema, ...ERROR_RESPONSES },
+  app.post(
+    '/api/v1/messages/count_tokens',
+    {
+      schema: {
+        tags: ['ai'],
+        summary: 'Count the input tokens of an Anthropic Messages request (not billed)',
+        description:
+          "The body of `POST /api/v1/messages` without `max_tokens`. Counted with Tollgate's tokenizer (o200k), " +
+          "images at the model's image-token budget.",
+        body: CountTokensBodySchema,
+        response: { 200: CountTokensSchema, ...ERROR_RESPONSES },
+      },
+      config: { auth: ['ai:chat', 'ai:completions'], apiKeyHeader: true, errorRenderer: anthropicErrorBody },
     },
-    config: { auth: ['ai:chat', 'ai:completions'], apiKeyHeader: true, errorRenderer: anthropicErrorBody },
-  }, async (request) => {
-    const body = request.body as MessagesRequest;
-    const call = parseMessagesRequest(body, { requireMaxTokens: false });
-    const model = await resolveModel(ctx, call.model);
-    return { input_tokens: countCallPromptTokens(call) + imageParts(call) * (model.imageTokens ?? 0) };
-  });
+    async (request) => {
+      const body = request.body as MessagesRequest;
+      const call = parseMessagesRequest(body, { requireMaxTokens: false });
+      const model = await resolveModel(ctx, call.model);
+      return { input_tokens: countCallPromptTokens(call) + imageParts(call) * (model.imageTokens ?? 0) };
+    },
+  );
 }

@@ -41,7 +41,10 @@ export interface AnthropicErrorBody {
  * `available`, `required`) are kept inside `error`, where the Tollgate SDK's restriction check finds them.
  */
 export function anthropicErrorBody(error: ApiError): AnthropicErrorBody {
-  return { type: 'error', error: { ...error.details, type: anthropicErrorType(error.status), message: error.message, code: error.code } };
+  return {
+    type: 'error',
+    error: { ...error.details, type: anthropicErrorType(error.status), message: error.message, code: error.code },
+  };
 }
 
 /** Restrictions that a retry cannot lift before the period resets or the wallet is topped up. */
@@ -54,7 +57,12 @@ const NOT_RETRYABLE: ReadonlySet<string> = new Set(['SPENDING_LIMIT_EXCEEDED', '
  */
 export function withRetryAdvice(error: unknown): unknown {
   if (!(error instanceof ApiError) || !NOT_RETRYABLE.has(error.code)) return error;
-  return new ApiError(error.code, error.message, { status: error.status, details: error.details, headers: { ...error.headers, 'x-should-retry': 'false' }, cause: error });
+  return new ApiError(error.code, error.message, {
+    status: error.status,
+    details: error.details,
+    headers: { ...error.headers, 'x-should-retry': 'false' },
+    cause: error,
+  });
 }
 
 /** The SSE frame of an error after a stream began (Anthropic's `event: error`). */

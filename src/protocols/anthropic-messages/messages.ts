@@ -18,35 +18,39 @@ import { anthropicErrorBody, withRetryAdvice } from './errors.ts';
  * `ANTHROPIC_BASE_URL=<tollgate>/api` (which adds `?beta=true`: any query string is accepted).
  */
 export function registerMessagesRoute(app: App, ctx: AppContext): void {
-  app.post('/api/v1/messages', {
-    schema: {
-      tags: ['ai'],
-      summary: 'Create a message (Anthropic Messages; `stream: true` answers Anthropic\'s Server-Sent Events)',
-      description: [
-        'Anthropic\'s request and answer, on any model of the catalogue. An Anthropic upstream receives the body as sent (model and max_tokens',
-        'set by the gateway; `cache_control`, thinking and `top_k` kept) and its answer is relayed; any other upstream is translated. The call',
-        'holds its worst-case cost before going upstream and is charged what the upstream reported (cache reads and writes included);',
-        '`usage.cost` says how much, in credits. Errors come in Anthropic\'s envelope with Tollgate\'s `code` inside. The credential may be',
-        'sent as `x-api-key` or `Authorization: Bearer`; `anthropic-version` and `anthropic-beta` are accepted.',
-      ].join(' '),
-      body: MessagesBodySchema,
-      response: { 200: MessageSchema, ...ERROR_RESPONSES },
+  app.post(
+    '/api/v1/messages',
+    {
+      schema: {
+        tags: ['ai'],
+        summary: "Create a message (Anthropic Messages; `stream: true` answers Anthropic's Server-Sent Events)",
+        description: [
+          "Anthropic's request and answer, on any model of the catalogue. An Anthropic upstream receives the body as sent (model and max_tokens",
+          'set by the gateway; `cache_control`, thinking and `top_k` kept) and its answer is relayed; any other upstream is translated. The call',
+          'holds its worst-case cost before going upstream and is charged what the upstream reported (cache reads and writes included);',
+          "`usage.cost` says how much, in credits. Errors come in Anthropic's envelope with Tollgate's `code` inside. The credential may be",
+          'sent as `x-api-key` or `Authorization: Bearer`; `anthropic-version` and `anthropic-beta` are accepted.',
+        ].join(' '),
+        body: MessagesBodySchema,
+        response: { 200: MessageSchema, ...ERROR_RESPONSES },
+      },
+      config: { auth: ['ai:chat', 'ai:completions'], apiKeyHeader: true, errorRenderer: anthropicErrorBody },
     },
-    config: { auth: ['ai:chat', 'ai:completions'], apiKeyHeader: true, errorRenderer: anthropicErrorBody },
-  }, async (request, reply) => {
-    const call = parseMessagesRequest(request.body as MessagesRequest, { requireMaxTokens: true });
-    const signal = clientSignal(reply);
-    const options = { refuses: messagesRefusal(call) };
-    if (!call.stream) {
-      try {
-        return renderMessage(await completeCall(ctx, principalOf(request), call, signal, options));
-      } catch (error) {
-        if (error instanceof ClientGone) return reply.hijack();
-        throw withRetryAdvice(error);
+    async (request, reply) => {
+      const call = parseMessagesRequest(request.body as MessagesRequest, { requireMaxTokens: true });
+      const signal = clientSignal(reply);
+      const options = { refuses: messagesRefusal(call) };
+      if (!call.stream) {
+        try {
+          return renderMessage(await completeCall(ctx, principalOf(request), call, signal, options));
+        } catch (error) {
+          if (error instanceof ClientGone) return reply.hijack();
+          throw withRetryAdvice(error);
+        }
       }
-    }
-    return streamMessage(ctx, request, reply, call, signal, options);
-  });
+      return streamMessage(ctx, request, reply, call, signal, options);
+    },
+  );
 }
 
 /**
@@ -58,7 +62,12 @@ export function registerMessagesRoute(app: App, ctx: AppContext): void {
  * response ends only after that, so a client that reads its wallet after the stream sees the charge.
  */
 async function streamMessage(
-  ctx: AppContext, request: FastifyRequest, reply: FastifyReply, call: CanonicalCall, signal: AbortSignal, options: RunOptions,
+  ctx: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  call: CanonicalCall,
+  signal: AbortSignal,
+  options: RunOptions,
 ): Promise<FastifyReply> {
   let stream;
   try {
@@ -78,7 +87,11 @@ async function streamMessage(
     }
   } catch (error) {
     request.log.error({ err: error }, 'a Messages stream failed');
-    if (!raw.destroyed) await writeFrame(raw, renderer.error(new ApiError('INTERNAL_ERROR', 'The stream failed; the log has the request id.')));
+    if (!raw.destroyed)
+      await writeFrame(
+        raw,
+        renderer.error(new ApiError('INTERNAL_ERROR', 'The stream failed; the log has the request id.')),
+      );
   } finally {
     await iterator.return?.(undefined).catch(() => {});
     if (!raw.writableEnded) raw.end();

@@ -23,8 +23,24 @@ export type MessagesRequest = Record<string, unknown> & {
 
 /** Top-level fields that may reach an upstream; their cost is bounded by the tokens held. */
 const ALLOWED_FIELDS: ReadonlySet<string> = new Set([
-  'model', 'messages', 'system', 'max_tokens', 'stream', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'tools', 'tool_choice',
-  'thinking', 'metadata', 'output_config', 'cache_control', 'diagnostics', 'service_tier', 'speed',
+  'model',
+  'messages',
+  'system',
+  'max_tokens',
+  'stream',
+  'temperature',
+  'top_p',
+  'top_k',
+  'stop_sequences',
+  'tools',
+  'tool_choice',
+  'thinking',
+  'metadata',
+  'output_config',
+  'cache_control',
+  'diagnostics',
+  'service_tier',
+  'speed',
 ]);
 
 /** Allowed fields passed only with a value billed at the catalogue price; why another value is refused. */
@@ -33,7 +49,10 @@ const CHECKED_FIELDS: Readonly<Record<string, { priced: readonly unknown[]; why:
     priced: ['standard_only'],
     why: 'Anthropic\'s priority tier ("auto" may use it) is billed above the catalogue price; send "standard_only"',
   },
-  speed: { priced: ['standard', null], why: 'fast mode is billed at a premium above the catalogue price; send "standard"' },
+  speed: {
+    priced: ['standard', null],
+    why: 'fast mode is billed at a premium above the catalogue price; send "standard"',
+  },
 };
 
 /** Fields known to cost beyond what the catalogue prices, refused with why. */
@@ -55,7 +74,13 @@ const DROPPED_FIELDS: readonly string[] = ['context_management'];
 const PRICED_CACHE_TTLS: ReadonlySet<string> = new Set(['5m']);
 
 /** Anthropic's efforts as the canonical ones (its two highest are OpenAI's highest). */
-const EFFORTS: Readonly<Record<string, 'low' | 'medium' | 'high'>> = { low: 'low', medium: 'medium', high: 'high', xhigh: 'high', max: 'high' };
+const EFFORTS: Readonly<Record<string, 'low' | 'medium' | 'high'>> = {
+  low: 'low',
+  medium: 'medium',
+  high: 'high',
+  xhigh: 'high',
+  max: 'high',
+};
 
 function unsupported(param: string, message: string): ApiError {
   return new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param } });
@@ -78,12 +103,18 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
     }
     if (value === undefined || ALLOWED_FIELDS.has(field)) continue;
     const why = REFUSED_FIELDS[field];
-    throw unsupported(field, why
-      ? `The field "${field}" is refused: ${why}.`
-      : `The field "${field}" is not accepted: the gateway passes only fields whose cost it can hold for (README "Anthropic Messages").`);
+    throw unsupported(
+      field,
+      why
+        ? `The field "${field}" is refused: ${why}.`
+        : `The field "${field}" is not accepted: the gateway passes only fields whose cost it can hold for (README "Anthropic Messages").`,
+    );
   }
   if (options.requireMaxTokens && body.max_tokens === undefined) {
-    throw invalid('max_tokens', 'max_tokens is required: the most tokens the answer may have (the Messages API has no default).');
+    throw invalid(
+      'max_tokens',
+      'max_tokens is required: the most tokens the answer may have (the Messages API has no default).',
+    );
   }
   checkCacheControl(body.cache_control, 'cache_control');
   const call: CanonicalCall = {
@@ -105,14 +136,16 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length) call.stop = body.stop_sequences as string[];
   const thinking = body.thinking as { type: string; budget_tokens?: number } | undefined;
   if (thinking?.type === 'enabled') {
-    if (thinking.budget_tokens === undefined) throw invalid('thinking.budget_tokens', 'thinking.budget_tokens is required when thinking is enabled.');
+    if (thinking.budget_tokens === undefined)
+      throw invalid('thinking.budget_tokens', 'thinking.budget_tokens is required when thinking is enabled.');
     if (body.max_tokens !== undefined && thinking.budget_tokens >= body.max_tokens) {
       const message = `thinking.budget_tokens (${thinking.budget_tokens}) must be less than max_tokens (${body.max_tokens}).`;
       throw invalid('thinking.budget_tokens', message);
     }
     call.reasoning = { budgetTokens: thinking.budget_tokens };
   }
-  const output = body.output_config as { effort?: string | null; format?: { schema: Record<string, unknown> } | null } | undefined;
+  const output = body.output_config as
+    { effort?: string | null; format?: { schema: Record<string, unknown> } | null } | undefined;
   if (output?.effort) call.reasoning = { ...call.reasoning, effort: EFFORTS[output.effort] ?? 'medium' };
   if (output?.format) call.responseFormat = { type: 'json_schema', name: 'output', schema: output.format.schema };
   return call;
@@ -145,7 +178,8 @@ function checkCacheControl(value: unknown, param: string): Record<string, unknow
   const control = value as { type?: unknown; ttl?: unknown };
   if (control.type !== 'ephemeral') throw invalid(param, `${param}.type must be "ephemeral".`);
   if (control.ttl !== undefined && !PRICED_CACHE_TTLS.has(String(control.ttl))) {
-    const why = 'a cache write of that lifetime is billed above the catalogue\'s cacheWrite price; use "5m" (the default)';
+    const why =
+      'a cache write of that lifetime is billed above the catalogue\'s cacheWrite price; use "5m" (the default)';
     throw unsupported(param, `${param}.ttl ${JSON.stringify(control.ttl)} is refused: ${why}.`);
   }
   return control as Record<string, unknown>;
@@ -156,7 +190,8 @@ function parseSystem(system: unknown): CanonicalPart[] {
   if (typeof system === 'string') return system ? [{ type: 'text', text: system }] : [];
   return (system as Array<Record<string, unknown>>).map((block, i) => {
     const param = `system[${i}]`;
-    if (block.type !== 'text' || typeof block.text !== 'string') throw invalid(param, `${param} must be a text block ({ type: "text", text }).`);
+    if (block.type !== 'text' || typeof block.text !== 'string')
+      throw invalid(param, `${param} must be a text block ({ type: "text", text }).`);
     return textPart(block, param);
   });
 }
@@ -174,8 +209,12 @@ function imagePart(block: Record<string, unknown>, param: string): CanonicalPart
   if (source?.type === 'base64' && typeof source.media_type === 'string' && typeof source.data === 'string') {
     return { type: 'image', url: `data:${source.media_type};base64,${source.data}` };
   }
-  if (source?.type === 'url' && typeof source.url === 'string' && /^https?:\/\//.test(source.url)) return { type: 'image', url: source.url };
-  throw invalid(`${param}.source`, `${param}.source must be { type: "base64", media_type, data } or { type: "url", url } with an http(s) URL.`);
+  if (source?.type === 'url' && typeof source.url === 'string' && /^https?:\/\//.test(source.url))
+    return { type: 'image', url: source.url };
+  throw invalid(
+    `${param}.source`,
+    `${param}.source must be { type: "base64", media_type, data } or { type: "url", url } with an http(s) URL.`,
+  );
 }
 
 /**
@@ -191,7 +230,8 @@ function parseMessages(messages: MessagesRequest['messages']): CanonicalMessage[
       out.push({ role: message.role, content: [{ type: 'text', text: message.content }] });
       return;
     }
-    if (message.content.length === 0) throw invalid(`messages[${m}].content`, `messages[${m}].content must not be empty.`);
+    if (message.content.length === 0)
+      throw invalid(`messages[${m}].content`, `messages[${m}].content must not be empty.`);
     const rest: CanonicalPart[] = [];
     message.content.forEach((block, b) => {
       for (const part of parseBlock(block, message.role, `messages[${m}].content[${b}]`)) {
@@ -207,7 +247,11 @@ function parseMessages(messages: MessagesRequest['messages']): CanonicalMessage[
 /** One block of a turn as canonical parts (a tool result with images is its result, then the images). */
 function parseBlock(block: Record<string, unknown>, role: 'user' | 'assistant', param: string): CanonicalPart[] {
   const onlyIn = (wanted: 'user' | 'assistant') => {
-    if (role !== wanted) throw invalid(param, `${param}: a ${String(block.type)} block belongs in ${wanted === 'user' ? 'a user' : 'an assistant'} turn.`);
+    if (role !== wanted)
+      throw invalid(
+        param,
+        `${param}: a ${String(block.type)} block belongs in ${wanted === 'user' ? 'a user' : 'an assistant'} turn.`,
+      );
   };
   switch (block.type) {
     case 'text':
@@ -222,7 +266,8 @@ function parseBlock(block: Record<string, unknown>, role: 'user' | 'assistant', 
         throw invalid(param, `${param}: a tool_use block needs a string id and name.`);
       }
       const input = block.input ?? {};
-      if (typeof input !== 'object' || Array.isArray(input)) throw invalid(`${param}.input`, `${param}.input must be an object.`);
+      if (typeof input !== 'object' || Array.isArray(input))
+        throw invalid(`${param}.input`, `${param}.input must be an object.`);
       return [{ type: 'tool_call', id: block.id, name: block.name, arguments: JSON.stringify(input) }];
     }
     case 'tool_result':
@@ -231,21 +276,31 @@ function parseBlock(block: Record<string, unknown>, role: 'user' | 'assistant', 
     case 'thinking':
       onlyIn('assistant');
       if (typeof block.thinking !== 'string') throw invalid(`${param}.thinking`, `${param}.thinking must be a string.`);
-      return [{ type: 'reasoning', text: block.thinking, ...(typeof block.signature === 'string' ? { signature: block.signature } : {}) }];
+      return [
+        {
+          type: 'reasoning',
+          text: block.thinking,
+          ...(typeof block.signature === 'string' ? { signature: block.signature } : {}),
+        },
+      ];
     case 'redacted_thinking':
       onlyIn('assistant');
       if (typeof block.data !== 'string') throw invalid(`${param}.data`, `${param}.data must be a string.`);
       // The encrypted reasoning travels as the signature; its text is unknown, and held for as its data.
       return [{ type: 'reasoning', text: '', signature: block.data }];
     default:
-      throw unsupported(param, `${param}: blocks of type ${JSON.stringify(block.type)} are not accepted (text, image, tool_use, tool_result, `
-        + 'thinking and redacted_thinking are): the gateway cannot hold for their cost.');
+      throw unsupported(
+        param,
+        `${param}: blocks of type ${JSON.stringify(block.type)} are not accepted (text, image, tool_use, tool_result, ` +
+          'thinking and redacted_thinking are): the gateway cannot hold for their cost.',
+      );
   }
 }
 
 function toolResultParts(block: Record<string, unknown>, param: string): CanonicalPart[] {
   checkCacheControl(block.cache_control, `${param}.cache_control`);
-  if (typeof block.tool_use_id !== 'string') throw invalid(`${param}.tool_use_id`, `${param}.tool_use_id must be a string.`);
+  if (typeof block.tool_use_id !== 'string')
+    throw invalid(`${param}.tool_use_id`, `${param}.tool_use_id must be a string.`);
   const texts: string[] = [];
   const images: CanonicalPart[] = [];
   const content = block.content ?? '';
@@ -269,7 +324,15 @@ function toolResultParts(block: Record<string, unknown>, param: string): Canonic
  * `allowed_callers` names code execution, which is refused as a tool). `input_examples` would add uncounted text.
  */
 const TOOL_FIELDS: ReadonlySet<string> = new Set([
-  'name', 'description', 'input_schema', 'type', 'cache_control', 'strict', 'eager_input_streaming', 'defer_loading', 'allowed_callers',
+  'name',
+  'description',
+  'input_schema',
+  'type',
+  'cache_control',
+  'strict',
+  'eager_input_streaming',
+  'defer_loading',
+  'allowed_callers',
 ]);
 
 function parseTools(tools: unknown): CanonicalTool[] {
@@ -277,14 +340,20 @@ function parseTools(tools: unknown): CanonicalTool[] {
   return (tools as Array<Record<string, unknown>>).map((tool, i) => {
     const param = `tools[${i}]`;
     if (tool.type !== undefined && tool.type !== 'custom') {
-      throw unsupported(param, `${param}: tools of type ${JSON.stringify(tool.type)} are refused: server and Anthropic-defined tools are billed or run `
-        + 'beyond what the gateway holds for; declare a custom tool (name, description, input_schema).');
+      throw unsupported(
+        param,
+        `${param}: tools of type ${JSON.stringify(tool.type)} are refused: server and Anthropic-defined tools are billed or run ` +
+          'beyond what the gateway holds for; declare a custom tool (name, description, input_schema).',
+      );
     }
     checkCacheControl(tool.cache_control, `${param}.cache_control`);
     // A tool's other properties (input examples, deferred loading…) would reach Anthropic uncounted.
     const extra = Object.keys(tool).find((key) => !TOOL_FIELDS.has(key) && tool[key] !== undefined);
     if (extra) {
-      throw unsupported(`${param}.${extra}`, `${param}.${extra} is not accepted: it would reach the model as text the gateway does not hold for.`);
+      throw unsupported(
+        `${param}.${extra}`,
+        `${param}.${extra} is not accepted: it would reach the model as text the gateway does not hold for.`,
+      );
     }
     const parsed: CanonicalTool = { name: String(tool.name), parameters: tool.input_schema as Record<string, unknown> };
     if (typeof tool.description === 'string') parsed.description = tool.description;

@@ -64,7 +64,11 @@ export function contentBlocks(parts: CanonicalPart[]): ContentBlock[] {
       else blocks.push({ type: 'text', text: part.text });
     } else if (part.type === 'reasoning') {
       const redacted = part.text === '' && part.signature;
-      blocks.push(redacted ? { type: 'redacted_thinking', data: part.signature } : { type: 'thinking', thinking: part.text, signature: part.signature ?? '' });
+      blocks.push(
+        redacted
+          ? { type: 'redacted_thinking', data: part.signature }
+          : { type: 'thinking', thinking: part.text, signature: part.signature ?? '' },
+      );
     } else if (part.type === 'tool_call') {
       blocks.push({ type: 'tool_use', id: part.id, name: part.name, input: toolInput(part.arguments) });
     }
@@ -95,7 +99,11 @@ export function renderMessage(result: CanonicalResult): AnthropicMessage {
   if (result.native?.protocol === 'anthropic-messages') {
     const body = result.native.body;
     return {
-      ...body, id: messageId(body.id as string | undefined), type: 'message', role: 'assistant', model: result.model,
+      ...body,
+      id: messageId(body.id as string | undefined),
+      type: 'message',
+      role: 'assistant',
+      model: result.model,
       content: Array.isArray(body.content) ? (body.content as ContentBlock[]) : contentBlocks(result.content),
       stop_reason: typeof body.stop_reason === 'string' ? body.stop_reason : STOP_REASONS[result.finishReason],
       stop_sequence: typeof body.stop_sequence === 'string' ? body.stop_sequence : null,

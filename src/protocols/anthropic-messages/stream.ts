@@ -104,7 +104,13 @@ export class AnthropicStreamRenderer {
   #start(id: string): string {
     this.#started = true;
     const message = {
-      id: messageId(id), type: 'message', role: 'assistant', model: this.#publicModel, content: [], stop_reason: null, stop_sequence: null,
+      id: messageId(id),
+      type: 'message',
+      role: 'assistant',
+      model: this.#publicModel,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
       usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
     };
     return frame({ type: 'message_start', message }) + frame({ type: 'ping' });
@@ -132,7 +138,14 @@ export class AnthropicStreamRenderer {
         // Upstreams stream tool calls one after another; a late delta still goes to its own block's index.
         const index = this.#toolBlocks.get(event.index);
         if (index === undefined || !event.arguments) return out;
-        return out + frame({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: event.arguments } });
+        return (
+          out +
+          frame({
+            type: 'content_block_delta',
+            index,
+            delta: { type: 'input_json_delta', partial_json: event.arguments },
+          })
+        );
       }
     }
   }
@@ -162,7 +175,12 @@ export class AnthropicStreamRenderer {
     const usage = this.#usage ? anthropicUsage(this.#usage) : undefined;
     const upstream = this.#nativeDelta;
     const delta = upstream?.delta ?? { stop_reason: STOP_REASONS[finishReason], stop_sequence: null };
-    out += frame({ ...(upstream ?? {}), type: 'message_delta', delta, usage: usage ?? upstream?.usage ?? { output_tokens: 0 } });
+    out += frame({
+      ...(upstream ?? {}),
+      type: 'message_delta',
+      delta,
+      usage: usage ?? upstream?.usage ?? { output_tokens: 0 },
+    });
     out += frame({ type: 'message_stop' });
     this.#ended = true;
     return out;

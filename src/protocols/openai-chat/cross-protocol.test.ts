@@ -25,12 +25,32 @@ const upstream = createServer(async (req, res) => {
   ];
   if (!body.stream) {
     res.writeHead(200, { 'content-type': 'application/json' });
-    return res.end(JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: body.model, content, stop_reason: 'tool_use', usage }));
+    return res.end(
+      JSON.stringify({
+        id: 'msg_1',
+        type: 'message',
+        role: 'assistant',
+        model: body.model,
+        content,
+        stop_reason: 'tool_use',
+        usage,
+      }),
+    );
   }
   res.writeHead(200, { 'content-type': 'text/event-stream' });
-  const event = (type: string, data: object) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  const event = (type: string, data: object) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
   const { output_tokens: _output, ...input } = usage;
-  event('message_start', { message: { id: 'msg_2', type: 'message', role: 'assistant', model: body.model, content: [], usage: { ...input, output_tokens: 1 } } });
+  event('message_start', {
+    message: {
+      id: 'msg_2',
+      type: 'message',
+      role: 'assistant',
+      model: body.model,
+      content: [],
+      usage: { ...input, output_tokens: 1 },
+    },
+  });
   event('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } });
   event('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'The user wants weather.' } });
   event('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: 'sig-1' } });
@@ -38,7 +58,10 @@ const upstream = createServer(async (req, res) => {
   event('content_block_start', { index: 1, content_block: { type: 'text', text: '' } });
   event('content_block_delta', { index: 1, delta: { type: 'text_delta', text: 'Let me look.' } });
   event('content_block_stop', { index: 1 });
-  event('content_block_start', { index: 2, content_block: { type: 'tool_use', id: 'toolu_1', name: 'weather', input: {} } });
+  event('content_block_start', {
+    index: 2,
+    content_block: { type: 'tool_use', id: 'toolu_1', name: 'weather', input: {} },
+  });
   event('content_block_delta', { index: 2, delta: { type: 'input_json_delta', partial_json: '{"city":' } });
   event('content_block_delta', { index: 2, delta: { type: 'input_json_delta', partial_json: '"Paris"}' } });
   event('content_block_stop', { index: 2 });
@@ -55,86 +78,139 @@ const pricing = { prompt: 1, completion: 3, cacheRead: 1, cacheWrite: 2 };
 /** 10 × 1 + 100 × 1 + 20 × 2 + 30 × 3 micro-credits. */
 const CHARGE = 10 + 100 + 40 + 90;
 
-const tools = [{ type: 'function' as const, function: { name: 'weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
-const messages = [{ role: 'system' as const, content: 'Use tools.' }, { role: 'user' as const, content: 'Weather in Paris?' }];
+const tools = [
+  {
+    type: 'function' as const,
+    function: {
+      name: 'weather',
+      description: 'Weather of a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } } },
+    },
+  },
+];
+const messages = [
+  { role: 'system' as const, content: 'Use tools.' },
+  { role: 'user' as const, content: 'Weather in Paris?' },
+];
 
-describeEachDatabase('OpenAI chat through an Anthropic upstream: thinking, text and a tool call translated both ways', (env) => {
-  before(async () => {
-    await putModel(env, 'anthropic/claude-tools', { provider: 'anthropic', upstreamModel: 'claude-t', pricing, maxOutputTokens: 500 });
-  });
-
-  it('non-streamed: the SDK gets the tool call, finish_reason tool_calls, the reasoning, and usage with cache details; charged exactly', async () => {
-    const user = await fundedUser(env, 1);
-    const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
-    const completion = await client.chat.completions.create({ model: 'anthropic/claude-tools', messages, tools, tool_choice: 'auto' });
-    const sent = received.at(-1);
-    assert.equal(sent.system, 'Use tools.');
-    assert.deepEqual(sent.tools, [{ name: 'weather', description: 'Weather of a city', input_schema: tools[0].function.parameters }]);
-    assert.deepEqual(sent.tool_choice, { type: 'auto' });
-    const [choice] = completion.choices;
-    assert.equal(choice.finish_reason, 'tool_calls');
-    assert.equal(choice.message.content, 'Let me look.');
-    assert.equal((choice.message as any).reasoning, 'The user wants weather.');
-    assert.deepEqual(choice.message.tool_calls, [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }]);
-    assert.equal(completion.model, 'anthropic/claude-tools');
-    assert.equal(completion.usage?.prompt_tokens, 130);
-    assert.equal(completion.usage?.prompt_tokens_details?.cached_tokens, 100);
-    assert.equal((completion.usage?.prompt_tokens_details as any).cache_write_tokens, 20);
-    assert.equal((completion.usage as any).cost, CHARGE / 1_000_000);
-    assert.equal((await settled(env, user)).balance, 1_000_000 - CHARGE);
-  });
-
-  it('streamed: the SDK assembles the tool call from deltas, sees reasoning deltas and the usage chunk; charged exactly', async () => {
-    const user = await fundedUser(env, 1);
-    const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
-    const stream = await client.chat.completions.create({ model: 'anthropic/claude-tools', messages, tools, stream: true, stream_options: { include_usage: true } });
-    let text = '';
-    let reasoning = '';
-    let args = '';
-    let name = '';
-    let finish: string | null = null;
-    let reported: any;
-    for await (const chunk of stream) {
-      const delta: any = chunk.choices[0]?.delta ?? {};
-      text += delta.content ?? '';
-      reasoning += delta.reasoning ?? '';
-      for (const call of delta.tool_calls ?? []) {
-        name += call.function?.name ?? '';
-        args += call.function?.arguments ?? '';
-      }
-      finish = chunk.choices[0]?.finish_reason ?? finish;
-      reported ??= chunk.usage;
-      assert.equal(chunk.model, 'anthropic/claude-tools');
-    }
-    assert.equal(text, 'Let me look.');
-    assert.equal(reasoning, 'The user wants weather.');
-    assert.equal(name, 'weather');
-    assert.deepEqual(JSON.parse(args), { city: 'Paris' });
-    assert.equal(finish, 'tool_calls');
-    assert.equal(reported.prompt_tokens, 130);
-    assert.equal(reported.completion_tokens, 30);
-    assert.equal(reported.cost, CHARGE / 1_000_000);
-    assert.equal((await settled(env, user)).balance, 1_000_000 - CHARGE);
-    const [record] = await usageOf(env, user);
-    assert.equal(record.status, 'ok');
-    assert.deepEqual(JSON.parse(String(record.details)), { cachedRead: 100, cacheWrite: 20, audioIn: 0, reasoning: 0, audioOut: 0, webSearches: 0 });
-  });
-
-  it('the tool round trip: the assistant tool call and the tool result go back to Anthropic as tool_use and tool_result blocks', async () => {
-    const user = await fundedUser(env, 1);
-    const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
-    await client.chat.completions.create({
-      model: 'anthropic/claude-tools', tools,
-      messages: [
-        ...messages,
-        { role: 'assistant', content: null, tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }] },
-        { role: 'tool', tool_call_id: 'toolu_1', content: 'sunny' },
-      ],
+describeEachDatabase(
+  'OpenAI chat through an Anthropic upstream: thinking, text and a tool call translated both ways',
+  (env) => {
+    before(async () => {
+      await putModel(env, 'anthropic/claude-tools', {
+        provider: 'anthropic',
+        upstreamModel: 'claude-t',
+        pricing,
+        maxOutputTokens: 500,
+      });
     });
-    assert.deepEqual(received.at(-1).messages, [
-      { role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] },
-      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } }] },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'sunny' }] },
-    ]);
-  });
-}, { config: { ANTHROPIC_BASE_URL: upstreamUrl, ANTHROPIC_API_KEY: 'sk-test' } });
+
+    it('non-streamed: the SDK gets the tool call, finish_reason tool_calls, the reasoning, and usage with cache details; charged exactly', async () => {
+      const user = await fundedUser(env, 1);
+      const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
+      const completion = await client.chat.completions.create({
+        model: 'anthropic/claude-tools',
+        messages,
+        tools,
+        tool_choice: 'auto',
+      });
+      const sent = received.at(-1);
+      assert.equal(sent.system, 'Use tools.');
+      assert.deepEqual(sent.tools, [
+        { name: 'weather', description: 'Weather of a city', input_schema: tools[0].function.parameters },
+      ]);
+      assert.deepEqual(sent.tool_choice, { type: 'auto' });
+      const [choice] = completion.choices;
+      assert.equal(choice.finish_reason, 'tool_calls');
+      assert.equal(choice.message.content, 'Let me look.');
+      assert.equal((choice.message as any).reasoning, 'The user wants weather.');
+      assert.deepEqual(choice.message.tool_calls, [
+        { id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+      ]);
+      assert.equal(completion.model, 'anthropic/claude-tools');
+      assert.equal(completion.usage?.prompt_tokens, 130);
+      assert.equal(completion.usage?.prompt_tokens_details?.cached_tokens, 100);
+      assert.equal((completion.usage?.prompt_tokens_details as any).cache_write_tokens, 20);
+      assert.equal((completion.usage as any).cost, CHARGE / 1_000_000);
+      assert.equal((await settled(env, user)).balance, 1_000_000 - CHARGE);
+    });
+
+    it('streamed: the SDK assembles the tool call from deltas, sees reasoning deltas and the usage chunk; charged exactly', async () => {
+      const user = await fundedUser(env, 1);
+      const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
+      const stream = await client.chat.completions.create({
+        model: 'anthropic/claude-tools',
+        messages,
+        tools,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      let text = '';
+      let reasoning = '';
+      let args = '';
+      let name = '';
+      let finish: string | null = null;
+      let reported: any;
+      for await (const chunk of stream) {
+        const delta: any = chunk.choices[0]?.delta ?? {};
+        text += delta.content ?? '';
+        reasoning += delta.reasoning ?? '';
+        for (const call of delta.tool_calls ?? []) {
+          name += call.function?.name ?? '';
+          args += call.function?.arguments ?? '';
+        }
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+        reported ??= chunk.usage;
+        assert.equal(chunk.model, 'anthropic/claude-tools');
+      }
+      assert.equal(text, 'Let me look.');
+      assert.equal(reasoning, 'The user wants weather.');
+      assert.equal(name, 'weather');
+      assert.deepEqual(JSON.parse(args), { city: 'Paris' });
+      assert.equal(finish, 'tool_calls');
+      assert.equal(reported.prompt_tokens, 130);
+      assert.equal(reported.completion_tokens, 30);
+      assert.equal(reported.cost, CHARGE / 1_000_000);
+      assert.equal((await settled(env, user)).balance, 1_000_000 - CHARGE);
+      const [record] = await usageOf(env, user);
+      assert.equal(record.status, 'ok');
+      assert.deepEqual(JSON.parse(String(record.details)), {
+        cachedRead: 100,
+        cacheWrite: 20,
+        audioIn: 0,
+        reasoning: 0,
+        audioOut: 0,
+        webSearches: 0,
+      });
+    });
+
+    it('the tool round trip: the assistant tool call and the tool result go back to Anthropic as tool_use and tool_result blocks', async () => {
+      const user = await fundedUser(env, 1);
+      const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
+      await client.chat.completions.create({
+        model: 'anthropic/claude-tools',
+        tools,
+        messages: [
+          ...messages,
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'toolu_1', content: 'sunny' },
+        ],
+      });
+      assert.deepEqual(received.at(-1).messages, [
+        { role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } }],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'sunny' }] },
+      ]);
+    });
+  },
+  { config: { ANTHROPIC_BASE_URL: upstreamUrl, ANTHROPIC_API_KEY: 'sk-test' } },
+);

@@ -28,10 +28,18 @@ export function checkContentParts(messages: unknown[]): void {
     for (const part of message.content) {
       const type = typeof part?.type === 'string' ? part.type : String(part?.type);
       if (!HELD_PART_TYPES.has(type)) {
-        throw new ApiError('UNSUPPORTED_PARAMETER', `Content parts of type "${type}" are not accepted: the gateway cannot hold for their cost. Use text, image_url, input_audio or file with file_data.`, { details: { param: 'messages' } });
+        throw new ApiError(
+          'UNSUPPORTED_PARAMETER',
+          `Content parts of type "${type}" are not accepted: the gateway cannot hold for their cost. Use text, image_url, input_audio or file with file_data.`,
+          { details: { param: 'messages' } },
+        );
       }
       if (type === 'file' && typeof part.file?.file_data !== 'string') {
-        throw new ApiError('UNSUPPORTED_PARAMETER', 'A file content part must carry its data inline (file.file_data): a file_id refers to an upload of any length, whose cost the request does not show.', { details: { param: 'messages' } });
+        throw new ApiError(
+          'UNSUPPORTED_PARAMETER',
+          'A file content part must carry its data inline (file.file_data): a file_id refers to an upload of any length, whose cost the request does not show.',
+          { details: { param: 'messages' } },
+        );
       }
     }
   }
@@ -44,14 +52,17 @@ export function checkContentParts(messages: unknown[]): void {
 export function chatRefusal(body: ChatRequest): (model: CatalogueModel) => ApiError | null {
   return (model) => {
     const problem = passThroughProblem(body, model.provider);
-    return problem ? new ApiError('UNSUPPORTED_PARAMETER', problem.message, { details: { param: problem.field } }) : null;
+    return problem
+      ? new ApiError('UNSUPPORTED_PARAMETER', problem.message, { details: { param: problem.field } })
+      : null;
   };
 }
 
 /** Text of an OpenAI content value (a string or text parts). */
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((part: any) => (part?.type === 'text' ? String(part.text ?? '') : '')).join('');
+  if (Array.isArray(content))
+    return content.map((part: any) => (part?.type === 'text' ? String(part.text ?? '') : '')).join('');
   return '';
 }
 
@@ -64,7 +75,9 @@ function partsOf(content: unknown): CanonicalPart[] {
     if (part?.type === 'image_url') {
       const url: string = typeof part.image_url === 'string' ? part.image_url : String(part.image_url?.url ?? '');
       const detail = part.image_url?.detail;
-      return [{ type: 'image', url, ...(detail === 'auto' || detail === 'low' || detail === 'high' ? { detail } : {}) }];
+      return [
+        { type: 'image', url, ...(detail === 'auto' || detail === 'low' || detail === 'high' ? { detail } : {}) },
+      ];
     }
     return [];
   });
@@ -84,13 +97,23 @@ function messagesOf(body: ChatRequest): { system: CanonicalPart[]; messages: Can
         const reasoning = message.reasoning ?? message.reasoning_content;
         if (typeof reasoning === 'string' && reasoning) content.unshift({ type: 'reasoning', text: reasoning });
         for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
-          content.push({ type: 'tool_call', id: String(call?.id ?? ''), name: String(call?.function?.name ?? ''), arguments: String(call?.function?.arguments ?? '') });
+          content.push({
+            type: 'tool_call',
+            id: String(call?.id ?? ''),
+            name: String(call?.function?.name ?? ''),
+            arguments: String(call?.function?.arguments ?? ''),
+          });
         }
         messages.push({ role: 'assistant', content });
         break;
       }
       case 'tool':
-        messages.push({ role: 'tool', content: [{ type: 'tool_result', callId: String(message.tool_call_id ?? ''), content: textOf(message.content) }] });
+        messages.push({
+          role: 'tool',
+          content: [
+            { type: 'tool_result', callId: String(message.tool_call_id ?? ''), content: textOf(message.content) },
+          ],
+        });
         break;
       default:
         messages.push({ role: 'user', content: partsOf(message?.content) });
@@ -101,11 +124,13 @@ function messagesOf(body: ChatRequest): { system: CanonicalPart[]; messages: Can
 
 function toolsOf(tools: unknown): CanonicalTool[] {
   if (!Array.isArray(tools)) return [];
-  return tools.filter((tool: any) => tool?.type === 'function' && tool.function?.name).map((tool: any) => ({
-    name: String(tool.function.name),
-    ...(tool.function.description !== undefined ? { description: String(tool.function.description) } : {}),
-    parameters: tool.function.parameters ?? { type: 'object', properties: {} },
-  }));
+  return tools
+    .filter((tool: any) => tool?.type === 'function' && tool.function?.name)
+    .map((tool: any) => ({
+      name: String(tool.function.name),
+      ...(tool.function.description !== undefined ? { description: String(tool.function.description) } : {}),
+      parameters: tool.function.parameters ?? { type: 'object', properties: {} },
+    }));
 }
 
 function toolChoiceOf(choice: any): CanonicalCall['toolChoice'] {
@@ -117,7 +142,12 @@ function toolChoiceOf(choice: any): CanonicalCall['toolChoice'] {
 function responseFormatOf(format: any): CanonicalCall['responseFormat'] {
   if (format?.type === 'json_object') return { type: 'json_object' };
   if (format?.type === 'json_schema' && format.json_schema) {
-    return { type: 'json_schema', name: String(format.json_schema.name ?? 'response'), schema: format.json_schema.schema ?? {}, ...(typeof format.json_schema.strict === 'boolean' ? { strict: format.json_schema.strict } : {}) };
+    return {
+      type: 'json_schema',
+      name: String(format.json_schema.name ?? 'response'),
+      schema: format.json_schema.schema ?? {},
+      ...(typeof format.json_schema.strict === 'boolean' ? { strict: format.json_schema.strict } : {}),
+    };
   }
   return undefined;
 }

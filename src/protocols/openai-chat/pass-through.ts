@@ -24,9 +24,34 @@ export type FieldRule =
 
 /** Fields every OpenAI-compatible upstream receives as sent (their cost is bounded by tokens already held). */
 const OPENAI_PASSED = [
-  'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'n', 'temperature', 'top_p', 'stop', 'seed',
-  'user', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'frequency_penalty', 'presence_penalty', 'logit_bias',
-  'logprobs', 'top_logprobs', 'reasoning_effort', 'verbosity', 'metadata', 'store', 'function_call', 'prompt_cache_key', 'safety_identifier',
+  'model',
+  'messages',
+  'stream',
+  'stream_options',
+  'max_tokens',
+  'max_completion_tokens',
+  'n',
+  'temperature',
+  'top_p',
+  'stop',
+  'seed',
+  'user',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'response_format',
+  'frequency_penalty',
+  'presence_penalty',
+  'logit_bias',
+  'logprobs',
+  'top_logprobs',
+  'reasoning_effort',
+  'verbosity',
+  'metadata',
+  'store',
+  'function_call',
+  'prompt_cache_key',
+  'safety_identifier',
 ] as const;
 
 /** Fields counted into the hold: `functions` (legacy tools, prompt tokens) and `prediction` (its tokens may all be billed as output). */
@@ -36,13 +61,38 @@ const OPENAI_PRICED = ['functions', 'prediction'] as const;
 const OPENAI_CHECKED = ['service_tier', 'modalities'] as const;
 
 /** OpenRouter's own sampling and routing-free options (output stays bounded by the cap sent). */
-const OPENROUTER_PASSED = ['top_k', 'repetition_penalty', 'min_p', 'top_a', 'transforms', 'reasoning', 'include_reasoning', 'usage'] as const;
+const OPENROUTER_PASSED = [
+  'top_k',
+  'repetition_penalty',
+  'min_p',
+  'top_a',
+  'transforms',
+  'reasoning',
+  'include_reasoning',
+  'usage',
+] as const;
 
 /** Sampling options of the usual self-hosted OpenAI-compatible servers (vLLM, Ollama, llama.cpp). */
 const SELF_HOSTED_PASSED = ['top_k', 'min_p', 'repetition_penalty'] as const;
 
 /** What the Anthropic translation reads (`providers/anthropic.ts`); nothing else reaches Anthropic. */
-const ANTHROPIC_PASSED = ['model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'n', 'temperature', 'top_p', 'top_k', 'stop', 'tools', 'tool_choice', 'metadata', 'user'] as const;
+const ANTHROPIC_PASSED = [
+  'model',
+  'messages',
+  'stream',
+  'stream_options',
+  'max_tokens',
+  'max_completion_tokens',
+  'n',
+  'temperature',
+  'top_p',
+  'top_k',
+  'stop',
+  'tools',
+  'tool_choice',
+  'metadata',
+  'user',
+] as const;
 
 /** Fields known to change the cost beyond what the catalogue prices, refused by name with why. */
 export const REFUSED_FIELDS: Readonly<Record<string, string>> = {
@@ -91,7 +141,9 @@ function checkedValueProblem(field: string, value: unknown): string | null {
       : `service_tier ${JSON.stringify(value)} is billed above the catalogue price; use one of ${STANDARD_SERVICE_TIERS.join(', ')}`;
   }
   if (field === 'modalities') {
-    return Array.isArray(value) && value.every((m) => m === 'text') ? null : 'only text output is priced; audio output is billed at audio-token prices the hold does not cover';
+    return Array.isArray(value) && value.every((m) => m === 'text')
+      ? null
+      : 'only text output is priced; audio output is billed at audio-token prices the hold does not cover';
   }
   return null;
 }
@@ -106,7 +158,10 @@ export function checkPassThrough(body: Record<string, unknown>, provider: string
 }
 
 /** The first field of `body` that may not reach `provider`, and why; null when all may. */
-export function passThroughProblem(body: Record<string, unknown>, provider: string): { field: string; message: string } | null {
+export function passThroughProblem(
+  body: Record<string, unknown>,
+  provider: string,
+): { field: string; message: string } | null {
   const rules = allowListOf(provider);
   for (const [field, value] of Object.entries(body)) {
     if (value === undefined) continue;

@@ -9,12 +9,22 @@ import type { ChatChunk, ChatCompletion } from '../../providers/types.ts';
  * otherwise they are built from the canonical fields.
  */
 
-const FINISH: Record<FinishReason, string> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', content_filter: 'content_filter', error: 'stop' };
+const FINISH: Record<FinishReason, string> = {
+  stop: 'stop',
+  length: 'length',
+  tool_calls: 'tool_calls',
+  content_filter: 'content_filter',
+  error: 'stop',
+};
 
 function messageOf(content: CanonicalPart[]): ChatCompletion['choices'][number]['message'] {
   const text = content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
   const reasoning = content.flatMap((part) => (part.type === 'reasoning' ? [part.text] : [])).join('');
-  const calls = content.flatMap((part) => (part.type === 'tool_call' ? [{ id: part.id, type: 'function', function: { name: part.name, arguments: part.arguments } }] : []));
+  const calls = content.flatMap((part) =>
+    part.type === 'tool_call'
+      ? [{ id: part.id, type: 'function', function: { name: part.name, arguments: part.arguments } }]
+      : [],
+  );
   return {
     role: 'assistant',
     content: text || (calls.length ? null : ''),
@@ -26,7 +36,8 @@ function messageOf(content: CanonicalPart[]): ChatCompletion['choices'][number][
 /** A `chat.completion` of a pipeline result. */
 export function renderCompletion(result: CanonicalResult): ChatCompletion {
   const usage = openAiUsageOf(result.usage);
-  if (result.native?.protocol === 'openai-chat') return { ...(result.native.body as ChatCompletion), model: result.model, usage };
+  if (result.native?.protocol === 'openai-chat')
+    return { ...(result.native.body as ChatCompletion), model: result.model, usage };
   return {
     id: result.id,
     object: 'chat.completion',
@@ -72,7 +83,17 @@ export class ChatStreamRenderer {
     if (event.type === 'end') return ['data: [DONE]\n\n'];
     if (event.type === 'usage' && !event.native) {
       // The upstream reported none: the gateway writes the usage chunk on its own counts.
-      return this.#wantsUsage ? [data({ ...this.#last, object: 'chat.completion.chunk', model: this.#model, choices: [], usage: openAiUsageOf(event.usage) })] : [];
+      return this.#wantsUsage
+        ? [
+            data({
+              ...this.#last,
+              object: 'chat.completion.chunk',
+              model: this.#model,
+              choices: [],
+              usage: openAiUsageOf(event.usage),
+            }),
+          ]
+        : [];
     }
     if (event.native?.protocol !== 'openai-chat') return [];
     const chunk = event.native.frame as ChatChunk;
@@ -92,7 +113,12 @@ export class ChatStreamRenderer {
   /** Another provider's events as chunks: the finish chunk and then the usage chunk come at the end. */
   #build(event: CanonicalEvent): string[] {
     const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
-      data({ ...this.#last, object: 'chat.completion.chunk', model: this.#model, choices: [{ index: 0, delta, finish_reason: finish }] });
+      data({
+        ...this.#last,
+        object: 'chat.completion.chunk',
+        model: this.#model,
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      });
     switch (event.type) {
       case 'start':
         this.#last = { id: event.id, created: event.created };
@@ -102,7 +128,13 @@ export class ChatStreamRenderer {
       case 'reasoning':
         return event.delta ? [chunk({ reasoning: event.delta })] : [];
       case 'tool_call_start':
-        return [chunk({ tool_calls: [{ index: event.index, id: event.id, type: 'function', function: { name: event.name, arguments: '' } }] })];
+        return [
+          chunk({
+            tool_calls: [
+              { index: event.index, id: event.id, type: 'function', function: { name: event.name, arguments: '' } },
+            ],
+          }),
+        ];
       case 'tool_call_delta':
         return [chunk({ tool_calls: [{ index: event.index, function: { arguments: event.arguments } }] })];
       case 'usage':
@@ -111,7 +143,16 @@ export class ChatStreamRenderer {
       case 'end': {
         const frames = [chunk({}, FINISH[event.finishReason])];
         const usage = this.#pendingUsage;
-        if (usage?.type === 'usage' && this.#wantsUsage) frames.push(data({ ...this.#last, object: 'chat.completion.chunk', model: this.#model, choices: [], usage: openAiUsageOf(usage.usage) }));
+        if (usage?.type === 'usage' && this.#wantsUsage)
+          frames.push(
+            data({
+              ...this.#last,
+              object: 'chat.completion.chunk',
+              model: this.#model,
+              choices: [],
+              usage: openAiUsageOf(usage.usage),
+            }),
+          );
         frames.push('data: [DONE]\n\n');
         return frames;
       }

@@ -12,53 +12,109 @@ import { chatRefusal, parseChat } from './parse.ts';
 import { ChatStreamRenderer, renderCompletion } from './render.ts';
 
 /** The chat request as validated: only what the gateway must read; every other OpenAI field passes through. */
-const ChatBodySchema = Type.Object({
-  model: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: 300, description: 'A model id `<vendor>/<model>`, e.g. `tollgate/echo`.' }),
-  messages: Type.Array(Type.Object({ role: Type.String({ maxLength: 64 }) }, { additionalProperties: true }), { minItems: 1 }),
-  stream: Type.Optional(Type.Boolean()),
-  stream_options: Type.Optional(Type.Union([Type.Object({ include_usage: Type.Optional(Type.Boolean()) }, { additionalProperties: true }), Type.Null()])),
-  max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
-  max_completion_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
-  n: Type.Optional(Type.Integer({ minimum: 1, maximum: 16 })),
-}, { additionalProperties: true });
+const ChatBodySchema = Type.Object(
+  {
+    model: Type.String({
+      pattern: MODEL_ID_PATTERN,
+      maxLength: 300,
+      description: 'A model id `<vendor>/<model>`, e.g. `tollgate/echo`.',
+    }),
+    messages: Type.Array(Type.Object({ role: Type.String({ maxLength: 64 }) }, { additionalProperties: true }), {
+      minItems: 1,
+    }),
+    stream: Type.Optional(Type.Boolean()),
+    stream_options: Type.Optional(
+      Type.Union([
+        Type.Object({ include_usage: Type.Optional(Type.Boolean()) }, { additionalProperties: true }),
+        Type.Null(),
+      ]),
+    ),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    max_completion_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    n: Type.Optional(Type.Integer({ minimum: 1, maximum: 16 })),
+  },
+  { additionalProperties: true },
+);
 
-const ChatCompletionSchema = Type.Object({
-  id: Type.String(),
-  object: Type.Literal('chat.completion'),
-  created: Type.Integer(),
-  model: Type.String(),
-  choices: Type.Array(Type.Object({ index: Type.Integer(), message: Type.Object({ role: Type.String(), content: Type.Union([Type.String(), Type.Null()]) }, { additionalProperties: true }), finish_reason: Type.Union([Type.String(), Type.Null()]) }, { additionalProperties: true })),
-  usage: Type.Optional(Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Optional(Type.Integer()) }, { additionalProperties: true })),
-}, { additionalProperties: true });
+const ChatCompletionSchema = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('chat.completion'),
+    created: Type.Integer(),
+    model: Type.String(),
+    choices: Type.Array(
+      Type.Object(
+        {
+          index: Type.Integer(),
+          message: Type.Object(
+            { role: Type.String(), content: Type.Union([Type.String(), Type.Null()]) },
+            { additionalProperties: true },
+          ),
+          finish_reason: Type.Union([Type.String(), Type.Null()]),
+        },
+        { additionalProperties: true },
+      ),
+    ),
+    usage: Type.Optional(
+      Type.Object(
+        {
+          prompt_tokens: Type.Integer(),
+          completion_tokens: Type.Integer(),
+          total_tokens: Type.Optional(Type.Integer()),
+        },
+        { additionalProperties: true },
+      ),
+    ),
+  },
+  { additionalProperties: true },
+);
 
-const ErrorSchema = Type.Object({ error: Type.Object({ code: Type.String(), message: Type.String(), type: Type.String(), param: Type.Optional(Type.String()) }, { additionalProperties: true }) });
+const ErrorSchema = Type.Object({
+  error: Type.Object(
+    { code: Type.String(), message: Type.String(), type: Type.String(), param: Type.Optional(Type.String()) },
+    { additionalProperties: true },
+  ),
+});
 
 /** `POST /api/v1/chat/completions`: OpenAI-compatible chat, streamed or not, run through the call pipeline. */
 export function registerChatRoute(app: App, ctx: AppContext): void {
-  app.post('/api/v1/chat/completions', {
-    schema: {
-      tags: ['ai'],
-      summary: 'Create a chat completion (OpenAI-compatible; `stream: true` answers Server-Sent Events)',
-      description: 'The OpenAI chat fields on the provider\'s pass-through allow-list (tools, response_format, vision parts, …) reach the provider; another field is a 400 UNSUPPORTED_PARAMETER naming it. The call holds its worst-case cost before going upstream (each image part at the model\'s image-token budget) and is charged what it used; without max_tokens, the output cap is lowered to what the payer can afford.',
-      security: [{ bearer: [] }],
-      body: ChatBodySchema,
-      response: { 200: ChatCompletionSchema, 400: ErrorSchema, 402: ErrorSchema, 404: ErrorSchema, 429: ErrorSchema, 502: ErrorSchema, 504: ErrorSchema },
+  app.post(
+    '/api/v1/chat/completions',
+    {
+      schema: {
+        tags: ['ai'],
+        summary: 'Create a chat completion (OpenAI-compatible; `stream: true` answers Server-Sent Events)',
+        description:
+          "The OpenAI chat fields on the provider's pass-through allow-list (tools, response_format, vision parts, …) reach the provider; another field is a 400 UNSUPPORTED_PARAMETER naming it. The call holds its worst-case cost before going upstream (each image part at the model's image-token budget) and is charged what it used; without max_tokens, the output cap is lowered to what the payer can afford.",
+        security: [{ bearer: [] }],
+        body: ChatBodySchema,
+        response: {
+          200: ChatCompletionSchema,
+          400: ErrorSchema,
+          402: ErrorSchema,
+          404: ErrorSchema,
+          429: ErrorSchema,
+          502: ErrorSchema,
+          504: ErrorSchema,
+        },
+      },
+      config: { auth: ['ai:chat', 'ai:completions'] },
     },
-    config: { auth: ['ai:chat', 'ai:completions'] },
-  }, async (request, reply) => {
-    const body = request.body as ChatRequest;
-    const call = parseChat(body);
-    const signal = clientSignal(reply);
-    const options = { refuses: chatRefusal(body) };
-    try {
-      if (!body.stream) return renderCompletion(await completeCall(ctx, principalOf(request), call, signal, options));
-      return await relay(reply, body, await streamCall(ctx, principalOf(request), call, signal, options));
-    } catch (error) {
-      // The client left before the answer: the hold is released, and there is no one to answer.
-      if (error instanceof ClientGone) return reply.hijack();
-      throw error;
-    }
-  });
+    async (request, reply) => {
+      const body = request.body as ChatRequest;
+      const call = parseChat(body);
+      const signal = clientSignal(reply);
+      const options = { refuses: chatRefusal(body) };
+      try {
+        if (!body.stream) return renderCompletion(await completeCall(ctx, principalOf(request), call, signal, options));
+        return await relay(reply, body, await streamCall(ctx, principalOf(request), call, signal, options));
+      } catch (error) {
+        // The client left before the answer: the hold is released, and there is no one to answer.
+        if (error instanceof ClientGone) return reply.hijack();
+        throw error;
+      }
+    },
+  );
 }
 
 /**

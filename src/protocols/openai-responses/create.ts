@@ -20,35 +20,56 @@ type Keep = ((response: ResponseObject) => Promise<void>) | null;
 
 /** `POST /api/v1/responses`: OpenAI's Responses API on any model, streamed or not, billed through the one pipeline. */
 export function registerCreateResponseRoute(app: App, ctx: AppContext): void {
-  app.post('/api/v1/responses', {
-    schema: {
-      tags: ['ai'],
-      summary: 'Create a model response (OpenAI Responses API; `stream: true` answers its Server-Sent Events)',
-      description: 'Text and image input, instructions, function tools and their outputs, `max_output_tokens`, `text.format`, `reasoning.effort`. Stateless by default: `store` defaults to **false** (OpenAI\'s default is true); with `store: true` the response is kept for its user and app and `previous_response_id` continues it. Built-in tools (web_search, file_search, …) are a 400 UNSUPPORTED_PARAMETER. Billed, limited and restricted exactly as chat (402/429 with the contract\'s fields).',
-      security: [{ bearer: [] }],
-      body: CreateResponseBody,
-      response: { 200: ResponseSchema, 400: ErrorSchema, 402: ErrorSchema, 404: ErrorSchema, 413: ErrorSchema, 429: ErrorSchema, 502: ErrorSchema, 504: ErrorSchema },
+  app.post(
+    '/api/v1/responses',
+    {
+      schema: {
+        tags: ['ai'],
+        summary: 'Create a model response (OpenAI Responses API; `stream: true` answers its Server-Sent Events)',
+        description:
+          "Text and image input, instructions, function tools and their outputs, `max_output_tokens`, `text.format`, `reasoning.effort`. Stateless by default: `store` defaults to **false** (OpenAI's default is true); with `store: true` the response is kept for its user and app and `previous_response_id` continues it. Built-in tools (web_search, file_search, …) are a 400 UNSUPPORTED_PARAMETER. Billed, limited and restricted exactly as chat (402/429 with the contract's fields).",
+        security: [{ bearer: [] }],
+        body: CreateResponseBody,
+        response: {
+          200: ResponseSchema,
+          400: ErrorSchema,
+          402: ErrorSchema,
+          404: ErrorSchema,
+          413: ErrorSchema,
+          429: ErrorSchema,
+          502: ErrorSchema,
+          504: ErrorSchema,
+        },
+      },
+      config: { auth: ['ai:chat', 'ai:completions'] },
     },
-    config: { auth: ['ai:chat', 'ai:completions'] },
-  }, async (request, reply) => {
-    const body = request.body as ResponsesRequest;
-    const principal = principalOf(request);
-    const store = body.store === true;
-    const { call, conversation } = await prepare(ctx, principal, body);
-    // Checked before anything is held or sent: a conversation too large to keep is refused, not silently unstored.
-    const storedInput = store ? storable(ctx, conversation) : null;
-    const createdAt = Math.floor(ctx.clock.now() / 1000);
-    const frame: ResponseFrame = { id: newResponseId(), createdAt, model: call.model, request: body, store };
-    const keep: Keep = storedInput === null ? null : (response) => saveResponse(ctx, principal, storedInput, response);
-    return call.stream ? respondStreamed(ctx, request, reply, call, frame, keep) : respondWhole(ctx, reply, call, frame, keep);
-  });
+    async (request, reply) => {
+      const body = request.body as ResponsesRequest;
+      const principal = principalOf(request);
+      const store = body.store === true;
+      const { call, conversation } = await prepare(ctx, principal, body);
+      // Checked before anything is held or sent: a conversation too large to keep is refused, not silently unstored.
+      const storedInput = store ? storable(ctx, conversation) : null;
+      const createdAt = Math.floor(ctx.clock.now() / 1000);
+      const frame: ResponseFrame = { id: newResponseId(), createdAt, model: call.model, request: body, store };
+      const keep: Keep =
+        storedInput === null ? null : (response) => saveResponse(ctx, principal, storedInput, response);
+      return call.stream
+        ? respondStreamed(ctx, request, reply, call, frame, keep)
+        : respondWhole(ctx, reply, call, frame, keep);
+    },
+  );
 }
 
 /**
  * The canonical call, and the conversation it answers as items (the previous response's input and output
  * first, `item_reference`s replaced by the items they name), which is what `store: true` keeps.
  */
-async function prepare(ctx: AppContext, principal: Principal, body: ResponsesRequest): Promise<{ call: CanonicalCall; conversation: InputItem[] }> {
+async function prepare(
+  ctx: AppContext,
+  principal: Principal,
+  body: ResponsesRequest,
+): Promise<{ call: CanonicalCall; conversation: InputItem[] }> {
   let history: InputItem[] = [];
   if (typeof body.previous_response_id === 'string') {
     const previous = await requireResponse(ctx, principal, body.previous_response_id, 'previous_response_id');
@@ -58,12 +79,21 @@ async function prepare(ctx: AppContext, principal: Principal, body: ResponsesReq
   const references = await referencedItems(ctx, principal, own);
   const resolve = (id: string) => references.get(id) ?? null;
   const call = toCanonicalCall(body, history, resolve);
-  const conversation = [...history, ...own.map((item) => (item?.type === 'item_reference' ? resolve(String(item.id))! : item))];
+  const conversation = [
+    ...history,
+    ...own.map((item) => (item?.type === 'item_reference' ? resolve(String(item.id))! : item)),
+  ];
   return { call, conversation };
 }
 
 /** A whole answer: the pipeline's result rendered as a Response object (kept first when `store: true`). */
-async function respondWhole(ctx: AppContext, reply: FastifyReply, call: CanonicalCall, frame: ResponseFrame, keep: Keep): Promise<ResponseObject | FastifyReply> {
+async function respondWhole(
+  ctx: AppContext,
+  reply: FastifyReply,
+  call: CanonicalCall,
+  frame: ResponseFrame,
+  keep: Keep,
+): Promise<ResponseObject | FastifyReply> {
   let result;
   try {
     result = await completeCall(ctx, principalOf(reply.request), call, clientSignal(reply));
@@ -85,7 +115,14 @@ async function respondWhole(ctx: AppContext, reply: FastifyReply, call: Canonica
  * pipeline owns billing: ending its iterator (`return()`) when the client goes away settles the call for
  * what was produced, and a failure is rendered as `response.failed` + `error` here, never thrown to Fastify.
  */
-async function respondStreamed(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, call: CanonicalCall, frame: ResponseFrame, keep: Keep): Promise<FastifyReply> {
+async function respondStreamed(
+  ctx: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  call: CanonicalCall,
+  frame: ResponseFrame,
+  keep: Keep,
+): Promise<FastifyReply> {
   let stream: CallStream;
   try {
     stream = await streamCall(ctx, principalOf(request), call, clientSignal(reply));
@@ -103,13 +140,18 @@ async function respondStreamed(ctx: AppContext, request: FastifyRequest, reply: 
       const frames = writer.write(event);
       // Kept before the client reads `response.completed`, so a follow-up with previous_response_id finds it.
       if (event.type === 'end' && keep && writer.final && writer.final.status !== 'failed') {
-        await keep(writer.final).catch((error) => request.log.error({ err: error }, 'storing a streamed response failed'));
+        await keep(writer.final).catch((error) =>
+          request.log.error({ err: error }, 'storing a streamed response failed'),
+        );
       }
       if (frames && !(await writeFrame(raw, frames))) break;
     }
   } catch (error) {
     request.log.warn({ err: error, model: frame.model }, 'a responses stream failed after output began');
-    const apiError = error instanceof ApiError ? error : new ApiError('UPSTREAM_ERROR', `The stream failed after output began: ${(error as Error).message}`);
+    const apiError =
+      error instanceof ApiError
+        ? error
+        : new ApiError('UPSTREAM_ERROR', `The stream failed after output began: ${(error as Error).message}`);
     await writeFrame(raw, writer.fail(apiError.code, apiError.message, apiError.toEnvelope().error));
   } finally {
     // The response ends after the settle, so a client that reads its wallet once the stream closed sees the charge.

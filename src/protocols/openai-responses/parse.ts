@@ -35,24 +35,47 @@ export interface ResponsesRequest {
  * (`include` asks for extra detail, e.g. encrypted reasoning, which is returned whenever the provider has it).
  */
 const IGNORED_FIELDS: ReadonlySet<string> = new Set([
-  'user', 'safety_identifier', 'prompt_cache_key', 'prompt_cache_retention', 'include', 'service_tier', 'stream_options', 'truncation', 'top_logprobs',
+  'user',
+  'safety_identifier',
+  'prompt_cache_key',
+  'prompt_cache_retention',
+  'include',
+  'service_tier',
+  'stream_options',
+  'truncation',
+  'top_logprobs',
 ]);
 
 /** Fields the gateway reads (see {@link ResponsesRequest}). */
 const READ_FIELDS: ReadonlySet<string> = new Set([
-  'model', 'input', 'instructions', 'tools', 'tool_choice', 'max_output_tokens', 'temperature', 'top_p', 'text', 'reasoning',
-  'parallel_tool_calls', 'metadata', 'store', 'previous_response_id', 'stream',
+  'model',
+  'input',
+  'instructions',
+  'tools',
+  'tool_choice',
+  'max_output_tokens',
+  'temperature',
+  'top_p',
+  'text',
+  'reasoning',
+  'parallel_tool_calls',
+  'metadata',
+  'store',
+  'previous_response_id',
+  'stream',
 ]);
 
 /** Why a known field is refused, by name. */
 const REFUSED_FIELDS: Record<string, string> = {
-  background: 'background responses are not supported; call without `background` and keep the connection open (or stream)',
+  background:
+    'background responses are not supported; call without `background` and keep the connection open (or stream)',
   conversation: 'conversations are not supported; continue with `previous_response_id` and `store: true`',
   prompt: 'stored prompt templates are not supported; send the text as `instructions` and `input`',
   max_tool_calls: 'only function tools are supported, and the client runs them: limit the calls in the client',
 };
 
-const unsupported = (param: string, message: string) => new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param } });
+const unsupported = (param: string, message: string) =>
+  new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param } });
 const invalid = (param: string, message: string) => new ApiError('INVALID_REQUEST', message, { details: { param } });
 
 /** Refuses fields the gateway does not implement, naming each (400 UNSUPPORTED_PARAMETER, never silently dropped). */
@@ -61,7 +84,12 @@ export function checkFields(body: ResponsesRequest): void {
     if (value === undefined || value === null || READ_FIELDS.has(field) || IGNORED_FIELDS.has(field)) continue;
     if (field === 'background' && value === false) continue;
     const why = REFUSED_FIELDS[field];
-    throw unsupported(field, why ? `"${field}" is not supported: ${why}.` : `The field "${field}" is not supported by Tollgate's Responses API.`);
+    throw unsupported(
+      field,
+      why
+        ? `"${field}" is not supported: ${why}.`
+        : `The field "${field}" is not supported by Tollgate's Responses API.`,
+    );
   }
 }
 
@@ -69,12 +97,23 @@ export function checkFields(body: ResponsesRequest): void {
 export function parseTools(tools: Array<Record<string, unknown>> | undefined): CanonicalTool[] {
   const builtIn = (tools ?? []).filter((tool) => tool.type !== 'function').map((tool) => String(tool.type));
   if (builtIn.length > 0) {
-    throw unsupported('tools', `Built-in tools are not supported (${[...new Set(builtIn)].join(', ')}): only tools of type "function" are, which the client runs.`);
+    throw unsupported(
+      'tools',
+      `Built-in tools are not supported (${[...new Set(builtIn)].join(', ')}): only tools of type "function" are, which the client runs.`,
+    );
   }
   return (tools ?? []).map((tool, i) => {
-    if (typeof tool.name !== 'string' || tool.name === '') throw invalid(`tools[${i}].name`, `tools[${i}] needs a name.`);
-    const parameters = tool.parameters && typeof tool.parameters === 'object' ? (tool.parameters as Record<string, unknown>) : { type: 'object', properties: {} };
-    return { name: tool.name, ...(typeof tool.description === 'string' ? { description: tool.description } : {}), parameters };
+    if (typeof tool.name !== 'string' || tool.name === '')
+      throw invalid(`tools[${i}].name`, `tools[${i}] needs a name.`);
+    const parameters =
+      tool.parameters && typeof tool.parameters === 'object'
+        ? (tool.parameters as Record<string, unknown>)
+        : { type: 'object', properties: {} };
+    return {
+      name: tool.name,
+      ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
+      parameters,
+    };
   });
 }
 
@@ -84,10 +123,14 @@ export function parseToolChoice(choice: unknown, tools: CanonicalTool[]): Canoni
   if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
   const object = choice as Record<string, unknown>;
   if (object && typeof object === 'object' && object.type === 'function' && typeof object.name === 'string') {
-    if (!tools.some((tool) => tool.name === object.name)) throw invalid('tool_choice', `tool_choice names "${object.name}", which is not among the tools.`);
+    if (!tools.some((tool) => tool.name === object.name))
+      throw invalid('tool_choice', `tool_choice names "${object.name}", which is not among the tools.`);
     return { name: object.name };
   }
-  throw unsupported('tool_choice', 'tool_choice must be "auto", "none", "required" or { "type": "function", "name": … }: only function tools are supported.');
+  throw unsupported(
+    'tool_choice',
+    'tool_choice must be "auto", "none", "required" or { "type": "function", "name": … }: only function tools are supported.',
+  );
 }
 
 /** `text.format` into the canonical JSON output request (`text` alone is the default). */
@@ -99,9 +142,17 @@ export function parseTextFormat(text: ResponsesRequest['text']): CanonicalCall['
     if (typeof format.name !== 'string' || !format.schema || typeof format.schema !== 'object') {
       throw invalid('text.format', 'A json_schema format needs a name and a schema.');
     }
-    return { type: 'json_schema', name: format.name, schema: format.schema as Record<string, unknown>, ...(typeof format.strict === 'boolean' ? { strict: format.strict } : {}) };
+    return {
+      type: 'json_schema',
+      name: format.name,
+      schema: format.schema as Record<string, unknown>,
+      ...(typeof format.strict === 'boolean' ? { strict: format.strict } : {}),
+    };
   }
-  throw unsupported('text.format', `text.format.type must be "text", "json_object" or "json_schema", not "${String(format.type)}".`);
+  throw unsupported(
+    'text.format',
+    `text.format.type must be "text", "json_object" or "json_schema", not "${String(format.type)}".`,
+  );
 }
 
 /** `reasoning.effort`: OpenAI's `none` asks for none; `xhigh` is the highest the canonical call knows. */
@@ -110,17 +161,22 @@ export function parseReasoning(reasoning: ResponsesRequest['reasoning']): Canoni
   if (effort === undefined || effort === null || effort === 'none') return undefined;
   if (effort === 'minimal' || effort === 'low' || effort === 'medium' || effort === 'high') return { effort };
   if (effort === 'xhigh') return { effort: 'high' };
-  throw invalid('reasoning.effort', `reasoning.effort must be one of none, minimal, low, medium, high, xhigh, not "${String(effort)}".`);
+  throw invalid(
+    'reasoning.effort',
+    `reasoning.effort must be one of none, minimal, low, medium, high, xhigh, not "${String(effort)}".`,
+  );
 }
 
 /** The text of an `output`/`content` given as a string or as text parts. */
 function textOf(value: unknown, param: string): string {
   if (typeof value === 'string') return value;
   if (Array.isArray(value)) {
-    return value.map((part: any, i) => {
-      if (typeof part?.text === 'string') return part.text;
-      throw unsupported(`${param}[${i}]`, `Only text parts are accepted here, not "${String(part?.type)}".`);
-    }).join('');
+    return value
+      .map((part: any, i) => {
+        if (typeof part?.text === 'string') return part.text;
+        throw unsupported(`${param}[${i}]`, `Only text parts are accepted here, not "${String(part?.type)}".`);
+      })
+      .join('');
   }
   throw invalid(param, 'Expected a string or an array of text parts.');
 }
@@ -137,13 +193,20 @@ function contentPart(part: any, param: string): CanonicalPart {
       return { type: 'text', text: String(part.refusal ?? '') };
     case 'input_image': {
       if (typeof part.image_url !== 'string' || part.image_url === '') {
-        throw unsupported(param, 'An input_image must carry an image_url (an https: or data: URL): uploaded files (file_id) are not supported.');
+        throw unsupported(
+          param,
+          'An input_image must carry an image_url (an https: or data: URL): uploaded files (file_id) are not supported.',
+        );
       }
-      const detail = part.detail === 'low' || part.detail === 'high' || part.detail === 'auto' ? part.detail : undefined;
+      const detail =
+        part.detail === 'low' || part.detail === 'high' || part.detail === 'auto' ? part.detail : undefined;
       return { type: 'image', url: part.image_url, ...(detail ? { detail } : {}) };
     }
     default:
-      throw unsupported(param, `Content parts of type "${String(part?.type)}" are not supported: use input_text, input_image (with image_url) or output_text.`);
+      throw unsupported(
+        param,
+        `Content parts of type "${String(part?.type)}" are not supported: use input_text, input_image (with image_url) or output_text.`,
+      );
   }
 }
 
@@ -162,7 +225,10 @@ export type ItemResolver = (id: string) => InputItem | null;
  * function calls) form one assistant turn, as chat and Anthropic want them; each function_call_output is a
  * tool message; system and developer messages join the system instructions, in order.
  */
-export function parseInput(items: InputItem[], resolve: ItemResolver): { system: CanonicalPart[]; messages: CanonicalMessage[] } {
+export function parseInput(
+  items: InputItem[],
+  resolve: ItemResolver,
+): { system: CanonicalPart[]; messages: CanonicalMessage[] } {
   const system: CanonicalPart[] = [];
   const messages: CanonicalMessage[] = [];
   const push = (role: CanonicalMessage['role'], parts: CanonicalPart[]) => {
@@ -176,7 +242,10 @@ export function parseInput(items: InputItem[], resolve: ItemResolver): { system:
     if (item?.type === 'item_reference') {
       const found = typeof item.id === 'string' ? resolve(item.id) : null;
       if (!found) {
-        throw invalid(param, `The item_reference "${String(item.id)}" names no stored item of yours: responses are kept only with \`store: true\` (the Vercel AI SDK sends references unless providerOptions.openai.store is false).`);
+        throw invalid(
+          param,
+          `The item_reference "${String(item.id)}" names no stored item of yours: responses are kept only with \`store: true\` (the Vercel AI SDK sends references unless providerOptions.openai.store is false).`,
+        );
       }
       item = found;
     }
@@ -186,12 +255,16 @@ export function parseInput(items: InputItem[], resolve: ItemResolver): { system:
         const role = item.role;
         const parts = messageParts(item.content, param);
         if (role === 'system' || role === 'developer') {
-          if (parts.some((part) => part.type !== 'text')) throw unsupported(`${param}.content`, 'System and developer messages take text only.');
+          if (parts.some((part) => part.type !== 'text'))
+            throw unsupported(`${param}.content`, 'System and developer messages take text only.');
           system.push(...parts);
         } else if (role === 'user' || role === 'assistant') {
           push(role, parts);
         } else {
-          throw invalid(`${param}.role`, `A message's role must be user, assistant, system or developer, not "${String(role)}".`);
+          throw invalid(
+            `${param}.role`,
+            `A message's role must be user, assistant, system or developer, not "${String(role)}".`,
+          );
         }
         return;
       }
@@ -202,7 +275,8 @@ export function parseInput(items: InputItem[], resolve: ItemResolver): { system:
         push('assistant', [{ type: 'tool_call', id: item.call_id, name: item.name, arguments: item.arguments }]);
         return;
       case 'function_call_output':
-        if (typeof item.call_id !== 'string') throw invalid(`${param}.call_id`, 'A function_call_output item needs the call_id it answers.');
+        if (typeof item.call_id !== 'string')
+          throw invalid(`${param}.call_id`, 'A function_call_output item needs the call_id it answers.');
         push('tool', [{ type: 'tool_result', callId: item.call_id, content: textOf(item.output, `${param}.output`) }]);
         return;
       case 'reasoning': {
@@ -211,11 +285,15 @@ export function parseInput(items: InputItem[], resolve: ItemResolver): { system:
         const text = texts.map((part: any) => (typeof part?.text === 'string' ? part.text : '')).join('');
         const signature = typeof item.encrypted_content === 'string' ? item.encrypted_content : undefined;
         // An empty, unsigned reasoning item carries nothing an upstream could use (Anthropic refuses empty thinking).
-        if (text !== '' || signature) push('assistant', [{ type: 'reasoning', text, ...(signature ? { signature } : {}) }]);
+        if (text !== '' || signature)
+          push('assistant', [{ type: 'reasoning', text, ...(signature ? { signature } : {}) }]);
         return;
       }
       default:
-        throw unsupported(param, `Input items of type "${String(type)}" are not supported: use message, function_call, function_call_output, reasoning or item_reference.`);
+        throw unsupported(
+          param,
+          `Input items of type "${String(type)}" are not supported: use message, function_call, function_call_output, reasoning or item_reference.`,
+        );
     }
   });
   return { system, messages };
@@ -234,10 +312,14 @@ export function inputItems(input: ResponsesRequest['input']): InputItem[] {
 export function toCanonicalCall(body: ResponsesRequest, history: InputItem[], resolve: ItemResolver): CanonicalCall {
   checkFields(body);
   const items = [...history, ...inputItems(body.input)];
-  if (items.length === 0) throw invalid('input', 'The request needs an input (a string or items), or a previous_response_id to continue.');
+  if (items.length === 0)
+    throw invalid('input', 'The request needs an input (a string or items), or a previous_response_id to continue.');
   const { system, messages } = parseInput(items, resolve);
   if (messages.length === 0) throw invalid('input', 'The input has no user or assistant message to answer.');
-  const instructions = typeof body.instructions === 'string' && body.instructions !== '' ? [{ type: 'text', text: body.instructions } as CanonicalPart] : [];
+  const instructions =
+    typeof body.instructions === 'string' && body.instructions !== ''
+      ? [{ type: 'text', text: body.instructions } as CanonicalPart]
+      : [];
   const tools = parseTools(body.tools);
   const call: CanonicalCall = {
     model: body.model,

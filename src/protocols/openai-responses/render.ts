@@ -23,7 +23,13 @@ export interface ResponseUsage {
 
 /** The Response object. */
 export type ResponseObject = Record<string, unknown> & {
-  id: string; object: 'response'; created_at: number; status: ResponseStatus; model: string; output: OutputItem[]; usage: ResponseUsage | null;
+  id: string;
+  object: 'response';
+  created_at: number;
+  status: ResponseStatus;
+  model: string;
+  output: OutputItem[];
+  usage: ResponseUsage | null;
 };
 
 /** `in_progress` while streaming; then `completed`, `incomplete` (the output cap or a filter cut it) or `failed`. */
@@ -40,7 +46,10 @@ export interface ResponseFrame {
 }
 
 /** The status a finish reason gives, and why an incomplete response stopped. */
-export function statusOf(finish: FinishReason): { status: ResponseStatus; incomplete: { reason: 'max_output_tokens' | 'content_filter' } | null } {
+export function statusOf(finish: FinishReason): {
+  status: ResponseStatus;
+  incomplete: { reason: 'max_output_tokens' | 'content_filter' } | null;
+} {
   if (finish === 'length') return { status: 'incomplete', incomplete: { reason: 'max_output_tokens' } };
   if (finish === 'content_filter') return { status: 'incomplete', incomplete: { reason: 'content_filter' } };
   if (finish === 'error') return { status: 'failed', incomplete: null };
@@ -55,7 +64,10 @@ export function statusOf(finish: FinishReason): { status: ResponseStatus; incomp
 export function renderUsage(usage: CanonicalUsage): ResponseUsage {
   return {
     input_tokens: usage.inputTokens,
-    input_tokens_details: { cached_tokens: usage.cacheReadTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0 },
+    input_tokens_details: {
+      cached_tokens: usage.cacheReadTokens ?? 0,
+      cache_write_tokens: usage.cacheWriteTokens ?? 0,
+    },
     output_tokens: usage.outputTokens,
     output_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
     total_tokens: usage.inputTokens + usage.outputTokens,
@@ -65,7 +77,13 @@ export function renderUsage(usage: CanonicalUsage): ResponseUsage {
 
 /** A message item holding one `output_text` part. */
 export function messageItem(id: string, text: string, status: 'in_progress' | 'completed' | 'incomplete'): OutputItem {
-  return { id, type: 'message', role: 'assistant', status, content: text === '' && status === 'in_progress' ? [] : [outputText(text)] };
+  return {
+    id,
+    type: 'message',
+    role: 'assistant',
+    status,
+    content: text === '' && status === 'in_progress' ? [] : [outputText(text)],
+  };
 }
 
 /** An `output_text` content part. */
@@ -74,13 +92,30 @@ export function outputText(text: string): Record<string, unknown> {
 }
 
 /** A function_call item; `call_id` is the id the client answers with a function_call_output. */
-export function functionCallItem(id: string, callId: string, name: string, args: string, status: 'in_progress' | 'completed' | 'incomplete'): OutputItem {
+export function functionCallItem(
+  id: string,
+  callId: string,
+  name: string,
+  args: string,
+  status: 'in_progress' | 'completed' | 'incomplete',
+): OutputItem {
   return { id, type: 'function_call', call_id: callId, name, arguments: args, status };
 }
 
 /** A reasoning item: its text as one summary part, the provider's signature as `encrypted_content` (replayed verbatim). */
-export function reasoningItem(id: string, text: string, signature: string | undefined, status: 'in_progress' | 'completed' | 'incomplete'): OutputItem {
-  return { id, type: 'reasoning', summary: text === '' ? [] : [{ type: 'summary_text', text }], encrypted_content: signature ?? null, status };
+export function reasoningItem(
+  id: string,
+  text: string,
+  signature: string | undefined,
+  status: 'in_progress' | 'completed' | 'incomplete',
+): OutputItem {
+  return {
+    id,
+    type: 'reasoning',
+    summary: text === '' ? [] : [{ type: 'summary_text', text }],
+    encrypted_content: signature ?? null,
+    status,
+  };
 }
 
 /** The output items of a whole answer: consecutive text parts form one message; each reasoning part and tool call its own item. */
@@ -98,19 +133,28 @@ export function outputItems(responseId: string, content: CanonicalPart[], finish
       continue;
     }
     flush();
-    if (part.type === 'reasoning') items.push(reasoningItem(itemId(responseId, 'rs', items.length), part.text, part.signature, 'completed'));
-    else if (part.type === 'tool_call') items.push(functionCallItem(itemId(responseId, 'fc', items.length), part.id, part.name, part.arguments, 'completed'));
+    if (part.type === 'reasoning')
+      items.push(reasoningItem(itemId(responseId, 'rs', items.length), part.text, part.signature, 'completed'));
+    else if (part.type === 'tool_call')
+      items.push(
+        functionCallItem(itemId(responseId, 'fc', items.length), part.id, part.name, part.arguments, 'completed'),
+      );
   }
   flush();
   return items;
 }
 
 /** The Response object: the frame's echo of the request, the output, and (once known) the usage. */
-export function responseObject(frame: ResponseFrame, status: ResponseStatus, output: OutputItem[], options: {
-  usage?: CanonicalUsage;
-  incomplete?: { reason: string } | null;
-  error?: { code: string; message: string } | null;
-} = {}): ResponseObject {
+export function responseObject(
+  frame: ResponseFrame,
+  status: ResponseStatus,
+  output: OutputItem[],
+  options: {
+    usage?: CanonicalUsage;
+    incomplete?: { reason: string } | null;
+    error?: { code: string; message: string } | null;
+  } = {},
+): ResponseObject {
   const request = frame.request;
   return {
     id: frame.id,
@@ -143,5 +187,10 @@ export function responseObject(frame: ResponseFrame, status: ResponseStatus, out
 /** The Response object of a whole (non-streamed) answer. */
 export function renderResult(frame: ResponseFrame, result: CanonicalResult): ResponseObject {
   const { status, incomplete } = statusOf(result.finishReason);
-  return responseObject({ ...frame, model: result.model }, status, outputItems(frame.id, result.content, result.finishReason), { usage: result.usage, incomplete });
+  return responseObject(
+    { ...frame, model: result.model },
+    status,
+    outputItems(frame.id, result.content, result.finishReason),
+    { usage: result.usage, incomplete },
+  );
 }

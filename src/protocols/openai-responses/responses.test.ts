@@ -19,283 +19,485 @@ const pricing = { prompt: 2, completion: 5, cacheRead: 1, cacheWrite: 3, request
  * Anthropic: 12 plain input × 2 + 5 cache reads × 1 + 3 cache writes × 3 + 7 output × 5 + 100 = 173.
  */
 const WIRES = [
-  { name: 'an OpenAI-compatible upstream', model: 'acme/gpt', stall: 'acme/stall', broken: 'acme/break', charge: 170, usage: { input_tokens: 20, input_tokens_details: { cached_tokens: 5, cache_write_tokens: 0 }, output_tokens: 7, output_tokens_details: { reasoning_tokens: 2 }, total_tokens: 27, cost: 0.00017 } },
-  { name: 'an Anthropic upstream', model: 'anthropic/claude', stall: 'anthropic/stall', broken: 'anthropic/break', charge: 173, usage: { input_tokens: 20, input_tokens_details: { cached_tokens: 5, cache_write_tokens: 3 }, output_tokens: 7, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 27, cost: 0.000173 } },
+  {
+    name: 'an OpenAI-compatible upstream',
+    model: 'acme/gpt',
+    stall: 'acme/stall',
+    broken: 'acme/break',
+    charge: 170,
+    usage: {
+      input_tokens: 20,
+      input_tokens_details: { cached_tokens: 5, cache_write_tokens: 0 },
+      output_tokens: 7,
+      output_tokens_details: { reasoning_tokens: 2 },
+      total_tokens: 27,
+      cost: 0.00017,
+    },
+  },
+  {
+    name: 'an Anthropic upstream',
+    model: 'anthropic/claude',
+    stall: 'anthropic/stall',
+    broken: 'anthropic/break',
+    charge: 173,
+    usage: {
+      input_tokens: 20,
+      input_tokens_details: { cached_tokens: 5, cache_write_tokens: 3 },
+      output_tokens: 7,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 27,
+      cost: 0.000173,
+    },
+  },
 ] as const;
 
-const weather: OpenAI.Responses.FunctionTool = { type: 'function', name: 'weather', description: 'The weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: false };
-const client = (env: TestEnv, user: FundedUser) => new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
-const spent = async (env: TestEnv, user: FundedUser, credits: number) => credits * 1_000_000 - (await settled(env, user)).balance;
+const weather: OpenAI.Responses.FunctionTool = {
+  type: 'function',
+  name: 'weather',
+  description: 'The weather of a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  strict: false,
+};
+const client = (env: TestEnv, user: FundedUser) =>
+  new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
+const spent = async (env: TestEnv, user: FundedUser, credits: number) =>
+  credits * 1_000_000 - (await settled(env, user)).balance;
 
-describeEachDatabase('OpenAI Responses through the official clients', (env) => {
-  before(async () => {
-    await putModel(env, 'acme/gpt', { provider: 'scripted', upstreamModel: 'gpt', pricing, maxOutputTokens: 100, imageTokens: 50 });
-    await putModel(env, 'acme/stall', { provider: 'scripted', upstreamModel: 'stall', pricing, maxOutputTokens: 100 });
-    await putModel(env, 'anthropic/claude', { provider: 'anthropic', upstreamModel: 'claude', pricing, maxOutputTokens: 100, imageTokens: 50 });
-    await putModel(env, 'anthropic/stall', { provider: 'anthropic', upstreamModel: 'stall', pricing, maxOutputTokens: 100 });
-    await putModel(env, 'acme/break', { provider: 'scripted', upstreamModel: 'break', pricing, maxOutputTokens: 100 });
-    await putModel(env, 'anthropic/break', { provider: 'anthropic', upstreamModel: 'break', pricing, maxOutputTokens: 100 });
-  });
-
-  for (const wire of WIRES) {
-    it(`through ${wire.name}: responses.create with instructions is a Response object, charged exactly the upstream's usage`, async () => {
-      const user = await fundedUser(env, 1);
-      const response = await client(env, user).responses.create({ model: wire.model, instructions: 'Be brief.', input: 'hello there' });
-      assert.match(response.id, /^resp_/);
-      assert.equal(response.object, 'response');
-      assert.equal(response.status, 'completed');
-      assert.equal(response.model, wire.model);
-      assert.equal(response.output_text, 'Seen: hello there');
-      assert.equal((response as unknown as { store: boolean }).store, false);
-      assert.deepEqual(response.usage, wire.usage);
-      assert.match(JSON.stringify(upstream.requests.at(-1)!.body), /Be brief\./);
-      assert.equal(await spent(env, user, 1), wire.charge);
-      const [record] = await usageOf(env, user);
-      assert.equal(Number(record.cost), wire.charge);
-      assert.equal(record.status, 'ok');
+describeEachDatabase(
+  'OpenAI Responses through the official clients',
+  (env) => {
+    before(async () => {
+      await putModel(env, 'acme/gpt', {
+        provider: 'scripted',
+        upstreamModel: 'gpt',
+        pricing,
+        maxOutputTokens: 100,
+        imageTokens: 50,
+      });
+      await putModel(env, 'acme/stall', {
+        provider: 'scripted',
+        upstreamModel: 'stall',
+        pricing,
+        maxOutputTokens: 100,
+      });
+      await putModel(env, 'anthropic/claude', {
+        provider: 'anthropic',
+        upstreamModel: 'claude',
+        pricing,
+        maxOutputTokens: 100,
+        imageTokens: 50,
+      });
+      await putModel(env, 'anthropic/stall', {
+        provider: 'anthropic',
+        upstreamModel: 'stall',
+        pricing,
+        maxOutputTokens: 100,
+      });
+      await putModel(env, 'acme/break', {
+        provider: 'scripted',
+        upstreamModel: 'break',
+        pricing,
+        maxOutputTokens: 100,
+      });
+      await putModel(env, 'anthropic/break', {
+        provider: 'anthropic',
+        upstreamModel: 'break',
+        pricing,
+        maxOutputTokens: 100,
+      });
     });
 
-    it(`through ${wire.name}: stream: true yields the Responses events, and responses.stream's final response`, async () => {
-      const user = await fundedUser(env, 1);
-      const stream = await client(env, user).responses.create({ model: wire.model, input: 'hello stream', stream: true });
-      const events: OpenAI.Responses.ResponseStreamEvent[] = [];
-      for await (const event of stream) events.push(event);
-      assert.equal(events[0].type, 'response.created');
-      assert.equal(events[1].type, 'response.in_progress');
-      assert.ok(events.every((event, i) => event.sequence_number === i));
-      const text = events.filter((e) => e.type === 'response.output_text.delta').map((e) => (e as OpenAI.Responses.ResponseTextDeltaEvent).delta).join('');
-      assert.equal(text, 'Seen: hello stream');
-      const last = events.at(-1)!;
-      assert.equal(last.type, 'response.completed');
-      assert.deepEqual((last as OpenAI.Responses.ResponseCompletedEvent).response.usage, wire.usage);
-      assert.equal(await spent(env, user, 1), wire.charge);
+    for (const wire of WIRES) {
+      it(`through ${wire.name}: responses.create with instructions is a Response object, charged exactly the upstream's usage`, async () => {
+        const user = await fundedUser(env, 1);
+        const response = await client(env, user).responses.create({
+          model: wire.model,
+          instructions: 'Be brief.',
+          input: 'hello there',
+        });
+        assert.match(response.id, /^resp_/);
+        assert.equal(response.object, 'response');
+        assert.equal(response.status, 'completed');
+        assert.equal(response.model, wire.model);
+        assert.equal(response.output_text, 'Seen: hello there');
+        assert.equal((response as unknown as { store: boolean }).store, false);
+        assert.deepEqual(response.usage, wire.usage);
+        assert.match(JSON.stringify(upstream.requests.at(-1)!.body), /Be brief\./);
+        assert.equal(await spent(env, user, 1), wire.charge);
+        const [record] = await usageOf(env, user);
+        assert.equal(Number(record.cost), wire.charge);
+        assert.equal(record.status, 'ok');
+      });
 
-      const helper = client(env, user).responses.stream({ model: wire.model, input: 'hello helper' });
-      let deltas = '';
-      helper.on('response.output_text.delta', (event) => (deltas += event.delta));
-      const final = await helper.finalResponse();
-      assert.equal(final.output_text, 'Seen: hello helper');
-      assert.equal(deltas, 'Seen: hello helper');
-      assert.equal(await spent(env, user, 1), 2 * wire.charge);
-    });
+      it(`through ${wire.name}: stream: true yields the Responses events, and responses.stream's final response`, async () => {
+        const user = await fundedUser(env, 1);
+        const stream = await client(env, user).responses.create({
+          model: wire.model,
+          input: 'hello stream',
+          stream: true,
+        });
+        const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+        for await (const event of stream) events.push(event);
+        assert.equal(events[0].type, 'response.created');
+        assert.equal(events[1].type, 'response.in_progress');
+        assert.ok(events.every((event, i) => event.sequence_number === i));
+        const text = events
+          .filter((e) => e.type === 'response.output_text.delta')
+          .map((e) => (e as OpenAI.Responses.ResponseTextDeltaEvent).delta)
+          .join('');
+        assert.equal(text, 'Seen: hello stream');
+        const last = events.at(-1)!;
+        assert.equal(last.type, 'response.completed');
+        assert.deepEqual((last as OpenAI.Responses.ResponseCompletedEvent).response.usage, wire.usage);
+        assert.equal(await spent(env, user, 1), wire.charge);
 
-    it(`through ${wire.name}: a tool call round trip by replaying the items, streamed and not`, async () => {
-      const user = await fundedUser(env, 1);
-      const openai = client(env, user);
-      const input: OpenAI.Responses.ResponseInput = [{ role: 'user', content: 'weather in Paris?' }];
-      const first = await openai.responses.create({ model: wire.model, input, tools: [weather] });
-      const call = first.output.find((item) => item.type === 'function_call');
-      assert.ok(call && call.type === 'function_call', JSON.stringify(first.output));
-      assert.equal(call.name, 'weather');
-      assert.equal(call.arguments, '{"city":"Paris"}');
-      assert.equal(call.status, 'completed');
-      assert.match(call.id!, /^fc_/);
-      const second = await openai.responses.create({ model: wire.model, tools: [weather], input: [...input, ...first.output as OpenAI.Responses.ResponseInputItem[], { type: 'function_call_output', call_id: call.call_id, output: 'sunny' }] });
-      assert.equal(second.output_text, 'Result: sunny');
+        const helper = client(env, user).responses.stream({ model: wire.model, input: 'hello helper' });
+        let deltas = '';
+        helper.on('response.output_text.delta', (event) => (deltas += event.delta));
+        const final = await helper.finalResponse();
+        assert.equal(final.output_text, 'Seen: hello helper');
+        assert.equal(deltas, 'Seen: hello helper');
+        assert.equal(await spent(env, user, 1), 2 * wire.charge);
+      });
 
-      const streamed = await openai.responses.stream({ model: wire.model, input, tools: [weather] }).finalResponse();
-      const streamedCall = streamed.output.find((item) => item.type === 'function_call');
-      assert.ok(streamedCall && streamedCall.type === 'function_call');
-      assert.equal(streamedCall.arguments, '{"city":"Paris"}');
-      assert.equal(await spent(env, user, 1), 3 * wire.charge);
-    });
+      it(`through ${wire.name}: a tool call round trip by replaying the items, streamed and not`, async () => {
+        const user = await fundedUser(env, 1);
+        const openai = client(env, user);
+        const input: OpenAI.Responses.ResponseInput = [{ role: 'user', content: 'weather in Paris?' }];
+        const first = await openai.responses.create({ model: wire.model, input, tools: [weather] });
+        const call = first.output.find((item) => item.type === 'function_call');
+        assert.ok(call && call.type === 'function_call', JSON.stringify(first.output));
+        assert.equal(call.name, 'weather');
+        assert.equal(call.arguments, '{"city":"Paris"}');
+        assert.equal(call.status, 'completed');
+        assert.match(call.id!, /^fc_/);
+        const second = await openai.responses.create({
+          model: wire.model,
+          tools: [weather],
+          input: [
+            ...input,
+            ...(first.output as OpenAI.Responses.ResponseInputItem[]),
+            { type: 'function_call_output', call_id: call.call_id, output: 'sunny' },
+          ],
+        });
+        assert.equal(second.output_text, 'Result: sunny');
 
-    it(`through ${wire.name}: store + previous_response_id continue a tool call; GET and DELETE are the owner's only`, async () => {
-      const user = await fundedUser(env, 1);
-      const other = await fundedUser(env, 1);
-      const openai = client(env, user);
-      const first = await openai.responses.create({ model: wire.model, input: 'weather in Paris?', tools: [weather], store: true });
-      assert.equal((first as unknown as { store: boolean }).store, true);
-      const call = first.output.find((item) => item.type === 'function_call');
-      assert.ok(call && call.type === 'function_call');
-      const second = await openai.responses.create({ model: wire.model, previous_response_id: first.id, tools: [weather], store: true, stream: false, input: [{ type: 'function_call_output', call_id: call.call_id, output: 'cloudy' }] });
-      assert.equal(second.output_text, 'Result: cloudy');
-      assert.equal(second.previous_response_id, first.id);
-      assert.deepEqual((await openai.responses.retrieve(second.id)).output, second.output);
+        const streamed = await openai.responses.stream({ model: wire.model, input, tools: [weather] }).finalResponse();
+        const streamedCall = streamed.output.find((item) => item.type === 'function_call');
+        assert.ok(streamedCall && streamedCall.type === 'function_call');
+        assert.equal(streamedCall.arguments, '{"city":"Paris"}');
+        assert.equal(await spent(env, user, 1), 3 * wire.charge);
+      });
 
-      // Another user's id is unknown to them, whatever they try.
-      const theirs = client(env, other);
-      await assert.rejects(theirs.responses.create({ model: wire.model, previous_response_id: first.id, input: 'hi' }), (error: any) => error.status === 404 && error.code === 'NOT_FOUND' && error.param === 'previous_response_id');
-      await assert.rejects(theirs.responses.retrieve(first.id), (error: any) => error.status === 404 && error.code === 'NOT_FOUND');
-      await assert.rejects(theirs.responses.delete(first.id), (error: any) => error.status === 404);
-      assert.equal(await spent(env, other, 1), 0);
+      it(`through ${wire.name}: store + previous_response_id continue a tool call; GET and DELETE are the owner's only`, async () => {
+        const user = await fundedUser(env, 1);
+        const other = await fundedUser(env, 1);
+        const openai = client(env, user);
+        const first = await openai.responses.create({
+          model: wire.model,
+          input: 'weather in Paris?',
+          tools: [weather],
+          store: true,
+        });
+        assert.equal((first as unknown as { store: boolean }).store, true);
+        const call = first.output.find((item) => item.type === 'function_call');
+        assert.ok(call && call.type === 'function_call');
+        const second = await openai.responses.create({
+          model: wire.model,
+          previous_response_id: first.id,
+          tools: [weather],
+          store: true,
+          stream: false,
+          input: [{ type: 'function_call_output', call_id: call.call_id, output: 'cloudy' }],
+        });
+        assert.equal(second.output_text, 'Result: cloudy');
+        assert.equal(second.previous_response_id, first.id);
+        assert.deepEqual((await openai.responses.retrieve(second.id)).output, second.output);
 
-      await openai.responses.delete(first.id);
-      await assert.rejects(openai.responses.retrieve(first.id), (error: any) => error.status === 404);
-      await assert.rejects(openai.responses.create({ model: wire.model, previous_response_id: first.id, input: 'hi' }), (error: any) => error.status === 404);
-    });
+        // Another user's id is unknown to them, whatever they try.
+        const theirs = client(env, other);
+        await assert.rejects(
+          theirs.responses.create({ model: wire.model, previous_response_id: first.id, input: 'hi' }),
+          (error: any) => error.status === 404 && error.code === 'NOT_FOUND' && error.param === 'previous_response_id',
+        );
+        await assert.rejects(
+          theirs.responses.retrieve(first.id),
+          (error: any) => error.status === 404 && error.code === 'NOT_FOUND',
+        );
+        await assert.rejects(theirs.responses.delete(first.id), (error: any) => error.status === 404);
+        assert.equal(await spent(env, other, 1), 0);
 
-    it(`through ${wire.name}: multi-part input with an image reaches the upstream as an image`, async () => {
+        await openai.responses.delete(first.id);
+        await assert.rejects(openai.responses.retrieve(first.id), (error: any) => error.status === 404);
+        await assert.rejects(
+          openai.responses.create({ model: wire.model, previous_response_id: first.id, input: 'hi' }),
+          (error: any) => error.status === 404,
+        );
+      });
+
+      it(`through ${wire.name}: multi-part input with an image reaches the upstream as an image`, async () => {
+        const user = await fundedUser(env, 1);
+        const response = await client(env, user).responses.create({
+          model: wire.model,
+          input: [
+            {
+              role: 'user',
+              content: [
+                { type: 'input_text', text: 'what is this?' },
+                { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'auto' },
+              ],
+            },
+          ],
+        });
+        assert.equal(response.output_text, 'Seen: what is this?');
+        const sent = JSON.stringify(upstream.requests.at(-1)!.body);
+        assert.match(sent, /iVBORw0KGgo=/);
+        assert.match(sent, /"image_url"|"type":"image"/);
+      });
+
+      it(`through ${wire.name}: the Vercel AI SDK's default model (Responses) with generateText and streamText`, async () => {
+        const user = await fundedUser(env, 1);
+        const openai = createOpenAI({ baseURL: `${env.baseUrl}/api/v1`, apiKey: user.key });
+        const generated = await generateText({ model: openai(wire.model), prompt: 'hello ai' });
+        assert.equal(generated.text, 'Seen: hello ai');
+        assert.equal(generated.usage.inputTokens, 20);
+        assert.equal(generated.usage.outputTokens, 7);
+        assert.equal(upstream.requests.length > 0, true);
+        const streamed = streamText({ model: openai(wire.model), prompt: 'hello stream' });
+        let text = '';
+        for await (const delta of streamed.textStream) text += delta;
+        assert.equal(text, 'Seen: hello stream');
+        assert.equal((await streamed.usage).outputTokens, 7);
+        assert.equal(await spent(env, user, 1), 2 * wire.charge);
+      });
+
+      it(`through ${wire.name}: the Vercel AI SDK runs a tool loop, and continues a conversation by item_reference with store`, async () => {
+        const user = await fundedUser(env, 1);
+        const openai = createOpenAI({ baseURL: `${env.baseUrl}/api/v1`, apiKey: user.key });
+        const tools = {
+          weather: tool({
+            description: 'The weather of a city',
+            inputSchema: jsonSchema<{ city: string }>({
+              type: 'object',
+              properties: { city: { type: 'string' } },
+              required: ['city'],
+            }),
+            execute: async ({ city }) => `rain in ${city}`,
+          }),
+        };
+        const looped = await generateText({
+          model: openai(wire.model),
+          prompt: 'weather in Paris?',
+          tools,
+          stopWhen: stepCountIs(3),
+        });
+        assert.equal(looped.steps.length, 2);
+        assert.equal(looped.text, 'Result: rain in Paris');
+        const streamedLoop = streamText({
+          model: openai(wire.model),
+          prompt: 'weather in Paris?',
+          tools,
+          stopWhen: stepCountIs(3),
+        });
+        assert.equal(await streamedLoop.text, 'Result: rain in Paris');
+        assert.deepEqual(
+          (await streamedLoop.steps)[0].toolCalls.map((call) => [call.toolName, call.input]),
+          [['weather', { city: 'Paris' }]],
+        );
+
+        // The SDK replays its earlier assistant text as an item_reference: kept with store, refused (400) without.
+        const store = { openai: { store: true } };
+        const first = await generateText({ model: openai(wire.model), prompt: 'first turn', providerOptions: store });
+        const messages = [
+          { role: 'user' as const, content: 'first turn' },
+          ...first.response.messages,
+          { role: 'user' as const, content: 'second turn' },
+        ];
+        const second = await generateText({ model: openai(wire.model), messages, providerOptions: store });
+        assert.equal(second.text, 'Seen: second turn');
+        const sent = JSON.stringify(upstream.requests.at(-1)!.body);
+        assert.match(sent, /Seen: first turn/, 'the referenced assistant message reached the upstream');
+        const unstored = await generateText({ model: openai(wire.model), prompt: 'first turn' });
+        const replayed = [
+          { role: 'user' as const, content: 'first turn' },
+          ...unstored.response.messages,
+          { role: 'user' as const, content: 'second turn' },
+        ];
+        await assert.rejects(
+          generateText({ model: openai(wire.model), messages: replayed, maxRetries: 0 }),
+          (error: any) => error.statusCode === 400 && /store/.test(error.message),
+        );
+        const inline = await generateText({
+          model: openai(wire.model),
+          messages: replayed,
+          providerOptions: { openai: { store: false } },
+        });
+        assert.equal(inline.text, 'Seen: second turn');
+      });
+
+      it(`through ${wire.name}: a stream the client cuts is charged for what was produced`, async () => {
+        const user = await fundedUser(env, 1);
+        const controller = new AbortController();
+        const stream = await client(env, user).responses.create(
+          { model: wire.stall, input: 'go', stream: true },
+          { signal: controller.signal },
+        );
+        let text = '';
+        // The SDK ends the iteration quietly when its own signal aborts it.
+        for await (const event of stream) {
+          if (event.type === 'response.output_text.delta') text += event.delta;
+          if (text === 'one two three') controller.abort();
+        }
+        assert.equal(text, 'one two three');
+        const [record] = await usageOf(env, user);
+        assert.equal(record.status, 'client_aborted');
+        assert.equal(Number(record.completion_tokens), 3);
+        assert.ok(Number(record.cost) > 0 && Number(record.cost) === (await spent(env, user, 1)));
+      });
+
+      it(`through ${wire.name}: an upstream failing after output began ends in response.failed and an error event the SDK throws`, async () => {
+        const user = await fundedUser(env, 1);
+        const stream = await client(env, user).responses.create({ model: wire.broken, input: 'go', stream: true });
+        const seen: string[] = [];
+        await assert.rejects(
+          async () => {
+            for await (const event of stream) seen.push(event.type);
+          },
+          (error: any) => error.code === 'UPSTREAM_ERROR',
+        );
+        assert.equal(seen.at(-1), 'response.failed');
+        assert.ok(seen.includes('response.output_text.delta'));
+        const [record] = await usageOf(env, user);
+        assert.equal(record.status, 'upstream_error');
+        assert.equal(Number(record.completion_tokens), 3);
+        assert.equal(Number(record.cost), await spent(env, user, 1));
+
+        // The Vercel AI SDK sees the failure as an error part, after the text produced.
+        const openai = createOpenAI({ baseURL: `${env.baseUrl}/api/v1`, apiKey: user.key });
+        const parts: string[] = [];
+        let failure: unknown;
+        for await (const part of streamText({ model: openai(wire.broken), prompt: 'go', onError: () => {} })
+          .fullStream) {
+          parts.push(part.type);
+          if (part.type === 'error') failure = part.error;
+        }
+        assert.ok(parts.includes('text-delta'), parts.join());
+        assert.match(
+          JSON.stringify(failure) + String((failure as Error)?.message),
+          /UPSTREAM_ERROR|failed after output began/,
+          parts.join(),
+        );
+      });
+    }
+
+    it('the README snippet: tollgate/echo answers through the Responses API', async () => {
       const user = await fundedUser(env, 1);
       const response = await client(env, user).responses.create({
-        model: wire.model,
-        input: [{ role: 'user', content: [{ type: 'input_text', text: 'what is this?' }, { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'auto' }] }],
+        model: 'tollgate/echo',
+        instructions: 'Be brief.',
+        input: 'Hello!',
       });
-      assert.equal(response.output_text, 'Seen: what is this?');
-      const sent = JSON.stringify(upstream.requests.at(-1)!.body);
-      assert.match(sent, /iVBORw0KGgo=/);
-      assert.match(sent, /"image_url"|"type":"image"/);
+      assert.equal(response.status, 'completed');
+      assert.ok(response.output_text.length > 0);
+      assert.equal(typeof (response.usage as unknown as { cost: number }).cost, 'number');
     });
 
-    it(`through ${wire.name}: the Vercel AI SDK's default model (Responses) with generateText and streamText`, async () => {
+    it('an answer cut by max_output_tokens is status incomplete with reason max_output_tokens, streamed or not', async () => {
       const user = await fundedUser(env, 1);
-      const openai = createOpenAI({ baseURL: `${env.baseUrl}/api/v1`, apiKey: user.key });
-      const generated = await generateText({ model: openai(wire.model), prompt: 'hello ai' });
-      assert.equal(generated.text, 'Seen: hello ai');
-      assert.equal(generated.usage.inputTokens, 20);
-      assert.equal(generated.usage.outputTokens, 7);
-      assert.equal(upstream.requests.length > 0, true);
-      const streamed = streamText({ model: openai(wire.model), prompt: 'hello stream' });
-      let text = '';
-      for await (const delta of streamed.textStream) text += delta;
-      assert.equal(text, 'Seen: hello stream');
-      assert.equal((await streamed.usage).outputTokens, 7);
-      assert.equal(await spent(env, user, 1), 2 * wire.charge);
+      const input = 'one two three four five six seven eight nine ten';
+      const whole = await client(env, user).responses.create({ model: 'tollgate/echo', input, max_output_tokens: 2 });
+      assert.equal(whole.status, 'incomplete');
+      assert.deepEqual(whole.incomplete_details, { reason: 'max_output_tokens' });
+      assert.equal(whole.max_output_tokens, 2);
+      const events = [];
+      for await (const event of await client(env, user).responses.create({
+        model: 'tollgate/echo',
+        input,
+        max_output_tokens: 2,
+        stream: true,
+      }))
+        events.push(event);
+      const last = events.at(-1)!;
+      assert.equal(last.type, 'response.incomplete');
+      assert.deepEqual((last as OpenAI.Responses.ResponseIncompleteEvent).response.incomplete_details, {
+        reason: 'max_output_tokens',
+      });
     });
 
-    it(`through ${wire.name}: the Vercel AI SDK runs a tool loop, and continues a conversation by item_reference with store`, async () => {
+    it("402 and 429 carry the contract's fields in the OpenAI envelope; nothing reaches the upstream", async () => {
+      const before = upstream.requests.length;
+      const poor = await fundedUser(env, 0);
+      const refused = await env.request('POST', '/api/v1/responses', {
+        token: poor.key,
+        body: { model: 'acme/gpt', input: 'hi', max_output_tokens: 100 },
+      });
+      assert.equal(refused.status, 402, refused.text);
+      assert.deepEqual(Object.keys(refused.body.error).sort(), ['available', 'code', 'message', 'required', 'type']);
+      assert.equal(refused.body.error.code, 'INSUFFICIENT_CREDITS');
+      assert.equal(refused.body.error.type, 'insufficient_credits_error');
+      assert.equal(refused.body.error.available, 0);
+
       const user = await fundedUser(env, 1);
-      const openai = createOpenAI({ baseURL: `${env.baseUrl}/api/v1`, apiKey: user.key });
-      const tools = { weather: tool({ description: 'The weather of a city', inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }), execute: async ({ city }) => `rain in ${city}` }) };
-      const looped = await generateText({ model: openai(wire.model), prompt: 'weather in Paris?', tools, stopWhen: stepCountIs(3) });
-      assert.equal(looped.steps.length, 2);
-      assert.equal(looped.text, 'Result: rain in Paris');
-      const streamedLoop = streamText({ model: openai(wire.model), prompt: 'weather in Paris?', tools, stopWhen: stepCountIs(3) });
-      assert.equal(await streamedLoop.text, 'Result: rain in Paris');
-      assert.deepEqual((await streamedLoop.steps)[0].toolCalls.map((call) => [call.toolName, call.input]), [['weather', { city: 'Paris' }]]);
-
-      // The SDK replays its earlier assistant text as an item_reference: kept with store, refused (400) without.
-      const store = { openai: { store: true } };
-      const first = await generateText({ model: openai(wire.model), prompt: 'first turn', providerOptions: store });
-      const messages = [{ role: 'user' as const, content: 'first turn' }, ...first.response.messages, { role: 'user' as const, content: 'second turn' }];
-      const second = await generateText({ model: openai(wire.model), messages, providerOptions: store });
-      assert.equal(second.text, 'Seen: second turn');
-      const sent = JSON.stringify(upstream.requests.at(-1)!.body);
-      assert.match(sent, /Seen: first turn/, 'the referenced assistant message reached the upstream');
-      const unstored = await generateText({ model: openai(wire.model), prompt: 'first turn' });
-      const replayed = [{ role: 'user' as const, content: 'first turn' }, ...unstored.response.messages, { role: 'user' as const, content: 'second turn' }];
-      await assert.rejects(generateText({ model: openai(wire.model), messages: replayed, maxRetries: 0 }), (error: any) => error.statusCode === 400 && /store/.test(error.message));
-      const inline = await generateText({ model: openai(wire.model), messages: replayed, providerOptions: { openai: { store: false } } });
-      assert.equal(inline.text, 'Seen: second turn');
+      const limited = await env.dashboard(user.session, 'POST', '/api/user/api-keys', {
+        name: 'limited',
+        permissions: ['ai:chat'],
+        limit: 0.0001,
+        limitPeriod: 'daily',
+      });
+      assert.equal(limited.status, 200, limited.text);
+      const capped = await env.request('POST', '/api/v1/responses', {
+        token: limited.body.apiKey.key,
+        body: { model: 'anthropic/claude', input: 'hi', max_output_tokens: 100, stream: true },
+      });
+      assert.equal(capped.status, 429, capped.text);
+      assert.equal(capped.body.error.code, 'SPENDING_LIMIT_EXCEEDED');
+      assert.equal(capped.body.error.type, 'spending_limit_error');
+      assert.equal(capped.body.error.limitType, 'daily');
+      assert.equal(capped.body.error.limit, 0.0001);
+      assert.equal(capped.body.error.current, 0);
+      assert.ok(capped.body.error.requested > 0.0001);
+      assert.match(capped.body.error.resetsAt, /^\d{4}-\d\d-\d\dT00:00:00\.000Z$/);
+      assert.equal(upstream.requests.length, before);
     });
 
-    it(`through ${wire.name}: a stream the client cuts is charged for what was produced`, async () => {
+    it('bad input is a 400 naming the param: built-in tools, unknown fields, file inputs; a key without ai:chat or ai:completions is a 403', async () => {
       const user = await fundedUser(env, 1);
-      const controller = new AbortController();
-      const stream = await client(env, user).responses.create({ model: wire.stall, input: 'go', stream: true }, { signal: controller.signal });
-      let text = '';
-      // The SDK ends the iteration quietly when its own signal aborts it.
-      for await (const event of stream) {
-        if (event.type === 'response.output_text.delta') text += event.delta;
-        if (text === 'one two three') controller.abort();
-      }
-      assert.equal(text, 'one two three');
-      const [record] = await usageOf(env, user);
-      assert.equal(record.status, 'client_aborted');
-      assert.equal(Number(record.completion_tokens), 3);
-      assert.ok(Number(record.cost) > 0 && Number(record.cost) === (await spent(env, user, 1)));
+      const post = (body: Record<string, unknown>, token = user.key) =>
+        env.request('POST', '/api/v1/responses', { token, body: { model: 'acme/gpt', ...body } });
+      const builtIn = await post({ input: 'hi', tools: [{ type: 'web_search' }] });
+      assert.equal(builtIn.status, 400);
+      assert.deepEqual([builtIn.body.error.code, builtIn.body.error.param], ['UNSUPPORTED_PARAMETER', 'tools']);
+      assert.match(builtIn.body.error.message, /web_search/);
+      const unknown = await post({ input: 'hi', background: true });
+      assert.deepEqual([unknown.status, unknown.body.error.param], [400, 'background']);
+      const file = await post({ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file_1' }] }] });
+      assert.deepEqual(
+        [file.status, file.body.error.code, file.body.error.param],
+        [400, 'UNSUPPORTED_PARAMETER', 'input[0].content[0]'],
+      );
+      const noModel = await post({ model: 'acme/none', input: 'hi' });
+      assert.deepEqual([noModel.status, noModel.body.error.code], [404, 'MODEL_NOT_FOUND']);
+      const reference = await post({ input: [{ type: 'item_reference', id: 'msg_AAAAAAAAAAAAAAAAAAAAAAAA_0' }] });
+      assert.deepEqual([reference.status, reference.body.error.param], [400, 'input[0]']);
+      const modelsOnly = await fundedUser(env, 1, ['ai:models']);
+      const denied = await post({ input: 'hi' }, modelsOnly.key);
+      assert.deepEqual([denied.status, denied.body.error.code], [403, 'PERMISSION_DENIED']);
+      const completions = await fundedUser(env, 1, ['ai:completions']);
+      assert.equal((await post({ input: 'hi' }, completions.key)).status, 200);
+      assert.equal(await spent(env, user, 1), 0);
     });
 
-    it(`through ${wire.name}: an upstream failing after output began ends in response.failed and an error event the SDK throws`, async () => {
-      const user = await fundedUser(env, 1);
-      const stream = await client(env, user).responses.create({ model: wire.broken, input: 'go', stream: true });
-      const seen: string[] = [];
-      await assert.rejects(async () => {
-        for await (const event of stream) seen.push(event.type);
-      }, (error: any) => error.code === 'UPSTREAM_ERROR');
-      assert.equal(seen.at(-1), 'response.failed');
-      assert.ok(seen.includes('response.output_text.delta'));
-      const [record] = await usageOf(env, user);
-      assert.equal(record.status, 'upstream_error');
-      assert.equal(Number(record.completion_tokens), 3);
-      assert.equal(Number(record.cost), await spent(env, user, 1));
-
-      // The Vercel AI SDK sees the failure as an error part, after the text produced.
-      const openai = createOpenAI({ baseURL: `${env.baseUrl}/api/v1`, apiKey: user.key });
-      const parts: string[] = [];
-      let failure: unknown;
-      for await (const part of streamText({ model: openai(wire.broken), prompt: 'go', onError: () => {} }).fullStream) {
-        parts.push(part.type);
-        if (part.type === 'error') failure = part.error;
-      }
-      assert.ok(parts.includes('text-delta'), parts.join());
-      assert.match(JSON.stringify(failure) + String((failure as Error)?.message), /UPSTREAM_ERROR|failed after output began/, parts.join());
+    it('after all of it the ledger verifies', async () => {
+      const report = await env.admin('GET', '/api/admin/ledger/verify');
+      assert.equal(report.status, 200);
+      assert.equal(report.body.ok, true, report.text);
     });
-  }
-
-  it('the README snippet: tollgate/echo answers through the Responses API', async () => {
-    const user = await fundedUser(env, 1);
-    const response = await client(env, user).responses.create({ model: 'tollgate/echo', instructions: 'Be brief.', input: 'Hello!' });
-    assert.equal(response.status, 'completed');
-    assert.ok(response.output_text.length > 0);
-    assert.equal(typeof (response.usage as unknown as { cost: number }).cost, 'number');
-  });
-
-  it('an answer cut by max_output_tokens is status incomplete with reason max_output_tokens, streamed or not', async () => {
-    const user = await fundedUser(env, 1);
-    const input = 'one two three four five six seven eight nine ten';
-    const whole = await client(env, user).responses.create({ model: 'tollgate/echo', input, max_output_tokens: 2 });
-    assert.equal(whole.status, 'incomplete');
-    assert.deepEqual(whole.incomplete_details, { reason: 'max_output_tokens' });
-    assert.equal(whole.max_output_tokens, 2);
-    const events = [];
-    for await (const event of await client(env, user).responses.create({ model: 'tollgate/echo', input, max_output_tokens: 2, stream: true })) events.push(event);
-    const last = events.at(-1)!;
-    assert.equal(last.type, 'response.incomplete');
-    assert.deepEqual((last as OpenAI.Responses.ResponseIncompleteEvent).response.incomplete_details, { reason: 'max_output_tokens' });
-  });
-
-  it('402 and 429 carry the contract\'s fields in the OpenAI envelope; nothing reaches the upstream', async () => {
-    const before = upstream.requests.length;
-    const poor = await fundedUser(env, 0);
-    const refused = await env.request('POST', '/api/v1/responses', { token: poor.key, body: { model: 'acme/gpt', input: 'hi', max_output_tokens: 100 } });
-    assert.equal(refused.status, 402, refused.text);
-    assert.deepEqual(Object.keys(refused.body.error).sort(), ['available', 'code', 'message', 'required', 'type']);
-    assert.equal(refused.body.error.code, 'INSUFFICIENT_CREDITS');
-    assert.equal(refused.body.error.type, 'insufficient_credits_error');
-    assert.equal(refused.body.error.available, 0);
-
-    const user = await fundedUser(env, 1);
-    const limited = await env.dashboard(user.session, 'POST', '/api/user/api-keys', { name: 'limited', permissions: ['ai:chat'], limit: 0.0001, limitPeriod: 'daily' });
-    assert.equal(limited.status, 200, limited.text);
-    const capped = await env.request('POST', '/api/v1/responses', { token: limited.body.apiKey.key, body: { model: 'anthropic/claude', input: 'hi', max_output_tokens: 100, stream: true } });
-    assert.equal(capped.status, 429, capped.text);
-    assert.equal(capped.body.error.code, 'SPENDING_LIMIT_EXCEEDED');
-    assert.equal(capped.body.error.type, 'spending_limit_error');
-    assert.equal(capped.body.error.limitType, 'daily');
-    assert.equal(capped.body.error.limit, 0.0001);
-    assert.equal(capped.body.error.current, 0);
-    assert.ok(capped.body.error.requested > 0.0001);
-    assert.match(capped.body.error.resetsAt, /^\d{4}-\d\d-\d\dT00:00:00\.000Z$/);
-    assert.equal(upstream.requests.length, before);
-  });
-
-  it('bad input is a 400 naming the param: built-in tools, unknown fields, file inputs; a key without ai:chat or ai:completions is a 403', async () => {
-    const user = await fundedUser(env, 1);
-    const post = (body: Record<string, unknown>, token = user.key) => env.request('POST', '/api/v1/responses', { token, body: { model: 'acme/gpt', ...body } });
-    const builtIn = await post({ input: 'hi', tools: [{ type: 'web_search' }] });
-    assert.equal(builtIn.status, 400);
-    assert.deepEqual([builtIn.body.error.code, builtIn.body.error.param], ['UNSUPPORTED_PARAMETER', 'tools']);
-    assert.match(builtIn.body.error.message, /web_search/);
-    const unknown = await post({ input: 'hi', background: true });
-    assert.deepEqual([unknown.status, unknown.body.error.param], [400, 'background']);
-    const file = await post({ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file_1' }] }] });
-    assert.deepEqual([file.status, file.body.error.code, file.body.error.param], [400, 'UNSUPPORTED_PARAMETER', 'input[0].content[0]']);
-    const noModel = await post({ model: 'acme/none', input: 'hi' });
-    assert.deepEqual([noModel.status, noModel.body.error.code], [404, 'MODEL_NOT_FOUND']);
-    const reference = await post({ input: [{ type: 'item_reference', id: 'msg_AAAAAAAAAAAAAAAAAAAAAAAA_0' }] });
-    assert.deepEqual([reference.status, reference.body.error.param], [400, 'input[0]']);
-    const modelsOnly = await fundedUser(env, 1, ['ai:models']);
-    const denied = await post({ input: 'hi' }, modelsOnly.key);
-    assert.deepEqual([denied.status, denied.body.error.code], [403, 'PERMISSION_DENIED']);
-    const completions = await fundedUser(env, 1, ['ai:completions']);
-    assert.equal((await post({ input: 'hi' }, completions.key)).status, 200);
-    assert.equal(await spent(env, user, 1), 0);
-  });
-
-  it('after all of it the ledger verifies', async () => {
-    const report = await env.admin('GET', '/api/admin/ledger/verify');
-    assert.equal(report.status, 200);
-    assert.equal(report.body.ok, true, report.text);
-  });
-}, { config: { providers: [{ name: 'scripted', baseUrl: `${upstream.url}/v1` }], ANTHROPIC_BASE_URL: upstream.url, ANTHROPIC_API_KEY: 'sk-ant-scripted' } });
+  },
+  {
+    config: {
+      providers: [{ name: 'scripted', baseUrl: `${upstream.url}/v1` }],
+      ANTHROPIC_BASE_URL: upstream.url,
+      ANTHROPIC_API_KEY: 'sk-ant-scripted',
+    },
+  },
+);

@@ -23,7 +23,11 @@ export interface StoredResponse {
 const DAY_MS = 86_400_000;
 
 function owned(ctx: AppContext, principal: Principal, id: string) {
-  const query = ctx.db.selectFrom('stored_responses').where('id', '=', id).where('user_id', '=', principal.userId).where('expires_at', '>', ctx.clock.now());
+  const query = ctx.db
+    .selectFrom('stored_responses')
+    .where('id', '=', id)
+    .where('user_id', '=', principal.userId)
+    .where('expires_at', '>', ctx.clock.now());
   return principal.appId === null ? query.where('app_id', 'is', null) : query.where('app_id', '=', principal.appId);
 }
 
@@ -35,9 +39,19 @@ export async function loadResponse(ctx: AppContext, principal: Principal, id: st
 }
 
 /** The caller's stored response; 404 NOT_FOUND in the OpenAI envelope otherwise. */
-export async function requireResponse(ctx: AppContext, principal: Principal, id: string, param = 'id'): Promise<StoredResponse> {
+export async function requireResponse(
+  ctx: AppContext,
+  principal: Principal,
+  id: string,
+  param = 'id',
+): Promise<StoredResponse> {
   const stored = await loadResponse(ctx, principal, id);
-  if (!stored) throw new ApiError('NOT_FOUND', `No stored response "${id}" of yours: responses are kept only with \`store: true\`, for ${ctx.config.RESPONSES_RETENTION_DAYS} days.`, { details: { param } });
+  if (!stored)
+    throw new ApiError(
+      'NOT_FOUND',
+      `No stored response "${id}" of yours: responses are kept only with \`store: true\`, for ${ctx.config.RESPONSES_RETENTION_DAYS} days.`,
+      { details: { param } },
+    );
   return stored;
 }
 
@@ -45,11 +59,22 @@ export async function requireResponse(ctx: AppContext, principal: Principal, id:
  * The output items that `item_reference` items name, read from the caller's stored responses (one read per
  * response named). Unknown ids are left out; the parser refuses them.
  */
-export async function referencedItems(ctx: AppContext, principal: Principal, items: InputItem[]): Promise<Map<string, InputItem>> {
+export async function referencedItems(
+  ctx: AppContext,
+  principal: Principal,
+  items: InputItem[],
+): Promise<Map<string, InputItem>> {
   const found = new Map<string, InputItem>();
-  const ids = items.filter((item) => item?.type === 'item_reference' && typeof item.id === 'string').map((item) => item.id as string);
+  const ids = items
+    .filter((item) => item?.type === 'item_reference' && typeof item.id === 'string')
+    .map((item) => item.id as string);
   const responses = new Set(ids.map(responseOfItem).filter((id): id is string => id !== null));
-  if (responses.size > 16) throw new ApiError('INVALID_REQUEST', 'At most 16 stored responses may be referenced by item_reference in one request.', { details: { param: 'input' } });
+  if (responses.size > 16)
+    throw new ApiError(
+      'INVALID_REQUEST',
+      'At most 16 stored responses may be referenced by item_reference in one request.',
+      { details: { param: 'input' } },
+    );
   for (const responseId of responses) {
     const stored = await loadResponse(ctx, principal, responseId);
     for (const item of stored?.response.output ?? []) found.set(item.id, item);
@@ -62,35 +87,50 @@ export function storable(ctx: AppContext, inputItems: InputItem[]): string {
   const json = JSON.stringify(inputItems);
   const size = Buffer.byteLength(json);
   if (size > ctx.config.RESPONSES_STORE_MAX_BYTES) {
-    const message = `The conversation to store is ${size} bytes; at most ${ctx.config.RESPONSES_STORE_MAX_BYTES} are kept per response `
-      + '(RESPONSES_STORE_MAX_BYTES). Send store: false and replay the items instead.';
+    const message =
+      `The conversation to store is ${size} bytes; at most ${ctx.config.RESPONSES_STORE_MAX_BYTES} are kept per response ` +
+      '(RESPONSES_STORE_MAX_BYTES). Send store: false and replay the items instead.';
     throw new ApiError('PAYLOAD_TOO_LARGE', message, { details: { param: 'store' } });
   }
   return json;
 }
 
 /** Keeps a finished response for the caller, until the retention ends. */
-export async function saveResponse(ctx: AppContext, principal: Principal, inputJson: string, response: ResponseObject): Promise<void> {
+export async function saveResponse(
+  ctx: AppContext,
+  principal: Principal,
+  inputJson: string,
+  response: ResponseObject,
+): Promise<void> {
   const responseJson = JSON.stringify(response);
   const now = ctx.clock.now();
-  await ctx.db.insertInto('stored_responses').values({
-    id: response.id,
-    user_id: principal.userId,
-    app_id: principal.appId,
-    model: String(response.model),
-    input_items: inputJson,
-    response: responseJson,
-    size: Buffer.byteLength(inputJson) + Buffer.byteLength(responseJson),
-    created_at: now,
-    expires_at: now + ctx.config.RESPONSES_RETENTION_DAYS * DAY_MS,
-  }).execute();
+  await ctx.db
+    .insertInto('stored_responses')
+    .values({
+      id: response.id,
+      user_id: principal.userId,
+      app_id: principal.appId,
+      model: String(response.model),
+      input_items: inputJson,
+      response: responseJson,
+      size: Buffer.byteLength(inputJson) + Buffer.byteLength(responseJson),
+      created_at: now,
+      expires_at: now + ctx.config.RESPONSES_RETENTION_DAYS * DAY_MS,
+    })
+    .execute();
 }
 
 /** Deletes the caller's stored response; false when there was none of theirs. */
 export async function deleteResponse(ctx: AppContext, principal: Principal, id: string): Promise<boolean> {
   if (!isResponseId(id)) return false;
-  const query = ctx.db.deleteFrom('stored_responses').where('id', '=', id).where('user_id', '=', principal.userId).where('expires_at', '>', ctx.clock.now());
-  const result = await (principal.appId === null ? query.where('app_id', 'is', null) : query.where('app_id', '=', principal.appId)).executeTakeFirst();
+  const query = ctx.db
+    .deleteFrom('stored_responses')
+    .where('id', '=', id)
+    .where('user_id', '=', principal.userId)
+    .where('expires_at', '>', ctx.clock.now());
+  const result = await (
+    principal.appId === null ? query.where('app_id', 'is', null) : query.where('app_id', '=', principal.appId)
+  ).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
 
@@ -99,7 +139,12 @@ export const expireResponsesJob: Job = {
   name: 'expire-responses',
   description: 'Deletes stored Responses (store: true) older than RESPONSES_RETENTION_DAYS.',
   async run(ctx) {
-    const expired = ctx.db.selectFrom('stored_responses').select('id').where('expires_at', '<=', ctx.clock.now()).orderBy('expires_at').limit(1000);
+    const expired = ctx.db
+      .selectFrom('stored_responses')
+      .select('id')
+      .where('expires_at', '<=', ctx.clock.now())
+      .orderBy('expires_at')
+      .limit(1000);
     const result = await ctx.db.deleteFrom('stored_responses').where('id', 'in', expired).executeTakeFirst();
     return { deleted: Number(result.numDeletedRows) };
   },

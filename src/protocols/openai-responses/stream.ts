@@ -1,7 +1,17 @@
 import type { CanonicalEvent, CanonicalUsage, FinishReason } from '../../gateway/canonical.ts';
 import { ERROR_CODES } from '../../platform/errors.ts';
 import { itemId } from './ids.ts';
-import { functionCallItem, messageItem, outputText, reasoningItem, responseObject, statusOf, type OutputItem, type ResponseFrame, type ResponseObject } from './render.ts';
+import {
+  functionCallItem,
+  messageItem,
+  outputText,
+  reasoningItem,
+  responseObject,
+  statusOf,
+  type OutputItem,
+  type ResponseFrame,
+  type ResponseObject,
+} from './render.ts';
 
 /**
  * Renders canonical events as the Responses API's Server-Sent Events, each numbered by `sequence_number`:
@@ -49,13 +59,30 @@ export class ResponsesEventWriter {
         if (event.delta === '') return out;
         out += this.#openItem('message');
         this.#open!.text += event.delta;
-        return out + this.#event('response.output_text.delta', { item_id: this.#id(this.#open!.index), output_index: this.#open!.index, content_index: 0, delta: event.delta, logprobs: [] });
+        return (
+          out +
+          this.#event('response.output_text.delta', {
+            item_id: this.#id(this.#open!.index),
+            output_index: this.#open!.index,
+            content_index: 0,
+            delta: event.delta,
+            logprobs: [],
+          })
+        );
       case 'reasoning':
         out += this.#openItem('reasoning');
         if (event.signature) this.#open!.signature = (this.#open!.signature ?? '') + event.signature;
         if (event.delta === '') return out;
         this.#open!.text += event.delta;
-        return out + this.#event('response.reasoning_summary_text.delta', { item_id: this.#id(this.#open!.index), output_index: this.#open!.index, summary_index: 0, delta: event.delta });
+        return (
+          out +
+          this.#event('response.reasoning_summary_text.delta', {
+            item_id: this.#id(this.#open!.index),
+            output_index: this.#open!.index,
+            summary_index: 0,
+            delta: event.delta,
+          })
+        );
       case 'tool_call_start': {
         out += this.#closeOpen();
         const index = this.#output.length;
@@ -68,7 +95,14 @@ export class ResponsesEventWriter {
         const call = this.#calls.get(event.index);
         if (!call || event.arguments === '') return out;
         call.args += event.arguments;
-        return out + this.#event('response.function_call_arguments.delta', { item_id: this.#id(call.index), output_index: call.index, delta: event.arguments });
+        return (
+          out +
+          this.#event('response.function_call_arguments.delta', {
+            item_id: this.#id(call.index),
+            output_index: call.index,
+            delta: event.arguments,
+          })
+        );
       }
       case 'usage':
         this.#usage = event.usage;
@@ -76,7 +110,14 @@ export class ResponsesEventWriter {
       case 'end':
         return out + this.end(event.finishReason);
       case 'error':
-        return out + this.fail(event.code, event.message, { code: event.code, message: event.message, type: errorType(event.code) });
+        return (
+          out +
+          this.fail(event.code, event.message, {
+            code: event.code,
+            message: event.message,
+            type: errorType(event.code),
+          })
+        );
     }
   }
 
@@ -87,7 +128,10 @@ export class ResponsesEventWriter {
     const itemStatus = status === 'completed' ? 'completed' : 'incomplete';
     let out = this.#closeOpen(itemStatus) + this.#closeCalls(itemStatus);
     this.final = responseObject(this.#frame, status, this.#output, { usage: this.#usage, incomplete });
-    out += this.#event(status === 'incomplete' ? 'response.incomplete' : status === 'failed' ? 'response.failed' : 'response.completed', { response: this.final });
+    out += this.#event(
+      status === 'incomplete' ? 'response.incomplete' : status === 'failed' ? 'response.failed' : 'response.completed',
+      { response: this.final },
+    );
     return out;
   }
 
@@ -99,9 +143,20 @@ export class ResponsesEventWriter {
   fail(code: string, message: string, envelope: Record<string, unknown>): string {
     if (this.final) return '';
     let out = this.#closeOpen('incomplete') + this.#closeCalls('incomplete');
-    this.final = responseObject(this.#frame, 'failed', this.#output, { usage: this.#usage, error: { code: 'server_error', message } });
+    this.final = responseObject(this.#frame, 'failed', this.#output, {
+      usage: this.#usage,
+      error: { code: 'server_error', message },
+    });
     out += this.#event('response.failed', { response: this.final });
-    return out + this.#event('error', { code, message, param: null, error: { code, message, type: 'server_error', param: null, ...envelope } });
+    return (
+      out +
+      this.#event('error', {
+        code,
+        message,
+        param: null,
+        error: { code, message, type: 'server_error', param: null, ...envelope },
+      })
+    );
   }
 
   #id(index: number): string {
@@ -117,12 +172,22 @@ export class ResponsesEventWriter {
       const item = messageItem(itemId(this.#frame.id, 'msg', index), '', 'in_progress');
       this.#output.push(item);
       out += this.#event('response.output_item.added', { output_index: index, item });
-      out += this.#event('response.content_part.added', { item_id: item.id, output_index: index, content_index: 0, part: outputText('') });
+      out += this.#event('response.content_part.added', {
+        item_id: item.id,
+        output_index: index,
+        content_index: 0,
+        part: outputText(''),
+      });
     } else {
       const item = reasoningItem(itemId(this.#frame.id, 'rs', index), '', undefined, 'in_progress');
       this.#output.push(item);
       out += this.#event('response.output_item.added', { output_index: index, item });
-      out += this.#event('response.reasoning_summary_part.added', { item_id: item.id, output_index: index, summary_index: 0, part: { type: 'summary_text', text: '' } });
+      out += this.#event('response.reasoning_summary_part.added', {
+        item_id: item.id,
+        output_index: index,
+        summary_index: 0,
+        part: { type: 'summary_text', text: '' },
+      });
     }
     this.#open = { index, kind, text: '' };
     return out;
@@ -146,7 +211,11 @@ export class ResponsesEventWriter {
     const item = reasoningItem(id, open.text, open.signature, status);
     this.#output[open.index] = item;
     out += this.#event('response.reasoning_summary_text.done', { ...at, summary_index: 0, text: open.text });
-    out += this.#event('response.reasoning_summary_part.done', { ...at, summary_index: 0, part: { type: 'summary_text', text: open.text } });
+    out += this.#event('response.reasoning_summary_part.done', {
+      ...at,
+      summary_index: 0,
+      part: { type: 'summary_text', text: open.text },
+    });
     return out + this.#event('response.output_item.done', { output_index: open.index, item });
   }
 
@@ -157,7 +226,12 @@ export class ResponsesEventWriter {
       const open = this.#output[call.index];
       const item = functionCallItem(String(open.id), String(open.call_id), String(open.name), call.args, status);
       this.#output[call.index] = item;
-      out += this.#event('response.function_call_arguments.done', { item_id: item.id, output_index: call.index, name: item.name, arguments: call.args });
+      out += this.#event('response.function_call_arguments.done', {
+        item_id: item.id,
+        output_index: call.index,
+        name: item.name,
+        arguments: call.args,
+      });
       out += this.#event('response.output_item.done', { output_index: call.index, item });
     }
     this.#calls.clear();

@@ -17,9 +17,18 @@ export function anthropicProvider(config: Config): ProviderAdapter {
  * canonical fields and answered in canonical events (`wire.ts`).
  */
 export function anthropicAdapter(options: { name?: string; baseUrl: string; apiKey?: string }): ProviderAdapter {
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'anthropic-version': ANTHROPIC_VERSION, ...(options.apiKey ? { 'x-api-key': options.apiKey } : {}) };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'anthropic-version': ANTHROPIC_VERSION,
+    ...(options.apiKey ? { 'x-api-key': options.apiKey } : {}),
+  };
   const post = (body: unknown, call: CallOptions) =>
-    upstreamFetch(joinUrl(options.baseUrl, '/v1/messages'), { method: 'POST', headers, body: JSON.stringify(body), signal: call.signal });
+    upstreamFetch(joinUrl(options.baseUrl, '/v1/messages'), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal: call.signal,
+    });
 
   return {
     name: options.name ?? 'anthropic',
@@ -36,9 +45,17 @@ export function anthropicAdapter(options: { name?: string; baseUrl: string; apiK
     },
 
     async listModels(call): Promise<UpstreamModel[]> {
-      const response = await upstreamFetch(joinUrl(options.baseUrl, '/v1/models?limit=1000'), { headers, signal: call.signal });
+      const response = await upstreamFetch(joinUrl(options.baseUrl, '/v1/models?limit=1000'), {
+        headers,
+        signal: call.signal,
+      });
       const list = await readJson(response);
-      return (Array.isArray(list?.data) ? list.data : []).map((m: any) => ({ id: m.id, name: m.display_name, inputModalities: ['text', 'image'], outputModalities: ['text'] }));
+      return (Array.isArray(list?.data) ? list.data : []).map((m: any) => ({
+        id: m.id,
+        name: m.display_name,
+        inputModalities: ['text', 'image'],
+        outputModalities: ['text'],
+      }));
     },
   };
 }

@@ -1,4 +1,10 @@
-import type { CanonicalEvent, CanonicalPart, CanonicalResult, CanonicalUsage, FinishReason } from '../../gateway/canonical.ts';
+import type {
+  CanonicalEvent,
+  CanonicalPart,
+  CanonicalResult,
+  CanonicalUsage,
+  FinishReason,
+} from '../../gateway/canonical.ts';
 import { UpstreamError, type ProviderCall, type TokenUsage } from '../types.ts';
 
 /**
@@ -8,17 +14,24 @@ import { UpstreamError, type ProviderCall, type TokenUsage } from '../types.ts';
  * from its canonical fields: system, text, images, tools, tool calls and results, thinking.
  */
 
-const objectOr = (value: unknown): Record<string, any> => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, any>) : {});
+const objectOr = (value: unknown): Record<string, any> =>
+  value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, any>) : {};
 
 /** A canonical part as Anthropic content blocks (none for a part Anthropic cannot take). */
 function toBlocks(part: CanonicalPart): unknown[] {
   switch (part.type) {
     case 'text':
       // Anthropic refuses an empty text block ("text content blocks must be non-empty").
-      return part.text ? [{ type: 'text', text: part.text, ...(part.cacheControl ? { cache_control: part.cacheControl } : {}) }] : [];
+      return part.text
+        ? [{ type: 'text', text: part.text, ...(part.cacheControl ? { cache_control: part.cacheControl } : {}) }]
+        : [];
     case 'image': {
       const data = /^data:([^;,]+);base64,(.*)$/s.exec(part.url);
-      return [data ? { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } } : { type: 'image', source: { type: 'url', url: part.url } }];
+      return [
+        data
+          ? { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } }
+          : { type: 'image', source: { type: 'url', url: part.url } },
+      ];
     }
     case 'tool_call': {
       let input: unknown = {};
@@ -28,7 +41,14 @@ function toBlocks(part: CanonicalPart): unknown[] {
       return [{ type: 'tool_use', id: part.id, name: part.name, input }];
     }
     case 'tool_result':
-      return [{ type: 'tool_result', tool_use_id: part.callId, content: part.content, ...(part.isError ? { is_error: true } : {}) }];
+      return [
+        {
+          type: 'tool_result',
+          tool_use_id: part.callId,
+          content: part.content,
+          ...(part.isError ? { is_error: true } : {}),
+        },
+      ];
     case 'reasoning':
       // Anthropic accepts a replayed thinking block only with its signature; one from another vendor is dropped.
       return part.signature ? [{ type: 'thinking', thinking: part.text, signature: part.signature }] : [];
@@ -53,14 +73,21 @@ export function toAnthropicMessages(call: ProviderCall, stream: boolean): Record
   const request: Record<string, unknown> = { model: call.model, messages, max_tokens: call.maxOutputTokens, stream };
   if (call.system.length) {
     const cached = call.system.some((part) => part.type === 'text' && part.cacheControl);
-    request.system = cached ? call.system.flatMap(toBlocks) : call.system.map((part) => (part.type === 'text' ? part.text : '')).join('\n\n');
+    request.system = cached
+      ? call.system.flatMap(toBlocks)
+      : call.system.map((part) => (part.type === 'text' ? part.text : '')).join('\n\n');
   }
   if (call.temperature !== undefined) request.temperature = call.temperature;
   if (call.topP !== undefined) request.top_p = call.topP;
   if (call.topK !== undefined) request.top_k = call.topK;
   if (call.metadata) request.metadata = call.metadata;
   if (call.stop?.length) request.stop_sequences = call.stop;
-  if (call.tools.length) request.tools = call.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.parameters ?? { type: 'object', properties: {} } }));
+  if (call.tools.length)
+    request.tools = call.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: tool.parameters ?? { type: 'object', properties: {} },
+    }));
   const choice = call.toolChoice;
   if (choice === 'auto') request.tool_choice = { type: 'auto' };
   else if (choice === 'required') request.tool_choice = { type: 'any' };
@@ -68,11 +95,19 @@ export function toAnthropicMessages(call: ProviderCall, stream: boolean): Record
   else if (choice) request.tool_choice = { type: 'tool', name: choice.name };
   // A thinking budget must stay below max_tokens; a larger one is lowered to what the cap leaves.
   const budget = call.reasoning?.budgetTokens;
-  if (budget !== undefined && call.maxOutputTokens > 1024) request.thinking = { type: 'enabled', budget_tokens: Math.max(1024, Math.min(budget, call.maxOutputTokens - 1)) };
+  if (budget !== undefined && call.maxOutputTokens > 1024)
+    request.thinking = { type: 'enabled', budget_tokens: Math.max(1024, Math.min(budget, call.maxOutputTokens - 1)) };
   return request;
 }
 
-const FINISH: Record<string, FinishReason> = { end_turn: 'stop', stop_sequence: 'stop', max_tokens: 'length', tool_use: 'tool_calls', pause_turn: 'stop', refusal: 'content_filter' };
+const FINISH: Record<string, FinishReason> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  max_tokens: 'length',
+  tool_use: 'tool_calls',
+  pause_turn: 'stop',
+  refusal: 'content_filter',
+};
 
 /** Anthropic's stop reason in canonical terms. */
 export function finishOfAnthropic(reason: unknown): FinishReason {
@@ -102,7 +137,10 @@ export function canonicalUsageOfAnthropic(usage: unknown, outputTokens?: unknown
     ...(searches !== undefined ? { server_tool_use: { web_search_requests: searches } } : {}),
   };
   return {
-    inputTokens: input, outputTokens: completion, cacheReadTokens: cacheRead, cacheWriteTokens: cacheWrite,
+    inputTokens: input,
+    outputTokens: completion,
+    cacheReadTokens: cacheRead,
+    cacheWriteTokens: cacheWrite,
     ...(usable(searches) ? { webSearches: searches } : {}),
     reported,
   };
@@ -110,12 +148,20 @@ export function canonicalUsageOfAnthropic(usage: unknown, outputTokens?: unknown
 
 /** A Messages answer as a canonical result (`native` keeps the answer itself when the call was Anthropic Messages). */
 export function fromAnthropicResult(message: any, native: boolean): CanonicalResult {
-  if (!Array.isArray(message?.content)) throw new UpstreamError(502, 'The upstream provider answered a message without content.');
+  if (!Array.isArray(message?.content))
+    throw new UpstreamError(502, 'The upstream provider answered a message without content.');
   const content: CanonicalPart[] = [];
   for (const block of message.content) {
     if (block?.type === 'text') content.push({ type: 'text', text: String(block.text ?? '') });
-    else if (block?.type === 'thinking') content.push({ type: 'reasoning', text: String(block.thinking ?? ''), signature: block.signature });
-    else if (block?.type === 'tool_use') content.push({ type: 'tool_call', id: String(block.id), name: String(block.name), arguments: JSON.stringify(block.input ?? {}) });
+    else if (block?.type === 'thinking')
+      content.push({ type: 'reasoning', text: String(block.thinking ?? ''), signature: block.signature });
+    else if (block?.type === 'tool_use')
+      content.push({
+        type: 'tool_call',
+        id: String(block.id),
+        name: String(block.name),
+        arguments: JSON.stringify(block.input ?? {}),
+      });
   }
   return {
     id: String(message.id ?? 'msg'),
@@ -135,7 +181,10 @@ export function fromAnthropicResult(message: any, native: boolean): CanonicalRes
  * nothing canonical in it is an empty text delta. Usage: `message_start` carries the input counts,
  * `message_delta` the output count (newer API versions restate the input there too).
  */
-export async function* anthropicEvents(events: AsyncIterable<{ event: string; data: string }>, native: boolean): AsyncGenerator<CanonicalEvent> {
+export async function* anthropicEvents(
+  events: AsyncIterable<{ event: string; data: string }>,
+  native: boolean,
+): AsyncGenerator<CanonicalEvent> {
   let inputUsage: Record<string, unknown> = {};
   let finish: FinishReason = 'stop';
   const toolIndexByBlock = new Map<number, number>();
@@ -150,29 +199,52 @@ export async function* anthropicEvents(events: AsyncIterable<{ event: string; da
     switch (data?.type) {
       case 'message_start':
         inputUsage = objectOr(data.message?.usage);
-        out.push({ type: 'start', id: String(data.message?.id ?? 'msg'), model: String(data.message?.model ?? ''), created: Math.floor(Date.now() / 1000) });
+        out.push({
+          type: 'start',
+          id: String(data.message?.id ?? 'msg'),
+          model: String(data.message?.model ?? ''),
+          created: Math.floor(Date.now() / 1000),
+        });
         break;
       case 'content_block_start':
         if (data.content_block?.type === 'tool_use') {
           const index = toolIndexByBlock.size;
           toolIndexByBlock.set(data.index, index);
-          out.push({ type: 'tool_call_start', index, id: String(data.content_block.id), name: String(data.content_block.name) });
+          out.push({
+            type: 'tool_call_start',
+            index,
+            id: String(data.content_block.id),
+            name: String(data.content_block.name),
+          });
         }
         break;
       case 'content_block_delta': {
         const delta = data.delta ?? {};
         if (delta.type === 'text_delta') out.push({ type: 'text', delta: String(delta.text ?? '') });
         else if (delta.type === 'thinking_delta') out.push({ type: 'reasoning', delta: String(delta.thinking ?? '') });
-        else if (delta.type === 'signature_delta') out.push({ type: 'reasoning', delta: '', signature: String(delta.signature ?? '') });
-        else if (delta.type === 'input_json_delta') out.push({ type: 'tool_call_delta', index: toolIndexByBlock.get(data.index) ?? 0, arguments: String(delta.partial_json ?? '') });
+        else if (delta.type === 'signature_delta')
+          out.push({ type: 'reasoning', delta: '', signature: String(delta.signature ?? '') });
+        else if (delta.type === 'input_json_delta')
+          out.push({
+            type: 'tool_call_delta',
+            index: toolIndexByBlock.get(data.index) ?? 0,
+            arguments: String(delta.partial_json ?? ''),
+          });
         break;
       }
       case 'message_delta':
         finish = finishOfAnthropic(data.delta?.stop_reason);
-        out.push({ type: 'usage', usage: canonicalUsageOfAnthropic({ ...inputUsage, ...pickInput(data.usage) }, data.usage?.output_tokens) });
+        out.push({
+          type: 'usage',
+          usage: canonicalUsageOfAnthropic({ ...inputUsage, ...pickInput(data.usage) }, data.usage?.output_tokens),
+        });
         break;
       case 'message_stop':
-        yield { type: 'end', finishReason: finish, ...(native ? { native: { protocol: 'anthropic-messages' as const, frame: data } } : {}) };
+        yield {
+          type: 'end',
+          finishReason: finish,
+          ...(native ? { native: { protocol: 'anthropic-messages' as const, frame: data } } : {}),
+        };
         return;
       case 'error':
         throw new UpstreamError(502, `The upstream stream failed: ${data.error?.message ?? 'unknown error'}.`);
@@ -189,7 +261,8 @@ export async function* anthropicEvents(events: AsyncIterable<{ event: string; da
 /** Input-token fields a `message_delta` may restate. */
 function pickInput(usage: any): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const key of ['input_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens']) if (typeof usage?.[key] === 'number') out[key] = usage[key];
+  for (const key of ['input_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens'])
+    if (typeof usage?.[key] === 'number') out[key] = usage[key];
   if (usage?.server_tool_use) out.server_tool_use = usage.server_tool_use;
   return out;
 }

@@ -7,8 +7,13 @@ import { echoAdapter } from './index.ts';
 const echo = echoAdapter();
 const options = { signal: new AbortController().signal };
 const call = (extra: Partial<ProviderCall> = {}): ProviderCall => ({
-  model: 'echo', system: [], tools: [], maxOutputTokens: 1000, stream: false,
-  messages: [{ role: 'user', content: [{ type: 'text', text: 'one two three' }] }], ...extra,
+  model: 'echo',
+  system: [],
+  tools: [],
+  maxOutputTokens: 1000,
+  stream: false,
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'one two three' }] }],
+  ...extra,
 });
 
 async function events(extra: Partial<ProviderCall>): Promise<CanonicalEvent[]> {
@@ -31,23 +36,40 @@ describe('the echo provider answers any canonical call deterministically', () =>
 
   it('streams several text deltas, then usage, then end', async () => {
     const out = await events({});
-    assert.deepEqual(out.map((e) => e.type), ['start', 'text', 'text', 'text', 'usage', 'end']);
+    assert.deepEqual(
+      out.map((e) => e.type),
+      ['start', 'text', 'text', 'text', 'usage', 'end'],
+    );
   });
 
   it('calls the named tool when asked, and answers the tool result on the next turn (a round trip)', async () => {
-    const tools = [{ name: 'a', parameters: {} }, { name: 'b', parameters: {} }];
+    const tools = [
+      { name: 'a', parameters: {} },
+      { name: 'b', parameters: {} },
+    ];
     const first = await echo.complete(call({ tools, toolChoice: { name: 'b' } }), options);
     assert.equal(first.finishReason, 'tool_calls');
     const [part] = first.content;
     assert.ok(part.type === 'tool_call' && part.name === 'b' && part.arguments === '{"text":"one two three"}');
     const again = await echo.complete(call({ tools, toolChoice: { name: 'b' } }), options);
     assert.deepEqual(again.content, first.content, 'deterministic, the call id included');
-    const second = await echo.complete(call({
-      tools, toolChoice: 'auto',
-      messages: [...call().messages, { role: 'assistant', content: [part] }, { role: 'tool', content: [{ type: 'tool_result', callId: part.id, content: 'sunny' }] }],
-    }), options);
+    const second = await echo.complete(
+      call({
+        tools,
+        toolChoice: 'auto',
+        messages: [
+          ...call().messages,
+          { role: 'assistant', content: [part] },
+          { role: 'tool', content: [{ type: 'tool_result', callId: part.id, content: 'sunny' }] },
+        ],
+      }),
+      options,
+    );
     assert.deepEqual(second.content, [{ type: 'text', text: 'sunny' }]);
     const tool = await events({ tools, toolChoice: 'required' });
-    assert.deepEqual(tool.map((e) => e.type), ['start', 'tool_call_start', 'tool_call_delta', 'tool_call_delta', 'usage', 'end']);
+    assert.deepEqual(
+      tool.map((e) => e.type),
+      ['start', 'tool_call_start', 'tool_call_delta', 'tool_call_delta', 'usage', 'end'],
+    );
   });
 });

@@ -1,8 +1,20 @@
 import { createHash } from 'node:crypto';
 import { countChatPromptTokens, countEmbeddingInputTokens, countTextTokens, truncateToTokens } from '../tokens.ts';
 import type { ChatBody, ChatChunk, ChatCompletion, ProviderAdapter, ProviderCall } from '../types.ts';
-import type { CanonicalEvent, CanonicalPart, CanonicalResult, CanonicalUsage, FinishReason } from '../../gateway/canonical.ts';
-import { canonicalUsageOfOpenAi, fromOpenAiCompletion, OpenAiStreamReader, toOpenAiChatBody, toOpenAiPromptFields } from '../openai-compatible/wire.ts';
+import type {
+  CanonicalEvent,
+  CanonicalPart,
+  CanonicalResult,
+  CanonicalUsage,
+  FinishReason,
+} from '../../gateway/canonical.ts';
+import {
+  canonicalUsageOfOpenAi,
+  fromOpenAiCompletion,
+  OpenAiStreamReader,
+  toOpenAiChatBody,
+  toOpenAiPromptFields,
+} from '../openai-compatible/wire.ts';
 
 /** The public id of the built-in test model. */
 export const ECHO_MODEL_ID = 'tollgate/echo';
@@ -13,7 +25,11 @@ function lastUserText(messages: unknown[]): string {
     const message = messages[i] as any;
     if (message?.role !== 'user') continue;
     if (typeof message.content === 'string') return message.content;
-    if (Array.isArray(message.content)) return message.content.filter((p: any) => p?.type === 'text').map((p: any) => p.text).join(' ');
+    if (Array.isArray(message.content))
+      return message.content
+        .filter((p: any) => p?.type === 'text')
+        .map((p: any) => p.text)
+        .join(' ');
   }
   return '';
 }
@@ -50,9 +66,14 @@ function echoAnswer(call: ProviderCall): EchoAnswer {
   const cut = truncateToTokens(text, call.maxOutputTokens);
   const choice = call.toolChoice;
   if (!results.length && call.tools.length && (choice === 'required' || typeof choice === 'object')) {
-    const tool = typeof choice === 'object' ? call.tools.find((t) => t.name === choice.name) ?? call.tools[0] : call.tools[0];
+    const tool =
+      typeof choice === 'object' ? (call.tools.find((t) => t.name === choice.name) ?? call.tools[0]) : call.tools[0];
     const id = `call_echo_${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
-    return { text: '', toolCall: { id, name: tool.name, arguments: JSON.stringify({ text: cut.text }) }, finish: 'tool_calls' };
+    return {
+      text: '',
+      toolCall: { id, name: tool.name, arguments: JSON.stringify({ text: cut.text }) },
+      finish: 'tool_calls',
+    };
   }
   return { text: cut.text, toolCall: null, finish: cut.truncated ? 'length' : 'stop' };
 }
@@ -84,7 +105,12 @@ export function echoAdapter(): ProviderAdapter {
   /** The chunks of a chat's answer, one word each, then the finish and the usage chunks. */
   async function streamChat(body: ChatBody, call: { signal: AbortSignal }): Promise<AsyncIterable<ChatChunk>> {
     const { text, finish } = reply(body);
-    const base = { id: `chatcmpl-echo-${Date.now().toString(36)}`, object: 'chat.completion.chunk' as const, created: Math.floor(Date.now() / 1000), model: body.model };
+    const base = {
+      id: `chatcmpl-echo-${Date.now().toString(36)}`,
+      object: 'chat.completion.chunk' as const,
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+    };
     return (async function* () {
       yield { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] };
       for (const word of text.match(/\S+\s*|\s+/g) ?? []) {
@@ -97,17 +123,32 @@ export function echoAdapter(): ProviderAdapter {
   }
 
   const canonicalUsage = (call: ProviderCall, answer: EchoAnswer): CanonicalUsage =>
-    canonicalUsageOfOpenAi(usage(toOpenAiPromptFields(call) as ChatBody, answer.toolCall ? answer.toolCall.name + answer.toolCall.arguments : answer.text));
+    canonicalUsageOfOpenAi(
+      usage(
+        toOpenAiPromptFields(call) as ChatBody,
+        answer.toolCall ? answer.toolCall.name + answer.toolCall.arguments : answer.text,
+      ),
+    );
   const id = () => `msg_echo_${Date.now().toString(36)}`;
   const adapter: ProviderAdapter = {
     name: 'echo',
     speaks: ['openai-chat'],
 
     async complete(call, options): Promise<CanonicalResult> {
-      if (call.native?.protocol === 'openai-chat') return fromOpenAiCompletion(await chat(toOpenAiChatBody(call, 'echo', false)), true);
+      if (call.native?.protocol === 'openai-chat')
+        return fromOpenAiCompletion(await chat(toOpenAiChatBody(call, 'echo', false)), true);
       const answer = echoAnswer(call);
-      const content: CanonicalPart[] = answer.toolCall ? [{ type: 'tool_call', ...answer.toolCall }] : [{ type: 'text', text: answer.text }];
-      return { id: id(), model: call.model, created: Math.floor(Date.now() / 1000), content, finishReason: answer.finish, usage: canonicalUsage(call, answer) };
+      const content: CanonicalPart[] = answer.toolCall
+        ? [{ type: 'tool_call', ...answer.toolCall }]
+        : [{ type: 'text', text: answer.text }];
+      return {
+        id: id(),
+        model: call.model,
+        created: Math.floor(Date.now() / 1000),
+        content,
+        finishReason: answer.finish,
+        usage: canonicalUsage(call, answer),
+      };
     },
 
     async stream(call, options): Promise<AsyncIterable<CanonicalEvent>> {
@@ -140,8 +181,12 @@ export function echoAdapter(): ProviderAdapter {
     },
 
     async embeddings(body) {
-      const inputs = Array.isArray(body.input) && !body.input.every((x) => typeof x === 'number') ? (body.input as unknown[]) : [body.input];
-      const dimensions = typeof body.dimensions === 'number' && body.dimensions > 0 && body.dimensions <= 3072 ? body.dimensions : 8;
+      const inputs =
+        Array.isArray(body.input) && !body.input.every((x) => typeof x === 'number')
+          ? (body.input as unknown[])
+          : [body.input];
+      const dimensions =
+        typeof body.dimensions === 'number' && body.dimensions > 0 && body.dimensions <= 3072 ? body.dimensions : 8;
       const tokens = countEmbeddingInputTokens(body.input);
       return {
         object: 'list',
@@ -150,7 +195,10 @@ export function echoAdapter(): ProviderAdapter {
         data: inputs.map((input, index) => {
           const vector = pseudoVector(JSON.stringify(input), dimensions);
           // `encoding_format: base64` (the official SDK's default) is little-endian float32, as OpenAI sends it.
-          const embedding = body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+          const embedding =
+            body.encoding_format === 'base64'
+              ? Buffer.from(new Float32Array(vector).buffer).toString('base64')
+              : vector;
           return { object: 'embedding', index, embedding };
         }),
         usage: { prompt_tokens: tokens, total_tokens: tokens },
@@ -164,7 +212,8 @@ function pseudoVector(text: string, dimensions: number): number[] {
   const vector: number[] = [];
   for (let block = 0; vector.length < dimensions; block++) {
     const digest = createHash('sha256').update(`${block}:${text}`).digest();
-    for (let i = 0; i + 1 < digest.length && vector.length < dimensions; i += 2) vector.push(Math.round(((digest.readUInt16BE(i) / 65535) * 2 - 1) * 1e6) / 1e6);
+    for (let i = 0; i + 1 < digest.length && vector.length < dimensions; i += 2)
+      vector.push(Math.round(((digest.readUInt16BE(i) / 65535) * 2 - 1) * 1e6) / 1e6);
   }
   return vector;
 }

@@ -1,6 +1,15 @@
 import type { Config } from '../../platform/config.ts';
 import { joinUrl, readJson, readSse, upstreamFetch } from '../http.ts';
-import { UpstreamError, type BinaryResponse, type CallOptions, type ChatBody, type ChatChunk, type ChatCompletion, type ProviderAdapter, type UpstreamModel } from '../types.ts';
+import {
+  UpstreamError,
+  type BinaryResponse,
+  type CallOptions,
+  type ChatBody,
+  type ChatChunk,
+  type ChatCompletion,
+  type ProviderAdapter,
+  type UpstreamModel,
+} from '../types.ts';
 import type { CanonicalEvent } from '../../gateway/canonical.ts';
 import { fromOpenAiCompletion, OpenAiStreamReader, toOpenAiChatBody } from './wire.ts';
 
@@ -13,10 +22,14 @@ export function openAiCompatibleProviders(config: Config): ProviderAdapter[] {
   return [
     openAiCompatibleAdapter({ name: 'openai', baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY }),
     openAiCompatibleAdapter({
-      name: 'openrouter', baseUrl: config.OPENROUTER_BASE_URL, apiKey: config.OPENROUTER_API_KEY,
+      name: 'openrouter',
+      baseUrl: config.OPENROUTER_BASE_URL,
+      apiKey: config.OPENROUTER_API_KEY,
       headers: { 'HTTP-Referer': config.PUBLIC_BASE_URL, 'X-Title': 'Tollgate' },
     }),
-    ...config.providers.map((provider) => openAiCompatibleAdapter({ name: provider.name, baseUrl: provider.baseUrl, apiKey: provider.apiKey })),
+    ...config.providers.map((provider) =>
+      openAiCompatibleAdapter({ name: provider.name, baseUrl: provider.baseUrl, apiKey: provider.apiKey }),
+    ),
   ];
 }
 
@@ -42,12 +55,18 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
     ...options.headers,
   });
   const post = (path: string, body: unknown, call: CallOptions) =>
-    upstreamFetch(joinUrl(options.baseUrl, path), { method: 'POST', headers: headers(true), body: JSON.stringify(body), signal: call.signal });
+    upstreamFetch(joinUrl(options.baseUrl, path), {
+      method: 'POST',
+      headers: headers(true),
+      body: JSON.stringify(body),
+      signal: call.signal,
+    });
 
   /** A non-streaming chat completion, as the upstream sent it. */
   async function chatCompletion(body: ChatBody, call: CallOptions): Promise<ChatCompletion> {
     const completion = await readJson(await post('/chat/completions', { ...body, stream: false }, call));
-    if (!Array.isArray(completion?.choices)) throw new UpstreamError(502, 'The upstream provider answered a chat completion without choices.');
+    if (!Array.isArray(completion?.choices))
+      throw new UpstreamError(502, 'The upstream provider answered a chat completion without choices.');
     return completion;
   }
 
@@ -108,7 +127,12 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
     },
 
     async transcription(form, call) {
-      const response = await upstreamFetch(joinUrl(options.baseUrl, '/audio/transcriptions'), { method: 'POST', headers: headers(false), body: form, signal: call.signal });
+      const response = await upstreamFetch(joinUrl(options.baseUrl, '/audio/transcriptions'), {
+        method: 'POST',
+        headers: headers(false),
+        body: form,
+        signal: call.signal,
+      });
       const type = response.header('content-type') ?? '';
       // `response_format: text|srt|vtt` answers plain text; it is wrapped so the gateway can meter it alike.
       return type.includes('json') ? readJson(response) : { text: await response.text(), contentType: type };
@@ -119,9 +143,14 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
     },
 
     async listModels(call): Promise<UpstreamModel[]> {
-      const response = await upstreamFetch(joinUrl(options.baseUrl, '/models'), { headers: headers(false), signal: call.signal });
+      const response = await upstreamFetch(joinUrl(options.baseUrl, '/models'), {
+        headers: headers(false),
+        signal: call.signal,
+      });
       const list = await readJson(response);
-      return (Array.isArray(list?.data) ? list.data : []).filter((m: any) => typeof m?.id === 'string').map(upstreamModelFromList);
+      return (Array.isArray(list?.data) ? list.data : [])
+        .filter((m: any) => typeof m?.id === 'string')
+        .map(upstreamModelFromList);
     },
   };
   return adapter;
@@ -129,19 +158,33 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
 
 /** Reads one entry of an OpenAI-style `/models` list; OpenRouter's entries add name, context, modalities and USD prices. */
 function upstreamModelFromList(entry: any): UpstreamModel {
-  const price = (value: unknown) => (typeof value === 'string' || typeof value === 'number' ? String(value) : undefined);
+  const price = (value: unknown) =>
+    typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
   return {
     id: entry.id,
     name: typeof entry.name === 'string' ? entry.name : undefined,
     contextLength: Number.isInteger(entry.context_length) ? entry.context_length : undefined,
-    maxOutputTokens: Number.isInteger(entry.top_provider?.max_completion_tokens) ? entry.top_provider.max_completion_tokens : undefined,
-    inputModalities: Array.isArray(entry.architecture?.input_modalities) ? entry.architecture.input_modalities : undefined,
-    outputModalities: Array.isArray(entry.architecture?.output_modalities) ? entry.architecture.output_modalities : undefined,
+    maxOutputTokens: Number.isInteger(entry.top_provider?.max_completion_tokens)
+      ? entry.top_provider.max_completion_tokens
+      : undefined,
+    inputModalities: Array.isArray(entry.architecture?.input_modalities)
+      ? entry.architecture.input_modalities
+      : undefined,
+    outputModalities: Array.isArray(entry.architecture?.output_modalities)
+      ? entry.architecture.output_modalities
+      : undefined,
     usdPricing: entry.pricing
       ? {
-          prompt: price(entry.pricing.prompt), completion: price(entry.pricing.completion), request: price(entry.pricing.request), image: price(entry.pricing.image),
-          cacheRead: price(entry.pricing.input_cache_read), cacheWrite: price(entry.pricing.input_cache_write), reasoning: price(entry.pricing.internal_reasoning),
-          audioInput: price(entry.pricing.audio), audioOutput: price(entry.pricing.audio_output), webSearch: price(entry.pricing.web_search),
+          prompt: price(entry.pricing.prompt),
+          completion: price(entry.pricing.completion),
+          request: price(entry.pricing.request),
+          image: price(entry.pricing.image),
+          cacheRead: price(entry.pricing.input_cache_read),
+          cacheWrite: price(entry.pricing.input_cache_write),
+          reasoning: price(entry.pricing.internal_reasoning),
+          audioInput: price(entry.pricing.audio),
+          audioOutput: price(entry.pricing.audio_output),
+          webSearch: price(entry.pricing.web_search),
         }
       : undefined,
   };

@@ -1,4 +1,11 @@
-import type { CanonicalCall, CanonicalEvent, CanonicalPart, CanonicalResult, CanonicalUsage, FinishReason } from '../../gateway/canonical.ts';
+import type {
+  CanonicalCall,
+  CanonicalEvent,
+  CanonicalPart,
+  CanonicalResult,
+  CanonicalUsage,
+  FinishReason,
+} from '../../gateway/canonical.ts';
 import { UpstreamError, type ChatBody, type ChatChunk, type ChatCompletion, type ProviderCall } from '../types.ts';
 
 /**
@@ -6,7 +13,8 @@ import { UpstreamError, type ChatBody, type ChatChunk, type ChatCompletion, type
  * client's own body; any other is built from its canonical fields.
  */
 
-const objectOr = (value: unknown): Record<string, any> => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, any>) : {});
+const objectOr = (value: unknown): Record<string, any> =>
+  value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, any>) : {};
 
 /** Text parts joined; what OpenAI's `content` string holds. */
 function textOf(parts: CanonicalPart[]): string {
@@ -18,7 +26,8 @@ function userContent(parts: CanonicalPart[]): string | unknown[] {
   if (parts.every((part) => part.type === 'text')) return textOf(parts);
   return parts.flatMap((part): unknown[] => {
     if (part.type === 'text') return [{ type: 'text', text: part.text }];
-    if (part.type === 'image') return [{ type: 'image_url', image_url: { url: part.url, ...(part.detail ? { detail: part.detail } : {}) } }];
+    if (part.type === 'image')
+      return [{ type: 'image_url', image_url: { url: part.url, ...(part.detail ? { detail: part.detail } : {}) } }];
     return [];
   });
 }
@@ -42,7 +51,15 @@ export function toOpenAiMessages(call: Pick<CanonicalCall, 'system' | 'messages'
       messages.push({
         role: 'assistant',
         content: text || (calls.length ? null : ''),
-        ...(calls.length ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+        ...(calls.length
+          ? {
+              tool_calls: calls.map((c) => ({
+                id: c.id,
+                type: 'function',
+                function: { name: c.name, arguments: c.arguments },
+              })),
+            }
+          : {}),
       });
     } else if (rest.length || !results.length) {
       messages.push({ role: 'user', content: userContent(rest) });
@@ -52,7 +69,11 @@ export function toOpenAiMessages(call: Pick<CanonicalCall, 'system' | 'messages'
 }
 
 /** The OpenAI chat fields of a canonical call that count as prompt (tools and response format are sent as text). */
-export function toOpenAiPromptFields(call: CanonicalCall): { messages: unknown[]; tools?: unknown; response_format?: unknown } {
+export function toOpenAiPromptFields(call: CanonicalCall): {
+  messages: unknown[];
+  tools?: unknown;
+  response_format?: unknown;
+} {
   if (call.native?.protocol === 'openai-chat') return call.native.body as { messages: unknown[] };
   return {
     messages: toOpenAiMessages(call),
@@ -62,12 +83,28 @@ export function toOpenAiPromptFields(call: CanonicalCall): { messages: unknown[]
 }
 
 function toOpenAiTools(call: CanonicalCall): unknown[] {
-  return call.tools.map((tool) => ({ type: 'function', function: { name: tool.name, ...(tool.description !== undefined ? { description: tool.description } : {}), parameters: tool.parameters } }));
+  return call.tools.map((tool) => ({
+    type: 'function',
+    function: {
+      name: tool.name,
+      ...(tool.description !== undefined ? { description: tool.description } : {}),
+      parameters: tool.parameters,
+    },
+  }));
 }
 
 function toOpenAiResponseFormat(call: CanonicalCall): unknown {
   const format = call.responseFormat!;
-  return format.type === 'json_object' ? { type: 'json_object' } : { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, ...(format.strict !== undefined ? { strict: format.strict } : {}) } };
+  return format.type === 'json_object'
+    ? { type: 'json_object' }
+    : {
+        type: 'json_schema',
+        json_schema: {
+          name: format.name,
+          schema: format.schema,
+          ...(format.strict !== undefined ? { strict: format.strict } : {}),
+        },
+      };
 }
 
 /**
@@ -83,7 +120,11 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
   } else {
     body = { model: call.model, messages: toOpenAiMessages(call) };
     if (call.tools.length) body.tools = toOpenAiTools(call);
-    if (call.toolChoice !== undefined) body.tool_choice = typeof call.toolChoice === 'string' ? call.toolChoice : { type: 'function', function: { name: call.toolChoice.name } };
+    if (call.toolChoice !== undefined)
+      body.tool_choice =
+        typeof call.toolChoice === 'string'
+          ? call.toolChoice
+          : { type: 'function', function: { name: call.toolChoice.name } };
     if (call.temperature !== undefined) body.temperature = call.temperature;
     if (call.topP !== undefined) body.top_p = call.topP;
     if (call.stop?.length) body.stop = call.stop;
@@ -93,7 +134,10 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
     // No `metadata`: OpenAI refuses it unless `store` is on ("The 'metadata' parameter is only allowed when
     // 'store' is enabled"), and storing another protocol's conversation upstream is not the client's ask.
   }
-  const field = body.max_completion_tokens !== undefined || (body.max_tokens === undefined && provider === 'openai') ? 'max_completion_tokens' : 'max_tokens';
+  const field =
+    body.max_completion_tokens !== undefined || (body.max_tokens === undefined && provider === 'openai')
+      ? 'max_completion_tokens'
+      : 'max_tokens';
   delete body.max_tokens;
   delete body.max_completion_tokens;
   body[field] = call.maxOutputTokens;
@@ -107,7 +151,13 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
   return body;
 }
 
-const FINISH: Record<string, FinishReason> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', function_call: 'tool_calls', content_filter: 'content_filter' };
+const FINISH: Record<string, FinishReason> = {
+  stop: 'stop',
+  length: 'length',
+  tool_calls: 'tool_calls',
+  function_call: 'tool_calls',
+  content_filter: 'content_filter',
+};
 
 /** OpenAI's finish reason in canonical terms (an unknown one is a plain stop). */
 export function finishOf(reason: unknown): FinishReason {
@@ -147,7 +197,9 @@ export function fromOpenAiCompletion(completion: ChatCompletion, native: boolean
     content: partsOfMessage(objectOr(choice?.message)),
     ...(others.length ? { otherChoices: others } : {}),
     finishReason: finishOf(choice?.finish_reason),
-    usage: completion.usage ? canonicalUsageOfOpenAi(completion.usage) : { inputTokens: Number.NaN, outputTokens: Number.NaN },
+    usage: completion.usage
+      ? canonicalUsageOfOpenAi(completion.usage)
+      : { inputTokens: Number.NaN, outputTokens: Number.NaN },
     ...(native ? { native: { protocol: 'openai-chat' as const, body: completion } } : {}),
   };
 }
@@ -159,7 +211,12 @@ function partsOfMessage(message: Record<string, any>): CanonicalPart[] {
   if (typeof reasoning === 'string' && reasoning) content.push({ type: 'reasoning', text: reasoning });
   if (typeof message.content === 'string' && message.content) content.push({ type: 'text', text: message.content });
   for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
-    content.push({ type: 'tool_call', id: String(call?.id ?? ''), name: String(call?.function?.name ?? ''), arguments: String(call?.function?.arguments ?? '') });
+    content.push({
+      type: 'tool_call',
+      id: String(call?.id ?? ''),
+      name: String(call?.function?.name ?? ''),
+      arguments: String(call?.function?.arguments ?? ''),
+    });
   }
   return content;
 }
@@ -183,7 +240,12 @@ export class OpenAiStreamReader {
     const events: CanonicalEvent[] = [];
     if (!this.#started) {
       this.#started = true;
-      events.push({ type: 'start', id: String(chunk.id ?? 'chatcmpl'), model: String(chunk.model ?? ''), created: typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000) });
+      events.push({
+        type: 'start',
+        id: String(chunk.id ?? 'chatcmpl'),
+        model: String(chunk.model ?? ''),
+        created: typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000),
+      });
     }
     const content: CanonicalEvent[] = [];
     for (const choice of chunk.choices ?? []) {
@@ -196,11 +258,20 @@ export class OpenAiStreamReader {
       const tag = number !== 0 ? { choice: number } : {};
       const reasoning = delta.reasoning ?? delta.reasoning_content;
       if (typeof reasoning === 'string' && reasoning) content.push({ type: 'reasoning', delta: reasoning, ...tag });
-      if (typeof delta.content === 'string' && delta.content) content.push({ type: 'text', delta: delta.content, ...tag });
+      if (typeof delta.content === 'string' && delta.content)
+        content.push({ type: 'text', delta: delta.content, ...tag });
       for (const call of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
         const index = typeof call?.index === 'number' ? call.index : 0;
-        if (call?.id || call?.function?.name) content.push({ type: 'tool_call_start', index, id: String(call.id ?? ''), name: String(call.function?.name ?? ''), ...tag });
-        if (call?.function?.arguments) content.push({ type: 'tool_call_delta', index, arguments: String(call.function.arguments), ...tag });
+        if (call?.id || call?.function?.name)
+          content.push({
+            type: 'tool_call_start',
+            index,
+            id: String(call.id ?? ''),
+            name: String(call.function?.name ?? ''),
+            ...tag,
+          });
+        if (call?.function?.arguments)
+          content.push({ type: 'tool_call_delta', index, arguments: String(call.function.arguments), ...tag });
       }
     }
     if (chunk.usage) content.push({ type: 'usage', usage: canonicalUsageOfOpenAi(chunk.usage) });

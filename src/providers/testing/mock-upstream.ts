@@ -61,8 +61,21 @@ export interface MockUpstream {
 }
 
 const DEFAULT_MODELS = [
-  { id: 'acme/small', name: 'Acme: Small', context_length: 32768, top_provider: { max_completion_tokens: 4096 }, architecture: { input_modalities: ['text'], output_modalities: ['text'] }, pricing: { prompt: '0.0000003', completion: '0.0000012', request: '0', image: '0' } },
-  { id: 'acme/vision', name: 'Acme: Vision', context_length: 128000, architecture: { input_modalities: ['text', 'image'], output_modalities: ['text'] }, pricing: { prompt: '0.000003', completion: '0.000015', request: '0.001', image: '0.0048' } },
+  {
+    id: 'acme/small',
+    name: 'Acme: Small',
+    context_length: 32768,
+    top_provider: { max_completion_tokens: 4096 },
+    architecture: { input_modalities: ['text'], output_modalities: ['text'] },
+    pricing: { prompt: '0.0000003', completion: '0.0000012', request: '0', image: '0' },
+  },
+  {
+    id: 'acme/vision',
+    name: 'Acme: Vision',
+    context_length: 128000,
+    architecture: { input_modalities: ['text', 'image'], output_modalities: ['text'] },
+    pricing: { prompt: '0.000003', completion: '0.000015', request: '0.001', image: '0.0048' },
+  },
 ];
 
 /** Starts a mock upstream on a random loopback port. */
@@ -74,7 +87,9 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
   let connections = 0;
   const markEnded = () => {
     ended++;
-    for (const waiter of waiters.splice(0)) if (ended >= waiter.count) waiter.resolve(); else waiters.push(waiter);
+    for (const waiter of waiters.splice(0))
+      if (ended >= waiter.count) waiter.resolve();
+      else waiters.push(waiter);
   };
 
   const server: Server = createServer(async (req, res) => {
@@ -82,8 +97,19 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     for await (const chunk of req) chunks.push(chunk);
     const raw = Buffer.concat(chunks);
     const contentType = req.headers['content-type'] ?? '';
-    let body: any = contentType.includes('json') && raw.length ? JSON.parse(raw.toString()) : contentType.includes('multipart') ? { multipart: raw.toString('latin1') } : undefined;
-    const entry: MockRequest = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body, aborted: false };
+    let body: any =
+      contentType.includes('json') && raw.length
+        ? JSON.parse(raw.toString())
+        : contentType.includes('multipart')
+          ? { multipart: raw.toString('latin1') }
+          : undefined;
+    const entry: MockRequest = {
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      headers: req.headers,
+      body,
+      aborted: false,
+    };
     if (options.log !== false) requests.push(entry);
     let done = false;
     res.on('close', () => {
@@ -143,36 +169,74 @@ async function write(res: ServerResponse, frame: string): Promise<void> {
   if (!res.write(frame)) await new Promise((r) => res.once('drain', r));
 }
 
-async function route(req: IncomingMessage, res: ServerResponse, entry: MockRequest, options: MockUpstreamOptions): Promise<void> {
+async function route(
+  req: IncomingMessage,
+  res: ServerResponse,
+  entry: MockRequest,
+  options: MockUpstreamOptions,
+): Promise<void> {
   const path = (req.url ?? '/').split('?')[0];
   const anthropic = path === '/v1/messages';
-  const authorized = !options.apiKey || (anthropic ? req.headers['x-api-key'] === options.apiKey : req.headers.authorization === `Bearer ${options.apiKey}`);
-  if (!authorized) return json(res, 401, anthropic ? { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } } : { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } });
+  const authorized =
+    !options.apiKey ||
+    (anthropic
+      ? req.headers['x-api-key'] === options.apiKey
+      : req.headers.authorization === `Bearer ${options.apiKey}`);
+  if (!authorized)
+    return json(
+      res,
+      401,
+      anthropic
+        ? { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } }
+        : { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } },
+    );
   const model: string = entry.body?.model ?? '';
   const status = /^status-(\d{3})$/.exec(model);
   if (model === 'hang') return; // never answers; the caller's deadline or abort ends it
   await sleep(options.latencyMs ?? 0);
   if (status) {
     const code = Number(status[1]);
-    return json(res, code, anthropic ? { type: 'error', error: { type: 'api_error', message: `mock status ${code}` } } : { error: { message: `mock status ${code}`, type: 'server_error' } });
+    return json(
+      res,
+      code,
+      anthropic
+        ? { type: 'error', error: { type: 'api_error', message: `mock status ${code}` } }
+        : { error: { message: `mock status ${code}`, type: 'server_error' } },
+    );
   }
   const reply = options.reply ?? 'alpha beta gamma delta';
   const words = reply.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`));
   const promptTokens = options.promptTokens ?? 11;
-  const usage = entry.body?.metadata?.mock_usage ?? (model === 'no-usage' ? undefined : { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length });
+  const usage =
+    entry.body?.metadata?.mock_usage ??
+    (model === 'no-usage'
+      ? undefined
+      : { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length });
   const cut = /^(cut|stall|error-frame)-(\d+)$/.exec(model);
 
-  if (req.method === 'GET' && path === '/v1/models') return json(res, 200, { object: 'list', data: options.models ?? DEFAULT_MODELS });
+  if (req.method === 'GET' && path === '/v1/models')
+    return json(res, 200, { object: 'list', data: options.models ?? DEFAULT_MODELS });
   if (path === '/v1/embeddings') {
     const inputs = Array.isArray(entry.body.input) ? entry.body.input : [entry.body.input];
     // The official SDK asks for base64 (little-endian float32), as OpenAI answers it.
     const vector = [0.1, 0.2, 0.3];
-    const embedding = entry.body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
-    return json(res, 200, { object: 'list', model, data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding })), usage: entry.body.mock_usage ?? { prompt_tokens: promptTokens, total_tokens: promptTokens } });
+    const embedding =
+      entry.body.encoding_format === 'base64'
+        ? Buffer.from(new Float32Array(vector).buffer).toString('base64')
+        : vector;
+    return json(res, 200, {
+      object: 'list',
+      model,
+      data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding })),
+      usage: entry.body.mock_usage ?? { prompt_tokens: promptTokens, total_tokens: promptTokens },
+    });
   }
   if (path === '/v1/images/generations') {
     const n = entry.body.n ?? 1;
-    return json(res, 200, { created: 1, data: Array.from({ length: n }, () => ({ url: 'https://images.example/x.png' })) });
+    return json(res, 200, {
+      created: 1,
+      data: Array.from({ length: n }, () => ({ url: 'https://images.example/x.png' })),
+    });
   }
   if (path === '/v1/audio/speech') {
     res.writeHead(200, { 'content-type': 'audio/mpeg' });
@@ -182,15 +246,33 @@ async function route(req: IncomingMessage, res: ServerResponse, entry: MockReque
   }
   if (path === '/v1/audio/transcriptions') {
     // `garbage-usage`: a provider reporting a negative duration and unusable token counts.
-    if (String(entry.body?.multipart ?? '').includes('garbage-usage')) return json(res, 200, { text: reply, duration: -3, usage: { type: 'tokens', input_tokens: -5, output_tokens: 'many' } });
+    if (String(entry.body?.multipart ?? '').includes('garbage-usage'))
+      return json(res, 200, {
+        text: reply,
+        duration: -3,
+        usage: { type: 'tokens', input_tokens: -5, output_tokens: 'many' },
+      });
     return json(res, 200, { text: reply, usage: { type: 'duration', seconds: 7 } });
   }
-  if (path === '/v1/realtime/sessions') return json(res, 200, { id: 'sess_mock', object: 'realtime.session', model, client_secret: { value: 'ek_mock_secret', expires_at: 1 } });
+  if (path === '/v1/realtime/sessions')
+    return json(res, 200, {
+      id: 'sess_mock',
+      object: 'realtime.session',
+      model,
+      client_secret: { value: 'ek_mock_secret', expires_at: 1 },
+    });
 
   if (path === '/v1/chat/completions' && !anthropic) {
     if (!entry.body.stream) {
       if (cut) return void res.destroy();
-      return json(res, 200, { id: 'chatcmpl-mock', object: 'chat.completion', created: 1, model, choices: [{ index: 0, message: { role: 'assistant', content: reply }, finish_reason: 'stop' }], ...(usage ? { usage } : {}) });
+      return json(res, 200, {
+        id: 'chatcmpl-mock',
+        object: 'chat.completion',
+        created: 1,
+        model,
+        choices: [{ index: 0, message: { role: 'assistant', content: reply }, finish_reason: 'stop' }],
+        ...(usage ? { usage } : {}),
+      });
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const base = { id: 'chatcmpl-mock', object: 'chat.completion.chunk', created: 1, model };
@@ -199,7 +281,10 @@ async function route(req: IncomingMessage, res: ServerResponse, entry: MockReque
     const count = cut ? Number(cut[2]) : words.length;
     for (let i = 0; i < count; i++) {
       await sleep(options.chunkDelayMs ?? 0);
-      await frame({ ...base, choices: [{ index: 0, delta: { content: words[i % words.length] }, finish_reason: null }] });
+      await frame({
+        ...base,
+        choices: [{ index: 0, delta: { content: words[i % words.length] }, finish_reason: null }],
+      });
     }
     if (cut?.[1] === 'cut') return cutAfterFlush(res);
     if (cut?.[1] === 'stall') return; // the connection stays open until the client leaves
@@ -215,15 +300,36 @@ async function route(req: IncomingMessage, res: ServerResponse, entry: MockReque
   }
 
   if (anthropic) {
-    const anthropicUsage = entry.body?.metadata?.mock_usage ?? { input_tokens: promptTokens, output_tokens: words.length };
+    const anthropicUsage = entry.body?.metadata?.mock_usage ?? {
+      input_tokens: promptTokens,
+      output_tokens: words.length,
+    };
     const { output_tokens: outputTokens, ...inputUsage } = anthropicUsage;
     if (!entry.body.stream) {
       if (cut) return void res.destroy();
-      return json(res, 200, { id: 'msg_mock', type: 'message', role: 'assistant', model, content: [{ type: 'text', text: reply }], stop_reason: 'end_turn', usage: anthropicUsage });
+      return json(res, 200, {
+        id: 'msg_mock',
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [{ type: 'text', text: reply }],
+        stop_reason: 'end_turn',
+        usage: anthropicUsage,
+      });
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const event = (type: string, data: object) => write(res, `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
-    await event('message_start', { message: { id: 'msg_mock', type: 'message', role: 'assistant', model, content: [], usage: { ...inputUsage, output_tokens: 1 } } });
+    const event = (type: string, data: object) =>
+      write(res, `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+    await event('message_start', {
+      message: {
+        id: 'msg_mock',
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        usage: { ...inputUsage, output_tokens: 1 },
+      },
+    });
     await event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
     const count = cut ? Number(cut[2]) : words.length;
     for (let i = 0; i < count; i++) {
@@ -237,7 +343,10 @@ async function route(req: IncomingMessage, res: ServerResponse, entry: MockReque
       return void res.end();
     }
     await event('content_block_stop', { index: 0 });
-    await event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: outputTokens } });
+    await event('message_delta', {
+      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      usage: { output_tokens: outputTokens },
+    });
     await event('message_stop', {});
     return void res.end();
   }

@@ -18,7 +18,9 @@ export const sessionSecurity = [{ session: [] }];
 export function sessionOnly(request: FastifyRequest): Principal {
   const principal = principalOf(request);
   if (principal.kind !== 'session') {
-    throw errors.forbidden('Top-ups and auto top-up are managed from the Tollgate dashboard (a signed-in session); an app token or API key cannot use them.');
+    throw errors.forbidden(
+      'Top-ups and auto top-up are managed from the Tollgate dashboard (a signed-in session); an app token or API key cannot use them.',
+    );
   }
   return principal;
 }
@@ -27,7 +29,11 @@ export const TopupSchema = Type.Object({
   id: Type.String({ examples: ['top_3kT9xQ2mN7pR4sV8wY1z'] }),
   kind: Type.Union([Type.Literal('checkout'), Type.Literal('auto')]),
   status: Type.Union([
-    Type.Literal('pending'), Type.Literal('processing'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('expired'),
+    Type.Literal('pending'),
+    Type.Literal('processing'),
+    Type.Literal('succeeded'),
+    Type.Literal('failed'),
+    Type.Literal('expired'),
   ]),
   amount: Type.Number({ description: 'Price paid, in units of `currency`.' }),
   currency: Type.String(),
@@ -43,9 +49,18 @@ export const TopupSchema = Type.Object({
 /** A top-up as the API shows it. */
 export function topupView(row: TopupsTable) {
   return {
-    id: row.id, kind: row.kind, status: row.status, amount: row.amount_minor / 100, currency: row.currency, credits: microsToCredits(row.credits),
-    refunded: microsToCredits(row.refunded), disputed: microsToCredits(row.disputed), receiptUrl: row.receipt_url, failureReason: row.failure_reason,
-    createdAt: new Date(row.created_at).toISOString(), creditedAt: row.credited_at === null ? null : new Date(row.credited_at).toISOString(),
+    id: row.id,
+    kind: row.kind,
+    status: row.status,
+    amount: row.amount_minor / 100,
+    currency: row.currency,
+    credits: microsToCredits(row.credits),
+    refunded: microsToCredits(row.refunded),
+    disputed: microsToCredits(row.disputed),
+    receiptUrl: row.receipt_url,
+    failureReason: row.failure_reason,
+    createdAt: new Date(row.created_at).toISOString(),
+    creditedAt: row.credited_at === null ? null : new Date(row.credited_at).toISOString(),
   };
 }
 
@@ -63,7 +78,11 @@ export const AutoTopupSchema = Type.Object({
 /** Auto top-up as the API shows it. */
 export function autoTopupView(state: AutoTopupState) {
   return {
-    enabled: state.enabled, threshold: microsToCredits(state.threshold), amount: state.amountMinor / 100, hasPaymentMethod: state.hasPaymentMethod,
-    pending: state.inFlight !== null, failure: state.failure ? { reason: state.failure.reason, at: new Date(state.failure.at).toISOString() } : null,
+    enabled: state.enabled,
+    threshold: microsToCredits(state.threshold),
+    amount: state.amountMinor / 100,
+    hasPaymentMethod: state.hasPaymentMethod,
+    pending: state.inFlight !== null,
+    failure: state.failure ? { reason: state.failure.reason, at: new Date(state.failure.at).toISOString() } : null,
   };
 }

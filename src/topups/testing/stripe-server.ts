@@ -62,9 +62,14 @@ export class FakeStripe {
 
   /** Starts on a random loopback port. */
   async start(): Promise<this> {
-    this.#server = createServer((request, response) => void this.#handle(request, response).catch((error) => {
-      response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { type: 'api_error', message: String(error) } }));
-    }));
+    this.#server = createServer(
+      (request, response) =>
+        void this.#handle(request, response).catch((error) => {
+          response
+            .writeHead(500, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ error: { type: 'api_error', message: String(error) } }));
+        }),
+    );
     await new Promise<void>((resolve) => this.#server!.listen(0, '127.0.0.1', resolve));
     this.baseUrl = `http://127.0.0.1:${(this.#server.address() as { port: number }).port}`;
     return this;
@@ -76,18 +81,42 @@ export class FakeStripe {
 
   /** The Tollgate configuration that points at this fake. */
   config(): { STRIPE_SECRET_KEY: string; STRIPE_WEBHOOK_SECRET: string; STRIPE_API_BASE: string } {
-    return { STRIPE_SECRET_KEY: this.secretKey, STRIPE_WEBHOOK_SECRET: this.webhookSecret, STRIPE_API_BASE: this.baseUrl };
+    return {
+      STRIPE_SECRET_KEY: this.secretKey,
+      STRIPE_WEBHOOK_SECRET: this.webhookSecret,
+      STRIPE_API_BASE: this.baseUrl,
+    };
   }
 
   /** A Stripe event around `object`. */
   event(type: string, object: Record<string, unknown>): Stripe.Event {
-    return { id: id('evt'), object: 'event', type, api_version: '2026-10-28.endive', created: Math.floor(Date.now() / 1000), livemode: false, pending_webhooks: 1, request: null, data: { object } } as unknown as Stripe.Event;
+    return {
+      id: id('evt'),
+      object: 'event',
+      type,
+      api_version: '2026-10-28.endive',
+      created: Math.floor(Date.now() / 1000),
+      livemode: false,
+      pending_webhooks: 1,
+      request: null,
+      data: { object },
+    } as unknown as Stripe.Event;
   }
 
   /** Posts a signed event (signed with `secret`, default the endpoint's, at `timestamp`, default now). */
-  async deliver(event: Stripe.Event | string, options: { url?: string; secret?: string; timestamp?: number; header?: string | null } = {}): Promise<Delivery> {
+  async deliver(
+    event: Stripe.Event | string,
+    options: { url?: string; secret?: string; timestamp?: number; header?: string | null } = {},
+  ): Promise<Delivery> {
     const payload = typeof event === 'string' ? event : JSON.stringify(event);
-    const header = options.header !== undefined ? options.header : Stripe.webhooks.generateTestHeaderString({ payload, secret: options.secret ?? this.webhookSecret, timestamp: options.timestamp });
+    const header =
+      options.header !== undefined
+        ? options.header
+        : Stripe.webhooks.generateTestHeaderString({
+            payload,
+            secret: options.secret ?? this.webhookSecret,
+            timestamp: options.timestamp,
+          });
     const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
     if (header !== null) headers['stripe-signature'] = header;
     const response = await fetch(options.url ?? this.webhookUrl, { method: 'POST', headers, body: payload });
@@ -110,8 +139,20 @@ export class FakeStripe {
       session.status = 'complete';
       return session;
     }
-    const intent = this.#intent({ amount: session.amount_total, currency: session.currency, customer: session.customer, metadata: session.payment_intent_data?.metadata ?? {} }, options.async ? 'processing' : 'succeeded');
-    Object.assign(session, { status: 'complete', payment_status: options.async ? 'unpaid' : 'paid', payment_intent: intent.id });
+    const intent = this.#intent(
+      {
+        amount: session.amount_total,
+        currency: session.currency,
+        customer: session.customer,
+        metadata: session.payment_intent_data?.metadata ?? {},
+      },
+      options.async ? 'processing' : 'succeeded',
+    );
+    Object.assign(session, {
+      status: 'complete',
+      payment_status: options.async ? 'unpaid' : 'paid',
+      payment_intent: intent.id,
+    });
     return session;
   }
 
@@ -124,13 +165,40 @@ export class FakeStripe {
   /** A dispute of a PaymentIntent's charge for `amount` minor units. */
   dispute(paymentIntentId: string, amount: number, status: 'needs_response' | 'won' | 'lost' = 'needs_response'): any {
     const intent = this.paymentIntents.get(paymentIntentId);
-    return { id: `dp_${paymentIntentId.slice(3)}`, object: 'dispute', amount, currency: intent.currency, charge: intent.latest_charge.id, payment_intent: paymentIntentId, status };
+    return {
+      id: `dp_${paymentIntentId.slice(3)}`,
+      object: 'dispute',
+      amount,
+      currency: intent.currency,
+      charge: intent.latest_charge.id,
+      payment_intent: paymentIntentId,
+      status,
+    };
   }
 
   #intent(params: Record<string, any>, status: string): any {
     const intentId = id('pi');
-    const charge = { id: id('ch'), object: 'charge', amount: Number(params.amount), currency: params.currency, payment_intent: intentId, paid: true, amount_refunded: 0, receipt_url: `${this.baseUrl}/receipts/${intentId}` };
-    const intent = { id: intentId, object: 'payment_intent', amount: Number(params.amount), currency: params.currency, customer: params.customer ?? null, payment_method: params.payment_method ?? null, metadata: params.metadata ?? {}, status, latest_charge: charge };
+    const charge = {
+      id: id('ch'),
+      object: 'charge',
+      amount: Number(params.amount),
+      currency: params.currency,
+      payment_intent: intentId,
+      paid: true,
+      amount_refunded: 0,
+      receipt_url: `${this.baseUrl}/receipts/${intentId}`,
+    };
+    const intent = {
+      id: intentId,
+      object: 'payment_intent',
+      amount: Number(params.amount),
+      currency: params.currency,
+      customer: params.customer ?? null,
+      payment_method: params.payment_method ?? null,
+      metadata: params.metadata ?? {},
+      status,
+      latest_charge: charge,
+    };
     this.paymentIntents.set(intentId, intent);
     return intent;
   }
@@ -147,13 +215,21 @@ export class FakeStripe {
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
     const replay = idempotencyKey && this.#idempotent.get(`${url.pathname}|${idempotencyKey}`);
-    if (replay) return void response.writeHead(replay.status, { 'content-type': 'application/json', 'idempotent-replayed': 'true' }).end(JSON.stringify(replay.body));
+    if (replay)
+      return void response
+        .writeHead(replay.status, { 'content-type': 'application/json', 'idempotent-replayed': 'true' })
+        .end(JSON.stringify(replay.body));
     if (url.pathname.startsWith('/v1/') && request.headers.authorization !== `Bearer ${this.secretKey}`) {
       return json(401, { error: { type: 'invalid_request_error', message: 'Invalid API Key provided.' } });
     }
     let match: RegExpExecArray | null;
     if (request.method === 'POST' && url.pathname === '/v1/customers') {
-      const customer = { id: id('cus'), object: 'customer', email: params.email ?? null, metadata: params.metadata ?? {} };
+      const customer = {
+        id: id('cus'),
+        object: 'customer',
+        email: params.email ?? null,
+        metadata: params.metadata ?? {},
+      };
       this.customers.set(customer.id, customer);
       return json(200, customer);
     }
@@ -161,29 +237,56 @@ export class FakeStripe {
       const sessionId = id('cs_test');
       const items = Object.values(params.line_items ?? {}) as any[];
       const amount = items.reduce((sum, item) => sum + Number(item.price_data.unit_amount) * Number(item.quantity), 0);
-      const setupIntent = params.mode === 'setup' ? { id: id('seti'), object: 'setup_intent', customer: params.customer, payment_method: null } : null;
+      const setupIntent =
+        params.mode === 'setup'
+          ? { id: id('seti'), object: 'setup_intent', customer: params.customer, payment_method: null }
+          : null;
       if (setupIntent) this.setupIntents.set(setupIntent.id, setupIntent);
       const session = {
-        id: sessionId, object: 'checkout.session', mode: params.mode, status: 'open', payment_status: 'unpaid', amount_total: params.mode === 'payment' ? amount : null,
-        currency: params.currency ?? items[0]?.price_data?.currency ?? null, customer: params.customer ?? null, client_reference_id: params.client_reference_id ?? null,
-        metadata: params.metadata ?? {}, payment_intent: null, payment_intent_data: params.payment_intent_data, setup_intent: setupIntent?.id ?? null,
-        success_url: params.success_url, cancel_url: params.cancel_url, url: `${this.baseUrl}/pay/${sessionId}`,
+        id: sessionId,
+        object: 'checkout.session',
+        mode: params.mode,
+        status: 'open',
+        payment_status: 'unpaid',
+        amount_total: params.mode === 'payment' ? amount : null,
+        currency: params.currency ?? items[0]?.price_data?.currency ?? null,
+        customer: params.customer ?? null,
+        client_reference_id: params.client_reference_id ?? null,
+        metadata: params.metadata ?? {},
+        payment_intent: null,
+        payment_intent_data: params.payment_intent_data,
+        setup_intent: setupIntent?.id ?? null,
+        success_url: params.success_url,
+        cancel_url: params.cancel_url,
+        url: `${this.baseUrl}/pay/${sessionId}`,
       };
       this.sessions.set(sessionId, session);
       return json(200, session);
     }
     if (request.method === 'GET' && (match = /^\/v1\/payment_intents\/([^/]+)$/.exec(url.pathname))) {
       const intent = this.paymentIntents.get(match[1]);
-      return intent ? json(200, intent) : json(404, { error: { type: 'invalid_request_error', message: 'No such payment_intent' } });
+      return intent
+        ? json(200, intent)
+        : json(404, { error: { type: 'invalid_request_error', message: 'No such payment_intent' } });
     }
     if (request.method === 'GET' && (match = /^\/v1\/setup_intents\/([^/]+)$/.exec(url.pathname))) {
       const intent = this.setupIntents.get(match[1]);
-      return intent ? json(200, intent) : json(404, { error: { type: 'invalid_request_error', message: 'No such setup_intent' } });
+      return intent
+        ? json(200, intent)
+        : json(404, { error: { type: 'invalid_request_error', message: 'No such setup_intent' } });
     }
     if (request.method === 'POST' && url.pathname === '/v1/payment_intents') {
       if (this.declineOffSession) {
         const intent = this.#intent(params, 'requires_payment_method');
-        return json(402, { error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.', payment_intent: intent } });
+        return json(402, {
+          error: {
+            type: 'card_error',
+            code: 'card_declined',
+            decline_code: 'insufficient_funds',
+            message: 'Your card has insufficient funds.',
+            payment_intent: intent,
+          },
+        });
       }
       return json(200, this.#intent(params, this.holdOffSession ? 'processing' : 'succeeded'));
     }
@@ -191,10 +294,15 @@ export class FakeStripe {
       const session = this.sessions.get(match[1]);
       if (!session) return void response.writeHead(404).end('no such session');
       if (request.method === 'GET') {
-        const what = session.mode === 'setup' ? 'Save a card for auto top-up' : `Pay ${(session.amount_total / 100).toFixed(2)} ${String(session.currency).toUpperCase()}`;
-        return void response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(
-          `<!doctype html><title>Checkout (Stripe stand-in)</title><h1>${what}</h1><form method="post"><button type="submit">Pay</button></form>`,
-        );
+        const what =
+          session.mode === 'setup'
+            ? 'Save a card for auto top-up'
+            : `Pay ${(session.amount_total / 100).toFixed(2)} ${String(session.currency).toUpperCase()}`;
+        return void response
+          .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+          .end(
+            `<!doctype html><title>Checkout (Stripe stand-in)</title><h1>${what}</h1><form method="post"><button type="submit">Pay</button></form>`,
+          );
       }
       this.pay(session.id);
       const event = this.event('checkout.session.completed', session);
@@ -206,7 +314,13 @@ export class FakeStripe {
       if (delivery.status !== 200) return void response.writeHead(500).end(`webhook answered ${delivery.status}`);
       return void response.writeHead(303, { location: session.success_url }).end();
     }
-    if (url.pathname.startsWith('/receipts/')) return void response.writeHead(200, { 'content-type': 'text/html' }).end('<h1>Receipt</h1>');
-    json(404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${request.method}: ${url.pathname})` } });
+    if (url.pathname.startsWith('/receipts/'))
+      return void response.writeHead(200, { 'content-type': 'text/html' }).end('<h1>Receipt</h1>');
+    json(404, {
+      error: {
+        type: 'invalid_request_error',
+        message: `Unrecognized request URL (${request.method}: ${url.pathname})`,
+      },
+    });
   }
 }

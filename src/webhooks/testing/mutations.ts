@@ -37,7 +37,13 @@ const BASE64_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345
 /** Arbitrary valid deliveries, each with one mutation that must make it fail. */
 export const mutationCases = (): fc.Arbitrary<MutationCase> =>
   fc.record({
-    body: fc.oneof(fc.json({ maxDepth: 3 }), fc.string({ minLength: 1, maxLength: 300 }), fc.constant('{"id":"abc","status":"succeeded","metrics":{"predict_time":1.5}}')).filter((b) => b.length > 0),
+    body: fc
+      .oneof(
+        fc.json({ maxDepth: 3 }),
+        fc.string({ minLength: 1, maxLength: 300 }),
+        fc.constant('{"id":"abc","status":"succeeded","metrics":{"predict_time":1.5}}'),
+      )
+      .filter((b) => b.length > 0),
     id: fc.stringMatching(/^msg_[A-Za-z0-9]{1,40}$/),
     skew: fc.integer({ min: -240, max: 240 }),
     mutation: fc.oneof(
@@ -45,7 +51,10 @@ export const mutationCases = (): fc.Arbitrary<MutationCase> =>
       fc.record({ kind: fc.constant('body-insert' as const), index: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }),
       fc.record({ kind: fc.constant('body-delete' as const), index: fc.nat() }),
       fc.record({ kind: fc.constant('id' as const), index: fc.nat(), char: fc.constantFrom(...'abcXYZ019_-.~') }),
-      fc.record({ kind: fc.constant('timestamp' as const), delta: fc.integer({ min: -100_000, max: 100_000 }).filter((d) => d !== 0) }),
+      fc.record({
+        kind: fc.constant('timestamp' as const),
+        delta: fc.integer({ min: -100_000, max: 100_000 }).filter((d) => d !== 0),
+      }),
       fc.record({ kind: fc.constant('signature' as const), index: fc.nat(), char: fc.constantFrom(...BASE64_CHARS) }),
       fc.record({ kind: fc.constant('version' as const), version: fc.constantFrom('v0', 'v2', 'v1a', 'V1', 'v1b') }),
       fc.record({ kind: fc.constant('secret' as const), key: fc.uint8Array({ minLength: 16, maxLength: 48 }) }),
@@ -56,7 +65,11 @@ export const mutationCases = (): fc.Arbitrary<MutationCase> =>
  * Signs the case's delivery with the `standardwebhooks` library under `secret` at `nowMs + skew`, then
  * applies its mutation to the bytes, headers or secret. Every mutation changes what was signed.
  */
-export function mutatedDelivery(secret: string, nowMs: number, testCase: MutationCase): { body: Buffer; headers: Record<string, string> } {
+export function mutatedDelivery(
+  secret: string,
+  nowMs: number,
+  testCase: MutationCase,
+): { body: Buffer; headers: Record<string, string> } {
   const timestamp = Math.floor(nowMs / 1000) + testCase.skew;
   const m = testCase.mutation;
   const signingSecret = m.kind === 'secret' ? `whsec_${Buffer.from(m.key).toString('base64')}` : secret;
@@ -102,10 +115,17 @@ export function mutatedDelivery(secret: string, nowMs: number, testCase: Mutatio
     case 'secret':
       break;
   }
-  return { body, headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(stamp), 'webhook-signature': signature } };
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'webhook-id': id,
+      'webhook-timestamp': String(stamp),
+      'webhook-signature': signature,
+    },
+  };
 }
 
 /** How many mutated deliveries go straight to the verifier; the HTTP suite sends the rest of the 10,000. */
 export const DIRECT_MUTATION_RUNS = 9_700;
 export const HTTP_MUTATION_RUNS = 300;
-

@@ -23,7 +23,12 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET') headers['x-csrf-token'] = csrfToken;
-  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'same-origin',
+  });
   const text = await response.text();
   let parsed: any;
   try {
@@ -31,7 +36,10 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
   } catch {}
   if (!response.ok) {
     const error = parsed?.error;
-    const message = typeof error === 'string' ? error : error?.message ?? parsed?.message ?? `The gateway answered ${response.status}.`;
+    const message =
+      typeof error === 'string'
+        ? error
+        : (error?.message ?? parsed?.message ?? `The gateway answered ${response.status}.`);
     throw new ApiFailure(response.status, message, typeof error === 'object' ? error?.code : undefined);
   }
   return parsed as T;

@@ -33,24 +33,48 @@ export function SpendChart(props: { days: Array<{ date: string; cost: number; re
   const total = props.days.reduce((sum, d) => sum + d.cost, 0);
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={`Daily spend over the last 30 days: ${formatCredits(total)} credits in all`}>
+      <svg
+        viewBox={`0 0 ${width} ${height}`}
+        role="img"
+        aria-label={`Daily spend over the last 30 days: ${formatCredits(total)} credits in all`}
+      >
         {ticks.map(({ f, label }) => (
           <g key={f}>
             <line x1={pad.left} x2={width - pad.right} y1={y(top * f)} y2={y(top * f)} class="grid" />
-            <text x={pad.left - 6} y={y(top * f) + 4} class="axis" text-anchor="end">{label}</text>
+            <text x={pad.left - 6} y={y(top * f) + 4} class="axis" text-anchor="end">
+              {label}
+            </text>
           </g>
         ))}
         {props.days.map((d, i) => {
           const barHeight = Math.max(d.cost > 0 ? 2 : 0, y(0) - y(d.cost));
           return (
-            <rect key={d.date} x={pad.left + i * slot + slot * 0.18} width={slot * 0.64} y={y(0) - barHeight} height={barHeight} rx={2} class="bar-rect">
+            <rect
+              key={d.date}
+              x={pad.left + i * slot + slot * 0.18}
+              width={slot * 0.64}
+              y={y(0) - barHeight}
+              height={barHeight}
+              rx={2}
+              class="bar-rect"
+            >
               <title>{`${d.date}: ${formatCredits(d.cost)} credits, ${d.requests} requests`}</title>
             </rect>
           );
         })}
-        {props.days.map((d, i) => ((props.days.length - 1 - i) % 7 === 0 ? (
-          <text key={`l${d.date}`} x={pad.left + i * slot + slot / 2} y={height - 6} class="axis" text-anchor="middle">{d.date.slice(5)}</text>
-        ) : null))}
+        {props.days.map((d, i) =>
+          (props.days.length - 1 - i) % 7 === 0 ? (
+            <text
+              key={`l${d.date}`}
+              x={pad.left + i * slot + slot / 2}
+              y={height - 6}
+              class="axis"
+              text-anchor="middle"
+            >
+              {d.date.slice(5)}
+            </text>
+          ) : null,
+        )}
       </svg>
     </figure>
   );

@@ -3,8 +3,15 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 import { formatCredits, percentOf, resetsIn } from './format.ts';
 
 /** Loads data once (and on `reload`), keeping the last value while a reload runs. */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): { data: T | undefined; error: string | null; loading: boolean; reload: () => void } {
-  const [state, setState] = useState<{ data: T | undefined; error: string | null; loading: boolean }>({ data: undefined, error: null, loading: true });
+export function useLoad<T>(
+  load: () => Promise<T>,
+  deps: unknown[] = [],
+): { data: T | undefined; error: string | null; loading: boolean; reload: () => void } {
+  const [state, setState] = useState<{ data: T | undefined; error: string | null; loading: boolean }>({
+    data: undefined,
+    error: null,
+    loading: true,
+  });
   const [tick, setTick] = useState(0);
   useEffect(() => {
     let live = true;
@@ -43,7 +50,9 @@ export function Stat(props: { label: string; value: string; hint?: string; testI
   return (
     <div class="stat">
       <div class="stat-label">{props.label}</div>
-      <div class="stat-value" data-testid={props.testId}>{props.value}</div>
+      <div class="stat-value" data-testid={props.testId}>
+        {props.value}
+      </div>
       {props.hint && <div class="stat-hint">{props.hint}</div>}
     </div>
   );
@@ -52,11 +61,24 @@ export function Stat(props: { label: string; value: string; hint?: string; testI
 /** A shell command that wraps only between its words: each word (`grant-credits`, `--amount`, `10`) stays whole. */
 export function Command(props: { text: string }) {
   const words = props.text.split(' ');
-  return <code class="command">{words.flatMap((word, i) => [<span class="word" key={i}>{word}</span>, i < words.length - 1 ? ' ' : null])}</code>;
+  return (
+    <code class="command">
+      {words.flatMap((word, i) => [
+        <span class="word" key={i}>
+          {word}
+        </span>,
+        i < words.length - 1 ? ' ' : null,
+      ])}
+    </code>
+  );
 }
 
 export function ErrorNote(props: { error: string | null | undefined }) {
-  return props.error ? <p class="error-note" role="alert">{props.error}</p> : null;
+  return props.error ? (
+    <p class="error-note" role="alert">
+      {props.error}
+    </p>
+  ) : null;
 }
 
 export function Empty(props: { children: ComponentChildren }) {
@@ -85,7 +107,7 @@ export function CopyButton(props: { value: string; label?: string }) {
         setTimeout(() => setCopied(false), 2000);
       }}
     >
-      {copied ? 'Copied' : props.label ?? 'Copy'}
+      {copied ? 'Copied' : (props.label ?? 'Copy')}
     </button>
   );
 }
@@ -94,30 +116,50 @@ export function CopyButton(props: { value: string; label?: string }) {
 export function ConfirmButton(props: { label: string; confirm: string; onConfirm: () => Promise<void> | void }) {
   const [asking, setAsking] = useState(false);
   const [busy, setBusy] = useState(false);
-  if (!asking) return <button type="button" class="btn small danger-ghost" onClick={() => setAsking(true)}>{props.label}</button>;
+  if (!asking)
+    return (
+      <button type="button" class="btn small danger-ghost" onClick={() => setAsking(true)}>
+        {props.label}
+      </button>
+    );
   return (
     <span class="confirm">
-      <button type="button" class="btn small danger" disabled={busy} onClick={async () => {
-        setBusy(true);
-        try {
-          await props.onConfirm();
-        } finally {
-          setBusy(false);
-          setAsking(false);
-        }
-      }}>{props.confirm}</button>
-      <button type="button" class="btn small" onClick={() => setAsking(false)}>Cancel</button>
+      <button
+        type="button"
+        class="btn small danger"
+        disabled={busy}
+        onClick={async () => {
+          setBusy(true);
+          try {
+            await props.onConfirm();
+          } finally {
+            setBusy(false);
+            setAsking(false);
+          }
+        }}
+      >
+        {props.confirm}
+      </button>
+      <button type="button" class="btn small" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
     </span>
   );
 }
 
 /** One spending limit: a bar of spent (solid) and reserved (striped) against the limit, and when it resets. */
-export function LimitBar(props: { label: string; limit: { limit: number; spent: number; reserved: number; resetsAt: string | null } | null }) {
+export function LimitBar(props: {
+  label: string;
+  limit: { limit: number; spent: number; reserved: number; resetsAt: string | null } | null;
+}) {
   const { limit } = props;
   if (!limit) {
     return (
       <div class="limit">
-        <div class="limit-head"><span>{props.label}</span><span class="muted">No limit</span></div>
+        <div class="limit-head">
+          <span>{props.label}</span>
+          <span class="muted">No limit</span>
+        </div>
       </div>
     );
   }
@@ -128,17 +170,38 @@ export function LimitBar(props: { label: string; limit: { limit: number; spent: 
     <div class="limit" data-testid={`limit-${props.label.toLowerCase()}`}>
       <div class="limit-head">
         <span>{props.label}</span>
-        <span><strong>{formatCredits(limit.spent + limit.reserved)}</strong> <span class="muted">of {formatCredits(limit.limit)} credits</span></span>
+        <span>
+          <strong>{formatCredits(limit.spent + limit.reserved)}</strong>{' '}
+          <span class="muted">of {formatCredits(limit.limit)} credits</span>
+        </span>
       </div>
-      <div class="bar" role="meter" aria-valuemin={0} aria-valuemax={limit.limit} aria-valuenow={limit.spent + limit.reserved} aria-label={`${props.label} spending`}>
+      <div
+        class="bar"
+        role="meter"
+        aria-valuemin={0}
+        aria-valuemax={limit.limit}
+        aria-valuenow={limit.spent + limit.reserved}
+        aria-label={`${props.label} spending`}
+      >
         <span class={spent + reserved >= 100 ? 'full' : ''} style={{ width: `${spent}%` }} />
         <span class="reserved" style={{ width: `${reserved}%` }} />
       </div>
-      <div class="limit-foot muted">{reset ? reset[0].toUpperCase() + reset.slice(1) : 'Never resets'}{limit.reserved > 0 ? ` · ${formatCredits(limit.reserved)} held for calls in flight` : ''}</div>
+      <div class="limit-foot muted">
+        {reset ? reset[0].toUpperCase() + reset.slice(1) : 'Never resets'}
+        {limit.reserved > 0 ? ` · ${formatCredits(limit.reserved)} held for calls in flight` : ''}
+      </div>
     </div>
   );
 }
 
 export function Chips(props: { items: string[] }) {
-  return <span class="chips">{props.items.map((item) => <span class="chip" key={item}>{item}</span>)}</span>;
+  return (
+    <span class="chips">
+      {props.items.map((item) => (
+        <span class="chip" key={item}>
+          {item}
+        </span>
+      ))}
+    </span>
+  );
 }

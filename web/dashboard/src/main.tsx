@@ -95,12 +95,23 @@ function App() {
   }, [route, user]);
 
   const themeButton = (
-    <button type="button" class="btn ghost theme-toggle" onClick={toggleTheme} aria-label={`Switch to ${theme === 'dark' ? 'light' : 'dark'} mode`} title="Light or dark">
+    <button
+      type="button"
+      class="btn ghost theme-toggle"
+      onClick={toggleTheme}
+      aria-label={`Switch to ${theme === 'dark' ? 'light' : 'dark'} mode`}
+      title="Light or dark"
+    >
       {theme === 'dark' ? '☀' : '☾'}
     </button>
   );
 
-  if (user === undefined) return <div class="splash" aria-busy="true">Loading…</div>;
+  if (user === undefined)
+    return (
+      <div class="splash" aria-busy="true">
+        Loading…
+      </div>
+    );
   if (user === null) {
     return (
       <AuthPage
@@ -117,28 +128,54 @@ function App() {
   return (
     <div class="shell">
       <aside class="sidebar">
-        <a class="brand" href="#/wallet"><span class="logo" aria-hidden="true">T</span>Tollgate</a>
+        <a class="brand" href="#/wallet">
+          <span class="logo" aria-hidden="true">
+            T
+          </span>
+          Tollgate
+        </a>
         <nav aria-label="Dashboard">
           {ROUTES.map((r) => (
-            <a key={r.path} href={`#/${r.path}`} class={r.path === route ? 'active' : ''} aria-current={r.path === route ? 'page' : undefined}>
-              <svg class="nav-icon" viewBox="0 0 24 24" aria-hidden="true"><path d={r.icon} /></svg>{r.label}
+            <a
+              key={r.path}
+              href={`#/${r.path}`}
+              class={r.path === route ? 'active' : ''}
+              aria-current={r.path === route ? 'page' : undefined}
+            >
+              <svg class="nav-icon" viewBox="0 0 24 24" aria-hidden="true">
+                <path d={r.icon} />
+              </svg>
+              {r.label}
             </a>
           ))}
         </nav>
         <div class="sidebar-foot">
-          <a href="/docs" target="_blank" rel="noopener">API reference ↗</a>
-          <a href="/demo/" target="_blank" rel="noopener">Demo app ↗</a>
+          <a href="/docs" target="_blank" rel="noopener">
+            API reference ↗
+          </a>
+          <a href="/demo/" target="_blank" rel="noopener">
+            Demo app ↗
+          </a>
         </div>
       </aside>
       <div class="main">
         <div class="topbar">
-          <span class="who" title={user.email}>{user.name || user.email}<span class="muted"> · {user.email}</span></span>
+          <span class="who" title={user.email}>
+            {user.name || user.email}
+            <span class="muted"> · {user.email}</span>
+          </span>
           {themeButton}
-          <button type="button" class="btn small" onClick={async () => {
-            await api('POST', '/api/auth/signout').catch(() => {});
-            setCsrfToken('');
-            setUser(null);
-          }}>Sign out</button>
+          <button
+            type="button"
+            class="btn small"
+            onClick={async () => {
+              await api('POST', '/api/auth/signout').catch(() => {});
+              setCsrfToken('');
+              setUser(null);
+            }}
+          >
+            Sign out
+          </button>
         </div>
         <main id="content" tabIndex={-1}>
           <Page />

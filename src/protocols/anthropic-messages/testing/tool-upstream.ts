@@ -23,7 +23,12 @@ export const TOOL_UPSTREAM_ANSWER = 'It is sunny in Paris.';
 export const TOOL_UPSTREAM_USAGE = { input: 20, output: 6 };
 
 /** OpenAI-shaped usage with cache reads and writes (`prompt_tokens` includes both, as OpenAI counts). */
-export const OPENAI_CACHE_USAGE = { prompt_tokens: 311, completion_tokens: 4, total_tokens: 315, prompt_tokens_details: { cached_tokens: 200, cache_write_tokens: 100 } };
+export const OPENAI_CACHE_USAGE = {
+  prompt_tokens: 311,
+  completion_tokens: 4,
+  total_tokens: 315,
+  prompt_tokens_details: { cached_tokens: 200, cache_write_tokens: 100 },
+};
 
 const ARGUMENTS = ['{"city":', '"Paris"}'];
 
@@ -49,10 +54,11 @@ export async function startToolUpstream(): Promise<ToolUpstream> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     bodies,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -66,19 +72,48 @@ function json(res: ServerResponse, body: unknown): void {
 }
 
 function anthropic(body: any, res: ServerResponse): void {
-  const answered = (body.messages ?? []).some((m: any) => Array.isArray(m.content) && m.content.some((b: any) => b.type === 'tool_result'));
+  const answered = (body.messages ?? []).some(
+    (m: any) => Array.isArray(m.content) && m.content.some((b: any) => b.type === 'tool_result'),
+  );
   const tool = !answered && body.tools?.length ? body.tools[0].name : null;
-  const usage = { input_tokens: TOOL_UPSTREAM_USAGE.input, output_tokens: TOOL_UPSTREAM_USAGE.output, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
-  const block = tool ? { type: 'tool_use', id: 'toolu_up1', name: tool, input: { city: 'Paris' } } : { type: 'text', text: TOOL_UPSTREAM_ANSWER };
+  const usage = {
+    input_tokens: TOOL_UPSTREAM_USAGE.input,
+    output_tokens: TOOL_UPSTREAM_USAGE.output,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+  };
+  const block = tool
+    ? { type: 'tool_use', id: 'toolu_up1', name: tool, input: { city: 'Paris' } }
+    : { type: 'text', text: TOOL_UPSTREAM_ANSWER };
   const stopReason = tool ? 'tool_use' : 'end_turn';
   const thinks = body.model === 'thinker';
   const thinking = { type: 'thinking', thinking: THINKING, signature: THINKING_SIGNATURE };
   if (!body.stream) {
-    return json(res, { id: 'msg_up1', type: 'message', role: 'assistant', model: body.model, content: thinks ? [thinking, block] : [block], stop_reason: stopReason, stop_sequence: null, usage });
+    return json(res, {
+      id: 'msg_up1',
+      type: 'message',
+      role: 'assistant',
+      model: body.model,
+      content: thinks ? [thinking, block] : [block],
+      stop_reason: stopReason,
+      stop_sequence: null,
+      usage,
+    });
   }
   const write = sse(res);
   const event = (type: string, data: object) => write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
-  event('message_start', { message: { id: 'msg_up1', type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } });
+  event('message_start', {
+    message: {
+      id: 'msg_up1',
+      type: 'message',
+      role: 'assistant',
+      model: body.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { ...usage, output_tokens: 1 },
+    },
+  });
   const index = thinks ? 1 : 0;
   if (thinks) {
     event('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } });
@@ -88,13 +123,17 @@ function anthropic(body: any, res: ServerResponse): void {
   }
   if (tool) {
     event('content_block_start', { index, content_block: { ...block, input: {} } });
-    for (const part of ARGUMENTS) event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: part } });
+    for (const part of ARGUMENTS)
+      event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: part } });
   } else {
     event('content_block_start', { index, content_block: { type: 'text', text: '' } });
     event('content_block_delta', { index, delta: { type: 'text_delta', text: TOOL_UPSTREAM_ANSWER } });
   }
   event('content_block_stop', { index });
-  event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
+  event('message_delta', {
+    delta: { stop_reason: stopReason, stop_sequence: null },
+    usage: { output_tokens: usage.output_tokens },
+  });
   event('message_stop', {});
   res.end();
 }
@@ -102,19 +141,36 @@ function anthropic(body: any, res: ServerResponse): void {
 function openai(body: any, res: ServerResponse): void {
   const answered = (body.messages ?? []).some((m: any) => m.role === 'tool');
   const tool = !answered && body.tools?.length ? body.tools[0].function.name : null;
-  const usage = body.model === 'cache-report'
-    ? OPENAI_CACHE_USAGE
-    : { prompt_tokens: TOOL_UPSTREAM_USAGE.input, completion_tokens: TOOL_UPSTREAM_USAGE.output, total_tokens: TOOL_UPSTREAM_USAGE.input + TOOL_UPSTREAM_USAGE.output };
+  const usage =
+    body.model === 'cache-report'
+      ? OPENAI_CACHE_USAGE
+      : {
+          prompt_tokens: TOOL_UPSTREAM_USAGE.input,
+          completion_tokens: TOOL_UPSTREAM_USAGE.output,
+          total_tokens: TOOL_UPSTREAM_USAGE.input + TOOL_UPSTREAM_USAGE.output,
+        };
   const base = { id: 'chatcmpl-up1', created: 1, model: body.model };
   const finish = tool ? 'tool_calls' : 'stop';
   if (!body.stream) {
     const message = tool
-      ? { role: 'assistant', content: null, tool_calls: [{ id: 'call_up1', type: 'function', function: { name: tool, arguments: ARGUMENTS.join('') } }] }
+      ? {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_up1', type: 'function', function: { name: tool, arguments: ARGUMENTS.join('') } }],
+        }
       : { role: 'assistant', content: TOOL_UPSTREAM_ANSWER };
-    return json(res, { ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage });
+    return json(res, {
+      ...base,
+      object: 'chat.completion',
+      choices: [{ index: 0, message, finish_reason: finish }],
+      usage,
+    });
   }
   const write = sse(res);
-  const chunk = (delta: object, finishReason: string | null = null) => write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`);
+  const chunk = (delta: object, finishReason: string | null = null) =>
+    write(
+      `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`,
+    );
   chunk({ role: 'assistant', content: '' });
   if (tool) {
     chunk({ tool_calls: [{ index: 0, id: 'call_up1', type: 'function', function: { name: tool, arguments: '' } }] });

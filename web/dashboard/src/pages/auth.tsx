@@ -4,7 +4,10 @@ import { api } from '../api.ts';
 import type { SessionUser } from '../main.tsx';
 
 /** Sign in or create an account; both start a dashboard session (cookie) and return its CSRF token. */
-export function AuthPage(props: { onSignedIn: (session: { user: SessionUser; csrfToken: string }) => void; themeButton: ComponentChildren }) {
+export function AuthPage(props: {
+  onSignedIn: (session: { user: SessionUser; csrfToken: string }) => void;
+  themeButton: ComponentChildren;
+}) {
   const [mode, setMode] = useState<'signin' | 'signup'>(location.hash.includes('signup') ? 'signup' : 'signin');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -40,21 +43,58 @@ export function AuthPage(props: { onSignedIn: (session: { user: SessionUser; csr
     <div class="auth">
       <div class="auth-top">{props.themeButton}</div>
       <div class="auth-card">
-        <div class="brand"><span class="logo" aria-hidden="true">T</span>Tollgate</div>
+        <div class="brand">
+          <span class="logo" aria-hidden="true">
+            T
+          </span>
+          Tollgate
+        </div>
         <h1>{signup ? 'Create your account' : 'Sign in'}</h1>
-        <p class="lead">{signup ? 'One account for every model, with a wallet you control and limits for every app.' : 'Welcome back.'}</p>
+        <p class="lead">
+          {signup
+            ? 'One account for every model, with a wallet you control and limits for every app.'
+            : 'Welcome back.'}
+        </p>
         <form onSubmit={submit}>
           {signup && (
-            <label>Name<input name="name" autoComplete="name" /></label>
+            <label>
+              Name
+              <input name="name" autoComplete="name" />
+            </label>
           )}
-          <label>Email<input name="email" type="email" autoComplete="email" required /></label>
-          <label>Password<input name="password" type="password" autoComplete={signup ? 'new-password' : 'current-password'} minLength={signup ? 8 : undefined} required /></label>
-          {error && <p class="error-note" role="alert">{error}</p>}
-          <button class="btn primary wide" type="submit" disabled={busy}>{signup ? 'Create account' : 'Sign in'}</button>
+          <label>
+            Email
+            <input name="email" type="email" autoComplete="email" required />
+          </label>
+          <label>
+            Password
+            <input
+              name="password"
+              type="password"
+              autoComplete={signup ? 'new-password' : 'current-password'}
+              minLength={signup ? 8 : undefined}
+              required
+            />
+          </label>
+          {error && (
+            <p class="error-note" role="alert">
+              {error}
+            </p>
+          )}
+          <button class="btn primary wide" type="submit" disabled={busy}>
+            {signup ? 'Create account' : 'Sign in'}
+          </button>
         </form>
         <p class="switch">
           {signup ? 'Have an account? ' : 'New here? '}
-          <button type="button" class="link" onClick={() => { setMode(signup ? 'signin' : 'signup'); setError(null); }}>
+          <button
+            type="button"
+            class="link"
+            onClick={() => {
+              setMode(signup ? 'signin' : 'signup');
+              setError(null);
+            }}
+          >
             {signup ? 'Sign in' : 'Create an account'}
           </button>
         </p>

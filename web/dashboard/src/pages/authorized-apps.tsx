@@ -4,10 +4,26 @@ import { Card, Chips, ConfirmButton, Empty, ErrorNote, LimitBar, PageHeader, use
 import { ago, count, formatCredits, when } from '../format.ts';
 import { loadUsage } from '../usage-data.ts';
 
-interface Limit { limit: number; spent: number; reserved: number; resetsAt: string | null }
-interface AuthorizedApp { clientId: string; name: string; scopes: string[]; authorizedAt: string; lastUsedAt: string | null; limits: { daily: Limit | null; monthly: Limit | null; total: Limit | null } }
+interface Limit {
+  limit: number;
+  spent: number;
+  reserved: number;
+  resetsAt: string | null;
+}
+interface AuthorizedApp {
+  clientId: string;
+  name: string;
+  scopes: string[];
+  authorizedAt: string;
+  lastUsedAt: string | null;
+  limits: { daily: Limit | null; monthly: Limit | null; total: Limit | null };
+}
 
-const PERIODS = [['daily', 'Daily'], ['monthly', 'Monthly'], ['total', 'Total']] as const;
+const PERIODS = [
+  ['daily', 'Daily'],
+  ['monthly', 'Monthly'],
+  ['total', 'Total'],
+] as const;
 
 function LimitsForm(props: { app: AuthorizedApp; onSaved: () => void; onCancel: () => void }) {
   const [error, setError] = useState<string | null>(null);
@@ -30,13 +46,29 @@ function LimitsForm(props: { app: AuthorizedApp; onSaved: () => void; onCancel: 
     <form class="limits-form" onSubmit={submit} aria-label={`Limits of ${props.app.name}`}>
       <div class="row">
         {PERIODS.map(([period, label]) => (
-          <label key={period}>{label} limit (credits)
-            <input name={period} type="number" min="0" step="0.000001" inputMode="decimal" placeholder="No limit" defaultValue={props.app.limits[period]?.limit?.toString() ?? ''} />
+          <label key={period}>
+            {label} limit (credits)
+            <input
+              name={period}
+              type="number"
+              min="0"
+              step="0.000001"
+              inputMode="decimal"
+              placeholder="No limit"
+              defaultValue={props.app.limits[period]?.limit?.toString() ?? ''}
+            />
           </label>
         ))}
       </div>
       <ErrorNote error={error} />
-      <div class="row-actions"><button class="btn primary" type="submit">Save limits</button><button type="button" class="btn" onClick={props.onCancel}>Cancel</button></div>
+      <div class="row-actions">
+        <button class="btn primary" type="submit">
+          Save limits
+        </button>
+        <button type="button" class="btn" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
     </form>
   );
 }
@@ -51,39 +83,75 @@ export function AuthorizedAppsPage() {
   const [error, setError] = useState<string | null>(null);
   return (
     <>
-      <PageHeader title="Authorized apps" lead="Apps you signed in to with Tollgate. Each spends your credits only within the limits you set here." />
+      <PageHeader
+        title="Authorized apps"
+        lead="Apps you signed in to with Tollgate. Each spends your credits only within the limits you set here."
+      />
       <ErrorNote error={apps.error ?? error} />
-      {apps.data?.apps.length === 0 && <Empty>No app is authorized. When you sign in to an app with Tollgate, it shows up here.</Empty>}
+      {apps.data?.apps.length === 0 && (
+        <Empty>No app is authorized. When you sign in to an app with Tollgate, it shows up here.</Empty>
+      )}
       <div class="app-list">
         {(apps.data?.apps ?? []).map((app) => (
           <Card key={app.clientId} class="app-card" label={app.name}>
             <div class="app-head">
               <div>
                 <h2>{app.name}</h2>
-                <div class="muted small"><code>{app.clientId}</code> · authorized {when(app.authorizedAt)} · last used {ago(app.lastUsedAt)}</div>
+                <div class="muted small">
+                  <code>{app.clientId}</code> · authorized {when(app.authorizedAt)} · last used {ago(app.lastUsedAt)}
+                </div>
               </div>
               <div class="row-actions">
-                <button type="button" class="btn small" onClick={() => setEditing(editing === app.clientId ? null : app.clientId)} aria-expanded={editing === app.clientId}>Change limits</button>
-                <ConfirmButton label="Revoke" confirm="Revoke access" onConfirm={async () => {
-                  try {
-                    await api('DELETE', `/api/user/authorized-apps/${encodeURIComponent(app.clientId)}`);
-                    apps.reload();
-                  } catch (e) {
-                    setError((e as Error).message);
-                  }
-                }} />
+                <button
+                  type="button"
+                  class="btn small"
+                  onClick={() => setEditing(editing === app.clientId ? null : app.clientId)}
+                  aria-expanded={editing === app.clientId}
+                >
+                  Change limits
+                </button>
+                <ConfirmButton
+                  label="Revoke"
+                  confirm="Revoke access"
+                  onConfirm={async () => {
+                    try {
+                      await api('DELETE', `/api/user/authorized-apps/${encodeURIComponent(app.clientId)}`);
+                      apps.reload();
+                    } catch (e) {
+                      setError((e as Error).message);
+                    }
+                  }}
+                />
               </div>
             </div>
-            <div class="scopes"><span class="muted small">Scopes</span> <Chips items={app.scopes} /></div>
+            <div class="scopes">
+              <span class="muted small">Scopes</span> <Chips items={app.scopes} />
+            </div>
             <p class="app-spent" data-testid="app-spent">
               <span class="muted small">Spent in the last 30 days</span>{' '}
               <strong>{usage.data ? `${formatCredits(spentBy.get(app.clientId)?.cost ?? 0)} credits` : '…'}</strong>
-              {usage.data && <span class="muted small"> · {count(spentBy.get(app.clientId)?.requests ?? 0)} requests · <a href="#/usage">usage by model</a></span>}
+              {usage.data && (
+                <span class="muted small">
+                  {' '}
+                  · {count(spentBy.get(app.clientId)?.requests ?? 0)} requests · <a href="#/usage">usage by model</a>
+                </span>
+              )}
             </p>
             <div class="limits">
-              {PERIODS.map(([period, label]) => <LimitBar key={period} label={label} limit={app.limits[period]} />)}
+              {PERIODS.map(([period, label]) => (
+                <LimitBar key={period} label={label} limit={app.limits[period]} />
+              ))}
             </div>
-            {editing === app.clientId && <LimitsForm app={app} onCancel={() => setEditing(null)} onSaved={() => { setEditing(null); apps.reload(); }} />}
+            {editing === app.clientId && (
+              <LimitsForm
+                app={app}
+                onCancel={() => setEditing(null)}
+                onSaved={() => {
+                  setEditing(null);
+                  apps.reload();
+                }}
+              />
+            )}
           </Card>
         ))}
       </div>

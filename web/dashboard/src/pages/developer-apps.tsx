@@ -3,7 +3,14 @@ import { api } from '../api.ts';
 import { Card, Chips, CopyButton, Empty, ErrorNote, PageHeader, useLoad } from '../components.tsx';
 import { when } from '../format.ts';
 
-interface OwnedApp { clientId: string; name: string; type: 'public' | 'confidential'; redirectUris: string[]; scopes: string[]; createdAt: string }
+interface OwnedApp {
+  clientId: string;
+  name: string;
+  type: 'public' | 'confidential';
+  redirectUris: string[];
+  scopes: string[];
+  createdAt: string;
+}
 
 const SCOPES: Array<[string, string, boolean]> = [
   ['read', 'Read the profile and authorized apps', true],
@@ -36,7 +43,9 @@ export function DeveloperAppsPage() {
     const name = String(form.get('name') ?? '').trim();
     const body = {
       name,
-      redirectUris: String(form.get('redirectUris') ?? '').split(/\s+/).filter(Boolean),
+      redirectUris: String(form.get('redirectUris') ?? '')
+        .split(/\s+/)
+        .filter(Boolean),
       type: String(form.get('type')),
       scopes: form.getAll('scopes').map(String),
     };
@@ -53,53 +62,113 @@ export function DeveloperAppsPage() {
 
   return (
     <>
-      <PageHeader title="Developer apps" lead="Register an app to let its users sign in with Tollgate and pay for AI with their own credits, under limits they choose." />
+      <PageHeader
+        title="Developer apps"
+        lead="Register an app to let its users sign in with Tollgate and pay for AI with their own credits, under limits they choose."
+      />
       {created && (
         <div class="notice success" role="status">
-          <div><strong>“{created.name}” registered.</strong> Client ID <code data-testid="new-client-id">{created.clientId}</code> <CopyButton value={created.clientId} /></div>
+          <div>
+            <strong>“{created.name}” registered.</strong> Client ID{' '}
+            <code data-testid="new-client-id">{created.clientId}</code> <CopyButton value={created.clientId} />
+          </div>
           {created.clientSecret && (
-            <div class="secret"><span>Client secret — shown only now:</span><code data-testid="new-client-secret">{created.clientSecret}</code><CopyButton value={created.clientSecret} /></div>
+            <div class="secret">
+              <span>Client secret — shown only now:</span>
+              <code data-testid="new-client-secret">{created.clientSecret}</code>
+              <CopyButton value={created.clientSecret} />
+            </div>
           )}
         </div>
       )}
       <Card title="Register an app">
         <form class="form-grid" onSubmit={submit} aria-label="Register an app">
-          <label>App name<input name="name" required maxLength={100} placeholder="e.g. My chat app" /></label>
-          <label>Redirect URIs (one per line, matched exactly)<textarea name="redirectUris" rows={2} required placeholder="https://myapp.example.com/callback" /></label>
+          <label>
+            App name
+            <input name="name" required maxLength={100} placeholder="e.g. My chat app" />
+          </label>
+          <label>
+            Redirect URIs (one per line, matched exactly)
+            <textarea name="redirectUris" rows={2} required placeholder="https://myapp.example.com/callback" />
+          </label>
           <fieldset>
             <legend>Client type</legend>
             <div class="checks">
-              <label class="check"><input type="radio" name="type" value="public" defaultChecked /><span>Public <span class="muted">— runs in the browser or on a device; uses PKCE, no secret</span></span></label>
-              <label class="check"><input type="radio" name="type" value="confidential" /><span>Confidential <span class="muted">— has a server that keeps a client secret</span></span></label>
+              <label class="check">
+                <input type="radio" name="type" value="public" defaultChecked />
+                <span>
+                  Public <span class="muted">— runs in the browser or on a device; uses PKCE, no secret</span>
+                </span>
+              </label>
+              <label class="check">
+                <input type="radio" name="type" value="confidential" />
+                <span>
+                  Confidential <span class="muted">— has a server that keeps a client secret</span>
+                </span>
+              </label>
             </div>
           </fieldset>
           <fieldset>
             <legend>Scopes it may ask for</legend>
             <div class="checks two">
               {SCOPES.map(([scope, text, checked]) => (
-                <label class="check" key={scope}><input type="checkbox" name="scopes" value={scope} defaultChecked={checked} /><span><code>{scope}</code> <span class="muted">{text}</span></span></label>
+                <label class="check" key={scope}>
+                  <input type="checkbox" name="scopes" value={scope} defaultChecked={checked} />
+                  <span>
+                    <code>{scope}</code> <span class="muted">{text}</span>
+                  </span>
+                </label>
               ))}
             </div>
           </fieldset>
           <ErrorNote error={error} />
-          <div><button class="btn primary" type="submit">Register app</button></div>
+          <div>
+            <button class="btn primary" type="submit">
+              Register app
+            </button>
+          </div>
         </form>
       </Card>
       <Card title="Your apps">
         <ErrorNote error={apps.error} />
-        {!apps.data ? null : apps.data.apps.length === 0 ? <Empty>You have not registered an app yet.</Empty> : (
+        {!apps.data ? null : apps.data.apps.length === 0 ? (
+          <Empty>You have not registered an app yet.</Empty>
+        ) : (
           <div class="table-wrap">
             <table class="stack">
-              <thead><tr><th>Name</th><th>Client ID</th><th>Type</th><th>Redirect URIs</th><th>Scopes</th><th>Created</th></tr></thead>
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>Client ID</th>
+                  <th>Type</th>
+                  <th>Redirect URIs</th>
+                  <th>Scopes</th>
+                  <th>Created</th>
+                </tr>
+              </thead>
               <tbody>
                 {apps.data.apps.map((app) => (
                   <tr key={app.clientId}>
-                    <td data-label="Name"><strong>{app.name}</strong></td>
-                    <td data-label="Client ID" class="nowrap"><code>{app.clientId}</code> <CopyButton value={app.clientId} /></td>
+                    <td data-label="Name">
+                      <strong>{app.name}</strong>
+                    </td>
+                    <td data-label="Client ID" class="nowrap">
+                      <code>{app.clientId}</code> <CopyButton value={app.clientId} />
+                    </td>
                     <td data-label="Type">{app.type}</td>
-                    <td data-label="Redirect URIs">{app.redirectUris.map((uri) => <div key={uri}><code>{uri}</code></div>)}</td>
-                    <td data-label="Scopes"><Chips items={app.scopes} /></td>
-                    <td data-label="Created" class="nowrap">{when(app.createdAt)}</td>
+                    <td data-label="Redirect URIs">
+                      {app.redirectUris.map((uri) => (
+                        <div key={uri}>
+                          <code>{uri}</code>
+                        </div>
+                      ))}
+                    </td>
+                    <td data-label="Scopes">
+                      <Chips items={app.scopes} />
+                    </td>
+                    <td data-label="Created" class="nowrap">
+                      {when(app.createdAt)}
+                    </td>
                   </tr>
                 ))}
               </tbody>

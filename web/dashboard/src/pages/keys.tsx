@@ -4,7 +4,16 @@ import { Card, Chips, ConfirmButton, CopyButton, Empty, ErrorNote, PageHeader, u
 import { ago, count, formatCredits, when } from '../format.ts';
 import { loadUsage } from '../usage-data.ts';
 
-interface ApiKey { id: string; name: string; key: string; permissions: string[]; lastUsed: string | null; createdAt: string; limit: number | null; limitPeriod: string | null }
+interface ApiKey {
+  id: string;
+  name: string;
+  key: string;
+  permissions: string[];
+  lastUsed: string | null;
+  createdAt: string;
+  limit: number | null;
+  limitPeriod: string | null;
+}
 
 /** Contract §5.3, with what each grants. */
 const PERMISSIONS: Array<[string, string]> = [
@@ -29,7 +38,10 @@ function CreateKey(props: { onCreated: (key: ApiKey) => void }) {
     const formElement = event.currentTarget as HTMLFormElement;
     const form = new FormData(formElement);
     const limitText = String(form.get('limit') ?? '').trim();
-    const body: Record<string, unknown> = { name: String(form.get('name') ?? '').trim(), permissions: form.getAll('permissions') };
+    const body: Record<string, unknown> = {
+      name: String(form.get('name') ?? '').trim(),
+      permissions: form.getAll('permissions'),
+    };
     if (limitText) {
       body.limit = Number(limitText);
       body.limitPeriod = form.get('limitPeriod');
@@ -48,22 +60,45 @@ function CreateKey(props: { onCreated: (key: ApiKey) => void }) {
   }
   return (
     <form class="form-grid" onSubmit={submit} aria-label="Create an API key">
-      <label>Name<input name="name" placeholder="e.g. Laptop scripts" required maxLength={100} /></label>
+      <label>
+        Name
+        <input name="name" placeholder="e.g. Laptop scripts" required maxLength={100} />
+      </label>
       <fieldset>
         <legend>Permissions</legend>
         <div class="checks">
           {PERMISSIONS.map(([value, text]) => (
-            <label class="check" key={value}><input type="checkbox" name="permissions" value={value} defaultChecked={value === 'ai:chat'} /><span><code>{value}</code> <span class="muted">{text}</span></span></label>
+            <label class="check" key={value}>
+              <input type="checkbox" name="permissions" value={value} defaultChecked={value === 'ai:chat'} />
+              <span>
+                <code>{value}</code> <span class="muted">{text}</span>
+              </span>
+            </label>
           ))}
         </div>
       </fieldset>
       <div class="row">
-        <label>Spending limit (credits, optional)<input name="limit" type="number" min="0" step="0.000001" inputMode="decimal" placeholder="No limit" /></label>
-        <label>Period{/* `selected`, not the select's defaultValue, which Preact does not apply: the form showed Daily. */}
-          <select name="limitPeriod"><option value="daily">Daily</option><option value="monthly">Monthly</option><option value="total" selected>Total (never resets)</option></select></label>
+        <label>
+          Spending limit (credits, optional)
+          <input name="limit" type="number" min="0" step="0.000001" inputMode="decimal" placeholder="No limit" />
+        </label>
+        <label>
+          Period{/* `selected`, not the select's defaultValue, which Preact does not apply: the form showed Daily. */}
+          <select name="limitPeriod">
+            <option value="daily">Daily</option>
+            <option value="monthly">Monthly</option>
+            <option value="total" selected>
+              Total (never resets)
+            </option>
+          </select>
+        </label>
       </div>
       <ErrorNote error={error} />
-      <div><button class="btn primary" type="submit" disabled={busy}>Create key</button></div>
+      <div>
+        <button class="btn primary" type="submit" disabled={busy}>
+          Create key
+        </button>
+      </div>
     </form>
   );
 }
@@ -78,44 +113,95 @@ export function KeysPage() {
   const [error, setError] = useState<string | null>(null);
   return (
     <>
-      <PageHeader title="API keys" lead="Keys call the OpenAI-compatible API at /api/v1 with your credits. Give each its own permissions and limit." />
+      <PageHeader
+        title="API keys"
+        lead="Keys call the OpenAI-compatible API at /api/v1 with your credits. Give each its own permissions and limit."
+      />
       {created && (
         <div class="notice success" role="status">
-          <div><strong>Key “{created.name}” created.</strong> Copy it now and keep it somewhere safe.</div>
-          <div class="secret"><code data-testid="new-key">{created.key}</code><CopyButton value={created.key} /></div>
+          <div>
+            <strong>Key “{created.name}” created.</strong> Copy it now and keep it somewhere safe.
+          </div>
+          <div class="secret">
+            <code data-testid="new-key">{created.key}</code>
+            <CopyButton value={created.key} />
+          </div>
         </div>
       )}
       <Card title="New key">
-        <CreateKey onCreated={(key) => { setCreated(key); keys.reload(); }} />
+        <CreateKey
+          onCreated={(key) => {
+            setCreated(key);
+            keys.reload();
+          }}
+        />
       </Card>
       <Card title="Your keys">
         <ErrorNote error={keys.error ?? error} />
-        {keys.data?.apiKeys.length === 0 ? <Empty>No keys yet. Create one above.</Empty> : (
+        {keys.data?.apiKeys.length === 0 ? (
+          <Empty>No keys yet. Create one above.</Empty>
+        ) : (
           <div class="table-wrap">
             <table class="stack">
-              <thead><tr><th>Name</th><th>Key</th><th>Permissions</th><th>Limit</th><th class="num">Spent, 30 days</th><th>Last used</th><th>Created</th><th /></tr></thead>
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>Key</th>
+                  <th>Permissions</th>
+                  <th>Limit</th>
+                  <th class="num">Spent, 30 days</th>
+                  <th>Last used</th>
+                  <th>Created</th>
+                  <th />
+                </tr>
+              </thead>
               <tbody>
                 {(keys.data?.apiKeys ?? []).map((k) => (
                   <tr key={k.id} data-key-id={k.id}>
-                    <td data-label="Name"><strong>{k.name}</strong></td>
-                    <td data-label="Key" class="nowrap"><code title="Use Copy for the whole key">{masked(k.key)}</code> <CopyButton value={k.key} /></td>
-                    <td data-label="Permissions"><Chips items={k.permissions} /></td>
-                    <td data-label="Limit" class="nowrap">{k.limit === null ? <span class="muted">None</span> : `${formatCredits(k.limit)} / ${k.limitPeriod}`}</td>
-                    <td data-label="Spent, 30 days" class="num nowrap" data-testid="key-spent" title={spentBy.has(k.id) ? `${count(spentBy.get(k.id)!.requests)} requests` : undefined}>
+                    <td data-label="Name">
+                      <strong>{k.name}</strong>
+                    </td>
+                    <td data-label="Key" class="nowrap">
+                      <code title="Use Copy for the whole key">{masked(k.key)}</code> <CopyButton value={k.key} />
+                    </td>
+                    <td data-label="Permissions">
+                      <Chips items={k.permissions} />
+                    </td>
+                    <td data-label="Limit" class="nowrap">
+                      {k.limit === null ? (
+                        <span class="muted">None</span>
+                      ) : (
+                        `${formatCredits(k.limit)} / ${k.limitPeriod}`
+                      )}
+                    </td>
+                    <td
+                      data-label="Spent, 30 days"
+                      class="num nowrap"
+                      data-testid="key-spent"
+                      title={spentBy.has(k.id) ? `${count(spentBy.get(k.id)!.requests)} requests` : undefined}
+                    >
                       {usage.data ? formatCredits(spentBy.get(k.id)?.cost ?? 0) : '…'}
                     </td>
-                    <td data-label="Last used" class="nowrap" title={when(k.lastUsed)}>{ago(k.lastUsed)}</td>
-                    <td data-label="Created" class="nowrap">{when(k.createdAt)}</td>
+                    <td data-label="Last used" class="nowrap" title={when(k.lastUsed)}>
+                      {ago(k.lastUsed)}
+                    </td>
+                    <td data-label="Created" class="nowrap">
+                      {when(k.createdAt)}
+                    </td>
                     <td class="actions-cell">
-                      <ConfirmButton label="Revoke" confirm="Revoke key" onConfirm={async () => {
-                        try {
-                          await api('DELETE', `/api/user/api-keys/${encodeURIComponent(k.id)}`);
-                          if (created?.id === k.id) setCreated(null);
-                          keys.reload();
-                        } catch (e) {
-                          setError((e as Error).message);
-                        }
-                      }} />
+                      <ConfirmButton
+                        label="Revoke"
+                        confirm="Revoke key"
+                        onConfirm={async () => {
+                          try {
+                            await api('DELETE', `/api/user/api-keys/${encodeURIComponent(k.id)}`);
+                            if (created?.id === k.id) setCreated(null);
+                            keys.reload();
+                          } catch (e) {
+                            setError((e as Error).message);
+                          }
+                        }}
+                      />
                     </td>
                   </tr>
                 ))}

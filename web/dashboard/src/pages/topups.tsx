@@ -17,12 +17,26 @@ export interface TopupsPage {
   topups: Topup[];
 }
 interface Topup {
-  id: string; kind: string; status: string; amount: number; currency: string; credits: number; refunded: number; disputed: number;
-  receiptUrl: string | null; failureReason: string | null; createdAt: string;
+  id: string;
+  kind: string;
+  status: string;
+  amount: number;
+  currency: string;
+  credits: number;
+  refunded: number;
+  disputed: number;
+  receiptUrl: string | null;
+  failureReason: string | null;
+  createdAt: string;
 }
 /** `GET /api/wallet/auto-topup`. */
 export interface AutoTopup {
-  enabled: boolean; threshold: number; amount: number; hasPaymentMethod: boolean; pending: boolean; failure: { reason: string; at: string } | null;
+  enabled: boolean;
+  threshold: number;
+  amount: number;
+  hasPaymentMethod: boolean;
+  pending: boolean;
+  failure: { reason: string; at: string } | null;
 }
 
 /** The query of the wallet route (`#/wallet?topup=…&need=…`). */
@@ -38,15 +52,24 @@ const money = (amount: number, currency: string) => `${amount.toFixed(2)} ${curr
  */
 export function AddCredits(props: { page: TopupsPage; need: number | null }) {
   const { page, need } = props;
-  const needed = need && need > 0 ? Math.min(page.maxAmount, Math.max(page.minAmount, Math.ceil((need / page.creditsPerUnit) * 100) / 100)) : null;
+  const needed =
+    need && need > 0
+      ? Math.min(page.maxAmount, Math.max(page.minAmount, Math.ceil((need / page.creditsPerUnit) * 100) / 100))
+      : null;
   const [custom, setCustom] = useState(needed !== null ? String(needed) : '');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   if (!page.enabled) {
     return (
       <Card title="Add credits">
-        <p class="muted" data-testid="topups-off">{page.message}</p>
-        <p class="muted">Meanwhile the operator adds credits (for example <Command text="tollgate grant-credits --email you@example.com --amount 10" />), and they appear here at once.</p>
+        <p class="muted" data-testid="topups-off">
+          {page.message}
+        </p>
+        <p class="muted">
+          Meanwhile the operator adds credits (for example{' '}
+          <Command text="tollgate grant-credits --email you@example.com --amount 10" />
+          ), and they appear here at once.
+        </p>
       </Card>
     );
   }
@@ -63,8 +86,14 @@ export function AddCredits(props: { page: TopupsPage; need: number | null }) {
   };
   return (
     <Card title="Add credits">
-      {need ? <p data-testid="credits-needed">This request needs <strong>{formatCredits(need)}</strong> more credits.</p> : null}
-      <p class="muted">{formatCredits(page.creditsPerUnit)} credits per {page.currency.toUpperCase()}, paid securely with Stripe.</p>
+      {need ? (
+        <p data-testid="credits-needed">
+          This request needs <strong>{formatCredits(need)}</strong> more credits.
+        </p>
+      ) : null}
+      <p class="muted">
+        {formatCredits(page.creditsPerUnit)} credits per {page.currency.toUpperCase()}, paid securely with Stripe.
+      </p>
       <ErrorNote error={error} />
       <div class="row-actions">
         {page.amounts.map((amount) => (
@@ -73,12 +102,32 @@ export function AddCredits(props: { page: TopupsPage; need: number | null }) {
           </button>
         ))}
       </div>
-      <form class="row spaced" onSubmit={(event) => { event.preventDefault(); void buy(Number(custom)); }}>
-        <label>Custom amount ({page.currency.toUpperCase()}, {page.minAmount}–{page.maxAmount})
-          <input name="amount" type="number" min={page.minAmount} max={page.maxAmount} step="0.01" inputMode="decimal" required
-            value={custom} onInput={(e) => setCustom((e.target as HTMLInputElement).value)} />
+      <form
+        class="row spaced"
+        onSubmit={(event) => {
+          event.preventDefault();
+          void buy(Number(custom));
+        }}
+      >
+        <label>
+          Custom amount ({page.currency.toUpperCase()}, {page.minAmount}–{page.maxAmount})
+          <input
+            name="amount"
+            type="number"
+            min={page.minAmount}
+            max={page.maxAmount}
+            step="0.01"
+            inputMode="decimal"
+            required
+            value={custom}
+            onInput={(e) => setCustom((e.target as HTMLInputElement).value)}
+          />
         </label>
-        <div class="row-actions bottom"><button type="submit" class="btn primary" disabled={busy}>Top up</button></div>
+        <div class="row-actions bottom">
+          <button type="submit" class="btn primary" disabled={busy}>
+            Top up
+          </button>
+        </div>
       </form>
     </Card>
   );
@@ -107,12 +156,30 @@ export function ReturningTopup(props: { id: string; onSettled: () => void }) {
       clearTimeout(timer);
     };
   }, [props.id]);
-  if (walletQuery().get('cancelled')) return <div class="notice" role="status" data-testid="topup-return">The payment was cancelled; nothing was charged.</div>;
+  if (walletQuery().get('cancelled'))
+    return (
+      <div class="notice" role="status" data-testid="topup-return">
+        The payment was cancelled; nothing was charged.
+      </div>
+    );
   if (!topup || topup.status === 'pending' || topup.status === 'processing') {
-    return <div class="notice" role="status" aria-busy="true" data-testid="topup-return">Top-up pending: the credits appear here as soon as Stripe confirms the payment.</div>;
+    return (
+      <div class="notice" role="status" aria-busy="true" data-testid="topup-return">
+        Top-up pending: the credits appear here as soon as Stripe confirms the payment.
+      </div>
+    );
   }
-  if (topup.status === 'succeeded') return <div class="notice success" role="status" data-testid="topup-return">{formatCredits(topup.credits)} credits added to your wallet.</div>;
-  return <div class="notice warning" role="alert" data-testid="topup-return">The top-up did not go through{topup.failureReason ? `: ${topup.failureReason}` : '.'}</div>;
+  if (topup.status === 'succeeded')
+    return (
+      <div class="notice success" role="status" data-testid="topup-return">
+        {formatCredits(topup.credits)} credits added to your wallet.
+      </div>
+    );
+  return (
+    <div class="notice warning" role="alert" data-testid="topup-return">
+      The top-up did not go through{topup.failureReason ? `: ${topup.failureReason}` : '.'}
+    </div>
+  );
 }
 
 /** The top-ups, newest first, with their status and receipt. */
@@ -120,18 +187,48 @@ export function TopupHistory(props: { page: TopupsPage }) {
   const { topups } = props.page;
   return (
     <Card title="Top-ups">
-      {topups.length === 0 ? <Empty>No top-ups yet.</Empty> : (
+      {topups.length === 0 ? (
+        <Empty>No top-ups yet.</Empty>
+      ) : (
         <div class="table-wrap">
           <table data-testid="topup-history">
-            <thead><tr><th>When</th><th>Paid</th><th class="num">Credits</th><th>Status</th><th>Receipt</th></tr></thead>
+            <thead>
+              <tr>
+                <th>When</th>
+                <th>Paid</th>
+                <th class="num">Credits</th>
+                <th>Status</th>
+                <th>Receipt</th>
+              </tr>
+            </thead>
             <tbody>
               {topups.map((t) => (
                 <tr key={t.id}>
                   <td class="nowrap">{when(t.createdAt)}</td>
-                  <td>{money(t.amount, t.currency)}{t.kind === 'auto' ? <span class="muted"> · auto</span> : null}</td>
-                  <td class="num">{formatCredits(t.credits)}{t.refunded || t.disputed ? <span class="muted"> (−{formatCredits(t.refunded + t.disputed)})</span> : null}</td>
-                  <td><span class="chip" title={t.failureReason ?? undefined}>{t.status}</span></td>
-                  <td>{t.receiptUrl ? <a href={t.receiptUrl} target="_blank" rel="noopener">Receipt</a> : '—'}</td>
+                  <td>
+                    {money(t.amount, t.currency)}
+                    {t.kind === 'auto' ? <span class="muted"> · auto</span> : null}
+                  </td>
+                  <td class="num">
+                    {formatCredits(t.credits)}
+                    {t.refunded || t.disputed ? (
+                      <span class="muted"> (−{formatCredits(t.refunded + t.disputed)})</span>
+                    ) : null}
+                  </td>
+                  <td>
+                    <span class="chip" title={t.failureReason ?? undefined}>
+                      {t.status}
+                    </span>
+                  </td>
+                  <td>
+                    {t.receiptUrl ? (
+                      <a href={t.receiptUrl} target="_blank" rel="noopener">
+                        Receipt
+                      </a>
+                    ) : (
+                      '—'
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -160,30 +257,68 @@ export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChan
   const values = () => ({ threshold: Number(threshold), amount: Number(amount) });
   return (
     <Card title="Auto top-up">
-      {auto.failure ? <div class="notice warning" role="alert" data-testid="auto-topup-failure">Auto top-up was turned off: {auto.failure.reason} Save a card again to turn it back on.</div> : null}
+      {auto.failure ? (
+        <div class="notice warning" role="alert" data-testid="auto-topup-failure">
+          Auto top-up was turned off: {auto.failure.reason} Save a card again to turn it back on.
+        </div>
+      ) : null}
       <p class="muted" data-testid="auto-topup-state">
-        {auto.enabled ? `On: when fewer than ${formatCredits(auto.threshold)} credits are available, ${money(auto.amount, page.currency)} is charged to your saved card.` : 'Off.'}
+        {auto.enabled
+          ? `On: when fewer than ${formatCredits(auto.threshold)} credits are available, ${money(auto.amount, page.currency)} is charged to your saved card.`
+          : 'Off.'}
         {auto.pending ? ' A payment is in progress.' : ''}
       </p>
       <ErrorNote error={error} />
       <div class="row">
-        <label>When available credits fall below
-          <input name="threshold" type="number" min="0" step="0.000001" value={threshold} onInput={(e) => setThreshold((e.target as HTMLInputElement).value)} />
+        <label>
+          When available credits fall below
+          <input
+            name="threshold"
+            type="number"
+            min="0"
+            step="0.000001"
+            value={threshold}
+            onInput={(e) => setThreshold((e.target as HTMLInputElement).value)}
+          />
         </label>
-        <label>Buy ({page.currency.toUpperCase()})
-          <input name="autoAmount" type="number" min={page.minAmount} max={page.maxAmount} step="0.01" value={amount}
-            onInput={(e) => setAmount((e.target as HTMLInputElement).value)} />
+        <label>
+          Buy ({page.currency.toUpperCase()})
+          <input
+            name="autoAmount"
+            type="number"
+            min={page.minAmount}
+            max={page.maxAmount}
+            step="0.01"
+            value={amount}
+            onInput={(e) => setAmount((e.target as HTMLInputElement).value)}
+          />
         </label>
       </div>
       <div class="row-actions spaced">
-        <button type="button" class="btn primary" onClick={() => run(async () => location.assign((await api<{ url: string }>('POST', '/api/wallet/auto-topup/setup', values())).url))}>
+        <button
+          type="button"
+          class="btn primary"
+          onClick={() =>
+            run(async () =>
+              location.assign((await api<{ url: string }>('POST', '/api/wallet/auto-topup/setup', values())).url),
+            )
+          }
+        >
           {auto.hasPaymentMethod ? 'Save a new card' : 'Save a card and turn on'}
         </button>
         {auto.hasPaymentMethod ? (
-          <button type="button" class="btn" onClick={() => run(async () => {
-            await api('PUT', '/api/wallet/auto-topup', { enabled: !auto.enabled, ...values() });
-            props.onChange();
-          })}>{auto.enabled ? 'Turn off' : 'Turn on'}</button>
+          <button
+            type="button"
+            class="btn"
+            onClick={() =>
+              run(async () => {
+                await api('PUT', '/api/wallet/auto-topup', { enabled: !auto.enabled, ...values() });
+                props.onChange();
+              })
+            }
+          >
+            {auto.enabled ? 'Turn off' : 'Turn on'}
+          </button>
         ) : null}
       </div>
     </Card>

@@ -8,15 +8,31 @@ function UsageTable(props: { label: string; rows: Array<UsageTotals & { name: st
   return (
     <div class="table-wrap">
       <table class="stack" aria-label={props.label}>
-        <thead><tr><th>{props.label}</th><th class="num">Requests</th><th class="num">Prompt tokens</th><th class="num">Completion tokens</th><th class="num">Cost (credits)</th></tr></thead>
+        <thead>
+          <tr>
+            <th>{props.label}</th>
+            <th class="num">Requests</th>
+            <th class="num">Prompt tokens</th>
+            <th class="num">Completion tokens</th>
+            <th class="num">Cost (credits)</th>
+          </tr>
+        </thead>
         <tbody>
           {props.rows.map((r) => (
             <tr key={r.name}>
               <td data-label={props.label}>{r.name}</td>
-              <td data-label="Requests" class="num">{count(r.requests)}</td>
-              <td data-label="Prompt tokens" class="num">{count(r.promptTokens)}</td>
-              <td data-label="Completion tokens" class="num">{count(r.completionTokens)}</td>
-              <td data-label="Cost (credits)" class="num">{formatCredits(r.cost)}</td>
+              <td data-label="Requests" class="num">
+                {count(r.requests)}
+              </td>
+              <td data-label="Prompt tokens" class="num">
+                {count(r.promptTokens)}
+              </td>
+              <td data-label="Completion tokens" class="num">
+                {count(r.completionTokens)}
+              </td>
+              <td data-label="Cost (credits)" class="num">
+                {formatCredits(r.cost)}
+              </td>
             </tr>
           ))}
         </tbody>
@@ -35,7 +51,11 @@ export function UsagePage() {
       <ErrorNote error={usage.error} />
       <div class="stats">
         <Stat label="Requests" value={totals ? count(totals.requests) : '…'} testId="usage-requests" />
-        <Stat label="Tokens" value={totals ? count(totals.promptTokens + totals.completionTokens) : '…'} hint={totals ? `${count(totals.promptTokens)} in · ${count(totals.completionTokens)} out` : undefined} />
+        <Stat
+          label="Tokens"
+          value={totals ? count(totals.promptTokens + totals.completionTokens) : '…'}
+          hint={totals ? `${count(totals.promptTokens)} in · ${count(totals.completionTokens)} out` : undefined}
+        />
         <Stat label="Cost" value={totals ? formatCredits(totals.cost) : '…'} hint="credits" testId="usage-cost" />
       </div>
       <Card title="Daily spend">
@@ -45,7 +65,10 @@ export function UsagePage() {
         <UsageTable label="Model" rows={(usage.data?.byModel ?? []).map((r) => ({ ...r, name: r.model }))} />
       </Card>
       <Card title="By app">
-        <UsageTable label="App" rows={(usage.data?.byApp ?? []).map((r) => ({ ...r, name: r.appId ? r.name : `${r.name}` }))} />
+        <UsageTable
+          label="App"
+          rows={(usage.data?.byApp ?? []).map((r) => ({ ...r, name: r.appId ? r.name : `${r.name}` }))}
+        />
       </Card>
       <Card title="By API key">
         <UsageTable label="API key" rows={usage.data?.byKey ?? []} />

@@ -4,10 +4,29 @@ import { Card, Empty, ErrorNote, PageHeader, Stat, useLoad } from '../components
 import { formatCredits, when } from '../format.ts';
 import { SpendChart } from '../chart.tsx';
 import { dailySpend, loadUsage } from '../usage-data.ts';
-import { AddCredits, AutoTopupCard, ReturningTopup, TopupHistory, walletQuery, type AutoTopup, type TopupsPage } from './topups.tsx';
+import {
+  AddCredits,
+  AutoTopupCard,
+  ReturningTopup,
+  TopupHistory,
+  walletQuery,
+  type AutoTopup,
+  type TopupsPage,
+} from './topups.tsx';
 
-interface Balance { balance: number; reserved: number; available: number; currency: string }
-interface Transaction { id: string; type: string; amount: number; description: string; createdAt: string }
+interface Balance {
+  balance: number;
+  reserved: number;
+  available: number;
+  currency: string;
+}
+interface Transaction {
+  id: string;
+  type: string;
+  amount: number;
+  description: string;
+  createdAt: string;
+}
 
 /** Balance, reserved and available credits, a 30-day spend chart and the ledger's transactions. */
 export function WalletPage() {
@@ -16,7 +35,10 @@ export function WalletPage() {
   const [pages, setPages] = useState<Transaction[][]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
   const first = useLoad(async () => {
-    const page = await api<{ transactions: Transaction[]; nextCursor: string | null }>('GET', '/api/wallet/transactions?limit=20');
+    const page = await api<{ transactions: Transaction[]; nextCursor: string | null }>(
+      'GET',
+      '/api/wallet/transactions?limit=20',
+    );
     setPages([page.transactions]);
     setCursor(page.nextCursor);
     return page;
@@ -32,24 +54,52 @@ export function WalletPage() {
 
   return (
     <>
-      <PageHeader title="Wallet" lead="Prepaid credits. Every AI call holds its worst-case cost first, then settles what it really used." />
+      <PageHeader
+        title="Wallet"
+        lead="Prepaid credits. Every AI call holds its worst-case cost first, then settles what it really used."
+      />
       <ErrorNote error={balance.error} />
-      {returning ? <ReturningTopup id={returning} onSettled={() => { balance.reload(); topups.reload(); first.reload(); }} /> : null}
+      {returning ? (
+        <ReturningTopup
+          id={returning}
+          onSettled={() => {
+            balance.reload();
+            topups.reload();
+            first.reload();
+          }}
+        />
+      ) : null}
       {topups.data?.owed ? (
         <div class="notice warning" role="alert" data-testid="owed">
-          Your wallet owes {formatCredits(topups.data.owed)} credits: a refunded or disputed top-up took back credits already spent. New calls are
-          refused until a top-up repays it.
+          Your wallet owes {formatCredits(topups.data.owed)} credits: a refunded or disputed top-up took back credits
+          already spent. New calls are refused until a top-up repays it.
         </div>
       ) : null}
       {low ? (
         <div class="notice warning" role="alert" data-testid="low-balance">
-          Your balance is low: {formatCredits(balance.data!.available)} credits available. {topups.data!.enabled ? 'Add credits below to keep your apps running.' : ''}
+          Your balance is low: {formatCredits(balance.data!.available)} credits available.{' '}
+          {topups.data!.enabled ? 'Add credits below to keep your apps running.' : ''}
         </div>
       ) : null}
       <div class="stats" id="add-credits">
-        <Stat label="Balance" value={balance.data ? formatCredits(balance.data.balance) : '…'} hint="credits" testId="wallet-balance" />
-        <Stat label="Reserved" value={balance.data ? formatCredits(balance.data.reserved) : '…'} hint="held for calls in flight" testId="wallet-reserved" />
-        <Stat label="Available" value={balance.data ? formatCredits(balance.data.available) : '…'} hint="what new calls can use" testId="wallet-available" />
+        <Stat
+          label="Balance"
+          value={balance.data ? formatCredits(balance.data.balance) : '…'}
+          hint="credits"
+          testId="wallet-balance"
+        />
+        <Stat
+          label="Reserved"
+          value={balance.data ? formatCredits(balance.data.reserved) : '…'}
+          hint="held for calls in flight"
+          testId="wallet-reserved"
+        />
+        <Stat
+          label="Available"
+          value={balance.data ? formatCredits(balance.data.available) : '…'}
+          hint="what new calls can use"
+          testId="wallet-available"
+        />
       </div>
       {topups.data ? <AddCredits page={topups.data} need={need} /> : <ErrorNote error={topups.error} />}
       {topups.data && auto.data ? <AutoTopupCard page={topups.data} auto={auto.data} onChange={auto.reload} /> : null}
@@ -59,18 +109,37 @@ export function WalletPage() {
       </Card>
       <Card title="Transactions">
         <ErrorNote error={first.error} />
-        {transactions.length === 0 && !first.loading ? <Empty>No transactions yet.</Empty> : (
+        {transactions.length === 0 && !first.loading ? (
+          <Empty>No transactions yet.</Empty>
+        ) : (
           <div class="table-wrap">
             <table class="stack">
-              <thead><tr><th>When</th><th>What</th><th>Type</th><th class="num">Credits</th></tr></thead>
+              <thead>
+                <tr>
+                  <th>When</th>
+                  <th>What</th>
+                  <th>Type</th>
+                  <th class="num">Credits</th>
+                </tr>
+              </thead>
               <tbody>
                 {transactions.map((t) => (
                   <tr key={t.id}>
-                    <td data-label="When" class="nowrap">{when(t.createdAt)}</td>
+                    <td data-label="When" class="nowrap">
+                      {when(t.createdAt)}
+                    </td>
                     <td data-label="What">{t.description}</td>
-                    <td data-label="Type"><span class="chip">{t.type}</span></td>
+                    <td data-label="Type">
+                      <span class="chip">{t.type}</span>
+                    </td>
                     {/* A hold or a release moves no credits out of the balance (amount 0): neither gain nor loss. */}
-                    <td data-label="Credits" class={`num ${t.amount < 0 ? 'negative' : t.amount > 0 ? 'positive' : 'muted'}`}>{t.amount > 0 ? '+' : ''}{formatCredits(t.amount)}</td>
+                    <td
+                      data-label="Credits"
+                      class={`num ${t.amount < 0 ? 'negative' : t.amount > 0 ? 'positive' : 'muted'}`}
+                    >
+                      {t.amount > 0 ? '+' : ''}
+                      {formatCredits(t.amount)}
+                    </td>
                   </tr>
                 ))}
               </tbody>
@@ -78,11 +147,20 @@ export function WalletPage() {
           </div>
         )}
         {cursor && (
-          <button type="button" class="btn" onClick={async () => {
-            const page = await api<{ transactions: Transaction[]; nextCursor: string | null }>('GET', `/api/wallet/transactions?limit=20&cursor=${encodeURIComponent(cursor)}`);
-            setPages((p) => [...p, page.transactions]);
-            setCursor(page.nextCursor);
-          }}>Load more</button>
+          <button
+            type="button"
+            class="btn"
+            onClick={async () => {
+              const page = await api<{ transactions: Transaction[]; nextCursor: string | null }>(
+                'GET',
+                `/api/wallet/transactions?limit=20&cursor=${encodeURIComponent(cursor)}`,
+              );
+              setPages((p) => [...p, page.transactions]);
+              setCursor(page.nextCursor);
+            }}
+          >
+            Load more
+          </button>
         )}
       </Card>
     </>

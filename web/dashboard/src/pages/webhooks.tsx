@@ -3,12 +3,28 @@ import { api } from '../api.ts';
 import { Card, Chips, ConfirmButton, CopyButton, Empty, ErrorNote, PageHeader, useLoad } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 
-interface Endpoint { id: string; url: string; eventTypes: string[]; enabled: boolean; createdAt: string }
-interface Delivery {
-  id: string; type: string; status: 'pending' | 'sending' | 'delivered' | 'failed'; attempts: number; nextAttemptAt: string | null;
-  lastAttemptAt: string | null; lastStatusCode: number | null; lastError: string | null; createdAt: string;
+interface Endpoint {
+  id: string;
+  url: string;
+  eventTypes: string[];
+  enabled: boolean;
+  createdAt: string;
 }
-interface Alert { threshold: number | null; armed: boolean }
+interface Delivery {
+  id: string;
+  type: string;
+  status: 'pending' | 'sending' | 'delivered' | 'failed';
+  attempts: number;
+  nextAttemptAt: string | null;
+  lastAttemptAt: string | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  createdAt: string;
+}
+interface Alert {
+  threshold: number | null;
+  armed: boolean;
+}
 
 /** The event types, with what each says. */
 const EVENTS: Array<[string, string]> = [
@@ -37,14 +53,36 @@ function LowBalance() {
   }
   return (
     <form class="form-grid" onSubmit={submit} aria-label="Low-balance alert">
-      <label>Alert when available credits fall below
-        <input name="threshold" type="number" min="0" step="0.000001" inputMode="decimal" placeholder="No alert" defaultValue={alert.data?.threshold?.toString() ?? ''} key={String(alert.data?.threshold)} />
+      <label>
+        Alert when available credits fall below
+        <input
+          name="threshold"
+          type="number"
+          min="0"
+          step="0.000001"
+          inputMode="decimal"
+          placeholder="No alert"
+          defaultValue={alert.data?.threshold?.toString() ?? ''}
+          key={String(alert.data?.threshold)}
+        />
       </label>
       <p class="muted">
-        {alert.data?.threshold == null ? 'No alert set.' : `wallet.low_balance fires once below ${formatCredits(alert.data.threshold)} credits${alert.data.armed ? '' : ' (the balance is below it now: it fires after being back above it)'}.`}
+        {alert.data?.threshold == null
+          ? 'No alert set.'
+          : `wallet.low_balance fires once below ${formatCredits(alert.data.threshold)} credits${alert.data.armed ? '' : ' (the balance is below it now: it fires after being back above it)'}.`}
       </p>
       <ErrorNote error={alert.error ?? error} />
-      <div><button class="btn primary" type="submit">Save threshold</button>{saved && <span role="status" class="muted"> Saved.</span>}</div>
+      <div>
+        <button class="btn primary" type="submit">
+          Save threshold
+        </button>
+        {saved && (
+          <span role="status" class="muted">
+            {' '}
+            Saved.
+          </span>
+        )}
+      </div>
     </form>
   );
 }
@@ -59,7 +97,10 @@ function CreateEndpoint(props: { onCreated: (secret: string) => void }) {
     setBusy(true);
     setError(null);
     try {
-      const created = await api<{ secret: string }>('POST', '/api/user/webhooks', { url: String(form.get('url') ?? '').trim(), eventTypes: form.getAll('eventTypes') });
+      const created = await api<{ secret: string }>('POST', '/api/user/webhooks', {
+        url: String(form.get('url') ?? '').trim(),
+        eventTypes: form.getAll('eventTypes'),
+      });
       formElement.reset();
       props.onCreated(created.secret);
     } catch (e) {
@@ -70,47 +111,87 @@ function CreateEndpoint(props: { onCreated: (secret: string) => void }) {
   }
   return (
     <form class="form-grid" onSubmit={submit} aria-label="Add a webhook endpoint">
-      <label>Endpoint URL<input name="url" type="url" placeholder="https://example.com/tollgate-events" required maxLength={2048} /></label>
+      <label>
+        Endpoint URL
+        <input name="url" type="url" placeholder="https://example.com/tollgate-events" required maxLength={2048} />
+      </label>
       <fieldset>
         <legend>Events</legend>
         <div class="checks">
           {EVENTS.map(([value, text]) => (
-            <label class="check" key={value}><input type="checkbox" name="eventTypes" value={value} defaultChecked /><span><code>{value}</code> <span class="muted">{text}</span></span></label>
+            <label class="check" key={value}>
+              <input type="checkbox" name="eventTypes" value={value} defaultChecked />
+              <span>
+                <code>{value}</code> <span class="muted">{text}</span>
+              </span>
+            </label>
           ))}
         </div>
       </fieldset>
       <ErrorNote error={error} />
-      <div><button class="btn primary" type="submit" disabled={busy}>Add endpoint</button></div>
+      <div>
+        <button class="btn primary" type="submit" disabled={busy}>
+          Add endpoint
+        </button>
+      </div>
     </form>
   );
 }
 
 function Deliveries(props: { endpoint: Endpoint }) {
-  const list = useLoad(() => api<{ deliveries: Delivery[] }>('GET', `/api/user/webhooks/${encodeURIComponent(props.endpoint.id)}/deliveries?limit=20`), [props.endpoint.id]);
+  const list = useLoad(
+    () =>
+      api<{ deliveries: Delivery[] }>(
+        'GET',
+        `/api/user/webhooks/${encodeURIComponent(props.endpoint.id)}/deliveries?limit=20`,
+      ),
+    [props.endpoint.id],
+  );
   const [error, setError] = useState<string | null>(null);
   return (
     <div data-deliveries-of={props.endpoint.id}>
       <div class="row">
-        <button class="btn small" type="button" onClick={async () => {
-          setError(null);
-          try {
-            await api('POST', `/api/user/webhooks/${encodeURIComponent(props.endpoint.id)}/test`);
-            setTimeout(list.reload, 500);
-          } catch (e) {
-            setError((e as Error).message);
-          }
-        }}>Send test event</button>
-        <button class="btn small ghost" type="button" onClick={list.reload}>Refresh</button>
+        <button
+          class="btn small"
+          type="button"
+          onClick={async () => {
+            setError(null);
+            try {
+              await api('POST', `/api/user/webhooks/${encodeURIComponent(props.endpoint.id)}/test`);
+              setTimeout(list.reload, 500);
+            } catch (e) {
+              setError((e as Error).message);
+            }
+          }}
+        >
+          Send test event
+        </button>
+        <button class="btn small ghost" type="button" onClick={list.reload}>
+          Refresh
+        </button>
       </div>
       <ErrorNote error={list.error ?? error} />
-      {list.data?.deliveries.length === 0 ? <Empty>No deliveries yet.</Empty> : (
+      {list.data?.deliveries.length === 0 ? (
+        <Empty>No deliveries yet.</Empty>
+      ) : (
         <div class="table-wrap">
           <table>
-            <thead><tr><th>Event</th><th>Status</th><th>Attempts</th><th>Last answer</th><th>Next attempt</th><th>Created</th></tr></thead>
+            <thead>
+              <tr>
+                <th>Event</th>
+                <th>Status</th>
+                <th>Attempts</th>
+                <th>Last answer</th>
+                <th>Next attempt</th>
+                <th>Created</th>
+              </tr>
+            </thead>
             <tbody>
               {(list.data?.deliveries ?? []).map((d) => (
                 <tr key={d.id} title={d.id}>
-                  <td><code>{d.type}</code></td>
+                  <td>
+                    <code>{d.type}</code>
+                  </td>
                   <td class={`status-${d.status}`}>{d.status}</td>
                   <td>{d.attempts}</td>
                   <td>{d.lastStatusCode ?? (d.lastError ? <span class="muted">{d.lastError}</span> : '—')}</td>
@@ -143,18 +224,37 @@ export function WebhooksPage() {
   };
   return (
     <>
-      <PageHeader title="Webhooks" lead="Tollgate POSTs your account's events to these URLs, signed with Standard Webhooks, and retries for about a day." />
+      <PageHeader
+        title="Webhooks"
+        lead="Tollgate POSTs your account's events to these URLs, signed with Standard Webhooks, and retries for about a day."
+      />
       {secret && (
         <div class="notice success" role="status">
-          <div><strong>Signing secret.</strong> Copy it now: it is shown only once. Verify each delivery with it.</div>
-          <div class="secret"><code data-testid="webhook-secret">{secret}</code><CopyButton value={secret} /></div>
+          <div>
+            <strong>Signing secret.</strong> Copy it now: it is shown only once. Verify each delivery with it.
+          </div>
+          <div class="secret">
+            <code data-testid="webhook-secret">{secret}</code>
+            <CopyButton value={secret} />
+          </div>
         </div>
       )}
-      <Card title="Low-balance alert"><LowBalance /></Card>
-      <Card title="New endpoint"><CreateEndpoint onCreated={(s) => { setSecret(s); endpoints.reload(); }} /></Card>
+      <Card title="Low-balance alert">
+        <LowBalance />
+      </Card>
+      <Card title="New endpoint">
+        <CreateEndpoint
+          onCreated={(s) => {
+            setSecret(s);
+            endpoints.reload();
+          }}
+        />
+      </Card>
       <Card title="Your endpoints">
         <ErrorNote error={endpoints.error ?? error} />
-        {endpoints.data?.webhooks.length === 0 ? <Empty>No endpoints yet. Add one above.</Empty> : (
+        {endpoints.data?.webhooks.length === 0 ? (
+          <Empty>No endpoints yet. Add one above.</Empty>
+        ) : (
           (endpoints.data?.webhooks ?? []).map((e) => (
             <section class="endpoint" key={e.id} data-endpoint-id={e.id} aria-label={e.url}>
               <div class="row">
@@ -163,10 +263,41 @@ export function WebhooksPage() {
               </div>
               <Chips items={e.eventTypes} />
               <div class="row">
-                <button class="btn small" type="button" onClick={() => setOpen(open === e.id ? null : e.id)}>{open === e.id ? 'Hide deliveries' : 'Deliveries'}</button>
-                <button class="btn small" type="button" onClick={() => act(() => api('PATCH', `/api/user/webhooks/${encodeURIComponent(e.id)}`, { enabled: !e.enabled }))}>{e.enabled ? 'Disable' : 'Enable'}</button>
-                <button class="btn small" type="button" onClick={() => act(async () => setSecret((await api<{ secret: string }>('POST', `/api/user/webhooks/${encodeURIComponent(e.id)}/rotate-secret`)).secret))}>Rotate secret</button>
-                <ConfirmButton label="Delete" confirm="Delete endpoint" onConfirm={() => act(() => api('DELETE', `/api/user/webhooks/${encodeURIComponent(e.id)}`))} />
+                <button class="btn small" type="button" onClick={() => setOpen(open === e.id ? null : e.id)}>
+                  {open === e.id ? 'Hide deliveries' : 'Deliveries'}
+                </button>
+                <button
+                  class="btn small"
+                  type="button"
+                  onClick={() =>
+                    act(() => api('PATCH', `/api/user/webhooks/${encodeURIComponent(e.id)}`, { enabled: !e.enabled }))
+                  }
+                >
+                  {e.enabled ? 'Disable' : 'Enable'}
+                </button>
+                <button
+                  class="btn small"
+                  type="button"
+                  onClick={() =>
+                    act(async () =>
+                      setSecret(
+                        (
+                          await api<{ secret: string }>(
+                            'POST',
+                            `/api/user/webhooks/${encodeURIComponent(e.id)}/rotate-secret`,
+                          )
+                        ).secret,
+                      ),
+                    )
+                  }
+                >
+                  Rotate secret
+                </button>
+                <ConfirmButton
+                  label="Delete"
+                  confirm="Delete endpoint"
+                  onConfirm={() => act(() => api('DELETE', `/api/user/webhooks/${encodeURIComponent(e.id)}`))}
+                />
               </div>
               {open === e.id && <Deliveries endpoint={e} />}
             </section>
