@@ -244,16 +244,14 @@ function insertEntries(trx: Trx, transactionId: string, entries: Entry[], now: n
 }
 const entriesInsert = preparedByShape(
   (count: number) => (db: Kysely<Tables>, p: Record<string, any>) =>
-    db
-      .insertInto('ledger_entries')
-      .values(
-        Array.from({ length: count }, (_, i) => ({
-          transaction_id: p.transactionId,
-          account: p[`account${i}`],
-          amount: p[`amount${i}`],
-          created_at: p.now,
-        })),
-      ),
+    db.insertInto('ledger_entries').values(
+      Array.from({ length: count }, (_, i) => ({
+        transaction_id: p.transactionId,
+        account: p[`account${i}`],
+        amount: p[`amount${i}`],
+        created_at: p.now,
+      })),
+    ),
 );
 
 const updateWallet = preparedQuery(

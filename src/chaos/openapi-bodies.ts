@@ -239,13 +239,11 @@ export function bodiesFor(schema: JsonSchema): fc.Arbitrary<GeneratedBody> {
       .map(([text, type]) => ({ kind: 'malformed' as const, text, contentType: type })),
     mutated(wrongValue).map((text) => ({ kind: 'wrong-type' as const, text, contentType: 'application/json' })),
     mutated(oversizedValue).map((text) => ({ kind: 'oversized' as const, text, contentType: 'application/json' })),
-    fc
-      .jsonValue({ maxDepth: 3 })
-      .map((value) => ({
-        kind: 'arbitrary' as const,
-        text: JSON.stringify(value) ?? 'null',
-        contentType: 'application/json',
-      })),
+    fc.jsonValue({ maxDepth: 3 }).map((value) => ({
+      kind: 'arbitrary' as const,
+      text: JSON.stringify(value) ?? 'null',
+      contentType: 'application/json',
+    })),
     fc.constant({ kind: 'skeleton' as const, text: baseText, contentType: 'application/json' }),
   );
 }

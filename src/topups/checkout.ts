@@ -42,11 +42,9 @@ export async function ensureCustomer(rt: TopupRuntime, userId: string): Promise<
     .insertInto('topup_accounts')
     .values({ ...blankAccount(userId, clock.now()), stripe_customer_id: customer.id })
     .onConflict((oc) =>
-      oc
-        .column('user_id')
-        .doUpdateSet({
-          stripe_customer_id: sql`coalesce(topup_accounts.stripe_customer_id, excluded.stripe_customer_id)`,
-        }),
+      oc.column('user_id').doUpdateSet({
+        stripe_customer_id: sql`coalesce(topup_accounts.stripe_customer_id, excluded.stripe_customer_id)`,
+      }),
     )
     .execute();
   const row = await db
