@@ -1,3 +1,4 @@
+import type { InsufficientCreditsDetails } from '#wire/restrictions.ts';
 import { ApiError } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { accounts, lockWallet, postMovement, type BillingContext, type Trx } from './ledger.ts';
@@ -21,7 +22,7 @@ export function debtOwed(available: number, debt: number): ApiError {
         available: microsToCredits(Math.max(0, available)),
         required: microsToCredits(debt),
         owed: microsToCredits(debt),
-      },
+      } satisfies InsufficientCreditsDetails,
     },
   );
 }
