@@ -59,7 +59,7 @@ export interface ProcessorHooks {
    */
   claim?: (trx: Trx) => Promise<boolean | number>;
   /** Runs after the movement, in its transaction. */
-  alongside?: (trx: Trx, outcome: ProcessorOutcome & { applied: true }) => Promise<void>;
+  companionWrites?: (trx: Trx, outcome: ProcessorOutcome & { applied: true }) => Promise<void>;
 }
 
 /** Where each kind of processor movement comes from or goes to. */
@@ -161,7 +161,7 @@ async function move(
       debtAfter: wallet.debt + planned.debt,
       transactionId: after.transactionId,
     };
-    await hooks.alongside?.(trx, outcome);
+    await hooks.companionWrites?.(trx, outcome);
     return outcome;
   });
 }

@@ -89,7 +89,7 @@ export async function settlePrediction(ctx: AppContext, predictionId: string): P
   const succeeded = row.status === 'succeeded';
   const now = ctx.clock.now();
   let closed = false;
-  const alongside = async (trx: Transaction<Tables>, { captured }: { captured: number }) => {
+  const companionWrites = async (trx: Transaction<Tables>, { captured }: { captured: number }) => {
     closed = true;
     await trx.updateTable('predictions').set({ settled_at: now, captured }).where('id', '=', row.id).execute();
   };
@@ -105,9 +105,9 @@ export async function settlePrediction(ctx: AppContext, predictionId: string): P
   const captured = succeeded
     ? await meter.settle(
         { model, cost: row.charge ?? 0, promptTokens: 0, completionTokens: 0, status: 'ok' },
-        { description: `Prediction ${row.model}`, alongside },
+        { description: `Prediction ${row.model}`, companionWrites },
       )
-    : (await meter.release(model, row.status === 'failed' ? 'failed' : 'canceled', { alongside }), 0);
+    : (await meter.release(model, row.status === 'failed' ? 'failed' : 'canceled', { companionWrites }), 0);
   if (!closed) {
     // The hold was no longer open: settled by a concurrent run (which recorded it) or released.
     ctx.log.warn({ predictionId, holdId: row.hold_id }, 'prediction hold was no longer open at settlement');

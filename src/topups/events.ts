@@ -232,7 +232,7 @@ async function credit(
           .executeTakeFirst();
         return Boolean(claimed);
       },
-      alongside: async (trx, moved) => {
+      companionWrites: async (trx, moved) => {
         await trx
           .updateTable('topups')
           .set({ transaction_id: moved.transactionId })
