@@ -1,6 +1,8 @@
 import { ApiError } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { accounts, lockWallet, postMovement, type BillingContext, type Trx } from './ledger.ts';
+import { accounts, lockWallet, postMovement, type BillingContext } from './ledger.ts';
+import type { Db } from '../platform/db/connect.ts';
+import { asDb } from '../platform/db/own-tables.ts';
 
 /**
  * Money that a payment processor moves (top-ups in; refunds and disputes out, a won dispute back in), and
@@ -56,9 +58,9 @@ export interface ProcessorHooks {
    * False (or 0): nothing moves, and the transaction (with what the claim wrote) still commits. A number
    * replaces the movement's amount (what is left to refund, read under the claim's lock).
    */
-  claim?: (trx: Trx) => Promise<boolean | number>;
+  claim?: (trx: Db) => Promise<boolean | number>;
   /** Runs after the movement, in its transaction. */
-  alongside?: (trx: Trx, outcome: ProcessorOutcome & { applied: true }) => Promise<void>;
+  alongside?: (trx: Db, outcome: ProcessorOutcome & { applied: true }) => Promise<void>;
 }
 
 /** Where each kind of processor movement comes from or goes to. */
@@ -137,7 +139,7 @@ async function move(
   return ctx.db.transaction().execute(async (trx) => {
     let amount = movement.amount;
     if (hooks.claim) {
-      const claimed = await hooks.claim(trx);
+      const claimed = await hooks.claim(asDb(trx));
       if (claimed === false || claimed === 0) return { applied: false as const };
       if (typeof claimed === 'number') amount = claimed;
     }
@@ -160,7 +162,7 @@ async function move(
       debtAfter: wallet.debt + planned.debt,
       transactionId: after.transactionId,
     };
-    await hooks.alongside?.(trx, outcome);
+    await hooks.alongside?.(asDb(trx), outcome);
     return outcome;
   });
 }
