@@ -106,6 +106,11 @@ export async function userIdByEmail(db: AccountsDb, email: string): Promise<stri
   return row?.id ?? null;
 }
 
+/** The user's email and name, for a payment processor's customer record; null when there is no such user. */
+export async function userContact(db: AccountsDb, id: string): Promise<{ email: string; name: string } | null> {
+  return (await db.selectFrom('users').select(['email', 'name']).where('id', '=', id).executeTakeFirst()) ?? null;
+}
+
 /** The user with this id, or null. */
 export async function findUser(db: AccountsDb, id: string): Promise<PublicUser | null> {
   const row = await db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();

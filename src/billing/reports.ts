@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { OPEN, type BillingDb } from './schema.ts';
+import type { Db } from '../platform/db/connect.ts';
+import { billingDb, OPEN } from './schema.ts';
 
 /*
  * Billing's read-only reports for other features: ops' metrics and the usage report read billing's tables
@@ -7,8 +8,8 @@ import { OPEN, type BillingDb } from './schema.ts';
  */
 
 /** How many holds are open now, in the whole deployment. */
-export async function countOpenHolds(db: BillingDb): Promise<number> {
-  const open = await db
+export async function countOpenHolds(db: Db): Promise<number> {
+  const open = await billingDb(db)
     .selectFrom('holds')
     .select((eb) => eb.fn.countAll<number>().as('count'))
     .where('status', '=', OPEN)
@@ -37,14 +38,14 @@ const DAY_MS = 86_400_000;
  * The usage records in `scope`, summed in the database: in all, by model, by app, by API key (calls made
  * with a key) and by UTC day (`day`: the day number since the epoch), each group by cost, highest first.
  */
-export async function usageAggregates(db: BillingDb, scope: UsageScope) {
+export async function usageAggregates(db: Db, scope: UsageScope) {
   const sums = {
     requests: sql<number>`count(*)`.as('requests'),
     prompt: sql<number>`sum(prompt_tokens)`.as('prompt'),
     completion: sql<number>`sum(completion_tokens)`.as('completion'),
     cost: sql<number>`sum(cost)`.as('cost'),
   };
-  let scoped = db.selectFrom('usage_records').where('created_at', '>=', scope.from);
+  let scoped = billingDb(db).selectFrom('usage_records').where('created_at', '>=', scope.from);
   if (scope.userId) scoped = scoped.where('user_id', '=', scope.userId);
   if (scope.appId) scoped = scoped.where('app_id', '=', scope.appId);
   // Integer division of epoch ms gives the UTC day number on both SQLite and PostgreSQL.

@@ -1,4 +1,3 @@
-import { billingDb } from '../billing/schema.ts';
 import { countOpenHolds } from '../billing/reports.ts';
 import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
@@ -13,7 +12,7 @@ export function registerMetricsRoute(app: App, ctx: AppContext): void {
     },
     async (_request, reply) => {
       // Read at scrape time from the database, so every instance reports the whole deployment's open holds.
-      ctx.metrics.holdsOpen.set(await countOpenHolds(billingDb(ctx.db)));
+      ctx.metrics.holdsOpen.set(await countOpenHolds(ctx.db));
       return reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
     },
   );

@@ -1,7 +1,7 @@
 import type Stripe from 'stripe';
 import { sql } from 'kysely';
 import { newId } from '../platform/ids.ts';
-import { findUser } from '../accounts/users.ts';
+import { userContact } from '../accounts/users.ts';
 import { errors } from '../platform/errors.ts';
 import { paymentProviderError, priceOf, topupsDisabled } from './settings.ts';
 import type { TopupRuntime } from './runtime.ts';
@@ -26,8 +26,8 @@ export async function ensureCustomer(rt: TopupRuntime, userId: string): Promise<
     .where('user_id', '=', userId)
     .executeTakeFirst();
   if (existing?.stripe_customer_id) return existing.stripe_customer_id;
-  const user = await findUser(rt.ctx.db, userId);
-  if (!user) throw new Error(`user ${userId} not found`);
+  const user = await userContact(rt.ctx.db, userId);
+  if (!user) throw new Error(`no user ${userId}`);
   let customer: Stripe.Customer;
   try {
     customer = await requireStripe(rt).customers.create(

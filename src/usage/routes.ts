@@ -3,7 +3,6 @@ import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { billingDb } from '../billing/schema.ts';
 import { usageAggregates, type UsageSums } from '../billing/reports.ts';
 import { clientNames } from '../oauth/clients.ts';
 import { keyNames } from '../keys/store.ts';
@@ -82,7 +81,7 @@ async function usageReport(ctx: AppContext, userId: string | null, days: number,
     byApp,
     byKey: byKeyRows,
     byDay,
-  } = await usageAggregates(billingDb(ctx.db), {
+  } = await usageAggregates(ctx.db, {
     from,
     userId,
     appId,
