@@ -6,13 +6,14 @@ import type { AppContext } from '../platform/context.ts';
 import { KEY_PERMISSIONS, type Principal } from '../platform/http/principal.ts';
 import { errors } from '../platform/errors.ts';
 import { creditsToMicros } from '../platform/money.ts';
-import { createApiKey, listApiKeys, revokeApiKey, type KeyLimitPeriod, type NewApiKey } from './store.ts';
+import { LIMIT_PERIODS } from '../billing/periods.ts';
+import { createApiKey, listApiKeys, revokeApiKey, type NewApiKey } from './store.ts';
 import type { KeyAuthenticator } from './authenticate.ts';
 
 const NAME_MAX_LENGTH = 100;
 
 const Permission = Type.Enum(KEY_PERMISSIONS, { description: 'Contract §5.3' });
-const LimitPeriod = Type.Enum(['daily', 'monthly', 'total'] as const);
+const LimitPeriod = Type.Enum(LIMIT_PERIODS);
 const IsoDate = Type.String({ format: 'date-time' });
 
 const ListedKey = Type.Object({
@@ -81,7 +82,7 @@ function parseCreateBody(request: FastifyRequest): NewApiKey {
   const limitMicro = limit === undefined || limit === null ? null : creditsToMicros(limit);
   if (limitMicro === null && typeof limit === 'number')
     throw errors.invalid('limit must be a number of credits with at most 6 decimals');
-  const period = body.limitPeriod as KeyLimitPeriod | null | undefined;
+  const period = body.limitPeriod as NewApiKey['limitPeriod'] | undefined;
   if (limitMicro === null && period) throw errors.invalid('limitPeriod needs a limit');
   return {
     name,

@@ -11,9 +11,6 @@ import { authorizationStands } from '../oauth/authorizations.ts';
 import type { Billing } from '../billing/service.ts';
 import type { LimitPeriod } from '../billing/periods.ts';
 
-/** The period of a key's spending limit: `total` never resets (decisions.md "Billing"). */
-export type KeyLimitPeriod = LimitPeriod;
-
 /** A key as the list endpoint shows it (contract §2.1, plus its spending limit in credits). */
 export interface ListedApiKey {
   id: string;
@@ -23,7 +20,8 @@ export interface ListedApiKey {
   lastUsed: string | null;
   createdAt: string;
   limit: number | null;
-  limitPeriod: KeyLimitPeriod | null;
+  /** The period of the key's spending limit (billing's periods): `total` never resets (decisions.md "Billing"). */
+  limitPeriod: LimitPeriod | null;
 }
 
 /** A key as creation returns it (contract §2.1: no lastUsed). */
@@ -40,7 +38,8 @@ export interface NewApiKey {
   name: string;
   permissions: string[];
   limitMicro: number | null;
-  limitPeriod: KeyLimitPeriod | null;
+  /** The period of the key's spending limit (billing's periods): `total` never resets (decisions.md "Billing"). */
+  limitPeriod: LimitPeriod | null;
 }
 
 /**
