@@ -1,5 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const accountsMigrations: Record<string, Migration> = {
   '0100_accounts_users_sessions': {
     async up(db: Kysely<any>) {

@@ -22,6 +22,7 @@ export interface SessionsTable {
   expires_at: number;
 }
 
+/** The tables this feature owns: only its view (`accountsDb`) sees them (tooling: src/testing/all-tables.ts). */
 export interface AccountsTables {
   users: UsersTable;
   sessions: SessionsTable;

@@ -1,6 +1,7 @@
 import { PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
 import { rebuildWithoutRowid } from '../platform/db/sqlite-rebuild.ts';
 
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const billingMigrations: Record<string, Migration> = {
   '0400_billing_wallets_ledger_holds': {
     async up(db: Kysely<any>) {
@@ -133,7 +134,8 @@ export const billingMigrations: Record<string, Migration> = {
     /**
      * Billing owns the spending limits: they move out of `authorized_apps` (an app's daily, monthly and total
      * limit for a user) and `api_keys` (a key's limit and period) into `spending_limits`, which only billing
-     * writes; the old columns go, so nothing can read a stale copy.
+     * writes; the old columns go, so nothing can read a stale copy. A data move across features (it reads and
+     * alters oauth's and keys' tables), kept as it ran: migrations are history, and run on the whole database.
      */
     async up(db: Kysely<any>) {
       const postgres = db.getExecutor().adapter instanceof PostgresAdapter;

@@ -160,6 +160,7 @@ export interface UsageRecordsTable {
   details: string | null;
 }
 
+/** The tables this feature owns: only its view (`billingDb`) sees them (tooling: src/testing/all-tables.ts). */
 export interface BillingTables {
   wallets: WalletsTable;
   ledger_transactions: LedgerTransactionsTable;
@@ -170,10 +171,10 @@ export interface BillingTables {
   usage_records: UsageRecordsTable;
 }
 
-/** Billing' view of the database: its own tables, and only those (see `ownTables`). */
+/** Billing's view of the database: its own tables, and only those (see `ownTables`). */
 export type BillingDb = Kysely<BillingTables>;
 
-/** `db` (the shared connection, or a transaction handed over as `Db`) seen with billing' own tables. */
+/** `db` (the shared connection, or a transaction handed over as `Db`) seen with billing's own tables. */
 export function billingDb(db: Db): BillingDb {
   return ownTables<BillingTables>(db);
 }

@@ -1,5 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 
+/** Migrations of the range 1630–1639. */
 export const eventsMigrations: Record<string, Migration> = {
   '1630_events_webhook_endpoints': {
     async up(db: Kysely<any>) {

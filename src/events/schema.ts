@@ -79,15 +79,13 @@ export interface EventSettingsTable {
   updated_at: number;
 }
 
-/** The events feature's tables, composed into `src/tables.ts`. */
+/** The tables this feature owns: only its view (`eventsDb`) sees them (tooling: src/testing/all-tables.ts). */
 export interface EventsTables {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_events: WebhookEventsTable;
   webhook_messages: WebhookMessagesTable;
   event_settings: EventSettingsTable;
 }
-
-/** Migrations of the range 1630–1639. */
 
 /** Events' view of the database: its own tables, and only those (see `ownTables`). */
 export type EventsDb = Kysely<EventsTables>;

@@ -1,5 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const keysMigrations: Record<string, Migration> = {
   '0300_keys_api_keys': {
     async up(db: Kysely<any>) {

@@ -21,6 +21,7 @@ export interface ApiKeysTable {
   revoked_at: number | null;
 }
 
+/** The tables this feature owns: only its view (`keysDb`) sees them (tooling: src/testing/all-tables.ts). */
 export interface KeysTables {
   api_keys: ApiKeysTable;
 }

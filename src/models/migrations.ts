@@ -1,6 +1,7 @@
 import type { Kysely, Migration } from 'kysely';
 import { defaultImageTokens } from './image-budgets.ts';
 
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const modelsMigrations: Record<string, Migration> = {
   '0500_models_catalogue': {
     async up(db: Kysely<any>) {

@@ -51,6 +51,7 @@ export interface ModelsTable {
   updated_at: number;
 }
 
+/** The tables this feature owns: only its view (`modelsDb`) sees them (tooling: src/testing/all-tables.ts). */
 export interface ModelsTables {
   models: ModelsTable;
 }

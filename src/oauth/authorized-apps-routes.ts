@@ -37,8 +37,9 @@ const LimitInput = Type.Optional(
 );
 
 /**
- * The user's authorized apps and their spending limits (billing's, read and written through its API). Reading: scope `read` or `billing:read`; an app's
- * credential (its token, or a key it created) sees only its own entry. Changing limits: the dashboard only.
+ * The user's authorized apps and their spending limits (billing's, read and written through its API).
+ * Reading: scope `read` or `billing:read`; an app's credential (its token, or a key it created) sees only its
+ * own entry. Changing limits: the dashboard only.
  */
 export function registerAuthorizedAppRoutes(app: App, ctx: AppContext): void {
   app.get(

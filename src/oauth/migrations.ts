@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Kysely, Migration } from 'kysely';
 
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const oauthMigrations: Record<string, Migration> = {
   '0200_oauth_clients_authorized_apps': {
     async up(db: Kysely<any>) {

@@ -48,16 +48,17 @@ export interface OidcPayloadsTable {
   client_id: string | null;
 }
 
+/** The tables this feature owns: only its view (`oauthDb`) sees them (tooling: src/testing/all-tables.ts). */
 export interface OauthTables {
   oauth_clients: OauthClientsTable;
   authorized_apps: AuthorizedAppsTable;
   oidc_payloads: OidcPayloadsTable;
 }
 
-/** Oauth' view of the database: its own tables, and only those (see `ownTables`). */
+/** OAuth's view of the database: its own tables, and only those (see `ownTables`). */
 export type OauthDb = Kysely<OauthTables>;
 
-/** `db` (the shared connection, or a transaction handed over as `Db`) seen with oauth' own tables. */
+/** `db` (the shared connection, or a transaction handed over as `Db`) seen with oauth's own tables. */
 export function oauthDb(db: Db): OauthDb {
   return ownTables<OauthTables>(db);
 }

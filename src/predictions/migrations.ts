@@ -1,5 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const predictionsMigrations: Record<string, Migration> = {
   '0800_predictions': {
     async up(db: Kysely<any>) {

@@ -47,6 +47,7 @@ export interface PredictionsTable {
   settled_at: number | null;
 }
 
+/** The tables this feature owns: only its view (`predictionsDb`) sees them (tooling: src/testing/all-tables.ts). */
 export interface PredictionsTables {
   predictions: PredictionsTable;
 }

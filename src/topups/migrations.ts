@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const topupsMigrations: Record<string, Migration> = {
   '1621_topups': {
     async up(db: Kysely<any>) {

@@ -66,6 +66,7 @@ export interface TopupAccountsTable {
   updated_at: number;
 }
 
+/** The tables this feature owns: only its view (`topupsDb`) sees them (tooling: src/testing/all-tables.ts). */
 export interface TopupsTables {
   topups: TopupsTable;
   stripe_events: StripeEventsTable;

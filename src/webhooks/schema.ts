@@ -19,6 +19,7 @@ export interface WebhookDeliveriesTable {
   received_at: number;
 }
 
+/** The tables this feature owns: only its view (`webhooksDb`) sees them (tooling: src/testing/all-tables.ts). */
 export interface WebhooksTables {
   webhook_deliveries: WebhookDeliveriesTable;
 }

@@ -1,5 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 
+/** Migrations in this feature's range (1640–1649). */
 export const responsesMigrations: Record<string, Migration> = {
   '1640_stored_responses': {
     async up(db: Kysely<any>) {

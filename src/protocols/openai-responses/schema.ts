@@ -24,12 +24,10 @@ export interface StoredResponsesTable {
   expires_at: number;
 }
 
-/** The tables of this feature, composed into `src/tables.ts`. */
+/** The tables this feature owns: only its view (`responsesDb`) sees them (tooling: src/testing/all-tables.ts). */
 export interface ResponsesTables {
   stored_responses: StoredResponsesTable;
 }
-
-/** Migrations in this feature's range (1640–1649). */
 
 /** The stored responses' view of the database: its own tables, and only those (see `ownTables`). */
 export type ResponsesDb = Kysely<ResponsesTables>;
