@@ -25,7 +25,7 @@ describeEachDatabase('accounts', (env) => {
 
   it('the password is stored as an Argon2id hash, never in clear', async () => {
     const session = await env.createUser();
-    const row = await env.service.ctx.db
+    const row = await env.db
       .selectFrom('users')
       .select('password_hash')
       .where('id', '=', session.userId)

@@ -1,5 +1,5 @@
 import type { Feature } from '../platform/feature.ts';
-import { accountsMigrations } from './tables.ts';
+import { accountsMigrations } from './migrations.ts';
 import { registerAccountRoutes } from './routes.ts';
 import { resolveSession } from './sessions.ts';
 import { protectFormPages } from './form-pages.ts';

@@ -29,7 +29,7 @@ describeEachDatabase('account forms', (env) => {
       });
       assert.equal(signup.status, 403);
       assert.equal(
-        await env.service.ctx.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst(),
+        await env.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst(),
         undefined,
         'no account was made',
       );
@@ -81,7 +81,7 @@ describeEachDatabase('account forms', (env) => {
 
   it('sign-up with an email that has an account answers like a new account, creates nothing and signs nobody in', async () => {
     const existing = await env.createUser();
-    const db = env.service.ctx.db;
+    const db = env.db;
     const count = async () =>
       Number(
         (

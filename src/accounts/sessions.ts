@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../platform/db/connect.ts';
+import type { AccountsDb } from './schema.ts';
 import type { Clock } from '../platform/clock.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { SCOPES, type Principal } from '../platform/http/principal.ts';
@@ -9,7 +9,7 @@ export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
 
 /** Starts a session for `userId`; returns the token for the cookie (only its hash is stored). */
 export async function startSession(
-  db: Db,
+  db: AccountsDb,
   clock: Clock,
   userId: string,
 ): Promise<{ token: string; csrfToken: string; expiresAt: number }> {
@@ -31,12 +31,12 @@ export async function startSession(
 }
 
 /** Ends the session that `token` names (no error when it is already gone). */
-export async function endSession(db: Db, token: string): Promise<void> {
+export async function endSession(db: AccountsDb, token: string): Promise<void> {
   await db.deleteFrom('sessions').where('token_hash', '=', sha256Hex(token)).execute();
 }
 
 /** The first-party principal of a live session: every scope, no app, no key. */
-export async function resolveSession(db: Db, clock: Clock, token: string): Promise<Principal | null> {
+export async function resolveSession(db: AccountsDb, clock: Clock, token: string): Promise<Principal | null> {
   const row = await db
     .selectFrom('sessions')
     .select(['user_id', 'csrf_token', 'expires_at'])

@@ -1,4 +1,4 @@
-import type { Db } from '../platform/db/connect.ts';
+import type { AccountsDb } from './schema.ts';
 import { hashPassword, verifyPassword } from '../platform/crypto.ts';
 import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
@@ -34,7 +34,7 @@ export function toPublicUser(row: {
 
 /** Creates a user; 409 when the email is taken, 400 when the email or password is unusable. */
 export async function createUser(
-  db: Db,
+  db: AccountsDb,
   clock: Clock,
   input: { email: string; name?: string; password: string },
 ): Promise<PublicUser> {
@@ -50,7 +50,7 @@ export async function createUser(
  * 400 when the email or password is unusable.
  */
 export async function registerUser(
-  db: Db,
+  db: AccountsDb,
   clock: Clock,
   input: { email: string; name?: string; password: string },
 ): Promise<{ user: PublicUser; created: boolean }> {
@@ -77,7 +77,7 @@ export async function registerUser(
 let decoyHash: Promise<string> | undefined;
 
 /** The user whose email and password match, or null; takes the same time whether or not the email exists. */
-export async function verifyCredentials(db: Db, email: string, password: string): Promise<PublicUser | null> {
+export async function verifyCredentials(db: AccountsDb, email: string, password: string): Promise<PublicUser | null> {
   const row = await db
     .selectFrom('users')
     .selectAll()
@@ -91,8 +91,28 @@ export async function verifyCredentials(db: Db, email: string, password: string)
   return (await verifyPassword(password, row.password_hash)) ? toPublicUser(row) : null;
 }
 
+/** Whether a user has this id (other features check a user exists before acting for it). */
+export async function userExists(db: AccountsDb, id: string): Promise<boolean> {
+  return (await db.selectFrom('users').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+}
+
+/** The id of the user with this email (compared lower-cased, as stored), or null. */
+export async function userIdByEmail(db: AccountsDb, email: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('users')
+    .select('id')
+    .where('email', '=', email.trim().toLowerCase())
+    .executeTakeFirst();
+  return row?.id ?? null;
+}
+
+/** The user's email and name, for a payment processor's customer record; null when there is no such user. */
+export async function userContact(db: AccountsDb, id: string): Promise<{ email: string; name: string } | null> {
+  return (await db.selectFrom('users').select(['email', 'name']).where('id', '=', id).executeTakeFirst()) ?? null;
+}
+
 /** The user with this id, or null. */
-export async function findUser(db: Db, id: string): Promise<PublicUser | null> {
+export async function findUser(db: AccountsDb, id: string): Promise<PublicUser | null> {
   const row = await db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
   return row ? toPublicUser(row) : null;
 }

@@ -1,6 +1,7 @@
 import type { AppContext } from '../platform/context.ts';
 import { errors } from '../platform/errors.ts';
 import { operatorCredit } from './routes/admin.ts';
+import { userIdByEmail } from '../accounts/users.ts';
 
 /**
  * `tollgate grant-credits`: the operator's `POST /api/admin/users/:id/credits` from the shell, through the
@@ -17,13 +18,9 @@ export async function grantCreditsFromCli(
     throw new Error('--amount must be a number of credits, for example --amount 10 or --amount=-2.5');
   let userId = options.user;
   if (options.email) {
-    const row = await ctx.db
-      .selectFrom('users')
-      .select('id')
-      .where('email', '=', options.email.trim().toLowerCase())
-      .executeTakeFirst();
-    if (!row) throw errors.notFound('User');
-    userId = row.id;
+    const id = await userIdByEmail(ctx.db, options.email);
+    if (!id) throw errors.notFound('User');
+    userId = id;
   }
   const { balance } = await operatorCredit(ctx, userId!, amount, options.reason);
   return { userId: userId!, balance };

@@ -9,6 +9,7 @@ import { createService } from '../service.ts';
 import { allMigrations } from '../features.ts';
 import { createBilling } from './service.ts';
 import { insertUser } from './testing/fixtures.ts';
+import { allTables } from '../testing/all-tables.ts';
 
 /** The migrations that changed how holds and usage records are stored (issue 8), which this upgrade applies. */
 const COMPACT_STORAGE = ['0900_billing_compact_storage', '0910_usage_records_compact_storage'];
@@ -44,7 +45,7 @@ for (const kind of selectedDatabases()) {
         const settled = await billing.placeHold({ userId, appId: null, keyId: null, amount: 300_000 });
         await billing.settleHold(settled.holdId, 120_000, { userId });
         openHold = (await billing.placeHold({ userId, appId: null, keyId: null, amount: 200_000 })).holdId;
-        await database.db
+        await allTables(database.db)
           .insertInto('usage_records')
           .values({
             id: 'use_before_upgrade',
@@ -70,7 +71,7 @@ for (const kind of selectedDatabases()) {
 
       const service = await createService({ config, timers: false });
       try {
-        const db = service.ctx.db;
+        const db = allTables(service.ctx.db);
         const applied = (
           await db
             .selectFrom('kysely_migration' as any)

@@ -1,7 +1,9 @@
 import type { InsufficientCreditsDetails } from '#wire/restrictions.ts';
 import { ApiError } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { accounts, lockWallet, postMovement, type BillingContext, type Trx } from './ledger.ts';
+import { accounts, lockWallet, postMovement, type BillingContext } from './ledger.ts';
+import type { Db } from '../platform/db/connect.ts';
+import { asDb } from '../platform/db/own-tables.ts';
 
 /**
  * Money that a payment processor moves (top-ups in; refunds and disputes out, a won dispute back in), and
@@ -57,9 +59,9 @@ export interface ProcessorHooks {
    * False (or 0): nothing moves, and the transaction (with what the claim wrote) still commits. A number
    * replaces the movement's amount (what is left to refund, read under the claim's lock).
    */
-  claim?: (trx: Trx) => Promise<boolean | number>;
+  claim?: (trx: Db) => Promise<boolean | number>;
   /** Runs after the movement, in its transaction. */
-  companionWrites?: (trx: Trx, outcome: ProcessorOutcome & { applied: true }) => Promise<void>;
+  companionWrites?: (trx: Db, outcome: ProcessorOutcome & { applied: true }) => Promise<void>;
 }
 
 /** Where each kind of processor movement comes from or goes to. */
@@ -138,7 +140,7 @@ async function move(
   return ctx.db.transaction().execute(async (trx) => {
     let amount = movement.amount;
     if (hooks.claim) {
-      const claimed = await hooks.claim(trx);
+      const claimed = await hooks.claim(asDb(trx));
       if (claimed === false || claimed === 0) return { applied: false as const };
       if (typeof claimed === 'number') amount = claimed;
     }
@@ -161,7 +163,7 @@ async function move(
       debtAfter: wallet.debt + planned.debt,
       transactionId: after.transactionId,
     };
-    await hooks.companionWrites?.(trx, outcome);
+    await hooks.companionWrites?.(asDb(trx), outcome);
     return outcome;
   });
 }

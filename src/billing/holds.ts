@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import { preparedInsert, preparedQuery } from '../platform/db/prepared.ts';
-import type { Tables } from '../tables.ts';
+import { asDb } from '../platform/db/own-tables.ts';
+import type { Db } from '../platform/db/connect.ts';
 import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { microsToCredits } from '../platform/money.ts';
@@ -18,7 +19,14 @@ import { applicableLimitsWithSpend, counterWrite, spendingLimitExceeded } from '
 import { dayStart, monthStart } from './periods.ts';
 import { closeHoldInOneStatement, placeHoldInOneStatement, walletRefusal } from './pg-holds.ts';
 import { usageOfClose, usageRecordWrite, type UsageDraft } from './usage-records.ts';
-import { OPEN, type HoldsTable, type HoldStatus, type MovementType } from './tables.ts';
+import {
+  billingDb,
+  OPEN,
+  type BillingTables as Tables,
+  type HoldsTable,
+  type HoldStatus,
+  type MovementType,
+} from './schema.ts';
 
 type HoldRow = Selectable<HoldsTable>;
 
@@ -216,54 +224,56 @@ export async function placeHold(
     if (placed === 'placed') return { holdId: hold.id, expiresAt: now + ttlMs };
     if (placed !== 'transaction') throw placed.refused;
   }
-  const outcome = await ctx.db.transaction().execute(async (trx) => {
-    // Stale holds would block credits the user has; they are released first (and stay released even when
-    // this hold is refused: the refusal is returned, not thrown, so this transaction still commits).
-    const locked = await lockWallet(trx, input.userId, now);
-    const { wallet } = await expireOverdue(trx, locked, now);
+  const outcome = await billingDb(ctx.db)
+    .transaction()
+    .execute(async (trx) => {
+      // Stale holds would block credits the user has; they are released first (and stay released even when
+      // this hold is refused: the refusal is returned, not thrown, so this transaction still commits).
+      const locked = await lockWallet(trx, input.userId, now);
+      const { wallet } = await expireOverdue(trx, locked, now);
 
-    for (const limit of await applicableLimitsWithSpend(trx, input, now)) {
-      if (limit.current + input.amount > limit.limit)
-        return { refused: spendingLimitExceeded(limit, limit.current, input.amount, now) };
-    }
-    const available = wallet.balance - wallet.reserved;
-    // Debt (see debt.ts) is read from the locked wallet row, so it is as atomic as the balance check.
-    const refused = walletRefusal({ available, debt: locked.debt }, input.amount);
-    if (refused) return { refused };
+      for (const limit of await applicableLimitsWithSpend(trx, input, now)) {
+        if (limit.current + input.amount > limit.limit)
+          return { refused: spendingLimitExceeded(limit, limit.current, input.amount, now) };
+      }
+      const available = wallet.balance - wallet.reserved;
+      // Debt (see debt.ts) is read from the locked wallet row, so it is as atomic as the balance check.
+      const refused = walletRefusal({ available, debt: locked.debt }, input.amount);
+      if (refused) return { refused };
 
-    const hold = {
-      id: newId('hold'),
-      user_id: input.userId,
-      app_id: input.appId,
-      key_id: input.keyId,
-      amount: input.amount,
-      captured: 0,
-      refunded: 0,
-      status: 'open' as const,
-      description: input.description ?? 'Hold',
-      created_at: now,
-      expires_at: now + ttlMs,
-      closed_at: null,
-      period_day: dayStart(now),
-      period_month: monthStart(now),
-    };
-    await postMovement(
-      trx,
-      wallet,
-      {
-        type: 'hold',
-        description: hold.description,
-        holdId: hold.id,
-        entries: [
-          { account: accounts.available(input.userId), amount: -input.amount },
-          { account: accounts.held(input.userId), amount: input.amount },
-        ],
-      },
-      now,
-      [insertCompanion('holds', insertHold, hold), counterWrite(holdScope(hold), { held: input.amount, spent: 0 })],
-    );
-    return { hold };
-  });
+      const hold = {
+        id: newId('hold'),
+        user_id: input.userId,
+        app_id: input.appId,
+        key_id: input.keyId,
+        amount: input.amount,
+        captured: 0,
+        refunded: 0,
+        status: 'open' as const,
+        description: input.description ?? 'Hold',
+        created_at: now,
+        expires_at: now + ttlMs,
+        closed_at: null,
+        period_day: dayStart(now),
+        period_month: monthStart(now),
+      };
+      await postMovement(
+        trx,
+        wallet,
+        {
+          type: 'hold',
+          description: hold.description,
+          holdId: hold.id,
+          entries: [
+            { account: accounts.available(input.userId), amount: -input.amount },
+            { account: accounts.held(input.userId), amount: input.amount },
+          ],
+        },
+        now,
+        [insertCompanion('holds', insertHold, hold), counterWrite(holdScope(hold), { held: input.amount, spent: 0 })],
+      );
+      return { hold };
+    });
   if ('refused' in outcome) throw outcome.refused;
   return { holdId: outcome.hold.id, expiresAt: outcome.hold.expires_at };
 }
@@ -282,7 +292,7 @@ export interface CloseHoldOptions {
    * settlement), run in the close's transaction, only by the call that closes the hold, so they happen
    * exactly once.
    */
-  companionWrites?: (trx: Trx, closed: { captured: number; afterExpiry: boolean }) => Promise<void>;
+  companionWrites?: (trx: Db, closed: { captured: number; afterExpiry: boolean }) => Promise<void>;
   /**
    * A companion write that is one INSERT (a usage record), built once the capture is known. Unlike
    * `companionWrites` it joins the movement's own statement on PostgreSQL: one round trip less.
@@ -324,7 +334,8 @@ async function closeOpenHold(
       : rest;
   const owner =
     knownOwner ??
-    (await ctx.db.selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst())?.user_id;
+    (await billingDb(ctx.db).selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst())
+      ?.user_id;
   if (!owner) return null;
   const now = ctx.clock.now();
   if (ctx.dialect === 'postgres' && !options.companionWrites && !rest.companion && ending.status !== 'expired') {
@@ -345,25 +356,27 @@ async function closeOpenHold(
       if (ending.status !== 'settled' || !options.afterExpiry || ending.capture === 0) return null;
     }
   }
-  return ctx.db.transaction().execute(async (trx) => {
-    const wallet = await lockWallet(trx, owner, now);
-    const [hold] = await claimHolds(trx, owner, { holdId }, ending, now);
-    if (!hold) {
-      // Off the hot path: only a hold that was no longer open gets here.
-      if (ending.status !== 'settled' || !options.afterExpiry || ending.capture === 0) return null;
-      return chargeAfterExpiry(trx, wallet, holdId, ending.capture, now, options);
-    }
-    await recordClose(
-      trx,
-      wallet,
-      hold,
-      ending,
-      now,
-      options.companion?.({ captured: hold.captured, afterExpiry: false }) ?? null,
-    );
-    await options.companionWrites?.(trx, { captured: hold.captured, afterExpiry: false });
-    return { captured: hold.captured, afterExpiry: false };
-  });
+  return billingDb(ctx.db)
+    .transaction()
+    .execute(async (trx) => {
+      const wallet = await lockWallet(trx, owner, now);
+      const [hold] = await claimHolds(trx, owner, { holdId }, ending, now);
+      if (!hold) {
+        // Off the hot path: only a hold that was no longer open gets here.
+        if (ending.status !== 'settled' || !options.afterExpiry || ending.capture === 0) return null;
+        return chargeAfterExpiry(trx, wallet, holdId, ending.capture, now, options);
+      }
+      await recordClose(
+        trx,
+        wallet,
+        hold,
+        ending,
+        now,
+        options.companion?.({ captured: hold.captured, afterExpiry: false }) ?? null,
+      );
+      await options.companionWrites?.(asDb(trx), { captured: hold.captured, afterExpiry: false });
+      return { captured: hold.captured, afterExpiry: false };
+    });
 }
 
 /**
@@ -406,7 +419,7 @@ async function chargeAfterExpiry(
       options.companion?.({ captured: hold.captured, afterExpiry: true }) ?? null,
     ],
   );
-  await options.companionWrites?.(trx, { captured: hold.captured, afterExpiry: true });
+  await options.companionWrites?.(asDb(trx), { captured: hold.captured, afterExpiry: true });
   return { captured: hold.captured, afterExpiry: true };
 }
 
@@ -505,7 +518,7 @@ export async function releaseExpiredHolds(ctx: BillingContext, batchSize = 500):
   let expired = 0;
   for (;;) {
     const now = ctx.clock.now();
-    const due = await ctx.db
+    const due = await billingDb(ctx.db)
       .selectFrom('holds')
       .select('user_id')
       .distinct()
@@ -514,7 +527,7 @@ export async function releaseExpiredHolds(ctx: BillingContext, batchSize = 500):
       .limit(batchSize)
       .execute();
     for (const { user_id: userId } of due) {
-      expired += await ctx.db
+      expired += await billingDb(ctx.db)
         .transaction()
         .execute(async (trx) => (await expireOverdue(trx, await lockWallet(trx, userId, now), now)).expired);
     }
@@ -535,39 +548,45 @@ export async function refundHold(
 ): Promise<{ refunded: number; balance: number }> {
   assertMicros('amount', amount);
   if (amount === 0) throw errors.invalid('A refund must be more than zero.');
-  const owner = await ctx.db.selectFrom('holds').select('user_id').where('id', '=', holdId).executeTakeFirst();
+  const owner = await billingDb(ctx.db)
+    .selectFrom('holds')
+    .select('user_id')
+    .where('id', '=', holdId)
+    .executeTakeFirst();
   if (!owner) throw errors.notFound('Hold');
   const now = ctx.clock.now();
-  const outcome = await ctx.db.transaction().execute(async (trx) => {
-    const wallet = await lockWallet(trx, owner.user_id, now);
-    const hold = await trx.selectFrom('holds').selectAll().where('id', '=', holdId).executeTakeFirstOrThrow();
-    const refundable = hold.captured - hold.refunded;
-    if (amount > refundable)
-      return {
-        refused: errors.invalid(`Only ${microsToCredits(refundable)} credits of this hold can still be refunded.`),
-      };
-    await trx
-      .updateTable('holds')
-      .set({ refunded: hold.refunded + amount })
-      .where('id', '=', holdId)
-      .execute();
-    const after = await postMovement(
-      trx,
-      wallet,
-      {
-        type: 'refund',
-        description: reason,
-        holdId,
-        entries: [
-          { account: accounts.revenue, amount: -amount },
-          { account: accounts.available(hold.user_id), amount },
-        ],
-      },
-      now,
-      [counterWrite(holdScope(hold), { held: 0, spent: -amount })],
-    );
-    return { balance: after.balance };
-  });
+  const outcome = await billingDb(ctx.db)
+    .transaction()
+    .execute(async (trx) => {
+      const wallet = await lockWallet(trx, owner.user_id, now);
+      const hold = await trx.selectFrom('holds').selectAll().where('id', '=', holdId).executeTakeFirstOrThrow();
+      const refundable = hold.captured - hold.refunded;
+      if (amount > refundable)
+        return {
+          refused: errors.invalid(`Only ${microsToCredits(refundable)} credits of this hold can still be refunded.`),
+        };
+      await trx
+        .updateTable('holds')
+        .set({ refunded: hold.refunded + amount })
+        .where('id', '=', holdId)
+        .execute();
+      const after = await postMovement(
+        trx,
+        wallet,
+        {
+          type: 'refund',
+          description: reason,
+          holdId,
+          entries: [
+            { account: accounts.revenue, amount: -amount },
+            { account: accounts.available(hold.user_id), amount },
+          ],
+        },
+        now,
+        [counterWrite(holdScope(hold), { held: 0, spent: -amount })],
+      );
+      return { balance: after.balance };
+    });
   if ('refused' in outcome) throw outcome.refused;
   return { refunded: amount, balance: outcome.balance };
 }

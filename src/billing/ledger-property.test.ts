@@ -5,8 +5,9 @@ import { describeEachDatabase } from '../testing/harness.ts';
 import { ApiError } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { periodAt, type LimitPeriod } from './periods.ts';
-import { listAuthorizedApps } from './app-limits.ts';
+import { listAuthorizedApps } from '../oauth/authorized-apps.ts';
 import { authorizeApp, insertUser } from './testing/fixtures.ts';
+import { allTables } from '../testing/all-tables.ts';
 
 /** A step of a random history. `pick` chooses among the holds placed so far. */
 type Step =
@@ -291,7 +292,7 @@ describeEachDatabase(
             }
 
             // Every hold ends as the model says: status, never a negative amount, never more captured than held.
-            const rows = await ctx.db
+            const rows = await allTables(ctx.db)
               .selectFrom('holds')
               .select(['id', 'amount', 'status', 'captured', 'refunded'])
               .where('user_id', '=', userId)

@@ -1,9 +1,9 @@
 import { PostgresAdapter, sql, type Insertable, type InsertQueryBuilder, type Kysely, type Transaction } from 'kysely';
 import { preparedByShape, preparedInsert, preparedQuery, type PreparedQuery } from '../platform/db/prepared.ts';
-import type { Tables } from '../tables.ts';
+import type { BillingTables as Tables } from './schema.ts';
 import type { AppContext } from '../platform/context.ts';
 import { newId } from '../platform/ids.ts';
-import { OPEN, type LedgerTransactionsTable, type MovementType, type WalletsTable } from './tables.ts';
+import { OPEN, type LedgerTransactionsTable, type MovementType, type WalletsTable } from './schema.ts';
 
 /** What billing needs of the application context: the database, its dialect, the clock and the config. */
 export type BillingContext = Pick<AppContext, 'db' | 'dialect' | 'clock' | 'config'>;

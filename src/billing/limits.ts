@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
-import type { Db } from '../platform/db/connect.ts';
+import type { BillingDb } from './schema.ts';
 import { preparedByShape, preparedQuery } from '../platform/db/prepared.ts';
-import type { Tables } from '../tables.ts';
+import type { BillingTables as Tables } from './schema.ts';
 import type { InsufficientCreditsDetails, SpendingLimitDetails } from '#wire/restrictions.ts';
 import { ApiError } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
@@ -44,7 +44,7 @@ export interface LimitWithSpend extends AppliedLimit {
  * lock).
  */
 export async function applicableLimitsWithSpend(
-  trx: Trx | Db,
+  trx: Trx | BillingDb,
   hold: { userId: string; appId: string | null; keyId: string | null },
   at: number,
 ): Promise<LimitWithSpend[]> {
@@ -100,7 +100,7 @@ const limitWithSpendRows = preparedByShape(
 export type LimitsByPeriod = Record<LimitPeriod, number | null>;
 
 /** The limits of several subjects at once, by subject key; a subject without any has all three null. */
-export async function readLimits(db: Trx | Db, subjects: LimitSubject[]): Promise<Map<string, LimitsByPeriod>> {
+export async function readLimits(db: Trx | BillingDb, subjects: LimitSubject[]): Promise<Map<string, LimitsByPeriod>> {
   const keys = [...new Set(subjects.map(subjectKey))];
   const limits = new Map<string, LimitsByPeriod>(keys.map((key) => [key, { daily: null, monthly: null, total: null }]));
   if (keys.length === 0) return limits;
@@ -120,7 +120,7 @@ export async function readLimits(db: Trx | Db, subjects: LimitSubject[]): Promis
  * inside their own transaction.
  */
 export async function writeLimits(
-  db: Trx | Db,
+  db: Trx | BillingDb,
   subject: LimitSubject,
   changes: Partial<LimitsByPeriod>,
 ): Promise<void> {
@@ -150,7 +150,7 @@ export interface PeriodSpend {
 
 /** Reads the counters of `subject` for the periods that contain `at`. */
 export async function readSpend(
-  trx: Trx | Db,
+  trx: Trx | BillingDb,
   subject: LimitSubject,
   at: number,
 ): Promise<Record<LimitPeriod, PeriodSpend>> {

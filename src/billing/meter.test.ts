@@ -7,6 +7,7 @@ import { fundedUser, putModel, settled, usageOf, wallet } from '../gateway/testi
 import { Meter } from './meter.ts';
 import { insertUser } from './testing/fixtures.ts';
 import { startGatedUpstream } from './testing/gated-upstream.ts';
+import { allTables } from '../testing/all-tables.ts';
 
 const upstream = await startGatedUpstream(11);
 after(() => upstream.close());
@@ -52,8 +53,8 @@ describeEachDatabase(
       const [probeRecord] = await usageOf(env, probe);
       const held = Number(
         (
-          await ctx()
-            .db.selectFrom('holds')
+          await allTables(ctx().db)
+            .selectFrom('holds')
             .select('amount')
             .where('id', '=', probeRecord!.hold_id!)
             .executeTakeFirstOrThrow()
@@ -137,8 +138,8 @@ describeEachDatabase(
         reserved: 0,
         available: 880_000,
       });
-      const record = await ctx()
-        .db.selectFrom('usage_records')
+      const record = await allTables(ctx().db)
+        .selectFrom('usage_records')
         .selectAll()
         .where('user_id', '=', userId)
         .executeTakeFirstOrThrow();
@@ -146,8 +147,8 @@ describeEachDatabase(
         [Number(record.cost), record.settlement, Number(record.uncollected)],
         [120_000, 'charged_after_expiry', 0],
       );
-      const hold = await ctx()
-        .db.selectFrom('holds')
+      const hold = await allTables(ctx().db)
+        .selectFrom('holds')
         .select(['status', 'captured'])
         .where('id', '=', meter.holdId!)
         .executeTakeFirstOrThrow();
@@ -189,8 +190,8 @@ describeEachDatabase(
         100_000,
       );
       assert.deepEqual(await billing.getBalance(userId), { balance: 0, reserved: 0, available: 0 });
-      const record = await ctx()
-        .db.selectFrom('usage_records')
+      const record = await allTables(ctx().db)
+        .selectFrom('usage_records')
         .selectAll()
         .where('hold_id', '=', meter.holdId!)
         .executeTakeFirstOrThrow();
@@ -206,8 +207,8 @@ describeEachDatabase(
       await ctx().services.billing.grant(userId, 1_000_000, 'test');
       const meter = await Meter.open(ctx(), principalOf(userId), 'chat', 'acme/long', 200_000);
       await env.manualClock.advance(5000);
-      const extended = await ctx()
-        .db.selectFrom('holds')
+      const extended = await allTables(ctx().db)
+        .selectFrom('holds')
         .select('expires_at')
         .where('id', '=', meter.holdId!)
         .executeTakeFirstOrThrow();
@@ -218,8 +219,8 @@ describeEachDatabase(
       );
       await meter.release({ id: 'acme/long' }, 'upstream_error');
       await env.manualClock.advance((HOLD_TTL_SECONDS + 1) * 1000);
-      const hold = await ctx()
-        .db.selectFrom('holds')
+      const hold = await allTables(ctx().db)
+        .selectFrom('holds')
         .select(['status', 'expires_at'])
         .where('id', '=', meter.holdId!)
         .executeTakeFirstOrThrow();

@@ -1,7 +1,7 @@
 import type { AppContext } from '../platform/context.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { everyOn } from '../platform/clock.ts';
-import type { Trx } from './ledger.ts';
+import type { Db } from '../platform/db/connect.ts';
 import { recordUsage, usageOfClose, type UsageDraft } from './usage-records.ts';
 
 /** What a metered call is for; stored as the usage record's `kind`. */
@@ -42,7 +42,7 @@ export interface CloseOptions {
   /** Description of the charge movement (default "Charge"). */
   description?: string;
   /** Writes that commit with the close, run only by the close that happened (a prediction's settled mark). */
-  companionWrites?: (trx: Trx, closed: { captured: number; afterExpiry: boolean }) => Promise<void>;
+  companionWrites?: (trx: Db, closed: { captured: number; afterExpiry: boolean }) => Promise<void>;
 }
 
 /** A meter closed elsewhere: {@link Meter.resume}'s input. */

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { ApiError } from '../platform/errors.ts';
 import { periodAt } from './periods.ts';
-import { listAuthorizedApps } from './app-limits.ts';
+import { listAuthorizedApps } from '../oauth/authorized-apps.ts';
 import { authorizeApp, insertUser } from './testing/fixtures.ts';
 
 const CREDIT = 1_000_000;

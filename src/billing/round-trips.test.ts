@@ -10,6 +10,7 @@ import { allMigrations } from '../features.ts';
 import { createBilling } from './service.ts';
 import { authorizeApp, insertApiKey, insertUser } from './testing/fixtures.ts';
 import type { UsageDraft } from './usage-records.ts';
+import { allTables } from '../testing/all-tables.ts';
 
 /** Every message the pg client sends as a query: its text, and its statement name when it ran as a named prepared statement. */
 const sent: Array<{ text: string; name?: string }> = [];
@@ -77,7 +78,7 @@ if (selectedDatabases().includes('postgres')) {
           assert.equal(settle.length, 1, `settling sent ${settle.map((q) => q.text).join(' | ')}`);
           assert.match(settle[0]!.text, /tollgate_close_hold/);
           assert.ok(settle[0]!.name, 'settling runs as a named prepared statement');
-          const record = await ctx.db
+          const record = await allTables(ctx.db)
             .selectFrom('usage_records')
             .select(['cost', 'uncollected', 'settlement'])
             .where('user_id', '=', userId)
@@ -95,7 +96,13 @@ if (selectedDatabases().includes('postgres')) {
           });
         }
         assert.equal(
-          (await database.db.selectFrom('usage_records').select('id').where('user_id', '=', userId).execute()).length,
+          (
+            await allTables(database.db)
+              .selectFrom('usage_records')
+              .select('id')
+              .where('user_id', '=', userId)
+              .execute()
+          ).length,
           6,
         );
         assert.deepEqual(await billing.getBalance(userId), {

@@ -16,6 +16,7 @@ import { listTransactions, type TransactionView } from './transactions.ts';
 import { verifyLedger, type LedgerReport } from './verify.ts';
 import type { BillingContext } from './ledger.ts';
 import type { Db } from '../platform/db/connect.ts';
+import { billingDb } from './schema.ts';
 import { readLimits, SpendingLimitError, subjectKey, writeLimits, type LimitsByPeriod } from './limits.ts';
 import { LIMIT_PERIODS, type LimitPeriod } from './periods.ts';
 import { spendable, type Payer, type Spendable } from './headroom.ts';
@@ -109,12 +110,12 @@ export interface Billing {
   /**
    * Sets the user's limits for an app (consent sets the daily one; the dashboard any, through
    * `PATCH /api/user/authorized-apps/:clientId`): a number sets, null removes, a period left out keeps its
-   * limit. On `db` (the caller's transaction) when given.
+   * limit. On `db` (the caller's transaction, handed over with `asDb`) when given.
    */
   setAppLimits(userId: string, clientId: string, changes: Partial<LimitsByPeriod>, db?: Db): Promise<void>;
   /** The limits of API keys, by key id: the one period a key's limit has, or null. */
   keyLimits(keyIds: string[]): Promise<Map<string, { amount: number; period: LimitPeriod } | null>>;
-  /** Sets (or, with null, removes) a key's one limit; on `db` (the caller's transaction) when given. */
+  /** Sets (or, with null, removes) a key's one limit; on `db` (the caller's transaction, handed over with `asDb`) when given. */
   setKeyLimit(keyId: string, limit: { amount: number; period: LimitPeriod } | null, db?: Db): Promise<void>;
   /**
    * Listens to billing's moments that other features act on (auto top-up, outbound events): a settle that
@@ -201,7 +202,8 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
     getBalance: (userId) => getBalance(ctx.db, userId),
     debtOf: async (userId) =>
       Number(
-        (await ctx.db.selectFrom('wallets').select('debt').where('user_id', '=', userId).executeTakeFirst())?.debt ?? 0,
+        (await billingDb(ctx.db).selectFrom('wallets').select('debt').where('user_id', '=', userId).executeTakeFirst())
+          ?.debt ?? 0,
       ),
     spendable: (payer) => spendable(ctx, payer),
     releaseExpiredHolds: () => releaseExpiredHolds(ctx),
@@ -210,7 +212,7 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
     appLimits: async (userId, clientId) =>
       (await readLimits(ctx.db, [{ kind: 'app', userId, appId: clientId }])).values().next().value!,
     setAppLimits: (userId, clientId, changes, db) =>
-      writeLimits(db ?? ctx.db, { kind: 'app', userId, appId: clientId }, changes),
+      writeLimits(billingDb(db ?? ctx.db), { kind: 'app', userId, appId: clientId }, changes),
     keyLimits: async (keyIds) => {
       const limits = await readLimits(
         ctx.db,
@@ -228,7 +230,7 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
       // A key has one limit: setting one period clears the others.
       const changes: Partial<LimitsByPeriod> = { daily: null, monthly: null, total: null };
       if (limit) changes[limit.period] = limit.amount;
-      return writeLimits(db ?? ctx.db, { kind: 'key', keyId }, changes);
+      return writeLimits(billingDb(db ?? ctx.db), { kind: 'key', keyId }, changes);
     },
   };
 }

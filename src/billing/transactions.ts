@@ -1,8 +1,8 @@
-import type { Db } from '../platform/db/connect.ts';
+import type { BillingDb } from './schema.ts';
 import { errors } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { accounts } from './ledger.ts';
-import type { MovementType } from './tables.ts';
+import type { MovementType } from './schema.ts';
 
 /** One movement as the dashboard lists it; amounts in credits. */
 export interface TransactionView {
@@ -35,7 +35,7 @@ function decodeCursor(cursor: string): number {
  * `page.appId`, only the movements of that app's holds (placed, captured, released, expired, refunded).
  */
 export async function listTransactions(
-  db: Db,
+  db: BillingDb,
   userId: string,
   page: { limit?: number; cursor?: string; appId?: string | null } = {},
 ): Promise<{ transactions: TransactionView[]; nextCursor: string | null }> {

@@ -1,9 +1,9 @@
 import type { Insertable } from 'kysely';
 import { insertCompanion, type CompanionWrite } from './ledger.ts';
-import type { Db } from '../platform/db/connect.ts';
+import type { BillingDb } from './schema.ts';
 import { preparedInsert } from '../platform/db/prepared.ts';
 import { newId } from '../platform/ids.ts';
-import type { UsageRecordsTable } from '../usage/tables.ts';
+import type { UsageRecordsTable } from './schema.ts';
 
 /*
  * The usage record of a billable call is billing's to write: the meter (./meter.ts) writes it with the
@@ -11,7 +11,7 @@ import type { UsageRecordsTable } from '../usage/tables.ts';
  */
 
 /** Writes one usage record; returns its id. */
-export async function recordUsage(db: Db, record: Omit<Insertable<UsageRecordsTable>, 'id'>): Promise<string> {
+export async function recordUsage(db: BillingDb, record: Omit<Insertable<UsageRecordsTable>, 'id'>): Promise<string> {
   const full = withId(record);
   await insertRecord(db, full);
   return full.id;

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { microsToCredits } from '../platform/money.ts';
-import { OPEN } from './tables.ts';
+import { billingDb, OPEN } from './schema.ts';
 import { accounts, type Trx, type BillingContext } from './ledger.ts';
 import { subjectKey, subjectsOf } from './limits.ts';
 
@@ -49,7 +49,7 @@ const num = (value: unknown): number => Number(value ?? 0);
  * movement committing between two of its reads can show a transient difference on a busy system.
  */
 export async function verifyLedger(ctx: BillingContext, options: { userId?: string } = {}): Promise<LedgerReport> {
-  const { db } = ctx;
+  const db = billingDb(ctx.db);
   const userId = options.userId;
   const now = ctx.clock.now();
 

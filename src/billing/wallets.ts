@@ -1,7 +1,18 @@
-import type { Db } from '../platform/db/connect.ts';
+import { sql, type RawBuilder } from 'kysely';
+import { billingDb, type BillingDb } from './schema.ts';
 import { errors } from '../platform/errors.ts';
+import { userExists } from '../accounts/users.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { accounts, lockWallet, postMovement, type BillingContext } from './ledger.ts';
+
+/**
+ * The user's available credits (micro-credits: balance − reserved) as an SQL expression, read from the wallet
+ * row by the statement that embeds it: for another feature's conditional write that must see the balance at
+ * that instant (events' low-balance alert), not one read before it.
+ */
+export function availableCreditsSql(userId: string): RawBuilder<number> {
+  return sql<number>`(select balance - reserved from wallets where wallets.user_id = ${userId})`;
+}
 
 /** A wallet as callers see it, in micro-credits: what the user owns, what open holds reserve, and the rest. */
 export interface BalanceMicros {
@@ -11,7 +22,7 @@ export interface BalanceMicros {
 }
 
 /** The user's balance (zeros when the user has never had credits). */
-export async function getBalance(db: Db, userId: string): Promise<BalanceMicros> {
+export async function getBalance(db: BillingDb, userId: string): Promise<BalanceMicros> {
   const wallet = await db
     .selectFrom('wallets')
     .select(['balance', 'reserved'])
@@ -43,38 +54,39 @@ export async function creditWallet(
       `A ${kind} must be a ${kind === 'adjustment' ? 'non-zero' : 'positive'} amount of credits with at most 6 decimals.`,
     );
   }
-  const user = await ctx.db.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst();
-  if (!user) throw errors.notFound('User');
+  if (!(await userExists(ctx.db, userId))) throw errors.notFound('User');
   const now = ctx.clock.now();
-  const outcome = await ctx.db.transaction().execute(async (trx) => {
-    const wallet = await lockWallet(trx, userId, now);
-    const available = wallet.balance - wallet.reserved;
-    if (available + amount < 0) {
-      return {
-        refused: errors.invalid(
-          `The adjustment would make the available credits negative: ${microsToCredits(available)} credits are available.`,
-          { available: microsToCredits(available) },
-        ),
-      };
-    }
-    // Credits that come in repay a debt first (see debt.ts): an operator's grant can clear one.
-    const repaid = amount > 0 ? Math.min(amount, wallet.debt) : 0;
-    const after = await postMovement(
-      trx,
-      wallet,
-      {
-        type: kind,
-        description: reason,
-        entries: [
-          { account: SOURCES[kind], amount: -amount },
-          { account: accounts.debt(userId), amount: repaid },
-          { account: accounts.available(userId), amount: amount - repaid },
-        ],
-      },
-      now,
-    );
-    return { balance: after.balance };
-  });
+  const outcome = await billingDb(ctx.db)
+    .transaction()
+    .execute(async (trx) => {
+      const wallet = await lockWallet(trx, userId, now);
+      const available = wallet.balance - wallet.reserved;
+      if (available + amount < 0) {
+        return {
+          refused: errors.invalid(
+            `The adjustment would make the available credits negative: ${microsToCredits(available)} credits are available.`,
+            { available: microsToCredits(available) },
+          ),
+        };
+      }
+      // Credits that come in repay a debt first (see debt.ts): an operator's grant can clear one.
+      const repaid = amount > 0 ? Math.min(amount, wallet.debt) : 0;
+      const after = await postMovement(
+        trx,
+        wallet,
+        {
+          type: kind,
+          description: reason,
+          entries: [
+            { account: SOURCES[kind], amount: -amount },
+            { account: accounts.debt(userId), amount: repaid },
+            { account: accounts.available(userId), amount: amount - repaid },
+          ],
+        },
+        now,
+      );
+      return { balance: after.balance };
+    });
   if ('refused' in outcome) throw outcome.refused;
   return outcome;
 }

@@ -3,7 +3,8 @@ import { sql } from 'kysely';
 import { request, type RequestOptions, type TestResponse } from '../testing/harness.ts';
 import { randomText } from '../platform/ids.ts';
 import { MICROS_PER_CREDIT } from '../platform/money.ts';
-import type { Db } from '../platform/db/connect.ts';
+import type { Kysely } from 'kysely';
+import type { AllTables } from '../testing/all-tables.ts';
 import { count } from './figures.ts';
 import { parseSse, type SseFrame } from '../testing/sse.ts';
 
@@ -210,7 +211,7 @@ const num = (value: unknown) => Number(value ?? 0);
  * Returns the micro-credits captured.
  */
 export async function assertCreditsConserved(
-  db: Db,
+  db: Kysely<AllTables>,
   grantedByUser: Map<string, number>,
 ): Promise<{ captured: number; holds: number }> {
   const userIds = [...grantedByUser.keys()];
@@ -264,7 +265,7 @@ export async function assertCreditsConserved(
 }
 
 /** Asserts that no hold of anyone is open and that the ledger's accounts sum to zero, the revenue account included. */
-export async function assertLedgerBalanced(db: Db): Promise<void> {
+export async function assertLedgerBalanced(db: Kysely<AllTables>): Promise<void> {
   const open = await db
     .selectFrom('holds')
     .select((eb) => eb.fn.countAll<string | number>().as('n'))

@@ -121,15 +121,15 @@ export function killUnderLoadSuite(profile: ChaosProfile, upstream: FaultUpstrea
         env.manualClock.set(Date.now() + (HOLD_TTL_SECONDS + 1) * 1000);
         await sweepExpiredHolds(env.baseUrl, env.adminToken);
         await assertLedgerVerifies(env.baseUrl, env.adminToken);
-        await assertLedgerBalanced(env.service.ctx.db);
+        await assertLedgerBalanced(env.db);
         const granted = new Map(users.map((u) => [u.userId, CREDITS_PER_USER * CREDIT]));
-        const swept = await env.service.ctx.db
+        const swept = await env.db
           .selectFrom('holds')
           .select((eb) => eb.fn.countAll<string | number>().as('n'))
           .where('status', '=', 'expired')
           .executeTakeFirstOrThrow();
         count('holdsSwept', Number(swept.n));
-        const { captured, holds } = await assertCreditsConserved(env.service.ctx.db, granted);
+        const { captured, holds } = await assertCreditsConserved(env.db, granted);
         assert.ok(holds >= tally.completed, 'every completed call placed a hold');
         // A non-streamed answer is sent after its settlement, so each one the client received was charged. (A
         // stream is settled after its last frame: a death in between leaves its hold to the sweep, uncharged.)

@@ -77,7 +77,7 @@ export function sigtermStreamSuite(upstream: FaultUpstream): void {
         assert.ok(received >= 3 && received < LONG.words, `the long stream was cut mid-way (${received} words)`);
 
         // The process settled before it exited: nothing is left open, and each hold captured what was produced.
-        const holds = await env.service.ctx.db
+        const holds = await env.db
           .selectFrom('holds')
           .innerJoin('usage_records', 'usage_records.hold_id', 'holds.id')
           .select(['usage_records.model', 'usage_records.status as usage', 'holds.status', 'holds.captured'])

@@ -137,13 +137,13 @@ export function twoInstanceSuite(profile: ChaosProfile, upstream: FaultUpstream)
       );
       assert.equal(succeeded, BALANCE / RACE_MODEL.cost, 'the balance is spent exactly, never beyond');
 
-      const keySpend = await env.service.ctx.db
+      const keySpend = await env.db
         .selectFrom('holds')
         .select((eb) => eb.fn.sum<string | number>('captured').as('spent'))
         .where('key_id', '=', user.keyId)
         .executeTakeFirstOrThrow();
       assert.ok(Number(keySpend.spent ?? 0) <= DAILY_LIMIT * CREDIT, 'the daily limit held across both processes');
-      const { captured } = await assertCreditsConserved(env.service.ctx.db, new Map([[user.userId, BALANCE * CREDIT]]));
+      const { captured } = await assertCreditsConserved(env.db, new Map([[user.userId, BALANCE * CREDIT]]));
       assert.equal(captured, BALANCE * CREDIT);
       for (const base of [a, b]) {
         const wallet = await send(base, 'GET', '/api/wallet/balance', { headers: { cookie: user.cookie } });

@@ -107,7 +107,7 @@ export function upstreamFaultSuite(profile: ChaosProfile, upstream: FaultUpstrea
         calls.forEach((c, i) => assertClientSaw(c, outcomes[i]));
 
         // Each call's hold, through its usage record: closed, and captured exactly what the call produced.
-        const records = await env.service.ctx.db
+        const records = await env.db
           .selectFrom('usage_records')
           .innerJoin('holds', 'holds.id', 'usage_records.hold_id')
           .select(['usage_records.model', 'usage_records.cost', 'holds.status', 'holds.captured', 'holds.amount'])
@@ -126,10 +126,7 @@ export function upstreamFaultSuite(profile: ChaosProfile, upstream: FaultUpstrea
           assert.ok(Number(record.captured) <= Number(record.amount));
         }
         const expectedCharge = calls.reduce((sum, c) => sum + c.expect.charge, 0) * CREDIT;
-        const { captured } = await assertCreditsConserved(
-          env.service.ctx.db,
-          new Map([[user.userId, granted * CREDIT]]),
-        );
+        const { captured } = await assertCreditsConserved(env.db, new Map([[user.userId, granted * CREDIT]]));
         assert.equal(captured, expectedCharge);
         await assertLedgerVerifies(env.baseUrl, env.adminToken);
       });

@@ -154,7 +154,7 @@ describeEachDatabase(
       const id = recorded!.messageIds[0];
       // As a sender leaves it when it dies mid-attempt: claimed, counted, never finished.
       const now = env.manualClock.now();
-      await env.service.ctx.db
+      await env.db
         .updateTable('webhook_messages')
         .set({ status: 'sending', claim_token: 'dead', claimed_until: now + 40_000, attempts: 1 })
         .where('id', '=', id)
@@ -210,11 +210,7 @@ describeEachDatabase(
       const created = await env.dashboard(user, 'POST', '/api/user/webhooks', { url: receiver.url });
       assert.equal(created.status, 201, created.text);
       const rows = () =>
-        env.service.ctx.db
-          .selectFrom('webhook_messages')
-          .selectAll()
-          .where('endpoint_id', '=', created.body.webhook.id)
-          .execute();
+        env.db.selectFrom('webhook_messages').selectAll().where('endpoint_id', '=', created.body.webhook.id).execute();
       assert.equal(
         (await env.dashboard(user, 'POST', `/api/user/webhooks/${created.body.webhook.id}/test`)).status,
         202,

@@ -3,6 +3,7 @@ import type { AppContext } from '../platform/context.ts';
 import { signatureHeader } from '../webhooks/standard-webhooks.ts';
 import { signingKeys } from './endpoints.ts';
 import { sendAttempt, type AttemptResult } from './send.ts';
+import { eventsDb } from './schema.ts';
 
 /**
  * The wait after each failed attempt (the n-th entry after attempt n), before jitter: 5 s, 30 s, 2 min,
@@ -58,7 +59,7 @@ interface DueMessage {
  */
 export async function deliverDue(ctx: AppContext): Promise<DeliveryRun> {
   const now = ctx.clock.now();
-  const due = await ctx.db
+  const due = await eventsDb(ctx.db)
     .selectFrom('webhook_messages as m')
     .innerJoin('webhook_events as e', 'e.id', 'm.event_id')
     .innerJoin('webhook_endpoints as p', 'p.id', 'm.endpoint_id')
@@ -88,7 +89,7 @@ export async function deliverDue(ctx: AppContext): Promise<DeliveryRun> {
   for (const message of due) {
     if (message.attempts >= MAX_ATTEMPTS) {
       // A lapsed claim on the last attempt: that attempt was made (or died), so the message is over.
-      await ctx.db
+      await eventsDb(ctx.db)
         .updateTable('webhook_messages')
         .set({ status: 'failed', claim_token: null, claimed_until: null })
         .where('id', '=', message.id)
@@ -98,7 +99,7 @@ export async function deliverDue(ctx: AppContext): Promise<DeliveryRun> {
       continue;
     }
     const token = randomUUID();
-    const result = await ctx.db
+    const result = await eventsDb(ctx.db)
       .updateTable('webhook_messages')
       .set({
         status: 'sending',
@@ -121,7 +122,7 @@ export async function deliverDue(ctx: AppContext): Promise<DeliveryRun> {
       const at = ctx.clock.now();
       const success = outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
       const final = !success && attempt >= MAX_ATTEMPTS;
-      await ctx.db
+      await eventsDb(ctx.db)
         .updateTable('webhook_messages')
         .set({
           status: success ? 'delivered' : final ? 'failed' : 'pending',

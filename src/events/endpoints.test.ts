@@ -117,7 +117,7 @@ describeEachDatabase(
     it('the secret is stored sealed, and neither it nor the URL reaches the logs while deliveries are made', async () => {
       receiver.secrets = [secret];
       receiver.received.length = 0;
-      const row = await env.service.ctx.db
+      const row = await env.db
         .selectFrom('webhook_endpoints')
         .selectAll()
         .where('id', '=', endpointId)

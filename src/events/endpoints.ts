@@ -6,7 +6,7 @@ import { newId } from '../platform/ids.ts';
 import { newSigningSecret } from '../webhooks/standard-webhooks.ts';
 import { EVENT_TYPES } from './catalogue.ts';
 import { checkEndpointUrl } from './url-guard.ts';
-import type { WebhookEndpointsTable } from './tables.ts';
+import { eventsDb, type WebhookEndpointsTable } from './schema.ts';
 
 /** Whose endpoints a call manages: a user's (their id) or the operator's (null: every user's events). */
 export type Owner = string | null;
@@ -61,14 +61,14 @@ function eventTypesText(types: readonly string[] | undefined): string {
 
 /** The owner's endpoints, oldest first. */
 export function listEndpoints(ctx: AppContext, owner: Owner): Promise<EndpointRow[]> {
-  let query = ctx.db.selectFrom('webhook_endpoints').selectAll();
+  let query = eventsDb(ctx.db).selectFrom('webhook_endpoints').selectAll();
   query = owner === null ? query.where('owner_user_id', 'is', null) : query.where('owner_user_id', '=', owner);
   return query.orderBy('created_at').orderBy('id').execute();
 }
 
 /** One of the owner's endpoints; another owner's is NOT_FOUND (404), as if it did not exist. */
 export async function findEndpoint(ctx: AppContext, owner: Owner, id: string): Promise<EndpointRow> {
-  let query = ctx.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id);
+  let query = eventsDb(ctx.db).selectFrom('webhook_endpoints').selectAll().where('id', '=', id);
   query = owner === null ? query.where('owner_user_id', 'is', null) : query.where('owner_user_id', '=', owner);
   const row = await query.executeTakeFirst();
   if (!row) throw errors.notFound('Webhook endpoint');
@@ -110,7 +110,7 @@ export async function createEndpoint(
     created_at: now,
     updated_at: now,
   };
-  await ctx.db.insertInto('webhook_endpoints').values(row).execute();
+  await eventsDb(ctx.db).insertInto('webhook_endpoints').values(row).execute();
   return { row, secret };
 }
 
@@ -126,17 +126,19 @@ export async function updateEndpoint(
   if (input.url !== undefined) changes.url = await checkEndpointUrl(input.url, urlPolicy(ctx));
   if (input.eventTypes !== undefined) changes.event_types = eventTypesText(input.eventTypes);
   if (input.enabled !== undefined) changes.enabled = input.enabled ? 1 : 0;
-  await ctx.db.updateTable('webhook_endpoints').set(changes).where('id', '=', current.id).execute();
+  await eventsDb(ctx.db).updateTable('webhook_endpoints').set(changes).where('id', '=', current.id).execute();
   return { ...current, ...changes };
 }
 
 /** Deletes an endpoint and its deliveries; 404 for another owner's. */
 export async function deleteEndpoint(ctx: AppContext, owner: Owner, id: string): Promise<void> {
   const current = await findEndpoint(ctx, owner, id);
-  await ctx.db.transaction().execute(async (trx) => {
-    await trx.deleteFrom('webhook_messages').where('endpoint_id', '=', current.id).execute();
-    await trx.deleteFrom('webhook_endpoints').where('id', '=', current.id).execute();
-  });
+  await eventsDb(ctx.db)
+    .transaction()
+    .execute(async (trx) => {
+      await trx.deleteFrom('webhook_messages').where('endpoint_id', '=', current.id).execute();
+      await trx.deleteFrom('webhook_endpoints').where('id', '=', current.id).execute();
+    });
 }
 
 /**
@@ -151,7 +153,7 @@ export async function rotateSecret(
   const current = await findEndpoint(ctx, owner, id);
   const secret = newSigningSecret();
   const now = ctx.clock.now();
-  await ctx.db
+  await eventsDb(ctx.db)
     .updateTable('webhook_endpoints')
     .set({
       secret_sealed: encrypt(ctx.secrets.encryptionKey, secret),

@@ -1,7 +1,7 @@
 import type { Feature } from '../platform/feature.ts';
 import type { Job } from '../platform/jobs.ts';
 import { everyOn } from '../platform/clock.ts';
-import { eventsMigrations } from './tables.ts';
+import { eventsMigrations } from './migrations.ts';
 import { pruneDeliveries } from './prune.ts';
 import { createEventsService, subscribeTopupEvents } from './service.ts';
 import { adminSurface, userSurface } from './routes/surfaces.ts';

@@ -2,6 +2,8 @@ import { sql } from 'kysely';
 import type { AppContext } from '../platform/context.ts';
 import { microsToCredits } from '../platform/money.ts';
 import type { NewEvent, RecordedEvent } from './outbox.ts';
+import { eventsDb } from './schema.ts';
+import { availableCreditsSql } from '../billing/wallets.ts';
 
 /** The user's low-balance alert, micro-credits; `threshold` null when none is set. */
 export interface LowBalanceAlert {
@@ -12,7 +14,7 @@ export interface LowBalanceAlert {
 
 /** Reads the user's alert. */
 export async function readAlert(ctx: AppContext, userId: string): Promise<LowBalanceAlert> {
-  const row = await ctx.db
+  const row = await eventsDb(ctx.db)
     .selectFrom('event_settings')
     .select(['low_balance_threshold', 'low_balance_armed'])
     .where('user_id', '=', userId)
@@ -28,7 +30,7 @@ export async function writeAlert(ctx: AppContext, userId: string, threshold: num
   const { available } = await ctx.services.billing.getBalance(userId);
   const armed = threshold !== null && available >= threshold ? 1 : 0;
   const now = ctx.clock.now();
-  await ctx.db
+  await eventsDb(ctx.db)
     .insertInto('event_settings')
     .values({ user_id: userId, low_balance_threshold: threshold, low_balance_armed: armed, updated_at: now })
     .onConflict((oc) =>
@@ -56,8 +58,8 @@ export async function checkLowBalance(
   if (alert.threshold === null) return 'unchanged';
   const threshold = alert.threshold;
   const balance = await ctx.services.billing.getBalance(userId);
-  // Read-only use of billing's wallet row: the atomic condition of the transitions below.
-  const available = sql<number>`(select balance - reserved from wallets where wallets.user_id = ${userId})`;
+  // Billing's wallet row, read inside each statement below: the atomic condition of the transitions.
+  const available = availableCreditsSql(userId);
   const now = ctx.clock.now();
   if (balance.available < threshold && alert.armed) {
     const recorded = await emit({
@@ -83,7 +85,7 @@ export async function checkLowBalance(
     return recorded ? 'fired' : 'unchanged';
   }
   if (balance.available >= threshold && !alert.armed) {
-    const result = await ctx.db
+    const result = await eventsDb(ctx.db)
       .updateTable('event_settings')
       .set({ low_balance_armed: 1, updated_at: now })
       .where('user_id', '=', userId)

@@ -1,5 +1,5 @@
 import type { AppContext } from '../platform/context.ts';
-import type { Db } from '../platform/db/connect.ts';
+import { eventsDb, type EventsDb } from './schema.ts';
 import { newId } from '../platform/ids.ts';
 import { eventBody } from './catalogue.ts';
 
@@ -16,7 +16,7 @@ export interface NewEvent {
    * Runs first, in the same transaction; the event is recorded only when it answers true. A state change
    * that must happen exactly when the event does (disarming the low-balance alert) goes here.
    */
-  guard?: (trx: Db) => Promise<boolean>;
+  guard?: (trx: EventsDb) => Promise<boolean>;
 }
 
 /** What {@link recordEvent} recorded: the event and one message per endpoint; null when nothing was. */
@@ -31,7 +31,7 @@ export interface RecordedEvent {
  * written (and a dedupe key is not used up). The messages are due at once; the sender takes them from here.
  */
 export async function recordEvent(ctx: AppContext, event: NewEvent): Promise<RecordedEvent | null> {
-  let query = ctx.db.selectFrom('webhook_endpoints').select(['id', 'event_types']);
+  let query = eventsDb(ctx.db).selectFrom('webhook_endpoints').select(['id', 'event_types']);
   if (event.endpointId) query = query.where('id', '=', event.endpointId);
   else {
     query = query.where('enabled', '=', 1);
@@ -48,38 +48,40 @@ export async function recordEvent(ctx: AppContext, event: NewEvent): Promise<Rec
 
   const now = ctx.clock.now();
   const eventId = newId('evt');
-  return ctx.db.transaction().execute(async (trx) => {
-    if (event.guard && !(await event.guard(trx))) return null;
-    const inserted = await trx
-      .insertInto('webhook_events')
-      .values({
-        id: eventId,
-        user_id: event.userId,
-        type: event.type,
-        dedupe_key: event.dedupeKey ?? null,
-        body: eventBody(event.type, now, event.data),
+  return eventsDb(ctx.db)
+    .transaction()
+    .execute(async (trx) => {
+      if (event.guard && !(await event.guard(trx))) return null;
+      const inserted = await trx
+        .insertInto('webhook_events')
+        .values({
+          id: eventId,
+          user_id: event.userId,
+          type: event.type,
+          dedupe_key: event.dedupeKey ?? null,
+          body: eventBody(event.type, now, event.data),
+          created_at: now,
+        })
+        .onConflict((oc) => oc.column('dedupe_key').doNothing())
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return null;
+      const messages = endpoints.map((endpoint) => ({
+        id: newId('msg'),
+        event_id: eventId,
+        endpoint_id: endpoint.id,
+        status: 'pending' as const,
+        attempts: 0,
+        next_attempt_at: now,
+        claim_token: null,
+        claimed_until: null,
+        last_attempt_at: null,
+        last_status_code: null,
+        last_error: null,
+        last_response_excerpt: null,
+        delivered_at: null,
         created_at: now,
-      })
-      .onConflict((oc) => oc.column('dedupe_key').doNothing())
-      .executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return null;
-    const messages = endpoints.map((endpoint) => ({
-      id: newId('msg'),
-      event_id: eventId,
-      endpoint_id: endpoint.id,
-      status: 'pending' as const,
-      attempts: 0,
-      next_attempt_at: now,
-      claim_token: null,
-      claimed_until: null,
-      last_attempt_at: null,
-      last_status_code: null,
-      last_error: null,
-      last_response_excerpt: null,
-      delivered_at: null,
-      created_at: now,
-    }));
-    await trx.insertInto('webhook_messages').values(messages).execute();
-    return { eventId, messageIds: messages.map((m) => m.id) };
-  });
+      }));
+      await trx.insertInto('webhook_messages').values(messages).execute();
+      return { eventId, messageIds: messages.map((m) => m.id) };
+    });
 }

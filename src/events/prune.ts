@@ -1,4 +1,5 @@
 import type { AppContext } from '../platform/context.ts';
+import { eventsDb } from './schema.ts';
 
 /** How long finished deliveries (delivered or failed) stay listed before they are deleted. */
 export const DELIVERY_RETENTION_MS = 30 * 24 * 3600 * 1000;
@@ -10,12 +11,12 @@ export const DELIVERY_RETENTION_MS = 30 * 24 * 3600 * 1000;
  */
 export async function pruneDeliveries(ctx: AppContext): Promise<{ deliveries: number; events: number }> {
   const before = ctx.clock.now() - DELIVERY_RETENTION_MS;
-  const deliveries = await ctx.db
+  const deliveries = await eventsDb(ctx.db)
     .deleteFrom('webhook_messages')
     .where('status', 'in', ['delivered', 'failed'])
     .where('created_at', '<', before)
     .executeTakeFirst();
-  const events = await ctx.db
+  const events = await eventsDb(ctx.db)
     .deleteFrom('webhook_events')
     .where('created_at', '<', before)
     .where(({ not, exists, selectFrom }) =>

@@ -1,4 +1,5 @@
 import type { AppContext } from '../platform/context.ts';
+import { eventsDb } from './schema.ts';
 
 /** The bus channel on which a change of someone's endpoints or alert is announced (the user id; '' for the operator). */
 export const SUBSCRIPTIONS_CHANNEL = 'events:subscriptions';
@@ -31,7 +32,7 @@ export class Subscriptions {
 
   /** Reads everything (at start). */
   async load(): Promise<void> {
-    const { db } = this.#ctx;
+    const db = eventsDb(this.#ctx.db);
     const owners = await db
       .selectFrom('webhook_endpoints')
       .select('owner_user_id')
@@ -50,7 +51,7 @@ export class Subscriptions {
 
   /** Reads one owner's entries again: a user id, or null for the operator's endpoints. */
   async reload(owner: string | null): Promise<void> {
-    const { db } = this.#ctx;
+    const db = eventsDb(this.#ctx.db);
     let endpoints = db.selectFrom('webhook_endpoints').select('id').where('enabled', '=', 1);
     endpoints =
       owner === null ? endpoints.where('owner_user_id', 'is', null) : endpoints.where('owner_user_id', '=', owner);

@@ -122,7 +122,7 @@ describeEachDatabase(
       const quiet = await fundedUser(env, 0);
       assert.equal((await call(quiet)).status, 402);
       await events().idle();
-      const before = await env.service.ctx.db
+      const before = await env.db
         .selectFrom('webhook_events')
         .select('id')
         .where('user_id', '=', quiet.session.userId)

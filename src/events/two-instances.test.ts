@@ -60,7 +60,7 @@ describeEachDatabase(
       assert.equal(seen.length, MESSAGES);
       assert.deepEqual([...new Set(seen)].sort(), [...ids].sort());
       assert.ok(receiver.received.every((d) => d.verified));
-      const rows = await env.service.ctx.db
+      const rows = await env.db
         .selectFrom('webhook_messages')
         .select(['status', 'attempts'])
         .where('id', 'in', ids)

@@ -61,11 +61,7 @@ async function chat(
 async function charged(env: TestEnv, user: FundedUser) {
   const after = await settled(env, user);
   const [record] = await usageOf(env, user);
-  const hold = await env.service.ctx.db
-    .selectFrom('holds')
-    .selectAll()
-    .where('id', '=', record.hold_id!)
-    .executeTakeFirstOrThrow();
+  const hold = await env.db.selectFrom('holds').selectAll().where('id', '=', record.hold_id!).executeTakeFirstOrThrow();
   return {
     balance: after.balance,
     cost: Number(record.cost),

@@ -74,7 +74,7 @@ export async function putModel(env: TestEnv, id: string, body: Record<string, un
  */
 export async function usageOf(env: TestEnv, user: FundedUser, atLeast = 1) {
   for (let i = 0; ; i++) {
-    const rows = await env.service.ctx.db
+    const rows = await env.db
       .selectFrom('usage_records')
       .selectAll()
       .where('user_id', '=', user.session.userId)

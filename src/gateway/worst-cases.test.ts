@@ -13,7 +13,7 @@ after(() => Promise.all([mock.close(), vision.close()]));
 
 /** The holds the user's calls placed, oldest first, in micro-credits. */
 async function holdsOf(env: TestEnv, user: FundedUser): Promise<number[]> {
-  const rows = await env.service.ctx.db
+  const rows = await env.db
     .selectFrom('holds')
     .select(['amount', 'created_at', 'id'])
     .where('user_id', '=', user.session.userId)
@@ -313,7 +313,7 @@ describeEachDatabase(
       const user = await fundedUser(env, 1);
       const answer = await transcribe(env, user, 'acme/listen-garbage', wavFile(20), 'clip.wav');
       assert.equal(answer.status, 200, JSON.stringify(answer.body));
-      const holds = await env.service.ctx.db
+      const holds = await env.db
         .selectFrom('holds')
         .select(['status', 'captured'])
         .where('user_id', '=', user.session.userId)

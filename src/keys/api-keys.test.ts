@@ -87,7 +87,7 @@ describeEachDatabase('API keys endpoints', (env) => {
   it("a limit without a period never resets ('total') and is stored in micro-credits", async () => {
     const session = await env.createUser();
     const key = await createKey(env, session, { limit: 0.000001 });
-    const rows = await env.service.ctx.db
+    const rows = await env.db
       .selectFrom('spending_limits')
       .select(['period', 'amount'])
       .where('subject', '=', `key:${key.id}`)
@@ -224,7 +224,7 @@ describeEachDatabase('API keys endpoints', (env) => {
     });
     assert.equal(created.status, 200);
     const appAKey = created.body.apiKey;
-    const row = await env.service.ctx.db
+    const row = await env.db
       .selectFrom('api_keys')
       .select('app_id')
       .where('id', '=', appAKey.id)

@@ -69,7 +69,7 @@ describeEachDatabase('revoking an app revokes the keys it minted (hole 2)', (env
     // The user authorizes the app again: its old key stays revoked.
     await authorizeForTest(env, { user, app });
     assert.equal((await env.request('GET', '/api/v1/models', { token: key })).status, 401);
-    const row = await env.service.ctx.db
+    const row = await env.db
       .selectFrom('api_keys')
       .select('revoked_at')
       .where('id', '=', keyId)
@@ -96,20 +96,14 @@ describeEachDatabase('revoking an app revokes the keys it minted (hole 2)', (env
   it('a key an app minted is refused once its authorization is revoked, even if the key itself was not', async () => {
     const { user, clientId, key } = await appWithKey(env);
     // The revocation's first step only (as if the process died before revoking the keys).
-    await env.service.ctx.db
+    await env.db
       .updateTable('authorized_apps')
       .set({ revoked_at: env.service.ctx.clock.now() })
       .where('user_id', '=', user.userId)
       .where('client_id', '=', clientId)
       .execute();
     env.service.ctx.services.keys.forget(
-      (
-        await env.service.ctx.db
-          .selectFrom('api_keys')
-          .select('id')
-          .where('app_id', '=', clientId)
-          .executeTakeFirstOrThrow()
-      ).id,
+      (await env.db.selectFrom('api_keys').select('id').where('app_id', '=', clientId).executeTakeFirstOrThrow()).id,
     );
     assert.equal((await env.request('GET', '/api/v1/models', { token: key })).status, 401);
   });

@@ -1,4 +1,5 @@
 import type { Db } from '../platform/db/connect.ts';
+import { keysDb, type KeysDb } from './schema.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { InvalidationBus } from '../platform/bus.ts';
@@ -23,7 +24,7 @@ export const LAST_USED_INTERVAL_MS = 60_000;
 
 /** What key authentication needs from the service. */
 export interface KeyAuthDeps {
-  db: Db;
+  db: KeysDb;
   clock: Clock;
   log: Logger;
   bus: InvalidationBus;
@@ -37,7 +38,7 @@ export interface KeyAuthenticator {
   forget(keyId: string): void;
   /**
    * Revokes the keys an OAuth app created (for one user, or for everyone): the step of revoking or deleting
-   * an app that ends its keys. Runs on `db` (a caller's transaction) when given; returns the keys' ids, which
+   * an app that ends its keys. Runs on `db` (a caller's transaction, handed over with `asDb`) when given; returns the keys' ids, which
    * the caller passes to {@link forget} once that has committed (so no process caches them again meanwhile).
    */
   revokeAppKeys(scope: AppKeysScope, db?: Db): Promise<string[]>;
@@ -135,7 +136,7 @@ export function createKeyAuthenticator({ db, clock, log, bus }: KeyAuthDeps): Ke
       bus.publish(KEY_REVOKED_CHANNEL, keyId);
     },
     revokeAppKeys(scope, within) {
-      return revokeKeysOfApp(within ?? db, clock, scope);
+      return revokeKeysOfApp(within ? keysDb(within) : db, clock, scope);
     },
     async settled() {
       await Promise.all([...writes]);

@@ -1,5 +1,5 @@
 import type { Feature } from '../platform/feature.ts';
-import { keysMigrations } from './tables.ts';
+import { keysMigrations } from './migrations.ts';
 import { createKeyAuthenticator, type KeyAuthenticator } from './authenticate.ts';
 import { registerKeyRoutes } from './routes.ts';
 

@@ -11,6 +11,7 @@ import {
 import { decrypt, sha256Hex } from '../platform/crypto.ts';
 import { createKeyAuthenticator, LAST_USED_INTERVAL_MS } from './authenticate.ts';
 import { generateApiKey, isWellFormedApiKey } from './format.ts';
+import { allTables } from '../testing/all-tables.ts';
 
 async function createKey(env: TestEnv, session: DashboardSession, permissions = ['ai:chat']) {
   const response = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'k', permissions });
@@ -68,7 +69,7 @@ describeEachDatabase('API key authentication', (env) => {
     const after = await env.request('GET', '/api/user/me', { token: key.key });
     assert.equal(after.status, 401);
     assert.equal(after.body.error.code, 'UNAUTHENTICATED');
-    const row = await env.service.ctx.db
+    const row = await env.db
       .selectFrom('api_keys')
       .select('revoked_at')
       .where('id', '=', key.id)
@@ -119,7 +120,11 @@ describeEachDatabase('API key authentication', (env) => {
     const ctx = env.service.ctx;
     const session = await env.createUser();
     const key = await createKey(env, session);
-    const row = await ctx.db.selectFrom('api_keys').selectAll().where('id', '=', key.id).executeTakeFirstOrThrow();
+    const row = await allTables(ctx.db)
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('id', '=', key.id)
+      .executeTakeFirstOrThrow();
     assert.equal(row.key_hash, sha256Hex(key.key));
     assert.match(row.key_sealed, /^v1\.[\w-]+\.[\w-]+\.[\w-]+$/);
     assert.equal(decrypt(ctx.secrets.encryptionKey, row.key_sealed), key.key);
@@ -134,7 +139,7 @@ describeEachDatabase(
   (env) => {
     async function lastUsedAt(keyId: string) {
       await env.service.ctx.services.keys.settled();
-      const row = await env.service.ctx.db
+      const row = await env.db
         .selectFrom('api_keys')
         .select('last_used_at')
         .where('id', '=', keyId)

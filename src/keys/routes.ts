@@ -8,7 +8,7 @@ import type { AppContext } from '../platform/context.ts';
 import { KEY_PERMISSIONS, type Principal } from '../platform/http/principal.ts';
 import { errors } from '../platform/errors.ts';
 import { creditsToMicros } from '../platform/money.ts';
-import { createApiKey, listApiKeys, revokeApiKey, type KeyLimitPeriod, type NewApiKey } from './store.ts';
+import { createApiKey, listApiKeys, revokeApiKey, type NewApiKey } from './store.ts';
 import type { KeyAuthenticator } from './authenticate.ts';
 
 const NAME_MAX_LENGTH = 100;
@@ -56,7 +56,7 @@ function parseCreateBody(request: FastifyRequest): NewApiKey {
   const limitMicro = limit === undefined || limit === null ? null : creditsToMicros(limit);
   if (limitMicro === null && typeof limit === 'number')
     throw errors.invalid('limit must be a number of credits with at most 6 decimals');
-  const period = body.limitPeriod as KeyLimitPeriod | null | undefined;
+  const period = body.limitPeriod as NewApiKey['limitPeriod'] | undefined;
   if (limitMicro === null && period) throw errors.invalid('limitPeriod needs a limit');
   return {
     name,

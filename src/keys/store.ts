@@ -1,17 +1,15 @@
 import { sql, type ExpressionBuilder, type SqlBool, type Expression } from 'kysely';
-import type { Db } from '../platform/db/connect.ts';
 import type { Clock } from '../platform/clock.ts';
-import type { Tables } from '../tables.ts';
+import { asDb } from '../platform/db/own-tables.ts';
+import type { KeysDb, KeysTables } from './schema.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { decrypt, encrypt, sha256Hex } from '../platform/crypto.ts';
 import { newId } from '../platform/ids.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { generateApiKey } from './format.ts';
+import { authorizationStands } from '../oauth/authorizations.ts';
 import type { Billing } from '../billing/service.ts';
 import type { LimitPeriod } from '../billing/periods.ts';
-
-/** The period of a key's spending limit: `total` never resets (decisions.md "Billing"). */
-export type KeyLimitPeriod = LimitPeriod;
 
 /** A key as the list endpoint shows it (contract §2.1, plus its spending limit in credits). */
 export interface ListedApiKey {
@@ -22,7 +20,8 @@ export interface ListedApiKey {
   lastUsed: string | null;
   createdAt: string;
   limit: number | null;
-  limitPeriod: KeyLimitPeriod | null;
+  /** The period of the key's spending limit (billing's periods): `total` never resets (decisions.md "Billing"). */
+  limitPeriod: LimitPeriod | null;
 }
 
 /** A key as creation returns it (contract §2.1: no lastUsed). */
@@ -39,7 +38,8 @@ export interface NewApiKey {
   name: string;
   permissions: string[];
   limitMicro: number | null;
-  limitPeriod: KeyLimitPeriod | null;
+  /** The period of the key's spending limit (billing's periods): `total` never resets (decisions.md "Billing"). */
+  limitPeriod: LimitPeriod | null;
 }
 
 /**
@@ -47,7 +47,7 @@ export interface NewApiKey {
  * first-party dashboard session, only those its own app created (decisions.md "Who is calling").
  */
 function visibleTo(principal: Principal) {
-  return (eb: ExpressionBuilder<Tables, 'api_keys'>): Expression<SqlBool> => {
+  return (eb: ExpressionBuilder<KeysTables, 'api_keys'>): Expression<SqlBool> => {
     const conditions: Expression<SqlBool>[] = [eb('user_id', '=', principal.userId), eb('revoked_at', 'is', null)];
     if (principal.kind !== 'session') {
       // A credential with no app behind it that is not the dashboard sees nothing rather than everything.
@@ -64,7 +64,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * (for lookup) and the value sealed under `encryptionKey` (the contract lists it back) are stored.
  */
 export async function createApiKey(
-  db: Db,
+  db: KeysDb,
   clock: Clock,
   encryptionKey: Buffer,
   principal: Principal,
@@ -92,14 +92,14 @@ export async function createApiKey(
       })
       .execute();
     if (input.limitMicro !== null)
-      await billing.setKeyLimit(id, { amount: input.limitMicro, period: input.limitPeriod ?? 'total' }, trx);
+      await billing.setKeyLimit(id, { amount: input.limitMicro, period: input.limitPeriod ?? 'total' }, asDb(trx));
   });
   return { id, name: input.name, key, permissions: input.permissions, createdAt: iso(createdAt) };
 }
 
 /** The caller's visible live keys, newest first, with their values unsealed. */
 export async function listApiKeys(
-  db: Db,
+  db: KeysDb,
   encryptionKey: Buffer,
   principal: Principal,
   billing: Pick<Billing, 'keyLimits'>,
@@ -128,7 +128,7 @@ export async function listApiKeys(
  * Revokes one of the caller's visible keys; false when there is none by that id (unknown, another user's,
  * another app's or already revoked: the caller cannot tell which). The row stays for the usage history.
  */
-export async function revokeApiKey(db: Db, clock: Clock, principal: Principal, id: string): Promise<boolean> {
+export async function revokeApiKey(db: KeysDb, clock: Clock, principal: Principal, id: string): Promise<boolean> {
   const result = await db
     .updateTable('api_keys')
     .set({ revoked_at: clock.now() })
@@ -145,26 +145,21 @@ export async function revokeApiKey(db: Db, clock: Clock, principal: Principal, i
  * stands. Revoking the app revokes its keys too (see {@link revokeKeysOfApp}); this condition also refuses
  * a key the app minted while its revocation was being written.
  */
-export async function findLiveKeyByValue(db: Db, value: string) {
+export async function findLiveKeyByValue(db: KeysDb, value: string) {
   return db
     .selectFrom('api_keys')
     .select(['id', 'user_id', 'app_id', 'permissions'])
     .where('key_hash', '=', sha256Hex(value))
     .where('revoked_at', 'is', null)
-    .where((eb) =>
-      eb.or([
-        eb('app_id', 'is', null),
-        eb.exists(
-          eb
-            .selectFrom('authorized_apps')
-            .select('authorized_apps.client_id')
-            .whereRef('authorized_apps.user_id', '=', 'api_keys.user_id')
-            .whereRef('authorized_apps.client_id', '=', 'api_keys.app_id')
-            .where('authorized_apps.revoked_at', 'is', null),
-        ),
-      ]),
-    )
+    .where((eb) => eb.or([eb('app_id', 'is', null), authorizationStands(eb, 'api_keys.user_id', 'api_keys.app_id')]))
     .executeTakeFirst();
+}
+
+/** The names of the keys among `keyIds` that exist (revoked ones too), by key id. */
+export async function keyNames(db: KeysDb, keyIds: string[]): Promise<Map<string, string>> {
+  if (keyIds.length === 0) return new Map();
+  const rows = await db.selectFrom('api_keys').select(['id', 'name']).where('id', 'in', keyIds).execute();
+  return new Map(rows.map((row) => [row.id, row.name]));
 }
 
 /** Whose app keys to revoke: one user's authorization of an app, or the app for every user. */
@@ -175,7 +170,7 @@ export interface AppKeysScope {
 }
 
 /** Revokes every live key the app created (for one user, or for all); returns their ids, to drop from caches. */
-export async function revokeKeysOfApp(db: Db, clock: Clock, scope: AppKeysScope): Promise<string[]> {
+export async function revokeKeysOfApp(db: KeysDb, clock: Clock, scope: AppKeysScope): Promise<string[]> {
   let query = db
     .updateTable('api_keys')
     .set({ revoked_at: clock.now() })

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
-import type { Db } from '../platform/db/connect.ts';
-import type { ModelsTable } from './tables.ts';
+import type { ModelsDb } from './schema.ts';
+import type { ModelsTable } from './schema.ts';
 
 /**
  * Prices in integer micro-credits: token prices per 1M tokens, `request` per call, `second` per compute
@@ -83,19 +83,19 @@ export function modelFromRow(row: Selectable<ModelsTable>): CatalogueModel {
 }
 
 /** The model with this public id, or null (disabled models included; callers decide). */
-export async function getModel(db: Db, id: string): Promise<CatalogueModel | null> {
+export async function getModel(db: ModelsDb, id: string): Promise<CatalogueModel | null> {
   const row = await db.selectFrom('models').selectAll().where('id', '=', id).executeTakeFirst();
   return row ? modelFromRow(row) : null;
 }
 
 /** Every enabled model, by id. */
-export async function listModels(db: Db): Promise<CatalogueModel[]> {
+export async function listModels(db: ModelsDb): Promise<CatalogueModel[]> {
   const rows = await db.selectFrom('models').selectAll().where('enabled', '=', 1).orderBy('id').execute();
   return rows.map(modelFromRow);
 }
 
 /** Every model, disabled ones included, by id (the cache keeps them all so a disabled id still resolves to "not found" without a query). */
-export async function listAllModels(db: Db): Promise<CatalogueModel[]> {
+export async function listAllModels(db: ModelsDb): Promise<CatalogueModel[]> {
   const rows = await db.selectFrom('models').selectAll().orderBy('id').execute();
   return rows.map(modelFromRow);
 }
@@ -105,7 +105,7 @@ export type ModelInput = Omit<CatalogueModel, 'updatedAt' | 'imageTokens' | 'ima
   Partial<Pick<CatalogueModel, 'imageTokens' | 'imagePrices'>>;
 
 /** Inserts or replaces a model. */
-export async function upsertModel(db: Db, model: ModelInput, now: number): Promise<CatalogueModel> {
+export async function upsertModel(db: ModelsDb, model: ModelInput, now: number): Promise<CatalogueModel> {
   const row = {
     id: model.id,
     provider: model.provider,

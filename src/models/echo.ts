@@ -1,4 +1,4 @@
-import type { Db } from '../platform/db/connect.ts';
+import type { ModelsDb } from './schema.ts';
 import type { Clock } from '../platform/clock.ts';
 import { ECHO_MODEL_ID } from '../providers/echo/index.ts';
 import { MICROS_PER_CREDIT } from '../platform/money.ts';
@@ -9,7 +9,7 @@ import { MICROS_PER_CREDIT } from '../platform/money.ts';
  * tokens) makes billing visible. An operator's later change to it (price, disabling) is kept: only a missing
  * row is written.
  */
-export async function seedEchoModel(db: Db, clock: Clock): Promise<void> {
+export async function seedEchoModel(db: ModelsDb, clock: Clock): Promise<void> {
   await db
     .insertInto('models')
     .values({

@@ -1,5 +1,5 @@
 import type { Feature } from '../platform/feature.ts';
-import { modelsMigrations } from './tables.ts';
+import { modelsMigrations } from './migrations.ts';
 import { ModelCache } from './cache.ts';
 import { seedEchoModel } from './echo.ts';
 import { registerModelRoutes } from './routes.ts';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { loadOidcProvider } from './load-provider.ts';
-import type { Db } from '../platform/db/connect.ts';
+import type { OauthDb } from './schema.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { findClientMetadata } from './clients.ts';
 
@@ -25,7 +25,7 @@ const wallClock = () => Date.now();
  * Deletes grants with every code and token issued under them, in one statement so that no half-revoked
  * grant can be observed. Returns nothing: deleting what is already gone is not an error.
  */
-export async function deleteGrants(db: Db, grantIds: string[]): Promise<void> {
+export async function deleteGrants(db: OauthDb, grantIds: string[]): Promise<void> {
   if (grantIds.length === 0) return;
   await db
     .deleteFrom('oidc_payloads')
@@ -39,7 +39,7 @@ export async function deleteGrants(db: Db, grantIds: string[]): Promise<void> {
  * Whether the grant still exists. A token is valid only while its grant is: revoking a grant deletes it
  * first, so a token saved by a request that raced the revocation is dead all the same.
  */
-export async function grantExists(db: Db, grantId: string): Promise<boolean> {
+export async function grantExists(db: OauthDb, grantId: string): Promise<boolean> {
   const row = await db
     .selectFrom('oidc_payloads')
     .select('expires_at')
@@ -98,7 +98,10 @@ function toPayload(row: { payload: string; consumed_at: number | null }, id?: st
  * Rows are keyed by {@link storedPayloadId}, so the database holds no usable token; a model found by uid
  * or user code comes back with a handle for its id (see HANDLE_PREFIX), which saves and destroys its row.
  */
-export function createAdapterFactory(db: Db, onRevoked: (event: RevocationEvent) => void): (model: string) => Adapter {
+export function createAdapterFactory(
+  db: OauthDb,
+  onRevoked: (event: RevocationEvent) => void,
+): (model: string) => Adapter {
   const adapters = new Map<string, Adapter>();
   return (model) => {
     let adapter = adapters.get(model);
@@ -110,7 +113,7 @@ export function createAdapterFactory(db: Db, onRevoked: (event: RevocationEvent)
   };
 }
 
-function clientAdapter(db: Db): Adapter {
+function clientAdapter(db: OauthDb): Adapter {
   const readOnly = async () => {
     throw new Error('OAuth clients are registered through the operator API, not through oidc-provider');
   };
@@ -125,7 +128,7 @@ function clientAdapter(db: Db): Adapter {
   };
 }
 
-function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEvent) => void): Adapter {
+function payloadAdapter(db: OauthDb, model: string, onRevoked: (event: RevocationEvent) => void): Adapter {
   const rows = () =>
     db.selectFrom('oidc_payloads').select(['id', 'payload', 'consumed_at', 'expires_at']).where('model', '=', model);
   const live = (row: { expires_at: number | null } | undefined) =>
@@ -211,7 +214,7 @@ function payloadAdapter(db: Db, model: string, onRevoked: (event: RevocationEven
 }
 
 /** Deletes rows that expired more than a minute ago (the minute covers oidc-provider's clock tolerance). */
-export async function deleteExpiredPayloads(db: Db): Promise<number> {
+export async function deleteExpiredPayloads(db: OauthDb): Promise<number> {
   const result = await db
     .deleteFrom('oidc_payloads')
     .where('expires_at', '<', wallClock() - 60_000)

@@ -22,7 +22,7 @@ describeEachDatabase('oauth apps and authorizations', (env) => {
     const conf = await env.admin('POST', '/api/admin/apps', { ...newApp, type: 'confidential' });
     assert.equal(conf.status, 201);
     assert.match(conf.body.clientSecret, /^tgs_[\w-]{43}$/);
-    const row = await env.service.ctx.db
+    const row = await env.db
       .selectFrom('oauth_clients')
       .selectAll()
       .where('client_id', '=', conf.body.clientId)
@@ -99,7 +99,7 @@ describeEachDatabase('oauth apps and authorizations', (env) => {
       insecure,
     );
     assert.equal(refresh.status, 400);
-    const db = env.service.ctx.db;
+    const db = env.db;
     const row = await db
       .selectFrom('authorized_apps')
       .selectAll()
@@ -139,7 +139,7 @@ describeEachDatabase('oauth apps and authorizations', (env) => {
     const { accessToken, clientId } = await authorizeForTest(env, { user, scopes: ['read'] });
     assert.equal((await env.request('GET', '/api/user/me', { token: accessToken })).status, 200);
     await env.service.ctx.services.oauth.settled();
-    const row = await env.service.ctx.db
+    const row = await env.db
       .selectFrom('authorized_apps')
       .select('last_used_at')
       .where('user_id', '=', user.userId)

@@ -1,6 +1,30 @@
-import type { Db } from '../platform/db/connect.ts';
+import { asDb } from '../platform/db/own-tables.ts';
+import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
+import type { OauthDb, OauthTables } from './schema.ts';
 import type { Clock } from '../platform/clock.ts';
 import type { Billing } from '../billing/service.ts';
+
+/**
+ * The condition "this user's authorization of this app stands (not revoked)", for a query of another feature
+ * over rows that name a user and an app (`userColumn`, `appColumn`: qualified column references, such as
+ * `api_keys.user_id`). A correlated `EXISTS`, so the caller's check stays one statement; oauth writes it, as
+ * the owner of `authorized_apps`, on the caller's expression builder.
+ */
+export function authorizationStands(
+  eb: ExpressionBuilder<any, any>,
+  userColumn: string,
+  appColumn: string,
+): Expression<SqlBool> {
+  const oauth = eb as ExpressionBuilder<OauthTables & Record<string, Record<string, unknown>>, any>;
+  return oauth.exists(
+    oauth
+      .selectFrom('authorized_apps')
+      .select('authorized_apps.client_id')
+      .whereRef('authorized_apps.user_id', '=', userColumn)
+      .whereRef('authorized_apps.client_id', '=', appColumn)
+      .where('authorized_apps.revoked_at', 'is', null),
+  );
+}
 
 /** What the consent step records for a user and an app. */
 export interface ConsentRecord {
@@ -18,7 +42,7 @@ export interface ConsentRecord {
  * earlier revocation; the monthly and total limits, which the dashboard sets, are kept.
  */
 export async function recordConsent(
-  db: Db,
+  db: OauthDb,
   clock: Clock,
   consent: ConsentRecord,
   billing: Pick<Billing, 'setAppLimits'>,
@@ -40,7 +64,7 @@ export async function recordConsent(
         oc.columns(['user_id', 'client_id']).doUpdateSet({ scopes, authorized_at: now, revoked_at: null }),
       )
       .execute();
-    await billing.setAppLimits(consent.userId, consent.clientId, { daily: consent.dailyLimit }, trx);
+    await billing.setAppLimits(consent.userId, consent.clientId, { daily: consent.dailyLimit }, asDb(trx));
   });
 }
 
@@ -49,7 +73,12 @@ export async function recordConsent(
  * token of that user for that app, in one transaction, so that no token outlives the revocation.
  * False when the user never authorized the app.
  */
-export async function revokeAuthorization(db: Db, clock: Clock, userId: string, clientId: string): Promise<boolean> {
+export async function revokeAuthorization(
+  db: OauthDb,
+  clock: Clock,
+  userId: string,
+  clientId: string,
+): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('authorized_apps')
@@ -77,7 +106,7 @@ export async function revokeAuthorization(db: Db, clock: Clock, userId: string, 
  * so a user who signs out and back in is not asked to consent again to what they already allowed (a grant
  * holds the scopes; asking for more still shows the consent page). Revoking the app deletes its grants.
  */
-export async function latestGrantId(db: Db, userId: string, clientId: string): Promise<string | null> {
+export async function latestGrantId(db: OauthDb, userId: string, clientId: string): Promise<string | null> {
   const row = await db
     .selectFrom('oidc_payloads')
     .select('id')

@@ -2,6 +2,7 @@ import type { StoredToken } from 'oidc-provider';
 import type { AppContext } from '../platform/context.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { grantExists, storedPayloadId, type RevocationEvent } from './adapter.ts';
+import { oauthDb } from './schema.ts';
 
 /** The bus channel on which every process hears that OAuth tokens are gone. */
 export const REVOKED_CHANNEL = 'oauth:revoked';
@@ -71,7 +72,7 @@ export function createAccessTokenResolver(
     if ((lastUsedWrites.get(key) ?? -Infinity) > now - LAST_USED_EVERY_MS) return;
     lastUsedWrites.set(key, now);
     if (lastUsedWrites.size > CACHE_LIMIT) lastUsedWrites.clear();
-    const write = ctx.db
+    const write = oauthDb(ctx.db)
       .updateTable('authorized_apps')
       .set({ last_used_at: now })
       .where('user_id', '=', userId)
@@ -98,7 +99,7 @@ export function createAccessTokenResolver(
       const token = await findToken(value);
       if (!token || !token.accountId || !token.clientId || !token.grantId) return null;
       if (!(await grantExists(ctx.db, token.grantId))) return null;
-      const authorization = await ctx.db
+      const authorization = await oauthDb(ctx.db)
         .selectFrom('authorized_apps')
         .select('revoked_at')
         .where('user_id', '=', token.accountId)

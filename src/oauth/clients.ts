@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { AdapterPayload } from 'oidc-provider';
 import type { Db } from '../platform/db/connect.ts';
+import { asDb } from '../platform/db/own-tables.ts';
+import type { OauthDb } from './schema.ts';
 import type { Clock } from '../platform/clock.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { errors } from '../platform/errors.ts';
@@ -46,7 +48,7 @@ export function redirectUriProblem(uri: string): string | null {
  * and the provider compares hashes (see provider.ts), so a database reader cannot act as the app.
  */
 export async function registerClient(
-  db: Db,
+  db: OauthDb,
   clock: Clock,
   input: NewClient,
   ownerUserId: string | null,
@@ -82,7 +84,7 @@ export async function registerClient(
 }
 
 /** The apps a user registered from the dashboard, newest first. */
-export async function listOwnedClients(db: Db, userId: string): Promise<ClientView[]> {
+export async function listOwnedClients(db: OauthDb, userId: string): Promise<ClientView[]> {
   const rows = await db
     .selectFrom('oauth_clients')
     .selectAll()
@@ -99,8 +101,63 @@ export async function listOwnedClients(db: Db, userId: string): Promise<ClientVi
   }));
 }
 
+/** The display names of the apps among `clientIds` that exist, by client id. */
+export async function clientNames(db: OauthDb, clientIds: string[]): Promise<Map<string, string>> {
+  if (clientIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('oauth_clients')
+    .select(['client_id', 'name'])
+    .where('client_id', 'in', clientIds)
+    .execute();
+  return new Map(rows.map((row) => [row.client_id, row.name]));
+}
+
+/** Every registered redirect URI of every app (CORS allows their origins). */
+export async function allRedirectUris(db: OauthDb): Promise<string[]> {
+  const rows = await db.selectFrom('oauth_clients').select('redirect_uris').execute();
+  return rows.flatMap((row) => JSON.parse(row.redirect_uris) as string[]);
+}
+
+/**
+ * Registers a first-party public app (PKCE, no secret) under a fixed id on first use, or adds `redirectUri`
+ * to it when it lacks it: the gateway's own pages (the demo) registering themselves. Only ever widens it.
+ */
+export async function ensureFirstPartyPublicClient(
+  db: OauthDb,
+  clock: Clock,
+  client: { clientId: string; name: string; scopes: string[]; redirectUri: string },
+): Promise<void> {
+  await db
+    .insertInto('oauth_clients')
+    .values({
+      client_id: client.clientId,
+      name: client.name,
+      type: 'public',
+      client_secret_hash: null,
+      redirect_uris: JSON.stringify([client.redirectUri]),
+      scopes: client.scopes.join(' '),
+      owner_user_id: null,
+      created_at: clock.now(),
+    })
+    .onConflict((oc) => oc.column('client_id').doNothing())
+    .execute();
+  const row = await db
+    .selectFrom('oauth_clients')
+    .select('redirect_uris')
+    .where('client_id', '=', client.clientId)
+    .executeTakeFirstOrThrow();
+  const uris = JSON.parse(row.redirect_uris) as string[];
+  if (!uris.includes(client.redirectUri)) {
+    await db
+      .updateTable('oauth_clients')
+      .set({ redirect_uris: JSON.stringify([...uris, client.redirectUri]) })
+      .where('client_id', '=', client.clientId)
+      .execute();
+  }
+}
+
 /** The app's display name, or null when there is no such app. */
-export async function clientName(db: Db, clientId: string): Promise<string | null> {
+export async function clientName(db: OauthDb, clientId: string): Promise<string | null> {
   const row = await db.selectFrom('oauth_clients').select('name').where('client_id', '=', clientId).executeTakeFirst();
   return row?.name ?? null;
 }
@@ -110,7 +167,10 @@ export async function clientName(db: Db, clientId: string): Promise<string | nul
  * (`verified`) or an ordinary user did from the dashboard, which nobody has vetted. Null when there is no
  * such app.
  */
-export async function clientDisplay(db: Db, clientId: string): Promise<{ name: string; verified: boolean } | null> {
+export async function clientDisplay(
+  db: OauthDb,
+  clientId: string,
+): Promise<{ name: string; verified: boolean } | null> {
   const row = await db
     .selectFrom('oauth_clients')
     .select(['name', 'owner_user_id'])
@@ -124,7 +184,7 @@ export async function clientDisplay(db: Db, clientId: string): Promise<{ name: s
  * refresh token only for an app allowed `offline_access`, `web` application type so that redirect URIs
  * match exactly (oidc-provider relaxes loopback ports only for `native` clients).
  */
-export async function findClientMetadata(db: Db, clientId: string): Promise<AdapterPayload | undefined> {
+export async function findClientMetadata(db: OauthDb, clientId: string): Promise<AdapterPayload | undefined> {
   const row = await db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
   if (!row) return undefined;
   const scopes = row.scopes.split(' ').filter(Boolean);
@@ -154,7 +214,7 @@ export async function findClientMetadata(db: Db, clientId: string): Promise<Adap
  * look first party.
  */
 export async function deleteClient(
-  db: Db,
+  db: OauthDb,
   dialect: 'sqlite' | 'postgres',
   clientId: string,
   revokeKeys: (trx: Db) => Promise<string[]>,
@@ -163,7 +223,7 @@ export async function deleteClient(
     let lock = trx.selectFrom('oauth_clients').select('client_id').where('client_id', '=', clientId);
     if (dialect === 'postgres') lock = lock.forUpdate();
     if (!(await lock.executeTakeFirst())) return null;
-    const keyIds = await revokeKeys(trx);
+    const keyIds = await revokeKeys(asDb(trx));
     const userIds = (
       await trx.selectFrom('authorized_apps').select('user_id').where('client_id', '=', clientId).execute()
     ).map((row) => row.user_id);

@@ -1,6 +1,6 @@
 import type { Provider } from 'oidc-provider';
 import type { Feature } from '../platform/feature.ts';
-import { oauthMigrations } from './tables.ts';
+import { oauthMigrations } from './migrations.ts';
 import { createAdapterFactory, deleteExpiredPayloads } from './adapter.ts';
 import { createAccessTokenResolver, type AccessTokenResolver } from './bearer.ts';
 import { buildProvider } from './provider.ts';
@@ -8,6 +8,7 @@ import { loadSigningKeys } from './signing-keys.ts';
 import { registerEndpointRoutes } from './endpoint-routes.ts';
 import { registerInteractionRoutes } from './interaction-routes.ts';
 import { registerAppRoutes } from './apps-routes.ts';
+import { registerAuthorizedAppRoutes } from './authorized-apps-routes.ts';
 import { endProviderSession, hasProviderSessionCookie } from './browser-account.ts';
 
 declare module '../platform/context.ts' {
@@ -50,5 +51,6 @@ export const oauthFeature: Feature = {
     registerEndpointRoutes(app, ctx, getProvider);
     registerInteractionRoutes(app, ctx, getProvider);
     registerAppRoutes(app, ctx, tokens);
+    registerAuthorizedAppRoutes(app, ctx);
   },
 };

@@ -89,7 +89,7 @@ describeEachDatabase('oauth authorization code flow', (env) => {
       scopes: ['read', 'billing:read', 'ai:chat'],
       dailyLimit: '12.345678',
     });
-    const row = await env.service.ctx.db
+    const row = await env.db
       .selectFrom('authorized_apps')
       .selectAll()
       .where('user_id', '=', user.userId)
@@ -145,7 +145,7 @@ describeEachDatabase('oauth authorization code flow', (env) => {
         ),
       (e: any) => e.error === 'access_denied',
     );
-    const row = await env.service.ctx.db
+    const row = await env.db
       .selectFrom('authorized_apps')
       .select('user_id')
       .where('user_id', '=', user.userId)
@@ -179,7 +179,7 @@ describeEachDatabase('oauth authorization code flow', (env) => {
   it('a confidential app authenticates with its secret (Basic and post), and a wrong secret is refused', async () => {
     const app = await registerTestApp(env, { type: 'confidential', scopes: ['read'] });
     assert.match(app.clientSecret!, /^tgs_/);
-    const stored = await env.service.ctx.db
+    const stored = await env.db
       .selectFrom('oauth_clients')
       .select('client_secret_hash')
       .where('client_id', '=', app.clientId)

@@ -153,7 +153,7 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
       'callback',
     );
 
-    const before = await env.service.ctx.db
+    const before = await env.db
       .selectFrom('oidc_payloads')
       .select('id')
       .where('model', '=', 'Session')
@@ -169,7 +169,7 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
     });
     assert.equal(signIn.status, 200);
     assert.equal(browser.cookies.has('tg_oauth_session'), false, 'the provider session cookie is cleared');
-    const aliceSessions = await env.service.ctx.db
+    const aliceSessions = await env.db
       .selectFrom('oidc_payloads')
       .select('id')
       .where('model', '=', 'Session')

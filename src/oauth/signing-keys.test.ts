@@ -8,7 +8,7 @@ import { SIGNING_KEYS_SECRET } from './signing-keys.ts';
 describeEachDatabase('OAuth signing keys at rest', (env) => {
   const storedKeys = async () =>
     (
-      await env.service.ctx.db
+      await env.db
         .selectFrom('instance_secrets')
         .select('value')
         .where('name', '=', SIGNING_KEYS_SECRET)
@@ -43,7 +43,7 @@ describeEachDatabase('OAuth signing keys at rest', (env) => {
 
   it('signing keys an earlier version stored in clear are sealed on the next start and stay the same keys', async () => {
     const clear = decrypt(env.service.ctx.secrets.encryptionKey, await storedKeys());
-    await env.service.ctx.db
+    await env.db
       .updateTable('instance_secrets')
       .set({ value: clear })
       .where('name', '=', SIGNING_KEYS_SECRET)

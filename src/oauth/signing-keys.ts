@@ -1,7 +1,7 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { Db } from '../platform/db/connect.ts';
 import { decrypt, encrypt } from '../platform/crypto.ts';
-import { getOrCreateSecret } from '../platform/secrets.ts';
+import { getOrCreateSecret, replaceSecret } from '../platform/secrets.ts';
 
 /** A private JSON Web Key as oidc-provider's `jwks` option takes it. */
 export type PrivateJwk = Record<string, string>;
@@ -26,11 +26,6 @@ export async function loadSigningKeys(db: Db, encryptionKey: Buffer): Promise<{ 
   });
   if (!stored.startsWith('{')) return JSON.parse(decrypt(encryptionKey, stored));
   // Stored in clear by an earlier version: seal it. Instances upgrading together write the same keys.
-  await db
-    .updateTable('instance_secrets')
-    .set({ value: encrypt(encryptionKey, stored) })
-    .where('name', '=', SIGNING_KEYS_SECRET)
-    .where('value', '=', stored)
-    .execute();
+  await replaceSecret(db, SIGNING_KEYS_SECRET, stored, encrypt(encryptionKey, stored));
   return JSON.parse(stored);
 }

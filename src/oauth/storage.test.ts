@@ -32,9 +32,7 @@ async function databaseContents(env: TestEnv): Promise<string> {
       .map((name) => readFileSync(join(dir, name)).toString('latin1'))
       .join('\n');
   }
-  const rows = await sql<{ row: string }>`select row_to_json(p)::text as row from oidc_payloads p`.execute(
-    env.service.ctx.db,
-  );
+  const rows = await sql<{ row: string }>`select row_to_json(p)::text as row from oidc_payloads p`.execute(env.db);
   return rows.rows.map((r) => r.row).join('\n');
 }
 
@@ -87,7 +85,7 @@ describeEachDatabase('oauth storage', (env) => {
   });
 
   it('an upgrade hashes the ids of rows stored in clear, and their tokens keep working', async () => {
-    const db = env.service.ctx.db;
+    const db = env.db;
     const authorization = await authorizeForTest(env, { scopes: ['read', 'offline_access'] });
     // Put the rows back the way earlier versions stored them: the token as the id and as the payload's jti.
     for (const [model, token] of [
@@ -185,7 +183,7 @@ describeEachDatabase('oauth storage', (env) => {
 
   it('every artefact of a flow is a database row: session, grant, consumed code, access and refresh tokens', async () => {
     const { user, clientId } = await authorizeForTest(env, { scopes: ['read', 'offline_access'] });
-    const rows = await env.service.ctx.db
+    const rows = await env.db
       .selectFrom('oidc_payloads')
       .select(['model', 'consumed_at', 'account_id', 'client_id'])
       .where('account_id', '=', user.userId)
@@ -199,7 +197,7 @@ describeEachDatabase('oauth storage', (env) => {
   });
 
   it('the oauth-expired job deletes rows whose time is up, and only those', async () => {
-    const db = env.service.ctx.db;
+    const db = env.db;
     const base = {
       payload: '{}',
       grant_id: null,

@@ -1,5 +1,6 @@
 import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
+import { allRedirectUris } from '../oauth/clients.ts';
 
 const CORS_PATHS = /^\/api\/(v1|user|wallet|usage|oauth\/(token|revoke))(\/|$)/;
 const CACHE_MS = 30_000;
@@ -17,12 +18,10 @@ export function registerCors(app: App, ctx: AppContext): void {
     const now = Date.now();
     if (cached && now - cached.at < CACHE_MS) return cached.origins;
     const origins = new Set<string>([new URL(ctx.config.PUBLIC_BASE_URL).origin]);
-    for (const row of await ctx.db.selectFrom('oauth_clients').select('redirect_uris').execute()) {
-      for (const uri of JSON.parse(row.redirect_uris) as string[]) {
-        try {
-          origins.add(new URL(uri).origin);
-        } catch {}
-      }
+    for (const uri of await allRedirectUris(ctx.db)) {
+      try {
+        origins.add(new URL(uri).origin);
+      } catch {}
     }
     cached = { at: now, origins };
     return origins;

@@ -1,4 +1,4 @@
-import { OPEN } from '../billing/tables.ts';
+import { countOpenHolds } from '../billing/reports.ts';
 import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 
@@ -12,12 +12,7 @@ export function registerMetricsRoute(app: App, ctx: AppContext): void {
     },
     async (_request, reply) => {
       // Read at scrape time from the database, so every instance reports the whole deployment's open holds.
-      const open = await ctx.db
-        .selectFrom('holds')
-        .select((eb) => eb.fn.countAll<number>().as('count'))
-        .where('status', '=', OPEN)
-        .executeTakeFirst();
-      ctx.metrics.holdsOpen.set(Number(open?.count ?? 0));
+      ctx.metrics.holdsOpen.set(await countOpenHolds(ctx.db));
       return reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
     },
   );

@@ -4,6 +4,7 @@ import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../platform/errors.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import type { Backoff, RateLimiter } from '../platform/ratelimit.ts';
+import { subjectKey, subjectsOf } from '../billing/limits.ts';
 
 /** What the gateway calls to count tokens against the per-minute token limits. */
 export interface RateLimits {
@@ -37,13 +38,18 @@ declare module '../platform/context.ts' {
  */
 const SIGNUP_ROUTES = new Set(['/signup', '/api/auth/signup']);
 
-/** The buckets a principal's AI calls count in: its key, and the app acting for the user. */
-function subjectsOf(principal: Principal, ctx: AppContext): Array<{ subject: string; rpm: number }> {
-  const subjects: Array<{ subject: string; rpm: number }> = [];
-  if (principal.keyId) subjects.push({ subject: `key:${principal.keyId}`, rpm: ctx.config.RATE_LIMIT_KEY_RPM });
-  if (principal.appId)
-    subjects.push({ subject: `app:${principal.appId}:${principal.userId}`, rpm: ctx.config.RATE_LIMIT_APP_RPM });
-  return subjects;
+/**
+ * The buckets a principal's AI calls count in: its key's, then the app's acting for the user (key first). They
+ * are the subjects of billing's spending limits, named as billing names them (one `subjectsOf`, one
+ * `subjectKey`: `key:<keyId>`, `app:<userId>:<appId>`).
+ */
+function bucketsOf(principal: Principal, ctx: AppContext): Array<{ subject: string; rpm: number }> {
+  return subjectsOf(principal)
+    .sort((a, b) => Number(a.kind !== 'key') - Number(b.kind !== 'key'))
+    .map((subject) => ({
+      subject: subjectKey(subject),
+      rpm: subject.kind === 'key' ? ctx.config.RATE_LIMIT_KEY_RPM : ctx.config.RATE_LIMIT_APP_RPM,
+    }));
 }
 
 function rateLimited(what: string, retryAfterSeconds: number, limit: number): ApiError {
@@ -87,7 +93,7 @@ export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimit
   app.addHook('preHandler', async (request) => {
     const principal = request.principal;
     if (!principal || !request.routeOptions.url?.startsWith('/api/v1/')) return;
-    for (const { subject, rpm } of subjectsOf(principal, ctx)) {
+    for (const { subject, rpm } of bucketsOf(principal, ctx)) {
       if (rpm <= 0) continue;
       const decision = await limiter.take(`rpm:${subject}`, 1, rpm, ctx.clock.now());
       if (!decision.allowed) throw rateLimited('requests', decision.retryAfterSeconds, rpm);
@@ -99,7 +105,7 @@ export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimit
     async checkTokens(principal) {
       if (tpm <= 0) return;
       const now = ctx.clock.now();
-      for (const { subject } of subjectsOf(principal, ctx)) {
+      for (const { subject } of bucketsOf(principal, ctx)) {
         if ((await limiter.peek(`tpm:${subject}`, now)) >= tpm) {
           throw rateLimited('tokens', Math.max(1, Math.ceil((60_000 - (now % 60_000)) / 1000)), tpm);
         }
@@ -107,7 +113,7 @@ export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimit
     },
     async addTokens(principal, tokens) {
       if (tpm <= 0 || tokens <= 0) return;
-      for (const { subject } of subjectsOf(principal, ctx))
+      for (const { subject } of bucketsOf(principal, ctx))
         await limiter.take(`tpm:${subject}`, tokens, tpm, ctx.clock.now());
     },
   };

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { argon2, randomBytes as rb } from 'node:crypto';
 import { promisify } from 'node:util';
 
@@ -7,11 +7,6 @@ const argon2Async = promisify(argon2);
 /** SHA-256 of a string as lowercase hex; used to look secrets up without storing them. */
 export function sha256Hex(value: string): string {
   return createHash('sha256').update(value).digest('hex');
-}
-
-/** HMAC-SHA256 of `value` under `key`, as base64url. */
-export function hmacBase64Url(key: string | Buffer, value: string): string {
-  return createHmac('sha256', key).update(value).digest('base64url');
 }
 
 /** Compares two strings in time that depends only on their lengths. */

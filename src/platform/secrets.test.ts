@@ -12,6 +12,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { createService, type Service } from '../service.ts';
 import { allMigrations } from '../features.ts';
 import { TestDatabaseSpace, selectedDatabases, request } from '../testing/harness.ts';
+import { allTables } from '../testing/all-tables.ts';
 
 /** A logger whose JSON lines the test reads back. */
 function capturedLog(): {
@@ -122,7 +123,7 @@ describe('instance secrets at rest', () => {
       };
       const database = openDatabase(config);
       await migrateToLatest(database.db, allMigrations(), config);
-      await database.db
+      await allTables(database.db)
         .insertInto('instance_secrets')
         .values(Object.entries(legacy).map(([name, value]) => ({ name, value, created_at: Date.now() })))
         .execute();
@@ -138,7 +139,7 @@ describe('instance secrets at rest', () => {
         assert.equal(service.ctx.secrets.cookieSecret, legacy.cookie_secret);
         assert.deepEqual(service.ctx.secrets.adminTokens, [legacy.admin_token]);
         assert.deepEqual(
-          await service.ctx.db
+          await allTables(service.ctx.db)
             .selectFrom('instance_secrets')
             .select('name')
             .where('name', 'in', Object.keys(legacy))

@@ -15,6 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { Kysely, Migration } from 'kysely';
 import type { Config } from './config.ts';
 import type { Db } from './db/connect.ts';
+import { ownTables } from './db/own-tables.ts';
 import type { Logger } from './logger.ts';
 
 /** Storage of the secrets Tollgate generates for itself when the operator gave none. */
@@ -22,6 +23,11 @@ export interface InstanceSecretsTable {
   name: string;
   value: string;
   created_at: number;
+}
+
+/** The platform's one table, as its own view of the database sees it. */
+function secretsTable(db: Db): Kysely<{ instance_secrets: InstanceSecretsTable }> {
+  return ownTables<{ instance_secrets: InstanceSecretsTable }>(db);
 }
 
 /** The platform's own migration: the table of generated secrets. */
@@ -42,7 +48,8 @@ export const platformMigrations: Record<string, Migration> = {
  * Returns the secret stored under `name`, generating and storing it on first use. The insert ignores a
  * conflict and the row is read back, so processes starting together on one database agree on one value.
  */
-export async function getOrCreateSecret(db: Db, name: string, generate: () => string): Promise<string> {
+export async function getOrCreateSecret(shared: Db, name: string, generate: () => string): Promise<string> {
+  const db = secretsTable(shared);
   const existing = await db.selectFrom('instance_secrets').select('value').where('name', '=', name).executeTakeFirst();
   if (existing) return existing.value;
   await db
@@ -56,6 +63,20 @@ export async function getOrCreateSecret(db: Db, name: string, generate: () => st
     .where('name', '=', name)
     .executeTakeFirstOrThrow();
   return row.value;
+}
+
+/**
+ * Replaces the secret `name` with `value` if it still holds `expected` (a compare-and-set, so processes
+ * doing the same change at once agree); true when this call changed it.
+ */
+export async function replaceSecret(shared: Db, name: string, expected: string, value: string): Promise<boolean> {
+  const result = await secretsTable(shared)
+    .updateTable('instance_secrets')
+    .set({ value })
+    .where('name', '=', name)
+    .where('value', '=', expected)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /** The secrets the service runs with, from the configuration or generated once and kept. */
@@ -181,7 +202,8 @@ function createKeyFile(path: string, values: Record<string, string>, log: Logger
  * runs the service; secrets an earlier version generated into the database move into it and leave the
  * database. On PostgreSQL a named key file must exist (every instance needs the same one).
  */
-export async function loadInstanceSecrets(db: Db, config: Config, log: Logger): Promise<InstanceSecrets> {
+export async function loadInstanceSecrets(shared: Db, config: Config, log: Logger): Promise<InstanceSecrets> {
+  const db = secretsTable(shared);
   const values = new Map<SecretSpec['variable'], string>();
   const missing = () => SPECS.filter((spec) => !values.has(spec.variable));
   for (const spec of SPECS) if (config[spec.variable]) values.set(spec.variable, config[spec.variable]!);
@@ -231,7 +253,7 @@ export async function loadInstanceSecrets(db: Db, config: Config, log: Logger): 
   }
 
   const inDatabase = missing();
-  for (const spec of inDatabase) values.set(spec.variable, await getOrCreateSecret(db, spec.row, spec.generate));
+  for (const spec of inDatabase) values.set(spec.variable, await getOrCreateSecret(shared, spec.row, spec.generate));
   if (inDatabase.length > 0) {
     log.warn(
       { secrets: inDatabase.map((spec) => spec.variable) },

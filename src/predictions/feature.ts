@@ -1,5 +1,5 @@
 import type { Feature } from '../platform/feature.ts';
-import { predictionsMigrations } from './tables.ts';
+import { predictionsMigrations } from './migrations.ts';
 import { registerPredictionRoutes } from './routes.ts';
 import { reconcilePredictionsJob } from './reconcile.ts';
 

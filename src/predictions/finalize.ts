@@ -1,6 +1,6 @@
-import type { Transaction } from 'kysely';
+import type { Db } from '../platform/db/connect.ts';
 import type { AppContext } from '../platform/context.ts';
-import type { Tables } from '../tables.ts';
+import { predictionsDb } from './schema.ts';
 import { Meter } from '../billing/meter.ts';
 import { actualCost, predictTimeMicros, TERMINAL_STATUSES } from './pricing.ts';
 import { findPrediction } from './store.ts';
@@ -30,7 +30,7 @@ function errorText(error: unknown): string | null {
 
 /**
  * Applies an update inside the caller's transaction (the webhook's, which also records the delivery, or
- * reconciliation's).
+ * reconciliation's), handed over as `Db`.
  *
  * Exactly-once invariant: a terminal status claims the prediction with `UPDATE … SET finalized_at … WHERE
  * finalized_at IS NULL`. The database lets one such update change the row (PostgreSQL re-checks the condition
@@ -38,11 +38,8 @@ function errorText(error: unknown): string | null {
  * and reconciliation runs, exactly one sees `finalized: true`, and the charge it computed is stored with the
  * claim. Updates after the claim change nothing, so a late `processing` cannot undo a final status.
  */
-export async function applyPredictionUpdate(
-  trx: Transaction<Tables>,
-  update: PredictionUpdate,
-  now: number,
-): Promise<AppliedUpdate> {
+export async function applyPredictionUpdate(shared: Db, update: PredictionUpdate, now: number): Promise<AppliedUpdate> {
+  const trx = predictionsDb(shared);
   const row = await trx.selectFrom('predictions').selectAll().where('replicate_id', '=', update.id).executeTakeFirst();
   if (!row) return { predictionId: null, finalized: false };
   if (row.finalized_at !== null) return { predictionId: row.id, finalized: false };
@@ -89,9 +86,13 @@ export async function settlePrediction(ctx: AppContext, predictionId: string): P
   const succeeded = row.status === 'succeeded';
   const now = ctx.clock.now();
   let closed = false;
-  const companionWrites = async (trx: Transaction<Tables>, { captured }: { captured: number }) => {
+  const companionWrites = async (trx: Db, { captured }: { captured: number }) => {
     closed = true;
-    await trx.updateTable('predictions').set({ settled_at: now, captured }).where('id', '=', row.id).execute();
+    await predictionsDb(trx)
+      .updateTable('predictions')
+      .set({ settled_at: now, captured })
+      .where('id', '=', row.id)
+      .execute();
   };
   // The meter writes the usage record with the close; only the close that acts writes it.
   const meter = Meter.resume(ctx, {
@@ -111,7 +112,7 @@ export async function settlePrediction(ctx: AppContext, predictionId: string): P
   if (!closed) {
     // The hold was no longer open: settled by a concurrent run (which recorded it) or released.
     ctx.log.warn({ predictionId, holdId: row.hold_id }, 'prediction hold was no longer open at settlement');
-    await ctx.db
+    await predictionsDb(ctx.db)
       .updateTable('predictions')
       .set({ settled_at: now, captured: 0 })
       .where('id', '=', row.id)

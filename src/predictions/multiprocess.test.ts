@@ -77,7 +77,7 @@ if (selectedDatabases().includes('postgres')) {
           available: 100_000_000 - IMAGE_COST,
         });
       }
-      const deliveries = await env.service.ctx.db
+      const deliveries = await env.db
         .selectFrom('webhook_deliveries')
         .select(['webhook_id', 'charged'])
         .where('prediction_id', '=', prediction.replicateId)

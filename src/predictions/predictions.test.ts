@@ -23,12 +23,12 @@ const IMAGE_HOLD = 10_000 + 333_333 * 60 + 30_000 * 2;
 const IMAGE_COST = 10_000 + 500_000 + 60_000;
 
 async function usageOf(env: TestEnv, holdPredictionId: string) {
-  const prediction = await env.service.ctx.db
+  const prediction = await env.db
     .selectFrom('predictions')
     .select('hold_id')
     .where('id', '=', holdPredictionId)
     .executeTakeFirstOrThrow();
-  return env.service.ctx.db.selectFrom('usage_records').selectAll().where('hold_id', '=', prediction.hold_id).execute();
+  return env.db.selectFrom('usage_records').selectAll().where('hold_id', '=', prediction.hold_id).execute();
 }
 
 describeEachDatabase(
@@ -266,7 +266,7 @@ describeEachDatabase(
       const user = await userWithCredits(env, 100);
       const prediction = await startPrediction(env, user);
       // What a process that died right after committing its claim leaves behind: finalized, never settled.
-      await env.service.ctx.db
+      await env.db
         .updateTable('predictions')
         .set({ status: 'succeeded', charge: IMAGE_COST, finalized_at: env.clock.now(), output: '["a","b"]' })
         .where('id', '=', prediction.id)
@@ -322,11 +322,7 @@ describeEachDatabase(
       assert.equal(refused.body.error.code, 'INVALID_REQUEST');
       assert.match(refused.body.error.message, /prompt: too long/);
       assert.deepEqual(await walletMicros(env, user), { balance: 100_000_000, reserved: 0, available: 100_000_000 });
-      const rows = await env.service.ctx.db
-        .selectFrom('predictions')
-        .select('id')
-        .where('user_id', '=', user.userId)
-        .execute();
+      const rows = await env.db.selectFrom('predictions').select('id').where('user_id', '=', user.userId).execute();
       assert.equal(rows.length, 0);
       await assertLedgerVerifies(env);
     });
@@ -336,7 +332,7 @@ describeEachDatabase(
       const before = fake.requests.length;
       const unknown = await env.dashboard(user, 'POST', '/api/v1/predictions', { model: 'nobody/nothing', input: {} });
       assert.deepEqual([unknown.status, unknown.body.error.code], [404, 'MODEL_NOT_FOUND']);
-      await env.service.ctx.db
+      await env.db
         .insertInto('models')
         .values({
           id: 'openai/chat-test',
@@ -429,7 +425,7 @@ describeEachDatabase(
       const prediction = await startPrediction(env, user);
       await env.manualClock.advance(env.service.ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000 + 1);
       await env.service.ctx.services.billing.releaseExpiredHolds();
-      const hold = await env.service.ctx.db
+      const hold = await env.db
         .selectFrom('predictions')
         .innerJoin('holds', 'holds.id', 'predictions.hold_id')
         .select('holds.status')

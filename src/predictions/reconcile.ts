@@ -1,7 +1,9 @@
 import type { Job } from '../platform/jobs.ts';
+import { asDb } from '../platform/db/own-tables.ts';
 import type { AppContext } from '../platform/context.ts';
 import { applyPredictionUpdate, settlePrediction } from './finalize.ts';
 import { replicateClientOf } from './routes.ts';
+import { predictionsDb } from './schema.ts';
 
 /** A prediction not final this long after its creation is asked about: its final webhook may be lost. */
 export const RECONCILE_AFTER_MS = 10 * 60_000;
@@ -24,7 +26,7 @@ export async function reconcilePredictions(
   const now = ctx.clock.now();
   const result = { resettled: 0, checked: 0, finalized: 0, failed: 0 };
 
-  const unsettled = await ctx.db
+  const unsettled = await predictionsDb(ctx.db)
     .selectFrom('predictions')
     .select('id')
     .where('settled_at', 'is', null)
@@ -44,7 +46,7 @@ export async function reconcilePredictions(
 
   const client = replicateClientOf(ctx);
   if (!client) return result;
-  const open = await ctx.db
+  const open = await predictionsDb(ctx.db)
     .selectFrom('predictions')
     .select(['id', 'replicate_id'])
     .where('finalized_at', 'is', null)
@@ -57,10 +59,12 @@ export async function reconcilePredictions(
     try {
       const upstream = await client.get(replicate_id);
       result.checked++;
-      const applied = await ctx.db.transaction().execute(async (trx) => {
-        await trx.updateTable('predictions').set({ checked_at: now }).where('id', '=', id).execute();
-        return applyPredictionUpdate(trx, upstream, now);
-      });
+      const applied = await predictionsDb(ctx.db)
+        .transaction()
+        .execute(async (trx) => {
+          await trx.updateTable('predictions').set({ checked_at: now }).where('id', '=', id).execute();
+          return applyPredictionUpdate(asDb(trx), upstream, now);
+        });
       if (applied.finalized) {
         result.finalized++;
         ctx.log.info(

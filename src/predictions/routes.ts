@@ -12,6 +12,7 @@ import { applyPredictionUpdate, settlePrediction } from './finalize.ts';
 import { outputsAsked, predictTimeMicros, TERMINAL_STATUSES, worstCaseCost } from './pricing.ts';
 import { ReplicateClient, type ReplicatePrediction } from './replicate-client.ts';
 import { findCallerPrediction, findPrediction, predictionResource } from './store.ts';
+import { predictionsDb } from './schema.ts';
 
 /** The path Replicate calls back; `webhook` of every prediction is `${PUBLIC_BASE_URL}` + this. */
 export const REPLICATE_WEBHOOK_PATH = '/api/webhooks/replicate';
@@ -126,7 +127,7 @@ export function registerPredictionRoutes(app: App, ctx: AppContext): void {
         );
         id = newId('pred');
         const now = ctx.clock.now();
-        await ctx.db
+        await predictionsDb(ctx.db)
           .insertInto('predictions')
           .values({
             id,

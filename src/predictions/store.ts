@@ -1,8 +1,8 @@
 import type { Selectable } from 'kysely';
-import type { Db } from '../platform/db/connect.ts';
+import type { PredictionsDb } from './schema.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { microsToCredits } from '../platform/money.ts';
-import type { PredictionsTable } from './tables.ts';
+import type { PredictionsTable } from './schema.ts';
 
 /** A stored prediction row. */
 export type PredictionRow = Selectable<PredictionsTable>;
@@ -12,7 +12,11 @@ export type PredictionRow = Selectable<PredictionsTable>;
  * A dashboard session sees all of its user's predictions; an app's token or key sees only those made under
  * the same app (a user's own keys share `app_id = null` with the dashboard), as with API keys.
  */
-export async function findCallerPrediction(db: Db, principal: Principal, id: string): Promise<PredictionRow | null> {
+export async function findCallerPrediction(
+  db: PredictionsDb,
+  principal: Principal,
+  id: string,
+): Promise<PredictionRow | null> {
   let query = db.selectFrom('predictions').selectAll().where('id', '=', id).where('user_id', '=', principal.userId);
   if (principal.kind !== 'session')
     query = principal.appId === null ? query.where('app_id', 'is', null) : query.where('app_id', '=', principal.appId);
@@ -20,7 +24,7 @@ export async function findCallerPrediction(db: Db, principal: Principal, id: str
 }
 
 /** A prediction by our id. */
-export async function findPrediction(db: Db, id: string): Promise<PredictionRow | null> {
+export async function findPrediction(db: PredictionsDb, id: string): Promise<PredictionRow | null> {
   return (await db.selectFrom('predictions').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
 }
 

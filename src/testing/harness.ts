@@ -4,11 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
+import type { Kysely } from 'kysely';
 import { loadConfig, type Config } from '../platform/config.ts';
 import { ManualClock, systemClock, type Clock } from '../platform/clock.ts';
 import { createService, type Service } from '../service.ts';
 import { createLogger } from '../platform/logger.ts';
 import { randomText } from '../platform/ids.ts';
+import { allTables, type AllTables } from './all-tables.ts';
 
 /** The engines the suites run on; `TEST_DATABASES=sqlite` (or `postgres`) narrows a local run. */
 export type TestDatabase = 'sqlite' | 'postgres';
@@ -150,6 +152,11 @@ export class TestEnv {
 
   get kind(): TestDatabase {
     return this.space.kind;
+  }
+
+  /** The whole database, to check what the features wrote (a test sees every feature's tables). */
+  get db(): Kysely<AllTables> {
+    return allTables(this.service.ctx.db);
   }
 
   /** The settable clock (only when the suite asked for `manualClock`). */

@@ -6,7 +6,7 @@ import { blankAccount, ensureCustomer, requireStripe } from './checkout.ts';
 import { disableAutoTopup } from './events.ts';
 import { paymentProviderError, priceOf } from './settings.ts';
 import type { TopupRuntime } from './runtime.ts';
-import type { TopupsTable } from './tables.ts';
+import { topupsDb, type TopupsTable } from './schema.ts';
 
 /** Auto top-up as the dashboard shows it; amounts in micro-credits and minor units. */
 export interface AutoTopupState {
@@ -20,7 +20,11 @@ export interface AutoTopupState {
 
 /** The user's auto top-up settings (off, with no method, when never set up). */
 export async function autoTopupState(rt: TopupRuntime, userId: string): Promise<AutoTopupState> {
-  const row = await rt.ctx.db.selectFrom('topup_accounts').selectAll().where('user_id', '=', userId).executeTakeFirst();
+  const row = await topupsDb(rt.ctx.db)
+    .selectFrom('topup_accounts')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return {
     enabled: Boolean(row?.auto_enabled),
     threshold: row?.auto_threshold ?? 0,
@@ -93,12 +97,12 @@ export async function updateAutoTopup(
       'Save a payment method first (POST /api/wallet/auto-topup/setup): auto top-up charges it off-session.',
     );
   }
-  await rt.ctx.db
+  await topupsDb(rt.ctx.db)
     .insertInto('topup_accounts')
     .values(blankAccount(userId, now))
     .onConflict((oc) => oc.column('user_id').doNothing())
     .execute();
-  await rt.ctx.db
+  await topupsDb(rt.ctx.db)
     .updateTable('topup_accounts')
     .set({
       auto_enabled: change.enabled ? 1 : 0,
@@ -121,7 +125,8 @@ export async function updateAutoTopup(
  * top-up's id. The webhook credits it and frees the slot; a failure turns auto top-up off.
  */
 export async function maybeAutoTopup(rt: TopupRuntime, userId: string): Promise<TopupsTable | null> {
-  const { db, clock } = rt.ctx;
+  const db = topupsDb(rt.ctx.db);
+  const { clock } = rt.ctx;
   const account = await db
     .selectFrom('topup_accounts')
     .selectAll()

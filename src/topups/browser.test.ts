@@ -75,7 +75,7 @@ describeEachDatabase(
       const user = await env.createUser({ password: 'a long enough password' });
       const now = Date.now();
       // The state a declined off-session payment leaves (auto-topup.test.ts proves how it gets there).
-      await env.service.ctx.db
+      await env.db
         .insertInto('topup_accounts')
         .values({
           user_id: user.userId,

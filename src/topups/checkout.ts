@@ -1,10 +1,11 @@
 import type Stripe from 'stripe';
 import { sql } from 'kysely';
 import { newId } from '../platform/ids.ts';
+import { userContact } from '../accounts/users.ts';
 import { errors } from '../platform/errors.ts';
 import { paymentProviderError, priceOf, topupsDisabled } from './settings.ts';
 import type { TopupRuntime } from './runtime.ts';
-import type { TopupsTable } from './tables.ts';
+import { topupsDb, type TopupsTable } from './schema.ts';
 
 /** The Stripe client, or the 403 that says how to turn top-ups on. */
 export function requireStripe(rt: TopupRuntime): Stripe {
@@ -17,18 +18,16 @@ export function requireStripe(rt: TopupRuntime): Stripe {
  * Stripe answers both with one customer; the row keeps the first id written.
  */
 export async function ensureCustomer(rt: TopupRuntime, userId: string): Promise<string> {
-  const { db, clock } = rt.ctx;
+  const db = topupsDb(rt.ctx.db);
+  const { clock } = rt.ctx;
   const existing = await db
     .selectFrom('topup_accounts')
     .select('stripe_customer_id')
     .where('user_id', '=', userId)
     .executeTakeFirst();
   if (existing?.stripe_customer_id) return existing.stripe_customer_id;
-  const user = await db
-    .selectFrom('users')
-    .select(['email', 'name'])
-    .where('id', '=', userId)
-    .executeTakeFirstOrThrow();
+  const user = await userContact(rt.ctx.db, userId);
+  if (!user) throw new Error(`no user ${userId}`);
   let customer: Stripe.Customer;
   try {
     customer = await requireStripe(rt).customers.create(
@@ -95,7 +94,7 @@ export async function startCheckout(
     updated_at: now,
     credited_at: null,
   };
-  await rt.ctx.db.insertInto('topups').values(topup).execute();
+  await topupsDb(rt.ctx.db).insertInto('topups').values(topup).execute();
   let session: Stripe.Checkout.Session;
   try {
     session = await stripe.checkout.sessions.create(
@@ -121,7 +120,7 @@ export async function startCheckout(
       { idempotencyKey: `tollgate-topup-${topup.id}` },
     );
   } catch (error) {
-    await rt.ctx.db
+    await topupsDb(rt.ctx.db)
       .updateTable('topups')
       .set({ status: 'failed', failure_reason: 'Stripe refused to start the checkout', updated_at: rt.ctx.clock.now() })
       .where('id', '=', topup.id)
@@ -129,7 +128,7 @@ export async function startCheckout(
     throw paymentProviderError(error);
   }
   if (!session.url) throw paymentProviderError(new Error('no checkout URL'));
-  await rt.ctx.db
+  await topupsDb(rt.ctx.db)
     .updateTable('topups')
     .set({ checkout_session_id: session.id, checkout_url: session.url, updated_at: rt.ctx.clock.now() })
     .where('id', '=', topup.id)
@@ -139,7 +138,7 @@ export async function startCheckout(
 
 /** The user's top-ups, newest first. */
 export function listTopups(rt: TopupRuntime, userId: string, limit = 50): Promise<TopupsTable[]> {
-  return rt.ctx.db
+  return topupsDb(rt.ctx.db)
     .selectFrom('topups')
     .selectAll()
     .where('user_id', '=', userId)
@@ -151,7 +150,7 @@ export function listTopups(rt: TopupRuntime, userId: string, limit = 50): Promis
 
 /** One of the user's top-ups; 404 for another user's. */
 export async function getTopup(rt: TopupRuntime, userId: string, id: string): Promise<TopupsTable> {
-  const row = await rt.ctx.db
+  const row = await topupsDb(rt.ctx.db)
     .selectFrom('topups')
     .selectAll()
     .where('id', '=', id)

@@ -1,8 +1,11 @@
 import type Stripe from 'stripe';
 import { ApiError } from '../platform/errors.ts';
-import type { Trx } from '../billing/ledger.ts';
+import type { Db } from '../platform/db/connect.ts';
 import type { TopupRuntime } from './runtime.ts';
-import type { TopupsTable } from './tables.ts';
+import { topupsDb, type TopupsDb, type TopupsTable } from './schema.ts';
+
+/** Topups' view of a transaction: its own, or billing's that a movement's hooks join (see `ProcessorHooks`). */
+type Trx = TopupsDb;
 import { paymentProviderError } from './settings.ts';
 
 /** The acknowledgment of a Stripe event: what it did (`effect`), or that it was processed before. */
@@ -134,7 +137,7 @@ function paidAsPriced(rt: TopupRuntime, topup: TopupsTable, amount: unknown, cur
 
 async function topupOf(rt: TopupRuntime, id: unknown): Promise<TopupsTable | undefined> {
   if (typeof id !== 'string') return undefined;
-  return rt.ctx.db.selectFrom('topups').selectAll().where('id', '=', id).executeTakeFirst();
+  return topupsDb(rt.ctx.db).selectFrom('topups').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 /**
@@ -143,7 +146,7 @@ async function topupOf(rt: TopupRuntime, id: unknown): Promise<TopupsTable | und
  */
 async function topupOfPayment(rt: TopupRuntime, paymentIntent: string | null): Promise<TopupsTable | undefined> {
   if (!paymentIntent) return undefined;
-  const known = await rt.ctx.db
+  const known = await topupsDb(rt.ctx.db)
     .selectFrom('topups')
     .selectAll()
     .where('payment_intent_id', '=', paymentIntent)
@@ -160,7 +163,9 @@ async function topupOfPayment(rt: TopupRuntime, paymentIntent: string | null): P
 
 /** An event with nothing to do here, recorded so its copies are answered as duplicates. */
 async function recordOnly(rt: TopupRuntime, event: Stripe.Event): Promise<EventAck> {
-  const fresh = await rt.ctx.db.transaction().execute((trx) => claimEvent(trx, event, rt.ctx.clock.now()));
+  const fresh = await topupsDb(rt.ctx.db)
+    .transaction()
+    .execute((trx) => claimEvent(trx, event, rt.ctx.clock.now()));
   return fresh ? { received: true, effect: 'ignored' } : { received: true, effect: 'ignored', duplicate: true };
 }
 
@@ -174,16 +179,18 @@ async function transition(
   effect: EventAck['effect'],
 ): Promise<EventAck> {
   const now = rt.ctx.clock.now();
-  const fresh = await rt.ctx.db.transaction().execute(async (trx) => {
-    if (!(await claimEvent(trx, event, now))) return false;
-    await trx
-      .updateTable('topups')
-      .set({ ...change, updated_at: now })
-      .where('id', '=', topup.id)
-      .where('status', 'in', from)
-      .execute();
-    return true;
-  });
+  const fresh = await topupsDb(rt.ctx.db)
+    .transaction()
+    .execute(async (trx) => {
+      if (!(await claimEvent(trx, event, now))) return false;
+      await trx
+        .updateTable('topups')
+        .set({ ...change, updated_at: now })
+        .where('id', '=', topup.id)
+        .where('status', 'in', from)
+        .execute();
+      return true;
+    });
   return { received: true, effect, topupId: topup.id, ...(fresh ? {} : { duplicate: true as const }) };
 }
 
@@ -212,7 +219,8 @@ async function credit(
       reference: `stripe:${event.id}:${paymentIntent ?? topup.checkout_session_id ?? topup.id}`,
     },
     {
-      claim: async (trx) => {
+      claim: async (shared) => {
+        const trx = topupsDb(shared);
         if (!(await claimEvent(trx, event, now))) return !(duplicate = true);
         const claimed = await trx
           .updateTable('topups')
@@ -232,7 +240,8 @@ async function credit(
           .executeTakeFirst();
         return Boolean(claimed);
       },
-      companionWrites: async (trx, moved) => {
+      companionWrites: async (shared, moved) => {
+        const trx = topupsDb(shared);
         await trx
           .updateTable('topups')
           .set({ transaction_id: moved.transactionId })
@@ -266,7 +275,7 @@ async function recordReceipt(rt: TopupRuntime, topupId: string, paymentIntent: s
     const intent = await rt.stripe!.paymentIntents.retrieve(paymentIntent, { expand: ['latest_charge'] });
     const receipt = typeof intent.latest_charge === 'object' ? intent.latest_charge?.receipt_url : null;
     if (receipt)
-      await rt.ctx.db.updateTable('topups').set({ receipt_url: receipt }).where('id', '=', topupId).execute();
+      await topupsDb(rt.ctx.db).updateTable('topups').set({ receipt_url: receipt }).where('id', '=', topupId).execute();
   } catch (error) {
     rt.ctx.log.warn({ err: error, topupId }, 'the receipt of a top-up could not be read from Stripe');
   }
@@ -275,18 +284,20 @@ async function recordReceipt(rt: TopupRuntime, topupId: string, paymentIntent: s
 /** A payment that failed: the top-up is marked failed; an auto top-up is turned off with the reason shown to the user. */
 async function fail(rt: TopupRuntime, event: Stripe.Event, topup: TopupsTable, reason: string): Promise<EventAck> {
   const now = rt.ctx.clock.now();
-  const outcome = await rt.ctx.db.transaction().execute(async (trx) => {
-    if (!(await claimEvent(trx, event, now))) return 'duplicate' as const;
-    const failed = await trx
-      .updateTable('topups')
-      .set({ status: 'failed', failure_reason: reason, updated_at: now })
-      .where('id', '=', topup.id)
-      .where('status', 'in', ['pending', 'processing'])
-      .returning('id')
-      .executeTakeFirst();
-    if (failed && topup.kind === 'auto') await disableAutoTopup(trx, topup.user_id, topup.id, reason, now);
-    return failed ? ('failed' as const) : ('unchanged' as const);
-  });
+  const outcome = await topupsDb(rt.ctx.db)
+    .transaction()
+    .execute(async (trx) => {
+      if (!(await claimEvent(trx, event, now))) return 'duplicate' as const;
+      const failed = await trx
+        .updateTable('topups')
+        .set({ status: 'failed', failure_reason: reason, updated_at: now })
+        .where('id', '=', topup.id)
+        .where('status', 'in', ['pending', 'processing'])
+        .returning('id')
+        .executeTakeFirst();
+      if (failed && topup.kind === 'auto') await disableAutoTopup(trx, topup.user_id, topup.id, reason, now);
+      return failed ? ('failed' as const) : ('unchanged' as const);
+    });
   if (outcome === 'failed')
     rt.notify({ type: 'topup_failed', userId: topup.user_id, topupId: topup.id, credits: topup.credits, reason });
   return {
@@ -346,7 +357,8 @@ async function refund(rt: TopupRuntime, event: Stripe.Event, charge: Stripe.Char
       reference: `stripe:${event.id}:${charge.id}`,
     },
     {
-      claim: async (trx) => {
+      claim: async (shared) => {
+        const trx = topupsDb(shared);
         if (!(await claimEvent(trx, event, now))) return !(duplicate = true);
         const row = await lockTopup(rt, trx, topup.id);
         const target = Math.min(
@@ -373,7 +385,8 @@ async function dispute(rt: TopupRuntime, event: Stripe.Event, object: Stripe.Dis
   if (topup.status !== 'succeeded') throw notCreditedYet(topup);
   const now = rt.ctx.clock.now();
   let duplicate = false;
-  const claimThen = (decide: (row: TopupsTable, trx: Trx) => Promise<number>) => async (trx: Trx) => {
+  const claimThen = (decide: (row: TopupsTable, trx: Trx) => Promise<number>) => async (shared: Db) => {
+    const trx = topupsDb(shared);
     if (!(await claimEvent(trx, event, now))) return !(duplicate = true);
     return decide(await lockTopup(rt, trx, topup.id), trx);
   };
@@ -446,7 +459,11 @@ async function saveAutoTopup(
   const threshold = Number(session.metadata?.tollgateThreshold);
   const amountMinor = Number(session.metadata?.tollgateAmountMinor);
   const account = userId
-    ? await rt.ctx.db.selectFrom('topup_accounts').selectAll().where('user_id', '=', userId).executeTakeFirst()
+    ? await topupsDb(rt.ctx.db)
+        .selectFrom('topup_accounts')
+        .selectAll()
+        .where('user_id', '=', userId)
+        .executeTakeFirst()
     : undefined;
   // The session must be for the customer Tollgate made for this user: metadata alone is not trusted.
   const valid =
@@ -461,22 +478,24 @@ async function saveAutoTopup(
   const paymentMethod = idOf(setupIntent.payment_method);
   if (!paymentMethod) return recordOnly(rt, event);
   const now = rt.ctx.clock.now();
-  const fresh = await rt.ctx.db.transaction().execute(async (trx) => {
-    if (!(await claimEvent(trx, event, now))) return false;
-    await trx
-      .updateTable('topup_accounts')
-      .set({
-        payment_method_id: paymentMethod,
-        auto_enabled: 1,
-        auto_threshold: threshold,
-        auto_amount_minor: amountMinor,
-        auto_failure: null,
-        auto_failed_at: null,
-        updated_at: now,
-      })
-      .where('user_id', '=', account.user_id)
-      .execute();
-    return true;
-  });
+  const fresh = await topupsDb(rt.ctx.db)
+    .transaction()
+    .execute(async (trx) => {
+      if (!(await claimEvent(trx, event, now))) return false;
+      await trx
+        .updateTable('topup_accounts')
+        .set({
+          payment_method_id: paymentMethod,
+          auto_enabled: 1,
+          auto_threshold: threshold,
+          auto_amount_minor: amountMinor,
+          auto_failure: null,
+          auto_failed_at: null,
+          updated_at: now,
+        })
+        .where('user_id', '=', account.user_id)
+        .execute();
+      return true;
+    });
   return { received: true, effect: 'auto_topup_saved', ...(fresh ? {} : { duplicate: true as const }) };
 }

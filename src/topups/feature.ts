@@ -1,5 +1,5 @@
 import type { Feature } from '../platform/feature.ts';
-import { topupsMigrations } from './tables.ts';
+import { topupsMigrations } from './migrations.ts';
 import { createTopups } from './service.ts';
 import { loadStripe } from './settings.ts';
 import { registerTopupRoutes } from './routes/topups.ts';

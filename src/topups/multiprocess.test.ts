@@ -50,7 +50,7 @@ if (selectedDatabases().includes('postgres')) {
       assert.equal(refunds.filter((a) => !a.body.duplicate).length, 1);
       assert.equal((await walletOf(env, user)).balance, 600_000_000);
       assert.equal(await debtOf(env, user.userId), 0);
-      const rows = await env.service.ctx.db
+      const rows = await env.db
         .selectFrom('stripe_events')
         .select('event_id')
         .where('event_id', 'in', [completed.id, refund.id])

@@ -88,7 +88,7 @@ describeEachDatabase(
       assert.equal((await walletOf(env, user)).balance, 600 * CREDITS);
       assert.equal((await chat(env, key, 'acme/cheap')).status, 200);
       assert.equal((await walletOf(env, user)).balance, 599 * CREDITS);
-      const types = await env.service.ctx.db
+      const types = await env.db
         .selectFrom('ledger_transactions')
         .select('type')
         .where('user_id', '=', user.userId)
@@ -137,7 +137,7 @@ describeEachDatabase(
       assert.equal(await debtOf(env, user.userId), 0);
       assert.equal((await walletOf(env, user)).balance, 100 * CREDITS);
       assert.equal((await topupOf(env, user, topupId)).disputed, 0);
-      const movements = await env.service.ctx.db
+      const movements = await env.db
         .selectFrom('ledger_transactions')
         .select(['type', 'reference'])
         .where('user_id', '=', user.userId)

@@ -4,7 +4,7 @@ import { autoTopupState, maybeAutoTopup, startAutoTopupSetup, updateAutoTopup, t
 import { handleEvent, type EventAck } from './events.ts';
 import { stripeClient, topupSettings, type StripePackage, type TopupSettings } from './settings.ts';
 import type { TopupEvent, TopupObserver, TopupRuntime } from './runtime.ts';
-import type { TopupsTable } from './tables.ts';
+import type { TopupsTable } from './schema.ts';
 import type Stripe from 'stripe';
 
 export type { TopupEvent, TopupObserver };

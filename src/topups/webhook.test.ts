@@ -17,7 +17,7 @@ describeEachDatabase(
     const eventCount = async () =>
       Number(
         (
-          await env.service.ctx.db
+          await env.db
             .selectFrom('stripe_events')
             .select((eb) => eb.fn.countAll().as('n'))
             .executeTakeFirstOrThrow()
@@ -40,7 +40,7 @@ describeEachDatabase(
       assert.equal(topup.status, 'succeeded');
       assert.equal(topup.credits, 1000);
       assert.match(topup.receiptUrl, /\/receipts\/pi_/);
-      const movements = await env.service.ctx.db
+      const movements = await env.db
         .selectFrom('ledger_transactions')
         .select(['type', 'reference'])
         .where('user_id', '=', user.userId)

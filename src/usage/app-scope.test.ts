@@ -40,7 +40,7 @@ describeEachDatabase('what an app sees of the user’s spend', (env) => {
     assert.equal(usage.body.totals.requests, 1);
     assert.equal(usage.text.includes('Secret Diary App'), false);
 
-    const db = env.service.ctx.db;
+    const db = env.db;
     const holdsOf = async (appId: string) =>
       new Set((await db.selectFrom('holds').select('id').where('app_id', '=', appId).execute()).map((row) => row.id));
     const myHolds = await holdsOf(mine.clientId);

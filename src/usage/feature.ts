@@ -1,11 +1,9 @@
 import type { Feature } from '../platform/feature.ts';
-import { usageMigrations } from './tables.ts';
 import { registerUsageRoutes } from './routes.ts';
 
-/** Usage records of billable calls, and the usage queries. */
+/** The usage report of billable calls (the usage records themselves are billing's meter's: see billing/schema.ts). */
 export const usageFeature: Feature = {
   name: 'usage',
-  migrations: usageMigrations,
   register(app, ctx) {
     registerUsageRoutes(app, ctx);
   },

@@ -1,10 +1,12 @@
 import Type from 'typebox';
 import { UsageReportSchema } from '#wire/usage.ts';
-import { sql } from 'kysely';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 import { microsToCredits } from '../platform/money.ts';
+import { usageAggregates, type UsageSums } from '../billing/reports.ts';
+import { clientNames } from '../oauth/clients.ts';
+import { keyNames } from '../keys/store.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -15,12 +17,7 @@ const UsageQuery = Type.Object({
   ),
 });
 
-interface SumRow {
-  requests: number | string | bigint;
-  prompt: number | string | bigint | null;
-  completion: number | string | bigint | null;
-  cost: number | string | bigint | null;
-}
+type SumRow = UsageSums;
 
 function totals(row: SumRow) {
   return {
@@ -38,61 +35,24 @@ function totals(row: SumRow) {
 async function usageReport(ctx: AppContext, userId: string | null, days: number, appId: string | null = null) {
   const now = ctx.clock.now();
   const from = Math.floor(now / DAY_MS) * DAY_MS - (days - 1) * DAY_MS;
-  const sums = {
-    requests: sql<number>`count(*)`.as('requests'),
-    prompt: sql<number>`sum(prompt_tokens)`.as('prompt'),
-    completion: sql<number>`sum(completion_tokens)`.as('completion'),
-    cost: sql<number>`sum(cost)`.as('cost'),
-  };
-  let scoped = ctx.db.selectFrom('usage_records').where('created_at', '>=', from);
-  if (userId) scoped = scoped.where('user_id', '=', userId);
-  if (appId) scoped = scoped.where('app_id', '=', appId);
-  // Integer division of epoch ms gives the UTC day number on both SQLite and PostgreSQL.
-  const dayNumber = sql<number>`created_at / ${sql.lit(DAY_MS)}`;
-  const [all, byModel, byApp, byKeyRows, byDay] = await Promise.all([
-    scoped.select([sums.requests, sums.prompt, sums.completion, sums.cost]).executeTakeFirstOrThrow(),
-    scoped
-      .select(['model', sums.requests, sums.prompt, sums.completion, sums.cost])
-      .groupBy('model')
-      .orderBy('cost', 'desc')
-      .execute(),
-    scoped
-      .select(['app_id', sums.requests, sums.prompt, sums.completion, sums.cost])
-      .groupBy('app_id')
-      .orderBy('cost', 'desc')
-      .execute(),
-    scoped
-      .select(['key_id', sums.requests, sums.prompt, sums.completion, sums.cost])
-      .where('key_id', 'is not', null)
-      .groupBy('key_id')
-      .orderBy('cost', 'desc')
-      .execute(),
-    scoped
-      .select([dayNumber.as('day'), sums.requests, sums.cost])
-      .groupBy(dayNumber)
-      .orderBy(dayNumber)
-      .execute(),
-  ]);
-  const appIds = byApp.map((row) => row.app_id).filter((id): id is string => id !== null);
-  const names = new Map(
-    appIds.length
-      ? (
-          await ctx.db
-            .selectFrom('oauth_clients')
-            .select(['client_id', 'name'])
-            .where('client_id', 'in', appIds)
-            .execute()
-        ).map((r) => [r.client_id, r.name])
-      : [],
+  const {
+    all,
+    byModel,
+    byApp,
+    byKey: byKeyRows,
+    byDay,
+  } = await usageAggregates(ctx.db, {
+    from,
+    userId,
+    appId,
+  });
+  const names = await clientNames(
+    ctx.db,
+    byApp.map((row) => row.app_id).filter((id): id is string => id !== null),
   );
-  const keyIds = byKeyRows.map((row) => row.key_id!);
-  const keyNames = new Map(
-    keyIds.length
-      ? (await ctx.db.selectFrom('api_keys').select(['id', 'name']).where('id', 'in', keyIds).execute()).map((r) => [
-          r.id,
-          r.name,
-        ])
-      : [],
+  const keyNamesById = await keyNames(
+    ctx.db,
+    byKeyRows.map((row) => row.key_id!),
   );
   return {
     from: new Date(from).toISOString(),
@@ -106,7 +66,7 @@ async function usageReport(ctx: AppContext, userId: string | null, days: number,
     })),
     byKey: byKeyRows.map((row) => ({
       keyId: row.key_id!,
-      name: keyNames.get(row.key_id!) ?? row.key_id!,
+      name: keyNamesById.get(row.key_id!) ?? row.key_id!,
       ...totals(row as SumRow),
     })),
     byDay: byDay.map((row) => ({

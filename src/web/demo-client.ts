@@ -1,4 +1,5 @@
 import type { AppContext } from '../platform/context.ts';
+import { ensureFirstPartyPublicClient } from '../oauth/clients.ts';
 
 /** The OAuth client of the demo app at `/demo/`: public (PKCE, no secret), like any browser app. */
 export const DEMO_CLIENT_ID = 'app_demo';
@@ -23,33 +24,12 @@ export function demoClientRegistrar(ctx: AppContext): () => Promise<DemoConfig> 
     const baseUrl = ctx.config.PUBLIC_BASE_URL;
     const redirectUri = `${baseUrl}/demo/`;
     if (ensuredFor !== redirectUri) {
-      await ctx.db
-        .insertInto('oauth_clients')
-        .values({
-          client_id: DEMO_CLIENT_ID,
-          name: 'Echo Chat (Tollgate demo)',
-          type: 'public',
-          client_secret_hash: null,
-          redirect_uris: JSON.stringify([redirectUri]),
-          scopes: DEMO_SCOPES.join(' '),
-          owner_user_id: null,
-          created_at: ctx.clock.now(),
-        })
-        .onConflict((oc) => oc.column('client_id').doNothing())
-        .execute();
-      const row = await ctx.db
-        .selectFrom('oauth_clients')
-        .select('redirect_uris')
-        .where('client_id', '=', DEMO_CLIENT_ID)
-        .executeTakeFirstOrThrow();
-      const uris = JSON.parse(row.redirect_uris) as string[];
-      if (!uris.includes(redirectUri)) {
-        await ctx.db
-          .updateTable('oauth_clients')
-          .set({ redirect_uris: JSON.stringify([...uris, redirectUri]) })
-          .where('client_id', '=', DEMO_CLIENT_ID)
-          .execute();
-      }
+      await ensureFirstPartyPublicClient(ctx.db, ctx.clock, {
+        clientId: DEMO_CLIENT_ID,
+        name: 'Echo Chat (Tollgate demo)',
+        scopes: DEMO_SCOPES,
+        redirectUri,
+      });
       ctx.bus.publish('oauth:clients-changed', DEMO_CLIENT_ID);
       ensuredFor = redirectUri;
     }

@@ -42,11 +42,7 @@ describeEachDatabase('the gateway serves the dashboard, the demo app and the SDK
       redirectUri: `${env.baseUrl}/demo/`,
     });
     await env.request('GET', '/demo/config.json');
-    const rows = await env.service.ctx.db
-      .selectFrom('oauth_clients')
-      .selectAll()
-      .where('client_id', '=', DEMO_CLIENT_ID)
-      .execute();
+    const rows = await env.db.selectFrom('oauth_clients').selectAll().where('client_id', '=', DEMO_CLIENT_ID).execute();
     assert.equal(rows.length, 1);
     assert.equal(rows[0].type, 'public');
     assert.equal(rows[0].client_secret_hash, null);

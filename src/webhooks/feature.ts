@@ -1,5 +1,5 @@
 import type { Feature } from '../platform/feature.ts';
-import { webhooksMigrations } from './tables.ts';
+import { webhooksMigrations } from './migrations.ts';
 import { registerReplicateWebhook } from './replicate.ts';
 
 /** Inbound provider webhooks: `POST /api/webhooks/replicate`, verified (Standard Webhooks) and idempotent. */

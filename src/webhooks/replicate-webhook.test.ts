@@ -11,7 +11,7 @@ after(() => fake.stop());
 
 /** Rows of webhook_deliveries: a refused delivery must never add one. */
 async function deliveriesRecorded(env: TestEnv): Promise<number> {
-  const row = await env.service.ctx.db
+  const row = await env.db
     .selectFrom('webhook_deliveries')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();

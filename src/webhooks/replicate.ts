@@ -2,10 +2,12 @@ import Type from 'typebox';
 import { ApiErrorSchema } from '#wire/errors.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../platform/context.ts';
+import { asDb } from '../platform/db/own-tables.ts';
 import { ApiError } from '../platform/errors.ts';
 import { applyPredictionUpdate, settlePrediction, type PredictionUpdate } from '../predictions/finalize.ts';
 import { REPLICATE_WEBHOOK_PATH } from '../predictions/routes.ts';
 import { parseSigningSecrets, verifyWebhook } from './standard-webhooks.ts';
+import { webhooksDb } from './schema.ts';
 
 /** Largest delivery accepted; Replicate's bodies carry output URLs and logs, far below this. */
 const WEBHOOK_BODY_LIMIT = 4 * 1024 * 1024;
@@ -65,40 +67,42 @@ export async function acceptDelivery(
   notice: PredictionUpdate,
 ): Promise<WebhookAck> {
   const now = ctx.clock.now();
-  const outcome = await ctx.db.transaction().execute(async (trx) => {
-    const inserted = await trx
-      .insertInto('webhook_deliveries')
-      .values({
-        provider: PROVIDER,
-        webhook_id: webhookId,
-        prediction_id: notice.id,
-        status: notice.status,
-        charged: 0,
-        received_at: now,
-      })
-      .onConflict((oc) => oc.columns(['provider', 'webhook_id']).doNothing())
-      .returning('webhook_id')
-      .executeTakeFirst();
-    if (!inserted) {
-      const first = await trx
-        .selectFrom('webhook_deliveries')
-        .select('prediction_id')
-        .where('provider', '=', PROVIDER)
-        .where('webhook_id', '=', webhookId)
+  const outcome = await webhooksDb(ctx.db)
+    .transaction()
+    .execute(async (trx) => {
+      const inserted = await trx
+        .insertInto('webhook_deliveries')
+        .values({
+          provider: PROVIDER,
+          webhook_id: webhookId,
+          prediction_id: notice.id,
+          status: notice.status,
+          charged: 0,
+          received_at: now,
+        })
+        .onConflict((oc) => oc.columns(['provider', 'webhook_id']).doNothing())
+        .returning('webhook_id')
         .executeTakeFirst();
-      return { duplicate: true as const, predictionId: first?.prediction_id ?? notice.id };
-    }
-    const applied = await applyPredictionUpdate(trx, notice, now);
-    if (applied.finalized) {
-      await trx
-        .updateTable('webhook_deliveries')
-        .set({ charged: 1 })
-        .where('provider', '=', PROVIDER)
-        .where('webhook_id', '=', webhookId)
-        .execute();
-    }
-    return { duplicate: false as const, ...applied };
-  });
+      if (!inserted) {
+        const first = await trx
+          .selectFrom('webhook_deliveries')
+          .select('prediction_id')
+          .where('provider', '=', PROVIDER)
+          .where('webhook_id', '=', webhookId)
+          .executeTakeFirst();
+        return { duplicate: true as const, predictionId: first?.prediction_id ?? notice.id };
+      }
+      const applied = await applyPredictionUpdate(asDb(trx), notice, now);
+      if (applied.finalized) {
+        await trx
+          .updateTable('webhook_deliveries')
+          .set({ charged: 1 })
+          .where('provider', '=', PROVIDER)
+          .where('webhook_id', '=', webhookId)
+          .execute();
+      }
+      return { duplicate: false as const, ...applied };
+    });
   if (outcome.duplicate) return { received: true, duplicate: true, predictionId: outcome.predictionId };
   if (outcome.predictionId === null) {
     ctx.log.warn(

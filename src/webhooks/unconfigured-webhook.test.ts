@@ -7,6 +7,7 @@ import { createLogger } from '../platform/logger.ts';
 import { createService, type Service } from '../service.ts';
 import { selectedDatabases, TestDatabaseSpace } from '../testing/harness.ts';
 import { FakeReplicate } from '../predictions/testing/replicate-server.ts';
+import { allTables } from '../testing/all-tables.ts';
 
 for (const kind of selectedDatabases()) {
   describe(`Replicate webhook without REPLICATE_WEBHOOK_SECRET [${kind}]`, () => {
@@ -58,7 +59,7 @@ for (const kind of selectedDatabases()) {
         assert.equal(response.body.error.code, 'SERVICE_UNAVAILABLE');
         assert.match(response.body.error.message, /REPLICATE_WEBHOOK_SECRET/);
       }
-      const rows = await service.ctx.db
+      const rows = await allTables(service.ctx.db)
         .selectFrom('webhook_deliveries')
         .select((eb) => eb.fn.countAll<number>().as('n'))
         .executeTakeFirstOrThrow();

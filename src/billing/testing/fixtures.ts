@@ -1,6 +1,7 @@
 import type { AppContext } from '../../platform/context.ts';
 import { newId, randomText } from '../../platform/ids.ts';
 import { writeLimits } from '../limits.ts';
+import { allTables } from '../../testing/all-tables.ts';
 
 /**
  * Test fixtures of the billing tests. Users are inserted directly (no Argon2 hash to compute) because the
@@ -11,7 +12,7 @@ import { writeLimits } from '../limits.ts';
 /** Inserts a user that cannot sign in (its password hash matches nothing) and returns its id. */
 export async function insertUser(ctx: AppContext): Promise<string> {
   const id = newId('usr');
-  await ctx.db
+  await allTables(ctx.db)
     .insertInto('users')
     .values({
       id,
@@ -41,13 +42,13 @@ export async function authorizeApp(
 ): Promise<string> {
   const clientId = options.clientId ?? newId('app');
   const now = ctx.clock.now();
-  const existing = await ctx.db
+  const existing = await allTables(ctx.db)
     .selectFrom('oauth_clients')
     .select('client_id')
     .where('client_id', '=', clientId)
     .executeTakeFirst();
   if (!existing) {
-    await ctx.db
+    await allTables(ctx.db)
       .insertInto('oauth_clients')
       .values({
         client_id: clientId,
@@ -61,7 +62,7 @@ export async function authorizeApp(
       })
       .execute();
   }
-  await ctx.db
+  await allTables(ctx.db)
     .insertInto('authorized_apps')
     .values({
       user_id: userId,
@@ -87,7 +88,7 @@ export async function insertApiKey(
   options: { appId?: string | null; limit: number | null; period: 'daily' | 'monthly' | 'total' | null },
 ): Promise<string> {
   const id = newId('key');
-  await ctx.db
+  await allTables(ctx.db)
     .insertInto('api_keys')
     .values({
       id,

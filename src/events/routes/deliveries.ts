@@ -2,7 +2,7 @@ import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
 import type { AppContext } from '../../platform/context.ts';
 import { findEndpoint } from '../endpoints.ts';
-import type { WebhookMessagesTable } from '../tables.ts';
+import { eventsDb, type WebhookMessagesTable } from '../schema.ts';
 import type { Selectable } from 'kysely';
 import { IdParams, type Surface } from './surfaces.ts';
 
@@ -77,7 +77,7 @@ export function registerDeliveriesRoute(app: App, ctx: AppContext, surface: Surf
     async (request) => {
       const endpoint = await findEndpoint(ctx, surface.owner(request), (request.params as { id: string }).id);
       const limit = Number((request.query as { limit?: string }).limit ?? 50);
-      const rows = await ctx.db
+      const rows = await eventsDb(ctx.db)
         .selectFrom('webhook_messages as m')
         .innerJoin('webhook_events as e', 'e.id', 'm.event_id')
         .selectAll('m')

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { Kysely } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
-import type { Tables } from '../../tables.ts';
+import type { NoTables } from './own-tables.ts';
 import { nodeSqliteDialect } from './node-sqlite-dialect.ts';
 import { nameStatements, SchemaScopedPostgresDialect } from './postgres-dialect.ts';
 
@@ -17,8 +17,12 @@ pg.types.setTypeParser(20, (value) => {
 /** Which SQL engine is behind the connection; a few statements differ (row locks, upserts). */
 export type DialectName = 'sqlite' | 'postgres';
 
-/** The typed database handle every feature uses. */
-export type Db = Kysely<Tables>;
+/**
+ * The shared connection, typed with no tables: it runs transactions and raw SQL but names no table. A
+ * feature queries through its own view of it (`ownTables` in its `schema.ts`), which sees only its
+ * own tables; the platform knows no feature's.
+ */
+export type Db = Kysely<NoTables>;
 
 /** An open database with what the features need to know about it. */
 export interface Database {
@@ -38,13 +42,13 @@ export function openDatabase(
       options: `-c search_path=${config.DATABASE_SCHEMA}`,
     });
     pool.on('connect', nameStatements);
-    const db = new Kysely<Tables>({ dialect: new SchemaScopedPostgresDialect({ pool }) });
+    const db = new Kysely<NoTables>({ dialect: new SchemaScopedPostgresDialect({ pool }) });
     return { db, dialect: 'postgres', close: () => db.destroy() };
   }
   const dir = resolve(config.DATA_DIR);
   const file = join(dir, 'tollgate.db');
   prepareSqliteFile(dir, file);
-  const db = new Kysely<Tables>({ dialect: nodeSqliteDialect(file) });
+  const db = new Kysely<NoTables>({ dialect: nodeSqliteDialect(file) });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
 

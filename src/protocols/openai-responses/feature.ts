@@ -3,7 +3,7 @@ import type { App } from '../../platform/http/server.ts';
 import { registerCreateResponseRoute } from './create.ts';
 import { registerRetrieveResponseRoute } from './retrieve.ts';
 import { registerDeleteResponseRoute } from './delete.ts';
-import { responsesMigrations } from './tables.ts';
+import { responsesMigrations } from './migrations.ts';
 import { expireResponsesJob } from './store.ts';
 
 /**

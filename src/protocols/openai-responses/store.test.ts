@@ -64,11 +64,7 @@ describeEachDatabase(
       const job = await env.admin('POST', '/api/admin/cron/expire-responses');
       assert.equal(job.status, 200, job.text);
       assert.ok(job.body.result.deleted >= 1, job.text);
-      const left = await env.service.ctx.db
-        .selectFrom('stored_responses')
-        .select('id')
-        .where('id', '=', stored.body.id)
-        .execute();
+      const left = await env.db.selectFrom('stored_responses').select('id').where('id', '=', stored.body.id).execute();
       assert.deepEqual(left, []);
     });
   },

@@ -5,6 +5,7 @@ import { ApiError } from '../../platform/errors.ts';
 import { isResponseId, responseOfItem } from './ids.ts';
 import type { InputItem } from './parse.ts';
 import type { ResponseObject } from './render.ts';
+import { responsesDb } from './schema.ts';
 
 /**
  * Stored responses (`store: true`), kept per user and per app.
@@ -23,7 +24,7 @@ export interface StoredResponse {
 const DAY_MS = 86_400_000;
 
 function owned(ctx: AppContext, principal: Principal, id: string) {
-  const query = ctx.db
+  const query = responsesDb(ctx.db)
     .selectFrom('stored_responses')
     .where('id', '=', id)
     .where('user_id', '=', principal.userId)
@@ -104,7 +105,7 @@ export async function saveResponse(
 ): Promise<void> {
   const responseJson = JSON.stringify(response);
   const now = ctx.clock.now();
-  await ctx.db
+  await responsesDb(ctx.db)
     .insertInto('stored_responses')
     .values({
       id: response.id,
@@ -123,7 +124,7 @@ export async function saveResponse(
 /** Deletes the caller's stored response; false when there was none of theirs. */
 export async function deleteResponse(ctx: AppContext, principal: Principal, id: string): Promise<boolean> {
   if (!isResponseId(id)) return false;
-  const query = ctx.db
+  const query = responsesDb(ctx.db)
     .deleteFrom('stored_responses')
     .where('id', '=', id)
     .where('user_id', '=', principal.userId)
@@ -139,13 +140,16 @@ export const expireResponsesJob: Job = {
   name: 'expire-responses',
   description: 'Deletes stored Responses (store: true) older than RESPONSES_RETENTION_DAYS.',
   async run(ctx) {
-    const expired = ctx.db
+    const expired = responsesDb(ctx.db)
       .selectFrom('stored_responses')
       .select('id')
       .where('expires_at', '<=', ctx.clock.now())
       .orderBy('expires_at')
       .limit(1000);
-    const result = await ctx.db.deleteFrom('stored_responses').where('id', 'in', expired).executeTakeFirst();
+    const result = await responsesDb(ctx.db)
+      .deleteFrom('stored_responses')
+      .where('id', 'in', expired)
+      .executeTakeFirst();
     return { deleted: Number(result.numDeletedRows) };
   },
 };

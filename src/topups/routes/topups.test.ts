@@ -132,8 +132,8 @@ describe('top-ups without Stripe configured [sqlite]', () => {
     });
     assert.equal(webhook.status, 503);
     assert.equal(webhook.body.error.code, 'SERVICE_UNAVAILABLE');
-    assert.equal(await env.service.ctx.db.selectFrom('topups').select('id').executeTakeFirst(), undefined);
-    assert.equal(await env.service.ctx.db.selectFrom('topup_accounts').select('user_id').executeTakeFirst(), undefined);
-    assert.equal(await env.service.ctx.db.selectFrom('stripe_events').select('event_id').executeTakeFirst(), undefined);
+    assert.equal(await env.db.selectFrom('topups').select('id').executeTakeFirst(), undefined);
+    assert.equal(await env.db.selectFrom('topup_accounts').select('user_id').executeTakeFirst(), undefined);
+    assert.equal(await env.db.selectFrom('stripe_events').select('event_id').executeTakeFirst(), undefined);
   });
 });

@@ -4,7 +4,7 @@ import { principalOf } from '../../platform/http/server.ts';
 import { errors } from '../../platform/errors.ts';
 import { microsToCredits } from '../../platform/money.ts';
 import type { Principal } from '../../platform/http/principal.ts';
-import type { TopupsTable } from '../tables.ts';
+import type { TopupsTable } from '../schema.ts';
 import type { AutoTopupState } from '../auto.ts';
 
 /** The security of the money routes: the dashboard's session cookie (the OpenAPI names it `session`). */

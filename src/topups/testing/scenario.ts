@@ -50,11 +50,7 @@ export async function walletOf(
 
 /** The user's debt in micro-credits (read from the wallet row billing keeps). */
 export async function debtOf(env: TestEnv, userId: string): Promise<number> {
-  const row = await env.service.ctx.db
-    .selectFrom('wallets')
-    .select('debt')
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
+  const row = await env.db.selectFrom('wallets').select('debt').where('user_id', '=', userId).executeTakeFirst();
   return Number(row?.debt ?? 0);
 }
 

@@ -1,59 +1,7 @@
-import type { Generated, Kysely, Migration } from 'kysely';
+import type { Kysely, Migration } from 'kysely';
 import { defaultImageTokens } from './image-budgets.ts';
 
-/**
- * The model catalogue: each public id (`<vendor>/<model>`) maps to a provider, an upstream model and
- * prices. Prices are integer micro-credits: `prompt`/`completion` per 1M tokens, `request` per call,
- * `second` per second of provider compute, `image` per output image (decisions.md "Credits").
- */
-export interface ModelsTable {
-  id: string;
-  /** `openai`, `openrouter`, `anthropic`, `replicate`, `echo`, or the name of a configured provider. */
-  provider: string;
-  upstream_model: string;
-  name: string;
-  price_prompt: number;
-  price_completion: number;
-  price_request: number;
-  price_second: number;
-  price_image: number;
-  /** Detailed token prices per 1M tokens (migration 1100); NULL falls back to `price_prompt` (cache read/write, audio input) or `price_completion` (reasoning, audio output). */
-  price_cache_read: number | null;
-  price_cache_write: number | null;
-  price_reasoning: number | null;
-  price_audio_input: number | null;
-  price_audio_output: number | null;
-  /** Per web search (migration 1100). */
-  price_web_search: Generated<number>;
-  context_length: number | null;
-  max_output_tokens: number | null;
-  /**
-   * Chat: the prompt tokens one image part may cost, held per image; null refuses image parts (migration
-   * 1200; see `image-budgets.ts` for the defaults).
-   */
-  image_tokens: number | null;
-  /**
-   * Images API: JSON object of per-image prices in micro-credits by `"<quality>/<size>"`, either part may be
-   * `*` (migration 1200). `{}`: the flat `price_image` for a request that names neither quality nor size.
-   */
-  image_prices: Generated<string>;
-  /** Predictions: the worst-case compute seconds a hold covers (default 120). */
-  max_predict_seconds: number | null;
-  /** JSON arrays of `text`, `image`, `audio`, `embedding`. */
-  input_modalities: string;
-  output_modalities: string;
-  /** JSON array of model ids tried, in order, on an upstream 5xx or timeout before any output. */
-  fallbacks: string;
-  /** 1 for built-in test models such as `tollgate/echo`. */
-  is_test: number;
-  enabled: number;
-  updated_at: number;
-}
-
-export interface ModelsTables {
-  models: ModelsTable;
-}
-
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const modelsMigrations: Record<string, Migration> = {
   '0500_models_catalogue': {
     async up(db: Kysely<any>) {

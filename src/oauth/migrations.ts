@@ -1,58 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Kysely, Migration } from 'kysely';
 
-/** An OAuth client (an "app"), registered by an operator or from the dashboard. */
-export interface OauthClientsTable {
-  /** `app_…` — the OAuth client_id. */
-  client_id: string;
-  name: string;
-  type: 'public' | 'confidential';
-  /** SHA-256 hex of the client secret (confidential clients); the secret itself is shown once. */
-  client_secret_hash: string | null;
-  /** JSON array of exact redirect URIs. */
-  redirect_uris: string;
-  /** Space-separated scopes the client may ask for. */
-  scopes: string;
-  /** The user who registered it from the dashboard; null for operator-registered clients. */
-  owner_user_id: string | null;
-  created_at: number;
-}
-
-/**
- * A user's authorization of an app: the scopes granted at consent. (The spending limits the user set for
- * it are billing's, in `spending_limits`, since migration 1010.)
- */
-export interface AuthorizedAppsTable {
-  user_id: string;
-  client_id: string;
-  scopes: string;
-  authorized_at: number;
-  last_used_at: number | null;
-  /** Set when the user revokes the app; a later consent clears it. */
-  revoked_at: number | null;
-}
-
-/** oidc-provider's stored models (grants, codes, tokens, sessions, interactions…), one row per id. */
-export interface OidcPayloadsTable {
-  id: string;
-  model: string;
-  payload: string;
-  grant_id: string | null;
-  user_code: string | null;
-  uid: string | null;
-  expires_at: number | null;
-  consumed_at: number | null;
-  /** The user and app the row belongs to (grants, codes, tokens), so an app's revocation finds every grant. */
-  account_id: string | null;
-  client_id: string | null;
-}
-
-export interface OauthTables {
-  oauth_clients: OauthClientsTable;
-  authorized_apps: AuthorizedAppsTable;
-  oidc_payloads: OidcPayloadsTable;
-}
-
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const oauthMigrations: Record<string, Migration> = {
   '0200_oauth_clients_authorized_apps': {
     async up(db: Kysely<any>) {

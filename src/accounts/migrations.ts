@@ -1,30 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 
-/** A person with a Tollgate account. */
-export interface UsersTable {
-  id: string;
-  /** Lower-cased; unique. */
-  email: string;
-  name: string;
-  image: string | null;
-  password_hash: string;
-  created_at: number;
-}
-
-/** A dashboard session; the cookie carries the token, the table only its SHA-256. */
-export interface SessionsTable {
-  token_hash: string;
-  user_id: string;
-  csrf_token: string;
-  created_at: number;
-  expires_at: number;
-}
-
-export interface AccountsTables {
-  users: UsersTable;
-  sessions: SessionsTable;
-}
-
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const accountsMigrations: Record<string, Migration> = {
   '0100_accounts_users_sessions': {
     async up(db: Kysely<any>) {

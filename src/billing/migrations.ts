@@ -1,137 +1,7 @@
-import { PostgresAdapter, sql, type Generated, type Kysely, type Migration } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
 import { rebuildWithoutRowid } from '../platform/db/sqlite-rebuild.ts';
 
-/**
- * A user's wallet: a cache of the ledger that is updated in the same transaction as the entries, and the
- * row every movement of that user locks first (so all of one user's money moves one at a time, across
- * processes). `balance` is what the user owns (available + held); `reserved` is the part held by open holds.
- */
-export interface WalletsTable {
-  user_id: string;
-  /** Micro-credits: the sum of the user's `available` and `held` ledger accounts. */
-  balance: number;
-  /** Micro-credits: the sum of the user's `held` ledger account (= the open holds' amounts). */
-  reserved: number;
-  /**
-   * Micro-credits the user owes (minus the sum of the `debt` ledger account): a refund or dispute of a top-up
-   * whose credits were already spent. Any debt refuses new holds (402) until a top-up repays it.
-   */
-  debt: Generated<number>;
-  created_at: number;
-  updated_at: number;
-}
-
-/** The kinds of money movement; each is one balanced ledger transaction. */
-export const MOVEMENT_TYPES = [
-  'grant',
-  'topup',
-  'adjustment',
-  'hold',
-  'capture',
-  'release',
-  'expiry',
-  'refund',
-  'dispute',
-] as const;
-export type MovementType = (typeof MOVEMENT_TYPES)[number];
-
-/** One movement of credits: the header of a set of entries that sum to zero. Append-only. */
-export interface LedgerTransactionsTable {
-  /** Insertion order; pages of the transaction list follow it. */
-  seq: Generated<number>;
-  /** `txn_…` */
-  id: string;
-  type: MovementType;
-  /** The user whose wallet moved (every movement touches exactly one wallet). */
-  user_id: string;
-  hold_id: string | null;
-  description: string;
-  /** The payment processor's ids behind the movement (`stripe:evt_…:pi_…`), for top-ups, refunds, disputes. */
-  reference: string | null;
-  /** Wallet balance and reserved amount just after this movement (micro-credits). */
-  balance_after: number;
-  reserved_after: number;
-  created_at: number;
-}
-
-/**
- * One side of a movement: `amount` micro-credits (signed) on `account`. Accounts are `user:<id>:available`,
- * `user:<id>:held` and `system:<name>`; an account's balance is the sum of its entries, and the entries
- * of one transaction sum to zero, so all entries together always sum to zero. Append-only.
- */
-export interface LedgerEntriesTable {
-  transaction_id: string;
-  account: string;
-  amount: number;
-  created_at: number;
-}
-
-/** A hold's life: open until settled (captured and the rest released), released, or expired by the sweep. */
-export type HoldStatus = 'open' | 'settled' | 'released' | 'expired';
-
-/**
- * `status = 'open'` written into the SQL as a literal, as the open-hold indexes are partial on it (see
- * migration 0900): with a bound parameter the planner could not use them.
- */
-export const OPEN = sql.lit<'open'>('open');
-
-/** Credits reserved for one billable call before it runs; settled exactly once. */
-export interface HoldsTable {
-  /** `hold_…` */
-  id: string;
-  user_id: string;
-  app_id: string | null;
-  key_id: string | null;
-  /** Micro-credits reserved when the hold was placed. */
-  amount: number;
-  /** Micro-credits captured at settlement (≤ amount). */
-  captured: number;
-  /** Micro-credits of `captured` given back by refunds (≤ captured). */
-  refunded: number;
-  status: HoldStatus;
-  description: string;
-  created_at: number;
-  expires_at: number;
-  closed_at: number | null;
-  /** Start (epoch ms, UTC) of the day and the month the hold was placed in: the periods it counts in. */
-  period_day: number;
-  period_month: number;
-}
-
-/**
- * Spend per limit subject and period, kept beside the holds so a limit check reads one row per period.
- * `subject` is `app:<userId>:<clientId>` or `key:<keyId>`; `period_start` is the UTC day or month start
- * (0 for `total`). `held` is the sum of the open holds placed in that period, `spent` what their
- * settlements captured net of refunds. Updated under the user's wallet lock, in the movement's transaction.
- */
-export interface SpendCountersTable {
-  subject: string;
-  period: 'daily' | 'monthly' | 'total';
-  period_start: number;
-  spent: number;
-  held: number;
-}
-
-/**
- * Spending limits, billing's own: one row per subject (`app:<userId>:<clientId>` or `key:<keyId>`, as the
- * spend counters name them) and period, with the limit in micro-credits. No row: no limit for that period.
- * An app may have a limit for each period; a key has at most one. Only billing writes it (see limits.ts).
- */
-export interface SpendingLimitsTable {
-  subject: string;
-  period: 'daily' | 'monthly' | 'total';
-  amount: number;
-}
-
-export interface BillingTables {
-  wallets: WalletsTable;
-  ledger_transactions: LedgerTransactionsTable;
-  ledger_entries: LedgerEntriesTable;
-  holds: HoldsTable;
-  spend_counters: SpendCountersTable;
-  spending_limits: SpendingLimitsTable;
-}
-
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const billingMigrations: Record<string, Migration> = {
   '0400_billing_wallets_ledger_holds': {
     async up(db: Kysely<any>) {
@@ -264,7 +134,8 @@ export const billingMigrations: Record<string, Migration> = {
     /**
      * Billing owns the spending limits: they move out of `authorized_apps` (an app's daily, monthly and total
      * limit for a user) and `api_keys` (a key's limit and period) into `spending_limits`, which only billing
-     * writes; the old columns go, so nothing can read a stale copy.
+     * writes; the old columns go, so nothing can read a stale copy. A data move across features (it reads and
+     * alters oauth's and keys' tables), kept as it ran: migrations are history, and run on the whole database.
      */
     async up(db: Kysely<any>) {
       const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
@@ -313,6 +184,56 @@ export const billingMigrations: Record<string, Migration> = {
           await trx.schema.alterTable('api_keys').dropColumn(column).execute();
       };
       await (postgres ? change(db) : db.transaction().execute(change));
+    },
+  },
+};
+
+/**
+ * The usage records' migrations, written when the usage feature owned the table; the meter owns it now (see
+ * schema.ts), and the names are unchanged, so databases that ran them see nothing new.
+ */
+export const usageRecordsMigrations: Record<string, Migration> = {
+  '0600_usage_records': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('usage_records')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('app_id', 'text')
+        .addColumn('key_id', 'text')
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('prompt_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('completion_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('cost', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('latency_ms', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('hold_id', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('usage_records_user_time')
+        .on('usage_records')
+        .columns(['user_id', 'created_at'])
+        .execute();
+    },
+  },
+  '0910_usage_records_compact_storage': {
+    /** On SQLite, usage records are stored by their id alone (see `rebuildWithoutRowid`): one B-tree less per call. */
+    async up(db: Kysely<any>) {
+      if (db.getExecutor().adapter instanceof PostgresAdapter) return;
+      await db.transaction().execute((trx) => rebuildWithoutRowid(trx, 'usage_records'));
+    },
+  },
+  '1000_usage_records_settlement': {
+    /** What the meter records beyond the charge: a charge taken after the hold expired, what was not collected, the usage details. */
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('usage_records').addColumn('settlement', 'text').execute();
+      await db.schema
+        .alterTable('usage_records')
+        .addColumn('uncollected', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema.alterTable('usage_records').addColumn('details', 'text').execute();
     },
   },
 };

@@ -1,12 +1,12 @@
 import Type from 'typebox';
 import { AuthorizedAppSchema, AuthorizedAppsSchema } from '#wire/authorized-apps.ts';
-import type { App } from '../../platform/http/server.ts';
-import { principalOf } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
-import { errors } from '../../platform/errors.ts';
-import { creditsToMicros } from '../../platform/money.ts';
-import { listAuthorizedApps, setAppLimits } from '../app-limits.ts';
-import { LIMIT_PERIODS, type LimitPeriod } from '../periods.ts';
+import type { App } from '../platform/http/server.ts';
+import { principalOf } from '../platform/http/server.ts';
+import type { AppContext } from '../platform/context.ts';
+import { errors } from '../platform/errors.ts';
+import { creditsToMicros } from '../platform/money.ts';
+import { LIMIT_PERIODS, type LimitPeriod } from '../billing/periods.ts';
+import { listAuthorizedApps, setAuthorizedAppLimits } from './authorized-apps.ts';
 
 const security = [{ bearer: [] }];
 
@@ -17,8 +17,9 @@ const LimitInput = Type.Optional(
 );
 
 /**
- * The user's authorized apps and their spending limits. Reading: scope `read` or `billing:read`; an app's
- * credential (its token, or a key it created) sees only its own entry. Changing limits: the dashboard only.
+ * The user's authorized apps and their spending limits (billing's, read and written through its API).
+ * Reading: scope `read` or `billing:read`; an app's credential (its token, or a key it created) sees only its
+ * own entry. Changing limits: the dashboard only.
  */
 export function registerAuthorizedAppRoutes(app: App, ctx: AppContext): void {
   app.get(
@@ -78,7 +79,7 @@ export function registerAuthorizedAppRoutes(app: App, ctx: AppContext): void {
           throw errors.invalid(`limits.${period} must be a number of credits with at most 6 decimals.`);
         changes[period] = micros;
       }
-      return setAppLimits(ctx, principal.userId, (request.params as { clientId: string }).clientId, changes);
+      return setAuthorizedAppLimits(ctx, principal.userId, (request.params as { clientId: string }).clientId, changes);
     },
   );
 }

@@ -1,28 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 
-/** A user API key (`ak_…`). The value is looked up by its SHA-256 and kept only AES-256-GCM sealed. */
-export interface ApiKeysTable {
-  /** `key_…` */
-  id: string;
-  user_id: string;
-  /** The OAuth client that created it; null when created from the dashboard. */
-  app_id: string | null;
-  name: string;
-  /** SHA-256 hex of the key value; unique. */
-  key_hash: string;
-  /** The key value sealed with ENCRYPTION_KEY (contract §2.1 returns `key` when listing). */
-  key_sealed: string;
-  /** JSON array of permissions (contract §5.3). */
-  permissions: string;
-  last_used_at: number | null;
-  created_at: number;
-  revoked_at: number | null;
-}
-
-export interface KeysTables {
-  api_keys: ApiKeysTable;
-}
-
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const keysMigrations: Record<string, Migration> = {
   '0300_keys_api_keys': {
     async up(db: Kysely<any>) {

@@ -1,26 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 
-/**
- * One accepted (verified) webhook delivery, keyed by its sender and `webhook-id`. The primary key is the
- * idempotency guard: every copy of a delivery races to insert this row in the transaction that finalizes
- * billing, and only the copy whose insert lands has any effect. Refused deliveries are never written.
- */
-export interface WebhookDeliveriesTable {
-  /** `replicate`. */
-  provider: string;
-  webhook_id: string;
-  /** The prediction id the body carried (the provider's id). */
-  prediction_id: string;
-  status: string;
-  /** 1 when this delivery finalized the prediction's billing. */
-  charged: number;
-  received_at: number;
-}
-
-export interface WebhooksTables {
-  webhook_deliveries: WebhookDeliveriesTable;
-}
-
+/** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const webhooksMigrations: Record<string, Migration> = {
   '0810_webhook_deliveries': {
     async up(db: Kysely<any>) {
