@@ -1,6 +1,6 @@
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
-import { SqliteDialect, type Driver, type SqliteDatabase, type SqliteStatement } from 'kysely';
-import { GroupCommitSqliteDriver } from './sqlite-group-commit.ts';
+import { SqliteDialect, type DialectAdapter, type Driver, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { GroupCommitSqliteAdapter, GroupCommitSqliteDriver } from './sqlite-group-commit.ts';
 
 /**
  * Kysely over Node's built-in `node:sqlite`, so the embedded default needs no native addon.
@@ -63,6 +63,9 @@ export function nodeSqliteDialect(
     readonly stats = driver.stats;
     override createDriver(): Driver {
       return driver;
+    }
+    override createAdapter(): DialectAdapter {
+      return new GroupCommitSqliteAdapter(driver);
     }
   })({ database: statements });
 }
