@@ -215,6 +215,53 @@ const TOKEN_PRICES: Array<[keyof UsageBreakdown, keyof ModelPricing]> = [
  * per-search prices. Exact integer arithmetic; the sum is rounded up to the next micro-credit once.
  */
 export function costMicros(pricing: ModelPricing, usage: CostUsage): number {
+  return costMicrosInSafeNumbers(pricing, usage) ?? costMicrosInBigInts(pricing, usage);
+}
+
+/**
+ * {@link costMicros} in plain numbers, or undefined when an input is not a non-negative safe integer (the
+ * BigInt path then throws its error) or a product or sum leaves the safe integers. Why: the BigInt path
+ * allocated ~2 KB per call, twice per gateway call. Exact: every product and sum is checked against
+ * `Number.MAX_SAFE_INTEGER` after it is made (a result beyond 2^53 cannot round back below it, and one within
+ * is exact), and the division is corrected by its remainder.
+ */
+function costMicrosInSafeNumbers(pricing: ModelPricing, usage: CostUsage): number | undefined {
+  let nanos = 0;
+  const add = (count: number | undefined, price: number, scale: number): boolean => {
+    const n = count ?? 0;
+    if (!isCount(n) || !isCount(price)) return false;
+    nanos += n * price * scale;
+    return n * price <= Number.MAX_SAFE_INTEGER && nanos <= Number.MAX_SAFE_INTEGER;
+  };
+  for (const [part, price] of TOKEN_PRICES) if (!add(usage[part], effectivePrice(pricing, price), 1_000)) return;
+  if (!add(usage.promptTokens, pricing.prompt, 1_000) || !add(usage.completionTokens, pricing.completion, 1_000))
+    return;
+  const seconds = usage.seconds ?? 0;
+  if (!Number.isFinite(seconds) || seconds < 0 || !add(Math.ceil(seconds * 1000), pricing.second, 1_000_000)) return;
+  let units = 0;
+  for (const [count, price] of [
+    [usage.requests, pricing.request],
+    [usage.images, pricing.image],
+    [usage.webSearches, pricing.webSearch ?? 0],
+  ] as const) {
+    const n = count ?? 0;
+    if (!isCount(n) || !isCount(price)) return;
+    units += n * price;
+    if (n * price > Number.MAX_SAFE_INTEGER || units > Number.MAX_SAFE_INTEGER) return;
+  }
+  if (nanos > Number.MAX_SAFE_INTEGER - 2_000_000_000) return;
+  let quotient = Math.floor(nanos / 1_000_000_000);
+  let remainder = nanos - quotient * 1_000_000_000;
+  if (remainder < 0) ((quotient -= 1), (remainder += 1_000_000_000));
+  else if (remainder >= 1_000_000_000) ((quotient += 1), (remainder -= 1_000_000_000));
+  const total = quotient + (remainder > 0 ? 1 : 0) + units;
+  return total <= Number.MAX_SAFE_INTEGER ? total : undefined;
+}
+
+const isCount = (n: number) => Number.isSafeInteger(n) && n >= 0;
+
+/** {@link costMicros} in BigInts: any input, and the errors for invalid ones. Exported for the tests. */
+export function costMicrosInBigInts(pricing: ModelPricing, usage: CostUsage): number {
   // Everything is summed in nano-micro-credits (10^-9 micro-credits): tokens are priced per 10^6, seconds per 10^3.
   let nanos = 0n;
   for (const [part, price] of TOKEN_PRICES)
