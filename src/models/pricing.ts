@@ -226,36 +226,37 @@ export function costMicros(pricing: ModelPricing, usage: CostUsage): number {
  * is exact), and the division is corrected by its remainder.
  */
 function costMicrosInSafeNumbers(pricing: ModelPricing, usage: CostUsage): number | undefined {
+  // Written without closures or per-call arrays: this path exists not to allocate.
   let nanos = 0;
-  const add = (count: number | undefined, price: number, scale: number): boolean => {
-    const n = count ?? 0;
-    if (!isCount(n) || !isCount(price)) return false;
-    nanos += n * price * scale;
-    return n * price <= Number.MAX_SAFE_INTEGER && nanos <= Number.MAX_SAFE_INTEGER;
-  };
-  for (const [part, price] of TOKEN_PRICES) if (!add(usage[part], effectivePrice(pricing, price), 1_000)) return;
-  if (!add(usage.promptTokens, pricing.prompt, 1_000) || !add(usage.completionTokens, pricing.completion, 1_000))
-    return;
-  const seconds = usage.seconds ?? 0;
-  if (!Number.isFinite(seconds) || seconds < 0 || !add(Math.ceil(seconds * 1000), pricing.second, 1_000_000)) return;
-  let units = 0;
-  for (const [count, price] of [
-    [usage.requests, pricing.request],
-    [usage.images, pricing.image],
-    [usage.webSearches, pricing.webSearch ?? 0],
-  ] as const) {
-    const n = count ?? 0;
-    if (!isCount(n) || !isCount(price)) return;
-    units += n * price;
-    if (n * price > Number.MAX_SAFE_INTEGER || units > Number.MAX_SAFE_INTEGER) return;
+  for (let i = 0; i < TOKEN_PRICES.length; i++) {
+    const term = safeProduct(usage[TOKEN_PRICES[i]![0]], effectivePrice(pricing, TOKEN_PRICES[i]![1]), 1_000);
+    if (term < 0 || (nanos += term) > Number.MAX_SAFE_INTEGER) return undefined;
   }
-  if (nanos > Number.MAX_SAFE_INTEGER - 2_000_000_000) return;
+  const prompt = safeProduct(usage.promptTokens, pricing.prompt, 1_000);
+  const completion = safeProduct(usage.completionTokens, pricing.completion, 1_000);
+  if (prompt < 0 || completion < 0 || (nanos += prompt + completion) > Number.MAX_SAFE_INTEGER) return undefined;
+  const seconds = usage.seconds ?? 0;
+  if (!Number.isFinite(seconds) || seconds < 0) return undefined;
+  const timed = safeProduct(Math.ceil(seconds * 1000), pricing.second, 1_000_000);
+  if (timed < 0 || (nanos += timed) > Number.MAX_SAFE_INTEGER - 2_000_000_000) return undefined;
+  const requests = safeProduct(usage.requests, pricing.request, 1);
+  const images = safeProduct(usage.images, pricing.image, 1);
+  const searches = safeProduct(usage.webSearches, pricing.webSearch ?? 0, 1);
+  if (requests < 0 || images < 0 || searches < 0) return undefined;
   let quotient = Math.floor(nanos / 1_000_000_000);
   let remainder = nanos - quotient * 1_000_000_000;
   if (remainder < 0) ((quotient -= 1), (remainder += 1_000_000_000));
   else if (remainder >= 1_000_000_000) ((quotient += 1), (remainder -= 1_000_000_000));
-  const total = quotient + (remainder > 0 ? 1 : 0) + units;
+  const total = quotient + (remainder > 0 ? 1 : 0) + requests + images + searches;
   return total <= Number.MAX_SAFE_INTEGER ? total : undefined;
+}
+
+/** `count × price × scale` when all are non-negative safe integers and so is the product, else -1. */
+function safeProduct(count: number | undefined, price: number, scale: number): number {
+  const n = count ?? 0;
+  if (!isCount(n) || !isCount(price)) return -1;
+  const product = n * price * scale;
+  return n * price <= Number.MAX_SAFE_INTEGER && product <= Number.MAX_SAFE_INTEGER ? product : -1;
 }
 
 const isCount = (n: number) => Number.isSafeInteger(n) && n >= 0;
