@@ -46,11 +46,12 @@ export function preparedQuery<P extends Record<string, unknown>, O>(
       return given;
     });
     const query = { ...compiled, parameters };
-    if (isPostgres) return db.executeQuery(query);
-    // SQLite: straight to the connection, skipping Kysely's executor layers (no plugins: they only pass the
-    // result through). A transaction's query goes to the connection it holds (see GroupCommitSqliteAdapter);
-    // any other acquires and releases the connection as Kysely would, so group commit still answers only
-    // after the COMMIT. Through `executeQuery`, these queries allocated ~45 KB per gateway call; ~8 KB now.
+    if (isPostgres || executor.plugins.length > 0) return db.executeQuery(query);
+    // SQLite without plugins: straight to the connection, skipping Kysely's executor layers (which, with no
+    // plugin to transform the result, only pass it through). A transaction's query goes to the connection
+    // it holds (see GroupCommitSqliteAdapter); any other acquires and releases the connection as Kysely
+    // would, so group commit still answers only after the COMMIT. Through `executeQuery`, these queries
+    // allocated ~45 KB per gateway call; ~8 KB now.
     if (db.isTransaction && executor.adapter instanceof GroupCommitSqliteAdapter)
       return executor.adapter.driver.executeInTransaction<O>(query);
     return executor.provideConnection((connection) => connection.executeQuery<O>(query));
