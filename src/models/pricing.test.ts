@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
   costMicros,
+  costMicrosInBigInts,
   effectivePricing,
   inputTokens,
   outputTokens,
@@ -204,4 +205,81 @@ it('a cost sums its parts before it rounds up once, and adds per-call, per-image
   assert.equal(costMicros(pricing, { requests: 1, images: 2, seconds: 0.0015, webSearches: 3 }), 7 + 100 + 2 + 30_000);
   // The older names still work (the other endpoints pass them).
   assert.equal(costMicros(pricing, { promptTokens: 5, completionTokens: 10 }), 5);
+});
+
+it('property: a cost is the same in plain numbers as in BigInts, up to and past the largest safe integer, errors included', () => {
+  // Mostly ordinary magnitudes, some from 2^32 to 2^53 and beyond, so that products and sums cross
+  // Number.MAX_SAFE_INTEGER; now and then an invalid input, whose error must be the same too.
+  const magnitude = fc.oneof(
+    { arbitrary: fc.integer({ min: 0, max: 2_000_000 }), weight: 12 },
+    { arbitrary: fc.integer({ min: 0, max: 2 ** 32 }), weight: 2 },
+    {
+      arbitrary: fc.constantFrom(0, 1, 999_999_999, 1_000_000_000, 2 ** 26, 2 ** 43, Number.MAX_SAFE_INTEGER, 2 ** 53),
+      weight: 1,
+    },
+    { arbitrary: fc.maxSafeNat(), weight: 1 },
+  );
+  const invalid = fc.constantFrom(-1, 0.5, null);
+  const price = fc.oneof({ arbitrary: magnitude, weight: 30 }, { arbitrary: invalid, weight: 1 });
+  const pricing = fc.record({
+    prompt: magnitude,
+    completion: magnitude,
+    cacheRead: fc.option(price, { nil: undefined }),
+    cacheWrite: fc.option(price, { nil: undefined }),
+    reasoning: fc.option(price, { nil: undefined }),
+    audioInput: fc.option(price, { nil: undefined }),
+    audioOutput: fc.option(price, { nil: undefined }),
+    request: magnitude,
+    second: magnitude,
+    image: magnitude,
+    webSearch: fc.option(magnitude, { nil: undefined }),
+  }) as fc.Arbitrary<ModelPricing>;
+  const count = fc.option(fc.oneof({ arbitrary: magnitude, weight: 40 }, { arbitrary: invalid, weight: 1 }), {
+    nil: undefined,
+    freq: 2,
+  }) as fc.Arbitrary<number | undefined>;
+  const usage = fc.record(
+    {
+      prompt: count,
+      cachedRead: count,
+      cacheWrite: count,
+      audioIn: count,
+      completion: count,
+      reasoning: count,
+      audioOut: count,
+      promptTokens: count,
+      completionTokens: count,
+      requests: count,
+      images: count,
+      webSearches: count,
+      seconds: fc.option(
+        fc.oneof(
+          { arbitrary: fc.double({ min: 0, max: 1e6, noNaN: true }), weight: 20 },
+          { arbitrary: fc.constantFrom(-1, Infinity), weight: 1 },
+        ),
+        { nil: undefined },
+      ),
+    },
+    { requiredKeys: [] },
+  );
+  const outcome = (run: () => number) => {
+    try {
+      return { cost: run() };
+    } catch (error) {
+      return { error: `${(error as Error).name}: ${(error as Error).message}` };
+    }
+  };
+  let costed = 0;
+  fc.assert(
+    fc.property(pricing, usage, (p, u) => {
+      const fast = outcome(() => costMicros(p, u));
+      assert.deepEqual(
+        fast,
+        outcome(() => costMicrosInBigInts(p, u)),
+      );
+      if ('cost' in fast) costed++;
+    }),
+    { numRuns: 20_000 },
+  );
+  assert.ok(costed > 2_000, `most runs cost something rather than failing: ${costed}`);
 });

@@ -215,6 +215,54 @@ const TOKEN_PRICES: Array<[keyof UsageBreakdown, keyof ModelPricing]> = [
  * per-search prices. Exact integer arithmetic; the sum is rounded up to the next micro-credit once.
  */
 export function costMicros(pricing: ModelPricing, usage: CostUsage): number {
+  return costMicrosInSafeNumbers(pricing, usage) ?? costMicrosInBigInts(pricing, usage);
+}
+
+/**
+ * {@link costMicros} in plain numbers, or undefined when an input is not a non-negative safe integer (the
+ * BigInt path then throws its error) or a product or sum leaves the safe integers. Why: the BigInt path
+ * allocated ~2 KB per call, twice per gateway call. Exact: every product and sum is checked against
+ * `Number.MAX_SAFE_INTEGER` after it is made (a result beyond 2^53 cannot round back below it, and one within
+ * is exact), and the division is corrected by its remainder.
+ */
+function costMicrosInSafeNumbers(pricing: ModelPricing, usage: CostUsage): number | undefined {
+  // Written without closures or per-call arrays: this path exists not to allocate.
+  let nanos = 0;
+  for (let i = 0; i < TOKEN_PRICES.length; i++) {
+    const term = safeProduct(usage[TOKEN_PRICES[i]![0]], effectivePrice(pricing, TOKEN_PRICES[i]![1]), 1_000);
+    if (term < 0 || (nanos += term) > Number.MAX_SAFE_INTEGER) return undefined;
+  }
+  const prompt = safeProduct(usage.promptTokens, pricing.prompt, 1_000);
+  const completion = safeProduct(usage.completionTokens, pricing.completion, 1_000);
+  if (prompt < 0 || completion < 0 || (nanos += prompt + completion) > Number.MAX_SAFE_INTEGER) return undefined;
+  const seconds = usage.seconds ?? 0;
+  if (!Number.isFinite(seconds) || seconds < 0) return undefined;
+  const timed = safeProduct(Math.ceil(seconds * 1000), pricing.second, 1_000_000);
+  if (timed < 0 || (nanos += timed) > Number.MAX_SAFE_INTEGER - 2_000_000_000) return undefined;
+  const requests = safeProduct(usage.requests, pricing.request, 1);
+  const images = safeProduct(usage.images, pricing.image, 1);
+  const searches = safeProduct(usage.webSearches, pricing.webSearch ?? 0, 1);
+  if (requests < 0 || images < 0 || searches < 0) return undefined;
+  let quotient = Math.floor(nanos / 1_000_000_000);
+  let remainder = nanos - quotient * 1_000_000_000;
+  if (remainder < 0) ((quotient -= 1), (remainder += 1_000_000_000));
+  else if (remainder >= 1_000_000_000) ((quotient += 1), (remainder -= 1_000_000_000));
+  const total = quotient + (remainder > 0 ? 1 : 0) + requests + images + searches;
+  return total <= Number.MAX_SAFE_INTEGER ? total : undefined;
+}
+
+/** `count × price × scale` when all are non-negative safe integers and so is the product, else -1. */
+function safeProduct(count: number | undefined, price: number, scale: number): number {
+  const n = count ?? 0;
+  if (!isCount(n) || !isCount(price)) return -1;
+  const product = n * price * scale;
+  return n * price <= Number.MAX_SAFE_INTEGER && product <= Number.MAX_SAFE_INTEGER ? product : -1;
+}
+
+const isCount = (n: number) => Number.isSafeInteger(n) && n >= 0;
+
+/** {@link costMicros} in BigInts: any input, and the errors for invalid ones. Exported for the tests. */
+export function costMicrosInBigInts(pricing: ModelPricing, usage: CostUsage): number {
   // Everything is summed in nano-micro-credits (10^-9 micro-credits): tokens are priced per 10^6, seconds per 10^3.
   let nanos = 0n;
   for (const [part, price] of TOKEN_PRICES)

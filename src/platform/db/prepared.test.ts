@@ -46,6 +46,26 @@ for (const kind of selectedDatabases()) {
       }
     });
 
+    it('refuses to run on a transaction that has ended', async () => {
+      const database = openDatabase(loadConfig(space.env()));
+      try {
+        const lookup = preparedQuery((q: Kysely<any>, p: { id: string }) =>
+          q.selectFrom('notes').select('id').where('id', '=', p.id),
+        );
+        let ended: Kysely<any> | undefined;
+        await database.db.transaction().execute(async (trx) => {
+          assert.deepEqual(
+            (await lookup(trx, { id: 'a' })).rows.map((row) => row.id),
+            ['a'],
+          );
+          ended = trx;
+        });
+        await assert.rejects(lookup(ended!, { id: 'a' }));
+      } finally {
+        await database.close();
+      }
+    });
+
     it('refuses to run without one of its values rather than binding nothing', async () => {
       const database = openDatabase(loadConfig(space.env()));
       try {

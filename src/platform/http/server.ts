@@ -284,18 +284,18 @@ export async function createServer(ctx: AppContext): Promise<App> {
   // Who is calling is settled before the body is validated (preValidation, not preHandler): a caller without a
   // valid credential gets 401 whatever it sent, and learns nothing from the validator about the route's body.
   app.addHook('preValidation', async (request) => {
-    if (request.routeOptions.config?.admin) {
+    // Read once: Fastify builds a new `routeOptions` object on every access.
+    const config = request.routeOptions.config;
+    if (config?.admin) {
       const match = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '');
       if (!match || !matchesAnySecret(match[1], ctx.secrets.adminTokens)) {
         throw new ApiError('UNAUTHENTICATED', 'An operator token (TOLLGATE_ADMIN_TOKEN) is required.');
       }
       return;
     }
-    const needed = request.routeOptions.config?.auth;
+    const needed = config?.auth;
     if (!needed) return;
-    const principal = await authenticate(request, ctx.auth, {
-      apiKeyHeader: request.routeOptions.config?.apiKeyHeader,
-    });
+    const principal = await authenticate(request, ctx.auth, { apiKeyHeader: config?.apiKeyHeader });
     requireScope(principal, needed);
     request.principal = principal;
   });

@@ -1,0 +1,101 @@
+import { Session } from 'node:inspector/promises';
+import { startMockUpstream } from '../src/providers/testing/mock-upstream.ts';
+import { TestEnv, type TestDatabase } from '../src/testing/harness.ts';
+import { CHAT_BODY } from './profile.ts';
+
+/**
+ * `node bench/allocations.ts [sqlite|postgres] [calls]`: the bytes allocated per non-streaming chat call, from
+ * V8's sampling heap profiler with collected objects included, grouped by the nearest frame of our code (or
+ * the package, when none). Allocation is what the young-generation collector pays for (about a tenth of the
+ * CPU under load) and what sets how often a call meets a scavenge (the concurrency-1 p99), and unlike time
+ * it does not depend on how busy the machine is. The instance, its client and the mock upstream share this
+ * process: the client's and the mock's bytes are in the total, under `node:internal/deps/undici` (fetch) and
+ * the mock's frames.
+ */
+
+const [kind = 'sqlite', callsArg = '2000'] = process.argv.slice(2);
+const CALLS = Number(callsArg);
+
+const mock = await startMockUpstream({ log: false });
+const env = new TestEnv(kind as TestDatabase, {
+  config: {
+    OPENAI_BASE_URL: `${mock.url}/v1`,
+    OPENAI_API_KEY: 'x',
+    RATE_LIMIT_KEY_RPM: 0,
+    RATE_LIMIT_APP_RPM: 0,
+    LOG_LEVEL: 'warn',
+  } as any,
+});
+await env.start();
+try {
+  await env.admin('PUT', '/api/admin/models/bench/chat', {
+    provider: 'openai',
+    upstreamModel: 'gpt-bench',
+    pricing: { prompt: 1, completion: 2 },
+    maxOutputTokens: 1024,
+  });
+  const user = await env.createUser();
+  await env.admin('POST', `/api/admin/users/${user.userId}/credits`, { amount: 1_000_000, reason: 'bench' });
+  const key = (
+    await env.dashboard(user, 'POST', '/api/user/api-keys', {
+      name: 'bench',
+      permissions: ['ai:chat'],
+      limit: 100_000,
+      limitPeriod: 'daily',
+    })
+  ).body.apiKey.key;
+  const body = JSON.stringify({ ...CHAT_BODY, model: 'bench/chat' });
+  const chat = async () => {
+    const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body,
+    });
+    if (response.status !== 200) throw new Error(`chat: ${response.status} ${await response.text()}`);
+    await response.arrayBuffer();
+  };
+  for (let i = 0; i < 300; i++) await chat();
+
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 512,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  } as any);
+  for (let i = 0; i < CALLS; i++) await chat();
+  const { profile } = (await session.post('HeapProfiler.stopSampling')) as any;
+  session.disconnect();
+
+  type Frame = { functionName: string; url: string; lineNumber: number };
+  const byOwner = new Map<string, number>();
+  let total = 0;
+  const walk = (node: { callFrame: Frame; selfSize: number; children: any[] }, stack: Frame[]) => {
+    const frames = [...stack, node.callFrame];
+    if (node.selfSize > 0) {
+      total += node.selfSize;
+      const ours = frames.findLast((f) => f.url.includes('/src/') && !f.url.includes('/testing/'));
+      const pkg = frames.findLast((f) => f.url.includes('node_modules'));
+      const top = frames.at(-1)!;
+      const owner = ours
+        ? `${ours.functionName || '(anonymous)'} src/${ours.url.split('/src/')[1]}:${ours.lineNumber + 1}`
+        : pkg
+          ? pkg.url
+              .replace(/^.*node_modules\//, '')
+              .split('/')
+              .slice(0, 2)
+              .join('/')
+          : `${top.functionName || '(anonymous)'} ${top.url}`;
+      byOwner.set(owner, (byOwner.get(owner) ?? 0) + node.selfSize);
+    }
+    for (const child of node.children) walk(child, frames);
+  };
+  walk(profile.head, []);
+  const kb = (bytes: number) => (bytes / CALLS / 1024).toFixed(2).padStart(7);
+  console.log(`${kind}: ${kb(total).trim()} KB allocated per call (${CALLS} calls; instance, client and mock)\n`);
+  for (const [owner, bytes] of [...byOwner].sort((a, b) => b[1] - a[1]).slice(0, 30))
+    console.log(`${kb(bytes)} KB  ${owner}`);
+} finally {
+  await env.stop();
+  await mock.close();
+}
