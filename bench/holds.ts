@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
 import { loadConfig } from '../src/platform/config.ts';
 import { createService } from '../src/service.ts';
 import { insertApiKey, insertUser } from '../src/billing/testing/fixtures.ts';
-import { TestDatabaseSpace, type TestDatabase } from '../src/testing/harness.ts';
+import { TestDatabaseSpace, TEST_POSTGRES_URL, type TestDatabase } from '../src/testing/harness.ts';
 import { createBilling, type Billing } from '../src/billing/service.ts';
 import type { UsageDraft } from '../src/billing/usage-records.ts';
 import { batchStats } from '../src/billing/pg-holds.ts';
@@ -15,11 +17,70 @@ import { batchStats } from '../src/billing/pg-holds.ts';
  * path that the one-statement functions replaced (billing built as if on SQLite: same SQL, a transaction of
  * five or six statements per step), in the same run, for a ratio that the machine's load does not skew.
  *
+ * On PostgreSQL (on this machine) it also reads the CPU time of the server's backends serving this process
+ * (found by application name in pg_stat_activity, their time in /proc): the server's CPU per call, which shares
+ * the machine's cores with the gateway, and which a change to the billing functions or batching moves.
+ *
  * `node bench/holds.ts [sqlite|postgres] [rounds]` prints one JSON line per database and path.
  */
 
 const USERS = 10;
 const CONCURRENCY = 64;
+
+/** This process's connections name themselves so, for {@link backendCpuUs}. */
+const APPLICATION_NAME = `tollgate-holds-bench-${process.pid}`;
+process.env.PGAPPNAME = APPLICATION_NAME;
+
+/**
+ * CPU time (user + system, µs) of the PostgreSQL backends of this process's connections, by pid; null when the
+ * server is not on this machine (their /proc entries unreadable).
+ */
+async function backendCpuUs(admin: pg.Client): Promise<Map<number, number> | null> {
+  const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [
+    APPLICATION_NAME,
+  ]);
+  const byPid = new Map<number, number>();
+  for (const { pid } of rows) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      return null;
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    byPid.set(pid, (Number(fields[11]) + Number(fields[12])) * (1_000_000 / 100));
+  }
+  return byPid;
+}
+
+/**
+ * Measures the backends' CPU from now until the returned function is called: sampled every 200 ms, as the pool
+ * closes idle connections and opens new ones (a backend that exits loses at most its last 200 ms).
+ */
+async function watchBackendCpu(): Promise<() => Promise<number | null>> {
+  const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL, application_name: 'tollgate-holds-bench-admin' });
+  await admin.connect();
+  const first = await backendCpuUs(admin);
+  const last = new Map(first);
+  let readable = first !== null;
+  const sample = async () => {
+    const now = await backendCpuUs(admin);
+    if (now === null) readable = false;
+    else for (const [pid, us] of now) last.set(pid, us);
+  };
+  let sampling = Promise.resolve();
+  const timer = setInterval(() => (sampling = sampling.then(sample)), 200);
+  return async () => {
+    clearInterval(timer);
+    await sampling;
+    await sample();
+    await admin.end();
+    if (!readable) return null;
+    let total = 0;
+    for (const [pid, us] of last) total += us - (first?.get(pid) ?? 0);
+    return total;
+  };
+}
 
 async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record<string, unknown>>> {
   const space = new TestDatabaseSpace(kind);
@@ -50,7 +111,7 @@ async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record
     if (kind === 'postgres')
       paths.push(['transaction per step (before)', createBilling({ ...ctx, dialect: 'sqlite' })]);
     for (const [path, pathBilling] of paths)
-      results.push({ database: kind, path, rounds, ...(await rate(pathBilling, payers, rounds)) });
+      results.push({ database: kind, path, rounds, ...(await rate(pathBilling, payers, rounds, kind)) });
     const batches = batchStats(ctx.db);
     if (batches)
       results[0]!['calls per statement (place, close)'] = [batches.place, batches.close]
@@ -70,6 +131,7 @@ async function rate(
   billing: Billing,
   payers: Array<{ userId: string; keyId: string }>,
   rounds: number,
+  kind: TestDatabase,
 ): Promise<Record<string, unknown>> {
   let next = 0;
   const usage = (userId: string, keyId: string): UsageDraft => ({
@@ -94,20 +156,42 @@ async function rate(
     await billing.settleHold(holdId, 500, { userId, usage: usage(userId, keyId) });
   };
   for (let i = 0; i < 200; i++) await round();
+  const cpu = async () => {
+    const node = process.cpuUsage();
+    const server = kind === 'postgres' ? await watchBackendCpu() : async () => null;
+    return async (calls: number) => {
+      const used = process.cpuUsage(node);
+      const serverUs = await server();
+      return {
+        node: Math.round((used.user + used.system) / calls),
+        server: serverUs === null ? null : Math.round(serverUs / calls),
+      };
+    };
+  };
+  let stop = await cpu();
   let started = performance.now();
   for (let i = 0; i < rounds; i++) await round();
   const sequentialUs = ((performance.now() - started) * 1000) / rounds;
+  const sequentialCpu = await stop(rounds);
+  stop = await cpu();
   started = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       for (let i = 0; i < rounds / CONCURRENCY; i++) await round();
     }),
   );
-  const concurrentUs = ((performance.now() - started) * 1000) / (Math.floor(rounds / CONCURRENCY) * CONCURRENCY);
+  const concurrentRounds = Math.floor(rounds / CONCURRENCY) * CONCURRENCY;
+  const concurrentUs = ((performance.now() - started) * 1000) / concurrentRounds;
+  const concurrentCpu = await stop(concurrentRounds);
   return {
     'µs per place+settle, one at a time': Math.round(sequentialUs),
     [`µs per place+settle, ${CONCURRENCY} at a time`]: Math.round(concurrentUs),
     'concurrent vs one at a time': `${(sequentialUs / concurrentUs).toFixed(2)}×`,
+    'CPU µs per call, one at a time (this process, PostgreSQL backends)': [sequentialCpu.node, sequentialCpu.server],
+    [`CPU µs per call, ${CONCURRENCY} at a time (this process, PostgreSQL backends)`]: [
+      concurrentCpu.node,
+      concurrentCpu.server,
+    ],
   };
 }
 

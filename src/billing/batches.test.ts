@@ -119,5 +119,63 @@ if (selectedDatabases().includes('postgres')) {
         await database.close();
       }
     });
+
+    it('with several lanes, each user’s concurrent holds and settles still share statements, and every caller gets its own', async () => {
+      const lanesSpace = new TestDatabaseSpace('postgres');
+      await lanesSpace.create();
+      // A pool of 8 gives two lanes (pg-holds.ts): users hash to one or the other.
+      const config = loadConfig({
+        ...lanesSpace.env(),
+        DATABASE_POOL_SIZE: '8',
+        LOG_LEVEL: 'warn',
+        REPLICATE_WEBHOOK_SECRET: '',
+      });
+      const database = openDatabase(config);
+      try {
+        await migrateToLatest(database.db, allMigrations(), config);
+        const ctx = { db: database.db, dialect: database.dialect, clock: systemClock, config } as any;
+        const billing = createBilling(ctx);
+        const payers: Array<{ userId: string; keyId: string }> = [];
+        for (let i = 0; i < 8; i++) {
+          const userId = await insertUser(ctx);
+          payers.push({ userId, keyId: await insertApiKey(ctx, userId, { limit: 100_000, period: 'daily' }) });
+          await billing.grant(userId, 10_000, 'test');
+        }
+        const attempts = payers.flatMap((payer) => Array.from({ length: 6 }, () => payer));
+        const holds = await Promise.all(
+          attempts.map((payer) => billing.placeHold({ ...payer, appId: null, amount: 1_000 })),
+        );
+        assert.equal(
+          new Set(holds.map((hold) => hold.holdId)).size,
+          attempts.length,
+          'every caller got a hold of its own',
+        );
+        const placed = batchStats(database.db)!.place;
+        assert.equal(placed.calls, attempts.length);
+        assert.ok(
+          placed.statements < placed.calls,
+          `placements shared statements: ${placed.calls} calls in ${placed.statements}`,
+        );
+        const settled = await Promise.all(
+          holds.map((hold, i) => billing.settleHold(hold.holdId, 300, { userId: attempts[i]!.userId })),
+        );
+        assert.ok(settled.every((s) => s.settled && s.captured === 300));
+        const closed = batchStats(database.db)!.close;
+        assert.ok(
+          closed.statements < closed.calls,
+          `closes shared statements: ${closed.calls} calls in ${closed.statements}`,
+        );
+        for (const payer of payers)
+          assert.deepEqual(await billing.getBalance(payer.userId), {
+            balance: 10_000 - 6 * 300,
+            reserved: 0,
+            available: 10_000 - 6 * 300,
+          });
+        assert.equal((await billing.verify()).ok, true);
+      } finally {
+        await database.close();
+        await lanesSpace.drop();
+      }
+    });
   });
 }

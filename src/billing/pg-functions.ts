@@ -202,12 +202,204 @@ BEGIN
 END
 $$`;
 
+/*
+ * Version 2 of the four entry points (migration 1690): the same decisions and the same rows, in fewer
+ * statements. A profile of the server under the concurrency-64 load (`perf` on the backends, docs/scaling.md)
+ * put ~60% of PostgreSQL's CPU per call in starting, running and ending the ~19 SQL statements the two
+ * functions ran per call (executor start-up, plan-cache checks, snapshots), not in the rows they write. So:
+ * - the limits are read in one statement (each limit joined to its counter, the first one exceeded);
+ * - a step's writes are one statement of data-modifying CTEs (hold, ledger header, entries, wallet,
+ *   counters, usage record). The entries' foreign key on their header is checked at the end of that
+ *   statement, when the header is in;
+ * - the batch functions call the single ones as expressions (no statement per row).
+ * The wallet lock is still the first thing each step does, so the security and exactly-once invariants
+ * above hold unchanged; the money tests compare the results through the ledger.
+ */
+
+/** Version 2 of {@link PLACE}. */
+const PLACE_V2 = `
+CREATE OR REPLACE FUNCTION tollgate_place_hold(
+  p_hold_id text, p_txn_id text, p_user_id text, p_app_id text, p_key_id text, p_amount bigint, p_description text,
+  p_now bigint, p_expires_at bigint, p_day bigint, p_month bigint,
+  OUT refusal text, OUT limit_subject text, OUT limit_period text, OUT limit_amount bigint, OUT limit_current bigint,
+  OUT wallet_available bigint, OUT wallet_debt bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  w record;
+  l record;
+  subjects text[] := tollgate_subjects(p_user_id, p_app_id, p_key_id);
+BEGIN
+  -- The wallet lock (ledger.ts lockWallet), creating the wallet at zero when the user has none.
+  SELECT wallets.balance, wallets.reserved, wallets.debt,
+         EXISTS (SELECT 1 FROM holds h WHERE h.user_id = p_user_id AND h.status = 'open' AND h.expires_at <= p_now) AS overdue
+    INTO w FROM wallets WHERE user_id = p_user_id FOR UPDATE OF wallets;
+  IF NOT FOUND THEN
+    INSERT INTO wallets (user_id, balance, reserved, created_at, updated_at) VALUES (p_user_id, 0, 0, p_now, p_now) ON CONFLICT (user_id) DO NOTHING;
+    SELECT wallets.balance, wallets.reserved, wallets.debt, false AS overdue INTO w FROM wallets WHERE user_id = p_user_id FOR UPDATE OF wallets;
+  END IF;
+  IF w.overdue THEN
+    refusal := 'overdue';
+    RETURN;
+  END IF;
+
+  -- Spending limits: app daily, monthly, total, then the key's; spent + held + amount <= limit. The first one
+  -- exceeded, in that order, with its counter of the hold's period (none yet: 0).
+  IF cardinality(subjects) > 0 THEN
+    SELECT s.subject, s.period, s.amount, coalesce(c.spent + c.held, 0) AS current_spend INTO l
+      FROM spending_limits s
+      LEFT JOIN spend_counters c ON c.subject = s.subject AND c.period = s.period
+       AND c.period_start = CASE s.period WHEN 'daily' THEN p_day WHEN 'monthly' THEN p_month ELSE 0 END
+     WHERE s.subject = ANY (subjects) AND coalesce(c.spent + c.held, 0) + p_amount > s.amount
+     ORDER BY array_position(subjects, s.subject), array_position(ARRAY['daily', 'monthly', 'total'], s.period)
+     LIMIT 1;
+    IF FOUND THEN
+      refusal := 'limit'; limit_subject := l.subject; limit_period := l.period; limit_amount := l.amount; limit_current := l.current_spend;
+      RETURN;
+    END IF;
+  END IF;
+
+  -- WALLET CHECK: the one place this function decides whether the wallet can pay (pg-holds.ts walletRefusal):
+  -- a wallet that owes credits (debt.ts, migration 1620) places nothing; else the available credits must cover it.
+  IF w.debt > 0 OR w.balance - w.reserved < p_amount THEN
+    refusal := 'credits'; wallet_available := w.balance - w.reserved; wallet_debt := w.debt;
+    RETURN;
+  END IF;
+
+  -- The writes, one statement: a hold of nothing writes its hold and header only (as holds.ts does).
+  WITH hold AS (
+    INSERT INTO holds (id, user_id, app_id, key_id, amount, captured, refunded, status, description, created_at, expires_at, closed_at, period_day, period_month)
+    VALUES (p_hold_id, p_user_id, p_app_id, p_key_id, p_amount, 0, 0, 'open', p_description, p_now, p_expires_at, NULL, p_day, p_month)
+  ), header AS (
+    INSERT INTO ledger_transactions (id, type, user_id, hold_id, description, balance_after, reserved_after, created_at)
+    VALUES (p_txn_id, 'hold', p_user_id, p_hold_id, p_description, w.balance, w.reserved + p_amount, p_now)
+  ), entries AS (
+    INSERT INTO ledger_entries (transaction_id, account, amount, created_at)
+    SELECT p_txn_id, e.account, e.amount, p_now
+      FROM (VALUES ('user:' || p_user_id || ':available', -p_amount), ('user:' || p_user_id || ':held', p_amount)) AS e(account, amount)
+     WHERE p_amount <> 0
+  ), wallet AS (
+    UPDATE wallets SET reserved = reserved + p_amount, updated_at = p_now WHERE user_id = p_user_id AND p_amount <> 0
+  )
+  INSERT INTO spend_counters (subject, period, period_start, spent, held)
+  SELECT s, p.period, p.start, 0, p_amount
+    FROM unnest(subjects) AS s
+   CROSS JOIN (VALUES ('daily', p_day), ('monthly', p_month), ('total', 0::bigint)) AS p(period, start)
+   WHERE p_amount <> 0
+  ON CONFLICT (subject, period, period_start)
+  DO UPDATE SET spent = spend_counters.spent + excluded.spent, held = spend_counters.held + excluded.held;
+END
+$$`;
+
+/** Version 2 of {@link CLOSE}. */
+const CLOSE_V2 = `
+CREATE OR REPLACE FUNCTION tollgate_close_hold(
+  p_hold_id text, p_user_id text, p_status text, p_capture bigint, p_now bigint, p_txn_id text, p_description text,
+  p_usage jsonb, p_billed bigint,
+  OUT closed boolean, OUT captured bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  w record;
+  h record;
+BEGIN
+  closed := false;
+  captured := 0;
+  SELECT balance, reserved INTO w FROM wallets WHERE user_id = p_user_id FOR UPDATE;
+  IF NOT FOUND THEN RETURN; END IF;
+  UPDATE holds SET status = p_status, captured = LEAST(amount, p_capture), closed_at = p_now
+   WHERE id = p_hold_id AND user_id = p_user_id AND status = 'open'
+  RETURNING amount, captured, app_id, key_id, period_day, period_month INTO h;
+  IF NOT FOUND THEN RETURN; END IF;
+
+  -- The writes, one statement: a hold of nothing writes its header (and the usage record) only.
+  WITH header AS (
+    INSERT INTO ledger_transactions (id, type, user_id, hold_id, description, balance_after, reserved_after, created_at)
+    VALUES (p_txn_id, CASE WHEN h.captured > 0 THEN 'capture' ELSE 'release' END, p_user_id, p_hold_id,
+            CASE WHEN h.captured > 0 THEN p_description ELSE 'Hold released' END, w.balance - h.captured, w.reserved - h.amount, p_now)
+  ), entries AS (
+    INSERT INTO ledger_entries (transaction_id, account, amount, created_at)
+    SELECT p_txn_id, e.account, e.amount, p_now
+      FROM (VALUES ('user:' || p_user_id || ':held', -h.amount), ('system:revenue', h.captured), ('user:' || p_user_id || ':available', h.amount - h.captured)) AS e(account, amount)
+     WHERE e.amount <> 0
+  ), wallet AS (
+    UPDATE wallets SET balance = balance - h.captured, reserved = reserved - h.amount, updated_at = p_now
+     WHERE user_id = p_user_id AND h.amount <> 0
+  ), counters AS (
+    INSERT INTO spend_counters (subject, period, period_start, spent, held)
+    SELECT s, p.period, p.start, h.captured, -h.amount
+      FROM unnest(tollgate_subjects(p_user_id, h.app_id, h.key_id)) AS s
+     CROSS JOIN (VALUES ('daily', h.period_day), ('monthly', h.period_month), ('total', 0::bigint)) AS p(period, start)
+     WHERE h.amount <> 0
+    ON CONFLICT (subject, period, period_start)
+    DO UPDATE SET spent = spend_counters.spent + excluded.spent, held = spend_counters.held + excluded.held
+  )
+  INSERT INTO usage_records (id, user_id, app_id, key_id, model, kind, prompt_tokens, completion_tokens, cost, latency_ms, status, hold_id, created_at, settlement, uncollected, details)
+  SELECT r.id, r.user_id, r.app_id, r.key_id, r.model, r.kind, r.prompt_tokens, r.completion_tokens, h.captured, r.latency_ms, r.status, r.hold_id, r.created_at,
+         NULL, GREATEST(0, p_billed - h.captured), r.details
+    FROM jsonb_populate_record(NULL::usage_records, p_usage) AS r
+   WHERE p_usage IS NOT NULL;
+  closed := true;
+  captured := h.captured;
+END
+$$`;
+
+/** Version 2 of {@link PLACE_MANY}: each row placed by an expression, not a statement. */
+const PLACE_MANY_V2 = `
+CREATE OR REPLACE FUNCTION tollgate_place_holds(
+  p_hold_ids text[], p_txn_ids text[], p_user_ids text[], p_app_ids text[], p_key_ids text[], p_amounts bigint[], p_descriptions text[],
+  p_nows bigint[], p_expires_ats bigint[], p_days bigint[], p_months bigint[])
+RETURNS TABLE (n bigint, refusal text, limit_subject text, limit_period text, limit_amount bigint, limit_current bigint, wallet_available bigint,
+               wallet_debt bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  t record;
+  r record;
+BEGIN
+  FOR t IN SELECT * FROM unnest(p_hold_ids, p_txn_ids, p_user_ids, p_app_ids, p_key_ids, p_amounts, p_descriptions, p_nows, p_expires_ats, p_days, p_months)
+           WITH ORDINALITY AS u(hold_id, txn_id, user_id, app_id, key_id, amount, description, at_now, expires_at, day_start, month_start, k)
+           ORDER BY u.user_id, u.k LOOP
+    r := tollgate_place_hold(t.hold_id, t.txn_id, t.user_id, t.app_id, t.key_id, t.amount, t.description, t.at_now, t.expires_at, t.day_start, t.month_start);
+    n := t.k; refusal := r.refusal; limit_subject := r.limit_subject; limit_period := r.limit_period; limit_amount := r.limit_amount;
+    limit_current := r.limit_current; wallet_available := r.wallet_available; wallet_debt := r.wallet_debt;
+    RETURN NEXT;
+  END LOOP;
+END
+$$`;
+
+/** Version 2 of {@link CLOSE_MANY}, as {@link PLACE_MANY_V2}. */
+const CLOSE_MANY_V2 = `
+CREATE OR REPLACE FUNCTION tollgate_close_holds(
+  p_hold_ids text[], p_user_ids text[], p_statuses text[], p_captures bigint[], p_nows bigint[], p_txn_ids text[], p_descriptions text[],
+  p_usages jsonb[], p_billeds bigint[])
+RETURNS TABLE (n bigint, closed boolean, captured bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  t record;
+  r record;
+BEGIN
+  FOR t IN SELECT * FROM unnest(p_hold_ids, p_user_ids, p_statuses, p_captures, p_nows, p_txn_ids, p_descriptions, p_usages, p_billeds)
+           WITH ORDINALITY AS u(hold_id, user_id, status, capture, at_now, txn_id, description, usage, billed, k)
+           ORDER BY u.user_id, u.k LOOP
+    r := tollgate_close_hold(t.hold_id, t.user_id, t.status, t.capture, t.at_now, t.txn_id, t.description, t.usage, t.billed);
+    n := t.k; closed := r.closed; captured := r.captured;
+    RETURN NEXT;
+  END LOOP;
+END
+$$`;
+
 /** Migrations of the PostgreSQL billing functions (nothing on SQLite, whose path has no round trips). */
 export const billingFunctionMigrations: Record<string, Migration> = {
   '1680_billing_pg_functions': {
     async up(db: Kysely<any>) {
       if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
       for (const text of [SUBJECTS, COUNT, PLACE, CLOSE, PLACE_MANY, CLOSE_MANY]) await sql.raw(text).execute(db);
+    },
+  },
+  '1690_billing_pg_functions_fewer_statements': {
+    async up(db: Kysely<any>) {
+      if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+      for (const text of [PLACE_V2, CLOSE_V2, PLACE_MANY_V2, CLOSE_MANY_V2]) await sql.raw(text).execute(db);
     },
   },
 };

@@ -63,7 +63,7 @@ export async function placeHoldInOneStatement(
   ctx: BillingContext,
   hold: NewHold,
 ): Promise<'placed' | 'transaction' | { refused: ApiError }> {
-  const row = await orWithoutFunctions(batchersOf(ctx).place.run({ ...hold, txnId: newId('txn') }));
+  const row = await orWithoutFunctions(laneOf(ctx, hold.user_id).place.run({ ...hold, txnId: newId('txn') }));
   if (row === WITHOUT_FUNCTIONS) return 'transaction';
   if (row.refusal === null) return 'placed';
   if (row.refusal === 'overdue') return 'transaction';
@@ -128,7 +128,7 @@ export async function closeHoldInOneStatement(
   close: OneStatementClose,
 ): Promise<{ captured: number } | null | 'transaction'> {
   const row = await orWithoutFunctions(
-    batchersOf(ctx).close.run({
+    laneOf(ctx, close.userId).close.run({
       holdId: close.holdId,
       userId: close.userId,
       status: close.status,
@@ -214,24 +214,35 @@ function inInputOrder<R extends { n: number }>(rows: R[], count: number): R[] {
   return ordered;
 }
 
-interface Batchers {
+/** One lane: the batchers of the users whose id hashes to it (see {@link lanesOf}). */
+interface Lane {
   place: StatementBatcher<PlaceInput, PlaceRow>;
   close: StatementBatcher<CloseInput, CloseRow>;
 }
 
-const batchers = new WeakMap<Db, Batchers>();
+const lanes = new WeakMap<Db, Lane[]>();
 
 /**
- * The batchers of this database handle. At most half the pool runs billing statements at once, so the
- * rest of a call's queries (key lookups, reads) always find a connection.
+ * The batching lanes of this database handle; a user's calls always take the lane their id hashes to.
+ *
+ * Why lanes: every batch statement locks the wallets of its users until its commit (the WAL flush). When
+ * several statements of one process ran at once over the same users (the batchers took any queued calls), they
+ * queued on each other's wallet locks, each waiting for the previous commit: PostgreSQL spent its CPU
+ * waking and sleeping backends, and the batches stayed small (server CPU per call at concurrency 64 over
+ * 10 users: see docs/scaling.md). In a lane, one placement and one close statement run at a time, so this
+ * process's statements never wait on each other across lanes, and the calls that arrive meanwhile form the
+ * lane's next batch.
+ *
+ * At most half the pool runs billing statements at once (two per lane), so the rest of a call's queries
+ * (key lookups, reads) always find a connection.
  */
-function batchersOf(ctx: BillingContext): Batchers {
-  let found = batchers.get(ctx.db);
+function lanesOf(ctx: BillingContext): Lane[] {
+  let found = lanes.get(ctx.db);
   if (!found) {
-    const maxInFlight = Math.max(1, Math.floor(ctx.config.DATABASE_POOL_SIZE / 2));
-    found = {
-      place: new StatementBatcher({
-        maxInFlight,
+    const count = Math.max(1, Math.floor(ctx.config.DATABASE_POOL_SIZE / 4));
+    found = Array.from({ length: count }, () => ({
+      place: new StatementBatcher<PlaceInput, PlaceRow>({
+        maxInFlight: 1,
         maxBatch: MAX_BATCH,
         one: async (input) => (await placeStatement(ctx.db, input)).rows[0] as PlaceRow,
         many: async (inputs) =>
@@ -240,8 +251,8 @@ function batchersOf(ctx: BillingContext): Batchers {
             inputs.length,
           ),
       }),
-      close: new StatementBatcher({
-        maxInFlight,
+      close: new StatementBatcher<CloseInput, CloseRow>({
+        maxInFlight: 1,
         maxBatch: MAX_BATCH,
         one: async (input) => (await closeStatement(ctx.db, input)).rows[0] as CloseRow,
         many: async (inputs) =>
@@ -250,16 +261,30 @@ function batchersOf(ctx: BillingContext): Batchers {
             inputs.length,
           ),
       }),
-    };
-    batchers.set(ctx.db, found);
+    }));
+    lanes.set(ctx.db, found);
   }
   return found;
+}
+
+/** The lane of `userId`'s calls (FNV-1a of the id: the same lane for every call of a user). */
+function laneOf(ctx: BillingContext, userId: string): Lane {
+  const all = lanesOf(ctx);
+  if (all.length === 1) return all[0]!;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < userId.length; i++) hash = Math.imul(hash ^ userId.charCodeAt(i), 0x01000193);
+  return all[(hash >>> 0) % all.length]!;
 }
 
 /** Calls and statements of this database handle's billing batches so far (tests and benchmarks read them). */
 export function batchStats(
   db: Db,
 ): { place: { calls: number; statements: number }; close: { calls: number; statements: number } } | null {
-  const found = batchers.get(db);
-  return found ? { place: found.place.stats, close: found.close.stats } : null;
+  const found = lanes.get(db);
+  if (!found) return null;
+  const sum = (pick: (lane: Lane) => { calls: number; statements: number }) => ({
+    calls: found.reduce((total, lane) => total + pick(lane).calls, 0),
+    statements: found.reduce((total, lane) => total + pick(lane).statements, 0),
+  });
+  return { place: sum((lane) => lane.place.stats), close: sum((lane) => lane.close.stats) };
 }
