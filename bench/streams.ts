@@ -11,7 +11,8 @@ import { createStore, provision, startTollgate, UPSTREAM_MODEL, verifyLedger, MO
  * 20 ms apart from the mock upstream, all open at once. Per system and number of streams: the added time
  * to first token (p50, against the direct path at the same size), the inter-chunk gap p99 and what the
  * gateway adds to it, the gateway's CPU per stream (its process's user+system time over the step), its
- * resident memory per open stream (peak RSS during the step minus RSS before it, over the streams), and the
+ * resident memory per open stream (RSS above the idle RSS after warm-up, over the streams open, when the most
+ * are open), the most streams open at once (answer begun, not ended), and the
  * most streams held with a gap p99 within 2× the direct path's.
  *
  * `node bench/streams.ts [sizes] [systems]`, e.g. `node bench/streams.ts 250,500,1000 direct,bare,sqlite,postgres`.
@@ -42,6 +43,8 @@ interface Cell {
   /** The load generator's own CPU (all its threads) per stream: its share of the machine. */
   generatorCpuMsPerStream: number;
   failures: Record<string, number>;
+  /** The most streams open at once (answer begun, not ended) in the generator's samples; 0 when not sampled. */
+  mostOpen: number;
 }
 
 /** What one generator thread measured: every stream's time to first frame, and every gap between frames. */
@@ -52,6 +55,9 @@ interface Measured {
   /** Why streams failed (an error code, or the HTTP status), and how many. */
   failures: Record<string, number>;
 }
+
+/** Streams of this generator thread whose answer began and has not ended yet. */
+let openNow = 0;
 
 /** One stream: time to the first `data:` frame and every gap between frames (pushed onto `gaps`). */
 function openStream(
@@ -76,6 +82,8 @@ function openStream(
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers },
       },
       (res) => {
+        openNow++;
+        res.once('close', () => openNow--);
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
           const now = performance.now();
@@ -133,17 +141,24 @@ async function generate(job: GeneratorJob): Promise<Measured> {
 }
 
 if (!isMainThread) {
-  parentPort!.once(
-    'message',
-    (job: GeneratorJob) => void generate(job).then((measured) => parentPort!.postMessage(measured)),
-  );
+  parentPort!.once('message', (job: GeneratorJob) => {
+    // How many streams are open, for the resident memory per open stream (see `step`).
+    const reporter = setInterval(() => parentPort!.postMessage({ open: openNow }), 25);
+    void generate(job).then((measured) => {
+      clearInterval(reporter);
+      parentPort!.postMessage(measured);
+    });
+  });
 }
 
 /**
  * Opens a step's streams from `GENERATORS` threads at once, so that no one event loop reading thousands of
  * sockets delays the frames it times; resolves with everything they measured and their CPU time.
  */
-async function runGenerators(job: Omit<GeneratorJob, 'index' | 'threads'>): Promise<Measured & { cpuMs: number }> {
+async function runGenerators(
+  job: Omit<GeneratorJob, 'index' | 'threads'>,
+  openByThread: number[],
+): Promise<Measured & { cpuMs: number }> {
   const cpuBefore = process.cpuUsage();
   const parts = await Promise.all(
     Array.from(
@@ -151,8 +166,13 @@ async function runGenerators(job: Omit<GeneratorJob, 'index' | 'threads'>): Prom
       (_, index) =>
         new Promise<Measured>((resolve, reject) => {
           const worker = new Worker(new URL(import.meta.url));
-          worker.once('message', (measured: Measured) => {
-            resolve(measured);
+          worker.on('message', (message: Measured | { open: number }) => {
+            if ('open' in message) {
+              openByThread[index] = message.open;
+              return;
+            }
+            openByThread[index] = 0;
+            resolve(message);
             void worker.terminate();
           });
           worker.once('error', reject);
@@ -198,13 +218,24 @@ async function step(
   model: string,
   headers: Array<Record<string, string>>,
   pid: number | null,
+  idleRssKiB: number,
 ): Promise<Cell> {
   const body = JSON.stringify({ ...CHAT_BODY, model, stream: true, stream_options: { include_usage: true } });
   const cpuBefore = pid ? cpuMs(pid) : 0;
-  const rssBefore = pid ? rssKiB(pid) : 0;
-  let rssPeak = rssBefore;
-  const sampler = pid ? setInterval(() => (rssPeak = Math.max(rssPeak, rssKiB(pid))), 50) : null;
-  const measured = await runGenerators({ url, body, headers, streams });
+  // Resident memory per open stream: the RSS above the idle instance's, over the streams open, at the sample
+  // with the most streams open (what the process grew by for any reason, young generation and code included).
+  const openByThread = Array.from({ length: GENERATORS }, () => 0);
+  let perStream = 0;
+  let mostOpen = 0;
+  const sampler = pid
+    ? setInterval(() => {
+        const open = openByThread.reduce((sum, n) => sum + n, 0);
+        if (open <= mostOpen) return;
+        mostOpen = open;
+        perStream = (rssKiB(pid) - idleRssKiB) / open;
+      }, 50)
+    : null;
+  const measured = await runGenerators({ url, body, headers, streams }, openByThread);
   if (sampler) clearInterval(sampler);
   const ttfts = measured.ttfts.sort((a, b) => a - b);
   const gaps = measured.gaps.sort();
@@ -218,7 +249,8 @@ async function step(
     gapP50: at(0.5),
     gapP99: at(0.99),
     cpuMsPerStream: pid ? (cpuMs(pid) - cpuBefore) / streams : null,
-    rssKiBPerStream: pid ? (rssPeak - rssBefore) / streams : null,
+    rssKiBPerStream: pid ? perStream : null,
+    mostOpen,
     generatorCpuMsPerStream: measured.cpuMs / streams,
     failures: measured.failures,
   };
@@ -289,9 +321,10 @@ async function main(): Promise<void> {
         };
       } else throw new Error(`unknown system ${system}: direct, bare, sqlite or postgres`);
       try {
-        await step(system, 20, target.url, target.model, target.headers, null); // warm-up
+        await step(system, 20, target.url, target.model, target.headers, null, 0); // warm-up
+        const idle = target.pid ? rssKiB(target.pid) : 0;
         for (const size of SIZES) {
-          const cell = await step(system, size, target.url, target.model, target.headers, target.pid);
+          const cell = await step(system, size, target.url, target.model, target.headers, target.pid, idle);
           cells.push(cell);
           console.log(JSON.stringify(cell));
         }
@@ -323,9 +356,9 @@ function printTables(cells: Cell[], peakRss: Map<string, number>): void {
     `Targets (issue 18, at ${TARGET_STREAMS.toLocaleString('en')} streams): added gap p99 ≤ ${TARGET_ADDED_GAP_P99_MS} ms, ≤ ${TARGET_BYTES_PER_STREAM / 1000} KB resident per open stream; peak RSS < ${TARGET_PEAK_RSS_MB} MB.\n`,
   );
   console.log(
-    '| System | Streams | OK | TTFT p50 ms (added) | Gap p50 ms | Gap p99 ms (added) | CPU ms per stream | KB per open stream | Generator CPU ms per stream |',
+    '| System | Streams | OK | TTFT p50 ms (added) | Gap p50 ms | Gap p99 ms (added) | CPU ms per stream | Most open | KB per open stream | Generator CPU ms per stream |',
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const c of cells) {
     const d = directAt(c.streams);
     const gateway = c.system !== 'direct';
@@ -336,10 +369,12 @@ function printTables(cells: Cell[], peakRss: Map<string, number>): void {
     const kb = c.rssKiBPerStream === null ? null : (c.rssKiBPerStream * 1024) / 1000;
     const kbMet = judged && kb !== null ? kb <= TARGET_BYTES_PER_STREAM / 1000 : null;
     console.log(
-      `| ${c.system} | ${c.streams} | ${c.ok} | ${f(c.ttftP50)}${added(c.ttftP50, d?.ttftP50)} | ${f(c.gapP50)} | ${f(c.gapP99)}${added(c.gapP99, d?.gapP99)}${verdict(gapMet)} | ${f(c.cpuMsPerStream)} | ${f(kb, 1)}${verdict(kbMet)} | ${f(c.generatorCpuMsPerStream)} |`,
+      `| ${c.system} | ${c.streams} | ${c.ok} | ${f(c.ttftP50)}${added(c.ttftP50, d?.ttftP50)} | ${f(c.gapP50)} | ${f(c.gapP99)}${added(c.gapP99, d?.gapP99)}${verdict(gapMet)} | ${f(c.cpuMsPerStream)} | ${c.mostOpen || '–'} | ${f(kb, 1)}${verdict(kbMet)} | ${f(c.generatorCpuMsPerStream)} |`,
     );
   }
   console.log('');
+  for (const c of cells.filter((cell) => Object.keys(cell.failures).length > 0))
+    console.log(`- ${c.system} at ${c.streams}: failed streams ${JSON.stringify(c.failures)}`);
   for (const system of SYSTEMS.filter((s) => s !== 'direct')) {
     const held = cells
       .filter(
