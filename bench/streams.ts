@@ -365,14 +365,21 @@ function printTables(cells: Cell[], peakRss: Map<string, number>): void {
     const added = (value: number, base: number | undefined) =>
       base === undefined || !gateway ? '' : ` (${value - base >= 0 ? '+' : ''}${f(value - base)})`;
     const judged = gateway && c.streams >= TARGET_STREAMS;
-    const gapMet = judged && d ? c.gapP99 - d.gapP99 <= TARGET_ADDED_GAP_P99_MS : null;
+    // An added gap is judged only against a direct path that kept the upstream's pace: when the generator and
+    // the mock themselves lag (the direct path's gap p99 above twice the pacing), a difference means nothing.
+    const gapJudged = judged && d !== undefined && d.gapP99 <= 2 * GAP_MS;
+    const gapMet = gapJudged ? c.gapP99 - d.gapP99 <= TARGET_ADDED_GAP_P99_MS : null;
     const kb = c.rssKiBPerStream === null ? null : (c.rssKiBPerStream * 1024) / 1000;
     const kbMet = judged && kb !== null ? kb <= TARGET_BYTES_PER_STREAM / 1000 : null;
     console.log(
-      `| ${c.system} | ${c.streams} | ${c.ok} | ${f(c.ttftP50)}${added(c.ttftP50, d?.ttftP50)} | ${f(c.gapP50)} | ${f(c.gapP99)}${added(c.gapP99, d?.gapP99)}${verdict(gapMet)} | ${f(c.cpuMsPerStream)} | ${c.mostOpen || '–'} | ${f(kb, 1)}${verdict(kbMet)} | ${f(c.generatorCpuMsPerStream)} |`,
+      `| ${c.system} | ${c.streams} | ${c.ok} | ${f(c.ttftP50)}${added(c.ttftP50, d?.ttftP50)} | ${f(c.gapP50)} | ${f(c.gapP99)}${added(c.gapP99, d?.gapP99)}${judged && !gapJudged ? ' not judged' : verdict(gapMet)} | ${f(c.cpuMsPerStream)} | ${c.mostOpen || '–'} | ${f(kb, 1)}${verdict(kbMet)} | ${f(c.generatorCpuMsPerStream)} |`,
     );
   }
   console.log('');
+  if (cells.some((c) => c.system === 'direct' && c.streams >= TARGET_STREAMS && c.gapP99 > 2 * GAP_MS))
+    console.log(
+      `- The added gap p99 is not judged where the direct path's own gap p99 exceeded ${2 * GAP_MS} ms (twice the pacing): the generator or the mock lagged, and the difference is noise.`,
+    );
   for (const c of cells.filter((cell) => Object.keys(cell.failures).length > 0))
     console.log(`- ${c.system} at ${c.streams}: failed streams ${JSON.stringify(c.failures)}`);
   for (const system of SYSTEMS.filter((s) => s !== 'direct')) {
