@@ -31,6 +31,13 @@ export interface ServiceOptions {
   timers?: boolean;
 }
 
+/**
+ * Connections the kernel keeps waiting to be accepted. Node's default, 511, overflowed when thousands of
+ * streaming clients arrived within a second while the event loop was busy (bench/streams.ts: 200 of 2,000
+ * streams reset); a queued connection waits for its turn instead. The kernel caps it at net.core.somaxconn.
+ */
+const LISTEN_BACKLOG = 4096;
+
 /** Builds the whole service: config, database, migrations, secrets, every feature's routes and jobs. */
 export async function createService(options: ServiceOptions = {}): Promise<Service> {
   const config = options.config ?? loadConfig();
@@ -76,7 +83,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     app,
     ctx,
     async listen(port = config.PORT) {
-      const address = await app.listen({ host: config.HOST, port });
+      const address = await app.listen({ host: config.HOST, port, backlog: LISTEN_BACKLOG });
       const url = address.replace('[::1]', '127.0.0.1');
       // A public address on port 0 (the default when PORT=0) names no real port: adopt the bound one, so
       // that the OAuth issuer and webhook URLs of such a process are reachable.

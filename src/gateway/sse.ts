@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import type { CanonicalEvent } from './canonical.ts';
 
 /**
  * Server-Sent Events as every inbound protocol writes them: the response is taken from Fastify once the
@@ -21,27 +22,79 @@ export function openEventStream(reply: FastifyReply): ServerResponse {
   return raw;
 }
 
+/** Uncorks a response corked by {@link writeFrame} for one turn of the event loop. */
+function uncork(raw: ServerResponse): void {
+  raw.uncork();
+}
+
 /**
- * Writes one frame, waiting for the socket to drain when it is full; false when the client is gone.
+ * Writes one frame: true when it was taken and the socket has room, false when the client is gone, or a
+ * promise (the socket full) that settles to one of those once it drained. Not async: the common case costs
+ * no promise, and a stream writes one frame per token.
+ *
  * Frames written in one turn of the event loop (an upstream read often carries several) leave in one
  * socket write: the response is corked until the turn's queued work is done. Each frame its own write was
  * a system call per token.
  */
-export async function writeFrame(raw: ServerResponse, frame: string): Promise<boolean> {
+export function writeFrame(raw: ServerResponse, frame: string): boolean | Promise<boolean> {
   if (raw.destroyed || raw.writableEnded) return false;
   if (raw.writableCorked === 0) {
     raw.cork();
-    process.nextTick(() => raw.uncork());
+    process.nextTick(uncork, raw);
   }
   if (raw.write(frame)) return true;
-  await new Promise<void>((resolve) => {
+  return new Promise<boolean>((resolve) => {
     const done = () => {
       raw.off('drain', done);
       raw.off('close', done);
-      resolve();
+      resolve(!raw.destroyed);
     };
     raw.once('drain', done);
     raw.once('close', done);
   });
-  return !raw.destroyed;
+}
+
+/** How a protocol turns a pipeline stream into its frames. */
+export interface EventRelay {
+  /** The frames of one event, back to back (null or '' for none). */
+  render(event: CanonicalEvent): string | null;
+  /** Runs once an event is rendered, before its frames are written (e.g. storing a response the client is about to read is done). */
+  beforeWrite?(event: CanonicalEvent): Promise<void>;
+  /**
+   * The frame telling the client the stream failed in the gateway (a throw while iterating or rendering),
+   * after logging it; without it the error is rethrown once the response ended.
+   */
+  failure?(error: unknown): string;
+}
+
+/**
+ * Relays a pipeline stream (`streamCall`) onto an opened event stream, one protocol's frames per event,
+ * for the three protocols alike.
+ *
+ * Invariant: whatever ends the loop — the stream's end, the client gone (a write refused), a failure — the
+ * stream's iterator is returned (the pipeline stops the upstream and settles for what was produced) and the
+ * response ends only after that, so a client reading its wallet once the stream closed sees the charge.
+ */
+export async function relayEvents(
+  raw: ServerResponse,
+  stream: AsyncIterable<CanonicalEvent>,
+  relay: EventRelay,
+): Promise<void> {
+  const iterator = stream[Symbol.asyncIterator]();
+  try {
+    for (let step = await iterator.next(); !step.done; step = await iterator.next()) {
+      const frames = relay.render(step.value);
+      if (relay.beforeWrite) await relay.beforeWrite(step.value);
+      if (!frames) continue;
+      const written = writeFrame(raw, frames);
+      if (written !== true && !(await written)) break;
+    }
+  } catch (error) {
+    if (!relay.failure) throw error;
+    const frame = relay.failure(error);
+    if (!raw.destroyed) await writeFrame(raw, frame);
+  } finally {
+    await iterator.return?.(undefined).catch(() => {});
+    if (!raw.writableEnded) raw.end();
+  }
 }

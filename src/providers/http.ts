@@ -84,6 +84,9 @@ export interface SseEvent {
   data: string;
 }
 
+/** TextDecoder's option for a chunk that may end inside a character (one object for every chunk). */
+const STREAMING = { stream: true } as const;
+
 /**
  * Parses a Server-Sent Events body incrementally, yielding each event as soon as its blank line arrives (no
  * buffering of the whole stream). A body that ends or breaks mid-stream throws {@link UpstreamError}, unless
@@ -105,13 +108,14 @@ export async function* readSse(body: Readable, signal: AbortSignal): AsyncGenera
         throw new UpstreamError(502, 'The upstream stream broke.', { cause: error });
       }
       if (chunk.done) break;
-      buffer += decoder.decode(chunk.value, { stream: true });
+      buffer += decoder.decode(chunk.value, STREAMING);
       let newline: number;
       while ((newline = buffer.indexOf('\n')) !== -1) {
         const line = buffer.slice(0, buffer[newline - 1] === '\r' ? newline - 1 : newline);
         buffer = buffer.slice(newline + 1);
         if (line === '') {
-          if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
+          if (data.length > 0)
+            yield { event: event || 'message', data: data.length === 1 ? data[0]! : data.join('\n') };
           event = '';
           data = [];
         } else if (line.startsWith('data:')) {

@@ -3,7 +3,7 @@ import type { AppContext } from '../../platform/context.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { principalOf, type App } from '../../platform/http/server.ts';
 import { clientSignal } from '../../gateway/common.ts';
-import { openEventStream, writeFrame } from '../../gateway/sse.ts';
+import { openEventStream, relayEvents } from '../../gateway/sse.ts';
 import { ClientGone, completeCall, streamCall, type RunOptions } from '../../gateway/run-call.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { messagesRefusal, parseMessagesRequest, type MessagesRequest } from './parse.ts';
@@ -78,23 +78,12 @@ async function streamMessage(
   }
   const raw = openEventStream(reply);
   const renderer = new AnthropicStreamRenderer(stream.model.id);
-  const iterator = stream[Symbol.asyncIterator]();
-  try {
-    for (let step = await iterator.next(); !step.done; step = await iterator.next()) {
-      const frames = renderer.render(step.value);
-      // The client gone: return() below settles what was produced and stops the upstream.
-      if (frames && !(await writeFrame(raw, frames))) break;
-    }
-  } catch (error) {
-    request.log.error({ err: error }, 'a Messages stream failed');
-    if (!raw.destroyed)
-      await writeFrame(
-        raw,
-        renderer.error(new ApiError('INTERNAL_ERROR', 'The stream failed; the log has the request id.')),
-      );
-  } finally {
-    await iterator.return?.(undefined).catch(() => {});
-    if (!raw.writableEnded) raw.end();
-  }
+  await relayEvents(raw, stream, {
+    render: (event) => renderer.render(event),
+    failure: (error) => {
+      request.log.error({ err: error }, 'a Messages stream failed');
+      return renderer.error(new ApiError('INTERNAL_ERROR', 'The stream failed; the log has the request id.'));
+    },
+  });
   return reply;
 }

@@ -7,7 +7,7 @@ import type { AppContext } from '../../platform/context.ts';
 import { MODEL_ID_PATTERN } from '../../models/routes.ts';
 import type { ChatRequest } from '../../gateway/chat-plan.ts';
 import { clientSignal } from '../../gateway/common.ts';
-import { openEventStream, writeFrame } from '../../gateway/sse.ts';
+import { openEventStream, relayEvents } from '../../gateway/sse.ts';
 import { ClientGone, completeCall, streamCall, type CallStream } from '../../gateway/run-call.ts';
 import { chatRefusal, parseChat } from './parse.ts';
 import { ChatStreamRenderer, renderCompletion } from './render.ts';
@@ -120,12 +120,6 @@ export function registerChatRoute(app: App, ctx: AppContext): void {
 async function relay(reply: FastifyReply, body: ChatRequest, stream: CallStream): Promise<FastifyReply> {
   const raw = openEventStream(reply);
   const renderer = new ChatStreamRenderer(stream.model.id, body.stream_options?.include_usage === true, stream.native);
-  try {
-    for await (const event of stream) {
-      for (const frame of renderer.frames(event)) if (!(await writeFrame(raw, frame))) return reply;
-    }
-  } finally {
-    if (!raw.writableEnded) raw.end();
-  }
+  await relayEvents(raw, stream, { render: (event) => renderer.frames(event).join('') });
   return reply;
 }

@@ -7,7 +7,7 @@ import { ApiError } from '../../platform/errors.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { clientSignal } from '../../gateway/common.ts';
 import { ClientGone, completeCall, streamCall, type CallStream } from '../../gateway/run-call.ts';
-import { openEventStream, writeFrame } from '../../gateway/sse.ts';
+import { openEventStream, relayEvents } from '../../gateway/sse.ts';
 import { newResponseId } from './ids.ts';
 import { inputItems, toCanonicalCall, type InputItem, type ResponsesRequest } from './parse.ts';
 import { renderResult, type ResponseFrame, type ResponseObject } from './render.ts';
@@ -134,29 +134,24 @@ async function respondStreamed(
   const raw = openEventStream(reply);
   // The model that answers (a fallback's, when one did) is the one the Response names.
   const writer = new ResponsesEventWriter({ ...frame, model: stream.model.id });
-  try {
-    // Breaking out (the client is gone) returns the iterator: the pipeline stops the upstream and settles for
-    // what was produced, before the loop exits.
-    for await (const event of stream) {
-      const frames = writer.write(event);
-      // Kept before the client reads `response.completed`, so a follow-up with previous_response_id finds it.
+  await relayEvents(raw, stream, {
+    render: (event) => writer.write(event),
+    // Kept before the client reads `response.completed`, so a follow-up with previous_response_id finds it.
+    beforeWrite: async (event) => {
       if (event.type === 'end' && keep && writer.final && writer.final.status !== 'failed') {
         await keep(writer.final).catch((error) =>
           request.log.error({ err: error }, 'storing a streamed response failed'),
         );
       }
-      if (frames && !(await writeFrame(raw, frames))) break;
-    }
-  } catch (error) {
-    request.log.warn({ err: error, model: frame.model }, 'a responses stream failed after output began');
-    const apiError =
-      error instanceof ApiError
-        ? error
-        : new ApiError('UPSTREAM_ERROR', `The stream failed after output began: ${(error as Error).message}`);
-    await writeFrame(raw, writer.fail(apiError.code, apiError.message, apiError.toEnvelope().error));
-  } finally {
-    // The response ends after the settle, so a client that reads its wallet once the stream closed sees the charge.
-    if (!raw.writableEnded) raw.end();
-  }
+    },
+    failure: (error) => {
+      request.log.warn({ err: error, model: frame.model }, 'a responses stream failed after output began');
+      const apiError =
+        error instanceof ApiError
+          ? error
+          : new ApiError('UPSTREAM_ERROR', `The stream failed after output began: ${(error as Error).message}`);
+      return writer.fail(apiError.code, apiError.message, apiError.toEnvelope().error);
+    },
+  });
   return reply;
 }

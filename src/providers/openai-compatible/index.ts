@@ -70,13 +70,25 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
     return completion;
   }
 
-  /** A streaming chat completion: resolves once the upstream accepted it, then yields its chunks. */
-  async function chatStream(body: ChatBody, call: CallOptions): Promise<AsyncIterable<ChatChunk>> {
+  /**
+   * A streaming chat completion: resolves once the upstream accepted it, then yields each chunk's canonical
+   * events and the `end`. One generator from the SSE events to the canonical ones: each layer of async
+   * generators costs promises and microtask turns per token.
+   */
+  async function chatStream(
+    body: ChatBody,
+    call: CallOptions,
+    reader: OpenAiStreamReader,
+  ): Promise<AsyncIterable<CanonicalEvent>> {
     const response = await post('/chat/completions', { ...body, stream: true }, call);
     return (async function* () {
       let finished = false;
+      let done = false;
       for await (const event of readSse(response.body, call.signal)) {
-        if (event.data === '[DONE]') return;
+        if (event.data === '[DONE]') {
+          done = true;
+          break;
+        }
         let parsed: any;
         try {
           parsed = JSON.parse(event.data);
@@ -88,10 +100,11 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
           throw new UpstreamError(502, `The upstream stream failed: ${parsed?.error?.message ?? 'unknown error'}.`);
         }
         if (parsed?.choices?.some?.((choice: any) => choice?.finish_reason)) finished = true;
-        yield parsed as ChatChunk;
+        yield* reader.events(parsed as ChatChunk);
       }
       // A clean end without `[DONE]` is accepted once a choice finished (some local servers omit it).
-      if (!finished) throw new UpstreamError(502, 'The upstream stream ended before it was complete.');
+      if (!done && !finished) throw new UpstreamError(502, 'The upstream stream ended before it was complete.');
+      yield { type: 'end', finishReason: reader.finish ?? 'stop' } satisfies CanonicalEvent;
     })();
   }
 
@@ -105,12 +118,8 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
     },
 
     async stream(canonical, call): Promise<AsyncIterable<CanonicalEvent>> {
-      const chunks = await chatStream(toOpenAiChatBody(canonical, options.name, true), call);
       const reader = new OpenAiStreamReader(canonical.native?.protocol === 'openai-chat');
-      return (async function* () {
-        for await (const chunk of chunks) yield* reader.events(chunk);
-        yield { type: 'end', finishReason: reader.finish ?? 'stop' } satisfies CanonicalEvent;
-      })();
+      return chatStream(toOpenAiChatBody(canonical, options.name, true), call, reader);
     },
 
     async embeddings(body, call) {

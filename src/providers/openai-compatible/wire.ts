@@ -237,6 +237,7 @@ export class OpenAiStreamReader {
   }
 
   events(chunk: ChatChunk): CanonicalEvent[] {
+    // One array per chunk (a token's chunk is one event): the start event, if first, then the content.
     const events: CanonicalEvent[] = [];
     if (!this.#started) {
       this.#started = true;
@@ -247,7 +248,7 @@ export class OpenAiStreamReader {
         created: typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000),
       });
     }
-    const content: CanonicalEvent[] = [];
+    const contentFrom = events.length;
     for (const choice of chunk.choices ?? []) {
       const number = typeof choice?.index === 'number' ? choice.index : 0;
       if (choice?.finish_reason && number === 0) this.finish = finishOf(choice.finish_reason);
@@ -257,13 +258,13 @@ export class OpenAiStreamReader {
       if (!delta || (number !== 0 && !this.#native)) continue;
       const tag = number !== 0 ? { choice: number } : {};
       const reasoning = delta.reasoning ?? delta.reasoning_content;
-      if (typeof reasoning === 'string' && reasoning) content.push({ type: 'reasoning', delta: reasoning, ...tag });
+      if (typeof reasoning === 'string' && reasoning) events.push({ type: 'reasoning', delta: reasoning, ...tag });
       if (typeof delta.content === 'string' && delta.content)
-        content.push({ type: 'text', delta: delta.content, ...tag });
+        events.push({ type: 'text', delta: delta.content, ...tag });
       for (const call of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
         const index = typeof call?.index === 'number' ? call.index : 0;
         if (call?.id || call?.function?.name)
-          content.push({
+          events.push({
             type: 'tool_call_start',
             index,
             id: String(call.id ?? ''),
@@ -271,15 +272,14 @@ export class OpenAiStreamReader {
             ...tag,
           });
         if (call?.function?.arguments)
-          content.push({ type: 'tool_call_delta', index, arguments: String(call.function.arguments), ...tag });
+          events.push({ type: 'tool_call_delta', index, arguments: String(call.function.arguments), ...tag });
       }
     }
-    if (chunk.usage) content.push({ type: 'usage', usage: canonicalUsageOfOpenAi(chunk.usage) });
-    if (!this.#native) return [...events, ...content];
+    if (chunk.usage) events.push({ type: 'usage', usage: canonicalUsageOfOpenAi(chunk.usage) });
+    if (!this.#native) return events;
     // One frame, one event: the usage event when there is one (its renderer replaces the usage), else the last.
-    const frame = { protocol: 'openai-chat' as const, frame: chunk };
-    if (content.length === 0) content.push({ type: 'text', delta: '' });
-    content.at(-1)!.native = frame;
-    return [...events, ...content];
+    if (events.length === contentFrom) events.push({ type: 'text', delta: '' });
+    events[events.length - 1]!.native = { protocol: 'openai-chat', frame: chunk };
+    return events;
   }
 }
