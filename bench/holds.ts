@@ -35,7 +35,7 @@ async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record
   });
   try {
     const { ctx } = service;
-    const billing = ctx.services.billing;
+    const billing = ctx.billing;
     const payers: Array<{ userId: string; keyId: string }> = [];
     for (let i = 0; i < USERS; i++) {
       const userId = await insertUser(ctx);

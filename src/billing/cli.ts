@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { MeteringDeps } from './deps.ts';
 import { errors } from '../platform/errors.ts';
 import { operatorCredit } from './routes/admin.ts';
 
@@ -8,7 +8,7 @@ import { operatorCredit } from './routes/admin.ts';
  * adjustment).
  */
 export async function grantCreditsFromCli(
-  ctx: AppContext,
+  ctx: MeteringDeps,
   options: { user?: string; email?: string; amount?: string; reason?: string },
 ): Promise<{ userId: string; balance: number }> {
   if (!options.user === !options.email) throw new Error('name the user with exactly one of --user usr_… or --email');

@@ -78,7 +78,7 @@ for (const kind of selectedDatabases()) {
             .execute()
         ).map((row: any) => row.name);
         for (const name of COMPACT_STORAGE) assert.ok(applied.includes(name), `${name} applied`);
-        const upgraded = service.ctx.services.billing;
+        const upgraded = service.ctx.billing;
         assert.deepEqual(
           await upgraded.verify().then((report) => ({ ok: report.ok, differences: report.differences })),
           { ok: true, differences: [] },

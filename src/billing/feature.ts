@@ -1,32 +1,37 @@
 import type { Feature } from '../platform/feature.ts';
-import type { Job } from '../platform/jobs.ts';
-import type { Billing } from './service.ts';
-import { billingMigrations } from './tables.ts';
-import { billingFunctionMigrations } from './pg-functions.ts';
-import { createBilling } from './service.ts';
+import type { BillingDeps, MeteringDeps } from './deps.ts';
+import { createBilling, type Billing } from './service.ts';
 import { registerWalletRoutes } from './routes/wallet.ts';
 import { registerAuthorizedAppRoutes } from './routes/authorized-apps.ts';
 import { registerBillingAdminRoutes } from './routes/admin.ts';
 
-/** The sweep of expired holds: each process's timer runs it, and `POST /api/admin/cron/release-expired-holds`. */
-export const releaseExpiredHoldsJob: Job = {
-  name: 'release-expired-holds',
-  description: 'Releases open holds past their expiry (each claimed atomically; safe in several processes).',
-  run: (ctx) => ctx.services.billing.releaseExpiredHolds(),
-};
+/** Billing as the features built after it use it. */
+export interface BillingFeature extends Feature {
+  /** The money core: wallets, ledger, holds, spending limits (src/billing/service.ts). */
+  billing: Billing;
+}
 
 /**
- * Billing: wallets, the double-entry ledger, holds, spending limits and the restriction errors. Puts the
- * {@link Billing} service at `ctx.services.billing`.
+ * Billing: wallets, the double-entry ledger, holds, spending limits and the restriction errors. The sweep of
+ * expired holds is its job: each process's timer runs it, and `POST /api/admin/cron/release-expired-holds`.
  */
-export const billingFeature: Feature = {
-  name: 'billing',
-  migrations: { ...billingMigrations, ...billingFunctionMigrations },
-  jobs: [releaseExpiredHoldsJob],
-  register(app, ctx) {
-    ctx.services.billing = createBilling(ctx);
-    registerWalletRoutes(app, ctx);
-    registerAuthorizedAppRoutes(app, ctx);
-    registerBillingAdminRoutes(app, ctx);
-  },
-};
+export function createBillingFeature(deps: BillingDeps): BillingFeature {
+  const billing = createBilling(deps);
+  const metering: MeteringDeps = { ...deps, billing };
+  return {
+    name: 'billing',
+    billing,
+    jobs: [
+      {
+        name: 'release-expired-holds',
+        description: 'Releases open holds past their expiry (each claimed atomically; safe in several processes).',
+        run: () => billing.releaseExpiredHolds(),
+      },
+    ],
+    register(app) {
+      registerWalletRoutes(app, metering);
+      registerAuthorizedAppRoutes(app, metering);
+      registerBillingAdminRoutes(app, metering);
+    },
+  };
+}

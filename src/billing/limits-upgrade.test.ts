@@ -96,7 +96,7 @@ for (const kind of selectedDatabases()) {
 
       const service = await createService({ config, timers: false });
       try {
-        const billing = service.ctx.services.billing;
+        const billing = service.ctx.billing;
         assert.deepEqual(await billing.appLimits('usr_upgrade', 'app_upgrade'), {
           daily: 2_000_000,
           monthly: null,

@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { EventsDeps } from './deps.ts';
 import type { BillingEvent } from '../billing/service.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { deliverDue, type DeliveryRun } from './delivery.ts';
@@ -18,7 +18,7 @@ export interface TopupEvent {
   reason?: string;
 }
 
-/** Outbound events (`ctx.services.events`): record an event for the endpoints that receive it, and send it. */
+/** Outbound events (the events feature's `events`): record an event for the endpoints that receive it, and send it. */
 export interface EventsService {
   /** Who can receive events (the settle path's cheap gate), kept fresh through the bus. */
   readonly subscriptions: Subscriptions;
@@ -34,15 +34,9 @@ export interface EventsService {
   onTopup(event: TopupEvent): void;
 }
 
-declare module '../platform/context.ts' {
-  interface Services {
-    events: EventsService;
-  }
-}
-
 /**
- * Connects the top-ups feature's observer to the events service: `subscribeTopupEvents(ctx.services.events,
- * ctx.services.topups.observe)` is the whole wiring.
+ * Connects the top-ups feature's observer to the events service: `subscribeTopupEvents(events,
+ * deps.observeTopups)` is the whole wiring.
  */
 export function subscribeTopupEvents(
   events: EventsService,
@@ -51,8 +45,8 @@ export function subscribeTopupEvents(
   observe((event) => events.onTopup(event));
 }
 
-/** Builds the service; `register` of the feature puts it on `ctx.services.events` and hooks billing to it. */
-export function createEventsService(ctx: AppContext): EventsService {
+/** Builds the service; the feature hooks billing's and the top-ups' observers to it. */
+export function createEventsService(ctx: EventsDeps): EventsService {
   const subscriptions = new Subscriptions(ctx);
   const running = new Set<Promise<unknown>>();
   const background = (work: () => Promise<unknown>) => {

@@ -24,13 +24,6 @@ export interface Throttles {
   backoff: Backoff;
 }
 
-declare module '../platform/context.ts' {
-  interface Services {
-    rateLimits: RateLimits;
-    throttles: Throttles;
-  }
-}
-
 /**
  * The sign-up routes, matched by the route Fastify chose and not by the raw URL, so that an encoded path
  * (`/api/auth/%73ignup`) counts like the plain one. Sign-in is throttled on its failures instead (src/accounts).
@@ -62,8 +55,7 @@ function rateLimited(what: string, retryAfterSeconds: number, limit: number): Ap
  * is SPENDING_LIMIT_EXCEEDED): per API key and per app on `/api/v1/*`, after authentication; per client
  * address on sign-up, before anything else runs. Every match is on the route, never on the raw URL.
  */
-export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimiter, backoff: Backoff): void {
-  ctx.services.throttles = { windows: limiter, backoff };
+export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimiter): void {
   if (ctx.config.TRUST_PROXY === 'false') {
     // Behind a proxy with TRUST_PROXY off, every client has the proxy's address: say so once.
     let warned = false;
@@ -93,9 +85,12 @@ export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimit
       if (!decision.allowed) throw rateLimited('requests', decision.retryAfterSeconds, rpm);
     }
   });
+}
 
+/** The per-minute token limits of AI calls, counted in `limiter` (see {@link RateLimits}). */
+export function createTokenRateLimits(ctx: AppContext, limiter: RateLimiter): RateLimits {
   const tpm = ctx.config.RATE_LIMIT_KEY_TPM;
-  ctx.services.rateLimits = {
+  return {
     async checkTokens(principal) {
       if (tpm <= 0) return;
       const now = ctx.clock.now();

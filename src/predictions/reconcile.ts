@@ -1,5 +1,5 @@
 import type { Job } from '../platform/jobs.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { MeteringDeps } from '../billing/deps.ts';
 import { applyPredictionUpdate, settlePrediction } from './finalize.ts';
 import { replicateClientOf } from './routes.ts';
 
@@ -19,7 +19,7 @@ const BATCH = 100;
  * are done, finalized through the same exactly-once claim a webhook uses. Safe in several processes at once.
  */
 export async function reconcilePredictions(
-  ctx: AppContext,
+  ctx: MeteringDeps,
 ): Promise<{ resettled: number; checked: number; finalized: number; failed: number }> {
   const now = ctx.clock.now();
   const result = { resettled: 0, checked: 0, finalized: 0, failed: 0 };
@@ -78,9 +78,11 @@ export async function reconcilePredictions(
 }
 
 /** The `reconcile-predictions` job: each process's timer and `POST /api/admin/cron/reconcile-predictions`. */
-export const reconcilePredictionsJob: Job = {
-  name: 'reconcile-predictions',
-  description:
-    'Settle claimed predictions left unsettled, and ask Replicate about predictions whose final webhook has not come.',
-  run: (ctx) => reconcilePredictions(ctx),
-};
+export function reconcilePredictionsJob(ctx: MeteringDeps): Job {
+  return {
+    name: 'reconcile-predictions',
+    description:
+      'Settle claimed predictions left unsettled, and ask Replicate about predictions whose final webhook has not come.',
+    run: () => reconcilePredictions(ctx),
+  };
+}

@@ -1,12 +1,8 @@
 import type { Feature } from '../platform/feature.ts';
-import { usageMigrations } from './tables.ts';
+import type { AppContext } from '../platform/context.ts';
 import { registerUsageRoutes } from './routes.ts';
 
 /** Usage records of billable calls, and the usage queries. */
-export const usageFeature: Feature = {
-  name: 'usage',
-  migrations: usageMigrations,
-  register(app, ctx) {
-    registerUsageRoutes(app, ctx);
-  },
-};
+export function createUsageFeature(deps: AppContext): Feature {
+  return { name: 'usage', register: (app) => registerUsageRoutes(app, deps) };
+}

@@ -1,10 +1,8 @@
 import type { Feature } from '../platform/feature.ts';
-import { webhooksMigrations } from './tables.ts';
+import type { MeteringDeps } from '../billing/deps.ts';
 import { registerReplicateWebhook } from './replicate.ts';
 
 /** Inbound provider webhooks: `POST /api/webhooks/replicate`, verified (Standard Webhooks) and idempotent. */
-export const webhooksFeature: Feature = {
-  name: 'webhooks',
-  migrations: webhooksMigrations,
-  register: (app, ctx) => registerReplicateWebhook(app, ctx),
-};
+export function createWebhooksFeature(deps: MeteringDeps): Feature {
+  return { name: 'webhooks', register: (app) => registerReplicateWebhook(app, deps) };
+}

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AppContext } from '../platform/context.ts';
+import type { MeteringDeps } from '../billing/deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import { applyPredictionUpdate, settlePrediction, type PredictionUpdate } from '../predictions/finalize.ts';
 import { REPLICATE_WEBHOOK_PATH } from '../predictions/routes.ts';
@@ -62,7 +62,7 @@ export function parseNotice(body: Buffer): PredictionUpdate {
  * not finish (see predictions/finalize.ts).
  */
 export async function acceptDelivery(
-  ctx: AppContext,
+  ctx: MeteringDeps,
   webhookId: string,
   notice: PredictionUpdate,
 ): Promise<WebhookAck> {
@@ -120,7 +120,7 @@ export async function acceptDelivery(
  * signature covers the exact bytes sent: nothing is parsed, let alone recorded, before {@link verifyWebhook}
  * accepted the delivery.
  */
-export async function registerReplicateWebhook(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function registerReplicateWebhook(app: FastifyInstance, ctx: MeteringDeps): Promise<void> {
   const keys = parseSigningSecrets(ctx.config.REPLICATE_WEBHOOK_SECRET);
   const unconfigured =
     'REPLICATE_WEBHOOK_SECRET is not set, so POST /api/webhooks/replicate refuses every delivery (503): unverified traffic is never accepted.';

@@ -1,7 +1,7 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
 import { principalOf } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { MeteringDeps } from '../deps.ts';
 import { errors } from '../../platform/errors.ts';
 import { creditsToMicros } from '../../platform/money.ts';
 import { listAuthorizedApps, setAppLimits } from '../app-limits.ts';
@@ -40,7 +40,7 @@ const LimitInput = Type.Optional(
  * The user's authorized apps and their spending limits. Reading: scope `read` or `billing:read`; an app's
  * credential (its token, or a key it created) sees only its own entry. Changing limits: the dashboard only.
  */
-export function registerAuthorizedAppRoutes(app: App, ctx: AppContext): void {
+export function registerAuthorizedAppRoutes(app: App, ctx: MeteringDeps): void {
   app.get(
     '/api/user/authorized-apps',
     {

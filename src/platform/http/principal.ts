@@ -56,13 +56,13 @@ export interface Principal {
 export type CredentialResolver = (credential: string) => Promise<Principal | null>;
 
 /**
- * The credential resolvers, filled in by the features that own each credential (keys, oauth, accounts).
- * The platform only knows how to pick one.
+ * The credential resolvers, given by the features that own each credential (keys, oauth, accounts) through
+ * the composition root. The platform only knows how to pick one.
  */
-export interface AuthRegistry {
-  apiKey?: CredentialResolver;
-  accessToken?: CredentialResolver;
-  session?: CredentialResolver;
+export interface CredentialResolvers {
+  apiKey: CredentialResolver;
+  accessToken: CredentialResolver;
+  session: CredentialResolver;
 }
 
 declare module 'fastify' {
@@ -88,7 +88,7 @@ export interface CredentialOptions {
 /** Resolves the request's credential into a principal; 401 when there is none or it is not valid. */
 export async function authenticate(
   request: FastifyRequest,
-  registry: AuthRegistry,
+  registry: CredentialResolvers,
   options: CredentialOptions = {},
 ): Promise<Principal> {
   const header = request.headers.authorization;
@@ -104,7 +104,7 @@ export async function authenticate(
     return resolveCredential(match[1], registry, 'x-api-key credential');
   }
   const cookie = request.cookies?.[SESSION_COOKIE];
-  if (cookie && registry.session) {
+  if (cookie) {
     const unsigned = request.unsignCookie(cookie);
     const principal = unsigned.valid && unsigned.value ? await registry.session(unsigned.value) : null;
     if (principal) {
@@ -121,9 +121,9 @@ export async function authenticate(
 const API_KEY_HEADER = /^([\x21-\x7e]{1,4096})$/;
 
 /** An `ak_…` value is an API key, anything else an OAuth access token; 401 when neither resolves. */
-async function resolveCredential(credential: string, registry: AuthRegistry, what: string): Promise<Principal> {
+async function resolveCredential(credential: string, registry: CredentialResolvers, what: string): Promise<Principal> {
   const resolver = credential.startsWith('ak_') ? registry.apiKey : registry.accessToken;
-  const principal = resolver ? await resolver(credential) : null;
+  const principal = await resolver(credential);
   if (!principal) throw errors.unauthenticated(`The ${what} is invalid, expired or revoked.`);
   return principal;
 }

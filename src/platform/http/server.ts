@@ -14,7 +14,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ApiError, ERROR_CODES, type ErrorCode } from '../errors.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext, ServerContext } from '../context.ts';
 import { matchesAnySecret } from '../crypto.ts';
 import { authenticate, requireScope, type Principal } from './principal.ts';
 import { SECURITY_SCHEMES, transformDocument, transformRoute } from './openapi.ts';
@@ -158,7 +158,7 @@ export function principalOf(request: FastifyRequest): Principal {
  * Builds the Fastify server every feature registers on: TypeBox schemas, the OpenAPI document at
  * `/api/openapi.json` and `/docs`, cookies, form bodies, the error envelopes and bearer authentication.
  */
-export async function createServer(ctx: AppContext): Promise<App> {
+export async function createServer(ctx: ServerContext): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.log,
     // One line per request is written by the onResponse hook below, with the caller's ids and no headers.

@@ -135,17 +135,19 @@ export async function deleteResponse(ctx: AppContext, principal: Principal, id: 
 }
 
 /** Deletes stored responses past their retention (`RESPONSES_RETENTION_DAYS`), 1000 per run at most. */
-export const expireResponsesJob: Job = {
-  name: 'expire-responses',
-  description: 'Deletes stored Responses (store: true) older than RESPONSES_RETENTION_DAYS.',
-  async run(ctx) {
-    const expired = ctx.db
-      .selectFrom('stored_responses')
-      .select('id')
-      .where('expires_at', '<=', ctx.clock.now())
-      .orderBy('expires_at')
-      .limit(1000);
-    const result = await ctx.db.deleteFrom('stored_responses').where('id', 'in', expired).executeTakeFirst();
-    return { deleted: Number(result.numDeletedRows) };
-  },
-};
+export function expireResponsesJob(ctx: AppContext): Job {
+  return {
+    name: 'expire-responses',
+    description: 'Deletes stored Responses (store: true) older than RESPONSES_RETENTION_DAYS.',
+    async run() {
+      const expired = ctx.db
+        .selectFrom('stored_responses')
+        .select('id')
+        .where('expires_at', '<=', ctx.clock.now())
+        .orderBy('expires_at')
+        .limit(1000);
+      const result = await ctx.db.deleteFrom('stored_responses').where('id', 'in', expired).executeTakeFirst();
+      return { deleted: Number(result.numDeletedRows) };
+    },
+  };
+}

@@ -1,0 +1,7 @@
+import type { AppContext } from '../platform/context.ts';
+import type { Throttles } from '../ops/rate-limits.ts';
+
+/** What the accounts feature is built from: the platform, and the shared throttles (sign-in failures). */
+export interface AccountsDeps extends AppContext {
+  throttles: Throttles;
+}
