@@ -1,6 +1,17 @@
 import type { AppContext } from '../platform/context.ts';
 import type { Billing } from '../billing/service.ts';
-import type { EventsService, TopupEvent } from './service.ts';
+
+/**
+ * What the top-ups feature's observer reports (its `topups.observe`). `credits` is in micro-credits, like
+ * every amount billing's own observer reports.
+ */
+export interface TopupEvent {
+  type: 'topup_succeeded' | 'topup_failed';
+  userId: string;
+  topupId: string;
+  credits: number;
+  reason?: string;
+}
 
 /**
  * What the events feature is built from: the platform, billing (balances, and its observer: low balance and
@@ -9,9 +20,4 @@ import type { EventsService, TopupEvent } from './service.ts';
 export interface EventsDeps extends AppContext {
   billing: Billing;
   observeTopups(listener: (event: TopupEvent) => void): void;
-}
-
-/** What the webhook routes use: the feature's deps and its own service. */
-export interface EventRoutesDeps extends EventsDeps {
-  events: EventsService;
 }

@@ -1,6 +1,7 @@
 import type { Feature } from '../platform/feature.ts';
 import { everyOn } from '../platform/clock.ts';
-import type { EventRoutesDeps, EventsDeps } from './deps.ts';
+import type { EventsDeps } from './deps.ts';
+import type { EventRoutesDeps } from './routes/deps.ts';
 import { pruneDeliveries } from './prune.ts';
 import { createEventsService, subscribeTopupEvents, type EventsService } from './service.ts';
 import { adminSurface, userSurface } from './routes/surfaces.ts';

@@ -1,22 +1,12 @@
-import type { EventsDeps } from './deps.ts';
+import type { EventsDeps, TopupEvent } from './deps.ts';
+
+export type { TopupEvent };
 import type { BillingEvent } from '../billing/service.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { deliverDue, type DeliveryRun } from './delivery.ts';
 import { recordEvent, type NewEvent, type RecordedEvent } from './outbox.ts';
 import { checkLowBalance } from './low-balance.ts';
 import { Subscriptions } from './subscriptions.ts';
-
-/**
- * What the top-ups feature's observer reports (its `topups.observe`). `credits` is in micro-credits, like
- * every amount billing's own observer reports.
- */
-export interface TopupEvent {
-  type: 'topup_succeeded' | 'topup_failed';
-  userId: string;
-  topupId: string;
-  credits: number;
-  reason?: string;
-}
 
 /** Outbound events (the events feature's `events`): record an event for the endpoints that receive it, and send it. */
 export interface EventsService {

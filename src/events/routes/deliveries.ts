@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { EventRoutesDeps } from '../deps.ts';
+import type { EventRoutesDeps } from './deps.ts';
 import { findEndpoint } from '../endpoints.ts';
 import type { WebhookMessagesTable } from '../tables.ts';
 import type { Selectable } from 'kysely';

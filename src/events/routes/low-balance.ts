@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { EventRoutesDeps } from '../deps.ts';
+import type { EventRoutesDeps } from './deps.ts';
 import { creditsToMicros, microsToCredits } from '../../platform/money.ts';
 import { errors } from '../../platform/errors.ts';
 import { readAlert, writeAlert, type LowBalanceAlert } from '../low-balance.ts';

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { EventRoutesDeps } from '../deps.ts';
+import type { EventRoutesDeps } from './deps.ts';
 import { rotateSecret } from '../endpoints.ts';
 import { IdParams, SecretSchema, type Surface } from './surfaces.ts';
 

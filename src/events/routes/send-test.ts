@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { EventRoutesDeps } from '../deps.ts';
+import type { EventRoutesDeps } from './deps.ts';
 import { findEndpoint } from '../endpoints.ts';
 import { errors } from '../../platform/errors.ts';
 import { TEST_EVENT_TYPE } from '../catalogue.ts';

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { EventRoutesDeps } from '../deps.ts';
+import type { EventRoutesDeps } from './deps.ts';
 import { endpointView, updateEndpoint, type EndpointInput } from '../endpoints.ts';
 import { EndpointInputSchema, EndpointSchema, IdParams, type Surface } from './surfaces.ts';
 

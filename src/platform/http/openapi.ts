@@ -1,4 +1,4 @@
-import type { ErrorEnvelope } from './server.ts';
+import type { ErrorEnvelope } from './error-envelope.ts';
 import { SESSION_COOKIE } from './principal.ts';
 
 /**

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { TopupRoutesDeps } from '../deps.ts';
+import type { TopupRoutesDeps } from './deps.ts';
 import { AutoTopupSchema, autoTopupView, sessionOnly, sessionSecurity } from './views.ts';
 
 const Settings = Type.Object(

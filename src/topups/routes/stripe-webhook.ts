@@ -1,7 +1,7 @@
 import Type from 'typebox';
 import type Stripe from 'stripe';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { TopupRoutesDeps } from '../deps.ts';
+import type { TopupRoutesDeps } from './deps.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { HOW_TO_ENABLE, type StripePackage } from '../settings.ts';
 

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { TopupRoutesDeps } from '../deps.ts';
+import type { TopupRoutesDeps } from './deps.ts';
 import { microsToCredits } from '../../platform/money.ts';
 import { HOW_TO_ENABLE } from '../settings.ts';
 import { sessionOnly, sessionSecurity, TopupSchema, topupView } from './views.ts';
