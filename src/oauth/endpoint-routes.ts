@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Provider } from 'oidc-provider';
 import type { App } from '../platform/http/server.ts';
 import type { OAuthDeps } from './deps.ts';
-import { SCOPES } from '../platform/http/principal.ts';
+import { SCOPES } from './scopes.ts';
 import { STRICT_PAGE_CSP } from '../platform/http/page.ts';
 import { OAUTH_ROUTES, OIDC_CLAIMS } from './provider.ts';
 import { clientThrottle, requestClientId } from './client-throttle.ts';

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { InteractionDetails, Provider } from 'oidc-provider';
 import type { App } from '../platform/http/server.ts';
 import type { OAuthDeps } from './deps.ts';
-import { SCOPES } from '../platform/http/principal.ts';
+import { SCOPES } from './scopes.ts';
 import { escapeHtml, renderPage, STRICT_PAGE_CSP } from '../platform/http/page.ts';
 import { creditsToMicros, microsToCredits } from '../platform/money.ts';
 import { checkSignIn, throttleMessage } from '../accounts/sign-in-throttle.ts';

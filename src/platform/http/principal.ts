@@ -2,43 +2,10 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError, errors } from '../errors.ts';
 
 /**
- * Every scope an OAuth app can be granted (decisions.md "OAuth"), then the OpenID Connect scopes of "Sign in
- * with Tollgate" (decisions.md "Added 2026-11-23"), which grant no API access, only who the user is.
- */
-export const SCOPES = [
-  'read',
-  'write',
-  'billing:read',
-  'apikeys:read',
-  'apikeys:write',
-  'ai:chat',
-  'ai:completions',
-  'ai:models',
-  'ai:images',
-  'ai:embeddings',
-  'ai:audio',
-  'offline_access',
-  'openid',
-  'profile',
-  'email',
-] as const;
-export type Scope = (typeof SCOPES)[number];
-
-/** The permissions an API key can carry (contract §5.3). */
-export const KEY_PERMISSIONS = [
-  'ai:chat',
-  'ai:completions',
-  'ai:models',
-  'ai:images',
-  'ai:embeddings',
-  'ai:audio',
-  'billing:read',
-] as const;
-export type KeyPermission = (typeof KEY_PERMISSIONS)[number];
-
-/**
  * Who is calling, whatever the credential: an app's OAuth token, an API key or the user's own dashboard
- * session all become one of these (decisions.md "Who is calling").
+ * session all become one of these (decisions.md "Who is calling"). The scopes are plain strings here: the
+ * OAuth feature declares the scopes (src/oauth/scopes.ts), the keys feature the permissions
+ * (src/keys/permissions.ts), and a route names those it needs in `config.auth`.
  */
 export interface Principal {
   kind: 'oauth' | 'api_key' | 'session';
