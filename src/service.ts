@@ -19,6 +19,8 @@ import type { ProviderRegistry } from './providers/registry.ts';
 import type { ModelCache } from './models/cache.ts';
 import type { Topups } from './topups/service.ts';
 import type { EventsService } from './events/service.ts';
+import type { BillingMetrics } from './billing/metrics.ts';
+import type { GatewayMetrics } from './gateway/metrics.ts';
 import { allMigrations } from './features.ts';
 import { createOpsFeature } from './ops/feature.ts';
 import { createAccountsFeature } from './accounts/feature.ts';
@@ -29,6 +31,7 @@ import { createProvidersFeature } from './providers/feature.ts';
 import { createModelsFeature } from './models/feature.ts';
 import { createUsageFeature } from './usage/feature.ts';
 import { createGatewayFeature } from './gateway/feature.ts';
+import { createGatewayMetrics } from './gateway/metrics.ts';
 import { createOpenAiChatFeature } from './protocols/openai-chat/feature.ts';
 import { createResponsesFeature } from './protocols/openai-responses/feature.ts';
 import { createAnthropicMessagesFeature } from './protocols/anthropic-messages/feature.ts';
@@ -51,6 +54,8 @@ export interface FeatureApis {
   models: ModelCache;
   topups: Topups;
   events: EventsService;
+  billingMetrics: BillingMetrics;
+  gatewayMetrics: GatewayMetrics;
 }
 
 /** The composition root's view of a service: the server's context and every feature's API. */
@@ -101,7 +106,15 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     onClose: [],
   };
   const { features, apis, auth } = await composeFeatures(base);
-  const ctx: ServiceContext = { ...base, auth, ...apis };
+  const ctx: ServiceContext = {
+    ...base,
+    auth,
+    errorEnvelopes: features.flatMap((feature) =>
+      Object.entries(feature.errorEnvelopes ?? {}).map(([prefix, envelope]) => ({ prefix, envelope })),
+    ),
+    errorObservers: features.flatMap((feature) => (feature.observeError ? [feature.observeError] : [])),
+    ...apis,
+  };
   const app = await createServer(ctx);
   for (const feature of features) {
     for (const job of feature.jobs ?? []) ctx.jobs.set(job.name, job);
@@ -185,8 +198,8 @@ async function composeFeatures(base: AppContext): Promise<{
   const { providers } = createProvidersFeature(base);
   const modelsFeature = createModelsFeature({ ...base, providers });
   const { models } = modelsFeature;
-  const metering = { ...base, rateLimits, billing };
-  const gateway = { ...metering, models, providers };
+  const metering = { ...base, rateLimits, billing, billingMetrics: billingFeature.metrics };
+  const gateway = { ...metering, models, providers, gatewayMetrics: createGatewayMetrics(base.metrics.registry) };
   const topupsFeature = await createTopupsFeature({ ...base, billing });
   const { topups } = topupsFeature;
   const eventsFeature = await createEventsFeature({ ...base, billing, observeTopups: topups.observe });
@@ -222,6 +235,8 @@ async function composeFeatures(base: AppContext): Promise<{
       models,
       topups,
       events: eventsFeature.events,
+      billingMetrics: metering.billingMetrics,
+      gatewayMetrics: gateway.gatewayMetrics,
     },
     auth: {
       session: accounts.resolveSession,

@@ -1,6 +1,7 @@
 import type { AppContext } from '../platform/context.ts';
 import type { RateLimits } from '../ops/rate-limits.ts';
 import type { Billing } from './service.ts';
+import type { BillingMetrics } from './metrics.ts';
 
 /** What the billing feature is built from: the platform, and the token rate limits its meter counts in. */
 export interface BillingDeps extends AppContext {
@@ -13,4 +14,5 @@ export interface BillingDeps extends AppContext {
  */
 export interface MeteringDeps extends BillingDeps {
   billing: Billing;
+  billingMetrics: BillingMetrics;
 }

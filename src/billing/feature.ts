@@ -1,6 +1,7 @@
 import type { Feature } from '../platform/feature.ts';
 import type { BillingDeps, MeteringDeps } from './deps.ts';
 import { createBilling, type Billing } from './service.ts';
+import { createBillingMetrics, type BillingMetrics } from './metrics.ts';
 import { registerWalletRoutes } from './routes/wallet.ts';
 import { registerAuthorizedAppRoutes } from './routes/authorized-apps.ts';
 import { registerBillingAdminRoutes } from './routes/admin.ts';
@@ -9,6 +10,8 @@ import { registerBillingAdminRoutes } from './routes/admin.ts';
 export interface BillingFeature extends Feature {
   /** The money core: wallets, ledger, holds, spending limits (src/billing/service.ts). */
   billing: Billing;
+  /** Billing's metrics, which the meter records into. */
+  metrics: BillingMetrics;
 }
 
 /**
@@ -17,10 +20,13 @@ export interface BillingFeature extends Feature {
  */
 export function createBillingFeature(deps: BillingDeps): BillingFeature {
   const billing = createBilling(deps);
-  const metering: MeteringDeps = { ...deps, billing };
+  const metrics = createBillingMetrics(deps.metrics.registry, deps.db);
+  const metering: MeteringDeps = { ...deps, billing, billingMetrics: metrics };
   return {
     name: 'billing',
     billing,
+    metrics,
+    observeError: (error) => metrics.countRefusal(error),
     jobs: [
       {
         name: 'release-expired-holds',

@@ -225,7 +225,7 @@ export class Meter {
             }
           : null,
       );
-      const metrics = this.#ctx.metrics;
+      const metrics = this.#ctx.billingMetrics;
       metrics.tokens.inc({ model: outcome.model.id, direction: 'prompt' }, outcome.promptTokens);
       metrics.tokens.inc({ model: outcome.model.id, direction: 'completion' }, outcome.completionTokens);
       metrics.creditsChargedMicros.inc({ kind: this.#kind }, captured);

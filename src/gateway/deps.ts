@@ -1,6 +1,7 @@
 import type { MeteringDeps } from '../billing/deps.ts';
 import type { ModelCache } from '../models/cache.ts';
 import type { ProviderRegistry } from '../providers/registry.ts';
+import type { GatewayMetrics } from './metrics.ts';
 
 /**
  * What the gateway's pipeline (and every inbound protocol on it) is built from: metering (billing and the
@@ -9,4 +10,5 @@ import type { ProviderRegistry } from '../providers/registry.ts';
 export interface GatewayDeps extends MeteringDeps {
   models: ModelCache;
   providers: ProviderRegistry;
+  gatewayMetrics: GatewayMetrics;
 }

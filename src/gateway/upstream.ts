@@ -121,7 +121,7 @@ export async function callWithFallbacks<T>(
     try {
       const result = await call(model, adapterOf(ctx, model), attempt.signal);
       // Time until the provider began answering (a stream's first output, or a whole JSON answer).
-      ctx.metrics.upstreamDuration.observe(
+      ctx.gatewayMetrics.upstreamDuration.observe(
         { provider: model.provider, kind: 'answer' },
         (performance.now() - startedAt) / 1000,
       );

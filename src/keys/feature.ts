@@ -20,6 +20,8 @@ export function createKeysFeature(deps: KeysDeps): KeysFeature {
   return {
     name: 'keys',
     authenticator,
+    // Contract §7.1: the key routes answer `{ success: false, error }`, an unknown path under them too.
+    errorEnvelopes: { '/api/user/api-keys': 'keys' },
     resolveApiKey: (value) => authenticator.resolve(value),
     register(app) {
       registerKeyRoutes(app, deps, authenticator);

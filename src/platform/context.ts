@@ -7,6 +7,8 @@ import type { CredentialResolvers } from './http/principal.ts';
 import type { InvalidationBus } from './bus.ts';
 import type { Job } from './jobs.ts';
 import type { Metrics } from './metrics.ts';
+import type { ApiError } from './errors.ts';
+import type { ErrorEnvelope } from './http/error-envelope.ts';
 
 /**
  * What the platform gives every feature: the parsed config, the database, the clock, the logger, the kept
@@ -30,9 +32,14 @@ export interface AppContext {
 }
 
 /**
- * What the HTTP server is built from: the platform context and the credential resolvers of the features that
- * own each credential (accounts, keys, oauth), handed over by the composition root once those are built.
+ * What the HTTP server is built from: the platform context, and what the features declare, handed over by
+ * the composition root once they are built: the credential resolvers of the features that own each
+ * credential (accounts, keys, oauth), the error envelopes of path prefixes and the observers of errors.
  */
 export interface ServerContext extends AppContext {
   auth: CredentialResolvers;
+  /** The envelope of what matches no route under a prefix (first match wins); elsewhere `api`. */
+  errorEnvelopes: ReadonlyArray<{ prefix: string; envelope: ErrorEnvelope }>;
+  /** Called with every error the server answers with. */
+  errorObservers: ReadonlyArray<(error: ApiError) => void>;
 }

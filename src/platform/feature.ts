@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Job } from './jobs.ts';
+import type { ApiError } from './errors.ts';
+import type { ErrorEnvelope } from './http/error-envelope.ts';
 
 /**
  * A built feature, as the composition root (src/service.ts) registers it: its background jobs and the routes
@@ -10,6 +12,13 @@ import type { Job } from './jobs.ts';
 export interface Feature {
   name: string;
   jobs?: Job[];
+  /**
+   * The error envelope of the paths under each prefix, for what matches no route there (a 404): a route sets
+   * its own in `config.envelope` or `config.errorRenderer`.
+   */
+  errorEnvelopes?: Record<string, ErrorEnvelope>;
+  /** Sees every error the server answers with (for the feature's metrics); must not throw. */
+  observeError?(error: ApiError): void;
   /** Called once at start, in the composition root's order, before the server listens. */
   register?(app: FastifyInstance): Promise<void> | void;
 }

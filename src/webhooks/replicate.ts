@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { MeteringDeps } from '../billing/deps.ts';
+import type { WebhookMetrics } from './metrics.ts';
 import { ApiError } from '../platform/errors.ts';
 import { applyPredictionUpdate, settlePrediction, type PredictionUpdate } from '../predictions/finalize.ts';
 import { REPLICATE_WEBHOOK_PATH } from '../predictions/routes.ts';
@@ -120,7 +121,11 @@ export async function acceptDelivery(
  * signature covers the exact bytes sent: nothing is parsed, let alone recorded, before {@link verifyWebhook}
  * accepted the delivery.
  */
-export async function registerReplicateWebhook(app: FastifyInstance, ctx: MeteringDeps): Promise<void> {
+export async function registerReplicateWebhook(
+  app: FastifyInstance,
+  ctx: MeteringDeps,
+  metrics: WebhookMetrics,
+): Promise<void> {
   const keys = parseSigningSecrets(ctx.config.REPLICATE_WEBHOOK_SECRET);
   const unconfigured =
     'REPLICATE_WEBHOOK_SECRET is not set, so POST /api/webhooks/replicate refuses every delivery (503): unverified traffic is never accepted.';
@@ -153,7 +158,7 @@ export async function registerReplicateWebhook(app: FastifyInstance, ctx: Meteri
         },
       },
       async (request: FastifyRequest) => {
-        const count = (outcome: string) => ctx.metrics.webhookDeliveries.inc({ outcome });
+        const count = (outcome: string) => metrics.webhookDeliveries.inc({ outcome });
         if (keys.length === 0) {
           request.log.warn(unconfigured);
           count('unconfigured');

@@ -300,12 +300,11 @@ export async function createServer(ctx: ServerContext): Promise<App> {
       );
     }
     if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
-    if (['SPENDING_LIMIT_EXCEEDED', 'INSUFFICIENT_CREDITS', 'RATE_LIMITED'].includes(apiError.code))
-      ctx.metrics.restrictions.inc({ code: apiError.code });
+    for (const observe of ctx.errorObservers) observe(apiError);
     return sendError(request, reply, apiError);
   });
   app.setNotFoundHandler((request, reply) => {
-    const envelope = request.url.startsWith('/api/user/api-keys') ? 'keys' : 'api';
+    const envelope = ctx.errorEnvelopes.find(({ prefix }) => request.url.startsWith(prefix))?.envelope ?? 'api';
     const error = new ApiError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
     reply.code(404);
     return envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope();
