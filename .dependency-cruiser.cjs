@@ -51,10 +51,11 @@ module.exports = {
     },
     {
       name: 'features-do-not-import-the-composition-root',
-      comment: 'src/service.ts and src/features.ts compose the features; a feature is handed what it uses.',
+      comment:
+        'src/service.ts, src/features.ts and src/config.ts compose the features; a feature is handed what it uses.',
       severity: 'error',
       from: { path: FEATURE, pathNot: TOOLING },
-      to: { path: '^src/(service|features)\\.js$' },
+      to: { path: '^src/(service|features|config)\\.js$' },
     },
     {
       name: 'sdk-imports-only-wire-types',

@@ -1,4 +1,4 @@
-import { loadConfig } from '../src/platform/config.ts';
+import { loadConfig } from '../src/config.ts';
 import { createService } from '../src/service.ts';
 import { insertApiKey, insertUser } from '../src/billing/testing/fixtures.ts';
 import { TestDatabaseSpace, type TestDatabase } from '../src/testing/harness.ts';

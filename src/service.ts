@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { loadConfig, type Config } from './platform/config.ts';
+import { loadConfig, type Config } from './config.ts';
 import { openDatabase } from './platform/db/connect.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import { loadInstanceSecrets } from './platform/secrets.ts';
@@ -42,6 +42,10 @@ import { createTopupsFeature } from './topups/feature.ts';
 import { createEventsFeature } from './events/feature.ts';
 import { createWebFeature } from './web/feature.ts';
 
+/** The platform's context as the root holds it: with every section of the configuration, of which it hands
+ * each feature the sections it declares. */
+type RootContext = AppContext & { config: Config };
+
 /** What the features offer one another, as built by {@link createService}. */
 export interface FeatureApis {
   throttles: Throttles;
@@ -59,7 +63,10 @@ export interface FeatureApis {
 }
 
 /** The composition root's view of a service: the server's context and every feature's API. */
-export interface ServiceContext extends ServerContext, FeatureApis {}
+export interface ServiceContext extends ServerContext, FeatureApis {
+  /** Every section of the configuration. */
+  config: Config;
+}
 
 /** A running (or ready to listen) Tollgate: the HTTP server and the context behind it. */
 export interface Service {
@@ -92,7 +99,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const database = openDatabase(config);
   if (options.migrate !== false) await migrateToLatest(database.db, allMigrations(), config);
   const secrets = await loadInstanceSecrets(database.db, config, log);
-  const base: AppContext = {
+  const base: RootContext = {
     config,
     db: database.db,
     dialect: database.dialect,
@@ -181,7 +188,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
  * their routes and hooks are added: ops first, so its hooks run before every other feature's), their APIs
  * and the credential resolvers the server authenticates with.
  */
-async function composeFeatures(base: AppContext): Promise<{
+async function composeFeatures(base: RootContext): Promise<{
   features: Feature[];
   apis: FeatureApis;
   auth: ServerContext['auth'];

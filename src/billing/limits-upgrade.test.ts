@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { TestDatabaseSpace, selectedDatabases } from '../testing/harness.ts';
 import { openDatabase } from '../platform/db/connect.ts';
 import { migrateToLatest } from '../platform/db/migrate.ts';
-import { loadConfig } from '../platform/config.ts';
+import { loadConfig } from '../config.ts';
 import { createService } from '../service.ts';
 import { allMigrations } from '../features.ts';
 

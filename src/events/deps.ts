@@ -1,5 +1,7 @@
 import type { AppContext } from '../platform/context.ts';
 import type { Billing } from '../billing/service.ts';
+import type { PlatformConfig } from '../platform/config.ts';
+import type { EventsConfig } from './config.ts';
 
 /**
  * What the top-ups feature's observer reports (its `topups.observe`). `credits` is in micro-credits, like
@@ -13,11 +15,16 @@ export interface TopupEvent {
   reason?: string;
 }
 
+/** The platform with the events' section of the config: what the outbox, endpoints and sender use. */
+export interface EventsPlatform extends AppContext {
+  config: PlatformConfig & EventsConfig;
+}
+
 /**
  * What the events feature is built from: the platform, billing (balances, and its observer: low balance and
  * limits reached) and the top-ups' observer (`wallet.topup_*`).
  */
-export interface EventsDeps extends AppContext {
+export interface EventsDeps extends EventsPlatform {
   billing: Billing;
   observeTopups(listener: (event: TopupEvent) => void): void;
 }

@@ -1,17 +1,11 @@
-import type { Migration } from 'kysely';
 import type { Feature } from '../platform/feature.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { OpsDeps } from './deps.ts';
 import { connectRedis } from '../platform/redis.ts';
 import { memoryBackoff, memoryRateLimiter, redisBackoff, redisRateLimiter } from '../platform/ratelimit.ts';
 import { registerHealthRoutes } from './health.ts';
 import { registerMetricsRoute } from './metrics-route.ts';
 import { createTokenRateLimits, registerRateLimits, type RateLimits, type Throttles } from './rate-limits.ts';
 import { registerCors } from './cors.ts';
-
-/** What operations are built from: the platform, and every migration (readiness reports the pending ones). */
-export interface OpsDeps extends AppContext {
-  migrations: Record<string, Migration>;
-}
 
 /** Operations as the features built after it use them: the shared throttles and the token rate limits. */
 export interface OpsFeature extends Feature {

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { OpsDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import type { Backoff, RateLimiter } from '../platform/ratelimit.ts';
@@ -31,7 +31,7 @@ export interface Throttles {
 const SIGNUP_ROUTES = new Set(['/signup', '/api/auth/signup']);
 
 /** The buckets a principal's AI calls count in: its key, and the app acting for the user. */
-function subjectsOf(principal: Principal, ctx: AppContext): Array<{ subject: string; rpm: number }> {
+function subjectsOf(principal: Principal, ctx: OpsDeps): Array<{ subject: string; rpm: number }> {
   const subjects: Array<{ subject: string; rpm: number }> = [];
   if (principal.keyId) subjects.push({ subject: `key:${principal.keyId}`, rpm: ctx.config.RATE_LIMIT_KEY_RPM });
   if (principal.appId)
@@ -55,7 +55,7 @@ function rateLimited(what: string, retryAfterSeconds: number, limit: number): Ap
  * is SPENDING_LIMIT_EXCEEDED): per API key and per app on `/api/v1/*`, after authentication; per client
  * address on sign-up, before anything else runs. Every match is on the route, never on the raw URL.
  */
-export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimiter): void {
+export function registerRateLimits(app: App, ctx: OpsDeps, limiter: RateLimiter): void {
   if (ctx.config.TRUST_PROXY === 'false') {
     // Behind a proxy with TRUST_PROXY off, every client has the proxy's address: say so once.
     let warned = false;
@@ -88,7 +88,7 @@ export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimit
 }
 
 /** The per-minute token limits of AI calls, counted in `limiter` (see {@link RateLimits}). */
-export function createTokenRateLimits(ctx: AppContext, limiter: RateLimiter): RateLimits {
+export function createTokenRateLimits(ctx: OpsDeps, limiter: RateLimiter): RateLimits {
   const tpm = ctx.config.RATE_LIMIT_KEY_TPM;
   return {
     async checkTokens(principal) {

@@ -1,4 +1,4 @@
-import type { Config } from './config.ts';
+import type { PlatformConfig } from './config.ts';
 import type { Clock } from './clock.ts';
 import type { Db, DialectName } from './db/connect.ts';
 import type { Logger } from './logger.ts';
@@ -16,7 +16,8 @@ import type { ErrorEnvelope } from './http/error-envelope.ts';
  * that uses another's is constructed with it (see src/service.ts, the composition root).
  */
 export interface AppContext {
-  config: Config;
+  /** The platform's settings; a feature's deps widen it with the sections it reads. */
+  config: PlatformConfig;
   db: Db;
   dialect: DialectName;
   clock: Clock;

@@ -1,5 +1,5 @@
 import type { Feature } from '../platform/feature.ts';
-import type { MeteringDeps } from '../billing/deps.ts';
+import type { PredictionsDeps } from './deps.ts';
 import { registerPredictionRoutes } from './routes.ts';
 import { reconcilePredictionsJob } from './reconcile.ts';
 
@@ -7,7 +7,7 @@ import { reconcilePredictionsJob } from './reconcile.ts';
  * Replicate-style asynchronous predictions: `POST /api/v1/predictions`, `GET /api/v1/predictions/:id`, the
  * Replicate adapter and the `reconcile-predictions` job. The webhook that finalizes them is in `webhooks/`.
  */
-export function createPredictionsFeature(deps: MeteringDeps): Feature {
+export function createPredictionsFeature(deps: PredictionsDeps): Feature {
   return {
     name: 'predictions',
     jobs: [reconcilePredictionsJob(deps)],

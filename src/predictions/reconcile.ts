@@ -1,5 +1,5 @@
 import type { Job } from '../platform/jobs.ts';
-import type { MeteringDeps } from '../billing/deps.ts';
+import type { PredictionsDeps } from './deps.ts';
 import { applyPredictionUpdate, settlePrediction } from './finalize.ts';
 import { replicateClientOf } from './routes.ts';
 
@@ -19,7 +19,7 @@ const BATCH = 100;
  * are done, finalized through the same exactly-once claim a webhook uses. Safe in several processes at once.
  */
 export async function reconcilePredictions(
-  ctx: MeteringDeps,
+  ctx: PredictionsDeps,
 ): Promise<{ resettled: number; checked: number; finalized: number; failed: number }> {
   const now = ctx.clock.now();
   const result = { resettled: 0, checked: 0, finalized: 0, failed: 0 };
@@ -78,7 +78,7 @@ export async function reconcilePredictions(
 }
 
 /** The `reconcile-predictions` job: each process's timer and `POST /api/admin/cron/reconcile-predictions`. */
-export function reconcilePredictionsJob(ctx: MeteringDeps): Job {
+export function reconcilePredictionsJob(ctx: PredictionsDeps): Job {
   return {
     name: 'reconcile-predictions',
     description:

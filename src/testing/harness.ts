@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
-import { loadConfig, type Config } from '../platform/config.ts';
+import { loadConfig, type Config } from '../config.ts';
 import { ManualClock, systemClock, type Clock } from '../platform/clock.ts';
 import { createService, type Service } from '../service.ts';
 import { createLogger } from '../platform/logger.ts';

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { MeteringDeps } from '../billing/deps.ts';
+import type { WebhooksDeps } from './deps.ts';
 import type { WebhookMetrics } from './metrics.ts';
 import { ApiError } from '../platform/errors.ts';
 import { applyPredictionUpdate, settlePrediction, type PredictionUpdate } from '../predictions/finalize.ts';
@@ -63,7 +63,7 @@ export function parseNotice(body: Buffer): PredictionUpdate {
  * not finish (see predictions/finalize.ts).
  */
 export async function acceptDelivery(
-  ctx: MeteringDeps,
+  ctx: WebhooksDeps,
   webhookId: string,
   notice: PredictionUpdate,
 ): Promise<WebhookAck> {
@@ -123,7 +123,7 @@ export async function acceptDelivery(
  */
 export async function registerReplicateWebhook(
   app: FastifyInstance,
-  ctx: MeteringDeps,
+  ctx: WebhooksDeps,
   metrics: WebhookMetrics,
 ): Promise<void> {
   const keys = parseSigningSecrets(ctx.config.REPLICATE_WEBHOOK_SECRET);

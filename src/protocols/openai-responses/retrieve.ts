@@ -1,11 +1,11 @@
 import type { App } from '../../platform/http/server.ts';
 import { principalOf } from '../../platform/http/server.ts';
-import type { GatewayDeps } from '../../gateway/deps.ts';
+import type { ResponsesDeps } from './deps.ts';
 import { ErrorSchema, ResponseIdParams, ResponseSchema } from './schemas.ts';
 import { requireResponse } from './store.ts';
 
 /** `GET /api/v1/responses/:id`: a response stored with `store: true`, to its own user and app only (404 otherwise). */
-export function registerRetrieveResponseRoute(app: App, ctx: GatewayDeps): void {
+export function registerRetrieveResponseRoute(app: App, ctx: ResponsesDeps): void {
   app.get(
     '/api/v1/responses/:id',
     {

@@ -1,4 +1,9 @@
 import type { AppContext } from '../../platform/context.ts';
+import type { PlatformConfig } from '../../platform/config.ts';
+import type { ResponsesConfig } from './config.ts';
+
+/** What the store uses: the platform, and the Responses API's section of the config. */
+type StoreDeps = AppContext & { config: PlatformConfig & ResponsesConfig };
 import type { Principal } from '../../platform/http/principal.ts';
 import type { Job } from '../../platform/jobs.ts';
 import { ApiError } from '../../platform/errors.ts';
@@ -22,7 +27,7 @@ export interface StoredResponse {
 
 const DAY_MS = 86_400_000;
 
-function owned(ctx: AppContext, principal: Principal, id: string) {
+function owned(ctx: StoreDeps, principal: Principal, id: string) {
   const query = ctx.db
     .selectFrom('stored_responses')
     .where('id', '=', id)
@@ -32,7 +37,7 @@ function owned(ctx: AppContext, principal: Principal, id: string) {
 }
 
 /** The caller's stored response, or null (unknown, someone else's, or expired). */
-export async function loadResponse(ctx: AppContext, principal: Principal, id: string): Promise<StoredResponse | null> {
+export async function loadResponse(ctx: StoreDeps, principal: Principal, id: string): Promise<StoredResponse | null> {
   if (!isResponseId(id)) return null;
   const row = await owned(ctx, principal, id).select(['input_items', 'response']).executeTakeFirst();
   return row ? { inputItems: JSON.parse(row.input_items), response: JSON.parse(row.response) } : null;
@@ -40,7 +45,7 @@ export async function loadResponse(ctx: AppContext, principal: Principal, id: st
 
 /** The caller's stored response; 404 NOT_FOUND in the OpenAI envelope otherwise. */
 export async function requireResponse(
-  ctx: AppContext,
+  ctx: StoreDeps,
   principal: Principal,
   id: string,
   param = 'id',
@@ -60,7 +65,7 @@ export async function requireResponse(
  * response named). Unknown ids are left out; the parser refuses them.
  */
 export async function referencedItems(
-  ctx: AppContext,
+  ctx: StoreDeps,
   principal: Principal,
   items: InputItem[],
 ): Promise<Map<string, InputItem>> {
@@ -83,7 +88,7 @@ export async function referencedItems(
 }
 
 /** The JSON texts to store, or a 413 when they exceed `RESPONSES_STORE_MAX_BYTES` (checked on the input before any call). */
-export function storable(ctx: AppContext, inputItems: InputItem[]): string {
+export function storable(ctx: StoreDeps, inputItems: InputItem[]): string {
   const json = JSON.stringify(inputItems);
   const size = Buffer.byteLength(json);
   if (size > ctx.config.RESPONSES_STORE_MAX_BYTES) {
@@ -97,7 +102,7 @@ export function storable(ctx: AppContext, inputItems: InputItem[]): string {
 
 /** Keeps a finished response for the caller, until the retention ends. */
 export async function saveResponse(
-  ctx: AppContext,
+  ctx: StoreDeps,
   principal: Principal,
   inputJson: string,
   response: ResponseObject,
@@ -121,7 +126,7 @@ export async function saveResponse(
 }
 
 /** Deletes the caller's stored response; false when there was none of theirs. */
-export async function deleteResponse(ctx: AppContext, principal: Principal, id: string): Promise<boolean> {
+export async function deleteResponse(ctx: StoreDeps, principal: Principal, id: string): Promise<boolean> {
   if (!isResponseId(id)) return false;
   const query = ctx.db
     .deleteFrom('stored_responses')
@@ -135,7 +140,7 @@ export async function deleteResponse(ctx: AppContext, principal: Principal, id: 
 }
 
 /** Deletes stored responses past their retention (`RESPONSES_RETENTION_DAYS`), 1000 per run at most. */
-export function expireResponsesJob(ctx: AppContext): Job {
+export function expireResponsesJob(ctx: StoreDeps): Job {
   return {
     name: 'expire-responses',
     description: 'Deletes stored Responses (store: true) older than RESPONSES_RETENTION_DAYS.',
