@@ -247,6 +247,7 @@ async function composeFeatures(base: RootContext): Promise<{
     },
     auth: {
       session: accounts.resolveSession,
+      isApiKey: keys.isApiKey,
       apiKey: keys.resolveApiKey,
       accessToken: oauth.resolveAccessToken,
     },

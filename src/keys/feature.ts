@@ -3,6 +3,7 @@ import type { CredentialResolver } from '../platform/http/principal.ts';
 import type { KeysDeps } from './deps.ts';
 import { createKeyAuthenticator, type KeyAuthenticator } from './authenticate.ts';
 import { registerKeyRoutes } from './routes.ts';
+import { API_KEY_PREFIX } from './format.ts';
 
 /** Keys as the composition root and the features built after it use them. */
 export interface KeysFeature extends Feature {
@@ -10,6 +11,8 @@ export interface KeysFeature extends Feature {
   authenticator: KeyAuthenticator;
   /** `ak_…` values into principals, for the server's authentication. */
   resolveApiKey: CredentialResolver;
+  /** Whether a credential has an API key's form (`ak_…`): the server sends those to {@link resolveApiKey}. */
+  isApiKey(credential: string): boolean;
 }
 
 /** User API keys (`ak_…`): the contract's §4.1–4.3 endpoints and key authentication. */
@@ -23,6 +26,7 @@ export function createKeysFeature(deps: KeysDeps): KeysFeature {
     // Contract §7.1: the key routes answer `{ success: false, error }`, an unknown path under them too.
     errorEnvelopes: { '/api/user/api-keys': 'keys' },
     resolveApiKey: (value) => authenticator.resolve(value),
+    isApiKey: (credential) => credential.startsWith(API_KEY_PREFIX),
     register(app) {
       registerKeyRoutes(app, deps, authenticator);
     },

@@ -27,6 +27,8 @@ export type CredentialResolver = (credential: string) => Promise<Principal | nul
  * the composition root. The platform only knows how to pick one.
  */
 export interface CredentialResolvers {
+  /** Whether a bearer (or `x-api-key`) credential is an API key, by its form; anything else is an access token. */
+  isApiKey(credential: string): boolean;
   apiKey: CredentialResolver;
   accessToken: CredentialResolver;
   session: CredentialResolver;
@@ -87,9 +89,9 @@ export async function authenticate(
 
 const API_KEY_HEADER = /^([\x21-\x7e]{1,4096})$/;
 
-/** An `ak_…` value is an API key, anything else an OAuth access token; 401 when neither resolves. */
+/** An API key (by the keys feature's form) or else an OAuth access token; 401 when neither resolves. */
 async function resolveCredential(credential: string, registry: CredentialResolvers, what: string): Promise<Principal> {
-  const resolver = credential.startsWith('ak_') ? registry.apiKey : registry.accessToken;
+  const resolver = registry.isApiKey(credential) ? registry.apiKey : registry.accessToken;
   const principal = await resolver(credential);
   if (!principal) throw errors.unauthenticated(`The ${what} is invalid, expired or revoked.`);
   return principal;
