@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { loadConfig } from '../src/platform/config.ts';
+import { loadConfig } from '../src/config.ts';
 import { createService } from '../src/service.ts';
 import { insertApiKey, insertUser } from '../src/billing/testing/fixtures.ts';
 import { TestDatabaseSpace, TEST_POSTGRES_URL, type TestDatabase } from '../src/testing/harness.ts';
@@ -96,7 +96,7 @@ async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record
   });
   try {
     const { ctx } = service;
-    const billing = ctx.services.billing;
+    const billing = ctx.billing;
     const payers: Array<{ userId: string; keyId: string }> = [];
     for (let i = 0; i < USERS; i++) {
       const userId = await insertUser(ctx);

@@ -102,7 +102,7 @@ describe('operator CLI', () => {
   });
 
   it('unset, DATA_DIR is the data folder of the project, not of the working folder', async () => {
-    const { loadConfig, PROJECT_DATA_DIR } = await import('./platform/config.ts');
+    const { loadConfig, PROJECT_DATA_DIR } = await import('./config.ts');
     assert.equal(PROJECT_DATA_DIR, join(root, 'data'));
     assert.equal(loadConfig({}).DATA_DIR, PROJECT_DATA_DIR);
     assert.equal(loadConfig({ DATA_DIR: '/srv/tollgate' }).DATA_DIR, '/srv/tollgate');

@@ -148,7 +148,7 @@ function sqliteFileOfConfig(config: { DATABASE_URL?: string; DATA_DIR: string })
 async function withService<T>(fn: (service: Service) => Promise<T>): Promise<T> {
   const [{ createService }, { loadConfig }, { createLogger }] = await Promise.all([
     import('./service.ts'),
-    import('./platform/config.ts'),
+    import('./config.ts'),
     import('./platform/logger.ts'),
   ]);
   const config = loadConfig(process.env, { LOG_LEVEL: 'warn' });
@@ -195,7 +195,7 @@ export const commands: Record<string, Command> = {
     usage: 'migrate                       apply pending database migrations',
     async run() {
       const [{ loadConfig }, { openDatabase }, { migrateToLatest }, { allMigrations }] = await Promise.all([
-        import('./platform/config.ts'),
+        import('./config.ts'),
         import('./platform/db/connect.ts'),
         import('./platform/db/migrate.ts'),
         import('./features.ts'),
@@ -301,7 +301,7 @@ async function main(argv: string[]): Promise<void> {
 
 if (import.meta.main) {
   main(process.argv.slice(2)).catch(async (error) => {
-    const { ConfigError } = await import('./platform/config.ts');
+    const { ConfigError } = await import('./config.ts');
     console.error(error instanceof ConfigError ? error.message : `tollgate: ${error.message ?? error}`);
     process.exit(1);
   });

@@ -1,54 +1,38 @@
 import type { Migration } from 'kysely';
-import type { Feature } from './platform/feature.ts';
 import { platformMigrations } from './platform/secrets.ts';
-import { opsFeature } from './ops/feature.ts';
-import { accountsFeature } from './accounts/feature.ts';
-import { oauthFeature } from './oauth/feature.ts';
-import { keysFeature } from './keys/feature.ts';
-import { billingFeature } from './billing/feature.ts';
-import { providersFeature } from './providers/feature.ts';
-import { modelsFeature } from './models/feature.ts';
-import { usageFeature } from './usage/feature.ts';
-import { gatewayFeature } from './gateway/feature.ts';
-import { openAiChatFeature } from './protocols/openai-chat/feature.ts';
-import { responsesFeature } from './protocols/openai-responses/feature.ts';
-import { anthropicMessagesFeature } from './protocols/anthropic-messages/feature.ts';
-import { adminFeature } from './admin/feature.ts';
-import { predictionsFeature } from './predictions/feature.ts';
-import { webhooksFeature } from './webhooks/feature.ts';
-import { topupsFeature } from './topups/feature.ts';
-import { eventsFeature } from './events/feature.ts';
-import { webFeature } from './web/feature.ts';
+import { accountsMigrations } from './accounts/migrations.ts';
+import { oauthMigrations } from './oauth/migrations.ts';
+import { keysMigrations } from './keys/migrations.ts';
+import { billingMigrations, usageRecordsMigrations } from './billing/migrations.ts';
+import { billingFunctionMigrations } from './billing/pg-functions.ts';
+import { modelsMigrations } from './models/migrations.ts';
+import { responsesMigrations } from './protocols/openai-responses/migrations.ts';
+import { predictionsMigrations } from './predictions/migrations.ts';
+import { webhooksMigrations } from './webhooks/migrations.ts';
+import { topupsMigrations } from './topups/migrations.ts';
+import { eventsMigrations } from './events/migrations.ts';
 
-/** Every feature, in registration order (a feature may use the services of those before it). */
-export function allFeatures(): Feature[] {
-  return [
-    opsFeature,
-    accountsFeature,
-    oauthFeature,
-    keysFeature,
-    billingFeature,
-    providersFeature,
-    modelsFeature,
-    usageFeature,
-    gatewayFeature,
-    openAiChatFeature,
-    responsesFeature,
-    anthropicMessagesFeature,
-    adminFeature,
-    predictionsFeature,
-    webhooksFeature,
-    topupsFeature,
-    eventsFeature,
-    webFeature,
-  ];
-}
+/** Each feature's migrations (features without tables have none); they run before any feature is built. */
+const FEATURE_MIGRATIONS: Array<Record<string, Migration>> = [
+  accountsMigrations,
+  oauthMigrations,
+  keysMigrations,
+  billingMigrations,
+  usageRecordsMigrations,
+  billingFunctionMigrations,
+  modelsMigrations,
+  responsesMigrations,
+  predictionsMigrations,
+  webhooksMigrations,
+  topupsMigrations,
+  eventsMigrations,
+];
 
 /** The migrations of the platform and every feature; names sort into the order they apply. */
 export function allMigrations(): Record<string, Migration> {
   const merged: Record<string, Migration> = { ...platformMigrations };
-  for (const feature of allFeatures()) {
-    for (const [name, migration] of Object.entries(feature.migrations ?? {})) {
+  for (const migrations of FEATURE_MIGRATIONS) {
+    for (const [name, migration] of Object.entries(migrations)) {
       if (merged[name]) throw new Error(`two migrations are named ${name}`);
       merged[name] = migration;
     }

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { loadConfig, type Config } from './platform/config.ts';
+import { loadConfig, type Config } from './config.ts';
 import { openDatabase } from './platform/db/connect.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import { loadInstanceSecrets } from './platform/secrets.ts';
@@ -8,13 +8,74 @@ import { localBus, redisBus } from './platform/bus.ts';
 import { createMetrics } from './platform/metrics.ts';
 import { systemClock, type Clock } from './platform/clock.ts';
 import { createServer } from './platform/http/server.ts';
-import type { AppContext } from './platform/context.ts';
-import { allFeatures, allMigrations } from './features.ts';
+import type { AppContext, ServerContext } from './platform/context.ts';
+import type { Feature } from './platform/feature.ts';
+import type { Throttles, RateLimits } from './ops/rate-limits.ts';
+import type { BrowserSessions } from './accounts/browser-sessions.ts';
+import type { Billing } from './billing/service.ts';
+import type { KeyAuthenticator } from './keys/authenticate.ts';
+import type { AccessTokenResolver } from './oauth/bearer.ts';
+import type { ProviderRegistry } from './providers/registry.ts';
+import type { ModelCache } from './models/cache.ts';
+import type { Topups } from './topups/service.ts';
+import type { EventsService } from './events/service.ts';
+import type { BillingMetrics } from './billing/metrics.ts';
+import type { GatewayMetrics } from './gateway/metrics.ts';
+import { allMigrations } from './features.ts';
+import { createOpsFeature } from './ops/feature.ts';
+import { createAccountsFeature } from './accounts/feature.ts';
+import { createOAuthFeature } from './oauth/feature.ts';
+import { createKeysFeature } from './keys/feature.ts';
+import { createBillingFeature } from './billing/feature.ts';
+import { createProvidersFeature } from './providers/feature.ts';
+import { createModelsFeature } from './models/feature.ts';
+import { createUsageFeature } from './usage/feature.ts';
+import { createGatewayFeature } from './gateway/feature.ts';
+import { createGatewayMetrics } from './gateway/metrics.ts';
+import { createOpenAiChatFeature } from './protocols/openai-chat/feature.ts';
+import { createResponsesFeature } from './protocols/openai-responses/feature.ts';
+import { createAnthropicMessagesFeature } from './protocols/anthropic-messages/feature.ts';
+import { createAdminFeature } from './admin/feature.ts';
+import { createPredictionsFeature } from './predictions/feature.ts';
+import { createWebhooksFeature } from './webhooks/feature.ts';
+import { createTopupsFeature } from './topups/feature.ts';
+import { createEventsFeature } from './events/feature.ts';
+import { createWebFeature } from './web/feature.ts';
+
+/** The platform's context as the root holds it: with every section of the configuration, of which it hands
+ * each feature the sections it declares. */
+type RootContext = AppContext & { config: Config };
+
+/** What the features offer one another, as built by {@link createService}. */
+export interface FeatureApis {
+  throttles: Throttles;
+  rateLimits: RateLimits;
+  browserSessions: BrowserSessions;
+  billing: Billing;
+  keys: KeyAuthenticator;
+  oauth: AccessTokenResolver;
+  providers: ProviderRegistry;
+  models: ModelCache;
+  topups: Topups;
+  events: EventsService;
+  billingMetrics: BillingMetrics;
+  gatewayMetrics: GatewayMetrics;
+}
+
+/** The composition root's view of a service: the server's context and every feature's API. */
+export interface ServiceContext extends ServerContext, FeatureApis {
+  /** Every section of the configuration. */
+  config: Config;
+}
 
 /** A running (or ready to listen) Tollgate: the HTTP server and the context behind it. */
 export interface Service {
   app: FastifyInstance;
-  ctx: AppContext;
+  /**
+   * The whole composed context: the platform's, the credential resolvers and every feature's API. For the
+   * CLI, tests and benchmarks (tooling); a feature is only ever handed the deps it declares.
+   */
+  ctx: ServiceContext;
   /** Listens on HOST:PORT (or the given port); returns the base URL. */
   listen(port?: number): Promise<string>;
   /** Stops accepting, runs every feature's close hook, closes the database. */
@@ -45,25 +106,33 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const database = openDatabase(config);
   if (options.migrate !== false) await migrateToLatest(database.db, allMigrations(), config);
   const secrets = await loadInstanceSecrets(database.db, config, log);
-  const ctx: AppContext = {
+  const base: RootContext = {
     config,
     db: database.db,
     dialect: database.dialect,
     clock: options.clock ?? systemClock,
     log,
     secrets,
-    auth: {},
     bus: config.REDIS_URL ? await redisBus(config.REDIS_URL) : localBus(),
     jobs: new Map(),
     metrics: createMetrics(),
     inflight: new Set(),
     onClose: [],
-    services: {} as AppContext['services'],
+  };
+  const { features, apis, auth } = await composeFeatures(base);
+  const ctx: ServiceContext = {
+    ...base,
+    auth,
+    errorEnvelopes: features.flatMap((feature) =>
+      Object.entries(feature.errorEnvelopes ?? {}).map(([prefix, envelope]) => ({ prefix, envelope })),
+    ),
+    errorObservers: features.flatMap((feature) => (feature.observeError ? [feature.observeError] : [])),
+    ...apis,
   };
   const app = await createServer(ctx);
-  for (const feature of allFeatures()) {
+  for (const feature of features) {
     for (const job of feature.jobs ?? []) ctx.jobs.set(job.name, job);
-    await feature.register?.(app, ctx);
+    await feature.register?.(app);
   }
   await app.ready();
 
@@ -71,7 +140,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   if ((options.timers ?? true) && config.SWEEP_INTERVAL_SECONDS > 0) {
     for (const job of ctx.jobs.values()) {
       const timer = setInterval(() => {
-        job.run(ctx).catch((error) => log.error({ err: error, job: job.name }, 'background job failed'));
+        job.run().catch((error) => log.error({ err: error, job: job.name }, 'background job failed'));
       }, config.SWEEP_INTERVAL_SECONDS * 1000);
       timer.unref();
       timers.push(timer);
@@ -116,6 +185,78 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       for (const hook of ctx.onClose.reverse()) await hook();
       await ctx.bus.close();
       await database.close();
+    },
+  };
+}
+
+/**
+ * Builds every feature from what it uses, in dependency order: a feature is handed the APIs of those built
+ * before it, so using one not built yet does not compile. Returns them in registration order (the order
+ * their routes and hooks are added: ops first, so its hooks run before every other feature's), their APIs
+ * and the credential resolvers the server authenticates with.
+ */
+async function composeFeatures(base: RootContext): Promise<{
+  features: Feature[];
+  apis: FeatureApis;
+  auth: ServerContext['auth'];
+}> {
+  const migrations = allMigrations();
+  const ops = await createOpsFeature({ ...base, migrations });
+  const { throttles, rateLimits } = ops;
+  const accounts = createAccountsFeature({ ...base, throttles });
+  const { browserSessions } = accounts;
+  const billingFeature = createBillingFeature({ ...base, rateLimits });
+  const { billing } = billingFeature;
+  const keys = createKeysFeature({ ...base, billing });
+  const oauth = await createOAuthFeature({ ...base, throttles, browserSessions, billing, keys: keys.authenticator });
+  const { providers } = createProvidersFeature(base);
+  const modelsFeature = createModelsFeature({ ...base, providers });
+  const { models } = modelsFeature;
+  const metering = { ...base, rateLimits, billing, billingMetrics: billingFeature.metrics };
+  const gateway = { ...metering, models, providers, gatewayMetrics: createGatewayMetrics(base.metrics.registry) };
+  const topupsFeature = await createTopupsFeature({ ...base, billing });
+  const { topups } = topupsFeature;
+  const eventsFeature = await createEventsFeature({ ...base, billing, observeTopups: topups.observe });
+
+  return {
+    features: [
+      ops,
+      accounts,
+      oauth,
+      keys,
+      billingFeature,
+      modelsFeature,
+      createUsageFeature(base),
+      createGatewayFeature(gateway),
+      createOpenAiChatFeature(gateway),
+      createResponsesFeature(gateway),
+      createAnthropicMessagesFeature(gateway),
+      createAdminFeature({ ...base, migrations }),
+      createPredictionsFeature(metering),
+      createWebhooksFeature(metering),
+      topupsFeature,
+      eventsFeature,
+      createWebFeature(base),
+    ],
+    apis: {
+      throttles,
+      rateLimits,
+      browserSessions,
+      billing,
+      keys: keys.authenticator,
+      oauth: oauth.tokens,
+      providers,
+      models,
+      topups,
+      events: eventsFeature.events,
+      billingMetrics: metering.billingMetrics,
+      gatewayMetrics: gateway.gatewayMetrics,
+    },
+    auth: {
+      session: accounts.resolveSession,
+      isApiKey: keys.isApiKey,
+      apiKey: keys.resolveApiKey,
+      accessToken: oauth.resolveAccessToken,
     },
   };
 }

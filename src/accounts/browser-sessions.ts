@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../platform/context.ts';
 import { SESSION_COOKIE } from '../platform/http/principal.ts';
-import { endSession, SESSION_TTL_MS, startSession } from './sessions.ts';
+import { endSession, resolveSession, SESSION_TTL_MS, startSession } from './sessions.ts';
 
 /** Something else a browser is signed in to that must end when its account changes (the OAuth provider's session). */
 export type BrowserSessionEnder = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
@@ -35,14 +35,7 @@ export interface BrowserSessions {
   onAccountChange(ender: BrowserSessionEnder): void;
 }
 
-declare module '../platform/context.ts' {
-  interface Services {
-    /** The account a browser is signed in to, and what ends with it (src/accounts/browser-sessions.ts). */
-    browserSessions: BrowserSessions;
-  }
-}
-
-/** The browser sessions of this service (set as `ctx.services.browserSessions` by the accounts feature). */
+/** The browser sessions of this service (the accounts feature offers them as `browserSessions`). */
 export function createBrowserSessions(ctx: AppContext): BrowserSessions {
   const enders: BrowserSessionEnder[] = [];
   const cookieOptions = {
@@ -79,8 +72,8 @@ export function createBrowserSessions(ctx: AppContext): BrowserSessions {
   return {
     async userOf(request) {
       const token = tokenOf(request);
-      if (!token || !ctx.auth.session) return null;
-      return (await ctx.auth.session(token))?.userId ?? null;
+      if (!token) return null;
+      return (await resolveSession(ctx.db, ctx.clock, token))?.userId ?? null;
     },
     async signIn(request, reply, userId) {
       await endOthers(request, reply);

@@ -3,7 +3,8 @@ import { UserSchema } from '#wire/user.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { AccountsDeps } from './deps.ts';
+import type { BrowserSessions } from './browser-sessions.ts';
 import { escapeHtml, renderPage, safeReturnTo } from '../platform/http/page.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 import { randomBytes } from 'node:crypto';
@@ -35,10 +36,9 @@ ${signup ? '<label for="name">Name</label><input id="name" name="name" autocompl
 }
 
 /** Sign-up, sign-in and sign-out (pages and JSON for the dashboard), and `GET /api/user/me`. */
-export function registerAccountRoutes(app: App, ctx: AppContext): void {
+export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: BrowserSessions): void {
   // One account per browser: every sign-in, sign-up and sign-out goes through the browser's sessions, which
   // also end the OAuth provider's session of the previous account (browser-sessions.ts).
-  const sessions = ctx.services.browserSessions;
   const signIn = (request: FastifyRequest, reply: FastifyReply, userId: string) =>
     sessions.signIn(request, reply, userId);
 

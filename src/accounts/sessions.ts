@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { AccountsDb } from './schema.ts';
 import type { Clock } from '../platform/clock.ts';
 import { sha256Hex } from '../platform/crypto.ts';
-import { SCOPES, type Principal } from '../platform/http/principal.ts';
+import type { Principal } from '../platform/http/principal.ts';
+import { SCOPES } from '../oauth/scopes.ts';
 
 /** How long a dashboard session lasts without signing in again. */
 export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;

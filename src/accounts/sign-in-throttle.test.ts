@@ -7,7 +7,7 @@ import {
   TestEnv,
   type TestEnv as Env,
 } from '../testing/harness.ts';
-import { loadConfig } from '../platform/config.ts';
+import { loadConfig } from '../config.ts';
 import { randomText } from '../platform/ids.ts';
 import { authorizationRequest, registerTestApp, runAuthorization, TestBrowser } from '../oauth/testing.ts';
 

@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { AppContext } from '../platform/context.ts';
+import type { AccountsDeps } from './deps.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { ApiError } from '../platform/errors.ts';
 import { verifyCredentials, type PublicUser } from './users.ts';
@@ -29,14 +29,14 @@ export function waitText(seconds: number): string {
  *   address book; an unknown email is throttled exactly like a known one, revealing nothing.
  */
 export async function checkSignIn(
-  ctx: AppContext,
+  ctx: AccountsDeps,
   clientAddress: string,
   email: string,
   password: string,
 ): Promise<PublicUser | null> {
   const maxDelayMs = ctx.config.SIGNIN_MAX_DELAY_SECONDS * 1000;
   if (maxDelayMs === 0) return verifyCredentials(ctx.db, email, password);
-  const { backoff } = ctx.services.throttles;
+  const { backoff } = ctx.throttles;
   const account = `signin:account:${sha256Hex(email.trim().toLowerCase())}`;
   const address = `signin:address:${clientAddress}`;
   const perAccount = ctx.config.SIGNIN_FREE_FAILURES_PER_ACCOUNT;

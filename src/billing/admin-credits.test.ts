@@ -20,7 +20,7 @@ describeEachDatabase('operator credits', (env) => {
       (await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 0.000001 })).body,
       { balance: 10.000001 },
     );
-    const { transactions } = await env.service.ctx.services.billing.listTransactions(session.userId);
+    const { transactions } = await env.service.ctx.billing.listTransactions(session.userId);
     assert.deepEqual(
       transactions.map((t) => [t.type, t.amount, t.description]),
       [
@@ -33,7 +33,7 @@ describeEachDatabase('operator credits', (env) => {
   it('a negative amount is an adjustment that never takes more than is available', async () => {
     const session = await env.createUser();
     await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 5 });
-    await env.service.ctx.services.billing.placeHold({
+    await env.service.ctx.billing.placeHold({
       userId: session.userId,
       appId: null,
       keyId: null,
@@ -57,7 +57,7 @@ describeEachDatabase('operator credits', (env) => {
       reason: 'chargeback',
     });
     assert.deepEqual(adjusted.body, { balance: 2 });
-    assert.deepEqual(await env.service.ctx.services.billing.getBalance(session.userId), {
+    assert.deepEqual(await env.service.ctx.billing.getBalance(session.userId), {
       balance: 2_000_000,
       reserved: 2_000_000,
       available: 0,
@@ -88,7 +88,7 @@ describeEachDatabase('operator credits', (env) => {
       assert.equal(response.body.error.code, 'INVALID_REQUEST');
       assert.equal(response.body.error.type, 'invalid_request_error');
     }
-    assert.deepEqual((await env.service.ctx.services.billing.listTransactions(session.userId)).transactions, []);
+    assert.deepEqual((await env.service.ctx.billing.listTransactions(session.userId)).transactions, []);
   });
 
   it('only an operator token is accepted', async () => {
@@ -98,7 +98,7 @@ describeEachDatabase('operator credits', (env) => {
       headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken },
     });
     assert.equal(response.status, 401);
-    assert.equal((await env.service.ctx.services.billing.getBalance(session.userId)).balance, 0);
+    assert.equal((await env.service.ctx.billing.getBalance(session.userId)).balance, 0);
   });
 
   it('the grant-credits command gives credits to a user named by email or id, through the same code', async () => {
@@ -120,7 +120,7 @@ describeEachDatabase('operator credits', (env) => {
       userId: session.userId,
       balance: 2,
     });
-    const { transactions } = await env.service.ctx.services.billing.listTransactions(session.userId);
+    const { transactions } = await env.service.ctx.billing.listTransactions(session.userId);
     assert.deepEqual(
       transactions.map((t) => [t.type, t.amount, t.description]),
       [

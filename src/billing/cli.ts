@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { MeteringDeps } from './deps.ts';
 import { errors } from '../platform/errors.ts';
 import { operatorCredit } from './routes/admin.ts';
 import { userIdByEmail } from '../accounts/users.ts';
@@ -9,7 +9,7 @@ import { userIdByEmail } from '../accounts/users.ts';
  * adjustment).
  */
 export async function grantCreditsFromCli(
-  ctx: AppContext,
+  ctx: MeteringDeps,
   options: { user?: string; email?: string; amount?: string; reason?: string },
 ): Promise<{ userId: string; balance: number }> {
   if (!options.user === !options.email) throw new Error('name the user with exactly one of --user usr_… or --email');

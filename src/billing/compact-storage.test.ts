@@ -4,7 +4,7 @@ import { TestDatabaseSpace, selectedDatabases } from '../testing/harness.ts';
 import { openDatabase } from '../platform/db/connect.ts';
 import { migrateToLatest } from '../platform/db/migrate.ts';
 import { systemClock } from '../platform/clock.ts';
-import { loadConfig } from '../platform/config.ts';
+import { loadConfig } from '../config.ts';
 import { createService } from '../service.ts';
 import { allMigrations } from '../features.ts';
 import { createBilling } from './service.ts';
@@ -79,7 +79,7 @@ for (const kind of selectedDatabases()) {
             .execute()
         ).map((row: any) => row.name);
         for (const name of COMPACT_STORAGE) assert.ok(applied.includes(name), `${name} applied`);
-        const upgraded = service.ctx.services.billing;
+        const upgraded = service.ctx.billing;
         assert.deepEqual(
           await upgraded.verify().then((report) => ({ ok: report.ok, differences: report.differences })),
           { ok: true, differences: [] },

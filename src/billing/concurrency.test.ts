@@ -44,7 +44,7 @@ async function placeConcurrently(env: TestEnv, userId: string, appId: string | n
   await Promise.all(
     Array.from({ length: count }, async () => {
       try {
-        await env.service.ctx.services.billing.placeHold({ userId, appId, keyId: null, amount: AMOUNT });
+        await env.service.ctx.billing.placeHold({ userId, appId, keyId: null, amount: AMOUNT });
         placed += 1;
       } catch (error) {
         const body =
@@ -96,7 +96,7 @@ function assertExactly(result: { placed: number; refusals: Record<string, number
 describeEachDatabase(
   'billing under concurrency',
   (env) => {
-    const billing = () => env.service.ctx.services.billing;
+    const billing = () => env.service.ctx.billing;
 
     async function assertNoOverspend(userId: string, balanceMicros: number) {
       assert.deepEqual(await billing().getBalance(userId), {

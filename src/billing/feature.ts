@@ -1,30 +1,41 @@
 import type { Feature } from '../platform/feature.ts';
-import type { Job } from '../platform/jobs.ts';
-import type { Billing } from './service.ts';
-import { billingMigrations, usageRecordsMigrations } from './migrations.ts';
-import { billingFunctionMigrations } from './pg-functions.ts';
-import { createBilling } from './service.ts';
+import type { BillingDeps, MeteringDeps } from './deps.ts';
+import { createBilling, type Billing } from './service.ts';
+import { createBillingMetrics, type BillingMetrics } from './metrics.ts';
 import { registerWalletRoutes } from './routes/wallet.ts';
 import { registerBillingAdminRoutes } from './routes/admin.ts';
 
-/** The sweep of expired holds: each process's timer runs it, and `POST /api/admin/cron/release-expired-holds`. */
-export const releaseExpiredHoldsJob: Job = {
-  name: 'release-expired-holds',
-  description: 'Releases open holds past their expiry (each claimed atomically; safe in several processes).',
-  run: (ctx) => ctx.services.billing.releaseExpiredHolds(),
-};
+/** Billing as the features built after it use it. */
+export interface BillingFeature extends Feature {
+  /** The money core: wallets, ledger, holds, spending limits (src/billing/service.ts). */
+  billing: Billing;
+  /** Billing's metrics, which the meter records into. */
+  metrics: BillingMetrics;
+}
 
 /**
- * Billing: wallets, the double-entry ledger, holds, spending limits, usage records and the restriction errors. Puts the
- * {@link Billing} service at `ctx.services.billing`.
+ * Billing: wallets, the double-entry ledger, holds, spending limits and the restriction errors. The sweep of
+ * expired holds is its job: each process's timer runs it, and `POST /api/admin/cron/release-expired-holds`.
  */
-export const billingFeature: Feature = {
-  name: 'billing',
-  migrations: { ...billingMigrations, ...usageRecordsMigrations, ...billingFunctionMigrations },
-  jobs: [releaseExpiredHoldsJob],
-  register(app, ctx) {
-    ctx.services.billing = createBilling(ctx);
-    registerWalletRoutes(app, ctx);
-    registerBillingAdminRoutes(app, ctx);
-  },
-};
+export function createBillingFeature(deps: BillingDeps): BillingFeature {
+  const billing = createBilling(deps);
+  const metrics = createBillingMetrics(deps.metrics.registry, deps.db);
+  const metering: MeteringDeps = { ...deps, billing, billingMetrics: metrics };
+  return {
+    name: 'billing',
+    billing,
+    metrics,
+    observeError: (error) => metrics.countRefusal(error),
+    jobs: [
+      {
+        name: 'release-expired-holds',
+        description: 'Releases open holds past their expiry (each claimed atomically; safe in several processes).',
+        run: () => billing.releaseExpiredHolds(),
+      },
+    ],
+    register(app) {
+      registerWalletRoutes(app, metering);
+      registerBillingAdminRoutes(app, metering);
+    },
+  };
+}

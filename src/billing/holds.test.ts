@@ -8,7 +8,7 @@ const CREDIT = 1_000_000;
 describeEachDatabase(
   'billing holds',
   (env) => {
-    const billing = () => env.service.ctx.services.billing;
+    const billing = () => env.service.ctx.billing;
 
     it('a settled hold captures the actual cost and gives the rest back', async () => {
       const userId = await insertUser(env.service.ctx);

@@ -155,7 +155,7 @@ describeEachDatabase(
   (env) => {
     it('random histories of grant, adjustment, hold, settle, release, expiry and refund keep every invariant', async () => {
       const ctx = env.service.ctx;
-      const billing = ctx.services.billing;
+      const billing = ctx.billing;
       const sweep = ctx.jobs.get('release-expired-holds')!;
       const clock = env.manualClock;
 
@@ -245,7 +245,7 @@ describeEachDatabase(
                 }
                 case 'expire':
                   clock.advance(s.advanceMs);
-                  await sweep.run(ctx);
+                  await sweep.run();
                   model.expireDue(clock.now());
                   break;
                 case 'refund': {

@@ -3,10 +3,12 @@ import { preparedByShape, preparedInsert, preparedQuery, type PreparedQuery } fr
 import type { BillingTables as Tables } from './schema.ts';
 import type { AppContext } from '../platform/context.ts';
 import { newId } from '../platform/ids.ts';
+import type { PlatformConfig } from '../platform/config.ts';
+import type { BillingConfig } from './config.ts';
 import { OPEN, type LedgerTransactionsTable, type MovementType, type WalletsTable } from './schema.ts';
 
 /** What billing needs of the application context: the database, its dialect, the clock and the config. */
-export type BillingContext = Pick<AppContext, 'db' | 'dialect' | 'clock' | 'config'>;
+export type BillingContext = Pick<AppContext, 'db' | 'dialect' | 'clock'> & { config: PlatformConfig & BillingConfig };
 
 /** A Kysely transaction over the whole schema; every movement runs inside one. */
 export type Trx = Transaction<Tables>;

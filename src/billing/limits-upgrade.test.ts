@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { TestDatabaseSpace, selectedDatabases } from '../testing/harness.ts';
 import { openDatabase } from '../platform/db/connect.ts';
 import { migrateToLatest } from '../platform/db/migrate.ts';
-import { loadConfig } from '../platform/config.ts';
+import { loadConfig } from '../config.ts';
 import { createService } from '../service.ts';
 import { allMigrations } from '../features.ts';
 
@@ -96,7 +96,7 @@ for (const kind of selectedDatabases()) {
 
       const service = await createService({ config, timers: false });
       try {
-        const billing = service.ctx.services.billing;
+        const billing = service.ctx.billing;
         assert.deepEqual(await billing.appLimits('usr_upgrade', 'app_upgrade'), {
           daily: 2_000_000,
           monthly: null,

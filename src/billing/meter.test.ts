@@ -28,7 +28,7 @@ describeEachDatabase(
   'the meter keeps a long call alive (hole 1)',
   (env) => {
     const ctx = () => env.service.ctx;
-    const sweep = () => ctx().services.billing.releaseExpiredHolds();
+    const sweep = () => ctx().billing.releaseExpiredHolds();
 
     before(async () => {
       await putModel(env, 'acme/long', {
@@ -111,13 +111,13 @@ describeEachDatabase(
       assert.equal(Number(record!.completion_tokens), words);
       assert.equal(record!.settlement, null, 'settled on its own hold, which never expired');
       assert.equal(Number(record!.uncollected), 0);
-      const report = await ctx().services.billing.verify();
+      const report = await ctx().billing.verify();
       assert.deepEqual({ ok: report.ok, differences: report.differences }, { ok: true, differences: [] });
     });
 
     it('a call whose hold expired anyway (a stalled process) is charged its cost from the available credits, and its usage record says charged_after_expiry', async () => {
       const userId = await insertUser(ctx());
-      await ctx().services.billing.grant(userId, 1_000_000, 'test');
+      await ctx().billing.grant(userId, 1_000_000, 'test');
       // A stall: this meter's clock moves but its heartbeat never runs (a plain clock has no timers of its own,
       // so it would beat on the wall clock, seconds from now).
       const stalled = { ...ctx(), clock: { now: () => env.manualClock.now() } };
@@ -133,7 +133,7 @@ describeEachDatabase(
         status: 'ok',
       });
       assert.equal(captured, 120_000);
-      assert.deepEqual(await ctx().services.billing.getBalance(userId), {
+      assert.deepEqual(await ctx().billing.getBalance(userId), {
         balance: 880_000,
         reserved: 0,
         available: 880_000,
@@ -153,7 +153,7 @@ describeEachDatabase(
         .where('id', '=', meter.holdId!)
         .executeTakeFirstOrThrow();
       assert.deepEqual([hold.status, Number(hold.captured)], ['settled', 120_000]);
-      assert.equal((await ctx().services.billing.verify({ userId })).ok, true);
+      assert.equal((await ctx().billing.verify({ userId })).ok, true);
       assert.equal(
         await meter.settle({
           model: { id: 'acme/long' },
@@ -169,7 +169,7 @@ describeEachDatabase(
 
     it('a charge after expiry takes the available credits down to zero, never below, and records what it could not collect', async () => {
       const userId = await insertUser(ctx());
-      const billing = ctx().services.billing;
+      const billing = ctx().billing;
       await billing.grant(userId, 500_000, 'test');
       const stalled = { ...ctx(), clock: { now: () => env.manualClock.now() } };
       const meter = await Meter.open(stalled, principalOf(userId), 'chat', 'acme/long', 400_000);
@@ -204,7 +204,7 @@ describeEachDatabase(
 
     it('the heartbeat stops when the meter closes, and a released call leaves nothing held', async () => {
       const userId = await insertUser(ctx());
-      await ctx().services.billing.grant(userId, 1_000_000, 'test');
+      await ctx().billing.grant(userId, 1_000_000, 'test');
       const meter = await Meter.open(ctx(), principalOf(userId), 'chat', 'acme/long', 200_000);
       await env.manualClock.advance(5000);
       const extended = await allTables(ctx().db)
@@ -229,7 +229,7 @@ describeEachDatabase(
         ['released', Number(extended.expires_at)],
         'no beat after the close',
       );
-      assert.deepEqual(await ctx().services.billing.getBalance(userId), {
+      assert.deepEqual(await ctx().billing.getBalance(userId), {
         balance: 1_000_000,
         reserved: 0,
         available: 1_000_000,

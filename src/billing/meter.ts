@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { MeteringDeps } from './deps.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { everyOn } from '../platform/clock.ts';
 import type { Db } from '../platform/db/connect.ts';
@@ -73,7 +73,7 @@ export interface ResumedMeter {
  *   usage record says `charged_after_expiry`.
  */
 export class Meter {
-  readonly #ctx: AppContext;
+  readonly #ctx: MeteringDeps;
   readonly #owner: MeterOwner;
   /** The caller's principal, for the token rate limit; null on a resumed meter. */
   readonly #principal: Principal | null;
@@ -92,7 +92,7 @@ export class Meter {
   readonly #done: { promise: Promise<void>; resolve: () => void } | null;
 
   private constructor(
-    ctx: AppContext,
+    ctx: MeteringDeps,
     init: {
       owner: MeterOwner;
       principal: Principal | null;
@@ -133,7 +133,7 @@ export class Meter {
    * limit's 429) are thrown before any money moves.
    */
   static async open(
-    ctx: AppContext,
+    ctx: MeteringDeps,
     principal: Principal,
     kind: UsageKind,
     modelId: string,
@@ -142,14 +142,14 @@ export class Meter {
   ): Promise<Meter> {
     const detached = options.detached ?? false;
     // Tokens-per-minute limit (429 RATE_LIMITED) before any money moves; a detached call counts no tokens.
-    if (!detached) await ctx.services.rateLimits?.checkTokens(principal);
+    if (!detached) await ctx.rateLimits.checkTokens(principal);
     const owner = { userId: principal.userId, appId: principal.appId, keyId: principal.keyId };
     const init = { owner, principal, kind, latencyMs: null, inflight: !detached };
     // A detached call always holds, even nothing: its hold is what its later close claims exactly once.
     if (worstCase <= 0 && !detached) return new Meter(ctx, { ...init, holdId: null, held: 0, ownMs: 0 });
     const ttlMs = options.ttlMs ?? ctx.config.HOLD_TTL_SECONDS * 1000;
     const startedAt = performance.now();
-    const hold = await ctx.services.billing.placeHold({
+    const hold = await ctx.billing.placeHold({
       ...owner,
       amount: worstCase,
       ttlMs,
@@ -169,7 +169,7 @@ export class Meter {
    * The meter of a detached call, to close it (in any process): a settle or release acts only if no other
    * close did (billing's exactly-once claim), and only the one that acts writes the usage record.
    */
-  static resume(ctx: AppContext, call: ResumedMeter): Meter {
+  static resume(ctx: MeteringDeps, call: ResumedMeter): Meter {
     return new Meter(ctx, {
       owner: call.owner,
       principal: null,
@@ -187,7 +187,7 @@ export class Meter {
    * fails (the database busy) is logged; the next one tries again, two-thirds of the TTL before expiry.
    */
   #startHeartbeat(holdId: string, ttlMs: number): void {
-    const billing = this.#ctx.services.billing;
+    const billing = this.#ctx.billing;
     const beat = () =>
       billing.extendHold(holdId, this.#owner.userId, this.#ctx.clock.now() + ttlMs).then(
         () => undefined,
@@ -213,7 +213,7 @@ export class Meter {
         holdId
           ? async (usage) => {
               const startedAt = performance.now();
-              const result = await this.#ctx.services.billing.settleHold(holdId, charge, {
+              const result = await this.#ctx.billing.settleHold(holdId, charge, {
                 userId: this.#owner.userId,
                 description: options.description,
                 afterExpiry: true,
@@ -225,16 +225,13 @@ export class Meter {
             }
           : null,
       );
-      const metrics = this.#ctx.metrics;
+      const metrics = this.#ctx.billingMetrics;
       metrics.tokens.inc({ model: outcome.model.id, direction: 'prompt' }, outcome.promptTokens);
       metrics.tokens.inc({ model: outcome.model.id, direction: 'completion' }, outcome.completionTokens);
       metrics.creditsChargedMicros.inc({ kind: this.#kind }, captured);
       if (this.#principal) {
         metrics.gatewayOverhead.observe({ kind: this.#kind }, this.#ownMs / 1000);
-        await this.#ctx.services.rateLimits?.addTokens(
-          this.#principal,
-          outcome.promptTokens + outcome.completionTokens,
-        );
+        await this.#ctx.rateLimits.addTokens(this.#principal, outcome.promptTokens + outcome.completionTokens);
       }
       return captured;
     } finally {
@@ -256,7 +253,7 @@ export class Meter {
         holdId
           ? async (usage) => {
               return (
-                await this.#ctx.services.billing.releaseHold(holdId, {
+                await this.#ctx.billing.releaseHold(holdId, {
                   userId: this.#owner.userId,
                   usage,
                   companionWrites: options.companionWrites,

@@ -45,7 +45,7 @@ describeEachDatabase(
   'spending limits at period boundaries',
   (env) => {
     const ctx = () => env.service.ctx;
-    const billing = () => ctx().services.billing;
+    const billing = () => ctx().billing;
 
     async function refusedWith(place: Promise<unknown>): Promise<Record<string, unknown>> {
       const error = await place.then(

@@ -6,7 +6,7 @@ import { authorizeForTest, registerTestApp } from '../oauth/testing.ts';
 const CREDIT = 1_000_000;
 
 describeEachDatabase('wallet and authorized-app reads', (env) => {
-  const billing = () => env.service.ctx.services.billing;
+  const billing = () => env.service.ctx.billing;
 
   it('GET /api/wallet/balance shows balance, reserved and available in credits', async () => {
     const session = await env.createUser();

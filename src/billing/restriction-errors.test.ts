@@ -22,7 +22,7 @@ describeEachDatabase(
   'restriction errors (contract §2.2, §7.2)',
   (env) => {
     const ctx = () => env.service.ctx;
-    const billing = () => ctx().services.billing;
+    const billing = () => ctx().billing;
     const hold = (input: Partial<PlaceHoldInput> & { userId: string }) =>
       billing().placeHold({ appId: null, keyId: null, amount: CREDIT, ...input });
 

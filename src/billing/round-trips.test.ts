@@ -5,7 +5,7 @@ import { TestDatabaseSpace, selectedDatabases } from '../testing/harness.ts';
 import { openDatabase } from '../platform/db/connect.ts';
 import { migrateToLatest } from '../platform/db/migrate.ts';
 import { systemClock } from '../platform/clock.ts';
-import { loadConfig } from '../platform/config.ts';
+import { loadConfig } from '../config.ts';
 import { allMigrations } from '../features.ts';
 import { createBilling } from './service.ts';
 import { authorizeApp, insertApiKey, insertUser } from './testing/fixtures.ts';

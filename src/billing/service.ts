@@ -32,7 +32,7 @@ export type { ProcessorHooks, ProcessorMovement, ProcessorOutcome };
 export type { CloseHoldOptions };
 
 /**
- * The money core (`ctx.services.billing`). Every amount is integer micro-credits. Other features meter
+ * The money core (the billing feature's `billing`). Every amount is integer micro-credits. Other features meter
  * billable calls through {@link Meter} (./meter.ts), never through the hold methods here: placing, extending,
  * settling and releasing holds is billing's own business (a test keeps it so).
  * Every method that moves credits is one database transaction that first locks the user's wallet row, so
@@ -141,12 +141,6 @@ export type BillingEvent =
 
 /** A listener of {@link BillingEvent}s. */
 export type BillingObserver = (event: BillingEvent) => void;
-
-declare module '../platform/context.ts' {
-  interface Services {
-    billing: Billing;
-  }
-}
 
 /** Builds the billing service over the context's database and clock. */
 export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log'], 'error'> }): Billing {

@@ -32,7 +32,7 @@ describeEachDatabase(
     const sendTest = async (endpointId: string) => {
       const sent = await env.dashboard(user, 'POST', `/api/user/webhooks/${endpointId}/test`);
       assert.equal(sent.status, 202, sent.text);
-      await env.service.ctx.services.events.idle();
+      await env.service.ctx.events.idle();
       return sent.body.deliveryId as string;
     };
 
@@ -215,12 +215,12 @@ describeEachDatabase(
         (await env.dashboard(user, 'POST', `/api/user/webhooks/${created.body.webhook.id}/test`)).status,
         202,
       );
-      await env.service.ctx.services.events.idle();
+      await env.service.ctx.events.idle();
       assert.equal((await rows())[0].status, 'pending');
       // This suite's WEBHOOK_DELIVERY_INTERVAL_SECONDS is 5: moving the clock fires the timer, with no cron call.
       await env.manualClock.advance(5_000);
       await env.manualClock.advance(5_000);
-      await env.service.ctx.services.events.idle();
+      await env.service.ctx.events.idle();
       const [row] = await rows();
       assert.deepEqual([row.status, row.attempts, receiver.received.length], ['delivered', 2, 2]);
 

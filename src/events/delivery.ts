@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../platform/context.ts';
+import type { EventsPlatform } from './deps.ts';
 import { signatureHeader } from '../webhooks/standard-webhooks.ts';
 import { signingKeys } from './endpoints.ts';
 import { sendAttempt, type AttemptResult } from './send.ts';
@@ -57,7 +57,7 @@ interface DueMessage {
  * process's update finds the row changed and skips it. So several instances never send one attempt twice,
  * and the attempt's outcome is written only under that token.
  */
-export async function deliverDue(ctx: AppContext): Promise<DeliveryRun> {
+export async function deliverDue(ctx: EventsPlatform): Promise<DeliveryRun> {
   const now = ctx.clock.now();
   const due = await eventsDb(ctx.db)
     .selectFrom('webhook_messages as m')
@@ -157,7 +157,7 @@ export async function deliverDue(ctx: AppContext): Promise<DeliveryRun> {
 }
 
 /** Signs and sends one attempt of a message. */
-function attemptOnce(ctx: AppContext, message: DueMessage): Promise<AttemptResult> {
+function attemptOnce(ctx: EventsPlatform, message: DueMessage): Promise<AttemptResult> {
   const body = Buffer.from(message.body);
   // The receiver checks the timestamp against its own wall clock (5 minutes' tolerance), so it is wall time,
   // not the service clock that schedules the retries.

@@ -104,7 +104,7 @@ describeEachDatabase(
         [changed.body.webhook.url, changed.body.webhook.eventTypes, changed.body.webhook.enabled],
         [`${receiver.url}?v=2`, ['wallet.topup_failed'], false],
       );
-      const events = env.service.ctx.services.events;
+      const events = env.service.ctx.events;
       assert.equal(
         await events.emit({ type: 'wallet.topup_failed', userId: owner.userId, data: {} }),
         null,
@@ -130,7 +130,7 @@ describeEachDatabase(
         'the list never shows it',
       );
       assert.equal((await env.dashboard(owner, 'POST', `/api/user/webhooks/${endpointId}/test`)).status, 202);
-      await env.service.ctx.services.events.idle();
+      await env.service.ctx.events.idle();
       assert.equal(receiver.received[0]?.verified, true);
       assert.match(logText, /webhook attempt/, 'the attempt was logged');
       assert.ok(!logText.includes(key), 'the secret is not in the logs');

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { AppContext } from '../platform/context.ts';
+import type { EventsPlatform } from './deps.ts';
 import { decrypt, encrypt } from '../platform/crypto.ts';
 import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
@@ -45,7 +45,7 @@ export function endpointView(row: EndpointRow): EndpointView {
   };
 }
 
-function urlPolicy(ctx: AppContext) {
+function urlPolicy(ctx: EventsPlatform) {
   return { allowHttp: ctx.config.WEBHOOK_ALLOW_HTTP, allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_ADDRESSES };
 }
 
@@ -60,14 +60,14 @@ function eventTypesText(types: readonly string[] | undefined): string {
 }
 
 /** The owner's endpoints, oldest first. */
-export function listEndpoints(ctx: AppContext, owner: Owner): Promise<EndpointRow[]> {
+export function listEndpoints(ctx: EventsPlatform, owner: Owner): Promise<EndpointRow[]> {
   let query = eventsDb(ctx.db).selectFrom('webhook_endpoints').selectAll();
   query = owner === null ? query.where('owner_user_id', 'is', null) : query.where('owner_user_id', '=', owner);
   return query.orderBy('created_at').orderBy('id').execute();
 }
 
 /** One of the owner's endpoints; another owner's is NOT_FOUND (404), as if it did not exist. */
-export async function findEndpoint(ctx: AppContext, owner: Owner, id: string): Promise<EndpointRow> {
+export async function findEndpoint(ctx: EventsPlatform, owner: Owner, id: string): Promise<EndpointRow> {
   let query = eventsDb(ctx.db).selectFrom('webhook_endpoints').selectAll().where('id', '=', id);
   query = owner === null ? query.where('owner_user_id', 'is', null) : query.where('owner_user_id', '=', owner);
   const row = await query.executeTakeFirst();
@@ -87,7 +87,7 @@ export interface EndpointInput {
  * Security invariant: the URL passes the SSRF guard before it is stored; the secret is stored sealed.
  */
 export async function createEndpoint(
-  ctx: AppContext,
+  ctx: EventsPlatform,
   owner: Owner,
   input: EndpointInput & { url: string },
 ): Promise<{ row: EndpointRow; secret: string }> {
@@ -116,7 +116,7 @@ export async function createEndpoint(
 
 /** Changes an endpoint's URL, event types or enabled flag; 404 for another owner's. */
 export async function updateEndpoint(
-  ctx: AppContext,
+  ctx: EventsPlatform,
   owner: Owner,
   id: string,
   input: EndpointInput,
@@ -131,7 +131,7 @@ export async function updateEndpoint(
 }
 
 /** Deletes an endpoint and its deliveries; 404 for another owner's. */
-export async function deleteEndpoint(ctx: AppContext, owner: Owner, id: string): Promise<void> {
+export async function deleteEndpoint(ctx: EventsPlatform, owner: Owner, id: string): Promise<void> {
   const current = await findEndpoint(ctx, owner, id);
   await eventsDb(ctx.db)
     .transaction()
@@ -146,7 +146,7 @@ export async function deleteEndpoint(ctx: AppContext, owner: Owner, id: string):
  * {@link ROTATION_OVERLAP_MS}, so a receiver that still holds it verifies every delivery in between.
  */
 export async function rotateSecret(
-  ctx: AppContext,
+  ctx: EventsPlatform,
   owner: Owner,
   id: string,
 ): Promise<{ secret: string; previousValidUntil: string }> {

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { AppContext } from '../platform/context.ts';
+import type { EventsDeps } from './deps.ts';
 import { microsToCredits } from '../platform/money.ts';
 import type { NewEvent, RecordedEvent } from './outbox.ts';
 import { eventsDb } from './schema.ts';
@@ -13,7 +13,7 @@ export interface LowBalanceAlert {
 }
 
 /** Reads the user's alert. */
-export async function readAlert(ctx: AppContext, userId: string): Promise<LowBalanceAlert> {
+export async function readAlert(ctx: EventsDeps, userId: string): Promise<LowBalanceAlert> {
   const row = await eventsDb(ctx.db)
     .selectFrom('event_settings')
     .select(['low_balance_threshold', 'low_balance_armed'])
@@ -26,8 +26,8 @@ export async function readAlert(ctx: AppContext, userId: string): Promise<LowBal
  * Sets (or, with null, removes) the threshold. It is armed when `available` is at or above it now; set above
  * what is available, it fires after the balance has been back above it once (a crossing, not a state).
  */
-export async function writeAlert(ctx: AppContext, userId: string, threshold: number | null): Promise<LowBalanceAlert> {
-  const { available } = await ctx.services.billing.getBalance(userId);
+export async function writeAlert(ctx: EventsDeps, userId: string, threshold: number | null): Promise<LowBalanceAlert> {
+  const { available } = await ctx.billing.getBalance(userId);
   const armed = threshold !== null && available >= threshold ? 1 : 0;
   const now = ctx.clock.now();
   await eventsDb(ctx.db)
@@ -50,14 +50,14 @@ export async function writeAlert(ctx: AppContext, userId: string, threshold: num
  * and a settle that read a higher balance earlier cannot re-arm an alert another settle has just fired.
  */
 export async function checkLowBalance(
-  ctx: AppContext,
+  ctx: EventsDeps,
   userId: string,
   emit: (event: NewEvent) => Promise<RecordedEvent | null>,
 ): Promise<'fired' | 'rearmed' | 'unchanged'> {
   const alert = await readAlert(ctx, userId);
   if (alert.threshold === null) return 'unchanged';
   const threshold = alert.threshold;
-  const balance = await ctx.services.billing.getBalance(userId);
+  const balance = await ctx.billing.getBalance(userId);
   // Billing's wallet row, read inside each statement below: the atomic condition of the transitions.
   const available = availableCreditsSql(userId);
   const now = ctx.clock.now();

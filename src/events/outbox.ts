@@ -1,4 +1,5 @@
-import type { AppContext } from '../platform/context.ts';
+import type { EventsPlatform } from './deps.ts';
+import type { Db } from '../platform/db/connect.ts';
 import { eventsDb, type EventsDb } from './schema.ts';
 import { newId } from '../platform/ids.ts';
 import { eventBody } from './catalogue.ts';
@@ -30,7 +31,7 @@ export interface RecordedEvent {
  * user's own enabled endpoints subscribed to the type, and the operator's. When none receives it, nothing is
  * written (and a dedupe key is not used up). The messages are due at once; the sender takes them from here.
  */
-export async function recordEvent(ctx: AppContext, event: NewEvent): Promise<RecordedEvent | null> {
+export async function recordEvent(ctx: EventsPlatform, event: NewEvent): Promise<RecordedEvent | null> {
   let query = eventsDb(ctx.db).selectFrom('webhook_endpoints').select(['id', 'event_types']);
   if (event.endpointId) query = query.where('id', '=', event.endpointId);
   else {

@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { EventsPlatform } from './deps.ts';
 import { eventsDb } from './schema.ts';
 
 /** How long finished deliveries (delivered or failed) stay listed before they are deleted. */
@@ -9,7 +9,7 @@ export const DELIVERY_RETENTION_MS = 30 * 24 * 3600 * 1000;
  * An event keeps its dedupe key as long as it lives, so a limit's event is deleted long after its period.
  * Safe in several processes at once (plain deletes of rows nobody sends any more).
  */
-export async function pruneDeliveries(ctx: AppContext): Promise<{ deliveries: number; events: number }> {
+export async function pruneDeliveries(ctx: EventsPlatform): Promise<{ deliveries: number; events: number }> {
   const before = ctx.clock.now() - DELIVERY_RETENTION_MS;
   const deliveries = await eventsDb(ctx.db)
     .deleteFrom('webhook_messages')

@@ -1,4 +1,6 @@
-import type { AppContext } from '../platform/context.ts';
+import type { EventsDeps, TopupEvent } from './deps.ts';
+
+export type { TopupEvent };
 import type { BillingEvent } from '../billing/service.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { deliverDue, type DeliveryRun } from './delivery.ts';
@@ -6,19 +8,7 @@ import { recordEvent, type NewEvent, type RecordedEvent } from './outbox.ts';
 import { checkLowBalance } from './low-balance.ts';
 import { Subscriptions } from './subscriptions.ts';
 
-/**
- * What the top-ups feature's observer reports (its `topups.observe`). `credits` is in micro-credits, like
- * every amount billing's own observer reports.
- */
-export interface TopupEvent {
-  type: 'topup_succeeded' | 'topup_failed';
-  userId: string;
-  topupId: string;
-  credits: number;
-  reason?: string;
-}
-
-/** Outbound events (`ctx.services.events`): record an event for the endpoints that receive it, and send it. */
+/** Outbound events (the events feature's `events`): record an event for the endpoints that receive it, and send it. */
 export interface EventsService {
   /** Who can receive events (the settle path's cheap gate), kept fresh through the bus. */
   readonly subscriptions: Subscriptions;
@@ -34,15 +24,9 @@ export interface EventsService {
   onTopup(event: TopupEvent): void;
 }
 
-declare module '../platform/context.ts' {
-  interface Services {
-    events: EventsService;
-  }
-}
-
 /**
- * Connects the top-ups feature's observer to the events service: `subscribeTopupEvents(ctx.services.events,
- * ctx.services.topups.observe)` is the whole wiring.
+ * Connects the top-ups feature's observer to the events service: `subscribeTopupEvents(events,
+ * deps.observeTopups)` is the whole wiring.
  */
 export function subscribeTopupEvents(
   events: EventsService,
@@ -51,8 +35,8 @@ export function subscribeTopupEvents(
   observe((event) => events.onTopup(event));
 }
 
-/** Builds the service; `register` of the feature puts it on `ctx.services.events` and hooks billing to it. */
-export function createEventsService(ctx: AppContext): EventsService {
+/** Builds the service; the feature hooks billing's and the top-ups' observers to it. */
+export function createEventsService(ctx: EventsDeps): EventsService {
   const subscriptions = new Subscriptions(ctx);
   const running = new Set<Promise<unknown>>();
   const background = (work: () => Promise<unknown>) => {

@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { EventsPlatform } from './deps.ts';
 import { eventsDb } from './schema.ts';
 
 /** The bus channel on which a change of someone's endpoints or alert is announced (the user id; '' for the operator). */
@@ -11,12 +11,12 @@ export const SUBSCRIPTIONS_CHANNEL = 'events:subscriptions';
  * bus says it changed (in this process or, with Redis, in another).
  */
 export class Subscriptions {
-  readonly #ctx: AppContext;
+  readonly #ctx: EventsPlatform;
   #withEndpoints = new Set<string>();
   #withThreshold = new Set<string>();
   #operator = false;
 
-  constructor(ctx: AppContext) {
+  constructor(ctx: EventsPlatform) {
     this.#ctx = ctx;
   }
 

@@ -14,7 +14,7 @@ const chat = { model: 'tollgate/echo', max_tokens: 16, messages: [{ role: 'user'
 describeEachDatabase(
   'outbound events: what fires them',
   (env) => {
-    const events = () => env.service.ctx.services.events;
+    const events = () => env.service.ctx.events;
     const ofType = (type: string, userId: string) =>
       receiver.bodies().filter((b) => b.type === type && b.data.userId === userId);
     const subscribe = async (user: FundedUser, eventTypes?: string[]) => {

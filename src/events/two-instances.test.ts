@@ -49,7 +49,7 @@ describeEachDatabase(
       let attempted = 0;
       const byInstance = [0, 0];
       for (let round = 0; round < 20 && attempted < MESSAGES; round++) {
-        const runs = await Promise.all(instances.map((ctx) => ctx.services.events.deliver()));
+        const runs = await Promise.all(instances.map((ctx) => ctx.events.deliver()));
         // One instance's two concurrent calls share its one run: count each instance once.
         byInstance[0] += runs[0].attempted;
         byInstance[1] += runs[1].attempted;

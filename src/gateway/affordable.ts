@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { GatewayDeps } from './deps.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { ApiError } from '../platform/errors.ts';
 import { Meter } from '../billing/meter.ts';
@@ -24,7 +24,7 @@ import {
  * when even the floor is not affordable the first refusal (for the full worst case) is answered unchanged.
  */
 export async function openCallMeter(
-  ctx: AppContext,
+  ctx: GatewayDeps,
   principal: Principal,
   modelId: string,
   plan: CallPlan,
@@ -33,7 +33,7 @@ export async function openCallMeter(
     return { meter: await Meter.open(ctx, principal, 'chat', modelId, callWorstCase(plan)), plan };
   } catch (error) {
     if (!isRestriction(error) || plan.asked !== null) throw error;
-    const { amount } = await ctx.services.billing.spendable(principal);
+    const { amount } = await ctx.billing.spendable(principal);
     const ceiling = affordableCallCeiling(plan, amount, ctx.config.MIN_AFFORDABLE_OUTPUT_TOKENS);
     if (ceiling === null) throw error;
     const lowered: CallPlan = { ...plan, ceiling };

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import { costMicros } from '../models/pricing.ts';
 import { tokenCount } from './chat-usage.ts';
@@ -32,7 +32,7 @@ const SpeechBody = Type.Object(
  * so the hold is the charge. Transcription is billed `request` + `second` × the audio's duration + `prompt`/
  * `completion` tokens when the provider reports them.
  */
-export function registerSpeechRoute(app: App, ctx: AppContext): void {
+export function registerSpeechRoute(app: App, ctx: GatewayDeps): void {
   app.post(
     '/api/v1/audio/speech',
     {
@@ -68,7 +68,7 @@ export function registerSpeechRoute(app: App, ctx: AppContext): void {
 }
 
 /** `POST /api/v1/audio/transcriptions`; registered in the one scope that parses multipart bodies. */
-export function registerTranscriptionRoute(app: App, ctx: AppContext): void {
+export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
   app.post(
     '/api/v1/audio/transcriptions',
     {

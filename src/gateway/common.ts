@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../platform/context.ts';
+import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { principalOf } from '../platform/http/server.ts';
@@ -8,8 +8,8 @@ import { Meter, type UsageKind } from '../billing/meter.ts';
 import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
 
 /** The catalogue model of a public id (cached); 404 MODEL_NOT_FOUND when it is unknown or disabled. */
-export async function resolveModel(ctx: AppContext, id: string): Promise<CatalogueModel> {
-  const model = await ctx.services.models.get(id);
+export async function resolveModel(ctx: GatewayDeps, id: string): Promise<CatalogueModel> {
+  const model = await ctx.models.get(id);
   if (!model)
     throw new ApiError('MODEL_NOT_FOUND', `The model "${id}" does not exist; GET /api/v1/models lists the models.`);
   return model;
@@ -38,7 +38,7 @@ export interface OneShotUsage {
  * release the hold when nothing came back.
  */
 export async function meteredCall<T>(
-  ctx: AppContext,
+  ctx: GatewayDeps,
   request: FastifyRequest,
   reply: FastifyReply,
   options: {
@@ -58,7 +58,7 @@ export async function meteredCall<T>(
 ): Promise<{ result: T; model: CatalogueModel } | null> {
   const model = await resolveModel(ctx, options.modelId);
   const candidates = (await candidatesOf(ctx, model)).filter((m) => {
-    const adapter = ctx.services.providers.get(m.provider);
+    const adapter = ctx.providers.get(m.provider);
     return adapter && options.supports(adapter);
   });
   if (candidates[0]?.id !== model.id)

@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { insufficientCredits } from '../billing/limits.ts';
@@ -26,7 +26,7 @@ export const COUNT_GUARD_TEXT_LENGTH = 2 * 1024;
  *   for a worst case that is never smaller.
  */
 export async function refuseBeforeCounting(
-  ctx: AppContext,
+  ctx: GatewayDeps,
   principal: Principal,
   body: { messages: unknown[] },
   candidates: CatalogueModel[],
@@ -45,7 +45,7 @@ export async function refuseBeforeCounting(
     ...candidates.map((model) => costMicros(model.pricing, { promptTokens: bound.tokens, requests: 1 })),
   );
   if (cheapest <= 0) return;
-  const { available } = await ctx.services.billing.getBalance(principal.userId);
+  const { available } = await ctx.billing.getBalance(principal.userId);
   if (available < cheapest) {
     throw insufficientCredits(available, cheapest, 'at least');
   }

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { GatewayDeps } from './deps.ts';
 import { costMicros } from '../models/pricing.ts';
 import { tokenCount } from './chat-usage.ts';
 import { MODEL_ID_PATTERN } from '../models/routes.ts';
@@ -23,7 +23,7 @@ const EmbeddingsBody = Type.Object(
 );
 
 /** `POST /api/v1/embeddings`: billed on prompt tokens (the upstream's count, else ours). */
-export function registerEmbeddingsRoute(app: App, ctx: AppContext): void {
+export function registerEmbeddingsRoute(app: App, ctx: GatewayDeps): void {
   app.post(
     '/api/v1/embeddings',
     {

@@ -1,6 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { Feature } from '../platform/feature.ts';
 import type { App } from '../platform/http/server.ts';
+import type { GatewayDeps } from './deps.ts';
 import { registerEmbeddingsRoute } from './embeddings.ts';
 import { registerImagesRoute } from './images.ts';
 import { registerSpeechRoute, registerTranscriptionRoute } from './audio.ts';
@@ -12,18 +13,20 @@ import { registerRealtimeRoute } from './realtime.ts';
  * belongs to the models feature; predictions to their own; each inbound protocol, chat included, to
  * `src/protocols/<name>/`.)
  */
-export const gatewayFeature: Feature = {
-  name: 'gateway',
-  async register(app, ctx) {
-    const typed = app as unknown as App;
-    registerEmbeddingsRoute(typed, ctx);
-    registerImagesRoute(typed, ctx);
-    registerSpeechRoute(typed, ctx);
-    registerRealtimeRoute(typed, ctx);
-    // Multipart parsing exists only inside this scope, so no other route accepts a multipart body.
-    await app.register(async (scope) => {
-      await scope.register(multipart, { limits: { fileSize: ctx.config.BODY_LIMIT_UPLOAD_BYTES, files: 1 } });
-      registerTranscriptionRoute(scope as unknown as App, ctx);
-    });
-  },
-};
+export function createGatewayFeature(deps: GatewayDeps): Feature {
+  return {
+    name: 'gateway',
+    async register(app) {
+      const typed = app as unknown as App;
+      registerEmbeddingsRoute(typed, deps);
+      registerImagesRoute(typed, deps);
+      registerSpeechRoute(typed, deps);
+      registerRealtimeRoute(typed, deps);
+      // Multipart parsing exists only inside this scope, so no other route accepts a multipart body.
+      await app.register(async (scope) => {
+        await scope.register(multipart, { limits: { fileSize: deps.config.BODY_LIMIT_UPLOAD_BYTES, files: 1 } });
+        registerTranscriptionRoute(scope as unknown as App, deps);
+      });
+    },
+  };
+}

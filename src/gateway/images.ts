@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import { costMicros } from '../models/pricing.ts';
 import { imagePriceOf, type CatalogueModel } from '../models/catalogue.ts';
@@ -68,7 +68,7 @@ function perImagePrice(body: ImagesRequest, model: CatalogueModel): number | Api
  * `POST /api/v1/images/generations`: holds `request` + the per-image price of the asked quality and size × n
  * + the prompt's tokens, and is charged for the images actually returned.
  */
-export function registerImagesRoute(app: App, ctx: AppContext): void {
+export function registerImagesRoute(app: App, ctx: GatewayDeps): void {
   app.post(
     '/api/v1/images/generations',
     {

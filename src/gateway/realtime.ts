@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import { costMicros } from '../models/pricing.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
@@ -36,7 +36,7 @@ export function realtimeSessionCost(model: CatalogueModel, maxSessionSeconds: nu
  * (`max_response_output_tokens`, and a client secret that expires after `REALTIME_MAX_SESSION_SECONDS`),
  * whatever the client sent, and the hold — captured whole — is the worst case those caps allow.
  */
-export function registerRealtimeRoute(app: App, ctx: AppContext): void {
+export function registerRealtimeRoute(app: App, ctx: GatewayDeps): void {
   app.post(
     '/api/v1/realtime/sessions',
     {

@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { GatewayDeps } from './deps.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import type { ApiError } from '../platform/errors.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
@@ -55,7 +55,7 @@ interface Held {
  * Resolves, plans and holds. Cheap refusals come first: an unknown model (404), a prompt beyond every
  * context or an empty wallet for a long prompt (`count-guard.ts`), before the prompt is counted exactly.
  */
-async function hold(ctx: AppContext, principal: Principal, call: CanonicalCall, options: RunOptions): Promise<Held> {
+async function hold(ctx: GatewayDeps, principal: Principal, call: CanonicalCall, options: RunOptions): Promise<Held> {
   const model = await resolveModel(ctx, call.model);
   const candidates = await candidatesOf(ctx, model);
   const prompt = toOpenAiPromptFields(call);
@@ -171,7 +171,7 @@ function producedText(result: CanonicalResult): string {
  * {@link ClientGone}.
  */
 export async function completeCall(
-  ctx: AppContext,
+  ctx: GatewayDeps,
   principal: Principal,
   call: CanonicalCall,
   signal: AbortSignal,
@@ -233,7 +233,7 @@ export interface CallStream extends AsyncIterable<CanonicalEvent> {
  * charge. A consumer that neither iterates nor returns leaves the hold to expire: always iterate or return.
  */
 export async function streamCall(
-  ctx: AppContext,
+  ctx: GatewayDeps,
   principal: Principal,
   call: CanonicalCall,
   signal: AbortSignal,

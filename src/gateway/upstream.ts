@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { isAbortError, UpstreamError, type ProviderAdapter } from '../providers/types.ts';
@@ -77,18 +77,18 @@ function retryable(error: unknown, attempt: UpstreamAttempt): boolean {
 }
 
 /** The model and its fallbacks (those still in the catalogue and enabled), in the order they are tried. */
-export async function candidatesOf(ctx: AppContext, model: CatalogueModel): Promise<CatalogueModel[]> {
+export async function candidatesOf(ctx: GatewayDeps, model: CatalogueModel): Promise<CatalogueModel[]> {
   const candidates = [model];
   for (const id of model.fallbacks) {
-    const fallback = await ctx.services.models.get(id);
+    const fallback = await ctx.models.get(id);
     if (fallback && !candidates.some((c) => c.id === fallback.id)) candidates.push(fallback);
   }
   return candidates;
 }
 
 /** The adapter of a model's provider; a model whose provider is not configured here is a 502. */
-export function adapterOf(ctx: AppContext, model: CatalogueModel): ProviderAdapter {
-  const adapter = ctx.services.providers.get(model.provider);
+export function adapterOf(ctx: GatewayDeps, model: CatalogueModel): ProviderAdapter {
+  const adapter = ctx.providers.get(model.provider);
   if (!adapter)
     throw new ApiError('UPSTREAM_ERROR', `The provider "${model.provider}" of ${model.id} is not configured.`);
   return adapter;
@@ -108,7 +108,7 @@ export interface Answered<T> {
  * mapped ApiError of the last failure.
  */
 export async function callWithFallbacks<T>(
-  ctx: AppContext,
+  ctx: GatewayDeps,
   candidates: CatalogueModel[],
   client: AbortSignal,
   call: (model: CatalogueModel, adapter: ProviderAdapter, signal: AbortSignal) => Promise<T>,
@@ -121,7 +121,7 @@ export async function callWithFallbacks<T>(
     try {
       const result = await call(model, adapterOf(ctx, model), attempt.signal);
       // Time until the provider began answering (a stream's first output, or a whole JSON answer).
-      ctx.metrics.upstreamDuration.observe(
+      ctx.gatewayMetrics.upstreamDuration.observe(
         { provider: model.provider, kind: 'answer' },
         (performance.now() - startedAt) / 1000,
       );

@@ -102,7 +102,7 @@ describeEachDatabase('revoking an app revokes the keys it minted (hole 2)', (env
       .where('user_id', '=', user.userId)
       .where('client_id', '=', clientId)
       .execute();
-    env.service.ctx.services.keys.forget(
+    env.service.ctx.keys.forget(
       (await env.db.selectFrom('api_keys').select('id').where('app_id', '=', clientId).executeTakeFirstOrThrow()).id,
     );
     assert.equal((await env.request('GET', '/api/v1/models', { token: key })).status, 401);

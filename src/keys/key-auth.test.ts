@@ -138,7 +138,7 @@ describeEachDatabase(
   'API key lastUsed',
   (env) => {
     async function lastUsedAt(keyId: string) {
-      await env.service.ctx.services.keys.settled();
+      await env.service.ctx.keys.settled();
       const row = await env.db
         .selectFrom('api_keys')
         .select('last_used_at')

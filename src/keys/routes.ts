@@ -4,8 +4,9 @@ import { ApiKeyCreatedSchema, ApiKeyListSchema, KeyLimitPeriodSchema } from '#wi
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/server.ts';
 import { principalOf, toApiError } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
-import { KEY_PERMISSIONS, type Principal } from '../platform/http/principal.ts';
+import type { KeysDeps } from './deps.ts';
+import type { Principal } from '../platform/http/principal.ts';
+import { KEY_PERMISSIONS } from './permissions.ts';
 import { errors } from '../platform/errors.ts';
 import { creditsToMicros } from '../platform/money.ts';
 import { createApiKey, listApiKeys, revokeApiKey, type NewApiKey } from './store.ts';
@@ -77,7 +78,7 @@ function requireWithinScopes(principal: Principal, permissions: readonly string[
 }
 
 /** `GET`, `POST /api/user/api-keys` and `DELETE /api/user/api-keys/:id` (contract §4.1–4.3, §7.1). */
-export function registerKeyRoutes(app: App, ctx: AppContext, keyAuth: KeyAuthenticator): void {
+export function registerKeyRoutes(app: App, ctx: KeysDeps, keyAuth: KeyAuthenticator): void {
   app.get(
     '/api/user/api-keys',
     {
@@ -95,7 +96,7 @@ export function registerKeyRoutes(app: App, ctx: AppContext, keyAuth: KeyAuthent
     },
     async (request) => ({
       success: true as const,
-      apiKeys: await listApiKeys(ctx.db, ctx.secrets.encryptionKey, principalOf(request), ctx.services.billing),
+      apiKeys: await listApiKeys(ctx.db, ctx.secrets.encryptionKey, principalOf(request), ctx.billing),
     }),
   );
 
@@ -122,14 +123,7 @@ export function registerKeyRoutes(app: App, ctx: AppContext, keyAuth: KeyAuthent
       requireWithinScopes(principal, input.permissions);
       return {
         success: true as const,
-        apiKey: await createApiKey(
-          ctx.db,
-          ctx.clock,
-          ctx.secrets.encryptionKey,
-          principal,
-          input,
-          ctx.services.billing,
-        ),
+        apiKey: await createApiKey(ctx.db, ctx.clock, ctx.secrets.encryptionKey, principal, input, ctx.billing),
       };
     },
   );

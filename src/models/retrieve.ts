@@ -1,7 +1,7 @@
 import Type from 'typebox';
 import { ApiErrorSchema } from '#wire/errors.ts';
 import type { App } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { CatalogueDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import { PublicModelSchema, publicModel } from './routes.ts';
 
@@ -19,9 +19,9 @@ const schema = (summary: string, params: ReturnType<typeof Type.Object>) => ({
  * `GET /api/v1/models/:vendor/:model`, and the same with the id URL-encoded in one segment
  * (`/api/v1/models/tollgate%2Fecho`), which is how the official OpenAI SDK's `models.retrieve` sends it.
  */
-export function registerModelRetrieveRoutes(app: App, ctx: AppContext): void {
+export function registerModelRetrieveRoutes(app: App, ctx: CatalogueDeps): void {
   const answer = async (id: string) => {
-    const model = await ctx.services.models.get(id);
+    const model = await ctx.models.get(id);
     if (!model)
       throw new ApiError('MODEL_NOT_FOUND', `The model "${id}" does not exist; GET /api/v1/models lists the models.`);
     return publicModel(model);

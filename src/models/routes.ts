@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import type { App } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { CatalogueDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import { getModel, listAllModels, upsertModel, type CatalogueModel } from './catalogue.ts';
 import { pricingFromCredits, pricingToAdminCredits, pricingToCredits } from './pricing.ts';
@@ -201,7 +201,7 @@ function imagePricesFromCredits(prices: Record<string, number>): Record<string, 
 const security = [{ admin: [] }];
 
 /** `GET /api/v1/models` and the operator's catalogue routes. */
-export function registerModelRoutes(app: App, ctx: AppContext): void {
+export function registerModelRoutes(app: App, ctx: CatalogueDeps): void {
   app.get(
     '/api/v1/models',
     {
@@ -213,7 +213,7 @@ export function registerModelRoutes(app: App, ctx: AppContext): void {
       },
       config: { auth: ['ai:models'] },
     },
-    async () => ({ object: 'list' as const, data: (await ctx.services.models.list()).map(publicModel) }),
+    async () => ({ object: 'list' as const, data: (await ctx.models.list()).map(publicModel) }),
   );
 
   app.get(
@@ -250,10 +250,10 @@ export function registerModelRoutes(app: App, ctx: AppContext): void {
       const { vendor, model: modelName } = request.params as { vendor: string; model: string };
       const body = request.body as Static<typeof PutModelBody>;
       const id = `${vendor}/${modelName}`;
-      if (!ctx.services.providers.knownNames().includes(body.provider)) {
+      if (!ctx.providers.knownNames().includes(body.provider)) {
         throw new ApiError(
           'INVALID_REQUEST',
-          `Unknown provider "${body.provider}"; use one of ${ctx.services.providers.knownNames().join(', ')}.`,
+          `Unknown provider "${body.provider}"; use one of ${ctx.providers.knownNames().join(', ')}.`,
         );
       }
       if (body.fallbacks?.includes(id)) throw new ApiError('INVALID_REQUEST', 'A model cannot be its own fallback.');
@@ -282,7 +282,7 @@ export function registerModelRoutes(app: App, ctx: AppContext): void {
         },
         ctx.clock.now(),
       );
-      ctx.services.models.announceChange();
+      ctx.models.announceChange();
       return adminModel(saved);
     },
   );

@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { CatalogueDeps } from './deps.ts';
 import { listAllModels, upsertModel, type ModelInput, type ModelPricing } from './catalogue.ts';
 import { defaultImageTokens } from './image-budgets.ts';
 import { usdToMicros } from './pricing.ts';
@@ -22,10 +22,10 @@ function publicId(provider: string, upstreamId: string): string {
  * enabling it at price zero would give it away. What the operator set by hand (fallbacks, the enabled flag
  * of an existing model, an output cap) is kept; listed prices and limits follow the provider.
  */
-export async function syncModels(ctx: AppContext, timeoutMs = ctx.config.UPSTREAM_TIMEOUT_MS): Promise<SyncReport> {
+export async function syncModels(ctx: CatalogueDeps, timeoutMs = ctx.config.UPSTREAM_TIMEOUT_MS): Promise<SyncReport> {
   const existing = new Map((await listAllModels(ctx.db)).map((m) => [m.id, m]));
   const report: SyncReport = { providers: [] };
-  for (const adapter of ctx.services.providers.syncable()) {
+  for (const adapter of ctx.providers.syncable()) {
     const entry = { provider: adapter.name, imported: 0, updated: 0, needsPricing: [] as string[] };
     report.providers.push(entry);
     let listed: UpstreamModel[];
@@ -64,7 +64,7 @@ export async function syncModels(ctx: AppContext, timeoutMs = ctx.config.UPSTREA
       else entry.imported++;
     }
   }
-  ctx.services.models.announceChange();
+  ctx.models.announceChange();
   return report;
 }
 

@@ -2,9 +2,10 @@ import Type from 'typebox';
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { OAuthDeps } from './deps.ts';
 import { errors } from '../platform/errors.ts';
-import { SCOPES, type Principal } from '../platform/http/principal.ts';
+import type { Principal } from '../platform/http/principal.ts';
+import { SCOPES } from './scopes.ts';
 import { deleteClient, listOwnedClients, registerClient, type NewClient } from './clients.ts';
 import { revokeAuthorization } from './authorizations.ts';
 import type { AccessTokenResolver } from './bearer.ts';
@@ -59,7 +60,7 @@ function dashboardOnly(request: FastifyRequest): Principal {
  * Registering apps (operator API and dashboard) and revoking a user's authorization of an app.
  * `GET`/`PATCH /api/user/authorized-apps` (limits and spend) belong to billing.
  */
-export function registerAppRoutes(app: App, ctx: AppContext, tokens: AccessTokenResolver): void {
+export function registerAppRoutes(app: App, ctx: OAuthDeps, tokens: AccessTokenResolver): void {
   async function register(input: NewClient, ownerUserId: string | null) {
     const registered = await registerClient(ctx.db, ctx.clock, input, ownerUserId);
     // The CORS allow-list (src/ops/cors.ts) holds the origins of every redirect URI.
@@ -98,7 +99,7 @@ export function registerAppRoutes(app: App, ctx: AppContext, tokens: AccessToken
     },
     async (request) => {
       const { clientId } = request.params as { clientId: string };
-      const keys = ctx.services.keys;
+      const keys = ctx.keys;
       const deleted = await deleteClient(ctx.db, ctx.dialect, clientId, (trx) => keys.revokeAppKeys({ clientId }, trx));
       if (!deleted) throw errors.notFound('App');
       for (const keyId of deleted.keyIds) keys.forget(keyId);
@@ -159,7 +160,7 @@ export function registerAppRoutes(app: App, ctx: AppContext, tokens: AccessToken
       tokens.revoked({ app: { userId: principal.userId, clientId } });
       // The keys the app created for this user end with its authorization, in every process (hole 2). Were
       // this step to fail, they would still be refused: a key of an app lives only while its authorization stands.
-      const keys = ctx.services.keys;
+      const keys = ctx.keys;
       for (const keyId of await keys.revokeAppKeys({ userId: principal.userId, clientId })) keys.forget(keyId);
       return { success: true as const };
     },

@@ -138,7 +138,7 @@ describeEachDatabase('oauth apps and authorizations', (env) => {
     const user = await env.createUser();
     const { accessToken, clientId } = await authorizeForTest(env, { user, scopes: ['read'] });
     assert.equal((await env.request('GET', '/api/user/me', { token: accessToken })).status, 200);
-    await env.service.ctx.services.oauth.settled();
+    await env.service.ctx.oauth.settled();
     const row = await env.db
       .selectFrom('authorized_apps')
       .select('last_used_at')

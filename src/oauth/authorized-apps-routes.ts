@@ -2,7 +2,7 @@ import Type from 'typebox';
 import { AuthorizedAppSchema, AuthorizedAppsSchema } from '#wire/authorized-apps.ts';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { OAuthDeps } from './deps.ts';
 import { errors } from '../platform/errors.ts';
 import { creditsToMicros } from '../platform/money.ts';
 import { LIMIT_PERIODS, type LimitPeriod } from '../billing/periods.ts';
@@ -21,7 +21,7 @@ const LimitInput = Type.Optional(
  * Reading: scope `read` or `billing:read`; an app's credential (its token, or a key it created) sees only its
  * own entry. Changing limits: the dashboard only.
  */
-export function registerAuthorizedAppRoutes(app: App, ctx: AppContext): void {
+export function registerAuthorizedAppRoutes(app: App, ctx: OAuthDeps): void {
   app.get(
     '/api/user/authorized-apps',
     {

@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { OAuthDeps } from './deps.ts';
 import { errors } from '../platform/errors.ts';
 import { appLimitViews, setAppLimits, type AppLimitViews } from '../billing/app-limits.ts';
 import type { LimitPeriod } from '../billing/periods.ts';
@@ -15,7 +15,7 @@ export interface AuthorizedAppView {
 }
 
 /** What the authorized-apps views read: the authorizations here, the limits and their spend from billing. */
-export type AuthorizedAppsContext = Pick<AppContext, 'db' | 'dialect' | 'clock' | 'config'>;
+export type AuthorizedAppsContext = Pick<OAuthDeps, 'db' | 'dialect' | 'clock' | 'config'>;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 

@@ -19,7 +19,7 @@ interface Cached {
   until: number;
 }
 
-/** Resolves OAuth access tokens into principals for `ctx.auth.accessToken`, and forgets revoked ones. */
+/** Resolves OAuth access tokens into principals (the server's `accessToken` resolver), and forgets revoked ones. */
 export interface AccessTokenResolver {
   resolve(token: string): Promise<Principal | null>;
   /** Drops what the event names here and tells the other processes to do the same. */

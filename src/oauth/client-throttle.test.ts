@@ -2,7 +2,7 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as oauth from 'oauth4webapi';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
-import { loadConfig } from '../platform/config.ts';
+import { loadConfig } from '../config.ts';
 import { randomText } from '../platform/ids.ts';
 import {
   authorizationRequest,

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { AppContext } from '../platform/context.ts';
+import type { OAuthDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 
 /** The client a token, revocation or introspection request names: HTTP Basic first, else `client_id` in the form. */
@@ -42,7 +42,7 @@ function limited(message: string, seconds: number): ApiError {
  *   address, so one app's server can serve any number of users;
  * - a refused request never reaches oidc-provider: it costs no client lookup and no grant lookup.
  */
-export function clientThrottle(ctx: AppContext) {
+export function clientThrottle(ctx: OAuthDeps) {
   const failures = ctx.config.OAUTH_CLIENT_FAILURES_PER_MINUTE;
   const successes = ctx.config.RATE_LIMIT_OAUTH_CLIENT_PER_MINUTE;
   const failureKey = (clientId: string | null, address: string) => `oauth-fail:${clientId ?? '-'}:${address}`;
@@ -50,7 +50,7 @@ export function clientThrottle(ctx: AppContext) {
   return {
     /** Throws 429 RATE_LIMITED when this app (from this address) must wait. */
     async admit(clientId: string | null, address: string): Promise<void> {
-      const { windows } = ctx.services.throttles;
+      const { windows } = ctx.throttles;
       const now = ctx.clock.now();
       if (failures > 0 && (await windows.peek(failureKey(clientId, address), now)) >= failures) {
         throw limited(
@@ -64,7 +64,7 @@ export function clientThrottle(ctx: AppContext) {
     },
     /** Counts the answer oidc-provider gave. */
     async record(clientId: string | null, address: string, status: number): Promise<void> {
-      const { windows } = ctx.services.throttles;
+      const { windows } = ctx.throttles;
       const now = ctx.clock.now();
       if (status >= 200 && status < 300 && clientId && successes > 0)
         await windows.take(successKey(clientId), 1, successes, now);

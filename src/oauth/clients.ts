@@ -7,7 +7,7 @@ import type { Clock } from '../platform/clock.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
-import { SCOPES } from '../platform/http/principal.ts';
+import { SCOPES } from './scopes.ts';
 
 /** What registers an app (decisions.md "Operator API": `POST /api/admin/apps`). */
 export interface NewClient {

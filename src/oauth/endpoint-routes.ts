@@ -2,8 +2,8 @@ import Type from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Provider } from 'oidc-provider';
 import type { App } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
-import { SCOPES } from '../platform/http/principal.ts';
+import type { OAuthDeps } from './deps.ts';
+import { SCOPES } from './scopes.ts';
 import { STRICT_PAGE_CSP } from '../platform/http/page.ts';
 import { OAUTH_ROUTES, OIDC_CLAIMS } from './provider.ts';
 import { clientThrottle, requestClientId } from './client-throttle.ts';
@@ -96,7 +96,7 @@ const PROVIDER_CSP = STRICT_PAGE_CSP;
  * `preHandler`, after Fastify read the form and the per-app throttle (client-throttle.ts) admitted it, with
  * RFC 6749 error bodies for what is refused before oidc-provider. Also serves the RFC 8414 metadata document.
  */
-export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: () => Promise<Provider>): void {
+export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: () => Promise<Provider>): void {
   let handler: ((req: FastifyRequest['raw'], res: FastifyReply['raw']) => Promise<void>) | undefined;
   async function forward(request: FastifyRequest, reply: FastifyReply) {
     await forwardAs(request, reply, request.raw);
@@ -118,12 +118,7 @@ export function registerEndpointRoutes(app: App, ctx: AppContext, getProvider: (
   /** One account per browser: a provider session left by another account than the dashboard's is ended first. */
   async function oneAccountPerBrowser(request: FastifyRequest, reply: FastifyReply) {
     if (!hasProviderSessionCookie(request)) return;
-    await endStaleProviderSession(
-      await getProvider(),
-      request,
-      reply,
-      await ctx.services.browserSessions.userOf(request),
-    );
+    await endStaleProviderSession(await getProvider(), request, reply, await ctx.browserSessions.userOf(request));
   }
   const never = async () => undefined;
   const form = ['application/x-www-form-urlencoded'];

@@ -1,6 +1,7 @@
 import type { Provider } from 'oidc-provider';
 import type { Feature } from '../platform/feature.ts';
-import { oauthMigrations } from './migrations.ts';
+import type { CredentialResolver } from '../platform/http/principal.ts';
+import type { OAuthDeps } from './deps.ts';
 import { createAdapterFactory, deleteExpiredPayloads } from './adapter.ts';
 import { createAccessTokenResolver, type AccessTokenResolver } from './bearer.ts';
 import { buildProvider } from './provider.ts';
@@ -11,46 +12,48 @@ import { registerAppRoutes } from './apps-routes.ts';
 import { registerAuthorizedAppRoutes } from './authorized-apps-routes.ts';
 import { endProviderSession, hasProviderSessionCookie } from './browser-account.ts';
 
-declare module '../platform/context.ts' {
-  interface Services {
-    /** OAuth access-token resolution of this process (see src/oauth/bearer.ts). */
-    oauth: AccessTokenResolver;
-  }
+/** OAuth as the composition root and the features built after it use it. */
+export interface OAuthFeature extends Feature {
+  /** OAuth access-token resolution of this process (see src/oauth/bearer.ts). */
+  tokens: AccessTokenResolver;
+  /** Access tokens into principals, for the server's authentication. */
+  resolveAccessToken: CredentialResolver;
 }
 
 /** OAuth 2.1 authorization server (oidc-provider), apps and their authorizations. */
-export const oauthFeature: Feature = {
-  name: 'oauth',
-  migrations: oauthMigrations,
-  jobs: [
-    {
-      name: 'oauth-expired',
-      description: 'Deletes expired OAuth codes, tokens, sessions and interactions.',
-      run: async (ctx) => ({ deleted: await deleteExpiredPayloads(ctx.db) }),
+export async function createOAuthFeature(deps: OAuthDeps): Promise<OAuthFeature> {
+  const jwks = await loadSigningKeys(deps.db, deps.secrets.encryptionKey);
+  // The provider is built on first use, not here: its issuer is PUBLIC_BASE_URL, which is only known
+  // once the server listens when the port is chosen by the system (PORT=0, as in tests).
+  let provider: Promise<Provider> | undefined;
+  const getProvider = () => (provider ??= Promise.resolve().then(() => buildProvider(deps, adapter, jwks)));
+
+  const tokens = createAccessTokenResolver(deps, async (value) => (await getProvider()).AccessToken.find(value));
+  const adapter = createAdapterFactory(deps.db, (event) => tokens.revoked(event));
+  deps.onClose.push(() => tokens.settled());
+
+  // One account per browser: a dashboard sign-in, sign-up or sign-out ends the provider session too. A
+  // browser without the provider's cookie has none, and oidc-provider is not loaded for it.
+  deps.browserSessions.onAccountChange(async (request, reply) => {
+    if (hasProviderSessionCookie(request)) await endProviderSession(await getProvider(), request, reply);
+  });
+
+  return {
+    name: 'oauth',
+    tokens,
+    resolveAccessToken: (value) => tokens.resolve(value),
+    jobs: [
+      {
+        name: 'oauth-expired',
+        description: 'Deletes expired OAuth codes, tokens, sessions and interactions.',
+        run: async () => ({ deleted: await deleteExpiredPayloads(deps.db) }),
+      },
+    ],
+    register(app) {
+      registerEndpointRoutes(app, deps, getProvider);
+      registerInteractionRoutes(app, deps, getProvider);
+      registerAppRoutes(app, deps, tokens);
+      registerAuthorizedAppRoutes(app, deps);
     },
-  ],
-  async register(app, ctx) {
-    const jwks = await loadSigningKeys(ctx.db, ctx.secrets.encryptionKey);
-    // The provider is built on first use, not here: its issuer is PUBLIC_BASE_URL, which is only known
-    // once the server listens when the port is chosen by the system (PORT=0, as in tests).
-    let provider: Promise<Provider> | undefined;
-    const getProvider = () => (provider ??= Promise.resolve().then(() => buildProvider(ctx, adapter, jwks)));
-
-    const tokens = createAccessTokenResolver(ctx, async (value) => (await getProvider()).AccessToken.find(value));
-    const adapter = createAdapterFactory(ctx.db, (event) => tokens.revoked(event));
-    ctx.auth.accessToken = (value) => tokens.resolve(value);
-    ctx.services.oauth = tokens;
-    ctx.onClose.push(() => tokens.settled());
-
-    // One account per browser: a dashboard sign-in, sign-up or sign-out ends the provider session too. A
-    // browser without the provider's cookie has none, and oidc-provider is not loaded for it.
-    ctx.services.browserSessions.onAccountChange(async (request, reply) => {
-      if (hasProviderSessionCookie(request)) await endProviderSession(await getProvider(), request, reply);
-    });
-
-    registerEndpointRoutes(app, ctx, getProvider);
-    registerInteractionRoutes(app, ctx, getProvider);
-    registerAppRoutes(app, ctx, tokens);
-    registerAuthorizedAppRoutes(app, ctx);
-  },
-};
+  };
+}

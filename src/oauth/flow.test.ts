@@ -97,7 +97,7 @@ describeEachDatabase('oauth authorization code flow', (env) => {
       .executeTakeFirstOrThrow();
     assert.deepEqual(row.scopes.split(' ').sort(), ['ai:chat', 'billing:read', 'read']);
     assert.deepEqual(
-      await env.service.ctx.services.billing.appLimits(user.userId, clientId),
+      await env.service.ctx.billing.appLimits(user.userId, clientId),
       { daily: 12_345_678, monthly: null, total: null },
       'billing keeps the limit',
     );
@@ -116,7 +116,7 @@ describeEachDatabase('oauth authorization code flow', (env) => {
     assert.match((refused as { html: string }).html, /at most 6 decimals/);
 
     await authorizeForTest(env, { user, app, scopes: ['read'] });
-    assert.equal((await env.service.ctx.services.billing.appLimits(user.userId, app.clientId)).daily, null);
+    assert.equal((await env.service.ctx.billing.appLimits(user.userId, app.clientId)).daily, null);
   });
 
   it('a token without the needed scope gets 403, a wrong token 401', async () => {

@@ -2,8 +2,8 @@ import Type from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { InteractionDetails, Provider } from 'oidc-provider';
 import type { App } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
-import { SCOPES } from '../platform/http/principal.ts';
+import type { OAuthDeps } from './deps.ts';
+import { SCOPES } from './scopes.ts';
 import { escapeHtml, renderPage, STRICT_PAGE_CSP } from '../platform/http/page.ts';
 import { creditsToMicros, microsToCredits } from '../platform/money.ts';
 import { checkSignIn, throttleMessage } from '../accounts/sign-in-throttle.ts';
@@ -146,7 +146,7 @@ function requestedScopes(details: InteractionDetails): string[] {
  * **Daily spending limit** field and **Allow** / **Deny**). oidc-provider keeps the request in an
  * interaction, found through its cookie; these routes only read it and report the user's answer.
  */
-export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider: () => Promise<Provider>): void {
+export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider: () => Promise<Provider>): void {
   /** The interaction this request belongs to, or null when the cookie is missing, expired or for another one. */
   async function interactionOf(
     request: FastifyRequest,
@@ -163,7 +163,7 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
     }
   }
 
-  const sessions = ctx.services.browserSessions;
+  const sessions = ctx.browserSessions;
 
   /** What the consent page shows for this interaction and account. */
   async function consentView(details: InteractionDetails, accountId: string): Promise<ConsentView> {
@@ -210,8 +210,7 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
       return sendPage(reply, 200, loginPage(uid, appName));
     }
     if (details.prompt.name === 'consent' && details.session?.accountId) {
-      const previous = (await ctx.services.billing.appLimits(details.session.accountId, details.params.client_id))
-        .daily;
+      const previous = (await ctx.billing.appLimits(details.session.accountId, details.params.client_id)).daily;
       return sendPage(
         reply,
         200,
@@ -316,7 +315,7 @@ export function registerInteractionRoutes(app: App, ctx: AppContext, getProvider
           scopes: [...new Set(grant.getOIDCScope().split(' ').filter(Boolean))],
           dailyLimit: limit.micros,
         },
-        ctx.services.billing,
+        ctx.billing,
       );
       return finish(request, reply, provider, { consent: { grantId } });
     },

@@ -2,7 +2,7 @@ import type { Adapter, ClientInstance, Provider } from 'oidc-provider';
 import { loadOidcProvider } from './load-provider.ts';
 import type { AppContext } from '../platform/context.ts';
 import { constantTimeEqual, sha256Hex } from '../platform/crypto.ts';
-import { SCOPES } from '../platform/http/principal.ts';
+import { SCOPES } from './scopes.ts';
 import { escapeHtml, renderPage } from '../platform/http/page.ts';
 import { findUser } from '../accounts/users.ts';
 import { latestGrantId } from './authorizations.ts';

@@ -1,28 +1,36 @@
 import type { Feature } from '../platform/feature.ts';
+import type { OpsDeps } from './deps.ts';
 import { connectRedis } from '../platform/redis.ts';
 import { memoryBackoff, memoryRateLimiter, redisBackoff, redisRateLimiter } from '../platform/ratelimit.ts';
 import { registerHealthRoutes } from './health.ts';
 import { registerMetricsRoute } from './metrics-route.ts';
-import { registerRateLimits } from './rate-limits.ts';
+import { createTokenRateLimits, registerRateLimits, type RateLimits, type Throttles } from './rate-limits.ts';
 import { registerCors } from './cors.ts';
+
+/** Operations as the features built after it use them: the shared throttles and the token rate limits. */
+export interface OpsFeature extends Feature {
+  throttles: Throttles;
+  rateLimits: RateLimits;
+}
 
 /**
  * Operations: health and readiness, Prometheus metrics, request-rate limits (Redis when configured) and
  * CORS. Registered first, so its hooks run before every other feature's.
  */
-export const opsFeature: Feature = {
-  name: 'ops',
-  async register(app, ctx) {
-    const redis = ctx.config.REDIS_URL ? await connectRedis(ctx.config.REDIS_URL) : null;
-    if (redis) ctx.onClose.push(() => void redis.disconnect());
-    registerCors(app, ctx);
-    registerRateLimits(
-      app,
-      ctx,
-      redis ? redisRateLimiter(redis) : memoryRateLimiter(),
-      redis ? redisBackoff(redis) : memoryBackoff(),
-    );
-    registerHealthRoutes(app, ctx, redis);
-    registerMetricsRoute(app, ctx);
-  },
-};
+export async function createOpsFeature(deps: OpsDeps): Promise<OpsFeature> {
+  const redis = deps.config.REDIS_URL ? await connectRedis(deps.config.REDIS_URL) : null;
+  if (redis) deps.onClose.push(() => void redis.disconnect());
+  const limiter = redis ? redisRateLimiter(redis) : memoryRateLimiter();
+  const backoff = redis ? redisBackoff(redis) : memoryBackoff();
+  return {
+    name: 'ops',
+    throttles: { windows: limiter, backoff },
+    rateLimits: createTokenRateLimits(deps, limiter),
+    register(app) {
+      registerCors(app, deps);
+      registerRateLimits(app, deps, limiter);
+      registerHealthRoutes(app, deps, redis, deps.migrations);
+      registerMetricsRoute(app, deps);
+    },
+  };
+}

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import Type from 'typebox';
 import type { App } from '../platform/http/server.ts';
+import type { Migration } from 'kysely';
 import type { AppContext } from '../platform/context.ts';
 import { pendingMigrations } from '../platform/db/migrate.ts';
-import { allMigrations } from '../features.ts';
 import type { Redis } from '../platform/redis.ts';
 
 const Check = Type.Object({ ok: Type.Boolean(), detail: Type.Optional(Type.String()) });
@@ -13,7 +13,12 @@ const Check = Type.Object({ ok: Type.Boolean(), detail: Type.Optional(Type.Strin
  * live process killed); `/readyz` says it can serve: database reachable, migrations applied, Redis
  * reachable when configured. A load balancer routes only to ready instances.
  */
-export function registerHealthRoutes(app: App, ctx: AppContext, redis: Redis | null): void {
+export function registerHealthRoutes(
+  app: App,
+  ctx: AppContext,
+  redis: Redis | null,
+  migrations: Record<string, Migration>,
+): void {
   app.get(
     '/healthz',
     {
@@ -43,7 +48,7 @@ export function registerHealthRoutes(app: App, ctx: AppContext, redis: Redis | n
       try {
         await sql`select 1`.execute(ctx.db);
         checks.database = { ok: true };
-        const pending = await pendingMigrations(ctx.db, allMigrations(), ctx.config);
+        const pending = await pendingMigrations(ctx.db, migrations, ctx.config);
         checks.migrations = pending.length ? { ok: false, detail: `pending: ${pending.join(', ')}` } : { ok: true };
       } catch (error) {
         checks.database = { ok: false, detail: (error as Error).message };

@@ -1,4 +1,3 @@
-import { countOpenHolds } from '../billing/reports.ts';
 import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 
@@ -10,10 +9,7 @@ export function registerMetricsRoute(app: App, ctx: AppContext): void {
       schema: { tags: ['operations'], summary: 'Prometheus metrics (operator token)', security: [{ admin: [] }] },
       config: { admin: true },
     },
-    async (_request, reply) => {
-      // Read at scrape time from the database, so every instance reports the whole deployment's open holds.
-      ctx.metrics.holdsOpen.set(await countOpenHolds(ctx.db));
-      return reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
-    },
+    // Each feature's gauges read what they report at scrape time (billing's open holds from the database).
+    async (_request, reply) => reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics()),
   );
 }

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { OpsDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import type { Backoff, RateLimiter } from '../platform/ratelimit.ts';
@@ -25,13 +25,6 @@ export interface Throttles {
   backoff: Backoff;
 }
 
-declare module '../platform/context.ts' {
-  interface Services {
-    rateLimits: RateLimits;
-    throttles: Throttles;
-  }
-}
-
 /**
  * The sign-up routes, matched by the route Fastify chose and not by the raw URL, so that an encoded path
  * (`/api/auth/%73ignup`) counts like the plain one. Sign-in is throttled on its failures instead (src/accounts).
@@ -43,7 +36,7 @@ const SIGNUP_ROUTES = new Set(['/signup', '/api/auth/signup']);
  * are the subjects of billing's spending limits, named as billing names them (one `subjectsOf`, one
  * `subjectKey`: `key:<keyId>`, `app:<userId>:<appId>`).
  */
-function bucketsOf(principal: Principal, ctx: AppContext): Array<{ subject: string; rpm: number }> {
+function bucketsOf(principal: Principal, ctx: OpsDeps): Array<{ subject: string; rpm: number }> {
   return subjectsOf(principal)
     .sort((a, b) => Number(a.kind !== 'key') - Number(b.kind !== 'key'))
     .map((subject) => ({
@@ -68,8 +61,7 @@ function rateLimited(what: string, retryAfterSeconds: number, limit: number): Ap
  * is SPENDING_LIMIT_EXCEEDED): per API key and per app on `/api/v1/*`, after authentication; per client
  * address on sign-up, before anything else runs. Every match is on the route, never on the raw URL.
  */
-export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimiter, backoff: Backoff): void {
-  ctx.services.throttles = { windows: limiter, backoff };
+export function registerRateLimits(app: App, ctx: OpsDeps, limiter: RateLimiter): void {
   if (ctx.config.TRUST_PROXY === 'false') {
     // Behind a proxy with TRUST_PROXY off, every client has the proxy's address: say so once.
     let warned = false;
@@ -99,9 +91,12 @@ export function registerRateLimits(app: App, ctx: AppContext, limiter: RateLimit
       if (!decision.allowed) throw rateLimited('requests', decision.retryAfterSeconds, rpm);
     }
   });
+}
 
+/** The per-minute token limits of AI calls, counted in `limiter` (see {@link RateLimits}). */
+export function createTokenRateLimits(ctx: OpsDeps, limiter: RateLimiter): RateLimits {
   const tpm = ctx.config.RATE_LIMIT_KEY_TPM;
-  ctx.services.rateLimits = {
+  return {
     async checkTokens(principal) {
       if (tpm <= 0) return;
       const now = ctx.clock.now();

@@ -1,7 +1,7 @@
 import { it, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { ConfigSchema, loadConfig } from './config.ts';
+import { ConfigSchema, loadConfig } from '../config.ts';
 import { ERROR_CODES } from './errors.ts';
 
 describe('configuration', () => {

@@ -1,25 +1,28 @@
-import type { Config } from './config.ts';
+import type { PlatformConfig } from './config.ts';
 import type { Clock } from './clock.ts';
 import type { Db, DialectName } from './db/connect.ts';
 import type { Logger } from './logger.ts';
 import type { InstanceSecrets } from './secrets.ts';
-import type { AuthRegistry } from './http/principal.ts';
+import type { CredentialResolvers } from './http/principal.ts';
 import type { InvalidationBus } from './bus.ts';
 import type { Job } from './jobs.ts';
 import type { Metrics } from './metrics.ts';
+import type { ApiError } from './errors.ts';
+import type { ErrorEnvelope } from './http/error-envelope.ts';
 
 /**
- * What a feature is handed when it registers: the parsed config, the database, the clock, the logger,
- * the kept secrets, the credential resolvers, the invalidation bus and the job list. Built once at start.
+ * What the platform gives every feature: the parsed config, the database, the clock, the logger, the kept
+ * secrets, the invalidation bus and the job list. Built once at start. It holds no feature's API: a feature
+ * that uses another's is constructed with it (see src/service.ts, the composition root).
  */
 export interface AppContext {
-  config: Config;
+  /** The platform's settings; a feature's deps widen it with the sections it reads. */
+  config: PlatformConfig;
   db: Db;
   dialect: DialectName;
   clock: Clock;
   log: Logger;
   secrets: InstanceSecrets;
-  auth: AuthRegistry;
   bus: InvalidationBus;
   jobs: Map<string, Job>;
   metrics: Metrics;
@@ -27,13 +30,17 @@ export interface AppContext {
   inflight: Set<Promise<unknown>>;
   /** Work to finish before the process exits (in-flight streams, timers). */
   onClose: Array<() => Promise<void> | void>;
-  /** Feature services other features call, by name; each feature documents what it puts here. */
-  services: Services;
 }
 
 /**
- * Services features expose to one another. A feature adds its entry by module augmentation beside its own
- * code (`declare module '../platform/context.ts' { interface Services { billing: Billing } }`) and sets it
- * when it registers, so every entry is typed and owned by exactly one feature.
+ * What the HTTP server is built from: the platform context, and what the features declare, handed over by
+ * the composition root once they are built: the credential resolvers of the features that own each
+ * credential (accounts, keys, oauth), the error envelopes of path prefixes and the observers of errors.
  */
-export interface Services {}
+export interface ServerContext extends AppContext {
+  auth: CredentialResolvers;
+  /** The envelope of what matches no route under a prefix (first match wins); elsewhere `api`. */
+  errorEnvelopes: ReadonlyArray<{ prefix: string; envelope: ErrorEnvelope }>;
+  /** Called with every error the server answers with. */
+  errorObservers: ReadonlyArray<(error: ApiError) => void>;
+}

@@ -1,16 +1,24 @@
-import type { Migration } from 'kysely';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from './context.ts';
 import type { Job } from './jobs.ts';
+import type { ApiError } from './errors.ts';
+import type { ErrorEnvelope } from './http/error-envelope.ts';
 
 /**
- * A feature folder's entry point: its migrations, its background jobs and the routes it registers.
- * `src/features.ts` lists them in order.
+ * A built feature, as the composition root (src/service.ts) registers it: its background jobs and the routes
+ * and hooks it adds. Each feature's `create…Feature(deps)` returns one of these beside the API it offers the
+ * features built after it; its migrations are listed apart (src/features.ts), since they run before any
+ * feature is built.
  */
 export interface Feature {
   name: string;
-  migrations?: Record<string, Migration>;
   jobs?: Job[];
-  /** Called once at start, in list order, before the server listens. */
-  register?(app: FastifyInstance, ctx: AppContext): Promise<void> | void;
+  /**
+   * The error envelope of the paths under each prefix, for what matches no route there (a 404): a route sets
+   * its own in `config.envelope` or `config.errorRenderer`.
+   */
+  errorEnvelopes?: Record<string, ErrorEnvelope>;
+  /** Sees every error the server answers with (for the feature's metrics); must not throw. */
+  observeError?(error: ApiError): void;
+  /** Called once at start, in the composition root's order, before the server listens. */
+  register?(app: FastifyInstance): Promise<void> | void;
 }

@@ -1,10 +1,13 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** The latency buckets (seconds) of every duration histogram, so that they can be compared. */
+export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /**
- * The Prometheus metrics of one process, served at `/metrics`. Features record into these; the registry is
- * per service so that tests running several services in one process do not mix their counts.
+ * The Prometheus registry of one process, served at `/metrics`, with the HTTP metrics every route records.
+ * Each feature declares its own metrics in this registry (billing/metrics.ts, gateway/metrics.ts,
+ * webhooks/metrics.ts). The registry is per service so that tests running several services in one process
+ * do not mix their counts.
  */
 export function createMetrics() {
   const registry = new Registry();
@@ -28,46 +31,6 @@ export function createMetrics() {
       help: 'Whole-request latency.',
       labelNames: ['route', 'method'] as const,
       buckets: LATENCY_BUCKETS,
-      ...of,
-    }),
-    upstreamDuration: new Histogram({
-      name: 'tollgate_upstream_duration_seconds',
-      help: 'Time spent waiting on the upstream provider.',
-      labelNames: ['provider', 'kind'] as const,
-      buckets: LATENCY_BUCKETS,
-      ...of,
-    }),
-    gatewayOverhead: new Histogram({
-      name: 'tollgate_gateway_overhead_seconds',
-      help: "The gateway's own time per AI call: whole request minus upstream.",
-      labelNames: ['kind'] as const,
-      buckets: LATENCY_BUCKETS,
-      ...of,
-    }),
-    tokens: new Counter({
-      name: 'tollgate_tokens_total',
-      help: 'Tokens processed, by model and direction.',
-      labelNames: ['model', 'direction'] as const,
-      ...of,
-    }),
-    /** In integer micro-credits, as the ledger counts them: a float sum of credits would drift (0.000005999…). */
-    creditsChargedMicros: new Counter({
-      name: 'tollgate_credits_charged_micros_total',
-      help: 'Credits captured from wallets, in micro-credits (1 credit = 1000000).',
-      labelNames: ['kind'] as const,
-      ...of,
-    }),
-    holdsOpen: new Gauge({ name: 'tollgate_holds_open', help: 'Holds currently open (whole database).', ...of }),
-    restrictions: new Counter({
-      name: 'tollgate_restriction_refusals_total',
-      help: 'Requests refused by a spending limit, the wallet or a rate limit, by code.',
-      labelNames: ['code'] as const,
-      ...of,
-    }),
-    webhookDeliveries: new Counter({
-      name: 'tollgate_webhook_deliveries_total',
-      help: 'Inbound webhook deliveries by outcome.',
-      labelNames: ['outcome'] as const,
       ...of,
     }),
   };

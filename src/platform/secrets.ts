@@ -13,7 +13,7 @@ import {
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Kysely, Migration } from 'kysely';
-import type { Config } from './config.ts';
+import type { PlatformConfig } from './config.ts';
 import type { Db } from './db/connect.ts';
 import { ownTables } from './db/own-tables.ts';
 import type { Logger } from './logger.ts';
@@ -124,7 +124,7 @@ function decodeKey(value: string): Buffer {
  * instances on several machines share the database, not a folder, and each would make its own keys.
  */
 export function secretsFilePath(
-  config: Pick<Config, 'SECRETS_FILE' | 'DATABASE_URL' | 'DATA_DIR'>,
+  config: Pick<PlatformConfig, 'SECRETS_FILE' | 'DATABASE_URL' | 'DATA_DIR'>,
 ): string | undefined {
   if (config.SECRETS_FILE) return resolve(config.SECRETS_FILE);
   return config.DATABASE_URL ? undefined : join(resolve(config.DATA_DIR), 'secrets.json');
@@ -202,7 +202,7 @@ function createKeyFile(path: string, values: Record<string, string>, log: Logger
  * runs the service; secrets an earlier version generated into the database move into it and leave the
  * database. On PostgreSQL a named key file must exist (every instance needs the same one).
  */
-export async function loadInstanceSecrets(shared: Db, config: Config, log: Logger): Promise<InstanceSecrets> {
+export async function loadInstanceSecrets(shared: Db, config: PlatformConfig, log: Logger): Promise<InstanceSecrets> {
   const db = secretsTable(shared);
   const values = new Map<SecretSpec['variable'], string>();
   const missing = () => SPECS.filter((spec) => !values.has(spec.variable));

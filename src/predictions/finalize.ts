@@ -1,5 +1,6 @@
+import type { Transaction } from 'kysely';
+import type { PredictionsDeps } from './deps.ts';
 import type { Db } from '../platform/db/connect.ts';
-import type { AppContext } from '../platform/context.ts';
 import { predictionsDb } from './schema.ts';
 import { Meter } from '../billing/meter.ts';
 import { actualCost, predictTimeMicros, TERMINAL_STATUSES } from './pricing.ts';
@@ -80,7 +81,10 @@ export async function applyPredictionUpdate(shared: Db, update: PredictionUpdate
  * call that closes the hold: the charge, its usage row and the settled mark commit together or not at all,
  * and a repeated run (which finds the hold closed) writes neither twice.
  */
-export async function settlePrediction(ctx: AppContext, predictionId: string): Promise<{ captured: number } | null> {
+export async function settlePrediction(
+  ctx: PredictionsDeps,
+  predictionId: string,
+): Promise<{ captured: number } | null> {
   const row = await findPrediction(ctx.db, predictionId);
   if (!row || row.finalized_at === null || row.settled_at !== null) return null;
   const succeeded = row.status === 'succeeded';

@@ -424,7 +424,7 @@ describeEachDatabase(
       const user = await userWithCredits(env, 100);
       const prediction = await startPrediction(env, user);
       await env.manualClock.advance(env.service.ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000 + 1);
-      await env.service.ctx.services.billing.releaseExpiredHolds();
+      await env.service.ctx.billing.releaseExpiredHolds();
       const hold = await env.db
         .selectFrom('predictions')
         .innerJoin('holds', 'holds.id', 'predictions.hold_id')

@@ -1,6 +1,6 @@
 import type { Job } from '../platform/jobs.ts';
+import type { PredictionsDeps } from './deps.ts';
 import { asDb } from '../platform/db/own-tables.ts';
-import type { AppContext } from '../platform/context.ts';
 import { applyPredictionUpdate, settlePrediction } from './finalize.ts';
 import { replicateClientOf } from './routes.ts';
 import { predictionsDb } from './schema.ts';
@@ -21,7 +21,7 @@ const BATCH = 100;
  * are done, finalized through the same exactly-once claim a webhook uses. Safe in several processes at once.
  */
 export async function reconcilePredictions(
-  ctx: AppContext,
+  ctx: PredictionsDeps,
 ): Promise<{ resettled: number; checked: number; finalized: number; failed: number }> {
   const now = ctx.clock.now();
   const result = { resettled: 0, checked: 0, finalized: 0, failed: 0 };
@@ -82,9 +82,11 @@ export async function reconcilePredictions(
 }
 
 /** The `reconcile-predictions` job: each process's timer and `POST /api/admin/cron/reconcile-predictions`. */
-export const reconcilePredictionsJob: Job = {
-  name: 'reconcile-predictions',
-  description:
-    'Settle claimed predictions left unsettled, and ask Replicate about predictions whose final webhook has not come.',
-  run: (ctx) => reconcilePredictions(ctx),
-};
+export function reconcilePredictionsJob(ctx: PredictionsDeps): Job {
+  return {
+    name: 'reconcile-predictions',
+    description:
+      'Settle claimed predictions left unsettled, and ask Replicate about predictions whose final webhook has not come.',
+    run: () => reconcilePredictions(ctx),
+  };
+}

@@ -2,7 +2,7 @@ import Type from 'typebox';
 import { ApiErrorSchema } from '#wire/errors.ts';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
-import type { AppContext } from '../platform/context.ts';
+import type { PredictionsDeps } from './deps.ts';
 import { requireScope } from '../platform/http/principal.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
@@ -26,7 +26,7 @@ export function permissionForOutputs(outputModalities: readonly string[]): 'ai:i
 }
 
 /** The Replicate adapter, or null when `REPLICATE_API_TOKEN` is not set. */
-export function replicateClientOf(ctx: AppContext): ReplicateClient | null {
+export function replicateClientOf(ctx: PredictionsDeps): ReplicateClient | null {
   const token = ctx.config.REPLICATE_API_TOKEN;
   return token
     ? new ReplicateClient({ baseUrl: ctx.config.REPLICATE_BASE_URL, token, timeoutMs: ctx.config.UPSTREAM_TIMEOUT_MS })
@@ -62,13 +62,13 @@ const security = [{ bearer: [] }];
  * Applies what Replicate said (on creation, or on a read) and settles when it was final. Used where no
  * webhook delivery is involved; the exactly-once claim is the same as the webhook's.
  */
-async function applyFromUpstream(ctx: AppContext, upstream: ReplicatePrediction): Promise<void> {
+async function applyFromUpstream(ctx: PredictionsDeps, upstream: ReplicatePrediction): Promise<void> {
   const applied = await ctx.db.transaction().execute((trx) => applyPredictionUpdate(trx, upstream, ctx.clock.now()));
   if (applied.finalized && applied.predictionId) await settlePrediction(ctx, applied.predictionId);
 }
 
 /** `POST /api/v1/predictions` and `GET /api/v1/predictions/:id` (Replicate-style asynchronous predictions). */
-export function registerPredictionRoutes(app: App, ctx: AppContext): void {
+export function registerPredictionRoutes(app: App, ctx: PredictionsDeps): void {
   app.post(
     '/api/v1/predictions',
     {

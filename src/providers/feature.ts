@@ -1,17 +1,15 @@
 import type { Feature } from '../platform/feature.ts';
+import type { PlatformConfig } from '../platform/config.ts';
+import type { ProvidersConfig } from './config.ts';
 import { createProviderRegistry, type ProviderRegistry } from './registry.ts';
 
-declare module '../platform/context.ts' {
-  interface Services {
-    /** The upstream adapters by provider name. */
-    providers: ProviderRegistry;
-  }
+/** The providers as the features built after it use them. */
+export interface ProvidersFeature extends Feature {
+  /** The upstream adapters by provider name. */
+  providers: ProviderRegistry;
 }
 
 /** The upstream providers, built from the configuration (no routes, no tables). */
-export const providersFeature: Feature = {
-  name: 'providers',
-  register(_app, ctx) {
-    ctx.services.providers = createProviderRegistry(ctx.config);
-  },
-};
+export function createProvidersFeature(deps: { config: PlatformConfig & ProvidersConfig }): ProvidersFeature {
+  return { name: 'providers', providers: createProviderRegistry(deps.config) };
+}

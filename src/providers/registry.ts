@@ -1,4 +1,7 @@
-import type { Config } from '../platform/config.ts';
+import type { PlatformConfig } from '../platform/config.ts';
+import type { ProvidersConfig } from './config.ts';
+
+type Config = PlatformConfig & ProvidersConfig;
 import { anthropicProvider } from './anthropic/index.ts';
 import { echoAdapter } from './echo/index.ts';
 import { openAiCompatibleProviders } from './openai-compatible/index.ts';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import type { Kysely } from 'kysely';
-import { loadConfig, type Config } from '../platform/config.ts';
+import { loadConfig, type Config } from '../config.ts';
 import { ManualClock, systemClock, type Clock } from '../platform/clock.ts';
 import { createService, type Service } from '../service.ts';
 import { createLogger } from '../platform/logger.ts';

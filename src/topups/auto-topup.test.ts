@@ -34,7 +34,7 @@ describeEachDatabase(
     let user: DashboardSession;
     before(async () => {
       fake.webhookUrl = `${env.baseUrl}/api/webhooks/stripe`;
-      env.service.ctx.services.topups.observe((event) => heard.push(event));
+      env.service.ctx.topups.observe((event) => heard.push(event));
       await putModel(env, 'acme/hundred', {
         provider: 'mock',
         upstreamModel: 'default-model',
@@ -87,7 +87,7 @@ describeEachDatabase(
       await observersDone(env);
       // More settles and checks while the payment is in flight start nothing.
       await spend(3);
-      await Promise.all(Array.from({ length: 20 }, () => env.service.ctx.services.topups.checkAutoTopup(user.userId)));
+      await Promise.all(Array.from({ length: 20 }, () => env.service.ctx.topups.checkAutoTopup(user.userId)));
       await observersDone(env);
       const started = intents().slice(before);
       assert.equal(started.length, 1);

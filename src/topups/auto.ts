@@ -135,7 +135,7 @@ export async function maybeAutoTopup(rt: TopupRuntime, userId: string): Promise<
     .where('auto_in_flight', 'is', null)
     .executeTakeFirst();
   if (!account?.payment_method_id || !account.stripe_customer_id || !rt.stripe || !rt.settings.enabled) return null;
-  const { available } = await rt.ctx.services.billing.getBalance(userId);
+  const { available } = await rt.ctx.billing.getBalance(userId);
   if (available >= account.auto_threshold) return null;
   const now = clock.now();
   const topup: TopupsTable = {

@@ -210,7 +210,7 @@ async function credit(
   const now = rt.ctx.clock.now();
   let duplicate = false;
   const major = topup.amount_minor / 100;
-  const outcome = await rt.ctx.services.billing.creditPayment(
+  const outcome = await rt.ctx.billing.creditPayment(
     'topup',
     {
       userId: topup.user_id,
@@ -348,7 +348,7 @@ async function refund(rt: TopupRuntime, event: Stripe.Event, charge: Stripe.Char
   if (topup.status !== 'succeeded') throw notCreditedYet(topup);
   const now = rt.ctx.clock.now();
   let duplicate = false;
-  await rt.ctx.services.billing.debitPayment(
+  await rt.ctx.billing.debitPayment(
     'refund',
     {
       userId: topup.user_id,
@@ -408,7 +408,7 @@ async function dispute(rt: TopupRuntime, event: Stripe.Event, object: Stripe.Dis
   const effect: EventAck['effect'] =
     event.type === 'charge.dispute.created' ? 'disputed' : won ? 'dispute_won' : 'dispute_lost';
   if (won) {
-    await rt.ctx.services.billing.creditPayment(
+    await rt.ctx.billing.creditPayment(
       'dispute',
       { ...movement, description: 'Dispute won: credits given back' },
       {
@@ -424,7 +424,7 @@ async function dispute(rt: TopupRuntime, event: Stripe.Event, object: Stripe.Dis
       },
     );
   } else {
-    await rt.ctx.services.billing.debitPayment(
+    await rt.ctx.billing.debitPayment(
       'dispute',
       { ...movement, description: 'Top-up disputed' },
       {

@@ -30,7 +30,7 @@ describeEachDatabase(
       const failed = await startTopup(env, user, 5);
       const unpaid = fake.event('checkout.session.async_payment_failed', fake.pay(failed.sessionId, { async: true }));
       for (let i = 0; i < 3; i++) assert.equal((await fake.deliver(unpaid)).status, 200);
-      await env.service.ctx.services.events.idle();
+      await env.service.ctx.events.idle();
 
       const mine = receiver.bodies().filter((body) => body.data.userId === user.userId);
       assert.deepEqual(mine.map((body) => [body.type, body.data.topupId, body.data.credits]).sort(), [

@@ -1,5 +1,5 @@
 import type Stripe from 'stripe';
-import type { AppContext } from '../platform/context.ts';
+import type { TopupsDeps } from './deps.ts';
 import type { TopupSettings } from './settings.ts';
 
 /** What the top-up observers hear: amounts in micro-credits. */
@@ -16,7 +16,7 @@ export type TopupObserver = (event: TopupEvent) => void;
 
 /** What the top-up code shares: the context, the settings, the Stripe client (null when off), the observers. */
 export interface TopupRuntime {
-  ctx: AppContext;
+  ctx: TopupsDeps;
   settings: TopupSettings;
   stripe: Stripe | null;
   notify(event: TopupEvent): void;

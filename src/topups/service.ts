@@ -1,4 +1,4 @@
-import type { AppContext } from '../platform/context.ts';
+import type { TopupsDeps } from './deps.ts';
 import { getTopup, listTopups, startCheckout } from './checkout.ts';
 import { autoTopupState, maybeAutoTopup, startAutoTopupSetup, updateAutoTopup, type AutoTopupState } from './auto.ts';
 import { handleEvent, type EventAck } from './events.ts';
@@ -10,7 +10,7 @@ import type Stripe from 'stripe';
 export type { TopupEvent, TopupObserver };
 
 /**
- * Self-serve top-ups through Stripe (`ctx.services.topups`): Checkout for one-off purchases, a saved payment
+ * Self-serve top-ups through Stripe (the top-ups feature's `topups`): Checkout for one-off purchases, a saved payment
  * method for auto top-up, and the webhook's events. Money moves only through billing's processor movements.
  */
 export interface Topups {
@@ -36,14 +36,8 @@ export interface Topups {
   observe(listener: TopupObserver): void;
 }
 
-declare module '../platform/context.ts' {
-  interface Services {
-    topups: Topups;
-  }
-}
-
 /** Builds the service; with Stripe configured it also watches billing's settles for auto top-up. */
-export function createTopups(ctx: AppContext, StripeClass: StripePackage | null): Topups {
+export function createTopups(ctx: TopupsDeps, StripeClass: StripePackage | null): Topups {
   const observers: TopupObserver[] = [];
   const rt: TopupRuntime = {
     ctx,
@@ -61,7 +55,7 @@ export function createTopups(ctx: AppContext, StripeClass: StripePackage | null)
   };
   const checkAutoTopup = (userId: string) => maybeAutoTopup(rt, userId);
   if (rt.settings.enabled) {
-    ctx.services.billing.observe((event) => {
+    ctx.billing.observe((event) => {
       if (event.type !== 'settled' || event.captured === 0) return;
       const work = checkAutoTopup(event.userId).catch((error) =>
         ctx.log.error({ err: error, userId: event.userId }, 'auto top-up failed to start'),

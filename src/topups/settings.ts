@@ -1,5 +1,8 @@
 import type Stripe from 'stripe';
-import type { Config } from '../platform/config.ts';
+import type { PlatformConfig } from '../platform/config.ts';
+import type { TopupsConfig } from './config.ts';
+
+type Config = PlatformConfig & TopupsConfig;
 import { ApiError, errors } from '../platform/errors.ts';
 
 /** Micro-credits per credit, times the minor units (cents) per unit of currency. */

@@ -1,10 +1,10 @@
 import type { Feature } from '../platform/feature.ts';
-import { webhooksMigrations } from './migrations.ts';
+import type { WebhooksDeps } from './deps.ts';
 import { registerReplicateWebhook } from './replicate.ts';
+import { createWebhookMetrics } from './metrics.ts';
 
 /** Inbound provider webhooks: `POST /api/webhooks/replicate`, verified (Standard Webhooks) and idempotent. */
-export const webhooksFeature: Feature = {
-  name: 'webhooks',
-  migrations: webhooksMigrations,
-  register: (app, ctx) => registerReplicateWebhook(app, ctx),
-};
+export function createWebhooksFeature(deps: WebhooksDeps): Feature {
+  const metrics = createWebhookMetrics(deps.metrics.registry);
+  return { name: 'webhooks', register: (app) => registerReplicateWebhook(app, deps, metrics) };
+}

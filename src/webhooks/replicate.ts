@@ -1,7 +1,8 @@
 import Type from 'typebox';
 import { ApiErrorSchema } from '#wire/errors.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AppContext } from '../platform/context.ts';
+import type { WebhooksDeps } from './deps.ts';
+import type { WebhookMetrics } from './metrics.ts';
 import { asDb } from '../platform/db/own-tables.ts';
 import { ApiError } from '../platform/errors.ts';
 import { applyPredictionUpdate, settlePrediction, type PredictionUpdate } from '../predictions/finalize.ts';
@@ -62,7 +63,7 @@ export function parseNotice(body: Buffer): PredictionUpdate {
  * not finish (see predictions/finalize.ts).
  */
 export async function acceptDelivery(
-  ctx: AppContext,
+  ctx: WebhooksDeps,
   webhookId: string,
   notice: PredictionUpdate,
 ): Promise<WebhookAck> {
@@ -122,7 +123,11 @@ export async function acceptDelivery(
  * signature covers the exact bytes sent: nothing is parsed, let alone recorded, before {@link verifyWebhook}
  * accepted the delivery.
  */
-export async function registerReplicateWebhook(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function registerReplicateWebhook(
+  app: FastifyInstance,
+  ctx: WebhooksDeps,
+  metrics: WebhookMetrics,
+): Promise<void> {
   const keys = parseSigningSecrets(ctx.config.REPLICATE_WEBHOOK_SECRET);
   const unconfigured =
     'REPLICATE_WEBHOOK_SECRET is not set, so POST /api/webhooks/replicate refuses every delivery (503): unverified traffic is never accepted.';
@@ -155,7 +160,7 @@ export async function registerReplicateWebhook(app: FastifyInstance, ctx: AppCon
         },
       },
       async (request: FastifyRequest) => {
-        const count = (outcome: string) => ctx.metrics.webhookDeliveries.inc({ outcome });
+        const count = (outcome: string) => metrics.webhookDeliveries.inc({ outcome });
         if (keys.length === 0) {
           request.log.warn(unconfigured);
           count('unconfigured');

@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
-import { loadConfig } from '../platform/config.ts';
+import { loadConfig } from '../config.ts';
 import { createLogger } from '../platform/logger.ts';
 import { createService, type Service } from '../service.ts';
 import { selectedDatabases, TestDatabaseSpace } from '../testing/harness.ts';

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { MeteringDeps } from '../deps.ts';
 import { errors } from '../../platform/errors.ts';
 import { creditsToMicros, microsToCredits } from '../../platform/money.ts';
 
@@ -12,7 +12,7 @@ const security = [{ admin: [] }];
  * takes more than the user has available). The CLI's `grant-credits` calls the same code.
  */
 export async function operatorCredit(
-  ctx: AppContext,
+  ctx: MeteringDeps,
   userId: string,
   credits: number,
   reason?: string,
@@ -20,7 +20,7 @@ export async function operatorCredit(
   const micros = creditsToMicros(credits);
   if (micros === null || micros === 0)
     throw errors.invalid('amount must be a non-zero number of credits with at most 6 decimals.');
-  const billing = ctx.services.billing;
+  const billing = ctx.billing;
   const result =
     micros > 0
       ? await billing.grant(userId, micros, reason ?? 'Operator grant')
@@ -29,7 +29,7 @@ export async function operatorCredit(
 }
 
 /** The operator's billing routes: credits and the ledger check. */
-export function registerBillingAdminRoutes(app: App, ctx: AppContext): void {
+export function registerBillingAdminRoutes(app: App, ctx: MeteringDeps): void {
   app.post(
     '/api/admin/users/:id/credits',
     {
@@ -91,6 +91,6 @@ export function registerBillingAdminRoutes(app: App, ctx: AppContext): void {
       },
       config: admin,
     },
-    async () => ctx.services.billing.verify(),
+    async () => ctx.billing.verify(),
   );
 }

@@ -2,7 +2,7 @@ import Type from 'typebox';
 import { BalanceSchema, TransactionsPageSchema } from '#wire/wallet.ts';
 import type { App } from '../../platform/http/server.ts';
 import { principalOf } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { MeteringDeps } from '../deps.ts';
 import { microsToCredits } from '../../platform/money.ts';
 
 const security = [{ bearer: [] }];
@@ -16,7 +16,7 @@ const TransactionsQuery = Type.Object({
 });
 
 /** The wallet reads of the dashboard and of apps with `billing:read`. */
-export function registerWalletRoutes(app: App, ctx: AppContext): void {
+export function registerWalletRoutes(app: App, ctx: MeteringDeps): void {
   app.get(
     '/api/wallet/balance',
     {
@@ -29,7 +29,7 @@ export function registerWalletRoutes(app: App, ctx: AppContext): void {
       config: { auth: ['billing:read'] },
     },
     async (request) => {
-      const wallet = await ctx.services.billing.getBalance(principalOf(request).userId);
+      const wallet = await ctx.billing.getBalance(principalOf(request).userId);
       return {
         balance: microsToCredits(wallet.balance),
         reserved: microsToCredits(wallet.reserved),
@@ -58,7 +58,7 @@ export function registerWalletRoutes(app: App, ctx: AppContext): void {
       // Security invariant: an app (its token, or a key it created) sees only the movements of its own holds,
       // not the other apps' spend nor the user's grants and top-ups; the balance stays readable (decisions.md).
       const principal = principalOf(request);
-      return ctx.services.billing.listTransactions(principal.userId, {
+      return ctx.billing.listTransactions(principal.userId, {
         limit: query.limit ? Number(query.limit) : undefined,
         cursor: query.cursor,
         appId: principal.appId,

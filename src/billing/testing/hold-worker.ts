@@ -8,7 +8,7 @@
  * Usage: node src/billing/testing/hold-worker.ts '{"userId":"usr_…","appId":null,"count":100,"amount":100000,"at":"2026-…Z"}'
  */
 import { createInterface } from 'node:readline';
-import { loadConfig } from '../../platform/config.ts';
+import { loadConfig } from '../../config.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { openDatabase } from '../../platform/db/connect.ts';
 import { ApiError } from '../../platform/errors.ts';

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { EventRoutesDeps } from './deps.ts';
 import { createEndpoint, endpointView, type EndpointInput } from '../endpoints.ts';
 import { EndpointInputSchema, EndpointSchema, SecretSchema, type Surface } from './surfaces.ts';
 
@@ -8,7 +8,7 @@ import { EndpointInputSchema, EndpointSchema, SecretSchema, type Surface } from 
  * `POST /api/{user,admin}/webhooks`: registers an endpoint; its secret is in this answer and nowhere after.
  * The change is announced on the bus, so every instance's settle path knows at once who receives events.
  */
-export function registerCreateRoute(app: App, ctx: AppContext, surface: Surface): void {
+export function registerCreateRoute(app: App, ctx: EventRoutesDeps, surface: Surface): void {
   const { base, tags, security, config } = surface;
   app.post(
     base,
@@ -35,7 +35,7 @@ export function registerCreateRoute(app: App, ctx: AppContext, surface: Surface)
     async (request, reply) => {
       const owner = surface.owner(request);
       const { row, secret } = await createEndpoint(ctx, owner, request.body as EndpointInput & { url: string });
-      await ctx.services.events.subscriptions.changed(owner);
+      await ctx.events.subscriptions.changed(owner);
       return reply.code(201).send({ webhook: endpointView(row), secret });
     },
   );

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { EventRoutesDeps } from './deps.ts';
 import { findEndpoint } from '../endpoints.ts';
 import { eventsDb, type WebhookMessagesTable } from '../schema.ts';
 import type { Selectable } from 'kysely';
@@ -54,7 +54,7 @@ function deliveryView(row: Selectable<WebhookMessagesTable> & { type: string }) 
 }
 
 /** `GET /api/{user,admin}/webhooks/:id/deliveries`: an endpoint's deliveries, newest first, with their status. */
-export function registerDeliveriesRoute(app: App, ctx: AppContext, surface: Surface): void {
+export function registerDeliveriesRoute(app: App, ctx: EventRoutesDeps, surface: Surface): void {
   const { base, tags, security, config } = surface;
 
   app.get(

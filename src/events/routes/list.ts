@@ -1,11 +1,11 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { EventRoutesDeps } from './deps.ts';
 import { endpointView, listEndpoints } from '../endpoints.ts';
 import { EndpointSchema, type Surface } from './surfaces.ts';
 
 /** `GET /api/{user,admin}/webhooks`: the caller's endpoints, oldest first, without their secrets. */
-export function registerListRoute(app: App, ctx: AppContext, surface: Surface): void {
+export function registerListRoute(app: App, ctx: EventRoutesDeps, surface: Surface): void {
   const { base, tags, security, config } = surface;
   app.get(
     base,

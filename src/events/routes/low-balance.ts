@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { EventRoutesDeps } from './deps.ts';
 import { creditsToMicros, microsToCredits } from '../../platform/money.ts';
 import { errors } from '../../platform/errors.ts';
 import { readAlert, writeAlert, type LowBalanceAlert } from '../low-balance.ts';
@@ -23,7 +23,7 @@ const view = (alert: LowBalanceAlert) => ({
  * `GET` and `PUT /api/user/low-balance-alert`: the threshold under which `wallet.low_balance` fires, once per
  * crossing. Dashboard session only, like the endpoints.
  */
-export function registerLowBalanceRoutes(app: App, ctx: AppContext): void {
+export function registerLowBalanceRoutes(app: App, ctx: EventRoutesDeps): void {
   const { tags, security, config } = userSurface;
   const path = '/api/user/low-balance-alert';
 
@@ -65,7 +65,7 @@ export function registerLowBalanceRoutes(app: App, ctx: AppContext): void {
       if (threshold !== null && micros === null)
         throw errors.invalid('threshold must be a number of credits with at most 6 decimals.');
       const alert = await writeAlert(ctx, userId, micros);
-      await ctx.services.events.subscriptions.changed(userId);
+      await ctx.events.subscriptions.changed(userId);
       return view(alert);
     },
   );

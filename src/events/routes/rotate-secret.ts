@@ -1,11 +1,11 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { EventRoutesDeps } from './deps.ts';
 import { rotateSecret } from '../endpoints.ts';
 import { IdParams, SecretSchema, type Surface } from './surfaces.ts';
 
 /** `POST /api/{user,admin}/webhooks/:id/rotate-secret`: a new secret, shown once; the old one overlaps a day. */
-export function registerRotateSecretRoute(app: App, ctx: AppContext, surface: Surface): void {
+export function registerRotateSecretRoute(app: App, ctx: EventRoutesDeps, surface: Surface): void {
   const { base, tags, security, config } = surface;
   app.post(
     `${base}/:id/rotate-secret`,

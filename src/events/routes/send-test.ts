@@ -1,13 +1,13 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { EventRoutesDeps } from './deps.ts';
 import { findEndpoint } from '../endpoints.ts';
 import { errors } from '../../platform/errors.ts';
 import { TEST_EVENT_TYPE } from '../catalogue.ts';
 import { IdParams, type Surface } from './surfaces.ts';
 
 /** `POST /api/{user,admin}/webhooks/:id/test`: records a test event for this endpoint and sends it at once. */
-export function registerSendTestRoute(app: App, ctx: AppContext, surface: Surface): void {
+export function registerSendTestRoute(app: App, ctx: EventRoutesDeps, surface: Surface): void {
   const { base, tags, security, config } = surface;
   app.post(
     `${base}/:id/test`,
@@ -27,7 +27,7 @@ export function registerSendTestRoute(app: App, ctx: AppContext, surface: Surfac
     async (request, reply) => {
       const owner = surface.owner(request);
       const endpoint = await findEndpoint(ctx, owner, (request.params as { id: string }).id);
-      const recorded = await ctx.services.events.emit({
+      const recorded = await ctx.events.emit({
         type: TEST_EVENT_TYPE,
         userId: owner,
         endpointId: endpoint.id,

@@ -1,11 +1,11 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { EventRoutesDeps } from './deps.ts';
 import { endpointView, updateEndpoint, type EndpointInput } from '../endpoints.ts';
 import { EndpointInputSchema, EndpointSchema, IdParams, type Surface } from './surfaces.ts';
 
 /** `PATCH /api/{user,admin}/webhooks/:id`: changes the URL (checked again), the event types or enabled. */
-export function registerUpdateRoute(app: App, ctx: AppContext, surface: Surface): void {
+export function registerUpdateRoute(app: App, ctx: EventRoutesDeps, surface: Surface): void {
   const { base, tags, security, config } = surface;
   app.patch(
     `${base}/:id`,
@@ -35,7 +35,7 @@ export function registerUpdateRoute(app: App, ctx: AppContext, surface: Surface)
         (request.params as { id: string }).id,
         request.body as EndpointInput,
       );
-      await ctx.services.events.subscriptions.changed(owner);
+      await ctx.events.subscriptions.changed(owner);
       return { webhook: endpointView(row) };
     },
   );

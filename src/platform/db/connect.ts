@@ -2,7 +2,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Kysely } from 'kysely';
 import pg from 'pg';
-import type { Config } from '../config.ts';
+import type { PlatformConfig } from '../config.ts';
 import type { NoTables } from './own-tables.ts';
 import { nodeSqliteDialect } from './node-sqlite-dialect.ts';
 import { nameStatements, SchemaScopedPostgresDialect } from './postgres-dialect.ts';
@@ -33,7 +33,7 @@ export interface Database {
 
 /** Opens PostgreSQL when `DATABASE_URL` is set, else the SQLite file `DATA_DIR/tollgate.db`. */
 export function openDatabase(
-  config: Pick<Config, 'DATABASE_URL' | 'DATABASE_SCHEMA' | 'DATABASE_POOL_SIZE' | 'DATA_DIR'>,
+  config: Pick<PlatformConfig, 'DATABASE_URL' | 'DATABASE_SCHEMA' | 'DATABASE_POOL_SIZE' | 'DATA_DIR'>,
 ): Database {
   if (config.DATABASE_URL) {
     const pool = new pg.Pool({

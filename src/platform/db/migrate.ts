@@ -1,8 +1,8 @@
 import { Migrator, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
-import type { Config } from '../config.ts';
+import type { PlatformConfig } from '../config.ts';
 
 /** Where the migrator keeps its own tables: the configured PostgreSQL schema (SQLite has none). */
-export type MigrationPlace = Pick<Config, 'DATABASE_URL' | 'DATABASE_SCHEMA'>;
+export type MigrationPlace = Pick<PlatformConfig, 'DATABASE_URL' | 'DATABASE_SCHEMA'>;
 
 function migrator(db: Kysely<any>, migrations: Record<string, Migration>, place: MigrationPlace): Migrator {
   return new Migrator({

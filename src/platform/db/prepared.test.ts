@@ -2,7 +2,7 @@ import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
 import { TestDatabaseSpace, selectedDatabases } from '../../testing/harness.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../../config.ts';
 import { openDatabase } from './connect.ts';
 import { preparedQuery } from './prepared.ts';
 

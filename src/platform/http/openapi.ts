@@ -1,5 +1,5 @@
 import { ApiErrorSchema, KeysErrorSchema, OAuthErrorSchema } from '#wire/errors.ts';
-import type { ErrorEnvelope } from './server.ts';
+import type { ErrorEnvelope } from './error-envelope.ts';
 import { SESSION_COOKIE } from './principal.ts';
 
 /**

@@ -2,43 +2,10 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError, errors } from '../errors.ts';
 
 /**
- * Every scope an OAuth app can be granted (decisions.md "OAuth"), then the OpenID Connect scopes of "Sign in
- * with Tollgate" (decisions.md "Added 2026-11-23"), which grant no API access, only who the user is.
- */
-export const SCOPES = [
-  'read',
-  'write',
-  'billing:read',
-  'apikeys:read',
-  'apikeys:write',
-  'ai:chat',
-  'ai:completions',
-  'ai:models',
-  'ai:images',
-  'ai:embeddings',
-  'ai:audio',
-  'offline_access',
-  'openid',
-  'profile',
-  'email',
-] as const;
-export type Scope = (typeof SCOPES)[number];
-
-/** The permissions an API key can carry (contract §5.3). */
-export const KEY_PERMISSIONS = [
-  'ai:chat',
-  'ai:completions',
-  'ai:models',
-  'ai:images',
-  'ai:embeddings',
-  'ai:audio',
-  'billing:read',
-] as const;
-export type KeyPermission = (typeof KEY_PERMISSIONS)[number];
-
-/**
  * Who is calling, whatever the credential: an app's OAuth token, an API key or the user's own dashboard
- * session all become one of these (decisions.md "Who is calling").
+ * session all become one of these (decisions.md "Who is calling"). The scopes are plain strings here: the
+ * OAuth feature declares the scopes (src/oauth/scopes.ts), the keys feature the permissions
+ * (src/keys/permissions.ts), and a route names those it needs in `config.auth`.
  */
 export interface Principal {
   kind: 'oauth' | 'api_key' | 'session';
@@ -56,13 +23,15 @@ export interface Principal {
 export type CredentialResolver = (credential: string) => Promise<Principal | null>;
 
 /**
- * The credential resolvers, filled in by the features that own each credential (keys, oauth, accounts).
- * The platform only knows how to pick one.
+ * The credential resolvers, given by the features that own each credential (keys, oauth, accounts) through
+ * the composition root. The platform only knows how to pick one.
  */
-export interface AuthRegistry {
-  apiKey?: CredentialResolver;
-  accessToken?: CredentialResolver;
-  session?: CredentialResolver;
+export interface CredentialResolvers {
+  /** Whether a bearer (or `x-api-key`) credential is an API key, by its form; anything else is an access token. */
+  isApiKey(credential: string): boolean;
+  apiKey: CredentialResolver;
+  accessToken: CredentialResolver;
+  session: CredentialResolver;
 }
 
 declare module 'fastify' {
@@ -88,7 +57,7 @@ export interface CredentialOptions {
 /** Resolves the request's credential into a principal; 401 when there is none or it is not valid. */
 export async function authenticate(
   request: FastifyRequest,
-  registry: AuthRegistry,
+  registry: CredentialResolvers,
   options: CredentialOptions = {},
 ): Promise<Principal> {
   const header = request.headers.authorization;
@@ -104,7 +73,7 @@ export async function authenticate(
     return resolveCredential(match[1], registry, 'x-api-key credential');
   }
   const cookie = request.cookies?.[SESSION_COOKIE];
-  if (cookie && registry.session) {
+  if (cookie) {
     const unsigned = request.unsignCookie(cookie);
     const principal = unsigned.valid && unsigned.value ? await registry.session(unsigned.value) : null;
     if (principal) {
@@ -120,10 +89,10 @@ export async function authenticate(
 
 const API_KEY_HEADER = /^([\x21-\x7e]{1,4096})$/;
 
-/** An `ak_…` value is an API key, anything else an OAuth access token; 401 when neither resolves. */
-async function resolveCredential(credential: string, registry: AuthRegistry, what: string): Promise<Principal> {
-  const resolver = credential.startsWith('ak_') ? registry.apiKey : registry.accessToken;
-  const principal = resolver ? await resolver(credential) : null;
+/** An API key (by the keys feature's form) or else an OAuth access token; 401 when neither resolves. */
+async function resolveCredential(credential: string, registry: CredentialResolvers, what: string): Promise<Principal> {
+  const resolver = registry.isApiKey(credential) ? registry.apiKey : registry.accessToken;
+  const principal = await resolver(credential);
   if (!principal) throw errors.unauthenticated(`The ${what} is invalid, expired or revoked.`);
   return principal;
 }

@@ -14,24 +14,13 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ApiError, ERROR_CODES, type ErrorCode } from '../errors.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext, ServerContext } from '../context.ts';
 import { matchesAnySecret } from '../crypto.ts';
 import { authenticate, requireScope, type Principal } from './principal.ts';
 import { SECURITY_SCHEMES, transformDocument, transformRoute } from './openapi.ts';
+import type { ErrorEnvelope, ErrorRenderer } from './error-envelope.ts';
 
-/**
- * How a route family shapes its errors: `api` is `{ error: { code, message, type, ... } }` (contract §2.2,
- * decisions.md), `keys` is `{ success: false, error: "<text>" }` (contract §7.1), `oauth` is RFC 6749's
- * `{ error: "<code>", error_description: "<text>" }` (the OAuth endpoints, whose clients read only that).
- */
-export type ErrorEnvelope = 'api' | 'keys' | 'oauth';
-
-/**
- * A route's own error body, for an inbound protocol whose clients read another envelope (Anthropic's
- * `{ type: "error", error: { ... } }`): given the ApiError, it returns the body; the server still sets the
- * status and the error's headers. Set it as the route's `config.errorRenderer`; it wins over `envelope`.
- */
-export type ErrorRenderer = (error: ApiError) => unknown;
+export type { ErrorEnvelope, ErrorRenderer };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -158,7 +147,7 @@ export function principalOf(request: FastifyRequest): Principal {
  * Builds the Fastify server every feature registers on: TypeBox schemas, the OpenAPI document at
  * `/api/openapi.json` and `/docs`, cookies, form bodies, the error envelopes and bearer authentication.
  */
-export async function createServer(ctx: AppContext): Promise<App> {
+export async function createServer(ctx: ServerContext): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.log,
     // One line per request is written by the onResponse hook below, with the caller's ids and no headers.
@@ -311,12 +300,11 @@ export async function createServer(ctx: AppContext): Promise<App> {
       );
     }
     if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
-    if (['SPENDING_LIMIT_EXCEEDED', 'INSUFFICIENT_CREDITS', 'RATE_LIMITED'].includes(apiError.code))
-      ctx.metrics.restrictions.inc({ code: apiError.code });
+    for (const observe of ctx.errorObservers) observe(apiError);
     return sendError(request, reply, apiError);
   });
   app.setNotFoundHandler((request, reply) => {
-    const envelope = request.url.startsWith('/api/user/api-keys') ? 'keys' : 'api';
+    const envelope = ctx.errorEnvelopes.find(({ prefix }) => request.url.startsWith(prefix))?.envelope ?? 'api';
     const error = new ApiError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
     reply.code(404);
     return envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope();

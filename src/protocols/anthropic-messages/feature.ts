@@ -1,5 +1,6 @@
 import type { Feature } from '../../platform/feature.ts';
 import type { App } from '../../platform/http/server.ts';
+import type { GatewayDeps } from '../../gateway/deps.ts';
 import { registerMessagesRoute } from './messages.ts';
 import { registerCountTokensRoute } from './count-tokens.ts';
 
@@ -8,11 +9,13 @@ import { registerCountTokensRoute } from './count-tokens.ts';
  * Anthropic SDK, the Vercel AI SDK's Anthropic provider and Claude Code. Same permissions (`ai:chat` or
  * `ai:completions`), billing and limits as chat; errors in Anthropic's envelope (each route's `errorRenderer`).
  */
-export const anthropicMessagesFeature: Feature = {
-  name: 'anthropic-messages',
-  register(app, ctx) {
-    const typed = app as unknown as App;
-    registerMessagesRoute(typed, ctx);
-    registerCountTokensRoute(typed, ctx);
-  },
-};
+export function createAnthropicMessagesFeature(deps: GatewayDeps): Feature {
+  return {
+    name: 'anthropic-messages',
+    register(app) {
+      const typed = app as unknown as App;
+      registerMessagesRoute(typed, deps);
+      registerCountTokensRoute(typed, deps);
+    },
+  };
+}

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../../platform/context.ts';
+import type { GatewayDeps } from '../../gateway/deps.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { principalOf, type App } from '../../platform/http/server.ts';
 import { clientSignal } from '../../gateway/common.ts';
@@ -17,7 +17,7 @@ import { anthropicErrorBody, withRetryAdvice } from './errors.ts';
  * and settle like chat. The Anthropic SDK reaches it with `baseURL: <tollgate>/api`, Claude Code with
  * `ANTHROPIC_BASE_URL=<tollgate>/api` (which adds `?beta=true`: any query string is accepted).
  */
-export function registerMessagesRoute(app: App, ctx: AppContext): void {
+export function registerMessagesRoute(app: App, ctx: GatewayDeps): void {
   app.post(
     '/api/v1/messages',
     {
@@ -62,7 +62,7 @@ export function registerMessagesRoute(app: App, ctx: AppContext): void {
  * response ends only after that, so a client that reads its wallet after the stream sees the charge.
  */
 async function streamMessage(
-  ctx: AppContext,
+  ctx: GatewayDeps,
   request: FastifyRequest,
   reply: FastifyReply,
   call: CanonicalCall,

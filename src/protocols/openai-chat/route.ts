@@ -3,7 +3,7 @@ import { ApiErrorSchema } from '#wire/errors.ts';
 import type { FastifyReply } from 'fastify';
 import type { App } from '../../platform/http/server.ts';
 import { principalOf } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { GatewayDeps } from '../../gateway/deps.ts';
 import { MODEL_ID_PATTERN } from '../../models/routes.ts';
 import type { ChatRequest } from '../../gateway/chat-plan.ts';
 import { clientSignal } from '../../gateway/common.ts';
@@ -71,7 +71,7 @@ const ChatCompletionSchema = Type.Object(
 );
 
 /** `POST /api/v1/chat/completions`: OpenAI-compatible chat, streamed or not, run through the call pipeline. */
-export function registerChatRoute(app: App, ctx: AppContext): void {
+export function registerChatRoute(app: App, ctx: GatewayDeps): void {
   app.post(
     '/api/v1/chat/completions',
     {

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../../platform/http/server.ts';
 import { principalOf } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { ResponsesDeps } from './deps.ts';
 import type { Principal } from '../../platform/http/principal.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
@@ -20,7 +20,7 @@ import { ResponsesEventWriter } from './stream.ts';
 type Keep = ((response: ResponseObject) => Promise<void>) | null;
 
 /** `POST /api/v1/responses`: OpenAI's Responses API on any model, streamed or not, billed through the one pipeline. */
-export function registerCreateResponseRoute(app: App, ctx: AppContext): void {
+export function registerCreateResponseRoute(app: App, ctx: ResponsesDeps): void {
   app.post(
     '/api/v1/responses',
     {
@@ -67,7 +67,7 @@ export function registerCreateResponseRoute(app: App, ctx: AppContext): void {
  * first, `item_reference`s replaced by the items they name), which is what `store: true` keeps.
  */
 async function prepare(
-  ctx: AppContext,
+  ctx: ResponsesDeps,
   principal: Principal,
   body: ResponsesRequest,
 ): Promise<{ call: CanonicalCall; conversation: InputItem[] }> {
@@ -89,7 +89,7 @@ async function prepare(
 
 /** A whole answer: the pipeline's result rendered as a Response object (kept first when `store: true`). */
 async function respondWhole(
-  ctx: AppContext,
+  ctx: ResponsesDeps,
   reply: FastifyReply,
   call: CanonicalCall,
   frame: ResponseFrame,
@@ -117,7 +117,7 @@ async function respondWhole(
  * what was produced, and a failure is rendered as `response.failed` + `error` here, never thrown to Fastify.
  */
 async function respondStreamed(
-  ctx: AppContext,
+  ctx: ResponsesDeps,
   request: FastifyRequest,
   reply: FastifyReply,
   call: CanonicalCall,

@@ -1,7 +1,7 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
 import { principalOf } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { ResponsesDeps } from './deps.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { ApiErrorSchema } from '#wire/errors.ts';
 import { ResponseIdParams } from './schemas.ts';
@@ -14,7 +14,7 @@ const Deleted = Type.Object({
 });
 
 /** `DELETE /api/v1/responses/:id`: forgets a stored response of the caller's (404 for anyone else's). */
-export function registerDeleteResponseRoute(app: App, ctx: AppContext): void {
+export function registerDeleteResponseRoute(app: App, ctx: ResponsesDeps): void {
   app.delete(
     '/api/v1/responses/:id',
     {

@@ -1,12 +1,12 @@
 import type { App } from '../../platform/http/server.ts';
 import { principalOf } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
-import { ApiErrorSchema } from '#wire/errors.ts';
+import type { ResponsesDeps } from './deps.ts';
 import { ResponseIdParams, ResponseSchema } from './schemas.ts';
+import { ApiErrorSchema } from '#wire/errors.ts';
 import { requireResponse } from './store.ts';
 
 /** `GET /api/v1/responses/:id`: a response stored with `store: true`, to its own user and app only (404 otherwise). */
-export function registerRetrieveResponseRoute(app: App, ctx: AppContext): void {
+export function registerRetrieveResponseRoute(app: App, ctx: ResponsesDeps): void {
   app.get(
     '/api/v1/responses/:id',
     {

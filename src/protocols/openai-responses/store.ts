@@ -1,4 +1,9 @@
 import type { AppContext } from '../../platform/context.ts';
+import type { PlatformConfig } from '../../platform/config.ts';
+import type { ResponsesConfig } from './config.ts';
+
+/** What the store uses: the platform, and the Responses API's section of the config. */
+type StoreDeps = AppContext & { config: PlatformConfig & ResponsesConfig };
 import type { Principal } from '../../platform/http/principal.ts';
 import type { Job } from '../../platform/jobs.ts';
 import { ApiError } from '../../platform/errors.ts';
@@ -23,7 +28,7 @@ export interface StoredResponse {
 
 const DAY_MS = 86_400_000;
 
-function owned(ctx: AppContext, principal: Principal, id: string) {
+function owned(ctx: StoreDeps, principal: Principal, id: string) {
   const query = responsesDb(ctx.db)
     .selectFrom('stored_responses')
     .where('id', '=', id)
@@ -33,7 +38,7 @@ function owned(ctx: AppContext, principal: Principal, id: string) {
 }
 
 /** The caller's stored response, or null (unknown, someone else's, or expired). */
-export async function loadResponse(ctx: AppContext, principal: Principal, id: string): Promise<StoredResponse | null> {
+export async function loadResponse(ctx: StoreDeps, principal: Principal, id: string): Promise<StoredResponse | null> {
   if (!isResponseId(id)) return null;
   const row = await owned(ctx, principal, id).select(['input_items', 'response']).executeTakeFirst();
   return row ? { inputItems: JSON.parse(row.input_items), response: JSON.parse(row.response) } : null;
@@ -41,7 +46,7 @@ export async function loadResponse(ctx: AppContext, principal: Principal, id: st
 
 /** The caller's stored response; 404 NOT_FOUND in the OpenAI envelope otherwise. */
 export async function requireResponse(
-  ctx: AppContext,
+  ctx: StoreDeps,
   principal: Principal,
   id: string,
   param = 'id',
@@ -61,7 +66,7 @@ export async function requireResponse(
  * response named). Unknown ids are left out; the parser refuses them.
  */
 export async function referencedItems(
-  ctx: AppContext,
+  ctx: StoreDeps,
   principal: Principal,
   items: InputItem[],
 ): Promise<Map<string, InputItem>> {
@@ -84,7 +89,7 @@ export async function referencedItems(
 }
 
 /** The JSON texts to store, or a 413 when they exceed `RESPONSES_STORE_MAX_BYTES` (checked on the input before any call). */
-export function storable(ctx: AppContext, inputItems: InputItem[]): string {
+export function storable(ctx: StoreDeps, inputItems: InputItem[]): string {
   const json = JSON.stringify(inputItems);
   const size = Buffer.byteLength(json);
   if (size > ctx.config.RESPONSES_STORE_MAX_BYTES) {
@@ -98,7 +103,7 @@ export function storable(ctx: AppContext, inputItems: InputItem[]): string {
 
 /** Keeps a finished response for the caller, until the retention ends. */
 export async function saveResponse(
-  ctx: AppContext,
+  ctx: StoreDeps,
   principal: Principal,
   inputJson: string,
   response: ResponseObject,
@@ -122,7 +127,7 @@ export async function saveResponse(
 }
 
 /** Deletes the caller's stored response; false when there was none of theirs. */
-export async function deleteResponse(ctx: AppContext, principal: Principal, id: string): Promise<boolean> {
+export async function deleteResponse(ctx: StoreDeps, principal: Principal, id: string): Promise<boolean> {
   if (!isResponseId(id)) return false;
   const query = responsesDb(ctx.db)
     .deleteFrom('stored_responses')
@@ -136,20 +141,22 @@ export async function deleteResponse(ctx: AppContext, principal: Principal, id: 
 }
 
 /** Deletes stored responses past their retention (`RESPONSES_RETENTION_DAYS`), 1000 per run at most. */
-export const expireResponsesJob: Job = {
-  name: 'expire-responses',
-  description: 'Deletes stored Responses (store: true) older than RESPONSES_RETENTION_DAYS.',
-  async run(ctx) {
-    const expired = responsesDb(ctx.db)
-      .selectFrom('stored_responses')
-      .select('id')
-      .where('expires_at', '<=', ctx.clock.now())
-      .orderBy('expires_at')
-      .limit(1000);
-    const result = await responsesDb(ctx.db)
-      .deleteFrom('stored_responses')
-      .where('id', 'in', expired)
-      .executeTakeFirst();
-    return { deleted: Number(result.numDeletedRows) };
-  },
-};
+export function expireResponsesJob(ctx: StoreDeps): Job {
+  return {
+    name: 'expire-responses',
+    description: 'Deletes stored Responses (store: true) older than RESPONSES_RETENTION_DAYS.',
+    async run() {
+      const expired = responsesDb(ctx.db)
+        .selectFrom('stored_responses')
+        .select('id')
+        .where('expires_at', '<=', ctx.clock.now())
+        .orderBy('expires_at')
+        .limit(1000);
+      const result = await responsesDb(ctx.db)
+        .deleteFrom('stored_responses')
+        .where('id', 'in', expired)
+        .executeTakeFirst();
+      return { deleted: Number(result.numDeletedRows) };
+    },
+  };
+}

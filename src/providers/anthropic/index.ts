@@ -1,4 +1,7 @@
-import type { Config } from '../../platform/config.ts';
+import type { PlatformConfig } from '../../platform/config.ts';
+import type { ProvidersConfig } from '../config.ts';
+
+type Config = PlatformConfig & ProvidersConfig;
 import { joinUrl, readJson, readSse, upstreamFetch } from '../http.ts';
 import { anthropicEvents, fromAnthropicResult, toAnthropicMessages } from './wire.ts';
 import type { CallOptions, ProviderAdapter, UpstreamModel } from '../types.ts';

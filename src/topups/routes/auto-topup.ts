@@ -1,8 +1,8 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
-import { AutoTopupSchema } from '#wire/topups.ts';
+import type { TopupRoutesDeps } from './deps.ts';
 import { autoTopupView, sessionOnly, sessionSecurity } from './views.ts';
+import { AutoTopupSchema } from '#wire/topups.ts';
 
 const Settings = Type.Object(
   {
@@ -16,7 +16,7 @@ const Settings = Type.Object(
 );
 
 /** Auto top-up: `GET`/`PUT /api/wallet/auto-topup` and `POST /api/wallet/auto-topup/setup` (dashboard session only). */
-export function registerAutoTopupRoutes(app: App, ctx: AppContext): void {
+export function registerAutoTopupRoutes(app: App, ctx: TopupRoutesDeps): void {
   app.get(
     '/api/wallet/auto-topup',
     {
@@ -28,7 +28,7 @@ export function registerAutoTopupRoutes(app: App, ctx: AppContext): void {
       },
       config: { auth: [] },
     },
-    async (request) => autoTopupView(await ctx.services.topups.autoTopup(sessionOnly(request).userId)),
+    async (request) => autoTopupView(await ctx.topups.autoTopup(sessionOnly(request).userId)),
   );
 
   app.put(
@@ -50,7 +50,7 @@ export function registerAutoTopupRoutes(app: App, ctx: AppContext): void {
     async (request) => {
       const { userId } = sessionOnly(request);
       return autoTopupView(
-        await ctx.services.topups.updateAutoTopup(
+        await ctx.topups.updateAutoTopup(
           userId,
           request.body as { enabled: boolean; threshold: number; amount: number },
         ),
@@ -76,7 +76,7 @@ export function registerAutoTopupRoutes(app: App, ctx: AppContext): void {
       const { userId } = sessionOnly(request);
       const body = request.body as { threshold: number; amount: number };
       reply.code(201);
-      return ctx.services.topups.startAutoTopupSetup(userId, body.threshold, body.amount);
+      return ctx.topups.startAutoTopupSetup(userId, body.threshold, body.amount);
     },
   );
 }

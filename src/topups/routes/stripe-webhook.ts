@@ -2,7 +2,7 @@ import Type from 'typebox';
 import { ApiErrorSchema } from '#wire/errors.ts';
 import type Stripe from 'stripe';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AppContext } from '../../platform/context.ts';
+import type { TopupRoutesDeps } from './deps.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { HOW_TO_ENABLE, type StripePackage } from '../settings.ts';
 
@@ -34,7 +34,7 @@ const Ack = Type.Object({
  */
 export async function registerStripeWebhook(
   app: FastifyInstance,
-  ctx: AppContext,
+  ctx: TopupRoutesDeps,
   StripeClass: StripePackage | null,
 ): Promise<void> {
   const secret = ctx.config.STRIPE_WEBHOOK_SECRET;
@@ -59,7 +59,7 @@ export async function registerStripeWebhook(
       },
       async (request: FastifyRequest) => {
         // Unconfigured: 503, so Stripe keeps the event and delivers it again once the operator sets the secrets.
-        if (!secret || !StripeClass || !ctx.services.topups.settings.enabled)
+        if (!secret || !StripeClass || !ctx.topups.settings.enabled)
           throw new ApiError('SERVICE_UNAVAILABLE', HOW_TO_ENABLE);
         const header = request.headers['stripe-signature'];
         if (typeof header !== 'string' || !SIGNATURE_HEADER.test(header)) {
@@ -95,7 +95,7 @@ export async function registerStripeWebhook(
         ) {
           throw new ApiError('WEBHOOK_INVALID', 'The Stripe event lacks an id, a type or a data object.');
         }
-        return ctx.services.topups.handleEvent(event);
+        return ctx.topups.handleEvent(event);
       },
     );
   });

@@ -1,13 +1,13 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
-import type { AppContext } from '../../platform/context.ts';
+import type { TopupRoutesDeps } from './deps.ts';
 import { microsToCredits } from '../../platform/money.ts';
 import { HOW_TO_ENABLE } from '../settings.ts';
 import { TopupsPageSchema, TopupStartedSchema } from '#wire/topups.ts';
 import { sessionOnly, sessionSecurity, topupView } from './views.ts';
 
 /** `GET` and `POST /api/wallet/topups` (decisions.md "Top-ups"): the dashboard session only. */
-export function registerTopupRoutes(app: App, ctx: AppContext): void {
+export function registerTopupRoutes(app: App, ctx: TopupRoutesDeps): void {
   app.get(
     '/api/wallet/topups',
     {
@@ -21,7 +21,7 @@ export function registerTopupRoutes(app: App, ctx: AppContext): void {
     },
     async (request) => {
       const { userId } = sessionOnly(request);
-      const { settings } = ctx.services.topups;
+      const { settings } = ctx.topups;
       return {
         enabled: settings.enabled,
         ...(settings.enabled ? {} : { message: HOW_TO_ENABLE }),
@@ -31,8 +31,8 @@ export function registerTopupRoutes(app: App, ctx: AppContext): void {
         maxAmount: settings.maxAmount,
         creditsPerUnit: settings.creditsPerUnit,
         lowBalance: microsToCredits(settings.lowBalance),
-        owed: microsToCredits(await ctx.services.billing.debtOf(userId)),
-        topups: (await ctx.services.topups.list(userId)).map(topupView),
+        owed: microsToCredits(await ctx.billing.debtOf(userId)),
+        topups: (await ctx.topups.list(userId)).map(topupView),
       };
     },
   );
@@ -63,7 +63,7 @@ export function registerTopupRoutes(app: App, ctx: AppContext): void {
     },
     async (request, reply) => {
       const { userId } = sessionOnly(request);
-      const started = await ctx.services.topups.startCheckout(userId, (request.body as { amount: number }).amount);
+      const started = await ctx.topups.startCheckout(userId, (request.body as { amount: number }).amount);
       reply.code(201);
       return { topup: topupView(started.topup), url: started.url };
     },

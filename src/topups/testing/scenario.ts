@@ -64,7 +64,7 @@ export async function topupOf(env: TestEnv, session: DashboardSession, topupId: 
 /** Fails unless the ledger verifies, for the user and as a whole (the operator route). */
 export async function assertLedgerVerifies(env: TestEnv, userId?: string): Promise<void> {
   if (userId) {
-    const report = await env.service.ctx.services.billing.verify({ userId });
+    const report = await env.service.ctx.billing.verify({ userId });
     assert.ok(report.ok, JSON.stringify(report));
   }
   const whole = await env.admin('GET', '/api/admin/ledger/verify');

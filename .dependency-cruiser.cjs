@@ -1,0 +1,73 @@
+/**
+ * Who may import whom (docs/architecture.md). Checked by src/architecture.test.ts through
+ * scripts/import-rules.ts (`node scripts/import-rules.ts` prints the violations): dependency-cruiser cannot
+ * parse TypeScript 7's sources itself, so it runs on a skeleton of the imports (see that script).
+ *
+ * A feature folder is `src/<name>/` or `src/protocols/<name>/`. Tests (`*.test.ts`) and test helpers
+ * (`testing/` folders, `src/testing`) are tooling: they may reach into any feature, and are not held to the
+ * layering rules (they are to the cycle rule).
+ */
+const TOOLING = ['\\.test\\.js$', '(^|/)testing/'];
+const FEATURE = '^src/((?:protocols/)?[^/]+)/';
+
+/**
+ * Known exceptions, each waiting for the data-ownership work of issue 17 (each feature's db handle typed with
+ * its own tables; cross-feature reads through the owner's API). Remove an entry when its import goes; a
+ * new violation is never added here.
+ */
+const PENDING_DATA_OWNERSHIP = {
+  // platform/db/connect.ts types its handle with src/tables.ts, which composes every feature's tables (and
+  // those import the platform's Db back: the one cycle left).
+  platformToTables: '^src/platform/db/connect\\.js$',
+  cycleThroughTables: '^src/tables\\.js$',
+  // billing writes the usage row in its settle transaction (its type is usage's); the holds gauge at
+  // /metrics reads billing's OPEN status.
+  otherFeatureTables: ['^src/billing/usage-records\\.js$', '^src/ops/metrics-route\\.js$'],
+};
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'platform-imports-no-feature',
+      comment: 'src/platform is what the features share; it knows no feature (and not the composition root).',
+      severity: 'error',
+      from: { path: '^src/platform/', pathNot: [...TOOLING, PENDING_DATA_OWNERSHIP.platformToTables] },
+      to: { path: '^src/', pathNot: ['^src/platform/'] },
+    },
+    {
+      name: 'no-circular',
+      comment: 'No import cycle, type-only imports included.',
+      severity: 'error',
+      from: {},
+      to: { circular: true, viaNot: PENDING_DATA_OWNERSHIP.cycleThroughTables },
+    },
+    {
+      name: 'no-other-feature-tables',
+      comment:
+        "A feature reaches another feature's data through that feature's API, never by importing its table types or migrations.",
+      severity: 'error',
+      from: { path: FEATURE, pathNot: [...TOOLING, ...PENDING_DATA_OWNERSHIP.otherFeatureTables] },
+      to: { path: '^src/((?:protocols/)?[^/]+)/(tables|schema|migrations)\\.js$', pathNot: '^src/$1/' },
+    },
+    {
+      name: 'features-do-not-import-the-composition-root',
+      comment:
+        'src/service.ts, src/features.ts and src/config.ts compose the features; a feature is handed what it uses.',
+      severity: 'error',
+      from: { path: FEATURE, pathNot: TOOLING },
+      to: { path: '^src/(service|features|config)\\.js$' },
+    },
+    {
+      name: 'sdk-imports-only-wire-types',
+      comment:
+        "The SDK (packages/sdk) ships to browsers: from the server's code it imports only the shared wire types.",
+      severity: 'error',
+      from: { path: '^packages/sdk/' },
+      to: { path: '^src/', pathNot: '^src/wire/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: 'node_modules' },
+  },
+};

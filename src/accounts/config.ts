@@ -1,0 +1,26 @@
+import Type, { type Static } from 'typebox';
+
+/** The sign-in throttle's settings. Part of the one configuration schema (src/config.ts). */
+export const AccountsConfigSection = Type.Object({
+  SIGNIN_FREE_FAILURES_PER_ACCOUNT: Type.Integer({
+    minimum: 1,
+    default: 5,
+    description:
+      'Sign-in attempts an account may fail before each further one must wait a growing delay (1 s, 2 s, 4 s… up to `SIGNIN_MAX_DELAY_SECONDS`); a success clears them.',
+  }),
+  SIGNIN_FREE_FAILURES_PER_ADDRESS: Type.Integer({
+    minimum: 1,
+    default: 20,
+    description:
+      'Failed sign-ins one client address may make (into any accounts) before each further attempt must wait a growing delay.',
+  }),
+  SIGNIN_MAX_DELAY_SECONDS: Type.Integer({
+    minimum: 0,
+    default: 900,
+    description:
+      'Longest wait the sign-in throttle imposes; 0 turns the throttle off. Failures are forgotten after a day without any.',
+  }),
+});
+
+/** This section, parsed. */
+export type AccountsConfig = Static<typeof AccountsConfigSection>;

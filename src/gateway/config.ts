@@ -1,0 +1,51 @@
+import Type, { type Static } from 'typebox';
+
+/** The AI API's settings: upload size, images, affordable output, transcriptions, realtime. Part of the one configuration schema (src/config.ts). */
+export const GatewayConfigSection = Type.Object({
+  BODY_LIMIT_UPLOAD_BYTES: Type.Integer({
+    minimum: 1024,
+    default: 25 * 1024 * 1024,
+    description: 'Largest uploaded file (multipart audio on `/api/v1/audio/transcriptions`).',
+  }),
+  MAX_IMAGES_PER_REQUEST: Type.Integer({
+    minimum: 1,
+    maximum: 500,
+    default: 20,
+    description:
+      "Most image parts one chat request may carry (each is held at its model's image-token budget); more is a 400 `TOO_MANY_IMAGES`.",
+  }),
+  MIN_AFFORDABLE_OUTPUT_TOKENS: Type.Integer({
+    minimum: 1,
+    default: 256,
+    description:
+      "A chat without `max_tokens` that cannot afford its model's full output cap is sent with the cap it can afford, if at least this many tokens; below it the call is refused (402/429).",
+  }),
+  MAX_TRANSCRIPTION_SECONDS: Type.Integer({
+    minimum: 1,
+    maximum: 86400,
+    default: 3600,
+    description:
+      "Longest audio a transcription accepts (a model's `maxPredictSeconds` lowers it); longer is a 400 `AUDIO_TOO_LONG`.",
+  }),
+  REALTIME_ENABLED: Type.Boolean({
+    default: false,
+    description:
+      'Enables `POST /api/v1/realtime/sessions` (off: 404). Each session is charged its worst case, set by the two caps below.',
+  }),
+  REALTIME_MAX_SESSION_SECONDS: Type.Integer({
+    minimum: 10,
+    maximum: 7200,
+    default: 1800,
+    description:
+      "Realtime: the seconds each session is held and charged for (`second` price), and the lifetime of its client secret set upstream; keep it at or above the provider's own session limit (OpenAI: 30 minutes).",
+  }),
+  REALTIME_MAX_RESPONSE_OUTPUT_TOKENS: Type.Integer({
+    minimum: 1,
+    maximum: 4096,
+    default: 1024,
+    description: 'Realtime: `max_response_output_tokens` set on the upstream session.',
+  }),
+});
+
+/** This section, parsed. */
+export type GatewayConfig = Static<typeof GatewayConfigSection>;

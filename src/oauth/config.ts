@@ -1,0 +1,19 @@
+import Type, { type Static } from 'typebox';
+
+/** The OAuth clients' throttle. Part of the one configuration schema (src/config.ts). */
+export const OAuthConfigSection = Type.Object({
+  RATE_LIMIT_OAUTH_CLIENT_PER_MINUTE: Type.Integer({
+    minimum: 0,
+    default: 6000,
+    description: 'Successful token, revocation and introspection answers per minute per OAuth app; 0 turns it off.',
+  }),
+  OAUTH_CLIENT_FAILURES_PER_MINUTE: Type.Integer({
+    minimum: 0,
+    default: 30,
+    description:
+      'Failed token, revocation and introspection requests (bad client authentication, invalid grant…) per minute per OAuth app and client address, past which that address is refused for the app until the minute ends; 0 turns it off.',
+  }),
+});
+
+/** This section, parsed. */
+export type OAuthConfig = Static<typeof OAuthConfigSection>;

@@ -1,0 +1,62 @@
+import Type, { type Static } from 'typebox';
+
+/** The top-ups' settings: Stripe, the currency and amounts sold, the low-balance line. Part of the one configuration schema (src/config.ts). */
+export const TopupsConfigSection = Type.Object({
+  STRIPE_SECRET_KEY: Type.Optional(
+    Type.String({
+      pattern: '^(sk|rk)_[A-Za-z0-9_]+$',
+      description:
+        'Stripe secret (or restricted) key `sk_…`; with `STRIPE_WEBHOOK_SECRET` it turns self-serve top-ups on. Unset: top-ups are off (the routes answer 403 `TOPUPS_DISABLED`).',
+    }),
+  ),
+  STRIPE_WEBHOOK_SECRET: Type.Optional(
+    Type.String({
+      pattern: '^whsec_[A-Za-z0-9+/=_]+$',
+      description:
+        'Signing secret `whsec_…` of the Stripe webhook endpoint `/api/webhooks/stripe` (or of `stripe listen`).',
+    }),
+  ),
+  STRIPE_API_BASE: Type.Optional(
+    Type.String({
+      pattern: '^https?://[^/:]+(:[0-9]+)?$',
+      description:
+        'Stripe API address override (`http://127.0.0.1:12111`), for tests and stripe-mock. Unset: `https://api.stripe.com`.',
+    }),
+  ),
+  TOPUP_CURRENCY: Type.String({
+    pattern: '^[a-z]{3}$',
+    default: 'usd',
+    description: 'ISO currency of top-ups (a currency with cents: amounts are sent to Stripe in hundredths).',
+  }),
+  TOPUP_CREDITS_PER_UNIT: Type.Integer({
+    minimum: 1,
+    maximum: 1_000_000,
+    default: 100,
+    description:
+      'Credits sold per unit of `TOPUP_CURRENCY` (the selling price; distinct from `CREDITS_PER_USD`, the cost rate of imported prices).',
+  }),
+  TOPUP_AMOUNTS: Type.String({
+    pattern: '^[0-9]+( [0-9]+)*$',
+    default: '5 10 25 50',
+    description: 'Top-up amounts the wallet page offers, in whole units of `TOPUP_CURRENCY`, space-separated.',
+  }),
+  TOPUP_MIN_AMOUNT: Type.Integer({
+    minimum: 1,
+    default: 5,
+    description: 'Smallest custom top-up (and auto top-up), in whole units of `TOPUP_CURRENCY`.',
+  }),
+  TOPUP_MAX_AMOUNT: Type.Integer({
+    minimum: 1,
+    default: 500,
+    description: 'Largest custom top-up (and auto top-up), in whole units of `TOPUP_CURRENCY`.',
+  }),
+  LOW_BALANCE_CREDITS: Type.Number({
+    minimum: 0,
+    default: 5,
+    description:
+      'The dashboard warns when the available credits fall below this (or below the auto top-up threshold when that is higher).',
+  }),
+});
+
+/** This section, parsed. */
+export type TopupsConfig = Static<typeof TopupsConfigSection>;
