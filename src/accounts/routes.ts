@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { UserSchema } from '#wire/user.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
@@ -8,15 +9,6 @@ import { ApiError, errors } from '../platform/errors.ts';
 import { randomBytes } from 'node:crypto';
 import { EMAIL_PATTERN, findUser, registerUser } from './users.ts';
 import { checkSignIn, throttleMessage } from './sign-in-throttle.ts';
-
-/** A user as the API shows it (`GET /api/user/me`, `POST /api/admin/users`). */
-export const UserSchema = Type.Object({
-  id: Type.String({ examples: ['usr_3kT9xQ2mN7pR4sV8wY1z'] }),
-  email: Type.String(),
-  name: Type.String(),
-  image: Type.Union([Type.String(), Type.Null()]),
-  createdAt: Type.String({ format: 'date-time' }),
-});
 
 const Credentials = Type.Object({
   email: Type.String({ pattern: EMAIL_PATTERN, maxLength: 320 }),

@@ -2,7 +2,7 @@ import Type from 'typebox';
 import type { Feature } from '../platform/feature.ts';
 import { errors } from '../platform/errors.ts';
 import { createUser } from '../accounts/users.ts';
-import { UserSchema } from '../accounts/routes.ts';
+import { UserSchema } from '#wire/user.ts';
 import { migrateToLatest } from '../platform/db/migrate.ts';
 import { allMigrations } from '../features.ts';
 

@@ -1,3 +1,4 @@
+import type { InsufficientCreditsDetails } from '#wire/restrictions.ts';
 import { ApiError } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { accounts, lockWallet, postMovement, type BillingContext } from './ledger.ts';
@@ -23,7 +24,7 @@ export function debtOwed(available: number, debt: number): ApiError {
         available: microsToCredits(Math.max(0, available)),
         required: microsToCredits(debt),
         owed: microsToCredits(debt),
-      },
+      } satisfies InsufficientCreditsDetails,
     },
   );
 }
@@ -60,7 +61,7 @@ export interface ProcessorHooks {
    */
   claim?: (trx: Db) => Promise<boolean | number>;
   /** Runs after the movement, in its transaction. */
-  alongside?: (trx: Db, outcome: ProcessorOutcome & { applied: true }) => Promise<void>;
+  companionWrites?: (trx: Db, outcome: ProcessorOutcome & { applied: true }) => Promise<void>;
 }
 
 /** Where each kind of processor movement comes from or goes to. */
@@ -162,7 +163,7 @@ async function move(
       debtAfter: wallet.debt + planned.debt,
       transactionId: after.transactionId,
     };
-    await hooks.alongside?.(asDb(trx), outcome);
+    await hooks.companionWrites?.(asDb(trx), outcome);
     return outcome;
   });
 }

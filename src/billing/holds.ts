@@ -288,13 +288,14 @@ export interface CloseHoldOptions {
    */
   userId?: string;
   /**
-   * Writes that must commit with the close or not at all (a usage record, a prediction's settlement): run
-   * in the close's transaction, only by the call that closes the hold, so they happen exactly once.
+   * Companion writes: what must commit with the close or not at all (a usage record, a prediction's
+   * settlement), run in the close's transaction, only by the call that closes the hold, so they happen
+   * exactly once.
    */
-  alongside?: (trx: Db, closed: { captured: number; afterExpiry: boolean }) => Promise<void>;
+  companionWrites?: (trx: Db, closed: { captured: number; afterExpiry: boolean }) => Promise<void>;
   /**
-   * An INSERT that must commit with the close (a usage record), built once the capture is known. Unlike
-   * `alongside` it joins the movement's own statement on PostgreSQL: one round trip less.
+   * A companion write that is one INSERT (a usage record), built once the capture is known. Unlike
+   * `companionWrites` it joins the movement's own statement on PostgreSQL: one round trip less.
    */
   companion?: (closed: { captured: number; afterExpiry: boolean }) => CompanionWrite;
   /**
@@ -312,7 +313,7 @@ export interface CloseHoldOptions {
 
 /**
  * Closes the hold `ending` says, under its owner's wallet lock, when it is still open; then runs
- * `alongside` in the same transaction. The owner is read first without a lock (it never changes) unless
+ * `companionWrites` in the same transaction. The owner is read first without a lock (it never changes) unless
  * the caller gave it. Null when the hold was unknown, someone else's, or no longer open.
  */
 async function closeOpenHold(
@@ -320,7 +321,7 @@ async function closeOpenHold(
   holdId: string,
   knownOwner: string | undefined,
   ending: HoldEnding,
-  closeOptions: Pick<CloseHoldOptions, 'alongside' | 'companion' | 'usage' | 'afterExpiry'>,
+  closeOptions: Pick<CloseHoldOptions, 'companionWrites' | 'companion' | 'usage' | 'afterExpiry'>,
 ): Promise<{ captured: number; afterExpiry: boolean } | null> {
   const { usage, ...rest } = closeOptions;
   const options =
@@ -337,7 +338,7 @@ async function closeOpenHold(
       ?.user_id;
   if (!owner) return null;
   const now = ctx.clock.now();
-  if (ctx.dialect === 'postgres' && !options.alongside && !rest.companion && ending.status !== 'expired') {
+  if (ctx.dialect === 'postgres' && !options.companionWrites && !rest.companion && ending.status !== 'expired') {
     // One statement (pg-functions.ts). A hold it did not find open may have expired: the settle that
     // charges after expiry takes the transaction below, off the hot path.
     const description = ending.status === 'settled' ? ending.movement(1).description : 'Hold released';
@@ -373,7 +374,7 @@ async function closeOpenHold(
         now,
         options.companion?.({ captured: hold.captured, afterExpiry: false }) ?? null,
       );
-      await options.alongside?.(asDb(trx), { captured: hold.captured, afterExpiry: false });
+      await options.companionWrites?.(asDb(trx), { captured: hold.captured, afterExpiry: false });
       return { captured: hold.captured, afterExpiry: false };
     });
 }
@@ -393,7 +394,7 @@ async function chargeAfterExpiry(
   holdId: string,
   cost: number,
   now: number,
-  options: Pick<CloseHoldOptions, 'alongside' | 'companion'>,
+  options: Pick<CloseHoldOptions, 'companionWrites' | 'companion'>,
 ): Promise<{ captured: number; afterExpiry: true } | null> {
   const available = Math.max(0, wallet.balance - wallet.reserved);
   const [hold] = (
@@ -418,7 +419,7 @@ async function chargeAfterExpiry(
       options.companion?.({ captured: hold.captured, afterExpiry: true }) ?? null,
     ],
   );
-  await options.alongside?.(asDb(trx), { captured: hold.captured, afterExpiry: true });
+  await options.companionWrites?.(asDb(trx), { captured: hold.captured, afterExpiry: true });
   return { captured: hold.captured, afterExpiry: true };
 }
 
@@ -498,7 +499,7 @@ export async function settleHold(
 
 /**
  * Releases a hold whole (the call cost nothing), exactly once; `released: false` when it was not open.
- * `options.alongside` runs in the release's transaction when this call released it.
+ * `options.companionWrites` runs in the release's transaction when this call released it.
  */
 export async function releaseHold(
   ctx: BillingContext,

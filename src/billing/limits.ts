@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { BillingDb } from './schema.ts';
 import { preparedByShape, preparedQuery } from '../platform/db/prepared.ts';
 import type { BillingTables as Tables } from './schema.ts';
+import type { InsufficientCreditsDetails, SpendingLimitDetails } from '#wire/restrictions.ts';
 import { ApiError } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
 import type { CompanionWrite, Trx } from './ledger.ts';
@@ -258,7 +259,7 @@ const PERIOD_WORD: Record<LimitPeriod, string> = { daily: 'Daily', monthly: 'Mon
 export class SpendingLimitError extends ApiError {
   readonly subject: 'app' | 'key';
 
-  constructor(subject: 'app' | 'key', message: string, details: Record<string, unknown>) {
+  constructor(subject: 'app' | 'key', message: string, details: SpendingLimitDetails) {
     super('SPENDING_LIMIT_EXCEEDED', message, { details });
     this.subject = subject;
   }
@@ -276,7 +277,7 @@ export function spendingLimitExceeded(
     `${PERIOD_WORD[limit.period]} spending limit exceeded for ${whose}: ${microsToCredits(current)} of ${microsToCredits(limit.limit)} credits used, ` +
     `this request needs up to ${microsToCredits(requested)} credits.` +
     (resetsAt === null ? '' : ` The limit resets at ${new Date(resetsAt).toISOString()}.`);
-  const details: Record<string, unknown> = {
+  const details: SpendingLimitDetails = {
     limitType: limit.period,
     limit: microsToCredits(limit.limit),
     current: microsToCredits(current),
@@ -298,6 +299,11 @@ export function insufficientCredits(
   return new ApiError(
     'INSUFFICIENT_CREDITS',
     `Insufficient credits: this request needs ${bound} ${microsToCredits(required)} credits and ${microsToCredits(available)} are available.`,
-    { details: { available: microsToCredits(available), required: microsToCredits(required) } },
+    {
+      details: {
+        available: microsToCredits(available),
+        required: microsToCredits(required),
+      } satisfies InsufficientCreditsDetails,
+    },
   );
 }

@@ -42,7 +42,7 @@ export interface CloseOptions {
   /** Description of the charge movement (default "Charge"). */
   description?: string;
   /** Writes that commit with the close, run only by the close that happened (a prediction's settled mark). */
-  alongside?: (trx: Db, closed: { captured: number; afterExpiry: boolean }) => Promise<void>;
+  companionWrites?: (trx: Db, closed: { captured: number; afterExpiry: boolean }) => Promise<void>;
 }
 
 /** A meter closed elsewhere: {@link Meter.resume}'s input. */
@@ -218,7 +218,7 @@ export class Meter {
                 description: options.description,
                 afterExpiry: true,
                 usage,
-                alongside: options.alongside,
+                companionWrites: options.companionWrites,
               });
               this.#ownMs += performance.now() - startedAt;
               return result.settled ? result.captured : null;
@@ -246,7 +246,7 @@ export class Meter {
   async release(
     model: { id: string },
     status: UsageStatus,
-    options: Pick<CloseOptions, 'alongside'> = {},
+    options: Pick<CloseOptions, 'companionWrites'> = {},
   ): Promise<void> {
     if (!this.#beginClose()) return;
     try {
@@ -259,7 +259,7 @@ export class Meter {
                 await this.#ctx.services.billing.releaseHold(holdId, {
                   userId: this.#owner.userId,
                   usage,
-                  alongside: options.alongside,
+                  companionWrites: options.companionWrites,
                 })
               ).released
                 ? 0

@@ -5,7 +5,7 @@ import { PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
  * statement (one round trip, one commit) instead of a transaction of five or six statements. They do, in
  * the same order and under the same wallet row lock, what `holds.ts` does in TypeScript; the TypeScript
  * path stays the reference and the fallback (SQLite; overdue holds to expire first; a close with an
- * `alongside` callback; a hold already expired that must be charged anyway).
+ * `companionWrites` callback; a hold already expired that must be charged anyway).
  *
  * Names used here mirror ledger.ts and limits.ts: accounts `user:<id>:available` / `user:<id>:held` /
  * `system:revenue`, subjects `app:<userId>:<appId>` / `key:<keyId>`. The money tests (concurrency, ledger

@@ -51,7 +51,7 @@ export interface Billing {
   /**
    * Captures `min(actual, held)` and releases the rest, exactly once: `{ settled: true, captured }` the
    * first time, `{ settled: false, captured: 0 }` when the hold is no longer open (or unknown).
-   * `options.companion` (an INSERT, such as a usage record) or `options.alongside` (anything else) writes what
+   * `options.companion` (an INSERT, such as a usage record) or `options.companionWrites` (anything else) writes what
    * must commit with the charge, in the same transaction.
    */
   settleHold(holdId: string, actual: number, options?: CloseHoldOptions): Promise<SettleResult>;

@@ -1,4 +1,6 @@
 import Type from 'typebox';
+import { KeysErrorSchema } from '#wire/errors.ts';
+import { ApiKeyCreatedSchema, ApiKeyListSchema, KeyLimitPeriodSchema } from '#wire/keys.ts';
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/server.ts';
 import { principalOf, toApiError } from '../platform/http/server.ts';
@@ -6,39 +8,12 @@ import type { AppContext } from '../platform/context.ts';
 import { KEY_PERMISSIONS, type Principal } from '../platform/http/principal.ts';
 import { errors } from '../platform/errors.ts';
 import { creditsToMicros } from '../platform/money.ts';
-import { LIMIT_PERIODS } from '../billing/periods.ts';
 import { createApiKey, listApiKeys, revokeApiKey, type NewApiKey } from './store.ts';
 import type { KeyAuthenticator } from './authenticate.ts';
 
 const NAME_MAX_LENGTH = 100;
 
 const Permission = Type.Enum(KEY_PERMISSIONS, { description: 'Contract §5.3' });
-const LimitPeriod = Type.Enum(LIMIT_PERIODS);
-const IsoDate = Type.String({ format: 'date-time' });
-
-const ListedKey = Type.Object({
-  id: Type.String({ examples: ['key_3kT9xQ2mN7pR4sV8wY1z'] }),
-  name: Type.String(),
-  key: Type.String({ pattern: '^ak_', description: 'The key value itself' }),
-  permissions: Type.Array(Type.String()),
-  lastUsed: Type.Union([IsoDate, Type.Null()], {
-    description: 'Last use, recorded at most about once a minute; null when never used',
-  }),
-  createdAt: IsoDate,
-  limit: Type.Union([Type.Number(), Type.Null()], { description: 'Spending limit in credits; null when none' }),
-  limitPeriod: Type.Union([LimitPeriod, Type.Null()], {
-    description: 'When the limit resets; null when there is no limit',
-  }),
-});
-
-const CreatedKey = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  key: Type.String({ pattern: '^ak_' }),
-  permissions: Type.Array(Type.String()),
-  createdAt: IsoDate,
-});
-
 const CreateBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH, description: 'A descriptive name' }),
@@ -47,15 +22,14 @@ const CreateBody = Type.Object(
       Type.Union([Type.Number({ minimum: 0, description: 'Credits, at most 6 decimals' }), Type.Null()]),
     ),
     limitPeriod: Type.Optional(
-      Type.Union([LimitPeriod, Type.Null()], { description: "Default 'total' (never resets)" }),
+      Type.Union([KeyLimitPeriodSchema, Type.Null()], { description: "Default 'total' (never resets)" }),
     ),
   },
   { additionalProperties: false },
 );
 
 /** Every error of these routes, in the contract's §7.1 envelope. */
-const KeysError = Type.Object({ success: Type.Literal(false), error: Type.String() });
-const errorResponses = { 400: KeysError, 401: KeysError, 403: KeysError, 404: KeysError };
+const errorResponses = { 400: KeysErrorSchema, 401: KeysErrorSchema, 403: KeysErrorSchema, 404: KeysErrorSchema };
 const security = [{ bearer: [] }];
 
 /**
@@ -113,7 +87,7 @@ export function registerKeyRoutes(app: App, ctx: AppContext, keyAuth: KeyAuthent
         security,
         description: "An app's token sees only the keys that app created; the dashboard sees all of the user's keys.",
         response: {
-          200: Type.Object({ success: Type.Literal(true), apiKeys: Type.Array(ListedKey) }),
+          200: ApiKeyListSchema,
           ...errorResponses,
         },
       },
@@ -135,7 +109,7 @@ export function registerKeyRoutes(app: App, ctx: AppContext, keyAuth: KeyAuthent
         description:
           "Answers 200 with `success: true`. The permissions must lie within the calling token's scopes (403 otherwise). `limit` (credits) and `limitPeriod` set an optional spending limit for the key.",
         body: CreateBody,
-        response: { 200: Type.Object({ success: Type.Literal(true), apiKey: CreatedKey }), ...errorResponses },
+        response: { 200: ApiKeyCreatedSchema, ...errorResponses },
       },
       // Validation is attached, not thrown: the handler answers with the contract's exact texts, and only
       // after authentication, so an anonymous caller learns nothing from a body.

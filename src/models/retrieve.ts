@@ -1,15 +1,9 @@
 import Type from 'typebox';
+import { ApiErrorSchema } from '#wire/errors.ts';
 import type { App } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
 import { ApiError } from '../platform/errors.ts';
 import { PublicModelSchema, publicModel } from './routes.ts';
-
-const ErrorSchema = Type.Object({
-  error: Type.Object(
-    { code: Type.String(), message: Type.String(), type: Type.String() },
-    { additionalProperties: true },
-  ),
-});
 
 const schema = (summary: string, params: ReturnType<typeof Type.Object>) => ({
   tags: ['ai'],
@@ -18,7 +12,7 @@ const schema = (summary: string, params: ReturnType<typeof Type.Object>) => ({
     'OpenAI\'s model object (`id`, `object: "model"`, `created`, `owned_by`) with the fields `GET /api/v1/models` lists (name, prices in credits, context length, modalities). An unknown or disabled model is a 404 `MODEL_NOT_FOUND`.',
   security: [{ bearer: [] }],
   params,
-  response: { 200: PublicModelSchema, 404: ErrorSchema },
+  response: { 200: PublicModelSchema, 404: ApiErrorSchema },
 });
 
 /**

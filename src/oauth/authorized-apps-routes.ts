@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { AuthorizedAppSchema, AuthorizedAppsSchema } from '#wire/authorized-apps.ts';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
@@ -8,27 +9,6 @@ import { LIMIT_PERIODS, type LimitPeriod } from '../billing/periods.ts';
 import { listAuthorizedApps, setAuthorizedAppLimits } from './authorized-apps.ts';
 
 const security = [{ bearer: [] }];
-
-const LimitSchema = Type.Union([
-  Type.Object({
-    limit: Type.Number({ description: 'The limit in credits.' }),
-    spent: Type.Number({ description: 'Credits captured in the current period.' }),
-    reserved: Type.Number({ description: 'Credits held by calls in flight placed in the current period.' }),
-    resetsAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
-      description: 'End of the current period; null for total.',
-    }),
-  }),
-  Type.Null(),
-]);
-
-const AuthorizedAppSchema = Type.Object({
-  clientId: Type.String({ examples: ['app_3kT9xQ2mN7pR4sV8wY1z'] }),
-  name: Type.String(),
-  scopes: Type.Array(Type.String()),
-  authorizedAt: Type.String({ format: 'date-time' }),
-  lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  limits: Type.Object({ daily: LimitSchema, monthly: LimitSchema, total: LimitSchema }),
-});
 
 const LimitInput = Type.Optional(
   Type.Union([Type.Number({ minimum: 0 }), Type.Null()], {
@@ -49,7 +29,7 @@ export function registerAuthorizedAppRoutes(app: App, ctx: AppContext): void {
         tags: ['user'],
         summary: 'Apps the user has authorized, with their spending limits',
         security,
-        response: { 200: Type.Object({ apps: Type.Array(AuthorizedAppSchema) }) },
+        response: { 200: AuthorizedAppsSchema },
       },
       config: { auth: ['read', 'billing:read'] },
     },

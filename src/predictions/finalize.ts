@@ -86,7 +86,7 @@ export async function settlePrediction(ctx: AppContext, predictionId: string): P
   const succeeded = row.status === 'succeeded';
   const now = ctx.clock.now();
   let closed = false;
-  const alongside = async (trx: Db, { captured }: { captured: number }) => {
+  const companionWrites = async (trx: Db, { captured }: { captured: number }) => {
     closed = true;
     await predictionsDb(trx)
       .updateTable('predictions')
@@ -106,9 +106,9 @@ export async function settlePrediction(ctx: AppContext, predictionId: string): P
   const captured = succeeded
     ? await meter.settle(
         { model, cost: row.charge ?? 0, promptTokens: 0, completionTokens: 0, status: 'ok' },
-        { description: `Prediction ${row.model}`, alongside },
+        { description: `Prediction ${row.model}`, companionWrites },
       )
-    : (await meter.release(model, row.status === 'failed' ? 'failed' : 'canceled', { alongside }), 0);
+    : (await meter.release(model, row.status === 'failed' ? 'failed' : 'canceled', { companionWrites }), 0);
   if (!closed) {
     // The hold was no longer open: settled by a concurrent run (which recorded it) or released.
     ctx.log.warn({ predictionId, holdId: row.hold_id }, 'prediction hold was no longer open at settlement');

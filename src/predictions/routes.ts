@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { ApiErrorSchema } from '#wire/errors.ts';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
@@ -55,12 +56,6 @@ const CreateBody = Type.Object({
   input: Type.Record(Type.String(), Type.Unknown(), { description: "The model's input, passed to Replicate as is" }),
 });
 
-const ApiErrorBody = Type.Object({
-  error: Type.Object(
-    { code: Type.String(), message: Type.String(), type: Type.String() },
-    { additionalProperties: true },
-  ),
-});
 const security = [{ bearer: [] }];
 
 /**
@@ -86,13 +81,13 @@ export function registerPredictionRoutes(app: App, ctx: AppContext): void {
         body: CreateBody,
         response: {
           201: Prediction,
-          400: ApiErrorBody,
-          402: ApiErrorBody,
-          403: ApiErrorBody,
-          404: ApiErrorBody,
-          429: ApiErrorBody,
-          502: ApiErrorBody,
-          503: ApiErrorBody,
+          400: ApiErrorSchema,
+          402: ApiErrorSchema,
+          403: ApiErrorSchema,
+          404: ApiErrorSchema,
+          429: ApiErrorSchema,
+          502: ApiErrorSchema,
+          503: ApiErrorSchema,
         },
       },
       config: { auth: PREDICTION_SCOPES },
@@ -188,7 +183,7 @@ export function registerPredictionRoutes(app: App, ctx: AppContext): void {
           'While the prediction is not final, its state is refreshed from Replicate (and finalized when Replicate says it is done).',
         security,
         params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
-        response: { 200: Prediction, 401: ApiErrorBody, 403: ApiErrorBody, 404: ApiErrorBody },
+        response: { 200: Prediction, 401: ApiErrorSchema, 403: ApiErrorSchema, 404: ApiErrorSchema },
       },
       config: { auth: PREDICTION_SCOPES },
     },

@@ -240,7 +240,7 @@ async function credit(
           .executeTakeFirst();
         return Boolean(claimed);
       },
-      alongside: async (shared, moved) => {
+      companionWrites: async (shared, moved) => {
         const trx = topupsDb(shared);
         await trx
           .updateTable('topups')

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { UsageReportSchema } from '#wire/usage.ts';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
 import type { AppContext } from '../platform/context.ts';
@@ -8,47 +9,6 @@ import { clientNames } from '../oauth/clients.ts';
 import { keyNames } from '../keys/store.ts';
 
 const DAY_MS = 86_400_000;
-
-const Totals = {
-  requests: Type.Integer(),
-  promptTokens: Type.Integer(),
-  completionTokens: Type.Integer(),
-  cost: Type.Number({ description: 'Credits charged.' }),
-};
-
-/** `GET /api/usage`: one user's calls over the last `days` UTC days (today included). */
-export const UsageReportSchema = Type.Object({
-  from: Type.String({ format: 'date-time', description: 'Start of the first day counted (00:00 UTC).' }),
-  to: Type.String({ format: 'date-time' }),
-  totals: Type.Object(Totals),
-  byModel: Type.Array(Type.Object({ model: Type.String(), ...Totals })),
-  byApp: Type.Array(
-    Type.Object({
-      appId: Type.Union([Type.String(), Type.Null()], {
-        description: 'null: calls made with the user’s own keys or dashboard',
-      }),
-      name: Type.String(),
-      ...Totals,
-    }),
-  ),
-  byKey: Type.Array(
-    Type.Object({
-      keyId: Type.String(),
-      name: Type.String({ description: 'The key’s name (also for a revoked key)' }),
-      ...Totals,
-    }),
-    {
-      description: 'Calls made with each API key (calls made with an OAuth token or the dashboard are in no row).',
-    },
-  ),
-  byDay: Type.Array(
-    Type.Object({
-      date: Type.String({ description: 'YYYY-MM-DD (UTC)' }),
-      requests: Type.Integer(),
-      cost: Type.Number(),
-    }),
-  ),
-});
 
 const UsageQuery = Type.Object({
   // Query values arrive as text (the server does not coerce types).

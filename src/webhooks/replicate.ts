@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { ApiErrorSchema } from '#wire/errors.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../platform/context.ts';
 import { asDb } from '../platform/db/own-tables.ts';
@@ -20,9 +21,6 @@ const Ack = Type.Object({
     Type.Boolean({ description: "Whether this delivery finalized the prediction's billing (first delivery only)" }),
   ),
   duplicate: Type.Optional(Type.Literal(true, { description: 'Present when this webhook-id was already processed' })),
-});
-const ErrorBody = Type.Object({
-  error: Type.Object({ code: Type.String(), message: Type.String(), type: Type.String() }),
 });
 
 /** The acknowledgment of contract §2.5. */
@@ -153,7 +151,7 @@ export async function registerReplicateWebhook(app: FastifyInstance, ctx: AppCon
             'webhook-timestamp': Type.Optional(Type.String()),
             'webhook-signature': Type.Optional(Type.String()),
           }),
-          response: { 200: Ack, 400: ErrorBody, 401: ErrorBody, 503: ErrorBody },
+          response: { 200: Ack, 400: ApiErrorSchema, 401: ApiErrorSchema, 503: ApiErrorSchema },
         },
       },
       async (request: FastifyRequest) => {

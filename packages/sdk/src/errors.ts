@@ -2,38 +2,18 @@
  * How a client tells a restriction from a generic failure (contract §7.2): a non-2xx response whose JSON body
  * has an `error` property is a restriction; any other non-2xx response is a generic failure that may carry a
  * `message`. This module is the only place that decides it, so every call of the SDK classifies alike.
+ * The restrictions' fields are the gateway's own wire types (@tollgate/wire), imported as types only.
  */
+import type { InsufficientCreditsRefusal, SpendingLimitRefusal } from '@tollgate/wire';
 
 /** A spending limit (an app's or a key's) would be exceeded by the request (429, contract §2.2). */
-export interface SpendingLimitRestriction {
+export interface SpendingLimitRestriction extends SpendingLimitRefusal {
   kind: 'spending_limit';
-  code: 'SPENDING_LIMIT_EXCEEDED';
-  message: string;
-  type: string;
-  /** `daily`, `monthly` or `total`. */
-  limitType: string;
-  /** The configured limit, in credits. */
-  limit: number;
-  /** Spent plus held in the period, in credits. */
-  current: number;
-  /** What the request would cost at most, in credits. */
-  requested: number;
-  /** When the period resets (ISO 8601); absent for a `total` limit, which never resets. */
-  resetsAt?: string;
 }
 
 /** The wallet holds fewer available credits than the request needs (402, contract §2.2). */
-export interface InsufficientCreditsRestriction {
+export interface InsufficientCreditsRestriction extends InsufficientCreditsRefusal {
   kind: 'insufficient_credits';
-  code: 'INSUFFICIENT_CREDITS';
-  message: string;
-  type: string;
-  /** Credits the user has available (balance minus holds). */
-  available: number;
-  /** Credits the request needs (when the wallet owes a debt: the debt). */
-  required: number;
-  /** Credits the wallet owes (a refunded or disputed top-up already spent); calls are refused until it is repaid. */
-  owed?: number;
 }
 
 /** Any other error object (`UNAUTHENTICATED`, `PERMISSION_DENIED`, a `{ success: false, error: "…" }` text…). */

@@ -138,7 +138,7 @@ export function defineRestrictionDialog(): void {
         const needed = Math.min(100 - used, percentOf(restriction.requested, restriction.limit));
         const reset = resetsIn(restriction.resetsAt);
         const period = restriction.limitType === 'total' ? 'total' : restriction.limitType;
-        const current = app?.limits?.[restriction.limitType as 'daily' | 'monthly' | 'total'];
+        const current = app?.limits?.[restriction.limitType as keyof AuthorizedApp['limits']];
         content = `
 <p id="description">${escapeHtml(appName)} has reached the ${escapeHtml(period)} spending limit you set for it.</p>
 <div class="bar" role="img" aria-label="${escapeHtml(`${formatCredits(restriction.current)} of ${formatCredits(restriction.limit)} credits used; this request needs ${formatCredits(restriction.requested)} more`)}"><span data-width="${used}"></span><span class="need" data-width="${needed}"></span></div>

@@ -1,39 +1,20 @@
-/** Shapes of the gateway's responses the SDK reads (contract §2, §4; decisions.md "Reads that the contract leaves open"). */
+/**
+ * Shapes of the gateway's responses the SDK reads (contract §2, §4; decisions.md "Reads that the contract leaves
+ * open"). The reads are the gateway's own wire types (@tollgate/wire), imported as types only.
+ */
+import type { AppLimit, AuthorizedApp, Balance, User } from '@tollgate/wire';
 
 /** `GET /api/user/me`. */
-export interface TollgateUser {
-  id: string;
-  email: string;
-  name: string;
-  image: string | null;
-  createdAt: string;
-}
+export type TollgateUser = User;
 
 /** `GET /api/wallet/balance`; amounts in credits. */
-export interface TollgateBalance {
-  balance: number;
-  reserved: number;
-  available: number;
-  currency: string;
-}
+export type TollgateBalance = Balance;
 
 /** One spending limit of an authorized app, in credits; `resetsAt` is null for a `total` limit. */
-export interface AppLimit {
-  limit: number;
-  spent: number;
-  reserved: number;
-  resetsAt: string | null;
-}
+export type { AppLimit };
 
 /** One entry of `GET /api/user/authorized-apps`. */
-export interface AuthorizedApp {
-  clientId: string;
-  name: string;
-  scopes: string[];
-  authorizedAt: string;
-  lastUsedAt: string | null;
-  limits: { daily: AppLimit | null; monthly: AppLimit | null; total: AppLimit | null };
-}
+export type { AuthorizedApp };
 
 /** A chat message. */
 export interface ChatMessage {

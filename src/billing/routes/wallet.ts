@@ -1,45 +1,11 @@
 import Type from 'typebox';
+import { BalanceSchema, TransactionsPageSchema } from '#wire/wallet.ts';
 import type { App } from '../../platform/http/server.ts';
 import { principalOf } from '../../platform/http/server.ts';
 import type { AppContext } from '../../platform/context.ts';
 import { microsToCredits } from '../../platform/money.ts';
 
 const security = [{ bearer: [] }];
-
-/** `GET /api/wallet/balance` (decisions.md "Reads…"): credits the user owns, holds, and can spend. */
-export const BalanceSchema = Type.Object({
-  balance: Type.Number({ description: 'Credits the user owns (available + reserved).' }),
-  reserved: Type.Number({ description: 'Credits held by calls in flight.' }),
-  available: Type.Number({ description: 'Credits that can be spent now.' }),
-  currency: Type.Literal('credits'),
-});
-
-const TransactionSchema = Type.Object({
-  id: Type.String({ examples: ['txn_3kT9xQ2mN7pR4sV8wY1z'] }),
-  type: Type.Union(
-    [
-      Type.Literal('grant'),
-      Type.Literal('topup'),
-      Type.Literal('adjustment'),
-      Type.Literal('hold'),
-      Type.Literal('capture'),
-      Type.Literal('release'),
-      Type.Literal('expiry'),
-      Type.Literal('refund'),
-      Type.Literal('dispute'),
-    ],
-    { description: 'The kind of movement.' },
-  ),
-  amount: Type.Number({
-    description:
-      'Change of the balance in credits (+ grant, top-up, refund of a charge, won dispute; − capture, refunded or disputed top-up; 0 for hold, release, expiry).',
-  }),
-  held: Type.Number({ description: 'Change of the reserved credits (+ hold; − settle, release, expiry).' }),
-  balanceAfter: Type.Number({ description: 'Balance just after this movement.' }),
-  description: Type.String(),
-  createdAt: Type.String({ format: 'date-time' }),
-  holdId: Type.Optional(Type.String()),
-});
 
 const TransactionsQuery = Type.Object({
   // Query values arrive as text (the server does not coerce types), so the number is matched as digits.
@@ -82,10 +48,7 @@ export function registerWalletRoutes(app: App, ctx: AppContext): void {
         security,
         querystring: TransactionsQuery,
         response: {
-          200: Type.Object({
-            transactions: Type.Array(TransactionSchema),
-            nextCursor: Type.Union([Type.String(), Type.Null()]),
-          }),
+          200: TransactionsPageSchema,
         },
       },
       config: { auth: ['billing:read'] },

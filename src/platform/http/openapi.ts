@@ -1,3 +1,4 @@
+import { ApiErrorSchema, KeysErrorSchema, OAuthErrorSchema } from '#wire/errors.ts';
 import type { ErrorEnvelope } from './server.ts';
 import { SESSION_COOKIE } from './principal.ts';
 
@@ -34,33 +35,11 @@ export const SECURITY_SCHEMES = {
   },
 } as const;
 
+// The envelopes' one declaration each (packages/wire), which the routes that list their own errors reference too.
 const ERROR_SCHEMAS: Record<ErrorEnvelope, object> = {
-  api: {
-    type: 'object',
-    required: ['error'],
-    properties: {
-      error: {
-        type: 'object',
-        required: ['code', 'message', 'type'],
-        properties: {
-          code: { type: 'string' },
-          message: { type: 'string' },
-          type: { type: 'string' },
-          details: { type: 'object', additionalProperties: true },
-        },
-      },
-    },
-  },
-  keys: {
-    type: 'object',
-    required: ['success', 'error'],
-    properties: { success: { type: 'boolean', const: false }, error: { type: 'string' } },
-  },
-  oauth: {
-    type: 'object',
-    required: ['error'],
-    properties: { error: { type: 'string' }, error_description: { type: 'string' } },
-  },
+  api: ApiErrorSchema,
+  keys: KeysErrorSchema,
+  oauth: OAuthErrorSchema,
 };
 
 const ERROR_DESCRIPTIONS: Record<ErrorEnvelope, string> = {

@@ -1,3 +1,4 @@
+import type { AnthropicErrorEnvelope } from '#wire/errors.ts';
 import { ApiError } from '../../platform/errors.ts';
 
 /**
@@ -30,10 +31,7 @@ export function anthropicErrorType(status: number): string {
 }
 
 /** Anthropic's error envelope: `{ type: "error", error: { type, message, code, ...details } }`. */
-export interface AnthropicErrorBody {
-  type: 'error';
-  error: { type: string; message: string; code: string; [detail: string]: unknown };
-}
+export type AnthropicErrorBody = AnthropicErrorEnvelope;
 
 /**
  * The envelope of an error answered by the Messages routes, and of the `event: error` frame of a stream

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { AnthropicErrorSchema } from '#wire/errors.ts';
 import { MODEL_ID_PATTERN } from '../../models/routes.ts';
 
 /**
@@ -161,26 +162,6 @@ export const MessageSchema = Type.Object(
 
 /** `{ input_tokens }` of count_tokens. */
 export const CountTokensSchema = Type.Object({ input_tokens: Type.Integer() });
-
-/** Anthropic's error envelope, with our code and the contract's restriction fields inside `error`. */
-export const AnthropicErrorSchema = Type.Object({
-  type: Type.Literal('error'),
-  error: Type.Object(
-    {
-      type: Type.String({
-        description:
-          "Anthropic's error type for the status (`invalid_request_error`, `billing_error`, `rate_limit_error`, …).",
-      }),
-      message: Type.String(),
-      code: Type.String({ description: 'The Tollgate error code (README "Errors").' }),
-    },
-    {
-      additionalProperties: true,
-      description:
-        'A 402 carries `available` and `required`; a 429 spending limit `limitType`, `limit`, `current`, `requested`, `resetsAt`.',
-    },
-  ),
-});
 
 /** The error statuses both routes may answer. */
 export const ERROR_RESPONSES = Object.fromEntries(

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { ApiErrorSchema } from '#wire/errors.ts';
 import type { FastifyReply } from 'fastify';
 import type { App } from '../../platform/http/server.ts';
 import { principalOf } from '../../platform/http/server.ts';
@@ -69,13 +70,6 @@ const ChatCompletionSchema = Type.Object(
   { additionalProperties: true },
 );
 
-const ErrorSchema = Type.Object({
-  error: Type.Object(
-    { code: Type.String(), message: Type.String(), type: Type.String(), param: Type.Optional(Type.String()) },
-    { additionalProperties: true },
-  ),
-});
-
 /** `POST /api/v1/chat/completions`: OpenAI-compatible chat, streamed or not, run through the call pipeline. */
 export function registerChatRoute(app: App, ctx: AppContext): void {
   app.post(
@@ -90,12 +84,12 @@ export function registerChatRoute(app: App, ctx: AppContext): void {
         body: ChatBodySchema,
         response: {
           200: ChatCompletionSchema,
-          400: ErrorSchema,
-          402: ErrorSchema,
-          404: ErrorSchema,
-          429: ErrorSchema,
-          502: ErrorSchema,
-          504: ErrorSchema,
+          400: ApiErrorSchema,
+          402: ApiErrorSchema,
+          404: ApiErrorSchema,
+          429: ApiErrorSchema,
+          502: ApiErrorSchema,
+          504: ApiErrorSchema,
         },
       },
       config: { auth: ['ai:chat', 'ai:completions'] },

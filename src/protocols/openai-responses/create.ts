@@ -11,7 +11,8 @@ import { openEventStream, writeFrame } from '../../gateway/sse.ts';
 import { newResponseId } from './ids.ts';
 import { inputItems, toCanonicalCall, type InputItem, type ResponsesRequest } from './parse.ts';
 import { renderResult, type ResponseFrame, type ResponseObject } from './render.ts';
-import { CreateResponseBody, ErrorSchema, ResponseSchema } from './schemas.ts';
+import { ApiErrorSchema } from '#wire/errors.ts';
+import { CreateResponseBody, ResponseSchema } from './schemas.ts';
 import { referencedItems, requireResponse, saveResponse, storable } from './store.ts';
 import { ResponsesEventWriter } from './stream.ts';
 
@@ -32,13 +33,13 @@ export function registerCreateResponseRoute(app: App, ctx: AppContext): void {
         body: CreateResponseBody,
         response: {
           200: ResponseSchema,
-          400: ErrorSchema,
-          402: ErrorSchema,
-          404: ErrorSchema,
-          413: ErrorSchema,
-          429: ErrorSchema,
-          502: ErrorSchema,
-          504: ErrorSchema,
+          400: ApiErrorSchema,
+          402: ApiErrorSchema,
+          404: ApiErrorSchema,
+          413: ApiErrorSchema,
+          429: ApiErrorSchema,
+          502: ApiErrorSchema,
+          504: ApiErrorSchema,
         },
       },
       config: { auth: ['ai:chat', 'ai:completions'] },

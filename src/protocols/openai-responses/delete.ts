@@ -3,7 +3,8 @@ import type { App } from '../../platform/http/server.ts';
 import { principalOf } from '../../platform/http/server.ts';
 import type { AppContext } from '../../platform/context.ts';
 import { ApiError } from '../../platform/errors.ts';
-import { ErrorSchema, ResponseIdParams } from './schemas.ts';
+import { ApiErrorSchema } from '#wire/errors.ts';
+import { ResponseIdParams } from './schemas.ts';
 import { deleteResponse } from './store.ts';
 
 const Deleted = Type.Object({
@@ -22,7 +23,7 @@ export function registerDeleteResponseRoute(app: App, ctx: AppContext): void {
         summary: 'Delete a stored response (OpenAI Responses)',
         security: [{ bearer: [] }],
         params: ResponseIdParams,
-        response: { 200: Deleted, 404: ErrorSchema },
+        response: { 200: Deleted, 404: ApiErrorSchema },
       },
       config: { auth: ['ai:chat', 'ai:completions'] },
     },

@@ -110,14 +110,6 @@ export const ResponseSchema = Type.Object(
   Loose,
 );
 
-/** The OpenAI error envelope (contract §2.2 for 402/429). */
-export const ErrorSchema = Type.Object({
-  error: Type.Object(
-    { code: Type.String(), message: Type.String(), type: Type.String(), param: Type.Optional(Type.String()) },
-    Loose,
-  ),
-});
-
 /** `:id` of a stored response. */
 export const ResponseIdParams = Type.Object({
   id: Type.String({ maxLength: 100, description: 'A response id, `resp_…`.' }),

@@ -1,7 +1,8 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
 import type { AppContext } from '../../platform/context.ts';
-import { AutoTopupSchema, autoTopupView, sessionOnly, sessionSecurity } from './views.ts';
+import { AutoTopupSchema } from '#wire/topups.ts';
+import { autoTopupView, sessionOnly, sessionSecurity } from './views.ts';
 
 const Settings = Type.Object(
   {

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { ApiErrorSchema } from '#wire/errors.ts';
 import type Stripe from 'stripe';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../platform/context.ts';
@@ -22,9 +23,6 @@ const Ack = Type.Object({
   duplicate: Type.Optional(
     Type.Literal(true, { description: 'Present when this event id was already processed (by any instance).' }),
   ),
-});
-const ErrorBody = Type.Object({
-  error: Type.Object({ code: Type.String(), message: Type.String(), type: Type.String() }),
 });
 
 /**
@@ -56,7 +54,7 @@ export async function registerStripeWebhook(
             'Verified with STRIPE_WEBHOOK_SECRET over the raw body (Stripe-Signature); each event id is processed once, in the transaction of its ledger movement.',
           security: [],
           headers: Type.Object({ 'stripe-signature': Type.Optional(Type.String()) }),
-          response: { 200: Ack, 400: ErrorBody, 401: ErrorBody, 409: ErrorBody, 503: ErrorBody },
+          response: { 200: Ack, 400: ApiErrorSchema, 401: ApiErrorSchema, 409: ApiErrorSchema, 503: ApiErrorSchema },
         },
       },
       async (request: FastifyRequest) => {

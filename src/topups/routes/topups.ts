@@ -3,23 +3,8 @@ import type { App } from '../../platform/http/server.ts';
 import type { AppContext } from '../../platform/context.ts';
 import { microsToCredits } from '../../platform/money.ts';
 import { HOW_TO_ENABLE } from '../settings.ts';
-import { sessionOnly, sessionSecurity, TopupSchema, topupView } from './views.ts';
-
-const TopupsPage = Type.Object({
-  enabled: Type.Boolean({ description: 'Whether top-ups are on (Stripe configured).' }),
-  message: Type.Optional(Type.String({ description: 'When off: how the operator turns them on.' })),
-  currency: Type.String(),
-  amounts: Type.Array(Type.Number(), { description: 'Amounts offered, in units of `currency`.' }),
-  minAmount: Type.Number({ description: 'Smallest custom amount.' }),
-  maxAmount: Type.Number({ description: 'Largest custom amount.' }),
-  creditsPerUnit: Type.Number({ description: 'Credits bought per unit of `currency`.' }),
-  lowBalance: Type.Number({ description: 'Credits below which the dashboard warns.' }),
-  owed: Type.Number({
-    description:
-      'Credits the wallet owes (a refunded or disputed top-up already spent); calls are refused until a top-up repays it.',
-  }),
-  topups: Type.Array(TopupSchema, { description: 'The latest 50 top-ups, newest first.' }),
-});
+import { TopupsPageSchema, TopupStartedSchema } from '#wire/topups.ts';
+import { sessionOnly, sessionSecurity, topupView } from './views.ts';
 
 /** `GET` and `POST /api/wallet/topups` (decisions.md "Top-ups"): the dashboard session only. */
 export function registerTopupRoutes(app: App, ctx: AppContext): void {
@@ -30,7 +15,7 @@ export function registerTopupRoutes(app: App, ctx: AppContext): void {
         tags: ['wallet'],
         summary: 'Top-up options and history (dashboard session only)',
         security: sessionSecurity,
-        response: { 200: TopupsPage },
+        response: { 200: TopupsPageSchema },
       },
       config: { auth: [] },
     },
@@ -71,7 +56,7 @@ export function registerTopupRoutes(app: App, ctx: AppContext): void {
           { additionalProperties: false },
         ),
         response: {
-          201: Type.Object({ topup: TopupSchema, url: Type.String({ description: 'The Stripe Checkout page.' }) }),
+          201: TopupStartedSchema,
         },
       },
       config: { auth: [] },

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import Type from 'typebox';
+import type { AutoTopup, Topup } from '#wire/topups.ts';
 import { principalOf } from '../../platform/http/server.ts';
 import { errors } from '../../platform/errors.ts';
 import { microsToCredits } from '../../platform/money.ts';
@@ -25,29 +25,8 @@ export function sessionOnly(request: FastifyRequest): Principal {
   return principal;
 }
 
-export const TopupSchema = Type.Object({
-  id: Type.String({ examples: ['top_3kT9xQ2mN7pR4sV8wY1z'] }),
-  kind: Type.Union([Type.Literal('checkout'), Type.Literal('auto')]),
-  status: Type.Union([
-    Type.Literal('pending'),
-    Type.Literal('processing'),
-    Type.Literal('succeeded'),
-    Type.Literal('failed'),
-    Type.Literal('expired'),
-  ]),
-  amount: Type.Number({ description: 'Price paid, in units of `currency`.' }),
-  currency: Type.String(),
-  credits: Type.Number({ description: 'Credits bought.' }),
-  refunded: Type.Number({ description: 'Credits taken back by refunds.' }),
-  disputed: Type.Number({ description: 'Credits taken back by an open or lost dispute.' }),
-  receiptUrl: Type.Union([Type.String(), Type.Null()], { description: "Stripe's receipt, once paid." }),
-  failureReason: Type.Union([Type.String(), Type.Null()]),
-  createdAt: Type.String({ format: 'date-time' }),
-  creditedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-});
-
 /** A top-up as the API shows it. */
-export function topupView(row: TopupsTable) {
+export function topupView(row: TopupsTable): Topup {
   return {
     id: row.id,
     kind: row.kind,
@@ -64,19 +43,8 @@ export function topupView(row: TopupsTable) {
   };
 }
 
-export const AutoTopupSchema = Type.Object({
-  enabled: Type.Boolean(),
-  threshold: Type.Number({ description: 'Credits: a charge that leaves fewer available starts one top-up.' }),
-  amount: Type.Number({ description: 'Units of the currency each auto top-up buys.' }),
-  hasPaymentMethod: Type.Boolean({ description: 'A payment method is saved (set up through Checkout in setup mode).' }),
-  pending: Type.Boolean({ description: 'An auto top-up payment is in flight.' }),
-  failure: Type.Union([Type.Object({ reason: Type.String(), at: Type.String({ format: 'date-time' }) }), Type.Null()], {
-    description: 'Why auto top-up was turned off (a failed payment).',
-  }),
-});
-
 /** Auto top-up as the API shows it. */
-export function autoTopupView(state: AutoTopupState) {
+export function autoTopupView(state: AutoTopupState): AutoTopup {
   return {
     enabled: state.enabled,
     threshold: microsToCredits(state.threshold),

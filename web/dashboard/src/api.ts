@@ -1,4 +1,5 @@
 /** The dashboard's calls to the gateway: the session cookie goes along, and every write echoes the CSRF token. */
+import type { ApiErrorEnvelope, KeysErrorEnvelope } from '@tollgate/wire';
 
 let csrfToken = '';
 
@@ -35,7 +36,7 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
     parsed = text ? JSON.parse(text) : undefined;
   } catch {}
   if (!response.ok) {
-    const error = parsed?.error;
+    const error = (parsed as Partial<ApiErrorEnvelope | KeysErrorEnvelope> | undefined)?.error;
     const message =
       typeof error === 'string'
         ? error

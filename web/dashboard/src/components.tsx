@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact';
+import type { AppLimit } from '@tollgate/wire';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { formatCredits, percentOf, resetsIn } from './format.ts';
 
@@ -23,6 +24,40 @@ export function useLoad<T>(
     return () => void (live = false);
   }, [...deps, tick]);
   return { ...state, reload: useCallback(() => setTick((t) => t + 1), []) };
+}
+
+/** What {@link useAction} gives a form or a button. */
+export interface Action {
+  /** True while the action runs: its controls disable themselves on it. */
+  busy: boolean;
+  /** The message of the last failure, cleared when the action runs again. */
+  error: string | null;
+  /** Shows a message of the action's own (a refusal that is not an exception). */
+  setError: (error: string | null) => void;
+  /** Runs `work` once: busy meanwhile, and its failure shown in `error`, never thrown. */
+  run: (work: () => Promise<unknown>) => Promise<void>;
+}
+
+/**
+ * The busy and error state of what a form or button does. With `leavesPage` (the action navigates away when
+ * it succeeds, as a redirect to Checkout does), `busy` stays true after a success, so that the controls cannot
+ * start a second one while the browser leaves.
+ */
+export function useAction(options: { leavesPage?: boolean } = {}): Action {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const run = async (work: () => Promise<unknown>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await work();
+      if (!options.leavesPage) setBusy(false);
+    } catch (failure) {
+      setError((failure as Error).message);
+      setBusy(false);
+    }
+  };
+  return { busy, error, setError, run };
 }
 
 export function PageHeader(props: { title: string; lead?: string; children?: ComponentChildren }) {
@@ -148,10 +183,7 @@ export function ConfirmButton(props: { label: string; confirm: string; onConfirm
 }
 
 /** One spending limit: a bar of spent (solid) and reserved (striped) against the limit, and when it resets. */
-export function LimitBar(props: {
-  label: string;
-  limit: { limit: number; spent: number; reserved: number; resetsAt: string | null } | null;
-}) {
+export function LimitBar(props: { label: string; limit: AppLimit | null }) {
   const { limit } = props;
   if (!limit) {
     return (

@@ -1,24 +1,7 @@
+import type { UsageReport } from '@tollgate/wire';
 import { api } from './api.ts';
 
-/** Totals of one group of usage records. */
-export interface UsageTotals {
-  requests: number;
-  promptTokens: number;
-  completionTokens: number;
-  cost: number;
-}
-
 /** `GET /api/usage`: the user's last 30 days, by model, by app, by API key and by day. */
-export interface UsageReport {
-  from: string;
-  to: string;
-  totals: UsageTotals;
-  byModel: Array<UsageTotals & { model: string }>;
-  byApp: Array<UsageTotals & { appId: string | null; name: string }>;
-  byKey: Array<UsageTotals & { keyId: string; name: string }>;
-  byDay: Array<{ date: string; requests: number; cost: number }>;
-}
-
 export function loadUsage(): Promise<UsageReport> {
   return api<UsageReport>('GET', '/api/usage?days=30');
 }

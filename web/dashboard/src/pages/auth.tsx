@@ -2,6 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import type { SessionUser } from '../main.tsx';
+import { useAction } from '../components.tsx';
 
 /** Sign in or create an account; both start a dashboard session (cookie) and return its CSRF token. */
 export function AuthPage(props: {
@@ -9,16 +10,13 @@ export function AuthPage(props: {
   themeButton: ComponentChildren;
 }) {
   const [mode, setMode] = useState<'signin' | 'signup'>(location.hash.includes('signup') ? 'signup' : 'signin');
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
   const signup = mode === 'signup';
 
   async function submit(event: Event) {
     event.preventDefault();
     const form = new FormData(event.currentTarget as HTMLFormElement);
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       const body: Record<string, string> = { email: String(form.get('email')), password: String(form.get('password')) };
       if (signup && form.get('name')) body.name = String(form.get('name'));
       const answer = await api('POST', `/api/auth/${mode}`, body);
@@ -32,11 +30,7 @@ export function AuthPage(props: {
       }
       props.onSignedIn(session);
       if (signup) location.hash = '#/wallet';
-    } catch (e) {
-      setError((e as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (

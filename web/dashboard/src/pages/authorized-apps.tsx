@@ -1,23 +1,9 @@
 import { useState } from 'preact/hooks';
+import type { AuthorizedApp, AuthorizedApps } from '@tollgate/wire';
 import { api } from '../api.ts';
 import { Card, Chips, ConfirmButton, Empty, ErrorNote, LimitBar, PageHeader, useLoad } from '../components.tsx';
 import { ago, count, formatCredits, when } from '../format.ts';
 import { loadUsage } from '../usage-data.ts';
-
-interface Limit {
-  limit: number;
-  spent: number;
-  reserved: number;
-  resetsAt: string | null;
-}
-interface AuthorizedApp {
-  clientId: string;
-  name: string;
-  scopes: string[];
-  authorizedAt: string;
-  lastUsedAt: string | null;
-  limits: { daily: Limit | null; monthly: Limit | null; total: Limit | null };
-}
 
 const PERIODS = [
   ['daily', 'Daily'],
@@ -75,7 +61,7 @@ function LimitsForm(props: { app: AuthorizedApp; onSaved: () => void; onCancel: 
 
 /** The apps allowed to spend the user's credits: their scopes and limits, which the user can change or revoke. */
 export function AuthorizedAppsPage() {
-  const apps = useLoad(() => api<{ apps: AuthorizedApp[] }>('GET', '/api/user/authorized-apps'));
+  const apps = useLoad(() => api<AuthorizedApps>('GET', '/api/user/authorized-apps'));
   // What each app spent: `GET /api/usage`'s byApp (last 30 days); the apps are shown without it if it fails.
   const usage = useLoad(() => loadUsage().catch(() => undefined));
   const spentBy = new Map((usage.data?.byApp ?? []).map((row) => [row.appId, row]));

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Card, Chips, CopyButton, Empty, ErrorNote, PageHeader, useLoad } from '../components.tsx';
+import { Card, Chips, CopyButton, Empty, ErrorNote, PageHeader, useAction, useLoad } from '../components.tsx';
 import { when } from '../format.ts';
 
 interface OwnedApp {
@@ -34,7 +34,7 @@ const SCOPES: Array<[string, string, boolean]> = [
 export function DeveloperAppsPage() {
   const apps = useLoad(() => api<{ apps: OwnedApp[] }>('GET', '/api/user/apps'));
   const [created, setCreated] = useState<{ clientId: string; clientSecret?: string; name: string } | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const { error, run } = useAction();
 
   async function submit(event: Event) {
     event.preventDefault();
@@ -49,15 +49,12 @@ export function DeveloperAppsPage() {
       type: String(form.get('type')),
       scopes: form.getAll('scopes').map(String),
     };
-    setError(null);
-    try {
+    await run(async () => {
       const result = await api<{ clientId: string; clientSecret?: string }>('POST', '/api/user/apps', body);
       setCreated({ ...result, name });
       formElement.reset();
       apps.reload();
-    } catch (e) {
-      setError((e as Error).message);
-    }
+    });
   }
 
   return (

@@ -1,19 +1,19 @@
 import { useState } from 'preact/hooks';
+import type { ApiKeyCreated, ApiKeyList, CreatedApiKey } from '@tollgate/wire';
 import { api } from '../api.ts';
-import { Card, Chips, ConfirmButton, CopyButton, Empty, ErrorNote, PageHeader, useLoad } from '../components.tsx';
+import {
+  Card,
+  Chips,
+  ConfirmButton,
+  CopyButton,
+  Empty,
+  ErrorNote,
+  PageHeader,
+  useAction,
+  useLoad,
+} from '../components.tsx';
 import { ago, count, formatCredits, when } from '../format.ts';
 import { loadUsage } from '../usage-data.ts';
-
-interface ApiKey {
-  id: string;
-  name: string;
-  key: string;
-  permissions: string[];
-  lastUsed: string | null;
-  createdAt: string;
-  limit: number | null;
-  limitPeriod: string | null;
-}
 
 /** Contract §5.3, with what each grants. */
 const PERMISSIONS: Array<[string, string]> = [
@@ -30,9 +30,8 @@ function masked(key: string): string {
   return key.length > 12 ? `${key.slice(0, 7)}…${key.slice(-4)}` : key;
 }
 
-function CreateKey(props: { onCreated: (key: ApiKey) => void }) {
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+function CreateKey(props: { onCreated: (key: CreatedApiKey) => void }) {
+  const { busy, error, run } = useAction();
   async function submit(event: Event) {
     event.preventDefault();
     const formElement = event.currentTarget as HTMLFormElement;
@@ -46,17 +45,11 @@ function CreateKey(props: { onCreated: (key: ApiKey) => void }) {
       body.limit = Number(limitText);
       body.limitPeriod = form.get('limitPeriod');
     }
-    setBusy(true);
-    setError(null);
-    try {
-      const created = await api<{ apiKey: ApiKey }>('POST', '/api/user/api-keys', body);
+    await run(async () => {
+      const created = await api<ApiKeyCreated>('POST', '/api/user/api-keys', body);
       formElement.reset();
       props.onCreated(created.apiKey);
-    } catch (e) {
-      setError((e as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
   return (
     <form class="form-grid" onSubmit={submit} aria-label="Create an API key">
@@ -105,11 +98,11 @@ function CreateKey(props: { onCreated: (key: ApiKey) => void }) {
 
 /** Create, copy and revoke API keys; see when each was last used. */
 export function KeysPage() {
-  const keys = useLoad(() => api<{ apiKeys: ApiKey[] }>('GET', '/api/user/api-keys'));
+  const keys = useLoad(() => api<ApiKeyList>('GET', '/api/user/api-keys'));
   // What each key spent: `GET /api/usage`'s byKey (last 30 days); the keys table is shown without it if it fails.
   const usage = useLoad(() => loadUsage().catch(() => undefined));
   const spentBy = new Map((usage.data?.byKey ?? []).map((row) => [row.keyId, row]));
-  const [created, setCreated] = useState<ApiKey | null>(null);
+  const [created, setCreated] = useState<CreatedApiKey | null>(null);
   const [error, setError] = useState<string | null>(null);
   return (
     <>

@@ -1,43 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
+import type { AutoTopup, Topup, TopupsPage, TopupStarted } from '@tollgate/wire';
 import { api } from '../api.ts';
-import { Card, Command, Empty, ErrorNote } from '../components.tsx';
+import { Card, Command, Empty, ErrorNote, useAction } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
-
-/** `GET /api/wallet/topups`: the offer and the history. */
-export interface TopupsPage {
-  enabled: boolean;
-  message?: string;
-  currency: string;
-  amounts: number[];
-  minAmount: number;
-  maxAmount: number;
-  creditsPerUnit: number;
-  lowBalance: number;
-  owed: number;
-  topups: Topup[];
-}
-interface Topup {
-  id: string;
-  kind: string;
-  status: string;
-  amount: number;
-  currency: string;
-  credits: number;
-  refunded: number;
-  disputed: number;
-  receiptUrl: string | null;
-  failureReason: string | null;
-  createdAt: string;
-}
-/** `GET /api/wallet/auto-topup`. */
-export interface AutoTopup {
-  enabled: boolean;
-  threshold: number;
-  amount: number;
-  hasPaymentMethod: boolean;
-  pending: boolean;
-  failure: { reason: string; at: string } | null;
-}
 
 /** The query of the wallet route (`#/wallet?topup=…&need=…`). */
 export function walletQuery(): URLSearchParams {
@@ -57,8 +22,8 @@ export function AddCredits(props: { page: TopupsPage; need: number | null }) {
       ? Math.min(page.maxAmount, Math.max(page.minAmount, Math.ceil((need / page.creditsPerUnit) * 100) / 100))
       : null;
   const [custom, setCustom] = useState(needed !== null ? String(needed) : '');
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  // Busy after a success too: the page is leaving for Checkout.
+  const { busy, error, run } = useAction({ leavesPage: true });
   if (!page.enabled) {
     return (
       <Card title="Add credits">
@@ -73,17 +38,11 @@ export function AddCredits(props: { page: TopupsPage; need: number | null }) {
       </Card>
     );
   }
-  const buy = async (amount: number) => {
-    setBusy(true);
-    setError(null);
-    try {
-      const started = await api<{ url: string }>('POST', '/api/wallet/topups', { amount });
+  const buy = (amount: number) =>
+    run(async () => {
+      const started = await api<TopupStarted>('POST', '/api/wallet/topups', { amount });
       location.assign(started.url);
-    } catch (failure) {
-      setError((failure as Error).message);
-      setBusy(false);
-    }
-  };
+    });
   return (
     <Card title="Add credits">
       {need ? (
@@ -244,16 +203,8 @@ export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChan
   const { page, auto } = props;
   const [threshold, setThreshold] = useState(String(auto.threshold || page.lowBalance));
   const [amount, setAmount] = useState(String(auto.amount || page.amounts[1] || page.minAmount));
-  const [error, setError] = useState<string | null>(null);
+  const { error, run } = useAction();
   if (!page.enabled) return null;
-  const run = async (work: () => Promise<void>) => {
-    setError(null);
-    try {
-      await work();
-    } catch (failure) {
-      setError((failure as Error).message);
-    }
-  };
   const values = () => ({ threshold: Number(threshold), amount: Number(amount) });
   return (
     <Card title="Auto top-up">

@@ -1,7 +1,8 @@
+import type { UsageTotals } from '@tollgate/wire';
 import { Card, Empty, ErrorNote, PageHeader, Stat, useLoad } from '../components.tsx';
 import { count, formatCredits } from '../format.ts';
 import { SpendChart } from '../chart.tsx';
-import { dailySpend, loadUsage, type UsageTotals } from '../usage-data.ts';
+import { dailySpend, loadUsage } from '../usage-data.ts';
 
 function UsageTable(props: { label: string; rows: Array<UsageTotals & { name: string }> }) {
   if (props.rows.length === 0) return <Empty>No calls in the last 30 days.</Empty>;

@@ -1,32 +1,11 @@
 import { useState } from 'preact/hooks';
+import type { AutoTopup, Balance, TopupsPage, Transaction, TransactionsPage } from '@tollgate/wire';
 import { api } from '../api.ts';
 import { Card, Empty, ErrorNote, PageHeader, Stat, useLoad } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 import { SpendChart } from '../chart.tsx';
 import { dailySpend, loadUsage } from '../usage-data.ts';
-import {
-  AddCredits,
-  AutoTopupCard,
-  ReturningTopup,
-  TopupHistory,
-  walletQuery,
-  type AutoTopup,
-  type TopupsPage,
-} from './topups.tsx';
-
-interface Balance {
-  balance: number;
-  reserved: number;
-  available: number;
-  currency: string;
-}
-interface Transaction {
-  id: string;
-  type: string;
-  amount: number;
-  description: string;
-  createdAt: string;
-}
+import { AddCredits, AutoTopupCard, ReturningTopup, TopupHistory, walletQuery } from './topups.tsx';
 
 /** Balance, reserved and available credits, a 30-day spend chart and the ledger's transactions. */
 export function WalletPage() {
@@ -35,10 +14,7 @@ export function WalletPage() {
   const [pages, setPages] = useState<Transaction[][]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
   const first = useLoad(async () => {
-    const page = await api<{ transactions: Transaction[]; nextCursor: string | null }>(
-      'GET',
-      '/api/wallet/transactions?limit=20',
-    );
+    const page = await api<TransactionsPage>('GET', '/api/wallet/transactions?limit=20');
     setPages([page.transactions]);
     setCursor(page.nextCursor);
     return page;
@@ -151,7 +127,7 @@ export function WalletPage() {
             type="button"
             class="btn"
             onClick={async () => {
-              const page = await api<{ transactions: Transaction[]; nextCursor: string | null }>(
+              const page = await api<TransactionsPage>(
                 'GET',
                 `/api/wallet/transactions?limit=20&cursor=${encodeURIComponent(cursor)}`,
               );

@@ -1,6 +1,16 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Card, Chips, ConfirmButton, CopyButton, Empty, ErrorNote, PageHeader, useLoad } from '../components.tsx';
+import {
+  Card,
+  Chips,
+  ConfirmButton,
+  CopyButton,
+  Empty,
+  ErrorNote,
+  PageHeader,
+  useAction,
+  useLoad,
+} from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 
 interface Endpoint {
@@ -36,20 +46,17 @@ const EVENTS: Array<[string, string]> = [
 
 function LowBalance() {
   const alert = useLoad(() => api<Alert>('GET', '/api/user/low-balance-alert'));
-  const [error, setError] = useState<string | null>(null);
+  const { error, run } = useAction();
   const [saved, setSaved] = useState(false);
   async function submit(event: Event) {
     event.preventDefault();
     const text = String(new FormData(event.currentTarget as HTMLFormElement).get('threshold') ?? '').trim();
-    setError(null);
     setSaved(false);
-    try {
+    await run(async () => {
       await api('PUT', '/api/user/low-balance-alert', { threshold: text === '' ? null : Number(text) });
       setSaved(true);
       alert.reload();
-    } catch (e) {
-      setError((e as Error).message);
-    }
+    });
   }
   return (
     <form class="form-grid" onSubmit={submit} aria-label="Low-balance alert">
@@ -88,26 +95,19 @@ function LowBalance() {
 }
 
 function CreateEndpoint(props: { onCreated: (secret: string) => void }) {
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   async function submit(event: Event) {
     event.preventDefault();
     const formElement = event.currentTarget as HTMLFormElement;
     const form = new FormData(formElement);
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       const created = await api<{ secret: string }>('POST', '/api/user/webhooks', {
         url: String(form.get('url') ?? '').trim(),
         eventTypes: form.getAll('eventTypes'),
       });
       formElement.reset();
       props.onCreated(created.secret);
-    } catch (e) {
-      setError((e as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
   return (
     <form class="form-grid" onSubmit={submit} aria-label="Add a webhook endpoint">
@@ -147,22 +147,19 @@ function Deliveries(props: { endpoint: Endpoint }) {
       ),
     [props.endpoint.id],
   );
-  const [error, setError] = useState<string | null>(null);
+  const { error, run } = useAction();
   return (
     <div data-deliveries-of={props.endpoint.id}>
       <div class="row">
         <button
           class="btn small"
           type="button"
-          onClick={async () => {
-            setError(null);
-            try {
+          onClick={() =>
+            run(async () => {
               await api('POST', `/api/user/webhooks/${encodeURIComponent(props.endpoint.id)}/test`);
               setTimeout(list.reload, 500);
-            } catch (e) {
-              setError((e as Error).message);
-            }
-          }}
+            })
+          }
         >
           Send test event
         </button>
@@ -212,16 +209,12 @@ export function WebhooksPage() {
   const endpoints = useLoad(() => api<{ webhooks: Endpoint[] }>('GET', '/api/user/webhooks'));
   const [secret, setSecret] = useState<string | null>(null);
   const [open, setOpen] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const act = async (work: () => Promise<unknown>) => {
-    setError(null);
-    try {
+  const { error, run } = useAction();
+  const act = (work: () => Promise<unknown>) =>
+    run(async () => {
       await work();
       endpoints.reload();
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
+    });
   return (
     <>
       <PageHeader

@@ -1,0 +1,49 @@
+import Type, { type Static } from 'typebox';
+
+/** When a key's spending limit resets (`total`: never). */
+export const KeyLimitPeriodSchema = Type.Enum(['daily', 'monthly', 'total'] as const);
+
+const IsoDate = Type.String({ format: 'date-time' });
+
+/** An API key as listed (contract §2.1), with its optional spending limit. */
+export const ListedApiKeySchema = Type.Object({
+  id: Type.String({ examples: ['key_3kT9xQ2mN7pR4sV8wY1z'] }),
+  name: Type.String(),
+  key: Type.String({ pattern: '^ak_', description: 'The key value itself' }),
+  permissions: Type.Array(Type.String()),
+  lastUsed: Type.Union([IsoDate, Type.Null()], {
+    description: 'Last use, recorded at most about once a minute; null when never used',
+  }),
+  createdAt: IsoDate,
+  limit: Type.Union([Type.Number(), Type.Null()], { description: 'Spending limit in credits; null when none' }),
+  limitPeriod: Type.Union([KeyLimitPeriodSchema, Type.Null()], {
+    description: 'When the limit resets; null when there is no limit',
+  }),
+});
+
+/** An API key as listed. */
+export type ListedApiKey = Static<typeof ListedApiKeySchema>;
+
+/** An API key as its creation returns it (contract §2.1: no `lastUsed`). */
+export const CreatedApiKeySchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  key: Type.String({ pattern: '^ak_' }),
+  permissions: Type.Array(Type.String()),
+  createdAt: IsoDate,
+});
+
+/** An API key as its creation returns it. */
+export type CreatedApiKey = Static<typeof CreatedApiKeySchema>;
+
+/** `GET /api/user/api-keys` (contract §4.1). */
+export const ApiKeyListSchema = Type.Object({ success: Type.Literal(true), apiKeys: Type.Array(ListedApiKeySchema) });
+
+/** The caller's API keys. */
+export type ApiKeyList = Static<typeof ApiKeyListSchema>;
+
+/** `POST /api/user/api-keys` (contract §4.2). */
+export const ApiKeyCreatedSchema = Type.Object({ success: Type.Literal(true), apiKey: CreatedApiKeySchema });
+
+/** The answer to a key's creation. */
+export type ApiKeyCreated = Static<typeof ApiKeyCreatedSchema>;
