@@ -3,7 +3,6 @@ import { join, resolve } from 'node:path';
 import { Kysely } from 'kysely';
 import pg from 'pg';
 import type { PlatformConfig } from '../config.ts';
-import type { NoTables } from './own-tables.ts';
 import { nodeSqliteDialect } from './node-sqlite-dialect.ts';
 import { nameStatements, SchemaScopedPostgresDialect } from './postgres-dialect.ts';
 
@@ -23,6 +22,9 @@ export type DialectName = 'sqlite' | 'postgres';
  * own tables; the platform knows no feature's.
  */
 export type Db = Kysely<NoTables>;
+
+/** No table at all: the type of the shared connection, which only a feature's own view of it can query. */
+export type NoTables = Record<never, never>;
 
 /** An open database with what the features need to know about it. */
 export interface Database {

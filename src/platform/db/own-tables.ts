@@ -1,9 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Db } from './connect.ts';
 
-/** No table at all: the type of the shared connection, which only a feature's own view of it can query. */
-export type NoTables = Record<never, never>;
-
 /**
  * `db` seen with the tables `T` only. Each feature calls this once, in its own `schema.ts`, with its own
  * tables: its queries then compile against those and nothing else, so reading or writing another feature's
