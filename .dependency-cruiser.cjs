@@ -10,28 +10,13 @@
 const TOOLING = ['\\.test\\.js$', '(^|/)testing/'];
 const FEATURE = '^src/((?:protocols/)?[^/]+)/';
 
-/**
- * Known exceptions, each waiting for the data-ownership work of issue 17 (each feature's db handle typed with
- * its own tables; cross-feature reads through the owner's API). Remove an entry when its import goes; a
- * new violation is never added here.
- */
-const PENDING_DATA_OWNERSHIP = {
-  // platform/db/connect.ts types its handle with src/tables.ts, which composes every feature's tables (and
-  // those import the platform's Db back: the one cycle left).
-  platformToTables: '^src/platform/db/connect\\.js$',
-  cycleThroughTables: '^src/tables\\.js$',
-  // billing writes the usage row in its settle transaction (its type is usage's); the holds gauge at
-  // /metrics reads billing's OPEN status.
-  otherFeatureTables: ['^src/billing/usage-records\\.js$', '^src/ops/metrics-route\\.js$'],
-};
-
 module.exports = {
   forbidden: [
     {
       name: 'platform-imports-no-feature',
       comment: 'src/platform is what the features share; it knows no feature (and not the composition root).',
       severity: 'error',
-      from: { path: '^src/platform/', pathNot: [...TOOLING, PENDING_DATA_OWNERSHIP.platformToTables] },
+      from: { path: '^src/platform/', pathNot: TOOLING },
       to: { path: '^src/', pathNot: ['^src/platform/'] },
     },
     {
@@ -39,14 +24,14 @@ module.exports = {
       comment: 'No import cycle, type-only imports included.',
       severity: 'error',
       from: {},
-      to: { circular: true, viaNot: PENDING_DATA_OWNERSHIP.cycleThroughTables },
+      to: { circular: true },
     },
     {
       name: 'no-other-feature-tables',
       comment:
         "A feature reaches another feature's data through that feature's API, never by importing its table types or migrations.",
       severity: 'error',
-      from: { path: FEATURE, pathNot: [...TOOLING, ...PENDING_DATA_OWNERSHIP.otherFeatureTables] },
+      from: { path: FEATURE, pathNot: TOOLING },
       to: { path: '^src/((?:protocols/)?[^/]+)/(tables|schema|migrations)\\.js$', pathNot: '^src/$1/' },
     },
     {
@@ -60,10 +45,18 @@ module.exports = {
     {
       name: 'sdk-imports-only-wire-types',
       comment:
-        "The SDK (packages/sdk) ships to browsers: from the server's code it imports only the shared wire types.",
+        "The SDK (packages/sdk) ships to browsers: it imports nothing of the server's code, only the shared wire types (packages/wire).",
       severity: 'error',
       from: { path: '^packages/sdk/' },
-      to: { path: '^src/', pathNot: '^src/wire/' },
+      to: { path: '^src/' },
+    },
+    {
+      name: 'wire-types-import-no-code',
+      comment:
+        'packages/wire is the contract both sides share: schemas and their types only, importing neither the server nor the SDK.',
+      severity: 'error',
+      from: { path: '^packages/wire/' },
+      to: { path: '^(src|packages/sdk)/' },
     },
   ],
   options: {
