@@ -1,6 +1,7 @@
 import * as oauth from 'oauth4webapi';
 import type { TestEnv } from '../testing/harness.ts';
 import { randomText } from '../platform/ids.ts';
+import { SCOPES } from './scopes.ts';
 
 /**
  * Test helpers that go through the real OAuth flow over HTTP: a registered app, a browser with a cookie
@@ -26,19 +27,9 @@ export interface TestApp {
 }
 
 /** Every scope except `offline_access`: what a test app asks for unless told otherwise. */
-export const ALL_TEST_SCOPES = [
-  'read',
-  'write',
-  'billing:read',
-  'apikeys:read',
-  'apikeys:write',
-  'ai:chat',
-  'ai:completions',
-  'ai:models',
-  'ai:images',
-  'ai:embeddings',
-  'ai:audio',
-];
+export const ALL_TEST_SCOPES: string[] = SCOPES.filter(
+  (scope) => !['offline_access', 'openid', 'profile', 'email'].includes(scope),
+);
 
 /** Registers an app with `POST /api/admin/apps`; the redirect URI is a made-up loopback one unless given. */
 export async function registerTestApp(

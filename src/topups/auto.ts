@@ -2,7 +2,7 @@ import type Stripe from 'stripe';
 import { newId } from '../platform/ids.ts';
 import { errors } from '../platform/errors.ts';
 import { creditsToMicros } from '../platform/money.ts';
-import { blankAccount, ensureCustomer, requireStripe } from './checkout.ts';
+import { blankAccount, ensureCustomer, pendingTopup, requireStripe } from './checkout.ts';
 import { disableAutoTopup } from './events.ts';
 import { paymentProviderError, priceOf } from './settings.ts';
 import type { TopupRuntime } from './runtime.ts';
@@ -138,27 +138,12 @@ export async function maybeAutoTopup(rt: TopupRuntime, userId: string): Promise<
   const { available } = await rt.ctx.billing.getBalance(userId);
   if (available >= account.auto_threshold) return null;
   const now = clock.now();
-  const topup: TopupsTable = {
-    id: newId('top'),
-    user_id: userId,
-    kind: 'auto',
-    status: 'pending',
-    amount_minor: account.auto_amount_minor,
+  const topup = pendingTopup(userId, 'auto', {
+    amountMinor: account.auto_amount_minor,
     currency: rt.settings.currency,
     credits: account.auto_amount_minor * rt.settings.creditsPerUnit * 10_000,
-    checkout_session_id: null,
-    payment_intent_id: null,
-    checkout_url: null,
-    receipt_url: null,
-    failure_reason: null,
-    refunded: 0,
-    disputed: 0,
-    dispute_status: null,
-    transaction_id: null,
-    created_at: now,
-    updated_at: now,
-    credited_at: null,
-  };
+    now,
+  });
   const claimed = await db.transaction().execute(async (trx) => {
     const slot = await trx
       .updateTable('topup_accounts')

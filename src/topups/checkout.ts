@@ -59,6 +59,35 @@ function walletUrl(rt: TopupRuntime, query: string): string {
   return `${rt.ctx.config.PUBLIC_BASE_URL}/#/wallet?${query}`;
 }
 
+/** A new top-up row, pending: its amount and credits fixed now, nothing from Stripe yet. */
+export function pendingTopup(
+  userId: string,
+  kind: TopupsTable['kind'],
+  price: { amountMinor: number; currency: string; credits: number; now: number },
+): TopupsTable {
+  return {
+    id: newId('top'),
+    user_id: userId,
+    kind,
+    status: 'pending',
+    amount_minor: price.amountMinor,
+    currency: price.currency,
+    credits: price.credits,
+    checkout_session_id: null,
+    payment_intent_id: null,
+    checkout_url: null,
+    receipt_url: null,
+    failure_reason: null,
+    refunded: 0,
+    disputed: 0,
+    dispute_status: null,
+    transaction_id: null,
+    created_at: price.now,
+    updated_at: price.now,
+    credited_at: null,
+  };
+}
+
 /**
  * Starts a top-up: records it as pending, then creates its Checkout Session (payment mode) with an
  * idempotency key per top-up, so a retried request never makes a second session for it. The credits are
@@ -73,27 +102,12 @@ export async function startCheckout(
   const price = priceOf(rt.settings, amount);
   const customer = await ensureCustomer(rt, userId);
   const now = rt.ctx.clock.now();
-  const topup: TopupsTable = {
-    id: newId('top'),
-    user_id: userId,
-    kind: 'checkout',
-    status: 'pending',
-    amount_minor: price.amountMinor,
+  const topup = pendingTopup(userId, 'checkout', {
+    amountMinor: price.amountMinor,
     currency: rt.settings.currency,
     credits: price.credits,
-    checkout_session_id: null,
-    payment_intent_id: null,
-    checkout_url: null,
-    receipt_url: null,
-    failure_reason: null,
-    refunded: 0,
-    disputed: 0,
-    dispute_status: null,
-    transaction_id: null,
-    created_at: now,
-    updated_at: now,
-    credited_at: null,
-  };
+    now,
+  });
   await topupsDb(rt.ctx.db).insertInto('topups').values(topup).execute();
   let session: Stripe.Checkout.Session;
   try {
