@@ -1,7 +1,6 @@
 import { Session } from 'node:inspector/promises';
-import { startMockUpstream } from '../src/providers/testing/mock-upstream.ts';
-import { TestEnv, type TestDatabase } from '../src/testing/harness.ts';
-import { CHAT_BODY } from './profile.ts';
+import type { TestDatabase } from '../src/testing/harness.ts';
+import { startBilledChat } from './billed-chat.ts';
 
 /**
  * `node bench/allocations.ts [sqlite|postgres] [calls]`: the bytes allocated per non-streaming chat call, from
@@ -16,44 +15,8 @@ import { CHAT_BODY } from './profile.ts';
 const [kind = 'sqlite', callsArg = '2000'] = process.argv.slice(2);
 const CALLS = Number(callsArg);
 
-const mock = await startMockUpstream({ log: false });
-const env = new TestEnv(kind as TestDatabase, {
-  config: {
-    OPENAI_BASE_URL: `${mock.url}/v1`,
-    OPENAI_API_KEY: 'x',
-    RATE_LIMIT_KEY_RPM: 0,
-    RATE_LIMIT_APP_RPM: 0,
-    LOG_LEVEL: 'warn',
-  } as any,
-});
-await env.start();
+const { chat, close } = await startBilledChat(kind as TestDatabase, { LOG_LEVEL: 'warn' });
 try {
-  await env.admin('PUT', '/api/admin/models/bench/chat', {
-    provider: 'openai',
-    upstreamModel: 'gpt-bench',
-    pricing: { prompt: 1, completion: 2 },
-    maxOutputTokens: 1024,
-  });
-  const user = await env.createUser();
-  await env.admin('POST', `/api/admin/users/${user.userId}/credits`, { amount: 1_000_000, reason: 'bench' });
-  const key = (
-    await env.dashboard(user, 'POST', '/api/user/api-keys', {
-      name: 'bench',
-      permissions: ['ai:chat'],
-      limit: 100_000,
-      limitPeriod: 'daily',
-    })
-  ).body.apiKey.key;
-  const body = JSON.stringify({ ...CHAT_BODY, model: 'bench/chat' });
-  const chat = async () => {
-    const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body,
-    });
-    if (response.status !== 200) throw new Error(`chat: ${response.status} ${await response.text()}`);
-    await response.arrayBuffer();
-  };
   for (let i = 0; i < 300; i++) await chat();
 
   const session = new Session();
@@ -96,6 +59,5 @@ try {
   for (const [owner, bytes] of [...byOwner].sort((a, b) => b[1] - a[1]).slice(0, 30))
     console.log(`${kb(bytes)} KB  ${owner}`);
 } finally {
-  await env.stop();
-  await mock.close();
+  await close();
 }

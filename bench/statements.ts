@@ -1,8 +1,7 @@
 import { DatabaseSync, StatementSync } from 'node:sqlite';
 import pg from 'pg';
-import { startMockUpstream } from '../src/providers/testing/mock-upstream.ts';
-import { TestEnv, TEST_POSTGRES_URL } from '../src/testing/harness.ts';
-import { CHAT_BODY } from './profile.ts';
+import { TEST_POSTGRES_URL } from '../src/testing/harness.ts';
+import { startBilledChat } from './billed-chat.ts';
 
 /**
  * `node bench/statements.ts [sqlite|postgres] [calls]`: what one billed chat call costs the database, in an
@@ -40,42 +39,8 @@ DatabaseSync.prototype.exec = function (this: DatabaseSync, text: string) {
   return exec.call(this, text);
 };
 
-const mock = await startMockUpstream({ log: false });
-const env = new TestEnv(kind, {
-  config: {
-    OPENAI_BASE_URL: `${mock.url}/v1`,
-    OPENAI_API_KEY: 'x',
-    RATE_LIMIT_KEY_RPM: 0,
-    RATE_LIMIT_APP_RPM: 0,
-  } as any,
-});
-await env.start();
+const { chat, close } = await startBilledChat(kind);
 try {
-  await env.admin('PUT', '/api/admin/models/bench/chat', {
-    provider: 'openai',
-    upstreamModel: 'gpt-bench',
-    pricing: { prompt: 1, completion: 2 },
-    maxOutputTokens: 1024,
-  });
-  const user = await env.createUser();
-  await env.admin('POST', `/api/admin/users/${user.userId}/credits`, { amount: 1_000_000, reason: 'bench' });
-  const key = (
-    await env.dashboard(user, 'POST', '/api/user/api-keys', {
-      name: 'bench',
-      permissions: ['ai:chat'],
-      limit: 100_000,
-      limitPeriod: 'daily',
-    })
-  ).body.apiKey.key;
-  const chat = async () => {
-    const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ ...CHAT_BODY, model: 'bench/chat' }),
-    });
-    if (response.status !== 200) throw new Error(`chat: ${response.status} ${await response.text()}`);
-    await response.arrayBuffer();
-  };
   for (let i = 0; i < 20; i++) await chat();
   const walPosition = async () => {
     if (kind !== 'postgres') return 0;
@@ -108,6 +73,5 @@ try {
   for (const [text, n] of [...counted.texts].sort((a, b) => b[1] - a[1]))
     console.log(`${(n / CALLS).toFixed(2).padStart(6)}  ${text}`);
 } finally {
-  await env.stop();
-  await mock.close();
+  await close();
 }
