@@ -3,7 +3,7 @@ import type { TestDatabase } from '../src/testing/harness.ts';
 import { startBilledChat } from './billed-chat.ts';
 
 /**
- * `node bench/allocations.ts [sqlite|postgres] [calls]`: the bytes allocated per non-streaming chat call, from
+ * `node bench/allocations.ts [sqlite|postgres] [calls] [allocated|live]`: the bytes allocated per non-streaming chat call, from
  * V8's sampling heap profiler with collected objects included, grouped by the nearest frame of our code (or
  * the package, when none). Allocation is what the young-generation collector pays for (about a tenth of the
  * CPU under load) and what sets how often a call meets a scavenge (the concurrency-1 p99), and unlike time
@@ -12,8 +12,13 @@ import { startBilledChat } from './billed-chat.ts';
  * the mock's frames.
  */
 
-const [kind = 'sqlite', callsArg = '2000'] = process.argv.slice(2);
+const [kind = 'sqlite', callsArg = '2000', mode = 'allocated'] = process.argv.slice(2);
 const CALLS = Number(callsArg);
+/**
+ * `live`: only what is still reachable when the calls end, per call — what a call leaves behind (a cache
+ * entry, a timer, a closure kept alive), which the young generation promotes and the old one keeps.
+ */
+const LIVE = mode === 'live';
 
 const { chat, close } = await startBilledChat(kind as TestDatabase, { LOG_LEVEL: 'warn' });
 try {
@@ -23,10 +28,11 @@ try {
   session.connect();
   await session.post('HeapProfiler.startSampling', {
     samplingInterval: 512,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMajorGC: !LIVE,
+    includeObjectsCollectedByMinorGC: !LIVE,
   } as any);
   for (let i = 0; i < CALLS; i++) await chat();
+  if (LIVE) await session.post('HeapProfiler.collectGarbage');
   const { profile } = (await session.post('HeapProfiler.stopSampling')) as any;
   session.disconnect();
 
@@ -55,7 +61,9 @@ try {
   };
   walk(profile.head, []);
   const kb = (bytes: number) => (bytes / CALLS / 1024).toFixed(2).padStart(7);
-  console.log(`${kind}: ${kb(total).trim()} KB allocated per call (${CALLS} calls; instance, client and mock)\n`);
+  console.log(
+    `${kind}: ${kb(total).trim()} KB ${LIVE ? 'still reachable after the calls' : 'allocated'} per call (${CALLS} calls; instance, client and mock)\n`,
+  );
   for (const [owner, bytes] of [...byOwner].sort((a, b) => b[1] - a[1]).slice(0, 30))
     console.log(`${kb(bytes)} KB  ${owner}`);
 } finally {

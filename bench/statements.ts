@@ -15,11 +15,22 @@ const [kind = 'postgres', callsArg = '200'] = process.argv.slice(2);
 if (kind !== 'sqlite' && kind !== 'postgres') throw new Error('database: sqlite or postgres');
 const CALLS = Number(callsArg);
 
-const counted = { statements: 0, texts: new Map<string, number>() };
+const counted = { statements: 0, texts: new Map<string, number>(), micros: new Map<string, number>() };
+const keyOf = (text: string) => text.replace(/\s+/g, ' ').slice(0, 90);
 const note = (text: string) => {
   counted.statements++;
-  const key = text.replace(/\s+/g, ' ').slice(0, 90);
+  const key = keyOf(text);
   counted.texts.set(key, (counted.texts.get(key) ?? 0) + 1);
+};
+/** Runs `run`, adding its wall time to the statement's total (node:sqlite is synchronous: that is its cost). */
+const timed = <T>(text: string, run: () => T): T => {
+  const started = performance.now();
+  try {
+    return run();
+  } finally {
+    const key = keyOf(text);
+    counted.micros.set(key, (counted.micros.get(key) ?? 0) + (performance.now() - started) * 1000);
+  }
 };
 const clientQuery = pg.Client.prototype.query;
 pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
@@ -30,13 +41,13 @@ for (const method of ['all', 'get', 'run', 'iterate'] as const) {
   const original = StatementSync.prototype[method] as (...args: unknown[]) => unknown;
   (StatementSync.prototype as any)[method] = function (this: StatementSync, ...args: unknown[]) {
     note(this.sourceSQL);
-    return original.apply(this, args);
+    return timed(this.sourceSQL, () => original.apply(this, args));
   };
 }
 const exec = DatabaseSync.prototype.exec;
 DatabaseSync.prototype.exec = function (this: DatabaseSync, text: string) {
   note(text);
-  return exec.call(this, text);
+  return timed(text, () => exec.call(this, text));
 };
 
 const { chat, close } = await startBilledChat(kind);
@@ -54,6 +65,7 @@ try {
   };
   counted.statements = 0;
   counted.texts.clear();
+  counted.micros.clear();
   const walBefore = await walPosition();
   const statementsBefore = counted.statements;
   const started = performance.now();
@@ -70,8 +82,13 @@ try {
       ...(kind === 'postgres' ? { walBytesPerCall: Math.round(walBytes / CALLS) } : {}),
     }),
   );
-  for (const [text, n] of [...counted.texts].sort((a, b) => b[1] - a[1]))
-    console.log(`${(n / CALLS).toFixed(2).padStart(6)}  ${text}`);
+  // Per call: how many times each statement ran and, on SQLite, the µs it took (synchronous, so its whole cost).
+  for (const [text, n] of [...counted.texts].sort(
+    (a, b) => (counted.micros.get(b[0]) ?? 0) - (counted.micros.get(a[0]) ?? 0),
+  ))
+    console.log(
+      `${(n / CALLS).toFixed(2).padStart(6)}  ${kind === 'sqlite' ? `${((counted.micros.get(text) ?? 0) / CALLS).toFixed(1).padStart(6)} µs  ` : ''}${text}`,
+    );
 } finally {
   await close();
 }

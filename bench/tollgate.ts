@@ -56,7 +56,13 @@ export interface Tollgate {
 }
 
 /** Starts `serve` on `store` with the OpenAI provider pointed at the mock; `nodeArgs` go before the script (e.g. `--cpu-prof`). */
-export async function startTollgate(store: Store, upstreamUrl: string, nodeArgs: string[] = []): Promise<Tollgate> {
+export async function startTollgate(
+  store: Store,
+  upstreamUrl: string,
+  nodeArgs: string[] = [],
+  /** The checkout whose `src/cli.ts` serves (bench/ab.ts compares two); default this one. */
+  checkout = process.cwd(),
+): Promise<Tollgate> {
   const port = await freePort();
   const env: Record<string, string> = {
     HOST: '127.0.0.1',
@@ -75,7 +81,7 @@ export async function startTollgate(store: Store, upstreamUrl: string, nodeArgs:
   };
   const child = spawnNode(`tollgate-${store.dialect}`, [...nodeArgs, 'src/cli.ts', 'serve'], {
     env,
-    cwd: process.cwd(),
+    cwd: checkout,
   });
   const baseUrl = `http://127.0.0.1:${port}`;
   await waitForHttp(`${baseUrl}/healthz`, child, 60_000);
