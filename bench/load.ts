@@ -1,5 +1,6 @@
 import { Agent, request as httpRequest } from 'node:http';
 import autocannon from 'autocannon';
+import type { CpuPerCall } from './cpu.ts';
 
 /**
  * The two load tools of the benchmark.
@@ -36,6 +37,18 @@ export interface CellResult {
   /** Requests that failed: connection errors, timeouts and non-2xx answers. */
   failed: number;
   total: number;
+  /** CPU time per call, by process and thread, when the cell was asked to measure it (bench/cpu.ts). */
+  cpu?: CpuPerCall;
+}
+
+/** How a cell runs. */
+export interface CellOptions {
+  stream: boolean;
+  connections: number;
+  seconds: number;
+  warmupSeconds: number;
+  /** Called once the warm-up is over; what it returns is called with the calls of the measured part. */
+  onMeasure?: () => (calls: number) => CpuPerCall;
 }
 
 const bodyOf = (target: Target, stream: boolean) =>
@@ -45,10 +58,7 @@ const bodyOf = (target: Target, stream: boolean) =>
   });
 
 /** Runs autocannon against `target` for `seconds`, after `warmupSeconds` of the same load whose figures are dropped. */
-export async function hammer(
-  target: Target,
-  options: { stream: boolean; connections: number; seconds: number; warmupSeconds: number },
-): Promise<CellResult> {
+export async function hammer(target: Target, options: CellOptions): Promise<CellResult> {
   const body = bodyOf(target, options.stream);
   const run = (duration: number) =>
     autocannon({
@@ -68,13 +78,16 @@ export async function hammer(
       ],
     });
   if (options.warmupSeconds > 0) await run(options.warmupSeconds);
+  const measured = options.onMeasure?.();
   const result = await run(options.seconds);
+  const total = result['2xx'] + result.errors + result.timeouts + result.non2xx;
   return {
     rps: result['2xx'] / result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
     failed: result.errors + result.timeouts + result.non2xx,
-    total: result['2xx'] + result.errors + result.timeouts + result.non2xx,
+    total,
+    ...(measured ? { cpu: measured(total) } : {}),
   };
 }
 
@@ -130,10 +143,7 @@ export function quantile(sorted: number[], q: number): number {
  * Runs `connections` loops that each send requests back to back over keep-alive connections for `seconds`
  * (after `warmupSeconds` whose timings are dropped), timing each request and each stream's first frame.
  */
-export async function probe(
-  target: Target,
-  options: { stream: boolean; connections: number; seconds: number; warmupSeconds: number },
-): Promise<CellResult> {
+export async function probe(target: Target, options: CellOptions): Promise<CellResult> {
   const body = bodyOf(target, options.stream);
   const agent = new Agent({ keepAlive: true, maxSockets: options.connections });
   const run = async (seconds: number) => {
@@ -149,6 +159,7 @@ export async function probe(
   };
   try {
     if (options.warmupSeconds > 0) await run(options.warmupSeconds);
+    const measured = options.onMeasure?.();
     const { timings, elapsedS } = await run(options.seconds);
     const ok = timings.filter((t) => t.ok);
     const totals = ok.map((t) => t.totalMs).sort((a, b) => a - b);
@@ -160,6 +171,7 @@ export async function probe(
       ...(options.stream ? { ttftP50: quantile(frames, 0.5), ttftP99: quantile(frames, 0.99) } : {}),
       failed: timings.length - ok.length,
       total: timings.length,
+      ...(measured ? { cpu: measured(timings.length) } : {}),
     };
   } finally {
     agent.destroy();

@@ -210,6 +210,32 @@ export function figureTables(results: SystemResult[]): string {
   return `${json.join('\n')}\n\n${stream.join('\n')}`;
 }
 
+/**
+ * CPU time per non-streaming call, by process and thread (bench/cpu.ts), at concurrency 1 and 64; no table
+ * for results saved before the figures existed.
+ */
+export function cpuTable(results: SystemResult[]): string[] {
+  const measured = results.filter((r) => r.json64.cpu);
+  if (measured.length === 0) return [];
+  const us = (value: number | undefined) => (value === undefined ? '–' : value.toFixed(0));
+  const total = (cpu: NonNullable<CellResult['cpu']>) =>
+    (cpu.gatewayMain ?? 0) + (cpu.gatewayOther ?? 0) + (cpu.postgres ?? 0) + cpu.mock + cpu.loadGenerator;
+  return [
+    '## CPU time per call',
+    '',
+    "µs of CPU per completed non-streaming call, read from /proc around each measured cell: the gateway's JavaScript thread (a Node server runs its handlers on that one thread, so its time per call bounds the gateway's throughput: 1,000,000 µs / that figure is the most calls per second one process can serve), the gateway's other threads (V8's garbage-collector and compiler helpers, libuv's pool), every PostgreSQL process, the mock upstream and the load generator (this script). All share the machine's cores. Ticks are 10 ms, so a cell's figure is good to a few percent.",
+    '',
+    '| System | c=1 main thread | c=1 other threads | c=64 main thread | c=64 other threads | c=64 PostgreSQL | c=64 mock | c=64 load generator | c=64 all processes | c=64 main-thread bound (req/s) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...measured.map((r) => {
+      const [one, many] = [r.json1.cpu, r.json64.cpu!];
+      const bound = many.gatewayMain ? (1e6 / many.gatewayMain).toFixed(0) : '–';
+      return `| ${r.label} | ${us(one?.gatewayMain)} | ${us(one?.gatewayOther)} | ${us(many.gatewayMain)} | ${us(many.gatewayOther)} | ${us(many.postgres)} | ${us(many.mock)} | ${us(many.loadGenerator)} | ${us(total(many))} | ${bound} |`;
+    }),
+    '',
+  ];
+}
+
 /** The whole `BENCHMARKS.md`. */
 export function benchmarksMarkdown(
   info: RunInfo,
@@ -241,6 +267,7 @@ export function benchmarksMarkdown(
     '',
     figureTables(results),
     '',
+    ...cpuTable(results),
     ...(ledgers.length
       ? [
           '## Billing after the load',

@@ -4,6 +4,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { hammer, probe, type CellResult, type Target } from './load.ts';
 import { installPortkey, PORTKEY_VERSION, portkeyTarget, startPortkey } from './portkey.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
+import { startCpuMeasure } from './cpu.ts';
 import { CHAT_BODY, profileTollgate } from './profile.ts';
 import { profileMarkdown } from './cpuprofile.ts';
 import {
@@ -62,12 +63,30 @@ const fmt = (c: CellResult) =>
   `${c.rps.toFixed(0)} req/s, p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms${c.ttftP50 === undefined ? '' : `, TTFT p50 ${c.ttftP50.toFixed(2)} ms`}${c.failed ? `, ${c.failed} FAILED` : ''}`;
 
 /** Every cell of one system: concurrency 1 with the probe, then concurrency 64 with autocannon, then TTFT at 64. */
-async function measure(label: string, target: Target): Promise<Omit<SystemResult, 'label' | 'kind'>> {
-  const json1 = await probe(target, { stream: false, connections: 1, seconds: SECONDS, warmupSeconds: WARMUP / 2 });
+async function measure(
+  label: string,
+  target: Target,
+  who: { gatewayPid?: number; postgres?: boolean } = {},
+): Promise<Omit<SystemResult, 'label' | 'kind'>> {
+  // CPU per call is read around the non-streaming cells: the split the report's CPU table shows.
+  const onMeasure = () => startCpuMeasure({ mockPid, postgres: false, ...who });
+  const json1 = await probe(target, {
+    stream: false,
+    connections: 1,
+    seconds: SECONDS,
+    warmupSeconds: WARMUP / 2,
+    onMeasure,
+  });
   log(`${label} · json c=1: ${fmt(json1)}`);
   const stream1 = await probe(target, { stream: true, connections: 1, seconds: SECONDS, warmupSeconds: WARMUP / 2 });
   log(`${label} · stream c=1: ${fmt(stream1)}`);
-  const json64 = await hammer(target, { stream: false, connections: 64, seconds: SECONDS, warmupSeconds: WARMUP });
+  const json64 = await hammer(target, {
+    stream: false,
+    connections: 64,
+    seconds: SECONDS,
+    warmupSeconds: WARMUP,
+    onMeasure,
+  });
   log(`${label} · json c=64: ${fmt(json64)}`);
   const stream64 = await hammer(target, { stream: true, connections: 64, seconds: SECONDS, warmupSeconds: WARMUP });
   log(`${label} · stream c=64: ${fmt(stream64)}`);
@@ -75,6 +94,9 @@ async function measure(label: string, target: Target): Promise<Omit<SystemResult
   log(`${label} · stream c=64 (probe): ${fmt(ttft64)}`);
   return { json1, stream1, json64, stream64, ttft64 };
 }
+
+/** The mock upstream's process, whose CPU per call every cell reads. */
+let mockPid = 0;
 
 /** Children and stores to clean up however the run ends. */
 const children = new Set<Child>();
@@ -109,12 +131,15 @@ async function measureTollgate(
     try {
       if (scale === 'small') keys = await provision(instance, KEYS);
       const label = `Tollgate · ${name} · ${scale === 'small' ? `${KEYS} keys` : `${SCALE.keys.toLocaleString('en')} keys, ${SCALE.users.toLocaleString('en')} users`}`;
-      const figures = await measure(label, tollgateTarget(instance, keys, CHAT_BODY));
+      const who = { gatewayPid: instance.child.pid, postgres: dialect === 'postgres' };
+      const figures = await measure(label, tollgateTarget(instance, keys, CHAT_BODY), who);
       // The same request through the other API surfaces on the 10-key instance: their added latency beside chat's.
       const responses =
-        scale === 'small' ? await measure(`${label} · Responses`, responsesTarget(instance, keys, CHAT_BODY)) : null;
+        scale === 'small'
+          ? await measure(`${label} · Responses`, responsesTarget(instance, keys, CHAT_BODY), who)
+          : null;
       const messages =
-        scale === 'small' ? await measure(`${label} · Messages`, messagesTarget(instance, keys, CHAT_BODY)) : null;
+        scale === 'small' ? await measure(`${label} · Messages`, messagesTarget(instance, keys, CHAT_BODY), who) : null;
       const ledger = await verifyLedger(instance);
       results.push({
         label,
@@ -171,6 +196,7 @@ async function main(): Promise<void> {
     >,
   });
   children.add(mock);
+  mockPid = mock.pid;
   const { url: upstreamUrl } = await firstJsonLine<{ url: string }>(mock);
   const results: SystemResult[] = [];
 
@@ -189,11 +215,15 @@ async function main(): Promise<void> {
   children.add(bare);
   try {
     const { url: bareUrl } = await firstJsonLine<{ url: string }>(bare);
-    const figures = await measure(BARE_PROXY_LABEL, {
-      url: `${bareUrl}/v1/chat/completions`,
-      body: directBody,
-      headers: () => ({ authorization: 'Bearer x' }),
-    });
+    const figures = await measure(
+      BARE_PROXY_LABEL,
+      {
+        url: `${bareUrl}/v1/chat/completions`,
+        body: directBody,
+        headers: () => ({ authorization: 'Bearer x' }),
+      },
+      { gatewayPid: bare.pid },
+    );
     results.push({
       label: BARE_PROXY_LABEL,
       kind: 'bare',
@@ -210,7 +240,9 @@ async function main(): Promise<void> {
     children.add(portkey.child);
     try {
       const label = `Portkey gateway ${PORTKEY_VERSION}`;
-      const figures = await measure(label, portkeyTarget(portkey.baseUrl, upstreamUrl, directBody));
+      const figures = await measure(label, portkeyTarget(portkey.baseUrl, upstreamUrl, directBody), {
+        gatewayPid: portkey.child.pid,
+      });
       results.push({ label, kind: 'portkey', ...figures, peakRssMB: (portkey.child.peakRssMiB() * 1024 * 1024) / 1e6 });
     } finally {
       await portkey.child.stop();
