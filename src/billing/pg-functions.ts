@@ -388,6 +388,92 @@ BEGIN
 END
 $$`;
 
+/*
+ * Version 3 of the batch close (migration 1700): a batch of closes in three statements, whatever its size,
+ * instead of three per close. A profile of the backends under the concurrency-64 load (`perf`, docs/scaling.md)
+ * put most of the server's CPU per call in what every statement costs again — executor start-up and
+ * shut-down, plan-cache checks, the CHECK constraints of `holds` and `wallets` re-read and planned per
+ * statement — not in the rows. So the batch locks its wallets (in the order of their user, as before), then
+ * closes every hold of the batch in one statement of data-modifying CTEs: the same rows as
+ * {@link CLOSE_V2} one by one, with each ledger header's `balance_after` / `reserved_after` the running
+ * sums of its user's closes in the batch's order, one update per wallet and per counter (their sums), and
+ * the headers inserted in that order (their `seq`). A close whose wallet or open hold is not there writes
+ * nothing and answers `closed` false, as before.
+ *
+ * The wallet CHECK constraints see only the final row of each wallet; a close can only raise
+ * `balance - reserved` (it releases at least what it captures) and lower `reserved`, so no step in between
+ * could have broken them either.
+ */
+
+/** Version 3 of {@link CLOSE_MANY}: the closes of a batch as one statement. */
+const CLOSE_MANY_V3 = `
+CREATE OR REPLACE FUNCTION tollgate_close_holds(
+  p_hold_ids text[], p_user_ids text[], p_statuses text[], p_captures bigint[], p_nows bigint[], p_txn_ids text[], p_descriptions text[],
+  p_usages jsonb[], p_billeds bigint[])
+RETURNS TABLE (n bigint, closed boolean, captured bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+  -- The wallet locks first, in the order of their user (the deadlock-freedom invariant above).
+  PERFORM FROM wallets WHERE user_id = ANY (p_user_ids) ORDER BY user_id FOR UPDATE;
+  RETURN QUERY
+  WITH input AS (
+    SELECT * FROM unnest(p_hold_ids, p_user_ids, p_statuses, p_captures, p_nows, p_txn_ids, p_descriptions, p_usages, p_billeds)
+           WITH ORDINALITY AS u(hold_id, user_id, status, capture, at_now, txn_id, description, usage, billed, k)
+  ), claim AS (
+    -- A hold named twice is closed by its first row (in the batch's order), as closing them one by one would.
+    SELECT DISTINCT ON (i.hold_id, i.user_id) i.* FROM input i ORDER BY i.hold_id, i.user_id, i.k
+  ), closing AS (
+    UPDATE holds SET status = c.status, captured = LEAST(holds.amount, c.capture), closed_at = c.at_now
+      FROM claim c JOIN wallets w ON w.user_id = c.user_id
+     WHERE holds.id = c.hold_id AND holds.user_id = c.user_id AND holds.status = 'open'
+    RETURNING c.k, c.user_id, c.hold_id, c.txn_id, c.description, c.at_now, c.usage, c.billed, holds.amount, holds.captured,
+              holds.period_day, holds.period_month, w.balance, w.reserved,
+              CASE WHEN holds.app_id IS NOT NULL THEN 'app:' || holds.user_id || ':' || holds.app_id END AS app_subject,
+              CASE WHEN holds.key_id IS NOT NULL THEN 'key:' || holds.key_id END AS key_subject
+  ), h AS (
+    -- Each header carries the wallet after its own close: the running sums of the user's closes, in order.
+    SELECT closing.*,
+           sum(closing.captured) OVER (PARTITION BY closing.user_id ORDER BY closing.k) AS captured_so_far,
+           sum(closing.amount) OVER (PARTITION BY closing.user_id ORDER BY closing.k) AS amount_so_far
+      FROM closing
+  ), header AS (
+    INSERT INTO ledger_transactions (id, type, user_id, hold_id, description, balance_after, reserved_after, created_at)
+    SELECT h.txn_id, CASE WHEN h.captured > 0 THEN 'capture' ELSE 'release' END, h.user_id, h.hold_id,
+           CASE WHEN h.captured > 0 THEN h.description ELSE 'Hold released' END, h.balance - h.captured_so_far, h.reserved - h.amount_so_far, h.at_now
+      FROM h ORDER BY h.user_id, h.k
+  ), entries AS (
+    INSERT INTO ledger_entries (transaction_id, account, amount, created_at)
+    SELECT h.txn_id, e.account, e.amount, h.at_now
+      FROM h, LATERAL (VALUES ('user:' || h.user_id || ':held', -h.amount), ('system:revenue', h.captured), ('user:' || h.user_id || ':available', h.amount - h.captured)) AS e(account, amount)
+     WHERE e.amount <> 0
+  ), wallet AS (
+    -- One update per wallet (a row updated twice in one statement keeps only one update), updated_at the last close's.
+    UPDATE wallets SET balance = wallets.balance - t.captured, reserved = wallets.reserved - t.amount, updated_at = t.at_now
+      FROM (SELECT h.user_id, sum(h.captured) AS captured, sum(h.amount) AS amount, (array_agg(h.at_now ORDER BY h.k DESC))[1] AS at_now
+              FROM h WHERE h.amount <> 0 GROUP BY h.user_id) t
+     WHERE wallets.user_id = t.user_id
+  ), counters AS (
+    -- Summed per counter: ON CONFLICT cannot update a row twice in one statement.
+    INSERT INTO spend_counters (subject, period, period_start, spent, held)
+    SELECT c.subject, c.period, c.start, sum(h.captured), -sum(h.amount)
+      FROM h, LATERAL (VALUES (h.app_subject, 'daily', h.period_day), (h.app_subject, 'monthly', h.period_month), (h.app_subject, 'total', 0::bigint),
+                              (h.key_subject, 'daily', h.period_day), (h.key_subject, 'monthly', h.period_month), (h.key_subject, 'total', 0::bigint)) AS c(subject, period, start)
+     WHERE c.subject IS NOT NULL AND h.amount <> 0
+     GROUP BY c.subject, c.period, c.start
+    ON CONFLICT (subject, period, period_start)
+    DO UPDATE SET spent = spend_counters.spent + excluded.spent, held = spend_counters.held + excluded.held
+  ), usage AS (
+    INSERT INTO usage_records (id, user_id, app_id, key_id, model, kind, prompt_tokens, completion_tokens, cost, latency_ms, status, hold_id, created_at, settlement, uncollected, details)
+    SELECT r.id, r.user_id, r.app_id, r.key_id, r.model, r.kind, r.prompt_tokens, r.completion_tokens, h.captured, r.latency_ms, r.status, r.hold_id, r.created_at,
+           NULL, GREATEST(0, h.billed - h.captured), r.details
+      FROM h, jsonb_populate_record(NULL::usage_records, h.usage) AS r
+     WHERE h.usage IS NOT NULL
+  )
+  SELECT i.k, h.k IS NOT NULL, coalesce(h.captured, 0) FROM input i LEFT JOIN h ON h.k = i.k;
+END
+$$`;
+
 /** Migrations of the PostgreSQL billing functions (nothing on SQLite, whose path has no round trips). */
 export const billingFunctionMigrations: Record<string, Migration> = {
   '1680_billing_pg_functions': {
@@ -400,6 +486,12 @@ export const billingFunctionMigrations: Record<string, Migration> = {
     async up(db: Kysely<any>) {
       if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
       for (const text of [PLACE_V2, CLOSE_V2, PLACE_MANY_V2, CLOSE_MANY_V2]) await sql.raw(text).execute(db);
+    },
+  },
+  '1700_billing_pg_functions_set_based_closes': {
+    async up(db: Kysely<any>) {
+      if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+      await sql.raw(CLOSE_MANY_V3).execute(db);
     },
   },
 };
