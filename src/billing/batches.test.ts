@@ -10,6 +10,7 @@ import { allMigrations } from '../features.ts';
 import { createBilling } from './service.ts';
 import { batchStats } from './pg-holds.ts';
 import { insertApiKey, insertUser } from './testing/fixtures.ts';
+import { sql } from 'kysely';
 
 // PostgreSQL's billing batches (pg-holds.ts, platform/db/statement-batch.ts): concurrent placements and closes
 // share statements, and each caller still gets exactly its own outcome.
@@ -175,6 +176,91 @@ if (selectedDatabases().includes('postgres')) {
       } finally {
         await database.close();
         await lanesSpace.drop();
+      }
+    });
+    it('a batch’s ledger headers carry each wallet as it was after their own movement, in order, and the counters their sums', async () => {
+      const chainSpace = new TestDatabaseSpace('postgres');
+      await chainSpace.create();
+      const config = loadConfig({
+        ...chainSpace.env(),
+        DATABASE_POOL_SIZE: '2',
+        LOG_LEVEL: 'warn',
+        REPLICATE_WEBHOOK_SECRET: '',
+      });
+      const database = openDatabase(config);
+      try {
+        await migrateToLatest(database.db, allMigrations(), config);
+        const ctx = { db: database.db, dialect: database.dialect, clock: systemClock, config } as any;
+        const billing = createBilling(ctx);
+        // Three users with 10,000 each and a daily key limit of 5,000; every hold is 1,000, so a user's rows
+        // share batches: first three each (all placed), then four each (two placed, two over the limit).
+        const payers: Array<{ userId: string; keyId: string }> = [];
+        for (let i = 0; i < 3; i++) {
+          const userId = await insertUser(ctx);
+          payers.push({ userId, keyId: await insertApiKey(ctx, userId, { limit: 5_000, period: 'daily' }) });
+          await billing.grant(userId, 10_000, 'test');
+        }
+        const placed: Array<{ holdId: string; userId: string }> = [];
+        for (const count of [3, 4]) {
+          const attempts = payers.flatMap((payer) => Array.from({ length: count }, () => payer));
+          const outcomes = await Promise.allSettled(
+            attempts.map((payer) => billing.placeHold({ ...payer, appId: null, amount: 1_000 })),
+          );
+          outcomes.forEach((o, i) => {
+            if (o.status === 'fulfilled') placed.push({ holdId: o.value.holdId, userId: attempts[i]!.userId });
+            else
+              assert.ok(o.reason instanceof ApiError && o.reason.code === 'SPENDING_LIMIT_EXCEEDED', String(o.reason));
+          });
+        }
+        assert.equal(placed.length, 3 * 5, 'five holds per user fit the limit');
+        // Settle all at once, capturing 300 of one in three and releasing the others' rest.
+        const settled = await Promise.all(
+          placed.map((hold, i) => billing.settleHold(hold.holdId, i % 3 === 0 ? 300 : 0, { userId: hold.userId })),
+        );
+        assert.ok(settled.every((s) => s.settled));
+        const batches = batchStats(database.db)!;
+        assert.ok(batches.place.statements < batches.place.calls && batches.close.statements < batches.close.calls);
+
+        // Every header against the user's entries up to it (by seq): balance is available + held, reserved is held.
+        const { rows } = await sql<{ headers: number; wrong: number }>`
+          WITH chain AS (
+            SELECT t.balance_after, t.reserved_after,
+                   sum(e.available + e.held) OVER (PARTITION BY t.user_id ORDER BY t.seq) AS balance,
+                   sum(e.held) OVER (PARTITION BY t.user_id ORDER BY t.seq) AS reserved
+              FROM ledger_transactions t,
+                   LATERAL (SELECT coalesce(sum(amount) FILTER (WHERE account = 'user:' || t.user_id || ':available'), 0) AS available,
+                                   coalesce(sum(amount) FILTER (WHERE account = 'user:' || t.user_id || ':held'), 0) AS held
+                              FROM ledger_entries WHERE transaction_id = t.id) e
+          )
+          SELECT count(*)::int AS headers, count(*) FILTER (WHERE balance_after <> balance OR reserved_after <> reserved)::int AS wrong
+            FROM chain`.execute(database.db);
+        assert.equal(rows[0]!.headers, 3 + 3 * 5 * 2, 'a grant, five holds and five closes per user');
+        assert.equal(rows[0]!.wrong, 0, 'every header carries its wallet after its own movement');
+        for (const [i, payer] of payers.entries()) {
+          const captured = placed.filter((hold, j) => hold.userId === payer.userId && j % 3 === 0).length * 300;
+          assert.deepEqual(await billing.getBalance(payer.userId), {
+            balance: 10_000 - captured,
+            reserved: 0,
+            available: 10_000 - captured,
+          });
+          const counters = await sql<{ period: string; spent: number; held: number }>`
+            SELECT period, spent, held FROM spend_counters WHERE subject = ${'key:' + payer.keyId} ORDER BY period`.execute(
+            database.db,
+          );
+          assert.deepEqual(
+            counters.rows.map((c) => [c.period, c.spent, c.held]),
+            [
+              ['daily', captured, 0],
+              ['monthly', captured, 0],
+              ['total', captured, 0],
+            ],
+            `user ${i}'s key counters`,
+          );
+        }
+        assert.equal((await billing.verify()).ok, true);
+      } finally {
+        await database.close();
+        await chainSpace.drop();
       }
     });
   });

@@ -388,6 +388,198 @@ BEGIN
 END
 $$`;
 
+/*
+ * Version 3 of the batch functions (migration 1700): a batch in a few statements, whatever its size,
+ * instead of three per call. A profile of the backends under the concurrency-64 load (`perf`, docs/scaling.md)
+ * put most of the server's CPU per call in what each statement costs again — executor start-up and
+ * shut-down, plan-cache checks, the CHECK constraints of `holds` and `wallets` read and planned per
+ * statement — rather than in the rows. So a batch locks its wallets (in the order of their user, as before)
+ * and writes all its rows in one statement of data-modifying CTEs: the same rows as the single functions
+ * one by one, each ledger header's `balance_after` / `reserved_after` the running sums of its user's rows in
+ * the batch's order, one update per wallet and per counter (their sums), the headers inserted in that order
+ * (their `seq`).
+ *
+ * The wallet CHECK constraints see only each wallet's final row. No step in between could have broken
+ * them: a placement is written only when every step passes the wallet check, and a close can only raise
+ * `balance - reserved` (it releases at least what it captures) and lower `reserved`.
+ */
+
+/**
+ * Version 3 of {@link PLACE_MANY}. Placing is a decision per row, each after the ones before it; when every
+ * row passes its checks with the earlier rows counted (the usual case), every row is placed, all in one
+ * statement. Otherwise nothing is written by that statement and the rows go one by one through
+ * `tollgate_place_hold`, as in {@link PLACE_MANY_V2}, which also creates missing wallets in user order.
+ */
+const PLACE_MANY_V3 = `
+CREATE OR REPLACE FUNCTION tollgate_place_holds(
+  p_hold_ids text[], p_txn_ids text[], p_user_ids text[], p_app_ids text[], p_key_ids text[], p_amounts bigint[], p_descriptions text[],
+  p_nows bigint[], p_expires_ats bigint[], p_days bigint[], p_months bigint[])
+RETURNS TABLE (n bigint, refusal text, limit_subject text, limit_period text, limit_amount bigint, limit_current bigint, wallet_available bigint,
+               wallet_debt bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  t record;
+  r record;
+  all_placed boolean := false;
+BEGIN
+  -- Every user has a wallet (else the rows one by one create them, in order): lock them all, in user order.
+  IF (SELECT count(*) FROM wallets WHERE user_id = ANY (p_user_ids)) = (SELECT count(DISTINCT u) FROM unnest(p_user_ids) AS u) THEN
+    PERFORM FROM wallets WHERE user_id = ANY (p_user_ids) ORDER BY user_id FOR UPDATE;
+    WITH input AS (
+      SELECT u.*, CASE WHEN u.app_id IS NOT NULL THEN 'app:' || u.user_id || ':' || u.app_id END AS app_subject,
+             CASE WHEN u.key_id IS NOT NULL THEN 'key:' || u.key_id END AS key_subject
+        FROM unnest(p_hold_ids, p_txn_ids, p_user_ids, p_app_ids, p_key_ids, p_amounts, p_descriptions, p_nows, p_expires_ats, p_days, p_months)
+             WITH ORDINALITY AS u(hold_id, txn_id, user_id, app_id, key_id, amount, description, at_now, expires_at, day_start, month_start, k)
+    ), staged AS (
+      -- Each row as if every earlier row of its user were placed: the wallet's reserved credits after it.
+      SELECT i.*, w.balance, w.reserved, w.debt, sum(i.amount) OVER (PARTITION BY i.user_id ORDER BY i.k) AS reserved_so_far
+        FROM input i JOIN wallets w ON w.user_id = i.user_id
+    ), counted AS (
+      -- Each counter a row adds to, with what the rows up to it (in the batch's order) add to it.
+      SELECT p.k, p.amount, c.subject, c.period, c.start,
+             sum(p.amount) OVER (PARTITION BY c.subject, c.period, c.start ORDER BY p.user_id, p.k) AS counted_so_far
+        FROM staged p,
+             LATERAL (VALUES (p.app_subject, 'daily', p.day_start), (p.app_subject, 'monthly', p.month_start), (p.app_subject, 'total', 0::bigint),
+                             (p.key_subject, 'daily', p.day_start), (p.key_subject, 'monthly', p.month_start), (p.key_subject, 'total', 0::bigint)) AS c(subject, period, start)
+       WHERE c.subject IS NOT NULL
+    ), refused AS (
+      -- A row that would not be placed after the earlier ones: a wallet missing, short or owing, an overdue
+      -- hold (an earlier row's too), a limit exceeded. Any one sends the whole batch one by one below.
+      SELECT FROM (SELECT count(*) AS staged_rows FROM staged) AS x WHERE x.staged_rows <> cardinality(p_hold_ids)
+      UNION ALL
+      SELECT FROM staged p WHERE p.debt > 0 OR p.balance - p.reserved - p.reserved_so_far < 0
+      UNION ALL
+      SELECT FROM staged p WHERE EXISTS (SELECT FROM holds h WHERE h.user_id = p.user_id AND h.status = 'open' AND h.expires_at <= p.at_now)
+      UNION ALL
+      SELECT FROM staged p JOIN staged e ON e.user_id = p.user_id AND e.k < p.k AND e.expires_at <= p.at_now
+      UNION ALL
+      SELECT FROM counted c JOIN spending_limits s ON s.subject = c.subject AND s.period = c.period
+        LEFT JOIN spend_counters sc ON sc.subject = c.subject AND sc.period = c.period AND sc.period_start = c.start
+       WHERE coalesce(sc.spent + sc.held, 0) + c.counted_so_far > s.amount
+    ), go AS (
+      SELECT NOT EXISTS (SELECT FROM refused) AS ok
+    ), hold AS (
+      INSERT INTO holds (id, user_id, app_id, key_id, amount, captured, refunded, status, description, created_at, expires_at, closed_at, period_day, period_month)
+      SELECT p.hold_id, p.user_id, p.app_id, p.key_id, p.amount, 0, 0, 'open', p.description, p.at_now, p.expires_at, NULL, p.day_start, p.month_start
+        FROM staged p, go WHERE go.ok
+    ), header AS (
+      INSERT INTO ledger_transactions (id, type, user_id, hold_id, description, balance_after, reserved_after, created_at)
+      SELECT p.txn_id, 'hold', p.user_id, p.hold_id, p.description, p.balance, p.reserved + p.reserved_so_far, p.at_now
+        FROM staged p, go WHERE go.ok ORDER BY p.user_id, p.k
+    ), entries AS (
+      INSERT INTO ledger_entries (transaction_id, account, amount, created_at)
+      SELECT p.txn_id, e.account, e.amount, p.at_now
+        FROM staged p, go, LATERAL (VALUES ('user:' || p.user_id || ':available', -p.amount), ('user:' || p.user_id || ':held', p.amount)) AS e(account, amount)
+       WHERE go.ok AND p.amount <> 0
+    ), wallet AS (
+      UPDATE wallets SET reserved = wallets.reserved + t.amount, updated_at = t.at_now
+        FROM (SELECT p.user_id, sum(p.amount) AS amount, (array_agg(p.at_now ORDER BY p.k DESC))[1] AS at_now
+                FROM staged p, go WHERE go.ok AND p.amount <> 0 GROUP BY p.user_id) t
+       WHERE wallets.user_id = t.user_id
+    ), counters AS (
+      INSERT INTO spend_counters (subject, period, period_start, spent, held)
+      SELECT c.subject, c.period, c.start, 0, sum(c.amount)
+        FROM counted c, go WHERE go.ok AND c.amount <> 0
+       GROUP BY c.subject, c.period, c.start
+      ON CONFLICT (subject, period, period_start)
+      DO UPDATE SET spent = spend_counters.spent + excluded.spent, held = spend_counters.held + excluded.held
+    )
+    SELECT go.ok INTO all_placed FROM go;
+  END IF;
+  IF all_placed THEN
+    -- Every row placed: no refusal to report.
+    RETURN QUERY SELECT u.k, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint
+      FROM unnest(p_hold_ids) WITH ORDINALITY AS u(hold_id, k);
+    RETURN;
+  END IF;
+
+  -- Some row is refused (or a wallet is to be created): one by one, nothing written above.
+  FOR t IN SELECT * FROM unnest(p_hold_ids, p_txn_ids, p_user_ids, p_app_ids, p_key_ids, p_amounts, p_descriptions, p_nows, p_expires_ats, p_days, p_months)
+           WITH ORDINALITY AS u(hold_id, txn_id, user_id, app_id, key_id, amount, description, at_now, expires_at, day_start, month_start, k)
+           ORDER BY u.user_id, u.k LOOP
+    r := tollgate_place_hold(t.hold_id, t.txn_id, t.user_id, t.app_id, t.key_id, t.amount, t.description, t.at_now, t.expires_at, t.day_start, t.month_start);
+    n := t.k; refusal := r.refusal; limit_subject := r.limit_subject; limit_period := r.limit_period; limit_amount := r.limit_amount;
+    limit_current := r.limit_current; wallet_available := r.wallet_available; wallet_debt := r.wallet_debt;
+    RETURN NEXT;
+  END LOOP;
+END
+$$`;
+
+/*
+ * A close decides nothing beyond whether its hold is open: the batch's closes are one statement. A close
+ * whose wallet or open hold is not there writes nothing and answers `closed` false, as before.
+ */
+
+/** Version 3 of {@link CLOSE_MANY}: the closes of a batch as one statement. */
+const CLOSE_MANY_V3 = `
+CREATE OR REPLACE FUNCTION tollgate_close_holds(
+  p_hold_ids text[], p_user_ids text[], p_statuses text[], p_captures bigint[], p_nows bigint[], p_txn_ids text[], p_descriptions text[],
+  p_usages jsonb[], p_billeds bigint[])
+RETURNS TABLE (n bigint, closed boolean, captured bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+  -- The wallet locks first, in the order of their user (the deadlock-freedom invariant above).
+  PERFORM FROM wallets WHERE user_id = ANY (p_user_ids) ORDER BY user_id FOR UPDATE;
+  RETURN QUERY
+  WITH input AS (
+    SELECT * FROM unnest(p_hold_ids, p_user_ids, p_statuses, p_captures, p_nows, p_txn_ids, p_descriptions, p_usages, p_billeds)
+           WITH ORDINALITY AS u(hold_id, user_id, status, capture, at_now, txn_id, description, usage, billed, k)
+  ), claim AS (
+    -- A hold named twice is closed by its first row (in the batch's order), as closing them one by one would.
+    SELECT DISTINCT ON (i.hold_id, i.user_id) i.* FROM input i ORDER BY i.hold_id, i.user_id, i.k
+  ), closing AS (
+    UPDATE holds SET status = c.status, captured = LEAST(holds.amount, c.capture), closed_at = c.at_now
+      FROM claim c JOIN wallets w ON w.user_id = c.user_id
+     WHERE holds.id = c.hold_id AND holds.user_id = c.user_id AND holds.status = 'open'
+    RETURNING c.k, c.user_id, c.hold_id, c.txn_id, c.description, c.at_now, c.usage, c.billed, holds.amount, holds.captured,
+              holds.period_day, holds.period_month, w.balance, w.reserved,
+              CASE WHEN holds.app_id IS NOT NULL THEN 'app:' || holds.user_id || ':' || holds.app_id END AS app_subject,
+              CASE WHEN holds.key_id IS NOT NULL THEN 'key:' || holds.key_id END AS key_subject
+  ), h AS (
+    -- Each header carries the wallet after its own close: the running sums of the user's closes, in order.
+    SELECT closing.*,
+           sum(closing.captured) OVER (PARTITION BY closing.user_id ORDER BY closing.k) AS captured_so_far,
+           sum(closing.amount) OVER (PARTITION BY closing.user_id ORDER BY closing.k) AS amount_so_far
+      FROM closing
+  ), header AS (
+    INSERT INTO ledger_transactions (id, type, user_id, hold_id, description, balance_after, reserved_after, created_at)
+    SELECT h.txn_id, CASE WHEN h.captured > 0 THEN 'capture' ELSE 'release' END, h.user_id, h.hold_id,
+           CASE WHEN h.captured > 0 THEN h.description ELSE 'Hold released' END, h.balance - h.captured_so_far, h.reserved - h.amount_so_far, h.at_now
+      FROM h ORDER BY h.user_id, h.k
+  ), entries AS (
+    INSERT INTO ledger_entries (transaction_id, account, amount, created_at)
+    SELECT h.txn_id, e.account, e.amount, h.at_now
+      FROM h, LATERAL (VALUES ('user:' || h.user_id || ':held', -h.amount), ('system:revenue', h.captured), ('user:' || h.user_id || ':available', h.amount - h.captured)) AS e(account, amount)
+     WHERE e.amount <> 0
+  ), wallet AS (
+    -- One update per wallet (a row updated twice in one statement keeps only one update), updated_at the last close's.
+    UPDATE wallets SET balance = wallets.balance - t.captured, reserved = wallets.reserved - t.amount, updated_at = t.at_now
+      FROM (SELECT h.user_id, sum(h.captured) AS captured, sum(h.amount) AS amount, (array_agg(h.at_now ORDER BY h.k DESC))[1] AS at_now
+              FROM h WHERE h.amount <> 0 GROUP BY h.user_id) t
+     WHERE wallets.user_id = t.user_id
+  ), counters AS (
+    -- Summed per counter: ON CONFLICT cannot update a row twice in one statement.
+    INSERT INTO spend_counters (subject, period, period_start, spent, held)
+    SELECT c.subject, c.period, c.start, sum(h.captured), -sum(h.amount)
+      FROM h, LATERAL (VALUES (h.app_subject, 'daily', h.period_day), (h.app_subject, 'monthly', h.period_month), (h.app_subject, 'total', 0::bigint),
+                              (h.key_subject, 'daily', h.period_day), (h.key_subject, 'monthly', h.period_month), (h.key_subject, 'total', 0::bigint)) AS c(subject, period, start)
+     WHERE c.subject IS NOT NULL AND h.amount <> 0
+     GROUP BY c.subject, c.period, c.start
+    ON CONFLICT (subject, period, period_start)
+    DO UPDATE SET spent = spend_counters.spent + excluded.spent, held = spend_counters.held + excluded.held
+  ), usage AS (
+    INSERT INTO usage_records (id, user_id, app_id, key_id, model, kind, prompt_tokens, completion_tokens, cost, latency_ms, status, hold_id, created_at, settlement, uncollected, details)
+    SELECT r.id, r.user_id, r.app_id, r.key_id, r.model, r.kind, r.prompt_tokens, r.completion_tokens, h.captured, r.latency_ms, r.status, r.hold_id, r.created_at,
+           NULL, GREATEST(0, h.billed - h.captured), r.details
+      FROM h, jsonb_populate_record(NULL::usage_records, h.usage) AS r
+     WHERE h.usage IS NOT NULL
+  )
+  SELECT i.k, h.k IS NOT NULL, coalesce(h.captured, 0) FROM input i LEFT JOIN h ON h.k = i.k;
+END
+$$`;
+
 /** Migrations of the PostgreSQL billing functions (nothing on SQLite, whose path has no round trips). */
 export const billingFunctionMigrations: Record<string, Migration> = {
   '1680_billing_pg_functions': {
@@ -400,6 +592,12 @@ export const billingFunctionMigrations: Record<string, Migration> = {
     async up(db: Kysely<any>) {
       if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
       for (const text of [PLACE_V2, CLOSE_V2, PLACE_MANY_V2, CLOSE_MANY_V2]) await sql.raw(text).execute(db);
+    },
+  },
+  '1700_billing_pg_functions_set_based_batches': {
+    async up(db: Kysely<any>) {
+      if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+      for (const text of [PLACE_MANY_V3, CLOSE_MANY_V3]) await sql.raw(text).execute(db);
     },
   },
 };
