@@ -96,6 +96,72 @@ describe('SQLite group commit', () => {
     );
   });
 
+  it('the transaction that begins a batch (it has no savepoint) fails: none of it remains; the members after it commit', async () => {
+    await db.insertInto('rows').values({ id: 1, note: 'before' }).execute();
+    const outcomes = await Promise.allSettled([
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('rows').values({ id: 2, note: 'first' }).execute();
+        await trx.updateTable('rows').set({ note: 'overwritten by the first' }).where('id', '=', 1).execute();
+        await trx.deleteFrom('rows').where('id', '=', 1).execute();
+        throw new Error('the first member gives up');
+      }),
+      db.transaction().execute((trx) => trx.insertInto('rows').values({ id: 3, note: 'second' }).execute()),
+      db.insertInto('rows').values({ id: 4, note: 'plain' }).execute(),
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('rows').values({ id: 5, note: 'fourth' }).execute();
+        throw new Error('a later member gives up');
+      }),
+      db.transaction().execute((trx) => trx.insertInto('rows').values({ id: 6, note: 'fifth' }).execute()),
+    ]);
+    assert.deepEqual(
+      outcomes.map((outcome) => outcome.status),
+      ['rejected', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled'],
+    );
+    assert.deepEqual(durableIds(file), [1, 3, 4, 6]);
+    const first = await db.selectFrom('rows').select('note').where('id', '=', 1).executeTakeFirstOrThrow();
+    assert.equal(first.note, 'before');
+  });
+
+  it('a lone transaction that fails leaves nothing and commits nothing; the next one commits as usual', async () => {
+    const before = dialect.stats.commits;
+    await assert.rejects(
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('rows').values({ id: 1, note: 'alone' }).execute();
+        throw new Error('gives up');
+      }),
+      /gives up/,
+    );
+    assert.equal(dialect.stats.commits - before, 0);
+    assert.deepEqual(durableIds(file), []);
+    await db.transaction().execute((trx) => trx.insertInto('rows').values({ id: 2, note: 'next' }).execute());
+    assert.deepEqual(durableIds(file), [2]);
+    assert.equal(dialect.stats.commits - before, 1);
+  });
+
+  it('a member that fails after the one that began the batch rolls back alone; the first keeps its writes', async () => {
+    const outcomes = await Promise.allSettled([
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('rows').values({ id: 1, note: 'first' }).execute();
+        await trx.insertInto('rows').values({ id: 2, note: 'first' }).execute();
+      }),
+      db.transaction().execute(async (trx) => {
+        await trx.updateTable('rows').set({ note: 'second' }).execute();
+        await trx.insertInto('rows').values({ id: 3, note: 'second' }).execute();
+        throw new Error('the second member gives up');
+      }),
+    ]);
+    assert.deepEqual(
+      outcomes.map((outcome) => outcome.status),
+      ['fulfilled', 'rejected'],
+    );
+    assert.deepEqual(durableIds(file), [1, 2]);
+    const notes = await db.selectFrom('rows').select('note').distinct().execute();
+    assert.deepEqual(
+      notes.map((row) => row.note),
+      ['first'],
+    );
+  });
+
   it('when SQLite drops the physical transaction, every member of that batch fails and none of it is kept', async () => {
     // Transactions and plain statements queued together; one of them makes SQLite roll back everything.
     const work = Array.from({ length: 40 }, (_, i) => {

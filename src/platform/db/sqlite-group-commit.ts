@@ -49,7 +49,9 @@ const END_MEMBER = CompiledQuery.raw(`RELEASE ${SAVEPOINT}`);
  *
  * Invariants:
  * - A logical transaction is atomic on its own: its failure rolls back to its savepoint and leaves the
- *   others of the batch untouched.
+ *   others of the batch untouched. The one that begins a batch has no savepoint: the physical transaction
+ *   holds nothing but its work (plain statements join only a batch that is open, and the next member waits
+ *   for the connection), so its failure rolls back the physical transaction and the batch ends empty.
  * - Nobody hears "committed" before the data is: every use of the connection that ran inside a batch
  *   (transaction or plain statement) resolves only after the batch's COMMIT, and fails with it if the
  *   COMMIT fails. So a caller never acts on a write that could still vanish.
@@ -75,6 +77,11 @@ export class GroupCommitSqliteDriver implements Driver {
   #checkpointDue = false;
   /** A logical transaction holds the connection, between its `beginTransaction` and its commit or rollback. */
   #inTransaction = false;
+  /**
+   * The open logical transaction began the batch and has no savepoint of its own: two statements less per
+   * transaction (every one, one at a time), and no copy of each page it touches in the savepoint's journal.
+   */
+  #beganBatch = false;
 
   constructor(database: DatabaseSync, statements: SqliteDatabase, options: { checkpointIntervalMs?: number } = {}) {
     this.#database = database;
@@ -133,20 +140,31 @@ export class GroupCommitSqliteDriver implements Driver {
       };
       // Every member awaits `done`; this keeps a rejection nobody awaits yet from being reported as unhandled.
       this.#batch.done.promise.catch(() => {});
+      this.#beganBatch = true;
+    } else {
+      await this.#connection.executeQuery(BEGIN_MEMBER);
+      this.#beganBatch = false;
     }
-    await this.#connection.executeQuery(BEGIN_MEMBER);
     this.#inTransaction = true;
   }
 
   async commitTransaction(): Promise<void> {
     this.#inTransaction = false;
-    await this.#connection.executeQuery(END_MEMBER);
+    if (!this.#beganBatch) await this.#connection.executeQuery(END_MEMBER);
     this.stats.transactions += 1;
   }
 
   async rollbackTransaction(): Promise<void> {
     this.#inTransaction = false;
-    if (this.#batch?.lost !== undefined || !this.#database.isTransaction) return;
+    const batch = this.#batch;
+    if (batch?.lost !== undefined || !this.#database.isTransaction) return;
+    if (this.#beganBatch && batch) {
+      // Nothing but this transaction's work is in the physical transaction, and nobody else awaits the batch.
+      this.#batch = null;
+      this.#database.exec('ROLLBACK');
+      batch.done.resolve();
+      return;
+    }
     this.#database.exec(`ROLLBACK TO ${SAVEPOINT}; RELEASE ${SAVEPOINT}`);
   }
 
