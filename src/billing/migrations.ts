@@ -186,7 +186,7 @@ export const billingMigrations: Record<string, Migration> = {
       await (postgres ? change(db) : db.transaction().execute(change));
     },
   },
-  '1700_billing_one_open_hold_index': {
+  '1710_billing_one_open_hold_index': {
     /**
      * One B-tree less written by every hold placed and every hold closed: the sweep was the only reader of
      * `holds_open_expiry`, and `holds_user_open` serves it too. Both hold only open holds (one per call in
