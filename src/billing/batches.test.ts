@@ -122,26 +122,8 @@ if (selectedDatabases().includes('postgres')) {
     });
 
     it('with several lanes, each user’s concurrent holds and settles still share statements, and every caller gets its own', async () => {
-      const lanesSpace = new TestDatabaseSpace('postgres');
-      await lanesSpace.create();
       // A pool of 8 gives two lanes (pg-holds.ts): users hash to one or the other.
-      const config = loadConfig({
-        ...lanesSpace.env(),
-        DATABASE_POOL_SIZE: '8',
-        LOG_LEVEL: 'warn',
-        REPLICATE_WEBHOOK_SECRET: '',
-      });
-      const database = openDatabase(config);
-      try {
-        await migrateToLatest(database.db, allMigrations(), config);
-        const ctx = { db: database.db, dialect: database.dialect, clock: systemClock, config } as any;
-        const billing = createBilling(ctx);
-        const payers: Array<{ userId: string; keyId: string }> = [];
-        for (let i = 0; i < 8; i++) {
-          const userId = await insertUser(ctx);
-          payers.push({ userId, keyId: await insertApiKey(ctx, userId, { limit: 100_000, period: 'daily' }) });
-          await billing.grant(userId, 10_000, 'test');
-        }
+      await withPayers({ poolSize: 8, payers: 8, dailyKeyLimit: 100_000 }, async ({ database, billing, payers }) => {
         const attempts = payers.flatMap((payer) => Array.from({ length: 6 }, () => payer));
         const holds = await Promise.all(
           attempts.map((payer) => billing.placeHold({ ...payer, appId: null, amount: 1_000 })),
@@ -173,33 +155,12 @@ if (selectedDatabases().includes('postgres')) {
             available: 10_000 - 6 * 300,
           });
         assert.equal((await billing.verify()).ok, true);
-      } finally {
-        await database.close();
-        await lanesSpace.drop();
-      }
+      });
     });
     it('a batch’s ledger headers carry each wallet as it was after their own movement, in order, and the counters their sums', async () => {
-      const chainSpace = new TestDatabaseSpace('postgres');
-      await chainSpace.create();
-      const config = loadConfig({
-        ...chainSpace.env(),
-        DATABASE_POOL_SIZE: '2',
-        LOG_LEVEL: 'warn',
-        REPLICATE_WEBHOOK_SECRET: '',
-      });
-      const database = openDatabase(config);
-      try {
-        await migrateToLatest(database.db, allMigrations(), config);
-        const ctx = { db: database.db, dialect: database.dialect, clock: systemClock, config } as any;
-        const billing = createBilling(ctx);
-        // Three users with 10,000 each and a daily key limit of 5,000; every hold is 1,000, so a user's rows
-        // share batches: first three each (all placed), then four each (two placed, two over the limit).
-        const payers: Array<{ userId: string; keyId: string }> = [];
-        for (let i = 0; i < 3; i++) {
-          const userId = await insertUser(ctx);
-          payers.push({ userId, keyId: await insertApiKey(ctx, userId, { limit: 5_000, period: 'daily' }) });
-          await billing.grant(userId, 10_000, 'test');
-        }
+      // Three users with 10,000 each and a daily key limit of 5,000; every hold is 1,000, so a user's rows
+      // share batches: first three each (all placed), then four each (two placed, two over the limit).
+      await withPayers({ poolSize: 2, payers: 3, dailyKeyLimit: 5_000 }, async ({ database, billing, payers }) => {
         const placed: Array<{ holdId: string; userId: string }> = [];
         for (const count of [3, 4]) {
           const attempts = payers.flatMap((payer) => Array.from({ length: count }, () => payer));
@@ -258,10 +219,45 @@ if (selectedDatabases().includes('postgres')) {
           );
         }
         assert.equal((await billing.verify()).ok, true);
-      } finally {
-        await database.close();
-        await chainSpace.drop();
-      }
+      });
     });
   });
+}
+
+/**
+ * Runs `run` on billing over a schema of its own (dropped after), migrated, with a pool of `poolSize` and
+ * `payers` users holding 10,000 credits each and one API key each under a daily limit of `dailyKeyLimit`.
+ */
+async function withPayers(
+  setup: { poolSize: number; payers: number; dailyKeyLimit: number },
+  run: (given: {
+    database: ReturnType<typeof openDatabase>;
+    billing: ReturnType<typeof createBilling>;
+    payers: Array<{ userId: string; keyId: string }>;
+  }) => Promise<void>,
+): Promise<void> {
+  const space = new TestDatabaseSpace('postgres');
+  await space.create();
+  const config = loadConfig({
+    ...space.env(),
+    DATABASE_POOL_SIZE: String(setup.poolSize),
+    LOG_LEVEL: 'warn',
+    REPLICATE_WEBHOOK_SECRET: '',
+  });
+  const database = openDatabase(config);
+  try {
+    await migrateToLatest(database.db, allMigrations(), config);
+    const ctx = { db: database.db, dialect: database.dialect, clock: systemClock, config } as any;
+    const billing = createBilling(ctx);
+    const payers: Array<{ userId: string; keyId: string }> = [];
+    for (let i = 0; i < setup.payers; i++) {
+      const userId = await insertUser(ctx);
+      payers.push({ userId, keyId: await insertApiKey(ctx, userId, { limit: setup.dailyKeyLimit, period: 'daily' }) });
+      await billing.grant(userId, 10_000, 'test');
+    }
+    await run({ database, billing, payers });
+  } finally {
+    await database.close();
+    await space.drop();
+  }
 }
