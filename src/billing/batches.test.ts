@@ -1,4 +1,4 @@
-import { describe, it, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { TestDatabaseSpace, selectedDatabases } from '../testing/harness.ts';
 import { openDatabase } from '../platform/db/connect.ts';
@@ -16,29 +16,9 @@ import { sql } from 'kysely';
 // share statements, and each caller still gets exactly its own outcome.
 if (selectedDatabases().includes('postgres')) {
   describe('billing batches on postgres', () => {
-    const space = new TestDatabaseSpace('postgres');
-    after(() => space.drop());
-
     it('concurrent holds share statements, each caller gets its own answer, and a failing member fails alone', async () => {
-      await space.create();
-      const config = loadConfig({
-        ...space.env(),
-        DATABASE_POOL_SIZE: '2',
-        LOG_LEVEL: 'warn',
-        REPLICATE_WEBHOOK_SECRET: '',
-      });
-      const database = openDatabase(config);
-      try {
-        await migrateToLatest(database.db, allMigrations(), config);
-        const ctx = { db: database.db, dialect: database.dialect, clock: systemClock, config } as any;
-        const billing = createBilling(ctx);
-        // Five users with 10,000 each and a daily key limit of 6,000; every hold is 1,000.
-        const payers: Array<{ userId: string; keyId: string }> = [];
-        for (let i = 0; i < 5; i++) {
-          const userId = await insertUser(ctx);
-          payers.push({ userId, keyId: await insertApiKey(ctx, userId, { limit: 6_000, period: 'daily' }) });
-          await billing.grant(userId, 10_000, 'test');
-        }
+      // Five users with 10,000 each and a daily key limit of 6,000; every hold is 1,000.
+      await withPayers({ poolSize: 2, payers: 5, dailyKeyLimit: 6_000 }, async ({ database, billing, payers }) => {
         const hold = (payer: { userId: string; keyId: string }) =>
           billing.placeHold({ ...payer, appId: null, amount: 1_000 });
         // Four holds per user at once (the first call goes out alone, as nothing is running yet; the rest queue).
@@ -116,9 +96,7 @@ if (selectedDatabases().includes('postgres')) {
             available: 10_000 - 6 * 400,
           });
         assert.equal((await billing.verify()).ok, true);
-      } finally {
-        await database.close();
-      }
+      });
     });
 
     it('with several lanes, each user’s concurrent holds and settles still share statements, and every caller gets its own', async () => {
