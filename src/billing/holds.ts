@@ -17,7 +17,7 @@ import {
 } from './ledger.ts';
 import { applicableLimitsWithSpend, counterWrite, spendingLimitExceeded } from './limits.ts';
 import { dayStart, monthStart } from './periods.ts';
-import { closeHoldInOneStatement, placeHoldInOneStatement, walletRefusal } from './pg-holds.ts';
+import { closeHoldInOneStatement, placeHoldInOneStatement, walletRefusal, type NewHold } from './pg-holds.ts';
 import { usageOfClose, usageRecordWrite, type UsageDraft } from './usage-records.ts';
 import {
   billingDb,
@@ -203,25 +203,24 @@ export async function placeHold(
   if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0)
     throw new RangeError(`ttlMs must be a positive integer, got ${ttlMs}`);
   const now = ctx.clock.now();
+  // What both paths write, under one id: nothing is written under it when the one statement hands over.
+  const placing: NewHold = {
+    id: newId('hold'),
+    user_id: input.userId,
+    app_id: input.appId,
+    key_id: input.keyId,
+    amount: input.amount,
+    description: input.description ?? 'Hold',
+    created_at: now,
+    expires_at: now + ttlMs,
+    period_day: dayStart(now),
+    period_month: monthStart(now),
+  };
   if (ctx.dialect === 'postgres') {
     // One statement (pg-functions.ts), unless overdue holds must be expired first (or the schema predates
     // the functions): then the transaction below.
-    const hold = {
-      id: newId('hold'),
-      user_id: input.userId,
-      app_id: input.appId,
-      key_id: input.keyId,
-      amount: input.amount,
-      description: input.description ?? 'Hold',
-    };
-    const placed = await placeHoldInOneStatement(ctx, {
-      ...hold,
-      created_at: now,
-      expires_at: now + ttlMs,
-      period_day: dayStart(now),
-      period_month: monthStart(now),
-    });
-    if (placed === 'placed') return { holdId: hold.id, expiresAt: now + ttlMs };
+    const placed = await placeHoldInOneStatement(ctx, placing);
+    if (placed === 'placed') return { holdId: placing.id, expiresAt: placing.expires_at };
     if (placed !== 'transaction') throw placed.refused;
   }
   const outcome = await billingDb(ctx.db)
@@ -241,22 +240,7 @@ export async function placeHold(
       const refused = walletRefusal({ available, debt: locked.debt }, input.amount);
       if (refused) return { refused };
 
-      const hold = {
-        id: newId('hold'),
-        user_id: input.userId,
-        app_id: input.appId,
-        key_id: input.keyId,
-        amount: input.amount,
-        captured: 0,
-        refunded: 0,
-        status: 'open' as const,
-        description: input.description ?? 'Hold',
-        created_at: now,
-        expires_at: now + ttlMs,
-        closed_at: null,
-        period_day: dayStart(now),
-        period_month: monthStart(now),
-      };
+      const hold = { ...placing, captured: 0, refunded: 0, status: 'open' as const, closed_at: null };
       await postMovement(
         trx,
         wallet,
@@ -272,10 +256,10 @@ export async function placeHold(
         now,
         [insertCompanion('holds', insertHold, hold), counterWrite(holdScope(hold), { held: input.amount, spent: 0 })],
       );
-      return { hold };
+      return { placed: true as const };
     });
   if ('refused' in outcome) throw outcome.refused;
-  return { holdId: outcome.hold.id, expiresAt: outcome.hold.expires_at };
+  return { holdId: placing.id, expiresAt: placing.expires_at };
 }
 
 /** How a settle or release is recorded, and what must commit with it. */
