@@ -60,6 +60,8 @@ export interface CanonicalCall {
   tools: CanonicalTool[];
   /** `auto` (default), `none`, `required` (any tool), or one tool by name. */
   toolChoice?: 'auto' | 'none' | 'required' | { name: string };
+  /** false: at most one tool call per turn (OpenAI `parallel_tool_calls`, Anthropic `disable_parallel_tool_use`). */
+  parallelToolCalls?: boolean;
   /** The client's output cap, when it set one (null: the model's cap, lowered to what the payer can afford). */
   maxOutputTokens: number | null;
   stream: boolean;

@@ -96,6 +96,26 @@ describeEachDatabase('CORS', (env) => {
     assert.equal(preflight.headers.get('access-control-allow-origin'), 'http://127.0.0.1:5173');
     assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /authorization/);
     assert.equal(preflight.headers.get('access-control-allow-credentials'), null);
+    // What the official SDKs add in a browser is allowed, so their preflight passes; a malformed name is not echoed.
+    const sdk = await env.request('OPTIONS', '/api/v1/messages', {
+      headers: {
+        origin: 'http://127.0.0.1:5173',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers':
+          'anthropic-beta,anthropic-dangerous-direct-browser-access,anthropic-version,content-type,x-api-key,x-stainless-lang,bad name',
+      },
+    });
+    assert.equal(sdk.status, 204);
+    const allowed = (sdk.headers.get('access-control-allow-headers') ?? '').split(', ');
+    for (const name of [
+      'x-api-key',
+      'anthropic-version',
+      'anthropic-beta',
+      'anthropic-dangerous-direct-browser-access',
+    ])
+      assert.ok(allowed.includes(name), `${name} in ${allowed}`);
+    assert.ok(allowed.includes('x-stainless-lang') && allowed.includes('authorization'));
+    assert.equal(allowed.includes('bad name'), false);
     const stranger = await env.request('GET', '/api/user/me', { headers: { origin: 'http://evil.example' } });
     assert.equal(stranger.headers.get('access-control-allow-origin'), null);
   });

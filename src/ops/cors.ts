@@ -4,6 +4,27 @@ import { allRedirectUris } from '../oauth/clients.ts';
 
 const CORS_PATHS = /^\/api\/(v1|user|wallet|usage|oauth\/(token|revoke))(\/|$)/;
 const CACHE_MS = 30_000;
+/** Always allowed, asked for or not. */
+const BASE_HEADERS = ['authorization', 'content-type', 'x-request-id'];
+/** A header name (RFC 9110 token), lower-cased by the caller. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]{1,64}$/;
+
+/**
+ * The headers a preflight allows: ours, and every well-formed name the page asked for. The official SDKs
+ * add their own in a browser (OpenAI's `x-stainless-*`; Anthropic's `x-api-key`, `anthropic-version`,
+ * `anthropic-beta`, `anthropic-dangerous-direct-browser-access`), and a preflight that leaves one out
+ * blocks the call. Echoing is safe here: the origin is already a registered app's, and no credentials
+ * mode is granted, so a header can only carry what the page itself holds.
+ */
+export function allowedHeaders(requested: string | string[] | undefined): string {
+  const asked = (Array.isArray(requested) ? requested.join(',') : (requested ?? '')).slice(0, 4096).toLowerCase();
+  const names = new Set(BASE_HEADERS);
+  for (const name of asked.split(',')) {
+    const trimmed = name.trim();
+    if (HEADER_NAME.test(trimmed)) names.add(trimmed);
+  }
+  return [...names].join(', ');
+}
 
 /**
  * CORS for the API: the SDK runs in registered apps' pages, so the origins of every registered redirect
@@ -37,7 +58,10 @@ export function registerCors(app: App, ctx: AppContext): void {
     reply.raw.setHeader('access-control-expose-headers', 'retry-after, x-request-id');
     if (request.method === 'OPTIONS') {
       reply.raw.setHeader('access-control-allow-methods', 'GET, POST, PATCH, DELETE, OPTIONS');
-      reply.raw.setHeader('access-control-allow-headers', 'authorization, content-type, x-request-id');
+      reply.raw.setHeader(
+        'access-control-allow-headers',
+        allowedHeaders(request.headers['access-control-request-headers']),
+      );
       reply.raw.setHeader('access-control-max-age', '600');
       return reply.code(204).send();
     }

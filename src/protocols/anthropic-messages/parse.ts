@@ -128,6 +128,8 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
   };
   const toolChoice = parseToolChoice(body.tool_choice, call.tools);
   if (toolChoice) call.toolChoice = toolChoice;
+  if ((body.tool_choice as { disable_parallel_tool_use?: unknown } | undefined)?.disable_parallel_tool_use === true)
+    call.parallelToolCalls = false;
   if (typeof body.temperature === 'number') call.temperature = body.temperature;
   if (typeof body.top_p === 'number') call.topP = body.top_p;
   if (typeof body.top_k === 'number') call.topK = body.top_k;

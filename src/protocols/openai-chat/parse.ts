@@ -167,6 +167,7 @@ export function parseChat(body: ChatRequest): CanonicalCall {
   };
   const choice = toolChoiceOf(body.tool_choice);
   if (choice) call.toolChoice = choice;
+  if (typeof body.parallel_tool_calls === 'boolean') call.parallelToolCalls = body.parallel_tool_calls;
   if (typeof body.temperature === 'number') call.temperature = body.temperature;
   if (typeof body.top_p === 'number') call.topP = body.top_p;
   if (typeof body.top_k === 'number') call.topK = body.top_k;

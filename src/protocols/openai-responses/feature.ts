@@ -4,6 +4,7 @@ import type { ResponsesDeps } from './deps.ts';
 import { registerCreateResponseRoute } from './create.ts';
 import { registerRetrieveResponseRoute } from './retrieve.ts';
 import { registerDeleteResponseRoute } from './delete.ts';
+import { registerInputItemsRoute } from './input-items.ts';
 import { expireResponsesJob } from './store.ts';
 
 /**
@@ -19,6 +20,7 @@ export function createResponsesFeature(deps: ResponsesDeps): Feature {
       registerCreateResponseRoute(typed, deps);
       registerRetrieveResponseRoute(typed, deps);
       registerDeleteResponseRoute(typed, deps);
+      registerInputItemsRoute(typed, deps);
     },
   };
 }

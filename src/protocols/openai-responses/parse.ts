@@ -331,6 +331,7 @@ export function toCanonicalCall(body: ResponsesRequest, history: InputItem[], re
   };
   const toolChoice = parseToolChoice(body.tool_choice, tools);
   if (toolChoice) call.toolChoice = toolChoice;
+  if (typeof body.parallel_tool_calls === 'boolean') call.parallelToolCalls = body.parallel_tool_calls;
   if (typeof body.temperature === 'number') call.temperature = body.temperature;
   if (typeof body.top_p === 'number') call.topP = body.top_p;
   const reasoning = parseReasoning(body.reasoning);

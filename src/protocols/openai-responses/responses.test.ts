@@ -390,6 +390,83 @@ describeEachDatabase(
       });
     }
 
+    it('parallel_tool_calls: false reaches an OpenAI-compatible upstream as parallel_tool_calls and an Anthropic one as disable_parallel_tool_use', async () => {
+      const user = await fundedUser(env, 1);
+      const openai = client(env, user);
+      await openai.responses.create({
+        model: 'acme/gpt',
+        input: 'weather?',
+        tools: [weather],
+        parallel_tool_calls: false,
+      });
+      assert.equal(upstream.requests.at(-1)!.body.parallel_tool_calls, false);
+      await openai.responses.create({
+        model: 'anthropic/claude',
+        input: 'weather?',
+        tools: [weather],
+        tool_choice: 'required',
+        parallel_tool_calls: false,
+      });
+      assert.deepEqual(upstream.requests.at(-1)!.body.tool_choice, { type: 'any', disable_parallel_tool_use: true });
+      // Without tools OpenAI refuses the field, so none is sent; true is Anthropic's default, so nothing is added.
+      await openai.responses.create({ model: 'acme/gpt', input: 'hi', parallel_tool_calls: false });
+      assert.equal('parallel_tool_calls' in upstream.requests.at(-1)!.body, false);
+      await openai.responses.create({
+        model: 'anthropic/claude',
+        input: 'hi',
+        tools: [weather],
+        parallel_tool_calls: true,
+      });
+      assert.equal(upstream.requests.at(-1)!.body.tool_choice, undefined);
+    });
+
+    it("input_items lists a stored response's conversation, newest first by default, paged; only to its owner", async () => {
+      const user = await fundedUser(env, 1);
+      const openai = client(env, user);
+      const first = await openai.responses.create({ model: 'acme/gpt', input: 'first question', store: true });
+      const second = await openai.responses.create({
+        model: 'acme/gpt',
+        previous_response_id: first.id,
+        input: [{ role: 'user', content: [{ type: 'input_text', text: 'second question' }] }],
+        store: true,
+      });
+      const newestFirst = (await openai.responses.inputItems.list(second.id)).data;
+      // The conversation before the second answer: the first question, the first answer, the second question.
+      assert.equal(newestFirst.length, 2 + first.output.length);
+      const texts = (items: typeof newestFirst) =>
+        items.map((item) => (item.type === 'message' ? (item.content[0] as { text: string }).text : item.type));
+      assert.deepEqual(texts(newestFirst).at(0), 'second question');
+      assert.deepEqual(texts(newestFirst).at(-1), 'first question');
+      const oldest = newestFirst.at(-1)!;
+      assert.ok(oldest.type === 'message' && (oldest.content[0] as { type: string }).type === 'input_text');
+      assert.ok(newestFirst.every((item) => typeof item.id === 'string' && item.id.length > 0));
+      assert.equal(new Set(newestFirst.map((item) => item.id)).size, newestFirst.length);
+
+      // Pages of one, in order, follow `after` until has_more is false (the SDK's auto-pagination).
+      const paged = [];
+      for await (const item of openai.responses.inputItems.list(second.id, { order: 'asc', limit: 1 }))
+        paged.push(item);
+      assert.deepEqual(
+        paged.map((item) => item.id),
+        [...newestFirst].reverse().map((item) => item.id),
+      );
+      const page = await openai.responses.inputItems.list(second.id, { order: 'asc', limit: 1 });
+      assert.equal(page.has_more, true);
+
+      const stranger = await env.request('GET', `/api/v1/responses/${second.id}/input_items`, {
+        token: (await fundedUser(env, 1)).key,
+      });
+      assert.deepEqual([stranger.status, stranger.body.error.code], [404, 'NOT_FOUND']);
+      const badAfter = await env.request('GET', `/api/v1/responses/${second.id}/input_items?after=msg_nope`, {
+        token: user.key,
+      });
+      assert.deepEqual([badAfter.status, badAfter.body.error.param], [400, 'after']);
+      const badLimit = await env.request('GET', `/api/v1/responses/${second.id}/input_items?limit=101`, {
+        token: user.key,
+      });
+      assert.equal(badLimit.status, 400);
+    });
+
     it('the README snippet: tollgate/echo answers through the Responses API', async () => {
       const user = await fundedUser(env, 1);
       const response = await client(env, user).responses.create({

@@ -93,6 +93,9 @@ export function toAnthropicMessages(call: ProviderCall, stream: boolean): Record
   else if (choice === 'required') request.tool_choice = { type: 'any' };
   else if (choice === 'none') request.tool_choice = { type: 'none' };
   else if (choice) request.tool_choice = { type: 'tool', name: choice.name };
+  // Anthropic says "one tool call at most" on the tool choice; `none` calls no tool, so there is nothing to limit.
+  if (call.parallelToolCalls === false && call.tools.length && choice !== 'none')
+    request.tool_choice = { ...(request.tool_choice ?? { type: 'auto' }), disable_parallel_tool_use: true };
   // A thinking budget must stay below max_tokens; a larger one is lowered to what the cap leaves.
   const budget = call.reasoning?.budgetTokens;
   if (budget !== undefined && call.maxOutputTokens > 1024)

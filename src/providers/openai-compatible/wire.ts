@@ -125,6 +125,8 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
         typeof call.toolChoice === 'string'
           ? call.toolChoice
           : { type: 'function', function: { name: call.toolChoice.name } };
+    // OpenAI refuses parallel_tool_calls on a request without tools.
+    if (call.parallelToolCalls !== undefined && call.tools.length) body.parallel_tool_calls = call.parallelToolCalls;
     if (call.temperature !== undefined) body.temperature = call.temperature;
     if (call.topP !== undefined) body.top_p = call.topP;
     if (call.stop?.length) body.stop = call.stop;
