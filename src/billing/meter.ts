@@ -35,6 +35,8 @@ export interface OpenMeterOptions {
    * lives `ttlMs`, and the call is closed later, perhaps by another process, through {@link Meter.resume}.
    */
   detached?: boolean;
+  /** false: a refusal is left for the caller to announce (see `PlaceHoldOptions`); default true. */
+  announceRefusal?: boolean;
 }
 
 /** Options of a close: what the user sees on the movement, and writes that commit with it. */
@@ -149,12 +151,15 @@ export class Meter {
     if (worstCase <= 0 && !detached) return new Meter(ctx, { ...init, holdId: null, held: 0, ownMs: 0 });
     const ttlMs = options.ttlMs ?? ctx.config.HOLD_TTL_SECONDS * 1000;
     const startedAt = performance.now();
-    const hold = await ctx.billing.placeHold({
-      ...owner,
-      amount: worstCase,
-      ttlMs,
-      description: `${kind} ${modelId}`,
-    });
+    const hold = await ctx.billing.placeHold(
+      {
+        ...owner,
+        amount: worstCase,
+        ttlMs,
+        description: `${kind} ${modelId}`,
+      },
+      { announceRefusal: options.announceRefusal ?? true },
+    );
     const meter = new Meter(ctx, {
       ...init,
       holdId: hold.holdId,

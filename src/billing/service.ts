@@ -47,7 +47,12 @@ export interface Billing {
    * `resetsAt` omitted for total); then the wallet: `balance - reserved >= amount`, else
    * INSUFFICIENT_CREDITS (402, `{ available, required }`). The hold counts in the day and month it is placed.
    */
-  placeHold(input: PlaceHoldInput): Promise<{ holdId: string; expiresAt: number }>;
+  placeHold(input: PlaceHoldInput, options?: PlaceHoldOptions): Promise<{ holdId: string; expiresAt: number }>;
+  /**
+   * Tells the observers that a refusal `placeHold` kept quiet (`announceRefusal: false`) is the call's answer
+   * after all. Does nothing for an error that is not a restriction.
+   */
+  announceRefusal(payer: Pick<PlaceHoldInput, 'userId' | 'appId' | 'keyId'>, error: unknown): void;
   /**
    * Captures `min(actual, held)` and releases the rest, exactly once: `{ settled: true, captured }` the
    * first time, `{ settled: false, captured: 0 }` when the hold is no longer open (or unknown).
@@ -125,6 +130,16 @@ export interface Billing {
   observe(listener: BillingObserver): void;
 }
 
+/** How {@link Billing.placeHold} reports a refusal. */
+export interface PlaceHoldOptions {
+  /**
+   * false: a refusal is not announced to the observers (no `restricted` event), because the caller may still
+   * serve the call another way (a lowered output cap); it calls {@link Billing.announceRefusal} when it cannot.
+   * Default true.
+   */
+  announceRefusal?: boolean;
+}
+
 /** What happened, for {@link Billing.observe}: amounts in micro-credits. */
 export type BillingEvent =
   | { type: 'settled'; userId: string; captured: number }
@@ -154,30 +169,33 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
       }
     }
   };
+  const announceRefusal = (payer: Pick<PlaceHoldInput, 'userId' | 'appId' | 'keyId'>, error: unknown) => {
+    if (
+      !observers.length ||
+      !(error instanceof SpendingLimitError || (error instanceof ApiError && error.code === 'INSUFFICIENT_CREDITS'))
+    )
+      return;
+    notify({
+      type: 'restricted',
+      userId: payer.userId,
+      code: error.code as 'INSUFFICIENT_CREDITS' | 'SPENDING_LIMIT_EXCEEDED',
+      subject: error instanceof SpendingLimitError ? error.subject : 'wallet',
+      appId: payer.appId,
+      keyId: payer.keyId,
+      details: error.details,
+    });
+  };
   return {
     observe: (listener) => void observers.push(listener),
-    placeHold: async (input) => {
+    placeHold: async (input, options) => {
       try {
         return await placeHold(ctx, input);
       } catch (error) {
-        if (
-          observers.length &&
-          (error instanceof SpendingLimitError || (error instanceof ApiError && error.code === 'INSUFFICIENT_CREDITS'))
-        ) {
-          const subject = error instanceof SpendingLimitError ? error.subject : 'wallet';
-          notify({
-            type: 'restricted',
-            userId: input.userId,
-            code: error.code as 'INSUFFICIENT_CREDITS' | 'SPENDING_LIMIT_EXCEEDED',
-            subject,
-            appId: input.appId,
-            keyId: input.keyId,
-            details: error.details,
-          });
-        }
+        if (options?.announceRefusal !== false) announceRefusal(input, error);
         throw error;
       }
     },
+    announceRefusal: (payer, error) => announceRefusal(payer, error),
     settleHold: async (holdId, actual, options) => {
       const result = await settleHold(ctx, holdId, actual, options);
       // The meter always names the owner; a settle without one (an operator's) has no one to tell.

@@ -6,9 +6,13 @@ import { fundedUser, putModel, readSseFrames, settled, wallet, type FundedUser }
 import { affordableCeiling } from './affordable.ts';
 import { chatWorstCase, type ChatPlan } from './chat-plan.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
+import { WebhookReceiver } from '../events/testing/receiver.ts';
 
 const mock = await startMockUpstream();
 after(() => mock.close());
+const receiver = new WebhookReceiver();
+before(() => receiver.start());
+after(() => receiver.stop());
 
 const chat = (env: TestEnv, user: FundedUser, body: Record<string, unknown>) =>
   env.request('POST', '/api/v1/chat/completions', { token: user.key, body });
@@ -107,8 +111,36 @@ describeEachDatabase(
       assert.equal(explicit.body.error.limitType, 'daily');
       assert.equal(explicit.body.error.requested, 1);
     });
+
+    it('limit.reached is sent for the refusal that answers a call, never for a call that a lowered cap then serves', async () => {
+      const served = await fundedUser(env, 1);
+      const refused = await fundedUser(env, 0.2);
+      for (const user of [served, refused]) {
+        const created = await env.dashboard(user.session, 'POST', '/api/user/webhooks', {
+          url: receiver.url,
+          eventTypes: ['limit.reached'],
+        });
+        assert.equal(created.status, 201, created.text);
+        receiver.secrets.push(created.body.secret);
+      }
+      assert.equal((await chat(env, served, { model: 'acme/dear', messages: hi })).status, 200);
+      assert.equal((await chat(env, refused, { model: 'acme/dear', messages: hi })).status, 402);
+      await env.service.ctx.events.idle();
+      const reached = (user: FundedUser) =>
+        receiver.bodies().filter((body) => body.type === 'limit.reached' && body.data.userId === user.session.userId);
+      assert.equal(reached(served).length, 0);
+      assert.equal(reached(refused).length, 1);
+      assert.deepEqual([reached(refused)[0].data.status, reached(refused)[0].data.required], [402, 4]);
+    });
   },
-  { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } },
+  {
+    config: {
+      providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }],
+      WEBHOOK_ALLOW_HTTP: true,
+      WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true,
+      WEBHOOK_DELIVERY_INTERVAL_SECONDS: 0,
+    },
+  },
 );
 
 describe('the affordable output cap', () => {

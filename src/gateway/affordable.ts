@@ -29,13 +29,21 @@ export async function openCallMeter(
   modelId: string,
   plan: CallPlan,
 ): Promise<{ meter: Meter; plan: CallPlan }> {
+  // Only a refusal that is the call's answer is announced (`limit.reached`): not one a lowered cap then serves.
+  const retryable = plan.asked === null;
   try {
-    return { meter: await Meter.open(ctx, principal, 'chat', modelId, callWorstCase(plan)), plan };
+    const meter = await Meter.open(ctx, principal, 'chat', modelId, callWorstCase(plan), {
+      announceRefusal: !retryable,
+    });
+    return { meter, plan };
   } catch (error) {
-    if (!isRestriction(error) || plan.asked !== null) throw error;
+    if (!isRestriction(error) || !retryable) throw error;
     const { amount } = await ctx.billing.spendable(principal);
     const ceiling = affordableCallCeiling(plan, amount, ctx.config.MIN_AFFORDABLE_OUTPUT_TOKENS);
-    if (ceiling === null) throw error;
+    if (ceiling === null) {
+      ctx.billing.announceRefusal(principal, error);
+      throw error;
+    }
     const lowered: CallPlan = { ...plan, ceiling };
     return { meter: await Meter.open(ctx, principal, 'chat', modelId, callWorstCase(lowered)), plan: lowered };
   }
