@@ -164,6 +164,94 @@ describeEachDatabase(
       assert.equal(back.body.enabled, true);
       fake.holdOffSession = false;
     });
+
+    it('an auto top-up whose webhook never comes is finished by the reconcile job, once, even racing the late webhook', async () => {
+      const reconcile = async () => {
+        const run = await env.admin('POST', '/api/admin/cron/reconcile-auto-topups');
+        assert.equal(run.status, 200, run.text);
+        return run.body.result;
+      };
+      const pendingTopup = async () => {
+        fake.holdOffSession = true;
+        const before = intents().length;
+        // Spend until the wallet is below the 250-credit threshold (each call costs 100 credits).
+        const { available } = await walletOf(env, user);
+        await spend(Math.floor((available - 250 * CREDITS) / (100 * CREDITS)) + 1);
+        await observersDone(env);
+        const started = intents().slice(before);
+        assert.equal(started.length, 1);
+        const topupId = started[0].params.metadata.tollgateTopupId as string;
+        const intent = [...fake.paymentIntents.values()].find((p) => p.metadata.tollgateTopupId === topupId);
+        return { topupId, intent };
+      };
+      fake.declineOffSession = false;
+      const on = await env.dashboard(user, 'PUT', '/api/wallet/auto-topup', {
+        enabled: true,
+        threshold: 250,
+        amount: 10,
+      });
+      assert.equal(on.status, 200, on.text);
+      if ((await walletOf(env, user)).available < 500 * CREDITS) await paidTopup(env, fake, user, 10);
+      const credited = (topupId: string) => heard.filter((e) => e.type === 'topup_succeeded' && e.topupId === topupId);
+
+      // Still processing at Stripe: the job leaves it pending.
+      const first = await pendingTopup();
+      assert.equal((await reconcile()).waiting, 1);
+      assert.equal((await topupOf(env, user, first.topupId)).status, 'pending');
+      // Stripe has taken the money, and the webhook is lost: the job credits it and frees the slot.
+      first.intent.status = 'succeeded';
+      const balance = (await walletOf(env, user)).balance;
+      assert.equal((await reconcile()).credited, 1);
+      assert.equal((await topupOf(env, user, first.topupId)).status, 'succeeded');
+      assert.equal((await walletOf(env, user)).balance, balance + 1000 * CREDITS);
+      assert.equal((await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body.pending, false);
+      // The webhook arrives after all: nothing more is credited.
+      const late = await fake.deliver(fake.event('payment_intent.succeeded', first.intent));
+      assert.equal(late.status, 200);
+      assert.equal((await walletOf(env, user)).balance, balance + 1000 * CREDITS);
+      assert.equal(credited(first.topupId).length, 1);
+
+      // A process that died before recording its PaymentIntent: the job asks again by the same idempotency key,
+      // which answers the same PaymentIntent, and races the webhook: credited once.
+      const second = await pendingTopup();
+      await env.service.ctx.db
+        .updateTable('topups' as never)
+        .set({ payment_intent_id: null } as never)
+        .where('id' as never, '=', second.topupId as never)
+        .execute();
+      second.intent.status = 'succeeded';
+      const paymentsBefore = fake.paymentIntents.size;
+      const balanceBefore = (await walletOf(env, user)).balance;
+      await Promise.all([
+        reconcile(),
+        fake.deliver(fake.event('payment_intent.succeeded', second.intent)),
+        reconcile(),
+      ]);
+      assert.equal(fake.paymentIntents.size, paymentsBefore, 'no second payment was made');
+      assert.equal((await topupOf(env, user, second.topupId)).status, 'succeeded');
+      assert.equal((await walletOf(env, user)).balance, balanceBefore + 1000 * CREDITS);
+      assert.equal(credited(second.topupId).length, 1);
+
+      // Stripe says it failed: failed as its webhook would say, auto top-up off with the reason.
+      const third = await pendingTopup();
+      Object.assign(third.intent, {
+        status: 'requires_payment_method',
+        last_payment_error: { message: 'Your card was declined.' },
+      });
+      assert.equal((await reconcile()).failed, 1);
+      assert.equal((await topupOf(env, user, third.topupId)).status, 'failed');
+      const state = (await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body;
+      assert.deepEqual([state.enabled, state.failure?.reason], [false, 'Your card was declined.']);
+      assert.ok(heard.some((e) => e.type === 'topup_failed' && e.topupId === third.topupId));
+      await assertLedgerVerifies(env, user.userId);
+      fake.holdOffSession = false;
+    });
   },
-  { config: { ...fake.config(), providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } },
+  {
+    config: {
+      ...fake.config(),
+      providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }],
+      AUTO_TOPUP_RECONCILE_SECONDS: 0,
+    },
+  },
 );

@@ -158,14 +158,33 @@ export async function maybeAutoTopup(rt: TopupRuntime, userId: string): Promise<
     return true;
   });
   if (!claimed) return null;
+  return chargeAutoTopup(rt, topup, {
+    customer: account.stripe_customer_id,
+    paymentMethod: account.payment_method_id,
+  });
+}
+
+/**
+ * Charges a claimed auto top-up off-session and records its PaymentIntent. The idempotency key is the
+ * top-up's id, so asking again (the reconcile job, after a crash lost the answer) returns the same
+ * PaymentIntent instead of charging twice. A refusal marks the top-up failed and turns auto top-up off.
+ */
+export async function chargeAutoTopup(
+  rt: TopupRuntime,
+  topup: TopupsTable,
+  payer: { customer: string; paymentMethod: string },
+): Promise<TopupsTable> {
+  const db = topupsDb(rt.ctx.db);
+  const { clock } = rt.ctx;
+  const userId = topup.user_id;
   let intent: Stripe.PaymentIntent;
   try {
-    intent = await rt.stripe.paymentIntents.create(
+    intent = await rt.stripe!.paymentIntents.create(
       {
         amount: topup.amount_minor,
         currency: topup.currency,
-        customer: account.stripe_customer_id,
-        payment_method: account.payment_method_id,
+        customer: payer.customer,
+        payment_method: payer.paymentMethod,
         off_session: true,
         confirm: true,
         metadata: { tollgateTopupId: topup.id, tollgateUserId: userId },

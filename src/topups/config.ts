@@ -50,6 +50,12 @@ export const TopupsConfigSection = Type.Object({
     default: 500,
     description: 'Largest custom top-up (and auto top-up), in whole units of `TOPUP_CURRENCY`.',
   }),
+  AUTO_TOPUP_RECONCILE_SECONDS: Type.Integer({
+    minimum: 0,
+    default: 600,
+    description:
+      'An auto top-up still pending after this many seconds (its webhook lost, or the process died while starting it) is asked of Stripe by the `reconcile-auto-topups` job and credited or failed as its webhook would.',
+  }),
   LOW_BALANCE_CREDITS: Type.Number({
     minimum: 0,
     default: 5,

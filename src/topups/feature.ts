@@ -25,6 +25,7 @@ export async function createTopupsFeature(deps: TopupsDeps): Promise<TopupsFeatu
   return {
     name: 'topups',
     topups,
+    jobs: topups.jobs,
     async register(app) {
       registerTopupRoutes(app, routes);
       registerAutoTopupRoutes(app, routes);

@@ -6,6 +6,8 @@ import { stripeClient, topupSettings, type StripePackage, type TopupSettings } f
 import type { TopupEvent, TopupObserver, TopupRuntime } from './runtime.ts';
 import type { TopupsTable } from './schema.ts';
 import type Stripe from 'stripe';
+import type { Job } from '../platform/jobs.ts';
+import { reconcileAutoTopupsJob } from './reconcile.ts';
 
 export type { TopupEvent, TopupObserver };
 
@@ -15,6 +17,8 @@ export type { TopupEvent, TopupObserver };
  */
 export interface Topups {
   readonly settings: TopupSettings;
+  /** The background jobs: `reconcile-auto-topups` (see reconcile.ts). */
+  readonly jobs: Job[];
   /** Creates a pending top-up and its Checkout Session; resolves with the URL to send the user to. */
   startCheckout(userId: string, amount: number): Promise<{ topup: TopupsTable; url: string }>;
   list(userId: string): Promise<TopupsTable[]>;
@@ -66,6 +70,7 @@ export function createTopups(ctx: TopupsDeps, StripeClass: StripePackage | null)
   }
   return {
     settings: rt.settings,
+    jobs: [reconcileAutoTopupsJob(rt)],
     startCheckout: (userId, amount) => startCheckout(rt, userId, amount),
     list: (userId) => listTopups(rt, userId),
     get: (userId, id) => getTopup(rt, userId, id),
