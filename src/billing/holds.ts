@@ -343,7 +343,7 @@ async function closeOpenHold(
   return billingDb(ctx.db)
     .transaction()
     .execute(async (trx) => {
-      const wallet = await lockWallet(trx, owner, now);
+      const wallet = await lockWallet(trx, owner, now, { overdue: false });
       const [hold] = await claimHolds(trx, owner, { holdId }, ending, now);
       if (!hold) {
         // Off the hot path: only a hold that was no longer open gets here.

@@ -47,9 +47,12 @@ export async function lockWallet(
   trx: Trx,
   userId: string,
   now: number,
+  /** false: the caller never looks at `hasOverdueHolds` (a close), so the holds are not searched (it reads false). */
+  options: { overdue?: boolean } = {},
 ): Promise<Wallet & { hasOverdueHolds: boolean; debt: number }> {
+  const read = options.overdue === false ? walletOnly : walletForMovement;
   const select = async () => {
-    const row = (await walletForMovement(trx, { userId, now })).rows[0];
+    const row = (await read(trx, { userId, now })).rows[0];
     return (
       row && {
         user_id: row.user_id,
@@ -92,6 +95,15 @@ const walletForMovement = preparedQuery((db: Kysely<Tables>, p: { userId: string
         )
         .as('overdue'),
     ])
+    .where('wallets.user_id', '=', p.userId);
+  return db.getExecutor().adapter instanceof PostgresAdapter ? query.forUpdate('wallets') : query;
+});
+
+/** The read of {@link lockWallet} without the overdue-holds search (`overdue` is always 0). */
+const walletOnly = preparedQuery((db: Kysely<Tables>, p: { userId: string; now: number }) => {
+  const query = db
+    .selectFrom('wallets')
+    .select((eb) => ['user_id', 'balance', 'reserved', 'debt', eb.lit(0).as('overdue')])
     .where('wallets.user_id', '=', p.userId);
   return db.getExecutor().adapter instanceof PostgresAdapter ? query.forUpdate('wallets') : query;
 });
