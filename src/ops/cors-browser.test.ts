@@ -1,0 +1,101 @@
+import { after, before, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Browser } from 'playwright-core';
+import { describeEachDatabase } from '../testing/harness.ts';
+import { fundedUser } from '../gateway/testing.ts';
+import { launchChromium } from '../web/browser.ts';
+
+/** A registered app's own page, on another origin than Tollgate's. */
+let appServer: Server;
+let appOrigin = '';
+before(async () => {
+  appServer = createServer((_, response) =>
+    response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>app</title>'),
+  );
+  await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve));
+  appOrigin = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}`;
+});
+after(() => new Promise<void>((resolve) => appServer.close(() => resolve())));
+
+describeEachDatabase('CORS in a real browser', (env) => {
+  let browser: Browser;
+  before(async () => {
+    browser = await launchChromium();
+  });
+  after(() => browser?.close());
+
+  it("a registered app's page calls Messages and chat with the headers the official SDKs send in a browser; another origin is blocked", async () => {
+    const app = await env.admin('POST', '/api/admin/apps', {
+      name: 'Browser app',
+      redirectUris: [`${appOrigin}/callback`],
+      scopes: ['read'],
+      type: 'public',
+    });
+    assert.equal(app.status, 201, app.text);
+    const user = await fundedUser(env, 1);
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${appOrigin}/`);
+    const call = (path: string, headers: Record<string, string>, body: unknown) =>
+      page.evaluate(
+        async ({ url, headers, body }) => {
+          try {
+            const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
+            return { status: response.status, body: await response.json() };
+          } catch (error) {
+            return { status: 0, body: String(error) };
+          }
+        },
+        { url: `${env.baseUrl}${path}`, headers, body },
+      );
+    const messages = await call(
+      '/api/v1/messages',
+      {
+        'content-type': 'application/json',
+        'x-api-key': user.key,
+        'anthropic-version': '2023-06-01',
+        'anthropic-beta': 'fine-grained-tool-streaming-2025-05-14',
+        'anthropic-dangerous-direct-browser-access': 'true',
+        'x-stainless-lang': 'js',
+      },
+      { model: 'tollgate/echo', max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] },
+    );
+    assert.equal(messages.status, 200, JSON.stringify(messages.body));
+    assert.equal(messages.body.type, 'message');
+    const chat = await call(
+      '/api/v1/chat/completions',
+      {
+        'content-type': 'application/json',
+        authorization: `Bearer ${user.key}`,
+        'x-stainless-lang': 'js',
+        'x-stainless-os': 'Linux',
+        'x-stainless-retry-count': '0',
+        'x-stainless-timeout': '600',
+      },
+      { model: 'tollgate/echo', max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] },
+    );
+    assert.equal(chat.status, 200, JSON.stringify(chat.body));
+    assert.equal(chat.body.object, 'chat.completion');
+
+    // The same call from an origin no app registered: the browser refuses to hand over the answer.
+    const stranger = await (await browser.newContext()).newPage();
+    await stranger.goto(`${env.baseUrl.replace('127.0.0.1', 'localhost')}/healthz`);
+    const blocked = await stranger.evaluate(
+      async ({ url, key }) => {
+        try {
+          await fetch(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+            body: '{}',
+          });
+          return 'answered';
+        } catch {
+          return 'blocked';
+        }
+      },
+      { url: `${env.baseUrl}/api/v1/chat/completions`, key: user.key },
+    );
+    assert.equal(blocked, 'blocked');
+  });
+});
