@@ -232,6 +232,25 @@ describeEachDatabase(
       assert.equal((await walletOf(env, user)).balance, balanceBefore + 1000 * CREDITS);
       assert.equal(credited(second.topupId).length, 1);
 
+      // Stripe fails while the payment is being started (500s past the client's retries): not a decline, so the
+      // top-up stays pending and auto top-up on; the job asks again and Stripe's answer credits it.
+      fake.holdOffSession = false;
+      fake.failIntentRequests = 3;
+      const { available } = await walletOf(env, user);
+      await spend(Math.floor((available - 250 * CREDITS) / (100 * CREDITS)) + 1);
+      await observersDone(env);
+      assert.equal(fake.failIntentRequests, 0);
+      const unanswered = (await env.dashboard(user, 'GET', '/api/wallet/topups')).body.topups.find(
+        (t: { kind: string; status: string }) => t.kind === 'auto' && t.status === 'pending',
+      );
+      assert.ok(unanswered, 'the auto top-up is left pending');
+      assert.equal((await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body.enabled, true);
+      const balanceAfterOutage = (await walletOf(env, user)).balance;
+      assert.equal((await reconcile()).credited, 1);
+      assert.equal((await topupOf(env, user, unanswered.id)).status, 'succeeded');
+      assert.equal((await walletOf(env, user)).balance, balanceAfterOutage + 1000 * CREDITS);
+      fake.holdOffSession = true;
+
       // Stripe says it failed: failed as its webhook would say, auto top-up off with the reason.
       const third = await pendingTopup();
       Object.assign(third.intent, {

@@ -193,6 +193,12 @@ export async function chargeAutoTopup(
       { idempotencyKey: `tollgate-auto-topup-${topup.id}` },
     );
   } catch (error) {
+    if (outcomeUnknown(error)) {
+      // No answer, or Stripe's own failure: the payment may have been made. The top-up stays pending, its
+      // slot taken, and the reconcile job asks again by the same idempotency key.
+      rt.ctx.log.warn({ err: error, topupId: topup.id }, 'Stripe did not answer an auto top-up: left pending');
+      return topup;
+    }
     // A decline answers with an error; its webhook (payment_intent.payment_failed) would say the same.
     const reason = (error as { message?: string }).message ?? 'The saved payment method was declined.';
     const intentId = (error as { raw?: { payment_intent?: { id?: string } } }).raw?.payment_intent?.id ?? null;
@@ -217,4 +223,16 @@ export async function chargeAutoTopup(
     .where('payment_intent_id', 'is', null)
     .execute();
   return { ...topup, payment_intent_id: intent.id };
+}
+
+/**
+ * Whether a failed Stripe request leaves the payment's outcome unknown: the connection broke, Stripe erred
+ * (5xx), or it refused to run the request now (another request with the same idempotency key in flight, a
+ * rate limit). Any other error is Stripe's answer: the payment was not made.
+ */
+export function outcomeUnknown(error: unknown): boolean {
+  const { type, statusCode } = error as { type?: string; statusCode?: number };
+  if (type === 'StripeConnectionError' || type === 'StripeAPIError' || type === 'StripeIdempotencyError') return true;
+  if (type === 'StripeRateLimitError') return true;
+  return statusCode === undefined ? type === undefined : statusCode >= 500 || statusCode === 409 || statusCode === 429;
 }

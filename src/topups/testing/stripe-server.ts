@@ -54,6 +54,8 @@ export class FakeStripe {
   declineOffSession = false;
   /** Off-session PaymentIntents are left `processing` (their event is sent by the test) while this is set. */
   holdOffSession = false;
+  /** The next this many PaymentIntent creations answer 500 (Stripe's own failure); the client retries twice. */
+  failIntentRequests = 0;
   /** When set, the Checkout page's "Pay" redirects first and delivers its event this many ms later (Stripe gives no order). */
   deferDeliveryMs = 0;
   readonly deliveries: Delivery[] = [];
@@ -276,6 +278,13 @@ export class FakeStripe {
         : json(404, { error: { type: 'invalid_request_error', message: 'No such setup_intent' } });
     }
     if (request.method === 'POST' && url.pathname === '/v1/payment_intents') {
+      if (this.failIntentRequests > 0) {
+        // Stripe's own failure: not kept under the idempotency key, so a retry runs the request again.
+        this.failIntentRequests -= 1;
+        return void response
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { type: 'api_error', message: 'Something went wrong on our end.' } }));
+      }
       if (this.declineOffSession) {
         const intent = this.#intent(params, 'requires_payment_method');
         return json(402, {
