@@ -1,0 +1,73 @@
+import { readFileSync } from 'node:fs';
+import { hammer } from './load.ts';
+import { firstJsonLine, spawnNode } from './processes.ts';
+import { CHAT_BODY } from './profile.ts';
+import { createStore, provision, responsesTarget, startTollgate, tollgateTarget } from './tollgate.ts';
+
+/**
+ * `node bench/memory.ts [sqlite|postgres] [node flags…]`: where a Tollgate instance's resident memory is. One
+ * instance (with `serve`'s runtime settings, and any V8 flags given, which replace the same flag of those
+ * settings) goes through the concurrency-64 cells that set the benchmark's peak (non-streaming chat,
+ * streaming chat, streaming Responses); after each, its peak (VmHWM) and current RSS; at the end, the
+ * resident memory by kind (/proc/<pid>/smaps): the node binary's pages (file-backed, shared with every
+ * Node process on the machine), malloc's heap, and the other anonymous memory (V8's heap, code and stacks).
+ */
+
+const [dialect = 'sqlite', ...flags] = process.argv.slice(2);
+if (dialect !== 'sqlite' && dialect !== 'postgres') throw new Error('database: sqlite or postgres');
+
+const MiB = (kib: number) => Math.round(kib / 1024);
+
+/** Resident KiB by kind of mapping, from /proc/<pid>/smaps. */
+function residentByKind(pid: number): Record<string, number> {
+  const kinds: Record<string, number> = {};
+  let kind = '';
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const mapping = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (mapping) {
+      const path = mapping[1];
+      kind =
+        path === '[heap]'
+          ? 'malloc heap ([heap])'
+          : path.endsWith('/bin/node')
+            ? 'node binary (file-backed)'
+            : path.startsWith('/')
+              ? 'other files (libraries, database)'
+              : 'other anonymous (V8 heap and code, mmapped malloc, stacks)';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+)/.exec(line);
+    if (rss) kinds[kind] = (kinds[kind] ?? 0) + Number(rss[1]);
+  }
+  return kinds;
+}
+
+const { store, dispose } = await createStore(dialect);
+const mock = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd: process.cwd() });
+try {
+  const { url } = await firstJsonLine<{ url: string }>(mock);
+  const instance = await startTollgate(store, url, flags);
+  try {
+    const status = (field: string) =>
+      Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${instance.child.pid}/status`, 'utf8'))![1]);
+    const keys = await provision(instance, 10);
+    console.log(`started, provisioned: RSS ${MiB(status('VmRSS'))} MiB`);
+    for (const [name, target, stream] of [
+      ['chat, non-streaming', tollgateTarget(instance, keys, CHAT_BODY), false],
+      ['chat, streaming', tollgateTarget(instance, keys, CHAT_BODY), true],
+      ['Responses, streaming', responsesTarget(instance, keys, CHAT_BODY), true],
+    ] as const) {
+      const cell = await hammer(target, { stream, connections: 64, seconds: 4, warmupSeconds: 1 });
+      console.log(
+        `${name}, c=64: ${Math.round(cell.rps)} req/s; peak ${MiB(status('VmHWM'))} MiB, now ${MiB(status('VmRSS'))} MiB`,
+      );
+    }
+    for (const [kind, kib] of Object.entries(residentByKind(instance.child.pid)).sort((a, b) => b[1] - a[1]))
+      console.log(`  ${String(MiB(kib)).padStart(4)} MiB  ${kind}`);
+  } finally {
+    await instance.child.stop(15_000);
+  }
+} finally {
+  await mock.stop();
+  await dispose();
+}
