@@ -70,7 +70,8 @@ export async function startTollgate(
     TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
     OPENAI_BASE_URL: `${upstreamUrl}/v1`,
     OPENAI_API_KEY: 'x',
-    LOG_LEVEL: 'warn',
+    // The default level, as in production: one line per request (BENCH_LOG_LEVEL to change it).
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
     RATE_LIMIT_KEY_RPM: '0',
     RATE_LIMIT_APP_RPM: '0',
     RATE_LIMIT_SIGNUP_PER_MINUTE: '0',
