@@ -37,7 +37,9 @@ describeEachDatabase('CORS in a real browser', (env) => {
     const user = await fundedUser(env, 1);
     const page = await (await browser.newContext()).newPage();
     await page.goto(`${appOrigin}/`);
-    const call = (path: string, headers: Record<string, string>, body: unknown) =>
+    const hello = { model: 'tollgate/echo', max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] };
+    // Each SDK's own headers besides the JSON body's content type: each is one the preflight must allow.
+    const call = (path: string, sdkHeaders: Record<string, string>) =>
       page.evaluate(
         async ({ url, headers, body }) => {
           try {
@@ -47,34 +49,24 @@ describeEachDatabase('CORS in a real browser', (env) => {
             return { status: 0, body: String(error) };
           }
         },
-        { url: `${env.baseUrl}${path}`, headers, body },
+        { url: `${env.baseUrl}${path}`, headers: { 'content-type': 'application/json', ...sdkHeaders }, body: hello },
       );
-    const messages = await call(
-      '/api/v1/messages',
-      {
-        'content-type': 'application/json',
-        'x-api-key': user.key,
-        'anthropic-version': '2023-06-01',
-        'anthropic-beta': 'fine-grained-tool-streaming-2025-05-14',
-        'anthropic-dangerous-direct-browser-access': 'true',
-        'x-stainless-lang': 'js',
-      },
-      { model: 'tollgate/echo', max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] },
-    );
+    const messages = await call('/api/v1/messages', {
+      'x-api-key': user.key,
+      'anthropic-version': '2023-06-01',
+      'anthropic-beta': 'fine-grained-tool-streaming-2025-05-14',
+      'anthropic-dangerous-direct-browser-access': 'true',
+      'x-stainless-lang': 'js',
+    });
     assert.equal(messages.status, 200, JSON.stringify(messages.body));
     assert.equal(messages.body.type, 'message');
-    const chat = await call(
-      '/api/v1/chat/completions',
-      {
-        'content-type': 'application/json',
-        authorization: `Bearer ${user.key}`,
-        'x-stainless-lang': 'js',
-        'x-stainless-os': 'Linux',
-        'x-stainless-retry-count': '0',
-        'x-stainless-timeout': '600',
-      },
-      { model: 'tollgate/echo', max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] },
-    );
+    const chat = await call('/api/v1/chat/completions', {
+      authorization: `Bearer ${user.key}`,
+      'x-stainless-lang': 'js',
+      'x-stainless-os': 'Linux',
+      'x-stainless-retry-count': '0',
+      'x-stainless-timeout': '600',
+    });
     assert.equal(chat.status, 200, JSON.stringify(chat.body));
     assert.equal(chat.body.object, 'chat.completion');
 
