@@ -211,8 +211,8 @@ describeEachDatabase(
       assert.equal((await walletOf(env, user)).balance, balance + 1000 * CREDITS);
       assert.equal(credited(first.topupId).length, 1);
 
-      // A process that died before recording its PaymentIntent: the job asks again by the same idempotency key,
-      // which answers the same PaymentIntent, and races the webhook: credited once.
+      // A process that died before recording its PaymentIntent: the job finds it among the customer's
+      // PaymentIntents by the top-up id in its metadata, and races the webhook: credited once.
       const second = await pendingTopup();
       await env.service.ctx.db
         .updateTable('topups' as never)
@@ -233,7 +233,8 @@ describeEachDatabase(
       assert.equal(credited(second.topupId).length, 1);
 
       // Stripe fails while the payment is being started (500s past the client's retries): not a decline, so the
-      // top-up stays pending and auto top-up on; the job asks again and Stripe's answer credits it.
+      // top-up stays pending and auto top-up on. Stripe has no PaymentIntent for it: the job gives it up (nothing is
+      // charged late) and frees the slot, so the next settle below the threshold starts a new one.
       fake.holdOffSession = false;
       fake.failIntentRequests = 3;
       const { available } = await walletOf(env, user);
@@ -245,10 +246,19 @@ describeEachDatabase(
       );
       assert.ok(unanswered, 'the auto top-up is left pending');
       assert.equal((await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body.enabled, true);
+      const paymentsBeforeGivingUp = fake.paymentIntents.size;
+      assert.equal((await reconcile()).failed, 1);
+      assert.equal(fake.paymentIntents.size, paymentsBeforeGivingUp, 'nothing was charged late');
+      const givenUp = await topupOf(env, user, unanswered.id);
+      assert.equal(givenUp.status, 'failed');
+      assert.match(givenUp.failureReason, /never started/);
+      const afterOutage = (await env.dashboard(user, 'GET', '/api/wallet/auto-topup')).body;
+      assert.deepEqual([afterOutage.enabled, afterOutage.pending, afterOutage.failure], [true, false, null]);
       const balanceAfterOutage = (await walletOf(env, user)).balance;
+      await spend(1);
+      await observersDone(env);
       assert.equal((await reconcile()).credited, 1);
-      assert.equal((await topupOf(env, user, unanswered.id)).status, 'succeeded');
-      assert.equal((await walletOf(env, user)).balance, balanceAfterOutage + 1000 * CREDITS);
+      assert.equal((await walletOf(env, user)).balance, balanceAfterOutage - 100 * CREDITS + 1000 * CREDITS);
       fake.holdOffSession = true;
 
       // Stripe says it failed: failed as its webhook would say, auto top-up off with the reason.

@@ -165,11 +165,11 @@ export async function maybeAutoTopup(rt: TopupRuntime, userId: string): Promise<
 }
 
 /**
- * Charges a claimed auto top-up off-session and records its PaymentIntent. The idempotency key is the
- * top-up's id, so asking again (the reconcile job, after a crash lost the answer) returns the same
- * PaymentIntent instead of charging twice. A refusal marks the top-up failed and turns auto top-up off.
+ * Charges a claimed auto top-up off-session and records its PaymentIntent (idempotency key: the top-up's id,
+ * so the client's own retries charge once). A refusal marks the top-up failed and turns auto top-up off; no
+ * answer leaves it pending for the reconcile job (reconcile.ts).
  */
-export async function chargeAutoTopup(
+async function chargeAutoTopup(
   rt: TopupRuntime,
   topup: TopupsTable,
   payer: { customer: string; paymentMethod: string },
@@ -195,7 +195,7 @@ export async function chargeAutoTopup(
   } catch (error) {
     if (outcomeUnknown(error)) {
       // No answer, or Stripe's own failure: the payment may have been made. The top-up stays pending, its
-      // slot taken, and the reconcile job asks again by the same idempotency key.
+      // slot taken, until the reconcile job finds out from Stripe.
       rt.ctx.log.warn({ err: error, topupId: topup.id }, 'Stripe did not answer an auto top-up: left pending');
       return topup;
     }

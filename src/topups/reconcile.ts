@@ -1,6 +1,5 @@
 import type Stripe from 'stripe';
 import type { Job } from '../platform/jobs.ts';
-import { chargeAutoTopup } from './auto.ts';
 import { handleEvent } from './events.ts';
 import type { TopupRuntime } from './runtime.ts';
 import { topupsDb, type TopupsTable } from './schema.ts';
@@ -10,8 +9,9 @@ type Outcome = 'credited' | 'failed' | 'waiting' | 'unreachable';
 
 /**
  * Finishes the auto top-ups whose outcome never arrived: a webhook lost or not configured, or a process that
- * died between claiming the user's auto top-up slot and recording its PaymentIntent. Until then the slot
- * stays taken and no further auto top-up starts, so the user silently runs dry.
+ * died, or Stripe failed, between claiming the user's auto top-up slot and recording its PaymentIntent. Until
+ * then the slot stays taken and no further auto top-up starts, so the user silently runs dry. Nothing is
+ * charged here: a payment Stripe never made is given up, not made late.
  *
  * Invariant: money moves only through the webhook's own path (`handleEvent`), fed Stripe's current word on
  * the PaymentIntent as an event whose id names the PaymentIntent and its status. A top-up is credited at most
@@ -42,22 +42,63 @@ export function reconcileAutoTopupsJob(rt: TopupRuntime): Job {
   };
 }
 
-/** Stripe's PaymentIntent of the top-up, asked again by the same idempotency key when none was recorded. */
+/** How far before a top-up's creation its PaymentIntent is looked for (clocks differ). */
+const CLOCK_SLACK_S = 300;
+
+/**
+ * Stripe's PaymentIntent of the top-up, or null when Stripe has none: when none was recorded, the customer's
+ * PaymentIntents since the top-up began are searched for the one whose metadata names it. Listing is read from
+ * Stripe's records as they are, and this runs long after any attempt to start it could still be retrying.
+ */
 async function intentOf(rt: TopupRuntime, topup: TopupsTable): Promise<Stripe.PaymentIntent | null> {
   if (topup.payment_intent_id) return rt.stripe!.paymentIntents.retrieve(topup.payment_intent_id);
   const account = await topupsDb(rt.ctx.db)
     .selectFrom('topup_accounts')
-    .select(['stripe_customer_id', 'payment_method_id', 'auto_in_flight'])
+    .select('stripe_customer_id')
     .where('user_id', '=', topup.user_id)
     .executeTakeFirst();
-  // The slot is this top-up's while it is unrecorded; the payer is the one the claim charged.
-  if (account?.auto_in_flight !== topup.id || !account.stripe_customer_id || !account.payment_method_id) return null;
-  const charged = await chargeAutoTopup(rt, topup, {
+  if (!account?.stripe_customer_id) return null;
+  const since = Math.floor(topup.created_at / 1000) - CLOCK_SLACK_S;
+  for await (const intent of rt.stripe!.paymentIntents.list({
     customer: account.stripe_customer_id,
-    paymentMethod: account.payment_method_id,
-  });
-  if (charged.status === 'failed' || !charged.payment_intent_id) return null;
-  return rt.stripe!.paymentIntents.retrieve(charged.payment_intent_id);
+    created: { gte: since },
+    limit: 100,
+  }))
+    if (intent.metadata?.tollgateTopupId === topup.id) return intent;
+  return null;
+}
+
+/**
+ * A top-up Stripe never heard of (the process died, or Stripe failed, before the payment was made): failed,
+ * with the user's auto top-up slot freed and auto top-up left on — nothing was declined, so the next settle
+ * below the threshold starts a new one.
+ */
+async function neverStarted(rt: TopupRuntime, topup: TopupsTable): Promise<Outcome> {
+  const now = rt.ctx.clock.now();
+  const reason = 'The payment was never started (Stripe has no record of it); the next one starts when needed.';
+  const failed = await topupsDb(rt.ctx.db)
+    .transaction()
+    .execute(async (trx) => {
+      const row = await trx
+        .updateTable('topups')
+        .set({ status: 'failed', failure_reason: reason, updated_at: now })
+        .where('id', '=', topup.id)
+        .where('status', '=', 'pending')
+        .where('payment_intent_id', 'is', null)
+        .returning('id')
+        .executeTakeFirst();
+      if (!row) return false;
+      await trx
+        .updateTable('topup_accounts')
+        .set({ auto_in_flight: null, updated_at: now })
+        .where('user_id', '=', topup.user_id)
+        .where('auto_in_flight', '=', topup.id)
+        .execute();
+      return true;
+    });
+  if (!failed) return 'waiting';
+  rt.notify({ type: 'topup_failed', userId: topup.user_id, topupId: topup.id, credits: topup.credits, reason });
+  return 'failed';
 }
 
 async function reconcile(rt: TopupRuntime, topup: TopupsTable): Promise<Outcome> {
@@ -68,7 +109,7 @@ async function reconcile(rt: TopupRuntime, topup: TopupsTable): Promise<Outcome>
     rt.ctx.log.warn({ err: error, topupId: topup.id }, 'an auto top-up could not be reconciled with Stripe');
     return 'unreachable';
   }
-  if (!intent) return 'failed';
+  if (!intent) return neverStarted(rt, topup);
   const type =
     intent.status === 'succeeded'
       ? 'payment_intent.succeeded'

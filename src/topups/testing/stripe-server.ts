@@ -199,6 +199,7 @@ export class FakeStripe {
       payment_method: params.payment_method ?? null,
       metadata: params.metadata ?? {},
       status,
+      created: Math.floor(Date.now() / 1000),
       latest_charge: charge,
     };
     this.paymentIntents.set(intentId, intent);
@@ -270,6 +271,14 @@ export class FakeStripe {
       return intent
         ? json(200, intent)
         : json(404, { error: { type: 'invalid_request_error', message: 'No such payment_intent' } });
+    }
+    if (request.method === 'GET' && url.pathname === '/v1/payment_intents') {
+      // A customer's PaymentIntents created since `created[gte]`, newest first, in one page.
+      const since = Number(params.created?.gte ?? 0);
+      const data = [...this.paymentIntents.values()]
+        .filter((intent) => intent.customer === params.customer && intent.created >= since)
+        .reverse();
+      return json(200, { object: 'list', url: '/v1/payment_intents', has_more: false, data });
     }
     if (request.method === 'GET' && (match = /^\/v1\/setup_intents\/([^/]+)$/.exec(url.pathname))) {
       const intent = this.setupIntents.get(match[1]);
