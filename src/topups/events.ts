@@ -247,13 +247,7 @@ async function credit(
           .set({ transaction_id: moved.transactionId })
           .where('id', '=', topup.id)
           .execute();
-        if (topup.kind !== 'auto') return;
-        await trx
-          .updateTable('topup_accounts')
-          .set({ auto_in_flight: null, updated_at: now })
-          .where('user_id', '=', topup.user_id)
-          .where('auto_in_flight', '=', topup.id)
-          .execute();
+        if (topup.kind === 'auto') await freeAutoTopupSlot(trx, topup.user_id, topup.id, now);
       },
     },
   );
@@ -306,6 +300,16 @@ async function fail(rt: TopupRuntime, event: Stripe.Event, topup: TopupsTable, r
     topupId: topup.id,
     ...(outcome === 'duplicate' ? { duplicate: true as const } : {}),
   };
+}
+
+/** Frees the user's one auto top-up slot if this top-up still holds it, so the next one can start. */
+export async function freeAutoTopupSlot(trx: Trx, userId: string, topupId: string, now: number): Promise<void> {
+  await trx
+    .updateTable('topup_accounts')
+    .set({ auto_in_flight: null, updated_at: now })
+    .where('user_id', '=', userId)
+    .where('auto_in_flight', '=', topupId)
+    .execute();
 }
 
 /** Turns auto top-up off after its payment failed, keeping why for the dashboard. */

@@ -1,6 +1,6 @@
 import type Stripe from 'stripe';
 import type { Job } from '../platform/jobs.ts';
-import { handleEvent } from './events.ts';
+import { freeAutoTopupSlot, handleEvent } from './events.ts';
 import type { TopupRuntime } from './runtime.ts';
 import { topupsDb, type TopupsTable } from './schema.ts';
 
@@ -87,14 +87,8 @@ async function neverStarted(rt: TopupRuntime, topup: TopupsTable): Promise<Outco
         .where('payment_intent_id', 'is', null)
         .returning('id')
         .executeTakeFirst();
-      if (!row) return false;
-      await trx
-        .updateTable('topup_accounts')
-        .set({ auto_in_flight: null, updated_at: now })
-        .where('user_id', '=', topup.user_id)
-        .where('auto_in_flight', '=', topup.id)
-        .execute();
-      return true;
+      if (row) await freeAutoTopupSlot(trx, topup.user_id, topup.id, now);
+      return Boolean(row);
     });
   if (!failed) return 'waiting';
   rt.notify({ type: 'topup_failed', userId: topup.user_id, topupId: topup.id, credits: topup.credits, reason });
