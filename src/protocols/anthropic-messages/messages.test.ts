@@ -175,6 +175,19 @@ describeEachDatabase(
       }
     });
 
+    it('tool_choice.disable_parallel_tool_use reaches an OpenAI-compatible upstream as parallel_tool_calls: false', async () => {
+      const response = await messages(env, user.key, {
+        model: 'acme/gpt',
+        max_tokens: 10,
+        messages: hi,
+        tools: [{ name: 'f', input_schema: { type: 'object', properties: {} } }],
+        tool_choice: { type: 'auto', disable_parallel_tool_use: true },
+      });
+      assert.equal(response.status, 200, await response.clone().text());
+      const sent = mock.requests.at(-1)!.body;
+      assert.deepEqual([sent.tool_choice, sent.parallel_tool_calls], ['auto', false]);
+    });
+
     it('answers credential and permission failures in the Anthropic envelope: 401 authentication_error, 403 permission_error', async () => {
       const missing = await anthropicError(
         await messages(env, null, { model: 'acme/claude', max_tokens: 10, messages: hi }),

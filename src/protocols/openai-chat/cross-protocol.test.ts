@@ -135,6 +135,18 @@ describeEachDatabase(
       assert.equal((await settled(env, user)).balance, 1_000_000 - CHARGE);
     });
 
+    it('parallel_tool_calls: false reaches Anthropic as tool_choice.disable_parallel_tool_use', async () => {
+      const user = await fundedUser(env, 1);
+      const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
+      await client.chat.completions.create({
+        model: 'anthropic/claude-tools',
+        messages,
+        tools,
+        parallel_tool_calls: false,
+      });
+      assert.deepEqual(received.at(-1).tool_choice, { type: 'auto', disable_parallel_tool_use: true });
+    });
+
     it('streamed: the SDK assembles the tool call from deltas, sees reasoning deltas and the usage chunk; charged exactly', async () => {
       const user = await fundedUser(env, 1);
       const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });

@@ -90,6 +90,8 @@ const ANTHROPIC_PASSED = [
   'stop',
   'tools',
   'tool_choice',
+  // Read as the canonical parallelToolCalls: false becomes Anthropic's disable_parallel_tool_use (fewer calls).
+  'parallel_tool_calls',
   'metadata',
   'user',
 ] as const;
