@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -56,6 +57,27 @@ export interface Tollgate {
 }
 
 /** Starts `serve` on `store` with the OpenAI provider pointed at the mock; `nodeArgs` go before the script (e.g. `--cpu-prof`). */
+/**
+ * Builds the checkout's server bundle unless it is fresh, so that its `serve` runs what `npm start` runs
+ * (src/platform/server-bundle.ts). BENCH_SERVE_CODE=source serves from `src` instead.
+ */
+function ensureServerBundle(checkout: string): void {
+  // A checkout from before the bundle (bench/ab.ts against an old base) serves from `src`.
+  if (process.env.BENCH_SERVE_CODE === 'source' || !existsSync(join(checkout, 'scripts/build-server.ts'))) return;
+  const check = spawnSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      "import { serverBundleState } from './src/platform/server-bundle.ts'; process.stdout.write(serverBundleState().state)",
+    ],
+    { cwd: checkout, encoding: 'utf8' },
+  );
+  if (check.stdout === 'fresh') return;
+  const build = spawnSync(process.execPath, ['scripts/build-server.ts'], { cwd: checkout, encoding: 'utf8' });
+  if (build.status !== 0) throw new Error(`building the server bundle in ${checkout}: ${build.stderr}`);
+}
+
 export async function startTollgate(
   store: Store,
   upstreamUrl: string,
@@ -64,6 +86,7 @@ export async function startTollgate(
   checkout = process.cwd(),
 ): Promise<Tollgate> {
   const port = await freePort();
+  ensureServerBundle(checkout);
   const env: Record<string, string> = {
     HOST: '127.0.0.1',
     PORT: String(port),
@@ -76,6 +99,7 @@ export async function startTollgate(
     RATE_LIMIT_APP_RPM: '0',
     RATE_LIMIT_SIGNUP_PER_MINUTE: '0',
     SWEEP_INTERVAL_SECONDS: '0',
+    ...(process.env.BENCH_SERVE_CODE === 'source' ? { TOLLGATE_SERVE_CODE: 'source' } : {}),
     ...(store.dialect === 'sqlite'
       ? { DATA_DIR: store.dataDir }
       : { DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: store.schema }),

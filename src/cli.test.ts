@@ -192,6 +192,8 @@ describe('serve runtime settings', () => {
       // Whatever the test runner's own environment says, serve must find these unset and apply its defaults.
       for (const name of ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_ARENA_MAX', 'TOLLGATE_SERVE_RUNTIME'])
         delete serveEnv[name];
+      // From the sources (a fresh server bundle would need no type stripping: server-bundle.test.ts).
+      serveEnv.TOLLGATE_SERVE_CODE = 'source';
       const child = spawn(process.execPath, ['src/cli.ts', 'serve'], {
         cwd: root,
         env: serveEnv,

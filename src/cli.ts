@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import { flushCompileCache } from 'node:module';
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { PROJECT_DIR, serverBundleState } from './platform/server-bundle.ts';
 import type { Service } from './service.ts';
 
 /**
@@ -43,7 +44,7 @@ export const SERVE_RUNTIME = {
      * stripper, a WebAssembly build of swc that stays loaded once used (~16 MB). The cache lives beside the
      * code it was made from, owned by whoever installed it; Node checks each entry against its source.
      */
-    NODE_COMPILE_CACHE: fileURLToPath(new URL('../node_modules/.cache/tollgate-compile', import.meta.url)),
+    NODE_COMPILE_CACHE: join(PROJECT_DIR, 'node_modules/.cache/tollgate-compile'),
   } as Record<string, string>,
   /**
    * V8: young-generation semi-spaces of at most 8 MB (the default lets them grow to 32 MB; 8 rather than 16
@@ -85,19 +86,37 @@ export function missingServeRuntime(
 }
 
 /**
- * Replaces the process with the same command under {@link SERVE_RUNTIME} when something of it is missing.
- * The process keeps its pid, its stdio and its signals, so a supervisor sees nothing; the allocator
- * settings can only be made this way, since glibc reads them once, when the process starts. Does nothing
- * where `process.execve` does not exist (Windows).
+ * Set by `serve` for the process it re-executes: what code it runs (`bundle`, or `source` and why), for its
+ * start-up line. Set it to `source` yourself to serve from `src` even when the bundle is fresh.
+ */
+export const SERVE_CODE_MARK = 'TOLLGATE_SERVE_CODE';
+
+/**
+ * Replaces the process with the same command under {@link SERVE_RUNTIME} when something of it is missing,
+ * running the server bundle (`src/platform/server-bundle.ts`) instead of `src` when it was built from the
+ * sources as they are. The process keeps its pid, its stdio and its signals, so a supervisor sees nothing;
+ * the allocator settings can only be made this way, since glibc reads them once, when the process starts.
+ * Does nothing where `process.execve` does not exist (Windows).
  */
 function applyServeRuntime(): void {
   const missing = missingServeRuntime(process.execArgv, process.env);
   if (typeof process.execve !== 'function' || (missing.nodeFlags.length === 0 && Object.keys(missing.env).length === 0))
     return;
-  const env = { ...process.env, ...missing.env, [SERVE_RUNTIME_MARK]: 'applied' } as Record<string, string>;
+  const bundle = process.env[SERVE_CODE_MARK] === 'source' ? null : serverBundleState();
+  const script = bundle?.state === 'fresh' ? bundle.entry : process.argv[1]!;
+  const code =
+    bundle === null
+      ? `source (${SERVE_CODE_MARK}=source)`
+      : bundle.state === 'fresh'
+        ? 'bundle'
+        : `source (server bundle ${bundle.state === 'stale' ? `stale: ${bundle.reason}; npm run build rebuilds it` : 'absent: npm run build makes it'})`;
+  const env = { ...process.env, ...missing.env, [SERVE_RUNTIME_MARK]: 'applied', [SERVE_CODE_MARK]: code } as Record<
+    string,
+    string
+  >;
   process.execve(
     process.execPath,
-    [process.execPath, ...missing.nodeFlags, ...process.execArgv, ...process.argv.slice(1)],
+    [process.execPath, ...missing.nodeFlags, ...process.execArgv, script, ...process.argv.slice(2)],
     env,
   );
 }
@@ -178,7 +197,7 @@ export const commands: Record<string, Command> = {
       restartFromCompileCache();
       const service = await createService();
       const url = await service.listen();
-      service.ctx.log.info({ url }, `Tollgate listening on ${url}`);
+      service.ctx.log.info({ url, code: process.env[SERVE_CODE_MARK] ?? 'source' }, `Tollgate listening on ${url}`);
       let stopping = false;
       const stop = async (signal: string) => {
         if (stopping) return;

@@ -1,7 +1,12 @@
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { guardedLookup, isPrivateAddress, type UrlPolicy } from './url-guard.ts';
+
+// Not `import … from 'node:http'`: Node builds an ES module facade of a built-in by reading every export, and
+// node:http's `WebSocket`, `MessageEvent` and `CloseEvent` getters then load Node's own copy of undici
+// (~15 MB resident, never used: the gateway calls upstreams with the npm undici). `getBuiltinModule` hands
+// over the CommonJS module without a facade.
+const { request: httpRequest } = process.getBuiltinModule('node:http');
+const { request: httpsRequest } = process.getBuiltinModule('node:https');
 
 /** Characters of a receiver's answer kept with the delivery; the rest is never read past {@link READ_LIMIT}. */
 export const EXCERPT_LENGTH = 200;

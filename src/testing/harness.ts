@@ -293,7 +293,13 @@ export async function serveAddress(child: ChildProcess): Promise<{ baseUrl: stri
 export async function startServeProcess(
   env: TestEnv,
   extraEnv: Record<string, string> = {},
-): Promise<{ baseUrl: string; child: ChildProcess; stop(signal?: NodeJS.Signals): Promise<number | null> }> {
+): Promise<{
+  baseUrl: string;
+  child: ChildProcess;
+  /** Everything the process printed so far. */
+  output(): string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}> {
   const child = spawn(process.execPath, ['src/cli.ts', 'serve'], {
     cwd: new URL('../..', import.meta.url).pathname,
     env: {
@@ -308,10 +314,11 @@ export async function startServeProcess(
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const { baseUrl } = await serveAddress(child);
+  const { baseUrl, output } = await serveAddress(child);
   return {
     baseUrl,
     child,
+    output,
     stop: (signal = 'SIGTERM') =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve(child.exitCode);

@@ -1,0 +1,112 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { describeEachDatabase, request, startServeProcess } from '../testing/harness.ts';
+import {
+  PROJECT_DIR,
+  SERVER_BUNDLE_DIR,
+  SERVER_BUNDLE_ENTRY,
+  SERVER_BUNDLE_STAMP,
+  serverBundleState,
+  sourceDigest,
+} from './server-bundle.ts';
+
+describe('the server bundle is run only when built from the sources on disk', () => {
+  let project: string;
+  const write = (path: string, text: string) => {
+    mkdirSync(dirname(join(project, path)), { recursive: true });
+    writeFileSync(join(project, path), text);
+  };
+  const stamp = (digest: string) =>
+    write(`${SERVER_BUNDLE_DIR}/${SERVER_BUNDLE_STAMP}`, JSON.stringify({ digest, builtAt: new Date().toISOString() }));
+
+  before(() => {
+    project = mkdtempSync(join(tmpdir(), 'tollgate-bundle-'));
+    write('src/cli.ts', 'export {};\n');
+    write('src/billing/meter.ts', 'export const a = 1;\n');
+    write('src/billing/meter.test.ts', 'it();\n');
+    write('package-lock.json', '{"lockfileVersion":3}\n');
+  });
+  after(() => rmSync(project, { recursive: true, force: true }));
+
+  it('the digest changes with a source file, a new source file or the lock file, and not with a test file', () => {
+    const base = sourceDigest(project);
+    assert.equal(sourceDigest(project), base, 'the same files give the same digest');
+    write('src/billing/meter.test.ts', 'it(); it();\n');
+    assert.equal(sourceDigest(project), base, 'tests are not in the bundle');
+    write('src/billing/meter.ts', 'export const a = 2;\n');
+    const edited = sourceDigest(project);
+    assert.notEqual(edited, base);
+    write('src/billing/limits.ts', 'export {};\n');
+    const added = sourceDigest(project);
+    assert.notEqual(added, edited);
+    write('package-lock.json', '{"lockfileVersion":3,"packages":{}}\n');
+    assert.notEqual(sourceDigest(project), added, 'another version of a package is another bundle');
+  });
+
+  it('no bundle, a bundle of other sources and a bundle of these sources are told apart', () => {
+    assert.deepEqual(serverBundleState(project), { state: 'absent' });
+    stamp(sourceDigest(project));
+    assert.deepEqual(serverBundleState(project), { state: 'absent' }, 'a stamp without its entry is no bundle');
+    write(`${SERVER_BUNDLE_DIR}/${SERVER_BUNDLE_ENTRY}`, '');
+    assert.deepEqual(serverBundleState(project), {
+      state: 'fresh',
+      entry: join(project, SERVER_BUNDLE_DIR, SERVER_BUNDLE_ENTRY),
+    });
+    write('src/billing/meter.ts', 'export const a = 3;\n');
+    assert.equal(serverBundleState(project).state, 'stale');
+    write(`${SERVER_BUNDLE_DIR}/${SERVER_BUNDLE_STAMP}`, 'not json');
+    assert.deepEqual(serverBundleState(project), { state: 'absent' });
+  });
+});
+
+describeEachDatabase('serve runs the server bundle built by npm run build', (env) => {
+  let served: Awaited<ReturnType<typeof startServeProcess>>;
+  before(async () => {
+    // `npm test` builds it first (pretest); a test file run on its own after an edit builds it here.
+    if (serverBundleState().state !== 'fresh') {
+      const build = spawnSync(process.execPath, ['scripts/build-server.ts'], { cwd: PROJECT_DIR, encoding: 'utf8' });
+      assert.equal(build.status, 0, build.stderr);
+    }
+    served = await startServeProcess(env);
+  });
+  after(() => served?.stop());
+
+  it(
+    'says so when it starts, and serves the same API document as the sources',
+    { skip: process.platform !== 'linux' },
+    async () => {
+      assert.match(served.output(), /"code":"bundle","msg":"Tollgate listening/);
+      // The same process (pid), re-executed once: serve's runtime settings, the bundle's entry, no stripper.
+      const cmdline = readFileSync(`/proc/${served.child.pid}/cmdline`, 'utf8').split('\0');
+      assert.ok(cmdline.includes(join(PROJECT_DIR, SERVER_BUNDLE_DIR, SERVER_BUNDLE_ENTRY)), cmdline.join(' '));
+      assert.ok(cmdline.includes('--max-semi-space-size=8'), cmdline.join(' '));
+      const fromBundle = (await request(served.baseUrl, 'GET', '/api/openapi.json')).body;
+      const fromSources = (await env.request('GET', '/api/openapi.json')).body;
+      assert.deepEqual({ ...fromBundle, servers: [] }, { ...fromSources, servers: [] });
+    },
+  );
+
+  it('bills a chat from a key, and the ledger still balances', async () => {
+    const session = await env.createUser();
+    assert.equal((await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 5 })).status, 200);
+    const created = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+      name: 'bundle',
+      permissions: ['ai:chat'],
+    });
+    assert.equal(created.status, 200, created.text);
+    const chat = await request(served.baseUrl, 'POST', '/api/v1/chat/completions', {
+      token: created.body.apiKey.key,
+      body: { model: 'tollgate/echo', messages: [{ role: 'user', content: 'from the bundle' }] },
+    });
+    assert.equal(chat.status, 200, chat.text);
+    assert.equal(chat.body.choices[0].message.content, 'from the bundle');
+    const balance = (await env.dashboard(session, 'GET', '/api/wallet/balance')).body.balance;
+    assert.ok(balance > 0 && balance < 5, `charged: ${balance}`);
+    const verify = await request(served.baseUrl, 'GET', '/api/admin/ledger/verify', { token: env.adminToken });
+    assert.equal(verify.body.ok, true, verify.text);
+  });
+});
