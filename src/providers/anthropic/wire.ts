@@ -256,7 +256,8 @@ export async function* anthropicEvents(
       if (out.length === 0) out.push({ type: 'text', delta: '' });
       out.at(-1)!.native = { protocol: 'anthropic-messages', frame: data };
     }
-    yield* out;
+    // Not `yield*`: over an array it goes through an async-from-sync iterator, ~0.5 µs more per event.
+    for (const event of out) yield event;
   }
   throw new UpstreamError(502, 'The upstream stream ended before it was complete.');
 }

@@ -156,7 +156,7 @@ export function echoAdapter(): ProviderAdapter {
         const chunks = await streamChat(toOpenAiChatBody(call, 'echo', true), options);
         const reader = new OpenAiStreamReader(true);
         return (async function* () {
-          for await (const chunk of chunks) yield* reader.events(chunk);
+          for await (const chunk of chunks) for (const event of reader.events(chunk)) yield event;
           yield { type: 'end', finishReason: reader.finish ?? 'stop' } satisfies CanonicalEvent;
         })();
       }
