@@ -171,6 +171,46 @@ describe('serve runtime settings', () => {
     assert.deepEqual(missingServeRuntime(['--cpu-prof', '--cpu-prof-dir=/tmp/x'], {}), { nodeFlags: [], env: {} });
   });
 
+  it('re-executes serve onto a fresh server bundle once, with or without settings to apply, and never under a profiler', async () => {
+    const { serveReexecution, SERVE_RUNTIME, SERVE_RUNTIME_MARK, SERVE_CODE_MARK } = await import('./cli.ts');
+    const fresh = () => ({ state: 'fresh', entry: '/app/dist/server/cli.js' }) as const;
+    const stale = () => ({ state: 'stale', reason: 'the sources changed after it was built' }) as const;
+    const absent = () => ({ state: 'absent' }) as const;
+    const argv = ['/node', '/app/src/cli.ts', 'serve'];
+    const settled = { ...SERVE_RUNTIME.env, NODE_OPTIONS: SERVE_RUNTIME.nodeFlags.join(' ') };
+
+    // Nothing to apply (the operator gave every setting): the bundle alone is reason enough, and says so.
+    const onto = serveReexecution([], argv, settled, fresh)!;
+    assert.deepEqual(onto.args, ['/app/dist/server/cli.js', 'serve']);
+    assert.equal(onto.env[SERVE_CODE_MARK], 'bundle');
+    assert.equal(onto.env[SERVE_RUNTIME_MARK], undefined, 'no settings were applied');
+    // Node's defaults asked for: still the bundle, without the settings.
+    const off = serveReexecution([], argv, { [SERVE_RUNTIME_MARK]: 'off' }, fresh)!;
+    assert.deepEqual(off.args, ['/app/dist/server/cli.js', 'serve']);
+    assert.equal(off.env[SERVE_RUNTIME_MARK], 'off');
+    // Nothing to apply and no fresh bundle: this process goes on.
+    assert.equal(serveReexecution([], argv, settled, stale), null);
+    assert.equal(serveReexecution([], argv, settled, absent), null);
+
+    // Settings to apply: the sources when the bundle is not fresh, with the reason for the start-up line.
+    const withSettings = serveReexecution([], argv, {}, stale)!;
+    assert.deepEqual(withSettings.args, [...SERVE_RUNTIME.nodeFlags, '/app/src/cli.ts', 'serve']);
+    assert.equal(withSettings.env[SERVE_RUNTIME_MARK], 'applied');
+    assert.match(withSettings.env[SERVE_CODE_MARK]!, /^source \(server bundle stale: .*npm run build rebuilds it\)$/);
+    assert.match(serveReexecution([], argv, {}, absent)!.env[SERVE_CODE_MARK]!, /absent: npm run build makes it/);
+
+    // Once chosen, the code stays: the re-executed process (or an operator's `source`) is not moved again.
+    assert.equal(serveReexecution([], onto.args, onto.env, fresh), null);
+    const operatorSource = serveReexecution([], argv, { [SERVE_CODE_MARK]: 'source' }, fresh)!;
+    assert.equal(operatorSource.args.at(-2), '/app/src/cli.ts');
+    assert.equal(operatorSource.env[SERVE_CODE_MARK], 'source');
+    assert.equal(serveReexecution([], argv, { ...settled, [SERVE_CODE_MARK]: 'source' }, fresh), null);
+
+    // A profiler's timer would outlive execve and kill the new process with SIGPROF.
+    assert.equal(serveReexecution(['--cpu-prof'], argv, settled, fresh), null);
+    assert.equal(serveReexecution(['--cpu-prof'], argv, {}, fresh), null);
+  });
+
   // With a compile cache that has never seen the code, as on the first start after an upgrade: serve loads
   // the service once (stripping types), then once more from the cache.
   it(

@@ -3,7 +3,7 @@ import { flushCompileCache } from 'node:module';
 import { resolve } from 'node:path';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { PROJECT_DIR, serverBundleState } from './platform/server-bundle.ts';
+import { PROJECT_DIR, serverBundleState, type ServerBundleState } from './platform/server-bundle.ts';
 import type { Service } from './service.ts';
 
 /**
@@ -92,33 +92,51 @@ export function missingServeRuntime(
 export const SERVE_CODE_MARK = 'TOLLGATE_SERVE_CODE';
 
 /**
- * Replaces the process with the same command under {@link SERVE_RUNTIME} when something of it is missing,
- * running the server bundle (`src/platform/server-bundle.ts`) instead of `src` when it was built from the
- * sources as they are. The process keeps its pid, its stdio and its signals, so a supervisor sees nothing;
- * the allocator settings can only be made this way, since glibc reads them once, when the process starts.
- * Does nothing where `process.execve` does not exist (Windows).
+ * What `serve` re-executes itself as (the arguments after the node binary, and the environment), or null to go
+ * on in this process: with what of {@link SERVE_RUNTIME} is missing, and on the server bundle
+ * (`src/platform/server-bundle.ts`) when it was built from the sources as they are, whichever of the two
+ * applies. The code is chosen once: a process that carries {@link SERVE_CODE_MARK} (set by the
+ * re-execution, or `source` by the operator) keeps what it runs. Never under a sampling profiler
+ * ({@link SAMPLING_PROFILERS}).
  */
-function applyServeRuntime(): void {
-  const missing = missingServeRuntime(process.execArgv, process.env);
-  if (typeof process.execve !== 'function' || (missing.nodeFlags.length === 0 && Object.keys(missing.env).length === 0))
-    return;
-  const bundle = process.env[SERVE_CODE_MARK] === 'source' ? null : serverBundleState();
-  const script = bundle?.state === 'fresh' ? bundle.entry : process.argv[1]!;
+export function serveReexecution(
+  execArgv: readonly string[],
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  bundleState: () => ServerBundleState,
+): { args: string[]; env: Record<string, string> } | null {
+  if (execArgv.some((arg) => SAMPLING_PROFILERS.includes(arg.split('=')[0]!))) return null;
+  const missing = missingServeRuntime(execArgv, env);
+  const settingsMissing = missing.nodeFlags.length > 0 || Object.keys(missing.env).length > 0;
+  const bundle = env[SERVE_CODE_MARK] === undefined ? bundleState() : null;
+  if (!settingsMissing && bundle?.state !== 'fresh') return null;
   const code =
     bundle === null
-      ? `source (${SERVE_CODE_MARK}=source)`
+      ? env[SERVE_CODE_MARK]!
       : bundle.state === 'fresh'
         ? 'bundle'
         : `source (server bundle ${bundle.state === 'stale' ? `stale: ${bundle.reason}; npm run build rebuilds it` : 'absent: npm run build makes it'})`;
-  const env = { ...process.env, ...missing.env, [SERVE_RUNTIME_MARK]: 'applied', [SERVE_CODE_MARK]: code } as Record<
-    string,
-    string
-  >;
-  process.execve(
-    process.execPath,
-    [process.execPath, ...missing.nodeFlags, ...process.execArgv, script, ...process.argv.slice(2)],
-    env,
-  );
+  return {
+    args: [...missing.nodeFlags, ...execArgv, bundle?.state === 'fresh' ? bundle.entry : argv[1]!, ...argv.slice(2)],
+    env: {
+      ...(env as Record<string, string>),
+      ...missing.env,
+      ...(settingsMissing ? { [SERVE_RUNTIME_MARK]: 'applied' } : {}),
+      [SERVE_CODE_MARK]: code,
+    },
+  };
+}
+
+/**
+ * Replaces the process with {@link serveReexecution}'s command when there is one. The process keeps its pid,
+ * its stdio and its signals, so a supervisor sees nothing; the allocator settings can only be made this way,
+ * since glibc reads them once, when the process starts. Does nothing where `process.execve` does not exist
+ * (Windows).
+ */
+function applyServeRuntime(): void {
+  if (typeof process.execve !== 'function') return;
+  const next = serveReexecution(process.execArgv, process.argv, process.env, serverBundleState);
+  if (next) process.execve(process.execPath, [process.execPath, ...next.args], next.env);
 }
 
 /** Node's name for its TypeScript stripper in `process.moduleLoadList`, the list of its own modules loaded so far. */
