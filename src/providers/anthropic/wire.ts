@@ -256,7 +256,7 @@ export async function* anthropicEvents(
       if (out.length === 0) out.push({ type: 'text', delta: '' });
       out.at(-1)!.native = { protocol: 'anthropic-messages', frame: data };
     }
-    // Not `yield*`: over an array it goes through an async-from-sync iterator, ~0.5 µs more per event.
+    // Not `yield*` over an array: an async-from-sync iterator, ~0.4 µs more per event (bench/async-yield.ts).
     for (const event of out) yield event;
   }
   throw new UpstreamError(502, 'The upstream stream ended before it was complete.');

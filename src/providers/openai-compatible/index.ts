@@ -103,7 +103,7 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
           throw new UpstreamError(502, `The upstream stream failed: ${parsed?.error?.message ?? 'unknown error'}.`);
         }
         if (parsed?.choices?.some?.((choice: any) => choice?.finish_reason)) finished = true;
-        // Not `yield*`: over an array it goes through an async-from-sync iterator, ~0.5 µs more per event.
+        // Not `yield*` over an array: an async-from-sync iterator, ~0.4 µs more per event (bench/async-yield.ts).
         for (const canonical of reader.events(parsed as ChatChunk)) yield canonical;
       }
       // A clean end without `[DONE]` is accepted once a choice finished (some local servers omit it).
