@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { freePort, spawnNode, waitForHttp, type Child } from './processes.ts';
 import type { Target } from './load.ts';
@@ -56,28 +57,21 @@ export interface Tollgate {
   baseUrl: string;
 }
 
-/** Starts `serve` on `store` with the OpenAI provider pointed at the mock; `nodeArgs` go before the script (e.g. `--cpu-prof`). */
 /**
  * Builds the checkout's server bundle unless it is fresh, so that its `serve` runs what `npm start` runs
- * (src/platform/server-bundle.ts). BENCH_SERVE_CODE=source serves from `src` instead.
+ * (src/platform/server-bundle.ts, the checkout's own). BENCH_SERVE_CODE=source serves from `src` instead.
  */
-function ensureServerBundle(checkout: string): void {
+async function ensureServerBundle(checkout: string): Promise<void> {
   // A checkout from before the bundle (bench/ab.ts against an old base) serves from `src`.
-  if (process.env.BENCH_SERVE_CODE === 'source' || !existsSync(join(checkout, 'scripts/build-server.ts'))) return;
-  const check = spawnSync(
-    process.execPath,
-    [
-      '--input-type=module',
-      '-e',
-      "import { serverBundleState } from './src/platform/server-bundle.ts'; process.stdout.write(serverBundleState().state)",
-    ],
-    { cwd: checkout, encoding: 'utf8' },
-  );
-  if (check.stdout === 'fresh') return;
+  const bundleModule = join(checkout, 'src/platform/server-bundle.ts');
+  if (process.env.BENCH_SERVE_CODE === 'source' || !existsSync(bundleModule)) return;
+  const { serverBundleState } = await import(pathToFileURL(bundleModule).href);
+  if (serverBundleState().state === 'fresh') return;
   const build = spawnSync(process.execPath, ['scripts/build-server.ts'], { cwd: checkout, encoding: 'utf8' });
   if (build.status !== 0) throw new Error(`building the server bundle in ${checkout}: ${build.stderr}`);
 }
 
+/** Starts `serve` on `store` with the OpenAI provider pointed at the mock; `nodeArgs` go before the script (e.g. `--cpu-prof`). */
 export async function startTollgate(
   store: Store,
   upstreamUrl: string,
@@ -86,7 +80,7 @@ export async function startTollgate(
   checkout = process.cwd(),
 ): Promise<Tollgate> {
   const port = await freePort();
-  ensureServerBundle(checkout);
+  await ensureServerBundle(checkout);
   const env: Record<string, string> = {
     HOST: '127.0.0.1',
     PORT: String(port),

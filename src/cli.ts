@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { flushCompileCache } from 'node:module';
-import { resolve } from 'node:path';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PROJECT_DIR, serverBundleState, type ServerBundleState } from './platform/server-bundle.ts';
 import type { Service } from './service.ts';
@@ -62,6 +61,11 @@ export const SERVE_RUNTIME = {
  */
 const SAMPLING_PROFILERS = ['--cpu-prof', '--prof', '--heap-prof'];
 
+/** Whether `execArgv` starts a sampling profiler ({@link SAMPLING_PROFILERS}): then `serve` never re-executes. */
+function underSamplingProfiler(execArgv: readonly string[]): boolean {
+  return execArgv.some((arg) => SAMPLING_PROFILERS.includes(arg.split('=')[0]!));
+}
+
 /** Set by `serve` when it re-executes itself with {@link SERVE_RUNTIME}; set it yourself to run with Node's defaults. */
 export const SERVE_RUNTIME_MARK = 'TOLLGATE_SERVE_RUNTIME';
 
@@ -74,8 +78,7 @@ export function missingServeRuntime(
   execArgv: readonly string[],
   env: NodeJS.ProcessEnv,
 ): { nodeFlags: string[]; env: Record<string, string> } {
-  if (env[SERVE_RUNTIME_MARK] !== undefined || execArgv.some((arg) => SAMPLING_PROFILERS.includes(arg.split('=')[0]!)))
-    return { nodeFlags: [], env: {} };
+  if (env[SERVE_RUNTIME_MARK] !== undefined || underSamplingProfiler(execArgv)) return { nodeFlags: [], env: {} };
   const given = [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].map((arg) =>
     arg.split('=')[0].replaceAll('_', '-'),
   );
@@ -105,7 +108,7 @@ export function serveReexecution(
   env: NodeJS.ProcessEnv,
   bundleState: () => ServerBundleState,
 ): { args: string[]; env: Record<string, string> } | null {
-  if (execArgv.some((arg) => SAMPLING_PROFILERS.includes(arg.split('=')[0]!))) return null;
+  if (underSamplingProfiler(execArgv)) return null;
   const missing = missingServeRuntime(execArgv, env);
   const settingsMissing = missing.nodeFlags.length > 0 || Object.keys(missing.env).length > 0;
   const bundle = env[SERVE_CODE_MARK] === undefined ? bundleState() : null;
