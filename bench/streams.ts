@@ -4,7 +4,15 @@ import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import { quantile } from './load.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { CHAT_BODY } from './profile.ts';
-import { createStore, provision, startTollgate, UPSTREAM_MODEL, verifyLedger, MODEL_ID } from './tollgate.ts';
+import {
+  benchNodeFlags,
+  createStore,
+  provision,
+  startTollgate,
+  UPSTREAM_MODEL,
+  verifyLedger,
+  MODEL_ID,
+} from './tollgate.ts';
 
 /**
  * Paced streams, the workload an AI gateway carries (issue 18): many concurrent streams, each 64 deltas
@@ -17,7 +25,7 @@ import { createStore, provision, startTollgate, UPSTREAM_MODEL, verifyLedger, MO
  *
  * `node bench/streams.ts [sizes] [systems]`, e.g. `node bench/streams.ts 250,500,1000 direct,bare,sqlite,postgres`.
  * Settings: BENCH_STREAM_DELTAS (64), BENCH_STREAM_GAP_MS (20), BENCH_STREAM_GENERATORS (2 load generator
- * threads). It writes nothing but its output: one JSON line per cell and a Markdown table at the end, which
+ * threads), BENCH_NODE_FLAGS (Node flags for the proxies measured, e.g. a CPU profiler's). It writes nothing but its output: one JSON line per cell and a Markdown table at the end, which
  * judges the issue's targets (met / missed) and each gateway's peak RSS (VmHWM). The load generator shares
  * the machine; on a small one its own CPU (a column of its own) is part of what is measured, as it is for
  * the direct path too.
@@ -286,7 +294,9 @@ async function main(): Promise<void> {
           done: async () => {},
         };
       } else if (system === 'bare') {
-        const bare = spawnNode('bare-proxy', ['bench/bare-proxy.ts', upstreamUrl], { cwd: process.cwd() });
+        const bare = spawnNode('bare-proxy', [...benchNodeFlags(), 'bench/bare-proxy.ts', upstreamUrl], {
+          cwd: process.cwd(),
+        });
         children.push(bare);
         const { url } = await firstJsonLine<{ url: string }>(bare);
         target = {

@@ -72,6 +72,15 @@ async function ensureServerBundle(checkout: string): Promise<void> {
 }
 
 /** Starts `serve` on `store` with the OpenAI provider pointed at the mock; `nodeArgs` go before the script (e.g. `--cpu-prof`). */
+/**
+ * Node flags from BENCH_NODE_FLAGS (space-separated) for every proxy a bench starts, e.g.
+ * `--cpu-prof --cpu-prof-dir=.tmp/profiles` to profile a paced run. A profiled `serve` keeps the flags it was
+ * started with (it does not re-execute itself under a sampling profiler), and runs the sources.
+ */
+export function benchNodeFlags(): string[] {
+  return process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+}
+
 export async function startTollgate(
   store: Store,
   upstreamUrl: string,
@@ -98,7 +107,7 @@ export async function startTollgate(
       ? { DATA_DIR: store.dataDir }
       : { DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: store.schema }),
   };
-  const child = spawnNode(`tollgate-${store.dialect}`, [...nodeArgs, 'src/cli.ts', 'serve'], {
+  const child = spawnNode(`tollgate-${store.dialect}`, [...benchNodeFlags(), ...nodeArgs, 'src/cli.ts', 'serve'], {
     env,
     cwd: checkout,
   });

@@ -171,6 +171,24 @@ describe('serve runtime settings', () => {
     assert.deepEqual(missingServeRuntime(['--cpu-prof', '--cpu-prof-dir=/tmp/x'], {}), { nodeFlags: [], env: {} });
   });
 
+  it('takes the heap growth from TOLLGATE_HEAP_GROWTH_PERCENT in place of 20%, and refuses a value that is not a whole number', async () => {
+    const { missingServeRuntime, HEAP_GROWTH_VARIABLE } = await import('./cli.ts');
+    assert.deepEqual(missingServeRuntime([], { [HEAP_GROWTH_VARIABLE]: '50' }).nodeFlags, [
+      '--max-semi-space-size=8',
+      '--heap-growing-percent=50',
+    ]);
+    assert.deepEqual(missingServeRuntime([], { [HEAP_GROWTH_VARIABLE]: '0' }).nodeFlags, [
+      '--max-semi-space-size=8',
+      '--heap-growing-percent=0',
+    ]);
+    // A flag on the command line still wins over the variable.
+    assert.deepEqual(missingServeRuntime(['--heap-growing-percent=30'], { [HEAP_GROWTH_VARIABLE]: '50' }).nodeFlags, [
+      '--max-semi-space-size=8',
+    ]);
+    for (const bad of ['fifty', '-5', '12.5', '50%'])
+      assert.throws(() => missingServeRuntime([], { [HEAP_GROWTH_VARIABLE]: bad }), /TOLLGATE_HEAP_GROWTH_PERCENT/);
+  });
+
   it('re-executes serve onto a fresh server bundle once, with or without settings to apply, and never under a profiler', async () => {
     const { serveReexecution, SERVE_RUNTIME, SERVE_RUNTIME_MARK, SERVE_CODE_MARK } = await import('./cli.ts');
     const fresh = () => ({ state: 'fresh', entry: '/app/dist/server/cli.js' }) as const;
