@@ -210,6 +210,21 @@ describeEachDatabase(
       assert.equal((await wallet(env, user)).balance, 5_000_000 - Number(record.cost));
     });
 
+    it('a streamed answer whose upstream reports no usage is billed on the tokens counted as it streamed', async () => {
+      const user = await fundedUser(env, 5);
+      const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'acme/no-usage', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      assert.equal(response.status, 200);
+      await readSseFrames(response);
+      await settled(env, user);
+      const [record] = await usageOf(env, user);
+      assert.equal(Number(record.completion_tokens), 4); // the same count as the whole answer's
+      assert.equal((await wallet(env, user)).balance, 5_000_000 - Number(record.cost));
+    });
+
     it('unknown model → 404 MODEL_NOT_FOUND, malformed model → 400, no messages → 400, nothing held', async () => {
       const user = await fundedUser(env, 5);
       const unknown = await env.request('POST', '/api/v1/chat/completions', {

@@ -4,7 +4,12 @@ import type { ApiError } from '../platform/errors.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { inputTokens, outputTokens, type UsageBreakdown } from '../models/pricing.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { chatPromptLowerBound, countChatPromptTokens, countTextTokens } from '../providers/tokens.ts';
+import {
+  chatPromptLowerBound,
+  countChatPromptTokens,
+  countTextTokens,
+  StreamedTextTokens,
+} from '../providers/tokens.ts';
 import { toOpenAiPromptFields } from '../providers/openai-compatible/wire.ts';
 import type { ProviderCall, TokenUsage } from '../providers/types.ts';
 import type { Meter } from '../billing/meter.ts';
@@ -263,12 +268,13 @@ export async function streamCall(
   } = answered;
   attempt.began();
   const promptTokens = planPromptTokens(plan, model);
-  const produced: string[] = [];
+  // Counted as it comes, so a long stream does not keep its whole answer for its own count.
+  const produced = new StreamedTextTokens();
   let reported: TokenUsage | null = null;
   const account = () =>
     accountChat(model.pricing, meter.held, reported, {
       prompt: promptTokens,
-      output: () => countTextTokens(produced.join('')),
+      output: () => produced.total,
     });
   let closed = false;
   /** Stops the upstream when it may still be producing, and settles for what was produced; once. */
@@ -292,9 +298,9 @@ export async function streamCall(
       try {
         for (let step = first; !step.done; step = await iterator.next()) {
           const event = step.value;
-          if (event.type === 'text' || event.type === 'reasoning') produced.push(event.delta);
-          else if (event.type === 'tool_call_start') produced.push(event.name);
-          else if (event.type === 'tool_call_delta') produced.push(event.arguments);
+          if (event.type === 'text' || event.type === 'reasoning') produced.add(event.delta);
+          else if (event.type === 'tool_call_start') produced.add(event.name);
+          else if (event.type === 'tool_call_delta') produced.add(event.arguments);
           if (event.type === 'end') {
             end = event;
             // The provider may still be suspended at its `end`: returning it runs its cleanup now (the upstream

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { countTokens, encode } from 'gpt-tokenizer/encoding/o200k_base';
 import shippedRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
-import { countChatPromptTokens, countTextTokens, o200k, truncateToTokens } from './tokens.ts';
+import { countChatPromptTokens, countTextTokens, o200k, StreamedTextTokens, truncateToTokens } from './tokens.ts';
 
 describe('token counting', () => {
   it('reads the vocabulary gpt-tokenizer ships as a module, byte sequences that are not UTF-8 included', () => {
@@ -103,4 +103,82 @@ describe('token counting', () => {
       assert.ok(text.length > 0 && text.length < 1_000);
     },
   );
+});
+
+describe('a streamed output counted as it comes', () => {
+  // Seeded, so a failure repeats: lines of words in several scripts, digits, punctuation, code and emoji,
+  // given in pieces of 1 to 24 characters, as a model's deltas come.
+  let seed = 42;
+  const random = () => ((seed = (Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) | 0) >>> 0) / 2 ** 32;
+  const words = [
+    'toll',
+    'road',
+    'Straße',
+    'дорога',
+    'δρόμος',
+    '道路',
+    '도로',
+    'सड़क',
+    '😀',
+    '42',
+    'x=1;',
+    '  ',
+    '—',
+    "it's",
+  ];
+  const text = (chars: number, breaks: boolean) => {
+    let out = '';
+    while (out.length < chars) {
+      out += words[Math.floor(random() * words.length)]! + (random() < 0.7 ? ' ' : '');
+      if (breaks && random() < 0.05) out += random() < 0.5 ? '\n' : '.\n\n';
+    }
+    return out;
+  };
+  const streamed = (whole: string) => {
+    const count = new StreamedTextTokens();
+    let mostHeld = 0;
+    for (let at = 0; at < whole.length;) {
+      const size = 1 + Math.floor(random() * 24);
+      count.add(whole.slice(at, at + size));
+      at += size;
+      mostHeld = Math.max(mostHeld, count.held);
+    }
+    return { total: count.total, mostHeld };
+  };
+
+  it('counts a text with line breaks exactly as the whole text, holding a few KB of it', () => {
+    for (let n = 0; n < 5; n++) {
+      const whole = text(200_000, true);
+      const { total, mostHeld } = streamed(whole);
+      assert.equal(total, countTextTokens(whole));
+      assert.ok(mostHeld < 16_384, `held ${mostHeld} characters of ${whole.length}`);
+    }
+  });
+
+  it('counts a text without line breaks exactly too, cutting before the spaces between words', () => {
+    const whole = text(300_000, false);
+    const { total, mostHeld } = streamed(whole);
+    assert.equal(total, countTextTokens(whole));
+    assert.ok(mostHeld < 16_384, `held ${mostHeld} characters`);
+  });
+
+  it('cuts a text with no safe place (CJK without spaces) every 64 K characters, within two tokens per cut', () => {
+    let whole = '';
+    while (whole.length < 300_000) whole += String.fromCodePoint(0x4e00 + Math.floor(random() * 0x5000));
+    const { total, mostHeld } = streamed(whole);
+    const cuts = Math.floor(whole.length / 65_536);
+    assert.ok(Math.abs(total - countTextTokens(whole)) <= 2 * cuts, `${total} against ${countTextTokens(whole)}`);
+    assert.ok(mostHeld < 65_536 + 24, `held ${mostHeld} characters`);
+  });
+
+  it('counts pieces that split a line break from its letter, and empty pieces, as the whole', () => {
+    const count = new StreamedTextTokens();
+    const whole = 'first line\n'.repeat(1_000) + 'last';
+    for (const piece of whole.split(/(?<=\n)/)) {
+      count.add('');
+      count.add(piece);
+    }
+    assert.equal(count.total, countTextTokens(whole));
+    assert.ok(count.held < 8_192 + 11);
+  });
 });

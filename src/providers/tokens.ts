@@ -225,6 +225,63 @@ export function countTextTokens(text: string): number {
   return total;
 }
 
+/** Text a {@link StreamedTextTokens} holds before it counts up to its last safe cut. */
+const STREAMED_FLUSH_CHARS = 8_192;
+/** Text it holds at the most without a safe cut: past that, it counts the text up to where it stands. */
+const STREAMED_MAX_CHARS = 65_536;
+/**
+ * Where the tokenizer's pre-split always has a boundary, so a safe cut: after a line break followed by a
+ * letter, and before a single space between two letters (a run of letters ends at the space; the space
+ * begins the next word's piece). The matches are empty: each one's index is the cut.
+ */
+const SAFE_CUT = /(?<=\n)(?=\p{L})|(?<=\p{L})(?= \p{L})/gu;
+
+/**
+ * The tokens of a text that arrives in pieces (a stream's output), counted as it comes, holding only a
+ * bounded tail of it.
+ *
+ * Why: a stream billed on our own count kept every piece until it ended, i.e. the whole answer for the
+ * stream's whole life, a few MB for an hour-long answer in small deltas, per open stream.
+ *
+ * Invariant: {@link total} equals {@link countTextTokens} of the whole text whenever the text has a safe cut
+ * ({@link SAFE_CUT}: a line break before a letter, a space between letters) at least every
+ * {@link STREAMED_MAX_CHARS} characters. It cuts only there: no piece of the tokenizer's pre-split spans
+ * one, and no run of one character class either. A text with no such place in 64 K characters (CJK without
+ * spaces, say) is cut where it stands. That moves the count by a token or two per cut, as
+ * {@link boundedPieces}' cuts do.
+ */
+export class StreamedTextTokens {
+  #tail = '';
+  /** Where the tail may be cut (its last {@link SAFE_CUT}); -1 when nowhere. */
+  #lastCut = -1;
+  #counted = 0;
+
+  /** Adds the next piece of the text. */
+  add(piece: string): void {
+    if (!piece) return;
+    // The tail's last character and this piece's first may make a cut between them.
+    SAFE_CUT.lastIndex = Math.max(0, this.#tail.length - 1);
+    this.#tail += piece;
+    for (let found; (found = SAFE_CUT.exec(this.#tail)); SAFE_CUT.lastIndex++) this.#lastCut = found.index;
+    if (this.#tail.length < STREAMED_FLUSH_CHARS) return;
+    const cut = this.#lastCut > 0 ? this.#lastCut : this.#tail.length >= STREAMED_MAX_CHARS ? this.#tail.length : -1;
+    if (cut < 0) return;
+    this.#counted += countTextTokens(this.#tail.slice(0, cut));
+    this.#tail = this.#tail.slice(cut);
+    this.#lastCut = -1;
+  }
+
+  /** Tokens of the text so far. */
+  get total(): number {
+    return this.#counted + countTextTokens(this.#tail);
+  }
+
+  /** Characters of the text held, not yet counted. */
+  get held(): number {
+    return this.#tail.length;
+  }
+}
+
 /** The first `limit` tokens of `text` (the echo model honours `max_tokens` with it), in bounded time. */
 export function truncateToTokens(text: string, limit: number): { text: string; truncated: boolean } {
   const tokens: number[] = [];
