@@ -226,7 +226,7 @@ export function countTextTokens(text: string): number {
 }
 
 /** Text a {@link StreamedTextTokens} holds before it counts up to its last safe cut. */
-const STREAMED_FLUSH_CHARS = 8_192;
+const STREAMED_FLUSH_CHARS = 2_048;
 /** Text it holds at the most without a safe cut: past that, it counts the text up to where it stands. */
 const STREAMED_MAX_CHARS = 65_536;
 /**
