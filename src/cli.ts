@@ -70,8 +70,8 @@ function underSamplingProfiler(execArgv: readonly string[]): boolean {
  * The operator's choice of V8's old-generation growth, in percent, in place of {@link SERVE_RUNTIME}'s 20 (0
  * lets V8 choose). Why a knob: 20% keeps the peak low under ordinary load, but with thousands of long streams
  * open the live heap is large and V8 then collects it every few hundred milliseconds. At 5,000 open streams,
- * 50% spent ~25% less CPU per stream for ~10% more memory there and ~15 MiB more at concurrency 64
- * (docs/scaling.md, eighth pass). A V8 flag cannot be given in NODE_OPTIONS, hence a variable.
+ * 50% spent ~10% less CPU per stream and cut the gap p99 for ~10% more memory there, and ~15 MiB more at
+ * concurrency 64 (docs/scaling.md, eighth pass). A V8 flag cannot be given in NODE_OPTIONS, hence a variable.
  */
 export const HEAP_GROWTH_VARIABLE = 'TOLLGATE_HEAP_GROWTH_PERCENT';
 
