@@ -10,6 +10,14 @@ after(() => mock.close());
 /** Prices that make charges easy to read: 1 credit per 1M prompt tokens is 1 micro-credit per token. */
 const pricing = { prompt: 1, completion: 3, request: 0.0001 };
 
+/** A streamed chat sent with fetch, so that the test reads the event stream itself. */
+const postStream = (baseUrl: string, key: string, body: Record<string, unknown>) =>
+  fetch(`${baseUrl}/api/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }], ...body }),
+  });
+
 describeEachDatabase(
   'chat completions through an OpenAI-compatible upstream',
   (env) => {
@@ -139,11 +147,7 @@ describeEachDatabase(
 
     it('a streamed chat is relayed as SSE chunks ending in [DONE]; usage is shown only when asked and always billed', async () => {
       const user = await fundedUser(env, 5);
-      const plain = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'acme/ok', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
-      });
+      const plain = await postStream(env.baseUrl, user.key, { model: 'acme/ok' });
       assert.equal(plain.status, 200);
       assert.match(plain.headers.get('content-type')!, /^text\/event-stream/);
       const frames = await readSseFrames(plain);
@@ -155,15 +159,9 @@ describeEachDatabase(
       assert.equal(mock.requests.at(-1)!.body.stream_options.include_usage, true);
       assert.equal((await settled(env, user)).balance, 5_000_000 - 123);
 
-      const withUsage = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          model: 'acme/ok',
-          stream: true,
-          stream_options: { include_usage: true },
-          messages: [{ role: 'user', content: 'hi' }],
-        }),
+      const withUsage = await postStream(env.baseUrl, user.key, {
+        model: 'acme/ok',
+        stream_options: { include_usage: true },
       });
       const usageFrame = (await readSseFrames(withUsage)).find((f) => f.data?.usage);
       assert.deepEqual(usageFrame?.data.usage, {
@@ -180,11 +178,7 @@ describeEachDatabase(
     it('streamed chats one after another reuse one upstream connection, even when the stream ends a little after [DONE]', async () => {
       const user = await fundedUser(env, 5);
       const stream = async () => {
-        const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'acme/late-end', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
-        });
+        const response = await postStream(env.baseUrl, user.key, { model: 'acme/late-end' });
         assert.equal((await readSseFrames(response)).at(-1)!.data, '[DONE]');
         await settled(env, user);
         // The upstream's answer has ended (its last bytes come after [DONE]): the connection is free again.
@@ -212,11 +206,7 @@ describeEachDatabase(
 
     it('a streamed answer whose upstream reports no usage is billed on the tokens counted as it streamed', async () => {
       const user = await fundedUser(env, 5);
-      const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'acme/no-usage', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
-      });
+      const response = await postStream(env.baseUrl, user.key, { model: 'acme/no-usage' });
       assert.equal(response.status, 200);
       await readSseFrames(response);
       await settled(env, user);
