@@ -25,10 +25,10 @@ import {
  *
  * `node bench/streams.ts [sizes] [systems]`, e.g. `node bench/streams.ts 250,500,1000 direct,bare,sqlite,postgres`.
  * Settings: BENCH_STREAM_DELTAS (64), BENCH_STREAM_GAP_MS (20), BENCH_STREAM_GENERATORS (2 load generator
- * threads), BENCH_NODE_FLAGS (Node flags for the proxies measured, e.g. a CPU profiler's). It writes nothing but its output: one JSON line per cell and a Markdown table at the end, which
- * judges the issue's targets (met / missed) and each gateway's peak RSS (VmHWM). The load generator shares
- * the machine; on a small one its own CPU (a column of its own) is part of what is measured, as it is for
- * the direct path too.
+ * threads), BENCH_NODE_FLAGS (Node flags for the proxies measured, e.g. a CPU profiler's). It writes nothing
+ * but its output: one JSON line per cell and a Markdown table at the end, which judges the issue's targets
+ * (met / missed) and each gateway's peak RSS (VmHWM). The load generator shares the machine; on a small one
+ * its own CPU (a column of its own) is part of what is measured, as it is for the direct path too.
  */
 
 const DELTAS = Number(process.env.BENCH_STREAM_DELTAS ?? 64);

@@ -71,7 +71,6 @@ async function ensureServerBundle(checkout: string): Promise<void> {
   if (build.status !== 0) throw new Error(`building the server bundle in ${checkout}: ${build.stderr}`);
 }
 
-/** Starts `serve` on `store` with the OpenAI provider pointed at the mock; `nodeArgs` go before the script (e.g. `--cpu-prof`). */
 /**
  * Node flags from BENCH_NODE_FLAGS (space-separated) for every proxy a bench starts, e.g.
  * `--cpu-prof --cpu-prof-dir=.tmp/profiles` to profile a paced run. A profiled `serve` keeps the flags it was
@@ -81,6 +80,7 @@ export function benchNodeFlags(): string[] {
   return process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
 }
 
+/** Starts `serve` on `store` with the OpenAI provider pointed at the mock; `nodeArgs` go before the script (e.g. `--cpu-prof`). */
 export async function startTollgate(
   store: Store,
   upstreamUrl: string,
