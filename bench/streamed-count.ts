@@ -1,4 +1,4 @@
-import { StreamedTextTokens } from '../src/providers/tokens.ts';
+import { countTextTokens, StreamedTextTokens } from '../src/providers/tokens.ts';
 
 /**
  * What a long stream keeps for its own output count: every delta in an array (as before `StreamedTextTokens`)
@@ -21,24 +21,35 @@ const delta = (i: number): string => {
   return JSON.parse(JSON.stringify({ d: i % 60 === 59 ? word + '\n\n' : word })).d;
 };
 
+// Each way as the stream meets it: the counter counts as the text comes (on every stream, reported usage
+// or not); the array only keeps, and is counted once at the end when the upstream reported no usage.
 const before = heapUsed();
 const counter = new StreamedTextTokens();
+let cpu = process.cpuUsage();
 for (let i = 0; i < DELTAS; i++) counter.add(delta(i));
+const counterCpu = process.cpuUsage(cpu);
 const counterBytes = heapUsed() - before;
 
 const before2 = heapUsed();
 const kept: string[] = [];
+cpu = process.cpuUsage();
 for (let i = 0; i < DELTAS; i++) kept.push(delta(i));
+const keptCpu = process.cpuUsage(cpu);
 const keptBytes = heapUsed() - before2;
-const wholeCount = new StreamedTextTokens();
-wholeCount.add(kept.join(''));
+cpu = process.cpuUsage();
+const wholeTokens = countTextTokens(kept.join(''));
+const countAtEndCpu = process.cpuUsage(cpu);
+const ms = (usage: NodeJS.CpuUsage) => Math.round((usage.user + usage.system) / 1000);
 console.log(
   JSON.stringify({
     deltas: DELTAS,
     everyDeltaKeptKiB: Math.round(keptBytes / 1024),
+    everyDeltaKeptCpuMs: ms(keptCpu),
+    countedOnceAtTheEndCpuMs: ms(countAtEndCpu),
     streamedCounterKiB: Math.round(counterBytes / 1024),
+    streamedCounterCpuMs: ms(counterCpu),
     charactersHeld: counter.held,
     tokens: counter.total,
-    sameCountAsTheWholeText: counter.total === wholeCount.total,
+    sameCountAsTheWholeText: counter.total === wholeTokens,
   }),
 );

@@ -252,23 +252,27 @@ const SAFE_CUT = /(?<=\n)(?=\p{L})|(?<=\p{L})(?= \p{L})/gu;
  */
 export class StreamedTextTokens {
   #tail = '';
-  /** Where the tail may be cut (its last {@link SAFE_CUT}); -1 when nowhere. */
-  #lastCut = -1;
+  /** How much of the tail has been searched for a cut; positions before its last character hold none. */
+  #searched = 0;
   #counted = 0;
 
   /** Adds the next piece of the text. */
   add(piece: string): void {
-    if (!piece) return;
-    // The tail's last character and this piece's first may make a cut between them.
-    SAFE_CUT.lastIndex = Math.max(0, this.#tail.length - 1);
     this.#tail += piece;
-    for (let found; (found = SAFE_CUT.exec(this.#tail)); SAFE_CUT.lastIndex++) this.#lastCut = found.index;
     if (this.#tail.length < STREAMED_FLUSH_CHARS) return;
-    const cut = this.#lastCut > 0 ? this.#lastCut : this.#tail.length >= STREAMED_MAX_CHARS ? this.#tail.length : -1;
-    if (cut < 0) return;
+    // A cut depends on the characters around it: the last one searched may make one with what came since.
+    SAFE_CUT.lastIndex = Math.max(0, this.#searched - 1);
+    let cut = -1;
+    for (let found; (found = SAFE_CUT.exec(this.#tail)); SAFE_CUT.lastIndex++) cut = found.index;
+    this.#searched = this.#tail.length;
+    if (cut <= 0) {
+      if (this.#tail.length < STREAMED_MAX_CHARS) return;
+      cut = this.#tail.length;
+    }
     this.#counted += countTextTokens(this.#tail.slice(0, cut));
     this.#tail = this.#tail.slice(cut);
-    this.#lastCut = -1;
+    // What is left was searched: it holds no cut after its start.
+    this.#searched = this.#tail.length;
   }
 
   /** Tokens of the text so far. */
