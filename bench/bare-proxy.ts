@@ -63,7 +63,8 @@ const server = createServer(async (req, res) => {
   }
 });
 
-await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+// The backlog Tollgate listens with (src/service.ts), so that a burst of streams meets the same queue.
+await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, resolve));
 process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })}\n`);
 process.on('SIGTERM', () => {
   server.closeAllConnections();

@@ -131,7 +131,9 @@ export async function startMockUpstream(options: MockUpstreamOptions = {}): Prom
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // Tollgate's own backlog (src/service.ts): a burst of thousands of streams waits in the kernel's queue
+  // instead of being reset at the mock, which would count against the gateway.
+  await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
