@@ -32,6 +32,7 @@ import { createModelsFeature } from './models/feature.ts';
 import { createUsageFeature } from './usage/feature.ts';
 import { createGatewayFeature } from './gateway/feature.ts';
 import { createGatewayMetrics } from './gateway/metrics.ts';
+import { PromptTokenCounts } from './gateway/prompt-counts.ts';
 import { createOpenAiChatFeature } from './protocols/openai-chat/feature.ts';
 import { createResponsesFeature } from './protocols/openai-responses/feature.ts';
 import { createAnthropicMessagesFeature } from './protocols/anthropic-messages/feature.ts';
@@ -60,6 +61,7 @@ export interface FeatureApis {
   events: EventsService;
   billingMetrics: BillingMetrics;
   gatewayMetrics: GatewayMetrics;
+  promptCounts: PromptTokenCounts;
 }
 
 /** The composition root's view of a service: the server's context and every feature's API. */
@@ -213,7 +215,9 @@ async function composeFeatures(base: RootContext): Promise<{
   const modelsFeature = createModelsFeature({ ...base, providers });
   const { models } = modelsFeature;
   const metering = { ...base, rateLimits, billing, billingMetrics: billingFeature.metrics };
-  const gateway = { ...metering, models, providers, gatewayMetrics: createGatewayMetrics(base.metrics.registry) };
+  const gatewayMetrics = createGatewayMetrics(base.metrics.registry);
+  const promptCounts = new PromptTokenCounts(base.config.PROMPT_COUNT_MEMORY_ENTRIES, gatewayMetrics.promptTexts);
+  const gateway = { ...metering, models, providers, gatewayMetrics, promptCounts };
   const topupsFeature = await createTopupsFeature({ ...base, billing });
   const { topups } = topupsFeature;
   const eventsFeature = await createEventsFeature({ ...base, billing, observeTopups: topups.observe });
@@ -251,6 +255,7 @@ async function composeFeatures(base: RootContext): Promise<{
       events: eventsFeature.events,
       billingMetrics: metering.billingMetrics,
       gatewayMetrics: gateway.gatewayMetrics,
+      promptCounts,
     },
     auth: {
       session: accounts.resolveSession,

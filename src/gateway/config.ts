@@ -27,6 +27,13 @@ export const GatewayConfigSection = Type.Object({
     description:
       "Longest audio a transcription accepts (a model's `maxPredictSeconds` lowers it); longer is a 400 `AUDIO_TOO_LONG`.",
   }),
+  PROMPT_COUNT_MEMORY_ENTRIES: Type.Integer({
+    minimum: 0,
+    maximum: 1_000_000,
+    default: 16_384,
+    description:
+      'Token counts of long prompt texts (1 K characters or more) remembered per user, so that a conversation resent whole each turn is counted only for what is new (each entry ~150 bytes); 0 counts every text every time.',
+  }),
   REALTIME_ENABLED: Type.Boolean({
     default: false,
     description:

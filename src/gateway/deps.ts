@@ -6,6 +6,7 @@ import type { PlatformConfig } from '../platform/config.ts';
 import type { BillingConfig } from '../billing/config.ts';
 import type { ProvidersConfig } from '../providers/config.ts';
 import type { GatewayConfig } from './config.ts';
+import type { PromptTokenCounts } from './prompt-counts.ts';
 
 /**
  * What the gateway's pipeline (and every inbound protocol on it) is built from: metering (billing and the
@@ -17,4 +18,6 @@ export interface GatewayDeps extends MeteringDeps {
   models: ModelCache;
   providers: ProviderRegistry;
   gatewayMetrics: GatewayMetrics;
+  /** Token counts of long prompt texts, remembered per user. */
+  promptCounts: PromptTokenCounts;
 }

@@ -1,7 +1,7 @@
-import { Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import { LATENCY_BUCKETS } from '../platform/metrics.ts';
 
-/** The gateway's metrics: how long the upstream providers take to answer. */
+/** The gateway's metrics: how long the upstream providers take to answer, and how long prompts were counted. */
 export function createGatewayMetrics(registry: Registry) {
   return {
     upstreamDuration: new Histogram({
@@ -9,6 +9,12 @@ export function createGatewayMetrics(registry: Registry) {
       help: 'Time spent waiting on the upstream provider.',
       labelNames: ['provider', 'kind'] as const,
       buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    promptTexts: new Counter({
+      name: 'tollgate_prompt_long_texts_total',
+      help: 'Long prompt texts (1 K characters or more) whose tokens a hold needed: remembered from an earlier call of the same user, or counted.',
+      labelNames: ['source'] as const,
       registers: [registry],
     }),
   };

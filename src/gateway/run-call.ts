@@ -9,6 +9,7 @@ import {
   countChatPromptTokens,
   countTextTokens,
   StreamedTextTokens,
+  type TextTokenCounter,
 } from '../providers/tokens.ts';
 import { toOpenAiPromptFields } from '../providers/openai-compatible/wire.ts';
 import type { ProviderCall, TokenUsage } from '../providers/types.ts';
@@ -68,7 +69,7 @@ async function hold(ctx: GatewayDeps, principal: Principal, call: CanonicalCall,
   const plan = planCall(
     call,
     candidates,
-    promptTokensOf(call, prompt),
+    promptTokensOf(call, prompt, ctx.promptCounts.counterFor(principal.userId)),
     ctx.config.MAX_IMAGES_PER_REQUEST,
     options.refuses,
   );
@@ -89,13 +90,17 @@ export function promptLowerBound(call: CanonicalCall): number {
 }
 
 /** Counted prompt tokens of a call (system, messages, tools, response format, reasoning; images apart), as the hold counts them. */
-export function countCallPromptTokens(call: CanonicalCall): number {
-  return promptTokensOf(call, toOpenAiPromptFields(call));
+export function countCallPromptTokens(call: CanonicalCall, count: TextTokenCounter = countTextTokens): number {
+  return promptTokensOf(call, toOpenAiPromptFields(call), count);
 }
 
 /** The one count the hold and `count_tokens` share: the OpenAI-shaped prompt's tokens plus the replayed reasoning. */
-function promptTokensOf(call: CanonicalCall, prompt: ReturnType<typeof toOpenAiPromptFields>): number {
-  return countChatPromptTokens(prompt) + reasoningPromptTokens(call);
+function promptTokensOf(
+  call: CanonicalCall,
+  prompt: ReturnType<typeof toOpenAiPromptFields>,
+  count: TextTokenCounter,
+): number {
+  return countChatPromptTokens(prompt, count) + reasoningPromptTokens(call, count);
 }
 
 /**
@@ -107,12 +112,12 @@ function promptTokensOf(call: CanonicalCall, prompt: ReturnType<typeof toOpenAiP
  * Security invariant: without this, a conversation carrying long thinking was held for less than it is
  * billed, and the capture is capped at the hold.
  */
-function reasoningPromptTokens(call: CanonicalCall): number {
+function reasoningPromptTokens(call: CanonicalCall, count: TextTokenCounter): number {
   let total = 0;
   for (const message of call.messages) {
     for (const part of message.content) {
       if (part.type !== 'reasoning') continue;
-      total += part.text ? countTextTokens(part.text) : Math.ceil((part.signature?.length ?? 0) / 4);
+      total += part.text ? count(part.text) : Math.ceil((part.signature?.length ?? 0) / 4);
     }
   }
   return total;

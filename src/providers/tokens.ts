@@ -302,38 +302,47 @@ export function truncateToTokens(text: string, limit: number): { text: string; t
  * Tokens of one OpenAI content value: a string, or text and audio parts. Image parts count 0 here: what one
  * costs depends on the model, so the chat plan holds each at the model's image-token budget.
  */
-function contentTokens(content: unknown): number {
-  if (typeof content === 'string') return countTextTokens(content);
-  if (!Array.isArray(content)) return content == null ? 0 : countTextTokens(JSON.stringify(content));
+function contentTokens(content: unknown, count: TextTokenCounter): number {
+  if (typeof content === 'string') return count(content);
+  if (!Array.isArray(content)) return content == null ? 0 : count(JSON.stringify(content));
   let total = 0;
   for (const part of content as any[]) {
-    if (part?.type === 'text') total += countTextTokens(String(part.text ?? ''));
+    if (part?.type === 'text') total += count(String(part.text ?? ''));
     else if (part?.type === 'image_url') continue;
-    else total += countTextTokens(JSON.stringify(part ?? ''));
+    else total += count(JSON.stringify(part ?? ''));
   }
   return total;
 }
 
 /**
+ * Counts one text's tokens: {@link countTextTokens} itself, or a memo of it that must answer exactly what
+ * it would (the gateway's `PromptTokenCounts`).
+ */
+export type TextTokenCounter = (text: string) => number;
+
+/**
  * Prompt tokens of a chat request: every message's content, name and tool calls, plus the tool definitions
  * (`tools`, and the legacy `functions`) and the response format (all are sent to the model as text).
- * Image parts are not counted here (see {@link contentTokens}).
+ * Image parts are not counted here (see {@link contentTokens}). Each text goes through `count`.
  */
-export function countChatPromptTokens(body: {
-  messages: unknown[];
-  tools?: unknown;
-  functions?: unknown;
-  response_format?: unknown;
-}): number {
+export function countChatPromptTokens(
+  body: {
+    messages: unknown[];
+    tools?: unknown;
+    functions?: unknown;
+    response_format?: unknown;
+  },
+  count: TextTokenCounter = countTextTokens,
+): number {
   let total = REPLY_PRIMING_TOKENS;
   for (const message of body.messages as any[]) {
-    total += PER_MESSAGE_TOKENS + contentTokens(message?.content);
-    if (typeof message?.name === 'string') total += countTextTokens(message.name);
-    if (message?.tool_calls) total += countTextTokens(JSON.stringify(message.tool_calls));
+    total += PER_MESSAGE_TOKENS + contentTokens(message?.content, count);
+    if (typeof message?.name === 'string') total += count(message.name);
+    if (message?.tool_calls) total += count(JSON.stringify(message.tool_calls));
   }
-  if (body.tools) total += countTextTokens(JSON.stringify(body.tools));
-  if (body.functions) total += countTextTokens(JSON.stringify(body.functions));
-  if (body.response_format) total += countTextTokens(JSON.stringify(body.response_format));
+  if (body.tools) total += count(JSON.stringify(body.tools));
+  if (body.functions) total += count(JSON.stringify(body.functions));
+  if (body.response_format) total += count(JSON.stringify(body.response_format));
   return total;
 }
 

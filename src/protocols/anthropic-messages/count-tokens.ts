@@ -1,5 +1,5 @@
 import type { GatewayDeps } from '../../gateway/deps.ts';
-import type { App } from '../../platform/http/server.ts';
+import { principalOf, type App } from '../../platform/http/server.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { resolveModel } from '../../gateway/common.ts';
 import { countCallPromptTokens } from '../../gateway/run-call.ts';
@@ -39,7 +39,8 @@ export function registerCountTokensRoute(app: App, ctx: GatewayDeps): void {
       const body = request.body as MessagesRequest;
       const call = parseMessagesRequest(body, { requireMaxTokens: false });
       const model = await resolveModel(ctx, call.model);
-      return { input_tokens: countCallPromptTokens(call) + imageParts(call) * (model.imageTokens ?? 0) };
+      const count = ctx.promptCounts.counterFor(principalOf(request).userId);
+      return { input_tokens: countCallPromptTokens(call, count) + imageParts(call) * (model.imageTokens ?? 0) };
     },
   );
 }

@@ -1,0 +1,163 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { quantile } from './load.ts';
+import { firstJsonLine, spawnNode, type Child } from './processes.ts';
+import { createStore, provision, startTollgate, UPSTREAM_MODEL, MODEL_ID, type Tollgate } from './tollgate.ts';
+
+/**
+ * Agent loops: the long prompts real traffic sends. A coding agent resends its whole conversation on every
+ * turn (a long system prompt and tool definitions, every earlier message, and each tool's output), so a
+ * gateway sees the same 100 K+ characters again and again, with a few new ones at the end.
+ *
+ * `node bench/agent-loop.ts [sqlite|postgres] [checkout …]`: BENCH_AGENTS conversations (8) run at once, each
+ * BENCH_TURNS non-streaming turns (20) that start from a BENCH_SYSTEM_CHARS system prompt (100,000) and
+ * add a BENCH_TOOL_CHARS tool result (8,000) per turn. The same conversations go first straight to the mock
+ * upstream (the direct path), then through Tollgate of each checkout given (default: this one; compare a
+ * change with its base, as bench/ab.ts does). Per system: the calls' latency (p50, p99) and what Tollgate
+ * adds to the direct path's, and the instance's CPU time per call (/proc, user + system).
+ */
+
+const [dialect = 'sqlite', ...checkoutArgs] = process.argv.slice(2);
+if (dialect !== 'sqlite' && dialect !== 'postgres') throw new Error('database: sqlite or postgres');
+const checkouts = checkoutArgs.length ? checkoutArgs.map((path) => resolve(path)) : [process.cwd()];
+const AGENTS = Number(process.env.BENCH_AGENTS ?? 8);
+const TURNS = Number(process.env.BENCH_TURNS ?? 20);
+const SYSTEM_CHARS = Number(process.env.BENCH_SYSTEM_CHARS ?? 100_000);
+const TOOL_CHARS = Number(process.env.BENCH_TOOL_CHARS ?? 8_000);
+
+/** Real text to slice prompts from: this repository's docs and sources (English, Markdown and code). */
+function corpus(): string {
+  const files = ['README.md', 'docs/scaling.md', 'docs/architecture.md'];
+  for (const dir of ['src/gateway', 'src/billing', 'src/providers']) {
+    for (const name of readdirSync(dir)) if (name.endsWith('.ts')) files.push(join(dir, name));
+  }
+  let text = files.map((file) => readFileSync(file, 'utf8')).join('\n\n');
+  while (text.length < 4 * (SYSTEM_CHARS + TOOL_CHARS * TURNS)) text += text;
+  return text;
+}
+
+/** One agent's conversation: its system prompt, then a tool result per turn, each a different slice of text. */
+function conversation(text: string, agent: number): { system: string; tools: string[] } {
+  const start = (agent * 7919 * 13) % (text.length - SYSTEM_CHARS - TOOL_CHARS * TURNS);
+  const system = text.slice(start, start + SYSTEM_CHARS);
+  const tools = Array.from({ length: TURNS }, (_, turn) => {
+    const from = start + SYSTEM_CHARS + turn * TOOL_CHARS;
+    return text.slice(from, from + TOOL_CHARS);
+  });
+  return { system, tools };
+}
+
+/** CPU time (user + system) a process has used so far, in ms (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+interface Run {
+  latencies: number[];
+  promptChars: number;
+}
+
+/** Every agent's turns against one endpoint, the agents at once; each turn waits for the previous answer. */
+async function runAgents(url: string, model: string, keys: string[], text: string): Promise<Run> {
+  const latencies: number[] = [];
+  let promptChars = 0;
+  await Promise.all(
+    Array.from({ length: AGENTS }, async (_, agent) => {
+      const { system, tools } = conversation(text, agent);
+      const messages: Array<Record<string, unknown>> = [
+        { role: 'system', content: system },
+        { role: 'user', content: 'Find where the hold is placed and explain it.' },
+      ];
+      for (let turn = 0; turn < TURNS; turn++) {
+        const body = JSON.stringify({ model, max_tokens: 64, messages });
+        promptChars += body.length;
+        const started = performance.now();
+        const response = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${keys[agent % keys.length]}` },
+          body,
+        });
+        const answer = await response.text();
+        latencies.push(performance.now() - started);
+        if (response.status !== 200) throw new Error(`${url} answered ${response.status}: ${answer.slice(0, 300)}`);
+        const reply = JSON.parse(answer).choices[0].message.content as string;
+        messages.push({ role: 'assistant', content: reply });
+        messages.push({ role: 'user', content: `Tool output:\n${tools[turn]}` });
+      }
+    }),
+  );
+  return { latencies: latencies.sort((a, b) => a - b), promptChars };
+}
+
+/** Long prompt texts remembered and counted, from the instance's /metrics. */
+async function promptTextMetrics(instance: Tollgate): Promise<string> {
+  const text = await (
+    await fetch(`${instance.baseUrl}/metrics`, {
+      headers: { authorization: 'Bearer tga_bench_operator_token_0123456789' },
+    })
+  ).text();
+  const lines = text.split('\n').filter((line) => line.startsWith('tollgate_prompt_long_texts_total{'));
+  return lines.map((line) => line.replace('tollgate_prompt_long_texts_total', '')).join(', ') || 'none';
+}
+
+const text = corpus();
+const mock: Child = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd: process.cwd() });
+const rows: string[] = [];
+try {
+  const { url: upstreamUrl } = await firstJsonLine<{ url: string }>(mock);
+  const direct = await runAgents(`${upstreamUrl}/v1/chat/completions`, UPSTREAM_MODEL, ['x'], text);
+  const p = (run: Run, q: number) => quantile(run.latencies, q);
+  const calls = AGENTS * TURNS;
+  console.log(
+    JSON.stringify({
+      system: 'direct',
+      calls,
+      p50: p(direct, 0.5),
+      p99: p(direct, 0.99),
+      promptChars: direct.promptChars / calls,
+    }),
+  );
+  rows.push(`| direct | ${calls} | ${p(direct, 0.5).toFixed(1)} | ${p(direct, 0.99).toFixed(1)} | – | – | – | – |`);
+  for (const checkout of checkouts) {
+    const { store, dispose } = await createStore(dialect);
+    try {
+      const instance = await startTollgate(store, upstreamUrl, [], checkout);
+      try {
+        const keys = await provision(instance, AGENTS);
+        const before = cpuMs(instance.child.pid);
+        const run = await runAgents(`${instance.baseUrl}/api/v1/chat/completions`, MODEL_ID, keys, text);
+        const cpuPerCall = (cpuMs(instance.child.pid) - before) / calls;
+        const memory = await promptTextMetrics(instance);
+        const cell = {
+          system: checkout,
+          dialect,
+          calls,
+          p50: p(run, 0.5),
+          p99: p(run, 0.99),
+          addedP50: p(run, 0.5) - p(direct, 0.5),
+          addedP99: p(run, 0.99) - p(direct, 0.99),
+          cpuMsPerCall: cpuPerCall,
+          peakRssMiB: instance.child.peakRssMiB(),
+          promptTexts: memory,
+        };
+        console.log(JSON.stringify(cell));
+        rows.push(
+          `| ${checkout} (${dialect}) | ${calls} | ${cell.p50.toFixed(1)} | ${cell.p99.toFixed(1)} | +${cell.addedP50.toFixed(1)} | +${cell.addedP99.toFixed(1)} | ${cpuPerCall.toFixed(2)} | ${memory} |`,
+        );
+      } finally {
+        await instance.child.stop(15_000);
+      }
+    } finally {
+      await dispose();
+    }
+  }
+} finally {
+  await mock.stop(3_000);
+}
+console.log(
+  `\nAgent loops: ${AGENTS} conversations at once, ${TURNS} turns each, a ${SYSTEM_CHARS.toLocaleString('en')}-character system prompt and a ${TOOL_CHARS.toLocaleString('en')}-character tool result per turn (latencies in ms).\n`,
+);
+console.log('| System | Calls | p50 | p99 | added p50 | added p99 | CPU ms per call | Long prompt texts |');
+console.log('|---|---:|---:|---:|---:|---:|---:|---|');
+for (const row of rows) console.log(row);

@@ -1,0 +1,133 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Counter, Registry } from 'prom-client';
+import { countTextTokens } from '../providers/tokens.ts';
+import { describeEachDatabase } from '../testing/harness.ts';
+import { PromptTokenCounts, REMEMBERED_TEXT_MIN_CHARS } from './prompt-counts.ts';
+import { fundedUser, usageOf } from './testing.ts';
+
+/** A memory of `maxEntries` and the counter it reports to, read back by source. */
+function memoryOf(maxEntries: number) {
+  const texts = new Counter({
+    name: 'texts',
+    help: 'texts',
+    labelNames: ['source'] as const,
+    registers: [new Registry()],
+  });
+  const read = async () => {
+    const values = (await texts.get()).values;
+    const of = (source: string) => values.find((value) => value.labels.source === source)?.value ?? 0;
+    return { remembered: of('remembered'), counted: of('counted') };
+  };
+  return { counts: new PromptTokenCounts(maxEntries, texts), read };
+}
+
+/** A long text (over the threshold) that no other test text equals. */
+const longText = (seed: string) => `${seed}: ${'the toll road runs north past the river, '.repeat(60)}`;
+
+describe('token counts of long prompt texts, remembered per user', () => {
+  it('counts a long text once per user and answers its exact count again from memory', async () => {
+    const { counts, read } = memoryOf(100);
+    const text = longText('a');
+    assert.ok(text.length >= REMEMBERED_TEXT_MIN_CHARS);
+    const alice = counts.counterFor('alice');
+    assert.equal(alice(text), countTextTokens(text));
+    assert.equal(alice(text), countTextTokens(text));
+    assert.deepEqual(await read(), { remembered: 1, counted: 1 });
+  });
+
+  it("does not answer one user's text from another user's count (how long a count takes must not tell)", async () => {
+    const { counts, read } = memoryOf(100);
+    const text = longText('b');
+    counts.counterFor('alice')(text);
+    assert.equal(counts.counterFor('bob')(text), countTextTokens(text));
+    assert.deepEqual(await read(), { remembered: 0, counted: 2 });
+  });
+
+  it('counts short texts every time and keeps nothing of them', async () => {
+    const { counts, read } = memoryOf(100);
+    const short = 'a short question about tolls';
+    const alice = counts.counterFor('alice');
+    assert.equal(alice(short), countTextTokens(short));
+    assert.equal(alice(short), countTextTokens(short));
+    assert.deepEqual(await read(), { remembered: 0, counted: 0 });
+  });
+
+  it('a text that differs in one character is counted, not answered from the other', async () => {
+    const { counts, read } = memoryOf(100);
+    const alice = counts.counterFor('alice');
+    const text = longText('c');
+    alice(text);
+    const changed = `${text.slice(0, -1)}!!!`;
+    assert.equal(alice(changed), countTextTokens(changed));
+    assert.deepEqual(await read(), { remembered: 0, counted: 2 });
+  });
+
+  it('holds at most maxEntries, dropping the least recently used first', async () => {
+    const { counts, read } = memoryOf(2);
+    const alice = counts.counterFor('alice');
+    const [a, b, c] = [longText('1'), longText('2'), longText('3')];
+    alice(a);
+    alice(b);
+    alice(a); // a is now the most recently used: c evicts b
+    alice(c);
+    assert.deepEqual(await read(), { remembered: 1, counted: 3 });
+    alice(a);
+    assert.deepEqual(await read(), { remembered: 2, counted: 3 });
+    alice(b);
+    assert.deepEqual(await read(), { remembered: 2, counted: 4 });
+  });
+
+  it('with 0 entries counts every text every time', async () => {
+    const { counts, read } = memoryOf(0);
+    const alice = counts.counterFor('alice');
+    const text = longText('d');
+    assert.equal(alice(text), countTextTokens(text));
+    assert.equal(alice(text), countTextTokens(text));
+    assert.deepEqual(await read(), { remembered: 0, counted: 0 });
+  });
+});
+
+describeEachDatabase('a conversation resent whole', (env) => {
+  it('is held and billed the same on its second call, with its long texts remembered instead of counted', async () => {
+    const user = await fundedUser(env, 10);
+    const body = {
+      model: 'tollgate/echo',
+      max_tokens: 16,
+      messages: [
+        { role: 'system', content: longText('system prompt') },
+        { role: 'user', content: longText('earlier question') },
+        { role: 'assistant', content: 'An earlier answer.' },
+        { role: 'user', content: 'And now?' },
+      ],
+    };
+    const metric = async (source: string) => {
+      const text = (await env.request('GET', '/metrics', { token: env.adminToken })).text;
+      const line = text.split('\n').find((l) => l.startsWith(`tollgate_prompt_long_texts_total{source="${source}"}`));
+      return line ? Number(line.split(' ').at(-1)) : 0;
+    };
+    const before = { remembered: await metric('remembered'), counted: await metric('counted') };
+    for (let call = 0; call < 2; call++) {
+      const answer = await env.request('POST', '/api/v1/chat/completions', { token: user.key, body });
+      assert.equal(answer.status, 200, answer.text);
+    }
+    const records = await usageOf(env, user, 2);
+    assert.equal(records.length, 2);
+    const holds = await env.db
+      .selectFrom('holds')
+      .select(['amount', 'captured'])
+      .where(
+        'id',
+        'in',
+        records.map((record) => record.hold_id!),
+      )
+      .execute();
+    assert.equal(holds.length, 2);
+    assert.equal(holds[0]!.amount, holds[1]!.amount);
+    assert.equal(holds[0]!.captured, holds[1]!.captured);
+    assert.equal(records[0]!.prompt_tokens, records[1]!.prompt_tokens);
+    // The two long messages: counted on the first call, remembered on the second.
+    assert.equal((await metric('counted')) - before.counted, 2);
+    assert.equal((await metric('remembered')) - before.remembered, 2);
+  });
+});

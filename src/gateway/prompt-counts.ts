@@ -1,0 +1,60 @@
+import { hash } from 'node:crypto';
+import type { Counter } from 'prom-client';
+import { countTextTokens, type TextTokenCounter } from '../providers/tokens.ts';
+
+/**
+ * Texts shorter than this are counted every time: counting 1 K characters takes ~0.2 ms, hashing them a few
+ * µs, and most short texts are not resent.
+ */
+export const REMEMBERED_TEXT_MIN_CHARS = 1024;
+
+/**
+ * The token counts of long prompt texts, remembered per user, so that a conversation resent whole on every
+ * turn (an agent loop: the same system prompt, tools and earlier messages, plus a few new ones) is counted
+ * only for what is new.
+ *
+ * Why: the hold needs the prompt's tokens before the call goes upstream, and counting runs on the event loop
+ * at ~0.2 µs a character (`node bench/agent-loop.ts`): 17 ms for 100 K characters, while every other call
+ * and stream of the instance waits. SHA-256 of the same text takes ~0.1 ms.
+ *
+ * Security invariants:
+ * - An entry is keyed by the SHA-256 of its text, and a count is a function of the text alone: no one can
+ *   have a text counted as another (which would hold, and so capture, less than the call is billed) without
+ *   a SHA-256 collision.
+ * - Entries are scoped by user: how long a count takes shows whether the text was counted before, and only
+ *   the user's own texts can tell them that.
+ * - At most `maxEntries` entries (least recently used out first); 0 remembers nothing.
+ */
+export class PromptTokenCounts {
+  readonly #entries = new Map<string, number>();
+  readonly #maxEntries: number;
+  readonly #texts: Counter<'source'>;
+
+  /** `texts` counts each long text by where its count came from: `remembered` or `counted`. */
+  constructor(maxEntries: number, texts: Counter<'source'>) {
+    this.#maxEntries = maxEntries;
+    this.#texts = texts;
+  }
+
+  /** The counter of one user's texts: {@link countTextTokens}, remembered for long texts. */
+  counterFor(userId: string): TextTokenCounter {
+    if (this.#maxEntries === 0) return countTextTokens;
+    return (text) => {
+      if (text.length < REMEMBERED_TEXT_MIN_CHARS) return countTextTokens(text);
+      const key = `${userId}:${hash('sha256', text, 'base64')}`;
+      const known = this.#entries.get(key);
+      if (known !== undefined) {
+        this.#texts.inc({ source: 'remembered' });
+        // Most recently used last: a Map iterates in insertion order, so the first key is the one to evict.
+        this.#entries.delete(key);
+        this.#entries.set(key, known);
+        return known;
+      }
+      this.#texts.inc({ source: 'counted' });
+      const tokens = countTextTokens(text);
+      this.#entries.set(key, tokens);
+      if (this.#entries.size > this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
+      return tokens;
+    };
+  }
+}
