@@ -2,7 +2,15 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { countTokens, encode } from 'gpt-tokenizer/encoding/o200k_base';
 import shippedRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
-import { countChatPromptTokens, countTextTokens, o200k, StreamedTextTokens, truncateToTokens } from './tokens.ts';
+import {
+  countChatPromptTokens,
+  countTextTokens,
+  LONG_RUN,
+  longRuns,
+  o200k,
+  StreamedTextTokens,
+  truncateToTokens,
+} from './tokens.ts';
 
 describe('token counting', () => {
   it('reads the vocabulary gpt-tokenizer ships as a module, byte sequences that are not UTF-8 included', () => {
@@ -81,6 +89,22 @@ describe('token counting', () => {
       const exact = countTokens(`before ${run} after`);
       const cuts = Math.ceil(run.length / 128);
       assert.ok(Math.abs(counted - exact) <= cuts + 2, `${counted} is within ${cuts + 2} tokens of ${exact}`);
+    }
+  });
+
+  it('finds the long runs the tokenizer is given in slices exactly where the regex that defines them matches', () => {
+    // Letters, combining marks, whitespace of several kinds, numbers of several scripts, symbols, an emoji
+    // (a surrogate pair), lone surrogates, and CJK: every class boundary the regex draws.
+    const alphabet = ['a', 'é', 'ж', '中', 'e\u0301', ' ', '\n', '\t', '\u00a0', '\u3000', '\ufeff', '\u2028'];
+    alphabet.push('1', '٣', '²', 'Ⅻ', '.', '-', '_', '€', '😀', '\ud800', '\udfff', '𝒜');
+    let seed = 7;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+    for (let round = 0; round < 2_000; round++) {
+      let text = '';
+      while (text.length < 1_500)
+        text += alphabet[Math.floor(random() * alphabet.length)]!.repeat(1 + Math.floor(random() ** 3 * 300));
+      const expected = [...text.matchAll(LONG_RUN)].map((run) => [run.index, run.index + run[0].length]);
+      assert.deepEqual(longRuns(text), expected, `round ${round}`);
     }
   });
 

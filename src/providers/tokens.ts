@@ -188,8 +188,11 @@ export const o200k: Pick<Vocabulary, 'size' | 'tokenBytes' | 'rank'> = O200K;
 
 /** The longest run of one character class that the tokenizer is given whole; see {@link boundedPieces}. */
 const MAX_RUN = 128;
-/** Runs of letters, of whitespace, or of punctuation and symbols longer than `MAX_RUN` (the tokenizer's pre-split keeps each whole). */
-const LONG_RUN = new RegExp(
+/**
+ * Runs of letters, of whitespace, or of punctuation and symbols longer than `MAX_RUN` (the tokenizer's
+ * pre-split keeps each whole). The definition {@link longRuns} finds them by, and the tests' reference.
+ */
+export const LONG_RUN = new RegExp(
   `[\\p{L}\\p{M}]{${MAX_RUN + 1},}|\\s{${MAX_RUN + 1},}|[^\\s\\p{L}\\p{M}\\p{N}]{${MAX_RUN + 1},}`,
   'gu',
 );
@@ -209,13 +212,76 @@ function boundedPieces(text: string): string[] {
   if (text.length <= MAX_RUN) return [text];
   const pieces: string[] = [];
   let last = 0;
-  for (const run of text.matchAll(LONG_RUN)) {
-    if (run.index > last) pieces.push(text.slice(last, run.index));
-    pieces.push(...run[0].match(RUN_SLICE)!);
-    last = run.index + run[0].length;
+  for (const [start, end] of longRuns(text)) {
+    if (start > last) pieces.push(text.slice(last, start));
+    pieces.push(...text.slice(start, end).match(RUN_SLICE)!);
+    last = end;
   }
   if (last < text.length) pieces.push(text.slice(last));
   return pieces;
+}
+
+/**
+ * A code point's class for {@link longRuns}: numbers (no run of {@link LONG_RUN} holds them), letters and
+ * marks, whitespace, and the rest.
+ */
+const NUMBER_CLASS = 0;
+const LETTER_CLASS = 1;
+const SPACE_CLASS = 2;
+const OTHER_CLASS = 3;
+
+/** Classes of the Basic Multilingual Plane, found once each: the class plus one, 0 when not found yet. */
+const BMP_CLASSES = new Uint8Array(0x10000);
+const LETTER_OR_MARK = /^[\p{L}\p{M}]$/u;
+const SPACE = /^\s$/u;
+const NUMBER = /^\p{N}$/u;
+
+function runClassOf(codePoint: number): number {
+  if (codePoint < 0x10000) {
+    const known = BMP_CLASSES[codePoint]!;
+    if (known) return known - 1;
+  }
+  const char = String.fromCodePoint(codePoint);
+  const found = LETTER_OR_MARK.test(char)
+    ? LETTER_CLASS
+    : SPACE.test(char)
+      ? SPACE_CLASS
+      : NUMBER.test(char)
+        ? NUMBER_CLASS
+        : OTHER_CLASS;
+  if (codePoint < 0x10000) BMP_CLASSES[codePoint] = found + 1;
+  return found;
+}
+
+/**
+ * Where {@link LONG_RUN} matches in `text` (each `[start, end)` in UTF-16 units), found in one pass of
+ * table lookups. Why not the regex: it tries every position of a run again, and its Unicode classes are
+ * slow; it took ~40% of counting a 100 K-character prompt. Runs are measured in code points, as the regex's
+ * `u` flag does; a lone surrogate is a code point of the "other" class, as it is for the regex.
+ */
+export function longRuns(text: string): Array<[number, number]> {
+  const runs: Array<[number, number]> = [];
+  let runClass = NUMBER_CLASS;
+  let runStart = 0;
+  let runLength = 0;
+  const close = (end: number) => {
+    if (runClass !== NUMBER_CLASS && runLength > MAX_RUN) runs.push([runStart, end]);
+  };
+  for (let i = 0; i < text.length;) {
+    const codePoint = text.codePointAt(i)!;
+    const width = codePoint > 0xffff ? 2 : 1;
+    const cls = runClassOf(codePoint);
+    if (cls === runClass) runLength++;
+    else {
+      close(i);
+      runClass = cls;
+      runStart = i;
+      runLength = 1;
+    }
+    i += width;
+  }
+  close(text.length);
+  return runs;
 }
 
 /** Tokens of a text (in bounded time, whatever the text: see {@link boundedPieces}). */
