@@ -63,6 +63,22 @@ describe('token counts of long prompt texts, remembered per user', () => {
     assert.deepEqual(await read(), { remembered: 0, counted: 2 });
   });
 
+  it('texts with one digest have one count: UTF-8 replaces a lone surrogate, as the tokenizer does', () => {
+    // The digest is of the text's UTF-8, in which every lone surrogate becomes U+FFFD; the tokenizer encodes
+    // its pieces the same way, so a text and its well-formed twin must count the same.
+    const alphabet = ['a', 'é', ' ', '\n', '.', '1', '\ud800', '\udfff', '\udc00', '\ufffd', '😀', "'", 'ж', '中'];
+    let seed = 3;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+    let checked = 0;
+    while (checked < 5_000) {
+      let text = '';
+      for (let i = 1 + Math.floor(random() * 40); i > 0; i--) text += alphabet[Math.floor(random() * alphabet.length)];
+      if (text.isWellFormed()) continue;
+      assert.equal(countTextTokens(text), countTextTokens(text.toWellFormed()), JSON.stringify(text));
+      checked++;
+    }
+  });
+
   it('holds at most maxEntries, dropping the least recently used first', async () => {
     const { counts, read } = memoryOf(2);
     const alice = counts.counterFor('alice');

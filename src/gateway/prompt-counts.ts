@@ -20,7 +20,8 @@ export const REMEMBERED_TEXT_MIN_CHARS = 1024;
  * Security invariants:
  * - An entry is keyed by the SHA-256 of its text, and a count is a function of the text alone: no one can
  *   have a text counted as another (which would hold, and so capture, less than the call is billed) without
- *   a SHA-256 collision.
+ *   a SHA-256 collision. The digest is of the text's UTF-8, which replaces a lone surrogate with U+FFFD;
+ *   the tokenizer encodes its pieces the same way, so texts with one digest have one count (tested).
  * - Entries are scoped by user: how long a count takes shows whether the text was counted before, and only
  *   the user's own texts can tell them that.
  * - At most `maxEntries` entries (least recently used out first); 0 remembers nothing.
