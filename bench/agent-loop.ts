@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { quantile } from './load.ts';
+import { CHAT_BODY } from './profile.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { createStore, provision, startTollgate, UPSTREAM_MODEL, MODEL_ID, type Tollgate } from './tollgate.ts';
 
@@ -14,7 +15,8 @@ import { createStore, provision, startTollgate, UPSTREAM_MODEL, MODEL_ID, type T
  * add a BENCH_TOOL_CHARS tool result (8,000) per turn. The same conversations go first straight to the mock
  * upstream (the direct path), then through Tollgate of each checkout given (default: this one; compare a
  * change with its base, as bench/ab.ts does). Per system: the calls' latency (p50, p99) and what Tollgate
- * adds to the direct path's, and the instance's CPU time per call (/proc, user + system).
+ * adds to the direct path's, the instance's CPU time per agent call (/proc, user + system; the bystander's
+ * calls included), and what a bystander saw meanwhile: another user making short calls one after another.
  */
 
 const [dialect = 'sqlite', ...checkoutArgs] = process.argv.slice(2);
@@ -56,15 +58,36 @@ function cpuMs(pid: number): number {
 interface Run {
   latencies: number[];
   promptChars: number;
+  /** Latencies of the short calls a bystander made one after another meanwhile. */
+  bystander: number[];
 }
 
 /** Every agent's turns against one endpoint, the agents at once; each turn waits for the previous answer. */
 async function runAgents(url: string, model: string, keys: string[], text: string): Promise<Run> {
   const latencies: number[] = [];
+  const bystander: number[] = [];
   let promptChars = 0;
+  let running = true;
+  // Another user's short calls, one after another while the agents run: what their long prompts cost the rest.
+  const short = JSON.stringify({ ...CHAT_BODY, model });
+  const bystanderKey = keys[keys.length - 1];
+  const bystanding = (async () => {
+    while (running) {
+      const started = performance.now();
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${bystanderKey}` },
+        body: short,
+      });
+      await response.text();
+      if (response.status !== 200) throw new Error(`${url} answered ${response.status} to the bystander`);
+      bystander.push(performance.now() - started);
+    }
+  })();
   await Promise.all(
     Array.from({ length: AGENTS }, async (_, agent) => {
       const { system, tools } = conversation(text, agent);
+      const key = keys[agent % (keys.length - 1 || 1)];
       const messages: Array<Record<string, unknown>> = [
         { role: 'system', content: system },
         { role: 'user', content: 'Find where the hold is placed and explain it.' },
@@ -75,7 +98,7 @@ async function runAgents(url: string, model: string, keys: string[], text: strin
         const started = performance.now();
         const response = await fetch(url, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${keys[agent % keys.length]}` },
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
           body,
         });
         const answer = await response.text();
@@ -87,7 +110,9 @@ async function runAgents(url: string, model: string, keys: string[], text: strin
       }
     }),
   );
-  return { latencies: latencies.sort((a, b) => a - b), promptChars };
+  running = false;
+  await bystanding;
+  return { latencies: latencies.sort((a, b) => a - b), promptChars, bystander: bystander.sort((a, b) => a - b) };
 }
 
 /** Long prompt texts remembered and counted, from the instance's /metrics. */
@@ -106,8 +131,11 @@ const mock: Child = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd
 const rows: string[] = [];
 try {
   const { url: upstreamUrl } = await firstJsonLine<{ url: string }>(mock);
-  const direct = await runAgents(`${upstreamUrl}/v1/chat/completions`, UPSTREAM_MODEL, ['x'], text);
+  const direct = await runAgents(`${upstreamUrl}/v1/chat/completions`, UPSTREAM_MODEL, ['x', 'x'], text);
   const p = (run: Run, q: number) => quantile(run.latencies, q);
+  const b = (run: Run, q: number) => quantile(run.bystander, q);
+  const bystanderCells = (run: Run) =>
+    `${run.bystander.length} | ${b(run, 0.5).toFixed(2)} | ${b(run, 0.99).toFixed(1)} | ${run.bystander.at(-1)!.toFixed(1)}`;
   const calls = AGENTS * TURNS;
   console.log(
     JSON.stringify({
@@ -116,15 +144,18 @@ try {
       p50: p(direct, 0.5),
       p99: p(direct, 0.99),
       promptChars: direct.promptChars / calls,
+      bystander: { calls: direct.bystander.length, p50: b(direct, 0.5), p99: b(direct, 0.99) },
     }),
   );
-  rows.push(`| direct | ${calls} | ${p(direct, 0.5).toFixed(1)} | ${p(direct, 0.99).toFixed(1)} | – | – | – | – |`);
+  rows.push(
+    `| direct | ${calls} | ${p(direct, 0.5).toFixed(1)} | ${p(direct, 0.99).toFixed(1)} | – | – | – | – | ${bystanderCells(direct)} |`,
+  );
   for (const checkout of checkouts) {
     const { store, dispose } = await createStore(dialect);
     try {
       const instance = await startTollgate(store, upstreamUrl, [], checkout);
       try {
-        const keys = await provision(instance, AGENTS);
+        const keys = await provision(instance, AGENTS + 1);
         const before = cpuMs(instance.child.pid);
         const run = await runAgents(`${instance.baseUrl}/api/v1/chat/completions`, MODEL_ID, keys, text);
         const cpuPerCall = (cpuMs(instance.child.pid) - before) / calls;
@@ -140,10 +171,11 @@ try {
           cpuMsPerCall: cpuPerCall,
           peakRssMiB: instance.child.peakRssMiB(),
           promptTexts: memory,
+          bystander: { calls: run.bystander.length, p50: b(run, 0.5), p99: b(run, 0.99), max: run.bystander.at(-1) },
         };
         console.log(JSON.stringify(cell));
         rows.push(
-          `| ${checkout} (${dialect}) | ${calls} | ${cell.p50.toFixed(1)} | ${cell.p99.toFixed(1)} | +${cell.addedP50.toFixed(1)} | +${cell.addedP99.toFixed(1)} | ${cpuPerCall.toFixed(2)} | ${memory} |`,
+          `| ${checkout} (${dialect}) | ${calls} | ${cell.p50.toFixed(1)} | ${cell.p99.toFixed(1)} | +${cell.addedP50.toFixed(1)} | +${cell.addedP99.toFixed(1)} | ${cpuPerCall.toFixed(2)} | ${memory} | ${bystanderCells(run)} |`,
         );
       } finally {
         await instance.child.stop(15_000);
@@ -158,6 +190,8 @@ try {
 console.log(
   `\nAgent loops: ${AGENTS} conversations at once, ${TURNS} turns each, a ${SYSTEM_CHARS.toLocaleString('en')}-character system prompt and a ${TOOL_CHARS.toLocaleString('en')}-character tool result per turn (latencies in ms).\n`,
 );
-console.log('| System | Calls | p50 | p99 | added p50 | added p99 | CPU ms per call | Long prompt texts |');
-console.log('|---|---:|---:|---:|---:|---:|---:|---|');
+console.log(
+  '| System | Calls | p50 | p99 | added p50 | added p99 | CPU ms per call | Long prompt texts | Bystander calls | Bystander p50 | Bystander p99 | Bystander max |',
+);
+console.log('|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|');
 for (const row of rows) console.log(row);

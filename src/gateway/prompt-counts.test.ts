@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Counter, Registry } from 'prom-client';
-import { countTextTokens } from '../providers/tokens.ts';
+import { countChatPromptTokens, countTextTokens } from '../providers/tokens.ts';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { PromptTokenCounts, REMEMBERED_TEXT_MIN_CHARS } from './prompt-counts.ts';
 import { fundedUser, usageOf } from './testing.ts';
@@ -100,6 +100,59 @@ describe('token counts of long prompt texts, remembered per user', () => {
     const text = longText('d');
     assert.equal(alice(text), countTextTokens(text));
     assert.equal(alice(text), countTextTokens(text));
+    assert.deepEqual(await read(), { remembered: 0, counted: 0 });
+  });
+});
+
+describe('a prompt counted for a call', () => {
+  const longPrompt = (turns: number) => ({
+    messages: Array.from({ length: turns }, (_, turn) => ({ role: 'user', content: longText(`turn ${turn}`) })),
+    tools: [{ type: 'function', function: { name: 'read', description: longText('tool') } }],
+  });
+  /** Turns of the event loop while `work` runs: a self-renewing setImmediate counts them. */
+  const turnsDuring = async <T>(work: () => Promise<T>): Promise<{ result: T; turns: number }> => {
+    let turns = 0;
+    let running = true;
+    const tick = () => {
+      if (!running) return;
+      turns++;
+      setImmediate(tick);
+    };
+    setImmediate(tick);
+    const result = await work();
+    running = false;
+    return { result, turns };
+  };
+
+  it('adds up to the count of the whole prompt, and remembers its long texts for the next call', async () => {
+    const { counts, read } = memoryOf(100);
+    const body = longPrompt(40);
+    const expected = countChatPromptTokens(body);
+    assert.equal(await counts.countPrompt('alice', (count) => countChatPromptTokens(body, count)), expected);
+    assert.deepEqual(await read(), { remembered: 0, counted: 41 });
+    assert.equal(await counts.countPrompt('alice', (count) => countChatPromptTokens(body, count)), expected);
+    assert.deepEqual(await read(), { remembered: 41, counted: 41 });
+  });
+
+  it('serves the event loop between slices of a long prompt that is not remembered, and not for one that is', async () => {
+    const { counts } = memoryOf(100);
+    const body = longPrompt(40); // ~100 K characters
+    const first = await turnsDuring(() => counts.countPrompt('alice', (count) => countChatPromptTokens(body, count)));
+    assert.ok(first.turns >= 10, `the loop turned ${first.turns} times`);
+    const again = await turnsDuring(() => counts.countPrompt('alice', (count) => countChatPromptTokens(body, count)));
+    assert.equal(again.result, first.result);
+    assert.equal(again.turns, 0);
+  });
+
+  it('counts a short prompt at once, and a long one in slices with nothing remembered (0 entries)', async () => {
+    const { counts, read } = memoryOf(0);
+    const short = { messages: [{ role: 'user', content: 'How much is the toll?' }] };
+    const once = await turnsDuring(() => counts.countPrompt('alice', (count) => countChatPromptTokens(short, count)));
+    assert.deepEqual(once, { result: countChatPromptTokens(short), turns: 0 });
+    const body = longPrompt(40);
+    const sliced = await turnsDuring(() => counts.countPrompt('alice', (count) => countChatPromptTokens(body, count)));
+    assert.equal(sliced.result, countChatPromptTokens(body));
+    assert.ok(sliced.turns >= 10, `the loop turned ${sliced.turns} times`);
     assert.deepEqual(await read(), { remembered: 0, counted: 0 });
   });
 });

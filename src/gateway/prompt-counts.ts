@@ -1,6 +1,11 @@
 import { hash } from 'node:crypto';
 import type { Counter } from 'prom-client';
-import { countTextTokens, type TextTokenCounter } from '../providers/tokens.ts';
+import {
+  countTextTokens,
+  countTextTokensPaced,
+  PACED_SLICE_CHARS,
+  type TextTokenCounter,
+} from '../providers/tokens.ts';
 
 /**
  * Texts shorter than this are counted every time: counting 1 K characters takes ~0.2 ms, hashing them a few
@@ -42,20 +47,74 @@ export class PromptTokenCounts {
     if (this.#maxEntries === 0) return countTextTokens;
     return (text) => {
       if (text.length < REMEMBERED_TEXT_MIN_CHARS) return countTextTokens(text);
-      const key = `${userId}:${hash('sha256', text, 'base64')}`;
-      const known = this.#entries.get(key);
-      if (known !== undefined) {
-        this.#texts.inc({ source: 'remembered' });
-        // Most recently used last: a Map iterates in insertion order, so the first key is the one to evict.
-        this.#entries.delete(key);
-        this.#entries.set(key, known);
-        return known;
-      }
-      this.#texts.inc({ source: 'counted' });
+      const key = this.#keyOf(userId, text);
+      const known = this.#recall(key);
+      if (known !== undefined) return known;
       const tokens = countTextTokens(text);
-      this.#entries.set(key, tokens);
-      if (this.#entries.size > this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
+      this.#store(key, tokens);
       return tokens;
     };
+  }
+
+  /**
+   * A prompt's tokens: `count` counts it with the counter it is given (`(counter) => countChatPromptTokens(
+   * body, counter)`), as {@link counterFor}'s would, the same total.
+   *
+   * Invariant: no prompt holds the event loop for more than one slice of counting (~8 K characters, 1–2 ms).
+   * A prompt of fewer characters is counted at once; a longer one has its texts that are not remembered
+   * counted first, in slices with the event loop served between them (a 4 MB body took ~0.5 s in one go,
+   * while every other call and stream of the instance waited), and then added up.
+   */
+  async countPrompt(userId: string, count: (counter: TextTokenCounter) => number): Promise<number> {
+    const texts: string[] = [];
+    let characters = 0;
+    count((text) => {
+      texts.push(text);
+      characters += text.length;
+      return 0;
+    });
+    if (characters <= PACED_SLICE_CHARS) return count(this.counterFor(userId));
+    const counted = new Map<string, number>();
+    let sinceTurn = 0;
+    const pace = (slice: number) => {
+      sinceTurn += slice;
+      if (sinceTurn < PACED_SLICE_CHARS) return;
+      sinceTurn = 0;
+      return new Promise<void>((resolve) => setImmediate(resolve));
+    };
+    for (const text of texts) {
+      if (counted.has(text)) continue;
+      const key = this.#maxEntries > 0 && text.length >= REMEMBERED_TEXT_MIN_CHARS ? this.#keyOf(userId, text) : null;
+      const known = key === null ? undefined : this.#recall(key);
+      if (known !== undefined) {
+        counted.set(text, known);
+        continue;
+      }
+      const tokens = await countTextTokensPaced(text, pace);
+      counted.set(text, tokens);
+      if (key !== null) this.#store(key, tokens);
+    }
+    return count((text) => counted.get(text) ?? countTextTokens(text));
+  }
+
+  #keyOf(userId: string, text: string): string {
+    return `${userId}:${hash('sha256', text, 'base64')}`;
+  }
+
+  /** A remembered count, made the most recently used; undefined when there is none. */
+  #recall(key: string): number | undefined {
+    const known = this.#entries.get(key);
+    if (known === undefined) return undefined;
+    this.#texts.inc({ source: 'remembered' });
+    // Most recently used last: a Map iterates in insertion order, so the first key is the one to evict.
+    this.#entries.delete(key);
+    this.#entries.set(key, known);
+    return known;
+  }
+
+  #store(key: string, tokens: number): void {
+    this.#texts.inc({ source: 'counted' });
+    this.#entries.set(key, tokens);
+    if (this.#entries.size > this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
   }
 }

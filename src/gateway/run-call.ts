@@ -66,13 +66,10 @@ async function hold(ctx: GatewayDeps, principal: Principal, call: CanonicalCall,
   const candidates = await candidatesOf(ctx, model);
   const prompt = toOpenAiPromptFields(call);
   await refuseBeforeCounting(ctx, principal, prompt, candidates);
-  const plan = planCall(
-    call,
-    candidates,
-    promptTokensOf(call, prompt, ctx.promptCounts.counterFor(principal.userId)),
-    ctx.config.MAX_IMAGES_PER_REQUEST,
-    options.refuses,
+  const promptTokens = await ctx.promptCounts.countPrompt(principal.userId, (count) =>
+    promptTokensOf(call, prompt, count),
   );
+  const plan = planCall(call, candidates, promptTokens, ctx.config.MAX_IMAGES_PER_REQUEST, options.refuses);
   return openCallMeter(ctx, principal, model.id, plan);
 }
 

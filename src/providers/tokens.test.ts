@@ -5,6 +5,7 @@ import shippedRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
 import {
   countChatPromptTokens,
   countTextTokens,
+  countTextTokensPaced,
   LONG_RUN,
   longRuns,
   o200k,
@@ -193,6 +194,25 @@ describe('a streamed output counted as it comes', () => {
     const cuts = Math.floor(whole.length / 65_536);
     assert.ok(Math.abs(total - countTextTokens(whole)) <= 2 * cuts, `${total} against ${countTextTokens(whole)}`);
     assert.ok(mostHeld < 65_536 + 24, `held ${mostHeld} characters`);
+  });
+
+  it('counts a long text in slices to exactly its whole count, long runs and text without a safe cut included', async () => {
+    let cjk = '';
+    while (cjk.length < 40_000) cjk += String.fromCodePoint(0x4e00 + Math.floor(random() * 0x5000));
+    const texts = [text(200_000, true), text(100_000, false), cjk, `a ${'x'.repeat(5_000)} b ${' '.repeat(3_000)}c`];
+    for (const whole of texts) {
+      for (const slice of [64, 1_000, 8_192]) {
+        const slices: number[] = [];
+        const total = await countTextTokensPaced(whole, (characters) => void slices.push(characters), slice);
+        assert.equal(total, countTextTokens(whole), `slices of ${slice}`);
+        assert.equal(
+          slices.reduce((sum, characters) => sum + characters, 0),
+          whole.length,
+        );
+        if (whole !== cjk)
+          assert.ok(slices.length >= Math.floor(whole.length / (slice * 4)), `${slices.length} slices`);
+      }
+    }
   });
 
   it('counts pieces that split a line break from its letter, and empty pieces, as the whole', () => {

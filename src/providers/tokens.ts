@@ -291,6 +291,37 @@ export function countTextTokens(text: string): number {
   return total;
 }
 
+/**
+ * {@link countTextTokens}, in slices: `pace` is told how many characters each slice counted and may wait
+ * (for the event loop to serve others) before the next. The same count: it cuts the text only where the count
+ * cannot change, between the pieces `countTextTokens` counts apart and at the safe cuts of
+ * {@link SAFE_CUT}; a piece with no safe cut for longer than a slice is counted whole.
+ */
+export async function countTextTokensPaced(
+  text: string,
+  pace: (characters: number) => Promise<void> | void,
+  sliceChars = PACED_SLICE_CHARS,
+): Promise<number> {
+  let total = 0;
+  if (!text) return total;
+  for (const piece of boundedPieces(text)) {
+    for (let start = 0; start < piece.length;) {
+      let end = piece.length;
+      if (end - start > sliceChars) {
+        SAFE_CUT.lastIndex = start + sliceChars;
+        end = SAFE_CUT.exec(piece)?.index ?? piece.length;
+      }
+      total += countTokens(piece.slice(start, end));
+      await pace(end - start);
+      start = end;
+    }
+  }
+  return total;
+}
+
+/** Characters {@link countTextTokensPaced} counts between two calls of its `pace` (~1–2 ms of counting). */
+export const PACED_SLICE_CHARS = 8_192;
+
 /** Text a {@link StreamedTextTokens} holds before it counts up to its last safe cut. */
 const STREAMED_FLUSH_CHARS = 2_048;
 /** Text it holds at the most without a safe cut: past that, it counts the text up to where it stands. */

@@ -39,8 +39,10 @@ export function registerCountTokensRoute(app: App, ctx: GatewayDeps): void {
       const body = request.body as MessagesRequest;
       const call = parseMessagesRequest(body, { requireMaxTokens: false });
       const model = await resolveModel(ctx, call.model);
-      const count = ctx.promptCounts.counterFor(principalOf(request).userId);
-      return { input_tokens: countCallPromptTokens(call, count) + imageParts(call) * (model.imageTokens ?? 0) };
+      const tokens = await ctx.promptCounts.countPrompt(principalOf(request).userId, (count) =>
+        countCallPromptTokens(call, count),
+      );
+      return { input_tokens: tokens + imageParts(call) * (model.imageTokens ?? 0) };
     },
   );
 }
