@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import type { App } from '../platform/http/server.ts';
+import { principalOf, type App } from '../platform/http/server.ts';
 import type { GatewayDeps } from './deps.ts';
 import { costMicros } from '../models/pricing.ts';
 import { tokenCount } from './chat-usage.ts';
@@ -37,7 +37,12 @@ export function registerEmbeddingsRoute(app: App, ctx: GatewayDeps): void {
     },
     async (request, reply) => {
       const body = request.body as { model: string; input: unknown; [k: string]: unknown };
-      const counted = countEmbeddingInputTokens(body.input);
+      // Counted in slices (a batch of inputs can be megabytes) and not remembered: inputs are seldom sent twice.
+      const counted = await ctx.promptCounts.countPrompt(
+        principalOf(request).userId,
+        (count) => countEmbeddingInputTokens(body.input, count),
+        { remember: false },
+      );
       const answered = await meteredCall(ctx, request, reply, {
         kind: 'embeddings',
         modelId: body.model,

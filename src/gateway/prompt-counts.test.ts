@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Counter, Registry } from 'prom-client';
-import { countChatPromptTokens, countTextTokens } from '../providers/tokens.ts';
+import { countChatPromptTokens, countEmbeddingInputTokens, countTextTokens } from '../providers/tokens.ts';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { PromptTokenCounts, REMEMBERED_TEXT_MIN_CHARS } from './prompt-counts.ts';
 import { fundedUser, usageOf } from './testing.ts';
@@ -155,6 +155,21 @@ describe('a prompt counted for a call', () => {
     assert.ok(sliced.turns >= 10, `the loop turned ${sliced.turns} times`);
     assert.deepEqual(await read(), { remembered: 0, counted: 0 });
   });
+
+  it('with remember: false counts a long prompt in slices to the same total, and neither reads nor fills the memory', async () => {
+    const { counts, read } = memoryOf(100);
+    const inputs = Array.from({ length: 20 }, (_, i) => longText(`input ${i}`));
+    const exact = countEmbeddingInputTokens(inputs);
+    const sliced = await turnsDuring(() =>
+      counts.countPrompt('alice', (count) => countEmbeddingInputTokens(inputs, count), { remember: false }),
+    );
+    assert.equal(sliced.result, exact);
+    assert.ok(sliced.turns >= 3, `the loop turned ${sliced.turns} times`);
+    assert.deepEqual(await read(), { remembered: 0, counted: 0 });
+    // Nothing was kept: the same inputs, remembered this time, are all counted.
+    await counts.countPrompt('alice', (count) => countEmbeddingInputTokens(inputs, count));
+    assert.deepEqual(await read(), { remembered: 0, counted: 20 });
+  });
 });
 
 describeEachDatabase('a conversation resent whole', (env) => {
@@ -196,6 +211,19 @@ describeEachDatabase('a conversation resent whole', (env) => {
     assert.equal(holds[0]!.captured, holds[1]!.captured);
     assert.equal(records[0]!.prompt_tokens, records[1]!.prompt_tokens);
     // The two long messages: counted on the first call, remembered on the second.
+    assert.equal((await metric('counted')) - before.counted, 2);
+    assert.equal((await metric('remembered')) - before.remembered, 2);
+
+    // Embeddings' inputs, megabytes in a batch and seldom sent twice, are counted without being remembered.
+    const inputs = Array.from({ length: 12 }, (_, i) => longText(`passage ${i}`));
+    for (let call = 0; call < 2; call++) {
+      const embedded = await env.request('POST', '/api/v1/embeddings', {
+        token: user.key,
+        body: { model: 'tollgate/echo', input: inputs },
+      });
+      assert.equal(embedded.status, 200, embedded.text);
+      assert.equal(embedded.body.data.length, 12);
+    }
     assert.equal((await metric('counted')) - before.counted, 2);
     assert.equal((await metric('remembered')) - before.remembered, 2);
   });

@@ -63,9 +63,15 @@ export class PromptTokenCounts {
    * Invariant: no prompt holds the event loop for more than one slice of counting (~8 K characters, 1–2 ms).
    * A prompt of fewer characters is counted at once; a longer one has its texts that are not remembered
    * counted first, in slices with the event loop served between them (a 4 MB body took ~0.5 s in one go,
-   * while every other call and stream of the instance waited), and then added up.
+   * while every other call and stream of the instance waited), and then added up. `remember: false` counts
+   * in slices all the same but neither reads nor fills the memory: for texts seldom sent twice (embeddings'
+   * inputs), which would only push out a conversation's.
    */
-  async countPrompt(userId: string, count: (counter: TextTokenCounter) => number): Promise<number> {
+  async countPrompt(
+    userId: string,
+    count: (counter: TextTokenCounter) => number,
+    options: { remember: boolean } = { remember: true },
+  ): Promise<number> {
     const texts: string[] = [];
     let characters = 0;
     count((text) => {
@@ -73,7 +79,8 @@ export class PromptTokenCounts {
       characters += text.length;
       return 0;
     });
-    if (characters <= PACED_SLICE_CHARS) return count(this.counterFor(userId));
+    if (characters <= PACED_SLICE_CHARS) return count(options.remember ? this.counterFor(userId) : countTextTokens);
+    const remember = options.remember && this.#maxEntries > 0;
     const counted = new Map<string, number>();
     let sinceTurn = 0;
     const pace = (slice: number) => {
@@ -84,7 +91,7 @@ export class PromptTokenCounts {
     };
     for (const text of texts) {
       if (counted.has(text)) continue;
-      const key = this.#maxEntries > 0 && text.length >= REMEMBERED_TEXT_MIN_CHARS ? this.#keyOf(userId, text) : null;
+      const key = remember && text.length >= REMEMBERED_TEXT_MIN_CHARS ? this.#keyOf(userId, text) : null;
       const known = key === null ? undefined : this.#recall(key);
       if (known !== undefined) {
         counted.set(text, known);

@@ -444,11 +444,11 @@ export function countChatPromptTokens(
 }
 
 /** Tokens of an embeddings `input` (a string, strings, or pre-tokenized arrays). */
-export function countEmbeddingInputTokens(input: unknown): number {
-  if (typeof input === 'string') return countTextTokens(input);
+export function countEmbeddingInputTokens(input: unknown, count: TextTokenCounter = countTextTokens): number {
+  if (typeof input === 'string') return count(input);
   if (!Array.isArray(input)) return 0;
   if (input.every((item) => typeof item === 'number')) return input.length;
-  return input.reduce((sum: number, item) => sum + countEmbeddingInputTokens(item), 0);
+  return input.reduce((sum: number, item) => sum + countEmbeddingInputTokens(item, count), 0);
 }
 
 /** The longest token of the vocabulary, in UTF-8 bytes (128 for o200k): no token covers more text. */
