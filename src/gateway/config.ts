@@ -32,7 +32,7 @@ export const GatewayConfigSection = Type.Object({
     maximum: 1_000_000,
     default: 16_384,
     description:
-      'Token counts of long prompt texts (1 K characters or more) remembered per user, so that a conversation resent whole each turn is counted only for what is new (each entry ~150 bytes); 0 counts every text every time.',
+      'Token counts of long prompt texts (1 K characters or more) remembered per credential (user, app and key), so that a conversation resent whole each turn is counted only for what is new (each entry ~180 bytes); 0 counts every text every time.',
   }),
   REALTIME_ENABLED: Type.Boolean({
     default: false,

@@ -18,6 +18,6 @@ export interface GatewayDeps extends MeteringDeps {
   models: ModelCache;
   providers: ProviderRegistry;
   gatewayMetrics: GatewayMetrics;
-  /** Token counts of long prompt texts, remembered per user. */
+  /** Token counts of long prompt texts, remembered per credential. */
   promptCounts: PromptTokenCounts;
 }

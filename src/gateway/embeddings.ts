@@ -39,7 +39,7 @@ export function registerEmbeddingsRoute(app: App, ctx: GatewayDeps): void {
       const body = request.body as { model: string; input: unknown; [k: string]: unknown };
       // Counted in slices (a batch of inputs can be megabytes) and not remembered: inputs are seldom sent twice.
       const counted = await ctx.promptCounts.countPrompt(
-        principalOf(request).userId,
+        principalOf(request),
         (count) => countEmbeddingInputTokens(body.input, count),
         { remember: false },
       );

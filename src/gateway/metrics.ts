@@ -13,7 +13,7 @@ export function createGatewayMetrics(registry: Registry) {
     }),
     promptTexts: new Counter({
       name: 'tollgate_prompt_long_texts_total',
-      help: 'Long prompt texts (1 K characters or more) whose tokens a hold needed: remembered from an earlier call of the same user, or counted.',
+      help: 'Long prompt texts (1 K characters or more) whose tokens a hold needed: remembered from an earlier call with the same credential, or counted.',
       labelNames: ['source'] as const,
       registers: [registry],
     }),

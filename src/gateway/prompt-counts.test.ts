@@ -22,6 +22,11 @@ function memoryOf(maxEntries: number) {
   return { counts: new PromptTokenCounts(maxEntries, texts), read };
 }
 
+/** Credentials: one user's own key, the same user through an OAuth app, and another user. */
+const alice = { userId: 'alice', appId: null, keyId: 'key-1' };
+const aliceThroughApp = { userId: 'alice', appId: 'app-1', keyId: null };
+const bob = { userId: 'bob', appId: null, keyId: 'key-2' };
+
 /** A long text (over the threshold) that no other test text equals. */
 const longText = (seed: string) => `${seed}: ${'the toll road runs north past the river, '.repeat(60)}`;
 
@@ -30,36 +35,40 @@ describe('token counts of long prompt texts, remembered per user', () => {
     const { counts, read } = memoryOf(100);
     const text = longText('a');
     assert.ok(text.length >= REMEMBERED_TEXT_MIN_CHARS);
-    const alice = counts.counterFor('alice');
-    assert.equal(alice(text), countTextTokens(text));
-    assert.equal(alice(text), countTextTokens(text));
+    const aliceCounts = counts.counterFor(alice);
+    assert.equal(aliceCounts(text), countTextTokens(text));
+    assert.equal(aliceCounts(text), countTextTokens(text));
     assert.deepEqual(await read(), { remembered: 1, counted: 1 });
   });
 
-  it("does not answer one user's text from another user's count (how long a count takes must not tell)", async () => {
+  it("does not answer a text from another user's count, nor from another app's for the same user", async () => {
+    // How long a count takes tells whether the text was counted before: only the same credential may learn it.
     const { counts, read } = memoryOf(100);
     const text = longText('b');
-    counts.counterFor('alice')(text);
-    assert.equal(counts.counterFor('bob')(text), countTextTokens(text));
-    assert.deepEqual(await read(), { remembered: 0, counted: 2 });
+    counts.counterFor(alice)(text);
+    assert.equal(counts.counterFor(bob)(text), countTextTokens(text));
+    assert.equal(counts.counterFor(aliceThroughApp)(text), countTextTokens(text));
+    assert.deepEqual(await read(), { remembered: 0, counted: 3 });
+    counts.counterFor(aliceThroughApp)(text);
+    assert.deepEqual(await read(), { remembered: 1, counted: 3 });
   });
 
   it('counts short texts every time and keeps nothing of them', async () => {
     const { counts, read } = memoryOf(100);
     const short = 'a short question about tolls';
-    const alice = counts.counterFor('alice');
-    assert.equal(alice(short), countTextTokens(short));
-    assert.equal(alice(short), countTextTokens(short));
+    const aliceCounts = counts.counterFor(alice);
+    assert.equal(aliceCounts(short), countTextTokens(short));
+    assert.equal(aliceCounts(short), countTextTokens(short));
     assert.deepEqual(await read(), { remembered: 0, counted: 0 });
   });
 
   it('a text that differs in one character is counted, not answered from the other', async () => {
     const { counts, read } = memoryOf(100);
-    const alice = counts.counterFor('alice');
+    const aliceCounts = counts.counterFor(alice);
     const text = longText('c');
-    alice(text);
+    aliceCounts(text);
     const changed = `${text.slice(0, -1)}!!!`;
-    assert.equal(alice(changed), countTextTokens(changed));
+    assert.equal(aliceCounts(changed), countTextTokens(changed));
     assert.deepEqual(await read(), { remembered: 0, counted: 2 });
   });
 
@@ -81,25 +90,25 @@ describe('token counts of long prompt texts, remembered per user', () => {
 
   it('holds at most maxEntries, dropping the least recently used first', async () => {
     const { counts, read } = memoryOf(2);
-    const alice = counts.counterFor('alice');
+    const aliceCounts = counts.counterFor(alice);
     const [a, b, c] = [longText('1'), longText('2'), longText('3')];
-    alice(a);
-    alice(b);
-    alice(a); // a is now the most recently used: c evicts b
-    alice(c);
+    aliceCounts(a);
+    aliceCounts(b);
+    aliceCounts(a); // a is now the most recently used: c evicts b
+    aliceCounts(c);
     assert.deepEqual(await read(), { remembered: 1, counted: 3 });
-    alice(a);
+    aliceCounts(a);
     assert.deepEqual(await read(), { remembered: 2, counted: 3 });
-    alice(b);
+    aliceCounts(b);
     assert.deepEqual(await read(), { remembered: 2, counted: 4 });
   });
 
   it('with 0 entries counts every text every time', async () => {
     const { counts, read } = memoryOf(0);
-    const alice = counts.counterFor('alice');
+    const aliceCounts = counts.counterFor(alice);
     const text = longText('d');
-    assert.equal(alice(text), countTextTokens(text));
-    assert.equal(alice(text), countTextTokens(text));
+    assert.equal(aliceCounts(text), countTextTokens(text));
+    assert.equal(aliceCounts(text), countTextTokens(text));
     assert.deepEqual(await read(), { remembered: 0, counted: 0 });
   });
 });
@@ -128,18 +137,18 @@ describe('a prompt counted for a call', () => {
     const { counts, read } = memoryOf(100);
     const body = longPrompt(40);
     const expected = countChatPromptTokens(body);
-    assert.equal(await counts.countPrompt('alice', (count) => countChatPromptTokens(body, count)), expected);
+    assert.equal(await counts.countPrompt(alice, (count) => countChatPromptTokens(body, count)), expected);
     assert.deepEqual(await read(), { remembered: 0, counted: 41 });
-    assert.equal(await counts.countPrompt('alice', (count) => countChatPromptTokens(body, count)), expected);
+    assert.equal(await counts.countPrompt(alice, (count) => countChatPromptTokens(body, count)), expected);
     assert.deepEqual(await read(), { remembered: 41, counted: 41 });
   });
 
   it('serves the event loop between slices of a long prompt that is not remembered, and not for one that is', async () => {
     const { counts } = memoryOf(100);
     const body = longPrompt(40); // ~100 K characters
-    const first = await turnsDuring(() => counts.countPrompt('alice', (count) => countChatPromptTokens(body, count)));
+    const first = await turnsDuring(() => counts.countPrompt(alice, (count) => countChatPromptTokens(body, count)));
     assert.ok(first.turns >= 10, `the loop turned ${first.turns} times`);
-    const again = await turnsDuring(() => counts.countPrompt('alice', (count) => countChatPromptTokens(body, count)));
+    const again = await turnsDuring(() => counts.countPrompt(alice, (count) => countChatPromptTokens(body, count)));
     assert.equal(again.result, first.result);
     assert.equal(again.turns, 0);
   });
@@ -147,10 +156,10 @@ describe('a prompt counted for a call', () => {
   it('counts a short prompt at once, and a long one in slices with nothing remembered (0 entries)', async () => {
     const { counts, read } = memoryOf(0);
     const short = { messages: [{ role: 'user', content: 'How much is the toll?' }] };
-    const once = await turnsDuring(() => counts.countPrompt('alice', (count) => countChatPromptTokens(short, count)));
+    const once = await turnsDuring(() => counts.countPrompt(alice, (count) => countChatPromptTokens(short, count)));
     assert.deepEqual(once, { result: countChatPromptTokens(short), turns: 0 });
     const body = longPrompt(40);
-    const sliced = await turnsDuring(() => counts.countPrompt('alice', (count) => countChatPromptTokens(body, count)));
+    const sliced = await turnsDuring(() => counts.countPrompt(alice, (count) => countChatPromptTokens(body, count)));
     assert.equal(sliced.result, countChatPromptTokens(body));
     assert.ok(sliced.turns >= 10, `the loop turned ${sliced.turns} times`);
     assert.deepEqual(await read(), { remembered: 0, counted: 0 });
@@ -161,13 +170,13 @@ describe('a prompt counted for a call', () => {
     const inputs = Array.from({ length: 20 }, (_, i) => longText(`input ${i}`));
     const exact = countEmbeddingInputTokens(inputs);
     const sliced = await turnsDuring(() =>
-      counts.countPrompt('alice', (count) => countEmbeddingInputTokens(inputs, count), { remember: false }),
+      counts.countPrompt(alice, (count) => countEmbeddingInputTokens(inputs, count), { remember: false }),
     );
     assert.equal(sliced.result, exact);
     assert.ok(sliced.turns >= 3, `the loop turned ${sliced.turns} times`);
     assert.deepEqual(await read(), { remembered: 0, counted: 0 });
     // Nothing was kept: the same inputs, remembered this time, are all counted.
-    await counts.countPrompt('alice', (count) => countEmbeddingInputTokens(inputs, count));
+    await counts.countPrompt(alice, (count) => countEmbeddingInputTokens(inputs, count));
     assert.deepEqual(await read(), { remembered: 0, counted: 20 });
   });
 });

@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import type { Counter } from 'prom-client';
+import type { Principal } from '../platform/http/principal.ts';
 import {
   countTextTokens,
   countTextTokensPaced,
@@ -14,7 +15,7 @@ import {
 export const REMEMBERED_TEXT_MIN_CHARS = 1024;
 
 /**
- * The token counts of long prompt texts, remembered per user, so that a conversation resent whole on every
+ * The token counts of long prompt texts, remembered per credential, so that a conversation resent whole on every
  * turn (an agent loop: the same system prompt, tools and earlier messages, plus a few new ones) is counted
  * only for what is new.
  *
@@ -27,10 +28,14 @@ export const REMEMBERED_TEXT_MIN_CHARS = 1024;
  *   have a text counted as another (which would hold, and so capture, less than the call is billed) without
  *   a SHA-256 collision. The digest is of the text's UTF-8, which replaces a lone surrogate with U+FFFD;
  *   the tokenizer encodes its pieces the same way, so texts with one digest have one count (tested).
- * - Entries are scoped by user: how long a count takes shows whether the text was counted before, and only
- *   the user's own texts can tell them that.
+ * - Entries are scoped by credential (user, OAuth app and API key): how long a count takes shows whether the
+ *   text was counted before, so a caller learns that only of texts sent with the same credential, never of
+ *   another user's, nor of what another app sent for the same user.
  * - At most `maxEntries` entries (least recently used out first); 0 remembers nothing.
  */
+/** Whose texts a count is remembered for: the caller's credential. */
+export type PromptScope = Pick<Principal, 'userId' | 'appId' | 'keyId'>;
+
 export class PromptTokenCounts {
   readonly #entries = new Map<string, number>();
   readonly #maxEntries: number;
@@ -42,12 +47,12 @@ export class PromptTokenCounts {
     this.#texts = texts;
   }
 
-  /** The counter of one user's texts: {@link countTextTokens}, remembered for long texts. */
-  counterFor(userId: string): TextTokenCounter {
+  /** The counter of one credential's texts: {@link countTextTokens}, remembered for long texts. */
+  counterFor(scope: PromptScope): TextTokenCounter {
     if (this.#maxEntries === 0) return countTextTokens;
     return (text) => {
       if (text.length < REMEMBERED_TEXT_MIN_CHARS) return countTextTokens(text);
-      const key = this.#keyOf(userId, text);
+      const key = this.#keyOf(scope, text);
       const known = this.#recall(key);
       if (known !== undefined) return known;
       const tokens = countTextTokens(text);
@@ -68,7 +73,7 @@ export class PromptTokenCounts {
    * inputs), which would only push out a conversation's.
    */
   async countPrompt(
-    userId: string,
+    scope: PromptScope,
     count: (counter: TextTokenCounter) => number,
     options: { remember: boolean } = { remember: true },
   ): Promise<number> {
@@ -79,7 +84,7 @@ export class PromptTokenCounts {
       characters += text.length;
       return 0;
     });
-    if (characters <= PACED_SLICE_CHARS) return count(options.remember ? this.counterFor(userId) : countTextTokens);
+    if (characters <= PACED_SLICE_CHARS) return count(options.remember ? this.counterFor(scope) : countTextTokens);
     const remember = options.remember && this.#maxEntries > 0;
     const counted = new Map<string, number>();
     let sinceTurn = 0;
@@ -91,7 +96,7 @@ export class PromptTokenCounts {
     };
     for (const text of texts) {
       if (counted.has(text)) continue;
-      const key = remember && text.length >= REMEMBERED_TEXT_MIN_CHARS ? this.#keyOf(userId, text) : null;
+      const key = remember && text.length >= REMEMBERED_TEXT_MIN_CHARS ? this.#keyOf(scope, text) : null;
       const known = key === null ? undefined : this.#recall(key);
       if (known !== undefined) {
         counted.set(text, known);
@@ -104,8 +109,8 @@ export class PromptTokenCounts {
     return count((text) => counted.get(text) ?? countTextTokens(text));
   }
 
-  #keyOf(userId: string, text: string): string {
-    return `${userId}:${hash('sha256', text, 'base64')}`;
+  #keyOf(scope: PromptScope, text: string): string {
+    return `${scope.userId}:${scope.appId ?? ''}:${scope.keyId ?? ''}:${hash('sha256', text, 'base64')}`;
   }
 
   /** A remembered count, made the most recently used; undefined when there is none. */

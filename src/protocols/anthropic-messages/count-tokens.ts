@@ -39,7 +39,7 @@ export function registerCountTokensRoute(app: App, ctx: GatewayDeps): void {
       const body = request.body as MessagesRequest;
       const call = parseMessagesRequest(body, { requireMaxTokens: false });
       const model = await resolveModel(ctx, call.model);
-      const tokens = await ctx.promptCounts.countPrompt(principalOf(request).userId, (count) =>
+      const tokens = await ctx.promptCounts.countPrompt(principalOf(request), (count) =>
         countCallPromptTokens(call, count),
       );
       return { input_tokens: tokens + imageParts(call) * (model.imageTokens ?? 0) };
