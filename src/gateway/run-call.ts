@@ -66,9 +66,7 @@ async function hold(ctx: GatewayDeps, principal: Principal, call: CanonicalCall,
   const candidates = await candidatesOf(ctx, model);
   const prompt = toOpenAiPromptFields(call);
   await refuseBeforeCounting(ctx, principal, prompt, candidates);
-  const promptTokens = await ctx.promptCounts.countPrompt(principal, (count) =>
-    promptTokensOf(call, prompt, count),
-  );
+  const promptTokens = await ctx.promptCounts.countPrompt(principal, (count) => promptTokensOf(call, prompt, count));
   const plan = planCall(call, candidates, promptTokens, ctx.config.MAX_IMAGES_PER_REQUEST, options.refuses);
   return openCallMeter(ctx, principal, model.id, plan);
 }
