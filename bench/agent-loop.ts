@@ -19,32 +19,48 @@ import { createStore, provision, startTollgate, UPSTREAM_MODEL, MODEL_ID, type T
  * calls included), and what a bystander saw meanwhile: another user making short calls one after another.
  */
 
-const [dialect = 'sqlite', ...checkoutArgs] = process.argv.slice(2);
-if (dialect !== 'sqlite' && dialect !== 'postgres') throw new Error('database: sqlite or postgres');
-const checkouts = checkoutArgs.length ? checkoutArgs.map((path) => resolve(path)) : [process.cwd()];
-const AGENTS = Number(process.env.BENCH_AGENTS ?? 8);
-const TURNS = Number(process.env.BENCH_TURNS ?? 20);
-const SYSTEM_CHARS = Number(process.env.BENCH_SYSTEM_CHARS ?? 100_000);
-const TOOL_CHARS = Number(process.env.BENCH_TOOL_CHARS ?? 8_000);
+/** The shape of the workload. */
+export interface AgentLoopShape {
+  /** Conversations at once. */
+  agents: number;
+  /** Turns of each. */
+  turns: number;
+  /** Characters of the system prompt each starts from. */
+  systemChars: number;
+  /** Characters of the tool result each turn adds. */
+  toolChars: number;
+}
+
+/** The shape BENCH_AGENTS, BENCH_TURNS, BENCH_SYSTEM_CHARS and BENCH_TOOL_CHARS give, or the defaults. */
+export function agentLoopShape(defaults: Partial<AgentLoopShape> = {}): AgentLoopShape {
+  const env = process.env;
+  return {
+    agents: Number(env.BENCH_AGENTS ?? defaults.agents ?? 8),
+    turns: Number(env.BENCH_TURNS ?? defaults.turns ?? 20),
+    systemChars: Number(env.BENCH_SYSTEM_CHARS ?? defaults.systemChars ?? 100_000),
+    toolChars: Number(env.BENCH_TOOL_CHARS ?? defaults.toolChars ?? 8_000),
+  };
+}
 
 /** Real text to slice prompts from: this repository's docs and sources (English, Markdown and code). */
-function corpus(): string {
+function corpus(shape: AgentLoopShape): string {
   const files = ['README.md', 'docs/scaling.md', 'docs/architecture.md'];
   for (const dir of ['src/gateway', 'src/billing', 'src/providers']) {
     for (const name of readdirSync(dir)) if (name.endsWith('.ts')) files.push(join(dir, name));
   }
   let text = files.map((file) => readFileSync(file, 'utf8')).join('\n\n');
-  while (text.length < 4 * (SYSTEM_CHARS + TOOL_CHARS * TURNS)) text += text;
+  while (text.length < 4 * (shape.systemChars + shape.toolChars * shape.turns)) text += text;
   return text;
 }
 
 /** One agent's conversation: its system prompt, then a tool result per turn, each a different slice of text. */
-function conversation(text: string, agent: number): { system: string; tools: string[] } {
-  const start = (agent * 7919 * 13) % (text.length - SYSTEM_CHARS - TOOL_CHARS * TURNS);
-  const system = text.slice(start, start + SYSTEM_CHARS);
-  const tools = Array.from({ length: TURNS }, (_, turn) => {
-    const from = start + SYSTEM_CHARS + turn * TOOL_CHARS;
-    return text.slice(from, from + TOOL_CHARS);
+function conversation(text: string, agent: number, shape: AgentLoopShape): { system: string; tools: string[] } {
+  const { systemChars, toolChars, turns } = shape;
+  const start = (agent * 7919 * 13) % (text.length - systemChars - toolChars * turns);
+  const system = text.slice(start, start + systemChars);
+  const tools = Array.from({ length: turns }, (_, turn) => {
+    const from = start + systemChars + turn * toolChars;
+    return text.slice(from, from + toolChars);
   });
   return { system, tools };
 }
@@ -55,15 +71,27 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-interface Run {
+/** What one system did with the workload: every agent call's latency and the bystander's, sorted, in ms. */
+export interface AgentLoopRun {
   latencies: number[];
   promptChars: number;
   /** Latencies of the short calls a bystander made one after another meanwhile. */
   bystander: number[];
 }
 
-/** Every agent's turns against one endpoint, the agents at once; each turn waits for the previous answer. */
-async function runAgents(url: string, model: string, keys: string[], text: string): Promise<Run> {
+/**
+ * Every agent's turns against one chat completions endpoint, the agents at once (each turn waits for the
+ * previous answer), and meanwhile the bystander's short calls. Agent `i` uses `keys[i % (keys.length - 1)]`,
+ * the bystander the last key; `headers` go with every request (a gateway's own, e.g. Portkey's).
+ */
+export async function runAgentLoop(
+  url: string,
+  model: string,
+  keys: string[],
+  shape: AgentLoopShape,
+  headers: Record<string, string> = {},
+): Promise<AgentLoopRun> {
+  const text = corpus(shape);
   const latencies: number[] = [];
   const bystander: number[] = [];
   let promptChars = 0;
@@ -76,7 +104,7 @@ async function runAgents(url: string, model: string, keys: string[], text: strin
       const started = performance.now();
       const response = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${bystanderKey}` },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${bystanderKey}`, ...headers },
         body: short,
       });
       await response.text();
@@ -85,20 +113,20 @@ async function runAgents(url: string, model: string, keys: string[], text: strin
     }
   })();
   await Promise.all(
-    Array.from({ length: AGENTS }, async (_, agent) => {
-      const { system, tools } = conversation(text, agent);
+    Array.from({ length: shape.agents }, async (_, agent) => {
+      const { system, tools } = conversation(text, agent, shape);
       const key = keys[agent % (keys.length - 1 || 1)];
       const messages: Array<Record<string, unknown>> = [
         { role: 'system', content: system },
         { role: 'user', content: 'Find where the hold is placed and explain it.' },
       ];
-      for (let turn = 0; turn < TURNS; turn++) {
+      for (let turn = 0; turn < shape.turns; turn++) {
         const body = JSON.stringify({ model, max_tokens: 64, messages });
         promptChars += body.length;
         const started = performance.now();
         const response = await fetch(url, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
           body,
         });
         const answer = await response.text();
@@ -126,72 +154,77 @@ async function promptTextMetrics(instance: Tollgate): Promise<string> {
   return lines.map((line) => line.replace('tollgate_prompt_long_texts_total', '')).join(', ') || 'none';
 }
 
-const text = corpus();
-const mock: Child = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd: process.cwd() });
-const rows: string[] = [];
-try {
-  const { url: upstreamUrl } = await firstJsonLine<{ url: string }>(mock);
-  const direct = await runAgents(`${upstreamUrl}/v1/chat/completions`, UPSTREAM_MODEL, ['x', 'x'], text);
-  const p = (run: Run, q: number) => quantile(run.latencies, q);
-  const b = (run: Run, q: number) => quantile(run.bystander, q);
-  const bystanderCells = (run: Run) =>
-    `${run.bystander.length} | ${b(run, 0.5).toFixed(2)} | ${b(run, 0.99).toFixed(1)} | ${run.bystander.at(-1)!.toFixed(1)}`;
-  const calls = AGENTS * TURNS;
-  console.log(
-    JSON.stringify({
-      system: 'direct',
-      calls,
-      p50: p(direct, 0.5),
-      p99: p(direct, 0.99),
-      promptChars: direct.promptChars / calls,
-      bystander: { calls: direct.bystander.length, p50: b(direct, 0.5), p99: b(direct, 0.99) },
-    }),
-  );
-  rows.push(
-    `| direct | ${calls} | ${p(direct, 0.5).toFixed(1)} | ${p(direct, 0.99).toFixed(1)} | – | – | – | – | ${bystanderCells(direct)} |`,
-  );
-  for (const checkout of checkouts) {
-    const { store, dispose } = await createStore(dialect);
-    try {
-      const instance = await startTollgate(store, upstreamUrl, [], checkout);
+if (import.meta.main) {
+  const [dialect = 'sqlite', ...checkoutArgs] = process.argv.slice(2);
+  if (dialect !== 'sqlite' && dialect !== 'postgres') throw new Error('database: sqlite or postgres');
+  const checkouts = checkoutArgs.length ? checkoutArgs.map((path) => resolve(path)) : [process.cwd()];
+  const shape = agentLoopShape();
+  const mock: Child = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd: process.cwd() });
+  const rows: string[] = [];
+  try {
+    const { url: upstreamUrl } = await firstJsonLine<{ url: string }>(mock);
+    const direct = await runAgentLoop(`${upstreamUrl}/v1/chat/completions`, UPSTREAM_MODEL, ['x', 'x'], shape);
+    const p = (run: AgentLoopRun, q: number) => quantile(run.latencies, q);
+    const b = (run: AgentLoopRun, q: number) => quantile(run.bystander, q);
+    const bystanderCells = (run: AgentLoopRun) =>
+      `${run.bystander.length} | ${b(run, 0.5).toFixed(2)} | ${b(run, 0.99).toFixed(1)} | ${run.bystander.at(-1)!.toFixed(1)}`;
+    const calls = shape.agents * shape.turns;
+    console.log(
+      JSON.stringify({
+        system: 'direct',
+        calls,
+        p50: p(direct, 0.5),
+        p99: p(direct, 0.99),
+        promptChars: direct.promptChars / calls,
+        bystander: { calls: direct.bystander.length, p50: b(direct, 0.5), p99: b(direct, 0.99) },
+      }),
+    );
+    rows.push(
+      `| direct | ${calls} | ${p(direct, 0.5).toFixed(1)} | ${p(direct, 0.99).toFixed(1)} | – | – | – | – | ${bystanderCells(direct)} |`,
+    );
+    for (const checkout of checkouts) {
+      const { store, dispose } = await createStore(dialect);
       try {
-        const keys = await provision(instance, AGENTS + 1);
-        const before = cpuMs(instance.child.pid);
-        const run = await runAgents(`${instance.baseUrl}/api/v1/chat/completions`, MODEL_ID, keys, text);
-        const cpuPerCall = (cpuMs(instance.child.pid) - before) / calls;
-        const memory = await promptTextMetrics(instance);
-        const cell = {
-          system: checkout,
-          dialect,
-          calls,
-          p50: p(run, 0.5),
-          p99: p(run, 0.99),
-          addedP50: p(run, 0.5) - p(direct, 0.5),
-          addedP99: p(run, 0.99) - p(direct, 0.99),
-          cpuMsPerCall: cpuPerCall,
-          peakRssMiB: instance.child.peakRssMiB(),
-          promptTexts: memory,
-          bystander: { calls: run.bystander.length, p50: b(run, 0.5), p99: b(run, 0.99), max: run.bystander.at(-1) },
-        };
-        console.log(JSON.stringify(cell));
-        rows.push(
-          `| ${checkout} (${dialect}) | ${calls} | ${cell.p50.toFixed(1)} | ${cell.p99.toFixed(1)} | +${cell.addedP50.toFixed(1)} | +${cell.addedP99.toFixed(1)} | ${cpuPerCall.toFixed(2)} | ${memory} | ${bystanderCells(run)} |`,
-        );
+        const instance = await startTollgate(store, upstreamUrl, [], checkout);
+        try {
+          const keys = await provision(instance, shape.agents + 1);
+          const before = cpuMs(instance.child.pid);
+          const run = await runAgentLoop(`${instance.baseUrl}/api/v1/chat/completions`, MODEL_ID, keys, shape);
+          const cpuPerCall = (cpuMs(instance.child.pid) - before) / calls;
+          const memory = await promptTextMetrics(instance);
+          const cell = {
+            system: checkout,
+            dialect,
+            calls,
+            p50: p(run, 0.5),
+            p99: p(run, 0.99),
+            addedP50: p(run, 0.5) - p(direct, 0.5),
+            addedP99: p(run, 0.99) - p(direct, 0.99),
+            cpuMsPerCall: cpuPerCall,
+            peakRssMiB: instance.child.peakRssMiB(),
+            promptTexts: memory,
+            bystander: { calls: run.bystander.length, p50: b(run, 0.5), p99: b(run, 0.99), max: run.bystander.at(-1) },
+          };
+          console.log(JSON.stringify(cell));
+          rows.push(
+            `| ${checkout} (${dialect}) | ${calls} | ${cell.p50.toFixed(1)} | ${cell.p99.toFixed(1)} | +${cell.addedP50.toFixed(1)} | +${cell.addedP99.toFixed(1)} | ${cpuPerCall.toFixed(2)} | ${memory} | ${bystanderCells(run)} |`,
+          );
+        } finally {
+          await instance.child.stop(15_000);
+        }
       } finally {
-        await instance.child.stop(15_000);
+        await dispose();
       }
-    } finally {
-      await dispose();
     }
+  } finally {
+    await mock.stop(3_000);
   }
-} finally {
-  await mock.stop(3_000);
+  console.log(
+    `\nAgent loops: ${shape.agents} conversations at once, ${shape.turns} turns each, a ${shape.systemChars.toLocaleString('en')}-character system prompt and a ${shape.toolChars.toLocaleString('en')}-character tool result per turn (latencies in ms).\n`,
+  );
+  console.log(
+    '| System | Calls | p50 | p99 | added p50 | added p99 | CPU ms per call | Long prompt texts | Bystander calls | Bystander p50 | Bystander p99 | Bystander max |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|');
+  for (const row of rows) console.log(row);
 }
-console.log(
-  `\nAgent loops: ${AGENTS} conversations at once, ${TURNS} turns each, a ${SYSTEM_CHARS.toLocaleString('en')}-character system prompt and a ${TOOL_CHARS.toLocaleString('en')}-character tool result per turn (latencies in ms).\n`,
-);
-console.log(
-  '| System | Calls | p50 | p99 | added p50 | added p99 | CPU ms per call | Long prompt texts | Bystander calls | Bystander p50 | Bystander p99 | Bystander max |',
-);
-console.log('|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|');
-for (const row of rows) console.log(row);

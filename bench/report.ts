@@ -33,6 +33,23 @@ export interface SystemResult {
   ledger?: string;
 }
 
+/** One system's agent loops (bench/agent-loop.ts): long prompts resent each turn, and a bystander's short calls. */
+export interface AgentLoopRow {
+  label: string;
+  kind: SystemResult['kind'];
+  /** The workload, in words, for the table's caption. */
+  shape: string;
+  calls: number;
+  p50: number;
+  p99: number;
+  bystanderCalls: number;
+  bystanderP50: number;
+  bystanderP99: number;
+  /** The gateway process's CPU per agent call (the bystander's calls included), ms; absent for the direct path. */
+  cpuMsPerCall?: number;
+  peakRssMB?: number;
+}
+
 /** Where and how the run happened. */
 export interface RunInfo {
   command: string;
@@ -241,12 +258,44 @@ export function cpuTable(results: SystemResult[]): string[] {
   ];
 }
 
+/** The agent loops' table, "added" against the direct path's row; empty when the run had none. */
+export function agentLoopSection(rows: AgentLoopRow[]): string[] {
+  if (rows.length === 0) return [];
+  const direct = rows.find((row) => row.kind === 'direct');
+  const added = (value: number, base: number | undefined) => (base === undefined ? '–' : f(value - base));
+  return [
+    `**Agent loops** (\`bench/agent-loop.ts\`: ${rows[0]!.shape}; meanwhile a bystander, another user, makes short calls one after another; latencies in ms)`,
+    '',
+    '| System | calls | p50 | p99 | added p50 | added p99 | bystander calls | bystander p50 | bystander p99 | CPU ms per agent call | peak RSS MB |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows
+      .map((row) =>
+        [
+          row.label,
+          row.calls,
+          f(row.p50),
+          f(row.p99),
+          row === direct ? '–' : added(row.p50, direct?.p50),
+          row === direct ? '–' : added(row.p99, direct?.p99),
+          row.bystanderCalls,
+          f(row.bystanderP50),
+          f(row.bystanderP99),
+          f(row.cpuMsPerCall),
+          f(row.peakRssMB, 0),
+        ].join(' | '),
+      )
+      .map((line) => `| ${line} |`),
+    '',
+  ];
+}
+
 /** The whole `BENCHMARKS.md`. */
 export function benchmarksMarkdown(
   info: RunInfo,
   results: SystemResult[],
   targets: TargetRow[],
   profiles: string[],
+  agentLoops: AgentLoopRow[] = [],
 ): string {
   const ledgers = results.filter((r) => r.ledger).map((r) => `- ${r.label}: ${r.ledger}`);
   return [
@@ -272,6 +321,7 @@ export function benchmarksMarkdown(
     '',
     figureTables(results),
     '',
+    ...agentLoopSection(agentLoops),
     ...cpuTable(results),
     ...(ledgers.length
       ? [

@@ -1,13 +1,15 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, release, totalmem } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
-import { hammer, probe, type CellResult, type Target } from './load.ts';
+import { hammer, probe, quantile, type CellResult, type Target } from './load.ts';
 import { installPortkey, PORTKEY_VERSION, portkeyTarget, startPortkey } from './portkey.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { startCpuMeasure } from './cpu.ts';
 import { CHAT_BODY, profileTollgate } from './profile.ts';
 import { profileMarkdown } from './cpuprofile.ts';
+import { agentLoopShape, runAgentLoop, type AgentLoopRun } from './agent-loop.ts';
 import {
+  agentLoopSection,
   BARE_PROXY_LABEL,
   benchmarksMarkdown,
   figureTables,
@@ -15,6 +17,7 @@ import {
   proxyCeiling,
   targetsTable,
   updateReadme,
+  type AgentLoopRow,
   type RunInfo,
   type SystemResult,
 } from './report.ts';
@@ -22,6 +25,7 @@ import { seedScale } from './seed.ts';
 import {
   createStore,
   messagesTarget,
+  MODEL_ID,
   POSTGRES_URL,
   provision,
   responsesTarget,
@@ -55,6 +59,45 @@ const DIALECTS = (env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').filter(Bo
 const WITH_PORTKEY = env.BENCH_PORTKEY !== '0';
 const PROFILE_ON_MISS = env.BENCH_PROFILE !== '0' && !QUICK;
 const KEYS = 10;
+/** The agent loops: 8 conversations of 20 turns (5 in a quick run), 100 K characters resent and 8 K added a turn. */
+const AGENT_LOOP = agentLoopShape(QUICK ? { turns: 5 } : {});
+const AGENT_LOOP_WORDS = `${AGENT_LOOP.agents} conversations at once, ${AGENT_LOOP.turns} non-streaming turns each, from a ${AGENT_LOOP.systemChars.toLocaleString('en')}-character system prompt plus a ${AGENT_LOOP.toolChars.toLocaleString('en')}-character tool result a turn, the whole conversation resent each turn`;
+/** The agent loops of every system, in the order measured. */
+const agentLoops: AgentLoopRow[] = [];
+
+/** Runs the agent loops against one system and keeps its row (see {@link AgentLoopRow}). */
+async function measureAgentLoop(
+  label: string,
+  kind: SystemResult['kind'],
+  run: () => Promise<AgentLoopRun>,
+  gatewayPid?: number,
+): Promise<void> {
+  const before = gatewayPid === undefined ? 0 : processCpuMs(gatewayPid);
+  const result = await run();
+  const calls = result.latencies.length;
+  const q = (values: number[], at: number) => quantile(values, at);
+  agentLoops.push({
+    label,
+    kind,
+    shape: AGENT_LOOP_WORDS,
+    calls,
+    p50: q(result.latencies, 0.5),
+    p99: q(result.latencies, 0.99),
+    bystanderCalls: result.bystander.length,
+    bystanderP50: q(result.bystander, 0.5),
+    bystanderP99: q(result.bystander, 0.99),
+    ...(gatewayPid === undefined ? {} : { cpuMsPerCall: (processCpuMs(gatewayPid) - before) / calls }),
+  });
+  log(
+    `${label} · agent loops: ${calls} calls, p50 ${q(result.latencies, 0.5).toFixed(1)} ms, p99 ${q(result.latencies, 0.99).toFixed(1)} ms; bystander p50 ${q(result.bystander, 0.5).toFixed(1)} ms`,
+  );
+}
+
+/** CPU time (user + system) a process has used so far, in ms (clock ticks of 10 ms). */
+function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
 const started = performance.now();
 
 const log = (message: string) =>
@@ -163,6 +206,23 @@ async function measureTollgate(
       children.delete(instance.child);
     }
   }
+  // The agent loops on an instance of their own, so that their long bodies do not count in the judged rows'
+  // peak memory; the 10 keys: eight agents and the bystander.
+  const instance = await startTollgate(store, upstreamUrl);
+  children.add(instance.child);
+  try {
+    const label = `Tollgate · ${name} · ${KEYS} keys`;
+    await measureAgentLoop(
+      label,
+      'tollgate',
+      () => runAgentLoop(`${instance.baseUrl}/api/v1/chat/completions`, MODEL_ID, keys, AGENT_LOOP),
+      instance.child.pid,
+    );
+    agentLoops.at(-1)!.peakRssMB = (instance.child.peakRssMiB() * 1024 * 1024) / 1e6;
+  } finally {
+    await instance.child.stop();
+    children.delete(instance.child);
+  }
   return { store, keys };
 }
 
@@ -214,6 +274,10 @@ async function main(): Promise<void> {
     })),
   });
 
+  await measureAgentLoop('Direct (mock upstream, no gateway)', 'direct', () =>
+    runAgentLoop(`${upstreamUrl}/v1/chat/completions`, UPSTREAM_MODEL, ['x', 'x'], AGENT_LOOP),
+  );
+
   const bare = spawnNode('bare-proxy', ['bench/bare-proxy.ts', upstreamUrl], { cwd: process.cwd() });
   children.add(bare);
   try {
@@ -226,6 +290,12 @@ async function main(): Promise<void> {
         headers: () => ({ authorization: 'Bearer x' }),
       },
       { gatewayPid: bare.pid },
+    );
+    await measureAgentLoop(
+      BARE_PROXY_LABEL,
+      'bare',
+      () => runAgentLoop(`${bareUrl}/v1/chat/completions`, UPSTREAM_MODEL, ['x', 'x'], AGENT_LOOP),
+      bare.pid,
     );
     results.push({
       label: BARE_PROXY_LABEL,
@@ -250,6 +320,16 @@ async function main(): Promise<void> {
     const target = portkeyTarget(portkey.baseUrl, upstreamUrl, directBody);
     const figures = await measure(label, target, { gatewayPid: portkey.child.pid });
     results.push({ label, kind: 'portkey', ...figures, peakRssMB: (portkey.child.peakRssMiB() * 1024 * 1024) / 1e6 });
+    await measureAgentLoop(
+      label,
+      'portkey',
+      () =>
+        runAgentLoop(`${portkey.baseUrl}/v1/chat/completions`, UPSTREAM_MODEL, ['x', 'x'], AGENT_LOOP, {
+          'x-portkey-provider': 'openai',
+          'x-portkey-custom-host': `${upstreamUrl}/v1`,
+        }),
+      portkey.child.pid,
+    );
     portkeyBeside = async () => {
       const cell = await hammer(target, { stream: false, connections: 64, seconds: SECONDS, warmupSeconds: WARMUP });
       log(`Portkey beside it · json c=64: ${fmt(cell)}`);
@@ -325,6 +405,7 @@ async function main(): Promise<void> {
       `Large data set: ${SCALE.users.toLocaleString('en')} more users and ${SCALE.keys.toLocaleString('en')} more keys inserted with SQL into the same database (bench/seed.ts), then a fresh Tollgate process on it.`,
       `Portkey: @portkey-ai/gateway@${PORTKEY_VERSION} from the npm registry with @hono/node-server pinned to 1.14.1 (overrides), \`start-server.js --headless\`, provider openai with x-portkey-custom-host pointing at the mock. Its concurrency-64 non-streaming cell runs again right after each Tollgate instance's (the targets table judges against that figure; the figures table keeps Portkey's own row).`,
       'Peak RSS: VmHWM of the gateway process from /proc, over its whole life (start-up included).',
+      `Agent loops (bench/agent-loop.ts): ${AGENT_LOOP_WORDS} (the repository's own docs and sources as text), answered by the same mock; meanwhile a bystander makes short calls one after another with its own key. Tollgate's run on an instance of their own after its other cells (the 10-key store), so their long bodies stay out of the judged peaks. CPU per agent call: the gateway process's CPU over the loops over the agents' calls (the bystander's included).`,
     ],
     scaleLabel: `${SCALE.keys.toLocaleString('en')} keys`,
     notes: QUICK
@@ -332,8 +413,8 @@ async function main(): Promise<void> {
       : [],
   };
   mkdirSync('.tmp/bench', { recursive: true });
-  writeFileSync(RESULTS_FILE, `${JSON.stringify({ info, results, profiles }, null, 2)}\n`);
-  writeReports(info, results, profiles);
+  writeFileSync(RESULTS_FILE, `${JSON.stringify({ info, results, profiles, agentLoops }, null, 2)}\n`);
+  writeReports(info, results, profiles, agentLoops);
   console.log(['', targetsTable(targets), '', ...proxyCeiling(results)].join('\n'));
 }
 
@@ -341,10 +422,10 @@ async function main(): Promise<void> {
 const RESULTS_FILE = '.tmp/bench/results.json';
 
 /** Writes BENCHMARKS.md and the README's section from one run's figures. */
-function writeReports(info: RunInfo, results: SystemResult[], profiles: string[]): void {
+function writeReports(info: RunInfo, results: SystemResult[], profiles: string[], loops: AgentLoopRow[]): void {
   const targets = judgeTargets(results);
   const { command } = info;
-  writeFileSync('BENCHMARKS.md', benchmarksMarkdown(info, results, targets, profiles));
+  writeFileSync('BENCHMARKS.md', benchmarksMarkdown(info, results, targets, profiles, loops));
   updateReadme(
     'README.md',
     [
@@ -355,6 +436,8 @@ function writeReports(info: RunInfo, results: SystemResult[], profiles: string[]
       '',
       ...proxyCeiling(results),
       figureTables(results),
+      '',
+      ...agentLoopSection(loops),
     ].join('\n'),
   );
   log(`wrote BENCHMARKS.md and the README's Benchmarks section`);
@@ -366,8 +449,9 @@ if (process.argv[2] === '--render') {
     info: RunInfo;
     results: SystemResult[];
     profiles: string[];
+    agentLoops?: AgentLoopRow[];
   };
-  writeReports(saved.info, saved.results, saved.profiles);
+  writeReports(saved.info, saved.results, saved.profiles, saved.agentLoops ?? []);
 } else {
   try {
     await main();
