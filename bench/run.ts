@@ -274,6 +274,8 @@ async function main(): Promise<void> {
     })),
   });
 
+  // A short loop first, not kept: the mock's first long bodies run cold, and the direct path is the baseline.
+  await runAgentLoop(`${upstreamUrl}/v1/chat/completions`, UPSTREAM_MODEL, ['x', 'x'], { ...AGENT_LOOP, turns: 2 });
   await measureAgentLoop('Direct (mock upstream, no gateway)', 'direct', () =>
     runAgentLoop(`${upstreamUrl}/v1/chat/completions`, UPSTREAM_MODEL, ['x', 'x'], AGENT_LOOP),
   );
