@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { processMicros } from './cpu.ts';
 import { hammer, probe, type CellResult } from './load.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { CHAT_BODY } from './profile.ts';
@@ -29,12 +29,6 @@ interface Round {
   peakRssMiB: number;
 }
 
-/** CPU time (user + system) the process has used so far, in µs (clock ticks of 10 ms). */
-function cpuMicros(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
-
 const mock: Child = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd: process.cwd() });
 const disposers: Array<() => Promise<void>> = [];
 try {
@@ -47,9 +41,9 @@ try {
       const target = tollgateTarget(instance, await provision(instance, 10), CHAT_BODY);
       const c1 = await probe(target, { stream: false, connections: 1, seconds: SECONDS, warmupSeconds: 1 });
       await hammer(target, { stream: false, connections: 64, seconds: 1, warmupSeconds: 0 });
-      const cpuBefore = cpuMicros(instance.child.pid);
+      const cpuBefore = processMicros(instance.child.pid);
       const c64 = await hammer(target, { stream: false, connections: 64, seconds: SECONDS, warmupSeconds: 0 });
-      const cpuMicrosPerCall = (cpuMicros(instance.child.pid) - cpuBefore) / c64.total;
+      const cpuMicrosPerCall = (processMicros(instance.child.pid) - cpuBefore) / c64.total;
       return { c1, c64, cpuMicrosPerCall, peakRssMiB: instance.child.peakRssMiB() };
     } finally {
       await instance.child.stop(15_000);

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { processMicros } from './cpu.ts';
 import { quantile } from './load.ts';
 import { CHAT_BODY } from './profile.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
@@ -63,12 +64,6 @@ function conversation(text: string, agent: number, shape: AgentLoopShape): { sys
     return text.slice(from, from + toolChars);
   });
   return { system, tools };
-}
-
-/** CPU time (user + system) a process has used so far, in ms (clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** What one system did with the workload: every agent call's latency and the bystander's, sorted, in ms. */
@@ -188,9 +183,9 @@ if (import.meta.main) {
         const instance = await startTollgate(store, upstreamUrl, [], checkout);
         try {
           const keys = await provision(instance, shape.agents + 1);
-          const before = cpuMs(instance.child.pid);
+          const before = processMicros(instance.child.pid) / 1000;
           const run = await runAgentLoop(`${instance.baseUrl}/api/v1/chat/completions`, MODEL_ID, keys, shape);
-          const cpuPerCall = (cpuMs(instance.child.pid) - before) / calls;
+          const cpuPerCall = (processMicros(instance.child.pid) / 1000 - before) / calls;
           const memory = await promptTextMetrics(instance);
           const cell = {
             system: checkout,

@@ -40,7 +40,7 @@ function statMicros(path: string): number {
 }
 
 /** A thread's or process's CPU so far; a process's `stat` counts its threads, dead ones included. */
-const processMicros = (pid: number) => statMicros(`/proc/${pid}/stat`);
+export const processMicros = (pid: number) => statMicros(`/proc/${pid}/stat`);
 
 function postgresMicros(): number {
   let total = 0;

@@ -4,7 +4,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { hammer, probe, quantile, type CellResult, type Target } from './load.ts';
 import { installPortkey, PORTKEY_VERSION, portkeyTarget, startPortkey } from './portkey.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
-import { startCpuMeasure } from './cpu.ts';
+import { processMicros, startCpuMeasure } from './cpu.ts';
 import { CHAT_BODY, profileTollgate } from './profile.ts';
 import { profileMarkdown } from './cpuprofile.ts';
 import { agentLoopShape, runAgentLoop, type AgentLoopRun } from './agent-loop.ts';
@@ -72,7 +72,7 @@ async function measureAgentLoop(
   run: () => Promise<AgentLoopRun>,
   gatewayPid?: number,
 ): Promise<void> {
-  const before = gatewayPid === undefined ? 0 : processCpuMs(gatewayPid);
+  const before = gatewayPid === undefined ? 0 : processMicros(gatewayPid) / 1000;
   const result = await run();
   const calls = result.latencies.length;
   const q = (values: number[], at: number) => quantile(values, at);
@@ -86,18 +86,13 @@ async function measureAgentLoop(
     bystanderCalls: result.bystander.length,
     bystanderP50: q(result.bystander, 0.5),
     bystanderP99: q(result.bystander, 0.99),
-    ...(gatewayPid === undefined ? {} : { cpuMsPerCall: (processCpuMs(gatewayPid) - before) / calls }),
+    ...(gatewayPid === undefined ? {} : { cpuMsPerCall: (processMicros(gatewayPid) / 1000 - before) / calls }),
   });
   log(
     `${label} · agent loops: ${calls} calls, p50 ${q(result.latencies, 0.5).toFixed(1)} ms, p99 ${q(result.latencies, 0.99).toFixed(1)} ms; bystander p50 ${q(result.bystander, 0.5).toFixed(1)} ms`,
   );
 }
 
-/** CPU time (user + system) a process has used so far, in ms (clock ticks of 10 ms). */
-function processCpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 const started = performance.now();
 
 const log = (message: string) =>
