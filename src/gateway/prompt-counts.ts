@@ -14,14 +14,17 @@ import {
  */
 export const REMEMBERED_TEXT_MIN_CHARS = 1024;
 
+/** Whose texts a count is remembered for: the caller's credential. */
+export type PromptScope = Pick<Principal, 'userId' | 'appId' | 'keyId'>;
+
 /**
- * The token counts of long prompt texts, remembered per credential, so that a conversation resent whole on every
- * turn (an agent loop: the same system prompt, tools and earlier messages, plus a few new ones) is counted
- * only for what is new.
+ * The token counts of long prompt texts, remembered per credential, so that a conversation resent whole on
+ * every turn (an agent loop: the same system prompt, tools and earlier messages, plus a few new ones) is
+ * counted only for what is new.
  *
  * Why: the hold needs the prompt's tokens before the call goes upstream, and counting runs on the event loop
- * at ~0.2 µs a character (`node bench/agent-loop.ts`): 17 ms for 100 K characters, while every other call
- * and stream of the instance waits. SHA-256 of the same text takes ~0.1 ms.
+ * at ~0.1–0.2 µs a character (`node bench/agent-loop.ts`): 11–13 ms for 100 K characters, while every other
+ * call and stream of the instance waits. SHA-256 of the same text takes ~0.1 ms.
  *
  * Security invariants:
  * - An entry is keyed by the SHA-256 of its text, and a count is a function of the text alone: no one can
@@ -33,9 +36,6 @@ export const REMEMBERED_TEXT_MIN_CHARS = 1024;
  *   another user's, nor of what another app sent for the same user.
  * - At most `maxEntries` entries (least recently used out first); 0 remembers nothing.
  */
-/** Whose texts a count is remembered for: the caller's credential. */
-export type PromptScope = Pick<Principal, 'userId' | 'appId' | 'keyId'>;
-
 export class PromptTokenCounts {
   readonly #entries = new Map<string, number>();
   readonly #maxEntries: number;
@@ -65,10 +65,12 @@ export class PromptTokenCounts {
    * A prompt's tokens: `count` counts it with the counter it is given (`(counter) => countChatPromptTokens(
    * body, counter)`), as {@link counterFor}'s would, the same total.
    *
-   * Invariant: no prompt holds the event loop for more than one slice of counting (~8 K characters, 1–2 ms).
-   * A prompt of fewer characters is counted at once; a longer one has its texts that are not remembered
-   * counted first, in slices with the event loop served between them (a 4 MB body took ~0.5 s in one go,
-   * while every other call and stream of the instance waited), and then added up. `remember: false` counts
+   * Invariant: a long prompt holds the event loop for one slice of counting at a time (~8 K characters,
+   * 1–2 ms), or the SHA-256 of one of its texts (~4 ms for 4 MB), or a piece of text with no safe cut in it
+   * (see `countTextTokensPaced`), which is counted whole. A prompt of up to one slice is counted at once; a
+   * longer one has its texts that are not remembered counted first, in slices with the event loop served
+   * between them (a 4 MB body took ~0.5 s in one go, while every other call and stream of the instance
+   * waited), and then added up. `remember: false` counts
    * in slices all the same but neither reads nor fills the memory: for texts seldom sent twice (embeddings'
    * inputs), which would only push out a conversation's.
    */
