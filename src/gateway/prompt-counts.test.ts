@@ -4,7 +4,7 @@ import { Counter, Registry } from 'prom-client';
 import { countChatPromptTokens, countEmbeddingInputTokens, countTextTokens } from '../providers/tokens.ts';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { PromptTokenCounts, REMEMBERED_TEXT_MIN_CHARS } from './prompt-counts.ts';
-import { fundedUser, usageOf } from './testing.ts';
+import { fundedUser, usageOf, type FundedUser } from './testing.ts';
 
 /** A memory of `maxEntries` and the counter it reports to, read back by source. */
 function memoryOf(maxEntries: number) {
@@ -182,24 +182,16 @@ describe('a prompt counted for a call', () => {
 });
 
 describeEachDatabase('a conversation resent whole', (env) => {
-  it('is held and billed the same on its second call, with its long texts remembered instead of counted', async () => {
-    const user = await fundedUser(env, 10);
-    const body = {
-      model: 'tollgate/echo',
-      max_tokens: 16,
-      messages: [
-        { role: 'system', content: longText('system prompt') },
-        { role: 'user', content: longText('earlier question') },
-        { role: 'assistant', content: 'An earlier answer.' },
-        { role: 'user', content: 'And now?' },
-      ],
-    };
-    const metric = async (source: string) => {
-      const text = (await env.request('GET', '/metrics', { token: env.adminToken })).text;
-      const line = text.split('\n').find((l) => l.startsWith(`tollgate_prompt_long_texts_total{source="${source}"}`));
-      return line ? Number(line.split(' ').at(-1)) : 0;
-    };
-    const before = { remembered: await metric('remembered'), counted: await metric('counted') };
+  const metric = async (source: string) => {
+    const text = (await env.request('GET', '/metrics', { token: env.adminToken })).text;
+    const line = text.split('\n').find((l) => l.startsWith(`tollgate_prompt_long_texts_total{source="${source}"}`));
+    return line ? Number(line.split(' ').at(-1)) : 0;
+  };
+  const texts = async () => ({ remembered: await metric('remembered'), counted: await metric('counted') });
+
+  /** Sends the same chat twice and returns both calls' holds and usage records. */
+  const sendTwice = async (user: FundedUser, messages: Array<{ role: string; content: string }>) => {
+    const body = { model: 'tollgate/echo', max_tokens: 16, messages };
     for (let call = 0; call < 2; call++) {
       const answer = await env.request('POST', '/api/v1/chat/completions', { token: user.key, body });
       assert.equal(answer.status, 200, answer.text);
@@ -216,12 +208,25 @@ describeEachDatabase('a conversation resent whole', (env) => {
       )
       .execute();
     assert.equal(holds.length, 2);
+    return { holds, records };
+  };
+
+  it('is held and billed the same on its second call, with its long texts remembered instead of counted', async () => {
+    const user = await fundedUser(env, 10);
+    const before = await texts();
+    const { holds, records } = await sendTwice(user, [
+      { role: 'system', content: longText('system prompt') },
+      { role: 'user', content: longText('earlier question') },
+      { role: 'assistant', content: 'An earlier answer.' },
+      { role: 'user', content: 'And now?' },
+    ]);
     assert.equal(holds[0]!.amount, holds[1]!.amount);
     assert.equal(holds[0]!.captured, holds[1]!.captured);
     assert.equal(records[0]!.prompt_tokens, records[1]!.prompt_tokens);
     // The two long messages: counted on the first call, remembered on the second.
-    assert.equal((await metric('counted')) - before.counted, 2);
-    assert.equal((await metric('remembered')) - before.remembered, 2);
+    const after = await texts();
+    assert.equal(after.counted - before.counted, 2);
+    assert.equal(after.remembered - before.remembered, 2);
 
     // Embeddings' inputs, megabytes in a batch and seldom sent twice, are counted without being remembered.
     const inputs = Array.from({ length: 12 }, (_, i) => longText(`passage ${i}`));
@@ -233,7 +238,22 @@ describeEachDatabase('a conversation resent whole', (env) => {
       assert.equal(embedded.status, 200, embedded.text);
       assert.equal(embedded.body.data.length, 12);
     }
-    assert.equal((await metric('counted')) - before.counted, 2);
-    assert.equal((await metric('remembered')) - before.remembered, 2);
+    assert.deepEqual(await texts(), after);
+  });
+
+  it('of 100 K characters, counted in slices on its first call and remembered on its second, is held the same on both', async () => {
+    const user = await fundedUser(env, 10);
+    const messages = Array.from({ length: 40 }, (_, turn) => ({
+      role: turn % 2 ? 'assistant' : 'user',
+      content: longText(`long conversation, turn ${turn}`),
+    }));
+    const before = await texts();
+    const { holds, records } = await sendTwice(user, messages);
+    assert.equal(holds[0]!.amount, holds[1]!.amount);
+    assert.equal(holds[0]!.captured, holds[1]!.captured);
+    assert.equal(records[1]!.prompt_tokens, records[0]!.prompt_tokens);
+    const after = await texts();
+    assert.equal(after.counted - before.counted, 40);
+    assert.equal(after.remembered - before.remembered, 40);
   });
 });
