@@ -63,16 +63,17 @@ export class PromptTokenCounts {
 
   /**
    * A prompt's tokens: `count` counts it with the counter it is given (`(counter) => countChatPromptTokens(
-   * body, counter)`), as {@link counterFor}'s would, the same total.
+   * body, counter)`), as {@link counterFor}'s would, the same total. `count` runs once, with a counter that
+   * only collects the texts: its result then is what does not depend on them, to which each text's count is
+   * added. So `count` must add up its counter's answers, as every prompt counter of `tokens.ts` does.
    *
    * Invariant: a long prompt holds the event loop for one slice of counting at a time (~8 K characters,
    * 1–2 ms), or the SHA-256 of one of its texts (~4 ms for 4 MB), or a piece of text with no safe cut in it
-   * (see `countTextTokensPaced`), which is counted whole. A prompt of up to one slice is counted at once; a
-   * longer one has its texts that are not remembered counted first, in slices with the event loop served
-   * between them (a 4 MB body took ~0.5 s in one go, while every other call and stream of the instance
-   * waited), and then added up. `remember: false` counts
-   * in slices all the same but neither reads nor fills the memory: for texts seldom sent twice (embeddings'
-   * inputs), which would only push out a conversation's.
+   * (see `countTextTokensPaced`), which is counted whole. A prompt of up to one slice is counted at once; in
+   * a longer one, each text that is not remembered is counted in slices with the event loop served between
+   * them (a 4 MB body took ~0.5 s in one go, while every other call and stream of the instance waited).
+   * `remember: false` counts in slices all the same but neither reads nor fills the memory: for texts seldom
+   * sent twice (embeddings' inputs), which would only push out a conversation's.
    */
   async countPrompt(
     scope: PromptScope,
@@ -81,13 +82,18 @@ export class PromptTokenCounts {
   ): Promise<number> {
     const texts: string[] = [];
     let characters = 0;
-    count((text) => {
+    let total = count((text) => {
       texts.push(text);
       characters += text.length;
       return 0;
     });
-    if (characters <= PACED_SLICE_CHARS) return count(options.remember ? this.counterFor(scope) : countTextTokens);
+    if (characters <= PACED_SLICE_CHARS) {
+      const counter = options.remember ? this.counterFor(scope) : countTextTokens;
+      for (const text of texts) total += counter(text);
+      return total;
+    }
     const remember = options.remember && this.#maxEntries > 0;
+    /** This prompt's texts counted so far: a text it carries twice is counted once. */
     const counted = new Map<string, number>();
     let sinceTurn = 0;
     const pace = (slice: number) => {
@@ -97,18 +103,19 @@ export class PromptTokenCounts {
       return new Promise<void>((resolve) => setImmediate(resolve));
     };
     for (const text of texts) {
-      if (counted.has(text)) continue;
-      const key = remember && text.length >= REMEMBERED_TEXT_MIN_CHARS ? this.#keyOf(scope, text) : null;
-      const known = key === null ? undefined : this.#recall(key);
-      if (known !== undefined) {
-        counted.set(text, known);
-        continue;
+      let tokens = counted.get(text);
+      if (tokens === undefined) {
+        const key = remember && text.length >= REMEMBERED_TEXT_MIN_CHARS ? this.#keyOf(scope, text) : null;
+        tokens = key === null ? undefined : this.#recall(key);
+        if (tokens === undefined) {
+          tokens = await countTextTokensPaced(text, pace);
+          if (key !== null) this.#store(key, tokens);
+        }
+        counted.set(text, tokens);
       }
-      const tokens = await countTextTokensPaced(text, pace);
-      counted.set(text, tokens);
-      if (key !== null) this.#store(key, tokens);
+      total += tokens;
     }
-    return count((text) => counted.get(text) ?? countTextTokens(text));
+    return total;
   }
 
   #keyOf(scope: PromptScope, text: string): string {

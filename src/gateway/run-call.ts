@@ -85,7 +85,7 @@ export function promptLowerBound(call: CanonicalCall): number {
 }
 
 /** Counted prompt tokens of a call (system, messages, tools, response format, reasoning; images apart), as the hold counts them. */
-export function countCallPromptTokens(call: CanonicalCall, count: TextTokenCounter = countTextTokens): number {
+export function countCallPromptTokens(call: CanonicalCall, count: TextTokenCounter): number {
   return promptTokensOf(call, toOpenAiPromptFields(call), count);
 }
 
