@@ -4,7 +4,15 @@ import { processMicros } from './cpu.ts';
 import { quantile } from './load.ts';
 import { CHAT_BODY } from './profile.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
-import { createStore, provision, startTollgate, UPSTREAM_MODEL, MODEL_ID, type Tollgate } from './tollgate.ts';
+import {
+  ADMIN_TOKEN,
+  createStore,
+  provision,
+  startTollgate,
+  UPSTREAM_MODEL,
+  MODEL_ID,
+  type Tollgate,
+} from './tollgate.ts';
 
 /**
  * Agent loops: the long prompts real traffic sends. A coding agent resends its whole conversation on every
@@ -142,7 +150,7 @@ export async function runAgentLoop(
 async function promptTextMetrics(instance: Tollgate): Promise<string> {
   const text = await (
     await fetch(`${instance.baseUrl}/metrics`, {
-      headers: { authorization: 'Bearer tga_bench_operator_token_0123456789' },
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
     })
   ).text();
   const lines = text.split('\n').filter((line) => line.startsWith('tollgate_prompt_long_texts_total{'));

@@ -14,7 +14,8 @@ import type { Target } from './load.ts';
  */
 
 /** The operator token of every benchmark instance (loopback only, gone with the instance). */
-const ADMIN_TOKEN = 'tga_bench_operator_token_0123456789';
+/** The operator token every instance a bench starts accepts. */
+export const ADMIN_TOKEN = 'tga_bench_operator_token_0123456789';
 /** The PostgreSQL server the benchmark uses; each run works in a fresh schema it drops afterwards. */
 export const POSTGRES_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** The public id of the benchmark's model, and the name the upstream sees. */

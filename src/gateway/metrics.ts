@@ -1,7 +1,7 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { LATENCY_BUCKETS } from '../platform/metrics.ts';
 
-/** The gateway's metrics: how long the upstream providers take to answer, and how long prompts were counted. */
+/** The gateway's metrics: how long the upstream providers take to answer, and whether long prompt texts were counted or remembered. */
 export function createGatewayMetrics(registry: Registry) {
   return {
     upstreamDuration: new Histogram({

@@ -30,8 +30,8 @@ const bob = { userId: 'bob', appId: null, keyId: 'key-2' };
 /** A long text (over the threshold) that no other test text equals. */
 const longText = (seed: string) => `${seed}: ${'the toll road runs north past the river, '.repeat(60)}`;
 
-describe('token counts of long prompt texts, remembered per user', () => {
-  it('counts a long text once per user and answers its exact count again from memory', async () => {
+describe('token counts of long prompt texts, remembered per credential', () => {
+  it('counts a long text once per credential and answers its exact count again from memory', async () => {
     const { counts, read } = memoryOf(100);
     const text = longText('a');
     assert.ok(text.length >= REMEMBERED_TEXT_MIN_CHARS);

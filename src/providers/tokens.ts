@@ -188,14 +188,6 @@ export const o200k: Pick<Vocabulary, 'size' | 'tokenBytes' | 'rank'> = O200K;
 
 /** The longest run of one character class that the tokenizer is given whole; see {@link boundedPieces}. */
 const MAX_RUN = 128;
-/**
- * Runs of letters, of whitespace, or of punctuation and symbols longer than `MAX_RUN` (the tokenizer's
- * pre-split keeps each whole). The definition {@link longRuns} finds them by, and the tests' reference.
- */
-export const LONG_RUN = new RegExp(
-  `[\\p{L}\\p{M}]{${MAX_RUN + 1},}|\\s{${MAX_RUN + 1},}|[^\\s\\p{L}\\p{M}\\p{N}]{${MAX_RUN + 1},}`,
-  'gu',
-);
 const RUN_SLICE = new RegExp(`[\\s\\S]{1,${MAX_RUN}}`, 'gu');
 
 /**
@@ -222,8 +214,8 @@ function boundedPieces(text: string): string[] {
 }
 
 /**
- * A code point's class for {@link longRuns}: numbers (no run of {@link LONG_RUN} holds them), letters and
- * marks, whitespace, and the rest.
+ * A code point's class for {@link longRuns}: numbers (no long run holds them), letters and marks,
+ * whitespace, and the rest.
  */
 const NUMBER_CLASS = 0;
 const LETTER_CLASS = 1;
@@ -254,10 +246,12 @@ function runClassOf(codePoint: number): number {
 }
 
 /**
- * Where {@link LONG_RUN} matches in `text` (each `[start, end)` in UTF-16 units), found in one pass of
- * table lookups. Why not the regex: it tries every position of a run again, and its Unicode classes are
- * slow; it took ~40% of counting a 100 K-character prompt. Runs are measured in code points, as the regex's
- * `u` flag does; a lone surrogate is a code point of the "other" class, as it is for the regex.
+ * The runs of letters and marks, of whitespace, or of punctuation and symbols longer than `MAX_RUN` code
+ * points in `text` (the tokenizer's pre-split keeps each whole), each `[start, end)` in UTF-16 units: where
+ * `/[\p{L}\p{M}]{129,}|\s{129,}|[^\s\p{L}\p{M}\p{N}]{129,}/gu` matches (the tests hold it to that regex),
+ * found in one pass of table lookups. Why not the regex: it tries every position of a run again, and its
+ * Unicode classes are slow; it took ~40% of counting a 100 K-character prompt. A lone surrogate is a code
+ * point of the "other" class, as it is for the regex.
  */
 export function longRuns(text: string): Array<[number, number]> {
   const runs: Array<[number, number]> = [];
