@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { createService } from '../src/service.ts';
@@ -117,6 +118,12 @@ async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record
       results[0]!['calls per statement (place, close)'] = [batches.place, batches.close]
         .map((b) => (b.calls / b.statements).toFixed(2))
         .join(', ');
+    if (kind === 'sqlite') {
+      const { userId, keyId } = payers[0]!;
+      results[0]!['WAL bytes per place+settle, one at a time'] = await walBytesPerCall(space.env().DATA_DIR!, () =>
+        placeAndSettle(billing, userId, keyId),
+      );
+    }
     const report = await billing.verify();
     for (const result of results) result['ledger verifies'] = report.ok;
     return results;
@@ -126,15 +133,9 @@ async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record
   }
 }
 
-/** Places and settles holds (with a usage record) one at a time, then 64 at a time. */
-async function rate(
-  billing: Billing,
-  payers: Array<{ userId: string; keyId: string }>,
-  rounds: number,
-  kind: TestDatabase,
-): Promise<Record<string, unknown>> {
-  let next = 0;
-  const usage = (userId: string, keyId: string): UsageDraft => ({
+/** The usage record a settle writes, as the meter's does. */
+function usageOf(userId: string, keyId: string): UsageDraft {
+  return {
     billed: 500,
     record: {
       user_id: userId,
@@ -149,11 +150,56 @@ async function rate(
       hold_id: null,
       created_at: Date.now(),
     },
-  });
+  };
+}
+
+async function placeAndSettle(billing: Billing, userId: string, keyId: string): Promise<void> {
+  const { holdId } = await billing.placeHold({ userId, appId: null, keyId, amount: 1_000 });
+  await billing.settleHold(holdId, 500, { userId, usage: usageOf(userId, keyId) });
+}
+
+/**
+ * WAL bytes one call writes on SQLite (frames of page size + 24-byte header), from the wal-index header in
+ * `-shm` (native-endian: the page size a u16 at byte 14, `mxFrame` a u32 at 16, the salts at 32–39) before and
+ * after 50 calls one at a time. A WAL started over between the two reads (its salts change) voids the try.
+ */
+async function walBytesPerCall(dataDir: string, call: () => Promise<void>): Promise<number | null> {
+  const header = Buffer.alloc(40);
+  const read = () => {
+    const fd = openSync(join(dataDir, 'tollgate.db-shm'), 'r');
+    try {
+      readSync(fd, header, 0, 40, 0);
+    } finally {
+      closeSync(fd);
+    }
+    return {
+      frames: header.readUInt32LE(16),
+      pageSize: header.readUInt16LE(14),
+      salts: header.subarray(32, 40).toString('hex'),
+    };
+  };
+  const CALLS = 50;
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const before = read();
+    for (let i = 0; i < CALLS; i++) await call();
+    const after = read();
+    if (after.frames > before.frames)
+      return Math.round(((after.frames - before.frames) * (after.pageSize + 24)) / CALLS);
+  }
+  return null;
+}
+
+/** Places and settles holds (with a usage record) one at a time, then 64 at a time. */
+async function rate(
+  billing: Billing,
+  payers: Array<{ userId: string; keyId: string }>,
+  rounds: number,
+  kind: TestDatabase,
+): Promise<Record<string, unknown>> {
+  let next = 0;
   const round = async () => {
     const { userId, keyId } = payers[next++ % USERS]!;
-    const { holdId } = await billing.placeHold({ userId, appId: null, keyId, amount: 1_000 });
-    await billing.settleHold(holdId, 500, { userId, usage: usage(userId, keyId) });
+    await placeAndSettle(billing, userId, keyId);
   };
   for (let i = 0; i < 200; i++) await round();
   const cpu = async () => {
