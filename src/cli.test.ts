@@ -4,6 +4,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 
 const root = new URL('..', import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
@@ -83,6 +84,7 @@ describe('operator CLI', () => {
         ['admin-token'],
         ['create-user', '--email', 'x@example.com', '--password', 'a-long-password'],
         ['grant-credits', '--email', 'x@example.com', '--amount', '1'],
+        ['repack-sqlite'],
       ];
       for (const [command, ...args] of commands) {
         const result = spawnSync(process.execPath, ['src/cli.ts', command!, ...args], {
@@ -98,6 +100,43 @@ describe('operator CLI', () => {
       assert.deepEqual(readdirSync(empty), [], 'no database and no key file were created');
     } finally {
       rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  it('repack-sqlite rewrites a database made with 4 KiB pages with 1 KiB pages, and prints what it did', () => {
+    const older = mkdtempSync(join(tmpdir(), 'tollgate-cli-repack-'));
+    try {
+      const database = new DatabaseSync(join(older, 'tollgate.db'));
+      database.exec(
+        "PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; CREATE TABLE kept (id TEXT PRIMARY KEY); INSERT INTO kept VALUES ('row');",
+      );
+      database.close();
+      const run = () =>
+        JSON.parse(
+          execFileSync(process.execPath, ['src/cli.ts', 'repack-sqlite'], {
+            cwd: root,
+            env: { ...env, DATA_DIR: older },
+            encoding: 'utf8',
+          }),
+        );
+      const report = run();
+      assert.deepEqual(
+        [report.file, report.pageSizeBefore, report.pageSizeAfter],
+        [join(older, 'tollgate.db'), 4096, 1024],
+      );
+      assert.equal(run().pageSizeBefore, 1024, 'a second run finds it done');
+      const after = new DatabaseSync(join(older, 'tollgate.db'), { readOnly: true });
+      assert.deepEqual({ ...after.prepare('SELECT id FROM kept').get() }, { id: 'row' });
+      after.close();
+      const onPostgres = spawnSync(process.execPath, ['src/cli.ts', 'repack-sqlite'], {
+        cwd: root,
+        env: { ...env, DATA_DIR: older, DATABASE_URL: 'postgres://127.0.0.1:1/none' },
+        encoding: 'utf8',
+      });
+      assert.equal(onPostgres.status, 1);
+      assert.match(onPostgres.stderr, /works on the SQLite database, and DATABASE_URL is set/);
+    } finally {
+      rmSync(older, { recursive: true, force: true });
     }
   });
 

@@ -335,6 +335,22 @@ export const commands: Record<string, Command> = {
       console.log(JSON.stringify(app, null, 2));
     },
   },
+  'repack-sqlite': {
+    usage:
+      'repack-sqlite                 rewrite a SQLite database made before 1 KiB pages with them (stop the server first)',
+    async run() {
+      const [{ loadConfig }, { repackSqlite }] = await Promise.all([
+        import('./config.ts'),
+        import('./platform/db/sqlite-repack.ts'),
+      ]);
+      const config = loadConfig(process.env, { LOG_LEVEL: 'warn' });
+      const file = sqliteFileOfConfig(config);
+      if (file === null) throw new Error('repack-sqlite works on the SQLite database, and DATABASE_URL is set');
+      const missing = missingDatabaseMessage(config, existsSync);
+      if (missing) throw new Error(missing);
+      console.log(JSON.stringify(repackSqlite(file), null, 2));
+    },
+  },
   'admin-token': {
     usage: 'admin-token                   print the operator token (generated on first start when not configured)',
     async run() {

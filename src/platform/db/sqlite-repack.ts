@@ -1,0 +1,67 @@
+import { statSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
+import { NEW_DATABASE_PAGE_SIZE } from './node-sqlite-dialect.ts';
+
+/** What {@link repackSqlite} did. */
+export interface RepackReport {
+  file: string;
+  pageSizeBefore: number;
+  pageSizeAfter: number;
+  bytesBefore: number;
+  bytesAfter: number;
+}
+
+/** The database is open elsewhere (a running server): nothing was changed. */
+export class DatabaseInUseError extends Error {
+  constructor(file: string) {
+    super(`${file} is open in another process (a running server?): stop it, then run this again. Nothing was changed.`);
+    this.name = 'DatabaseInUseError';
+  }
+}
+
+/**
+ * Rewrites a SQLite database made before {@link NEW_DATABASE_PAGE_SIZE} with that page size, so that an
+ * existing installation writes a third of the WAL bytes per call that it did (docs/scaling.md, tenth pass).
+ *
+ * SQLite changes the page size of a database only by a `VACUUM` outside WAL mode, which rewrites the whole
+ * file and needs it to itself. So, in order:
+ * - leave WAL mode. SQLite refuses while another connection has the file open, and says so by staying in
+ *   WAL mode: that is the check that no server is running, made by SQLite itself, before anything is
+ *   written;
+ * - `VACUUM` with the new page size: one transaction, in a rollback journal, so a crash or a full disk leaves
+ *   the database as it was;
+ * - back to WAL mode, as the server runs it.
+ * A database already at the page size is left alone.
+ */
+export function repackSqlite(file: string, pageSize = NEW_DATABASE_PAGE_SIZE): RepackReport {
+  const bytesBefore = statSync(file).size;
+  const database = new DatabaseSync(file);
+  try {
+    // The server's connection waits up to 10 s for the write lock; this one should not wait at all.
+    database.exec('PRAGMA busy_timeout = 0');
+    const pageSizeBefore = pageSizeOf(database);
+    if (pageSizeBefore === pageSize)
+      return { file, pageSizeBefore, pageSizeAfter: pageSize, bytesBefore, bytesAfter: bytesBefore };
+    let mode: string;
+    try {
+      mode = (database.prepare('PRAGMA journal_mode = DELETE').get() as { journal_mode: string }).journal_mode;
+    } catch {
+      throw new DatabaseInUseError(file);
+    }
+    if (mode !== 'delete') throw new DatabaseInUseError(file);
+    try {
+      database.exec(`PRAGMA page_size = ${pageSize}; VACUUM;`);
+    } finally {
+      database.exec('PRAGMA journal_mode = WAL');
+    }
+    const pageSizeAfter = pageSizeOf(database);
+    database.close();
+    return { file, pageSizeBefore, pageSizeAfter, bytesBefore, bytesAfter: statSync(file).size };
+  } finally {
+    if (database.isOpen) database.close();
+  }
+}
+
+function pageSizeOf(database: DatabaseSync): number {
+  return (database.prepare('PRAGMA page_size').get() as { page_size: number }).page_size;
+}
