@@ -106,6 +106,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const config = options.config ?? loadConfig();
   const log = options.log ?? createLogger(config.LOG_LEVEL);
   const database = openDatabase(config);
+  for (const notice of database.notices) log.info(notice);
   if (options.migrate !== false) await migrateToLatest(database.db, allMigrations(), config);
   const secrets = await loadInstanceSecrets(database.db, config, log);
   const base: RootContext = {

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { Kysely } from 'kysely';
 import pg from 'pg';
 import type { PlatformConfig } from '../config.ts';
-import { nodeSqliteDialect } from './node-sqlite-dialect.ts';
+import { NEW_DATABASE_PAGE_SIZE, nodeSqliteDialect } from './node-sqlite-dialect.ts';
 import { nameStatements, SchemaScopedPostgresDialect } from './postgres-dialect.ts';
 
 // int8 columns hold micro-credits and epoch milliseconds: both fit a JS number exactly (< 2^53).
@@ -28,6 +28,8 @@ export type NoTables = Record<never, never>;
 
 /** An open database with what the features need to know about it. */
 export interface Database {
+  /** What an operator should hear once when a server starts on it (the service logs them at `info`). */
+  notices: string[];
   db: Db;
   dialect: DialectName;
   close(): Promise<void>;
@@ -45,13 +47,21 @@ export function openDatabase(
     });
     pool.on('connect', nameStatements);
     const db = new Kysely<NoTables>({ dialect: new SchemaScopedPostgresDialect({ pool }) });
-    return { db, dialect: 'postgres', close: () => db.destroy() };
+    return { db, dialect: 'postgres', close: () => db.destroy(), notices: [] };
   }
   const dir = resolve(config.DATA_DIR);
   const file = join(dir, 'tollgate.db');
   prepareSqliteFile(dir, file);
-  const db = new Kysely<NoTables>({ dialect: nodeSqliteDialect(file) });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  const dialect = nodeSqliteDialect(file);
+  const db = new Kysely<NoTables>({ dialect });
+  const notices =
+    dialect.pageSize === NEW_DATABASE_PAGE_SIZE
+      ? []
+      : [
+          `${file} has ${dialect.pageSize}-byte pages, from before Tollgate made them ${NEW_DATABASE_PAGE_SIZE}: each call ` +
+            'writes about three times the WAL bytes it would. With the server stopped, `tollgate repack-sqlite` rewrites it.',
+        ];
+  return { db, dialect: 'sqlite', close: () => db.destroy(), notices };
 }
 
 /**

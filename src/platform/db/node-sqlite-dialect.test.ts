@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Kysely, sql } from 'kysely';
+import { openDatabase } from './connect.ts';
 import { NEW_DATABASE_PAGE_SIZE, nodeSqliteDialect } from './node-sqlite-dialect.ts';
 
 interface Schema {
@@ -30,8 +31,10 @@ describe('node:sqlite dialect, page size', () => {
   it('creates a new database with 1 KiB pages, so a commit writes a quarter of the WAL bytes a 4 KiB page would', async () => {
     await inTempDir(async (dir) => {
       const file = join(dir, 'new.db');
-      const db = new Kysely<Schema>({ dialect: nodeSqliteDialect(file) });
+      const dialect = nodeSqliteDialect(file);
+      const db = new Kysely<Schema>({ dialect });
       try {
+        assert.equal(dialect.pageSize, 1024);
         await sql`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`.execute(db);
         await db
           .insertInto('notes')
@@ -63,14 +66,36 @@ describe('node:sqlite dialect, page size', () => {
         "PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL); INSERT INTO notes VALUES (1, 'kept');",
       );
       before.close();
-      const db = new Kysely<Schema>({ dialect: nodeSqliteDialect(file) });
+      const dialect = nodeSqliteDialect(file);
+      const db = new Kysely<Schema>({ dialect });
       try {
+        assert.equal(dialect.pageSize, 4096);
         assert.equal(await pageSize(db), 4096);
         await db.insertInto('notes').values({ id: 2, body: 'added' }).execute();
         const bodies = (await db.selectFrom('notes').select('body').orderBy('id').execute()).map((row) => row.body);
         assert.deepEqual(bodies, ['kept', 'added']);
       } finally {
         await db.destroy();
+      }
+    });
+  });
+
+  it('a server opening a database made before 1 KiB pages is told so once, with the command that rewrites it', async () => {
+    await inTempDir(async (dir) => {
+      const config = { DATA_DIR: dir, DATABASE_URL: undefined, DATABASE_SCHEMA: 'public', DATABASE_POOL_SIZE: 1 };
+      const fresh = openDatabase(config);
+      assert.deepEqual(fresh.notices, []);
+      await fresh.close();
+      rmSync(join(dir, 'tollgate.db'));
+      const older = new DatabaseSync(join(dir, 'tollgate.db'));
+      older.exec('PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; CREATE TABLE notes (id INTEGER PRIMARY KEY);');
+      older.close();
+      const reopened = openDatabase(config);
+      try {
+        assert.equal(reopened.notices.length, 1);
+        assert.match(reopened.notices[0]!, /4096-byte pages.*tollgate repack-sqlite/s);
+      } finally {
+        await reopened.close();
       }
     });
   });

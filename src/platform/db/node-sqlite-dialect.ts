@@ -52,6 +52,8 @@ export const NEW_DATABASE_PAGE_SIZE = 1024;
 /** The SQLite dialect, with the counters of its group-commit driver. */
 export interface NodeSqliteDialect extends SqliteDialect {
   readonly stats: GroupCommitSqliteDriver['stats'];
+  /** The database's page size: {@link NEW_DATABASE_PAGE_SIZE} unless the file was made before it. */
+  readonly pageSize: number;
 }
 
 /**
@@ -70,12 +72,14 @@ export function nodeSqliteDialect(
   database.exec(
     `PRAGMA page_size = ${NEW_DATABASE_PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000; PRAGMA temp_store = MEMORY;`,
   );
+  const { page_size: pageSize } = database.prepare('PRAGMA page_size').get() as { page_size: number };
   const statements = adapt(database);
   const driver = new GroupCommitSqliteDriver(database, statements, {
     checkpointIntervalMs: options.checkpointIntervalMs,
   });
   return new (class extends SqliteDialect {
     readonly stats = driver.stats;
+    readonly pageSize = pageSize;
     override createDriver(): Driver {
       return driver;
     }
