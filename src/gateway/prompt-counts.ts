@@ -51,8 +51,8 @@ export class PromptTokenCounts {
   counterFor(scope: PromptScope): TextTokenCounter {
     if (this.#maxEntries === 0) return countTextTokens;
     return (text) => {
-      if (text.length < REMEMBERED_TEXT_MIN_CHARS) return countTextTokens(text);
       const key = this.#keyOf(scope, text);
+      if (key === null) return countTextTokens(text);
       const known = this.#recall(key);
       if (known !== undefined) return known;
       const tokens = countTextTokens(text);
@@ -92,7 +92,6 @@ export class PromptTokenCounts {
       for (const text of texts) total += counter(text);
       return total;
     }
-    const remember = options.remember && this.#maxEntries > 0;
     /** This prompt's texts counted so far: a text it carries twice is counted once. */
     const counted = new Map<string, number>();
     let sinceTurn = 0;
@@ -105,7 +104,7 @@ export class PromptTokenCounts {
     for (const text of texts) {
       let tokens = counted.get(text);
       if (tokens === undefined) {
-        const key = remember && text.length >= REMEMBERED_TEXT_MIN_CHARS ? this.#keyOf(scope, text) : null;
+        const key = options.remember ? this.#keyOf(scope, text) : null;
         tokens = key === null ? undefined : this.#recall(key);
         if (tokens === undefined) {
           tokens = await countTextTokensPaced(text, pace);
@@ -118,7 +117,9 @@ export class PromptTokenCounts {
     return total;
   }
 
-  #keyOf(scope: PromptScope, text: string): string {
+  /** The key `text` is remembered under for `scope`; null for a text this memory keeps nothing of. */
+  #keyOf(scope: PromptScope, text: string): string | null {
+    if (this.#maxEntries === 0 || text.length < REMEMBERED_TEXT_MIN_CHARS) return null;
     return `${scope.userId}:${scope.appId ?? ''}:${scope.keyId ?? ''}:${hash('sha256', text, 'base64')}`;
   }
 
