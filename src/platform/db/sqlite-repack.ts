@@ -54,11 +54,10 @@ export function repackSqlite(file: string, pageSize = NEW_DATABASE_PAGE_SIZE): R
     } finally {
       database.exec('PRAGMA journal_mode = WAL');
     }
-    const pageSizeAfter = pageSizeOf(database);
-    database.close();
-    return { file, pageSizeBefore, pageSizeAfter, bytesBefore, bytesAfter: statSync(file).size };
+    // The VACUUM wrote the file outside WAL mode: its size is final before the connection closes.
+    return { file, pageSizeBefore, pageSizeAfter: pageSizeOf(database), bytesBefore, bytesAfter: statSync(file).size };
   } finally {
-    if (database.isOpen) database.close();
+    database.close();
   }
 }
 
