@@ -3,7 +3,8 @@ import type { TestDatabase } from '../src/testing/harness.ts';
 import { startBilledChat } from './billed-chat.ts';
 
 /**
- * `node bench/allocations.ts [sqlite|postgres] [calls] [allocated|live]`: the bytes allocated per non-streaming chat call, from
+ * `node bench/allocations.ts [sqlite|postgres] [calls] [allocated|live] [json|stream]`: the bytes allocated per chat call
+ * (non-streaming unless `stream`: then streamed, with usage asked for), from
  * V8's sampling heap profiler with collected objects included, grouped by the nearest frame of our code (or
  * the package, when none). Allocation is what the young-generation collector pays for (about a tenth of the
  * CPU under load) and what sets how often a call meets a scavenge (the concurrency-1 p99), and unlike time
@@ -12,7 +13,7 @@ import { startBilledChat } from './billed-chat.ts';
  * the mock's frames.
  */
 
-const [kind = 'sqlite', callsArg = '2000', mode = 'allocated'] = process.argv.slice(2);
+const [kind = 'sqlite', callsArg = '2000', mode = 'allocated', shape = 'json'] = process.argv.slice(2);
 const CALLS = Number(callsArg);
 /**
  * `live`: only what is still reachable when the calls end, per call — what a call leaves behind (a cache
@@ -20,7 +21,9 @@ const CALLS = Number(callsArg);
  */
 const LIVE = mode === 'live';
 
-const { chat, close } = await startBilledChat(kind as TestDatabase, { LOG_LEVEL: 'warn' });
+const billed = await startBilledChat(kind as TestDatabase, { LOG_LEVEL: 'warn' });
+const { close } = billed;
+const chat = shape === 'stream' ? billed.stream : billed.chat;
 try {
   for (let i = 0; i < 300; i++) await chat();
 

@@ -7,6 +7,8 @@ export interface BilledChat {
   env: TestEnv;
   /** One non-streaming chat call with the key; throws unless it answers 200. */
   chat(): Promise<void>;
+  /** One streamed chat call (usage asked for), read to its end; throws unless it answers 200. */
+  stream(): Promise<void>;
   /** Stops the instance and the mock upstream. */
   close(): Promise<void>;
 }
@@ -49,8 +51,7 @@ export async function startBilledChat(kind: TestDatabase, config: Record<string,
         limitPeriod: 'daily',
       })
     ).body.apiKey.key;
-    const body = JSON.stringify({ ...CHAT_BODY, model: 'bench/chat' });
-    const chat = async () => {
+    const call = async (body: string) => {
       const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -59,7 +60,14 @@ export async function startBilledChat(kind: TestDatabase, config: Record<string,
       if (response.status !== 200) throw new Error(`chat: ${response.status} ${await response.text()}`);
       await response.arrayBuffer();
     };
-    return { env, chat, close };
+    const json = JSON.stringify({ ...CHAT_BODY, model: 'bench/chat' });
+    const streamed = JSON.stringify({
+      ...CHAT_BODY,
+      model: 'bench/chat',
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    return { env, chat: () => call(json), stream: () => call(streamed), close };
   } catch (error) {
     await close();
     throw error;

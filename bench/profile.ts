@@ -1,6 +1,6 @@
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { hammer } from './load.ts';
+import { hammer, probe } from './load.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { profileMarkdown, summariseCpuProfile, type ProfileSummary } from './cpuprofile.ts';
 import { createStore, provision, startTollgate, tollgateTarget, type Store } from './tollgate.ts';
@@ -24,7 +24,7 @@ export async function profileTollgate(
   store: Store,
   upstreamUrl: string,
   keys: string[],
-  options: { stream: boolean; seconds: number },
+  options: { stream: boolean; seconds: number; connections?: number },
 ): Promise<{ file: string; summary: ProfileSummary }> {
   const dir = join(PROFILE_DIR, `${store.dialect}-${options.stream ? 'stream' : 'json'}-${Date.now()}`);
   mkdirSync(dir, { recursive: true });
@@ -37,9 +37,11 @@ export async function profileTollgate(
   ]);
   try {
     if (keys.length === 0) keys = await provision(instance, 10);
-    await hammer(tollgateTarget(instance, keys, CHAT_BODY), {
+    const connections = options.connections ?? 64;
+    // One connection is timed by the sequential client (as the benchmark's concurrency-1 cells are); more by autocannon.
+    await (connections === 1 ? probe : hammer)(tollgateTarget(instance, keys, CHAT_BODY), {
       stream: options.stream,
-      connections: 64,
+      connections,
       seconds: options.seconds,
       warmupSeconds: 1,
     });
@@ -52,9 +54,10 @@ export async function profileTollgate(
   return { file, summary: summariseCpuProfile(file, 15) };
 }
 
-// `node bench/profile.ts [sqlite|postgres] [json|stream] [seconds]`: profile one instance and print the summary.
+// `node bench/profile.ts [sqlite|postgres] [json|stream] [seconds] [connections]`: profile one instance (under
+// 64 connections unless told) and print the summary.
 if (import.meta.main) {
-  const [dialect = 'sqlite', kind = 'json', seconds = '8'] = process.argv.slice(2);
+  const [dialect = 'sqlite', kind = 'json', seconds = '8', connections = '64'] = process.argv.slice(2);
   if (dialect !== 'sqlite' && dialect !== 'postgres') throw new Error('dialect: sqlite or postgres');
   let mock: Child | undefined;
   const { store, dispose } = await createStore(dialect);
@@ -64,6 +67,7 @@ if (import.meta.main) {
     const { file, summary } = await profileTollgate(store, url, [], {
       stream: kind === 'stream',
       seconds: Number(seconds),
+      connections: Number(connections),
     });
     console.log(`${file}\n\n${profileMarkdown(summary)}`);
   } finally {

@@ -58,21 +58,30 @@ export async function verifyLedger(ctx: BillingContext, options: { userId?: stri
   const transaction =
     ctx.dialect === 'postgres' ? db.transaction().setIsolationLevel('repeatable read') : db.transaction();
   return transaction.execute(async (trx) => {
-    let accountQuery = trx
-      .selectFrom('ledger_entries')
+    // One user's entries are found through that user's transactions (`ledger_transactions_user`, then the
+    // entries' primary key; the entries have no index by account): a movement touches only its own user's
+    // accounts and system ones (postMovement's invariant, and the PostgreSQL functions'), so none of a user's
+    // entries is in another user's transaction. The whole-ledger check reads every entry whatever its header.
+    const accountRows = await (
+      userId
+        ? trx
+            .selectFrom('ledger_transactions')
+            .innerJoin('ledger_entries', 'ledger_entries.transaction_id', 'ledger_transactions.id')
+            .where('ledger_transactions.user_id', '=', userId)
+            .where('ledger_entries.account', 'in', [
+              accounts.available(userId),
+              accounts.held(userId),
+              accounts.debt(userId),
+            ])
+        : trx.selectFrom('ledger_entries')
+    )
       .select([
-        'account',
-        (eb) => eb.fn.sum<string | number>('amount').as('total'),
+        'ledger_entries.account',
+        (eb) => eb.fn.sum<string | number>('ledger_entries.amount').as('total'),
         (eb) => eb.fn.countAll<string | number>().as('count'),
       ])
-      .groupBy('account');
-    if (userId)
-      accountQuery = accountQuery.where('account', 'in', [
-        accounts.available(userId),
-        accounts.held(userId),
-        accounts.debt(userId),
-      ]);
-    const accountRows = await accountQuery.execute();
+      .groupBy('ledger_entries.account')
+      .execute();
 
     let walletQuery = trx.selectFrom('wallets').select(['user_id', 'balance', 'reserved', 'debt']);
     if (userId) walletQuery = walletQuery.where('user_id', '=', userId);

@@ -1,0 +1,81 @@
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { describeEachDatabase } from '../testing/harness.ts';
+import { allTables } from '../testing/all-tables.ts';
+import { insertUser } from './testing/fixtures.ts';
+import { accounts } from './ledger.ts';
+import type { LedgerDifference } from './verify.ts';
+
+const CREDIT = 1_000_000;
+
+describeEachDatabase('ledger verification', (env) => {
+  const billing = () => env.service.ctx.billing;
+  const db = () => allTables(env.service.ctx.db);
+
+  /** A user with a grant, a hold settled for part of it and a hold released: nine entries on their accounts. */
+  async function userWithMovements(): Promise<string> {
+    const userId = await insertUser(env.service.ctx);
+    await billing().grant(userId, 5 * CREDIT, 'welcome');
+    const settled = await billing().placeHold({ userId, appId: null, keyId: null, amount: 2 * CREDIT });
+    await billing().settleHold(settled.holdId, 1_250_000);
+    const released = await billing().placeHold({ userId, appId: null, keyId: null, amount: CREDIT });
+    await billing().releaseHold(released.holdId);
+    return userId;
+  }
+
+  const kindsFor = (differences: LedgerDifference[], subject: string) =>
+    differences
+      .filter((difference) => difference.subject === subject)
+      .map((difference) => difference.kind)
+      .sort();
+
+  it("one user's check sums exactly that user's entries, found through their movements", async () => {
+    const userId = await userWithMovements();
+    const other = await userWithMovements();
+    const mine = await billing().verify({ userId });
+    // grant 1 (the user's side), hold 2, settle 2 (held out, the rest back), hold 2, release 2.
+    assert.deepEqual(
+      { ok: mine.ok, wallets: mine.wallets, entries: mine.entries },
+      { ok: true, wallets: 1, entries: 9 },
+    );
+    assert.equal((await billing().verify({ userId: other })).entries, 9);
+    assert.equal((await billing().verify()).ok, true);
+  });
+
+  it("a wallet whose cached balance disagrees with its entries is reported by the user's check and the whole one", async () => {
+    const userId = await userWithMovements();
+    const bystander = await userWithMovements();
+    await db()
+      .updateTable('wallets')
+      .set((eb) => ({ balance: eb('balance', '+', 1) }))
+      .where('user_id', '=', userId)
+      .execute();
+    const mine = await billing().verify({ userId });
+    assert.equal(mine.ok, false);
+    assert.deepEqual(kindsFor(mine.differences, userId), ['wallet_balance']);
+    assert.deepEqual(kindsFor((await billing().verify()).differences, userId), ['wallet_balance']);
+    assert.equal((await billing().verify({ userId: bystander })).ok, true);
+  });
+
+  it("an entry slipped into a user's movement is reported as an unbalanced movement and as the user's balances", async () => {
+    const userId = await userWithMovements();
+    const grant = await db()
+      .selectFrom('ledger_transactions')
+      .select(['id', 'created_at'])
+      .where('user_id', '=', userId)
+      .where('type', '=', 'grant')
+      .executeTakeFirstOrThrow();
+    await db()
+      .insertInto('ledger_entries')
+      .values({ transaction_id: grant.id, account: accounts.held(userId), amount: 7, created_at: grant.created_at })
+      .execute();
+    const mine = await billing().verify({ userId });
+    assert.equal(mine.ok, false);
+    assert.equal(mine.entries, 10);
+    assert.deepEqual(kindsFor(mine.differences, userId), ['wallet_balance', 'wallet_reserved']);
+    assert.deepEqual(kindsFor(mine.differences, grant.id), ['unbalanced_transaction']);
+    const whole = await billing().verify();
+    assert.deepEqual(kindsFor(whole.differences, grant.id), ['unbalanced_transaction']);
+    assert.deepEqual(kindsFor(whole.differences, 'ledger'), ['ledger_total']);
+  });
+});
