@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { hammer } from './load.ts';
+import { hammer, type Target } from './load.ts';
 import { firstJsonLine, spawnNode } from './processes.ts';
 import { CHAT_BODY } from './profile.ts';
-import { createStore, provision, responsesTarget, startTollgate, tollgateTarget } from './tollgate.ts';
+import { createStore, messagesTarget, provision, responsesTarget, startTollgate, tollgateTarget } from './tollgate.ts';
 
 /**
  * `node bench/memory.ts [sqlite|postgres] [node flags…]`: where a Tollgate instance's resident memory is. One
@@ -29,11 +29,13 @@ function residentByKind(pid: number): Record<string, number> {
       kind =
         path === '[heap]'
           ? 'malloc heap ([heap])'
-          : path.endsWith('/bin/node')
-            ? 'node binary (file-backed)'
-            : path.startsWith('/')
-              ? 'other files (libraries, database)'
-              : 'other anonymous (V8 heap and code, mmapped malloc, stacks)';
+          : path.endsWith('-shm')
+            ? "SQLite's WAL index (-shm, shared)"
+            : path.endsWith('/bin/node')
+              ? 'node binary (file-backed)'
+              : path.startsWith('/')
+                ? 'other files (libraries, database)'
+                : 'other anonymous (V8 heap and code, mmapped malloc, stacks)';
       continue;
     }
     const rss = /^Rss:\s+(\d+)/.exec(line);
@@ -52,15 +54,29 @@ try {
       Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${instance.child.pid}/status`, 'utf8'))![1]);
     const keys = await provision(instance, 10);
     console.log(`started, provisioned: RSS ${MiB(status('VmRSS'))} MiB`);
-    for (const [name, target, stream] of [
+    const cells: Array<readonly [string, Target, boolean]> = [
       ['chat, non-streaming', tollgateTarget(instance, keys, CHAT_BODY), false],
       ['chat, streaming', tollgateTarget(instance, keys, CHAT_BODY), true],
       ['Responses, streaming', responsesTarget(instance, keys, CHAT_BODY), true],
-    ] as const) {
+    ];
+    // BENCH_MEMORY_CELLS=all: every concurrency-64 cell `npm run bench` runs on one instance, in its order.
+    if (process.env.BENCH_MEMORY_CELLS === 'all')
+      cells.splice(
+        2,
+        1,
+        ['Responses, non-streaming', responsesTarget(instance, keys, CHAT_BODY), false],
+        ['Responses, streaming', responsesTarget(instance, keys, CHAT_BODY), true],
+        ['Messages, non-streaming', messagesTarget(instance, keys, CHAT_BODY), false],
+        ['Messages, streaming', messagesTarget(instance, keys, CHAT_BODY), true],
+      );
+    for (const [name, target, stream] of cells) {
       const cell = await hammer(target, { stream, connections: 64, seconds: 4, warmupSeconds: 1 });
       console.log(
         `${name}, c=64: ${Math.round(cell.rps)} req/s; peak ${MiB(status('VmHWM'))} MiB, now ${MiB(status('VmRSS'))} MiB`,
       );
+      if (process.env.BENCH_MEMORY_CELLS === 'all')
+        for (const [kind, kib] of Object.entries(residentByKind(instance.child.pid)).sort((a, b) => b[1] - a[1]))
+          console.log(`  ${String(MiB(kib)).padStart(4)} MiB  ${kind}`);
     }
     for (const [kind, kib] of Object.entries(residentByKind(instance.child.pid)).sort((a, b) => b[1] - a[1]))
       console.log(`  ${String(MiB(kib)).padStart(4)} MiB  ${kind}`);

@@ -78,4 +78,28 @@ describeEachDatabase('ledger verification', (env) => {
     assert.deepEqual(kindsFor(whole.differences, grant.id), ['unbalanced_transaction']);
     assert.deepEqual(kindsFor(whole.differences, 'ledger'), ['ledger_total']);
   });
+
+  it("an entry on a user's account in another user's movement is reported as a foreign entry", async () => {
+    const owner = await userWithMovements();
+    const victim = await userWithMovements();
+    const grant = await db()
+      .selectFrom('ledger_transactions')
+      .select(['id', 'created_at'])
+      .where('user_id', '=', owner)
+      .where('type', '=', 'grant')
+      .executeTakeFirstOrThrow();
+    await db()
+      .insertInto('ledger_entries')
+      .values({
+        transaction_id: grant.id,
+        account: accounts.available(victim),
+        amount: 0,
+        created_at: grant.created_at,
+      })
+      .execute();
+    const subject = `${grant.id} ${accounts.available(victim)}`;
+    assert.deepEqual(kindsFor((await billing().verify()).differences, subject), ['foreign_entry']);
+    assert.deepEqual(kindsFor((await billing().verify({ userId: owner })).differences, subject), ['foreign_entry']);
+    assert.equal((await billing().verify({ userId: victim })).ok, true);
+  });
 });

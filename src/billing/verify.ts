@@ -11,7 +11,8 @@ export interface LedgerDifference {
    * `open_holds`: the wallet's reserve against its open holds; `spend_counter`: a limit counter against
    * its holds; `wallet_debt`: the wallet's debt against minus its `debt` account (or a negative debt);
    * `unbalanced_transaction`: a movement whose entries do not sum to zero; `ledger_total`: all
-   * entries together do not sum to zero.
+   * entries together do not sum to zero; `foreign_entry`: an entry on a user's account in another user's
+   * movement (subject: the movement's id and the account).
    */
   kind:
     | 'wallet_balance'
@@ -20,7 +21,8 @@ export interface LedgerDifference {
     | 'open_holds'
     | 'spend_counter'
     | 'unbalanced_transaction'
-    | 'ledger_total';
+    | 'ledger_total'
+    | 'foreign_entry';
   /** The user id, counter key or transaction id concerned. */
   subject: string;
   recorded: number;
@@ -58,30 +60,46 @@ export async function verifyLedger(ctx: BillingContext, options: { userId?: stri
   const transaction =
     ctx.dialect === 'postgres' ? db.transaction().setIsolationLevel('repeatable read') : db.transaction();
   return transaction.execute(async (trx) => {
-    // One user's entries are found through that user's transactions (`ledger_transactions_user`, then the
-    // entries' primary key; the entries have no index by account): a movement touches only its own user's
-    // accounts and system ones (postMovement's invariant, and the PostgreSQL functions'), so none of a user's
-    // entries is in another user's transaction. The whole-ledger check reads every entry whatever its header.
-    const accountRows = await (
-      userId
-        ? trx
-            .selectFrom('ledger_transactions')
-            .innerJoin('ledger_entries', 'ledger_entries.transaction_id', 'ledger_transactions.id')
-            .where('ledger_transactions.user_id', '=', userId)
-            .where('ledger_entries.account', 'in', [
-              accounts.available(userId),
-              accounts.held(userId),
-              accounts.debt(userId),
-            ])
-        : trx.selectFrom('ledger_entries')
-    )
+    // Each user's accounts are summed over that user's movements, walked in the order of
+    // `ledger_transactions_user` with each movement's entries read by primary key: an aggregate that needs no
+    // sort, so its memory does not grow with the ledger (grouping the entries by account, which has no index,
+    // made SQLite sort every entry in memory). A movement touches only its own user's accounts and system
+    // ones (postMovement's invariant, and the PostgreSQL functions'); an entry on another user's account is
+    // counted here and reported as `foreign_entry` below.
+    const own = (suffix: string) => sql<string>`'user:' || ledger_transactions.user_id || ${suffix}`;
+    const amountOn = (suffix: string) =>
+      sql<
+        string | number
+      >`sum(case when ledger_entries.account = ${own(suffix)} then ledger_entries.amount else 0 end)`;
+    const ownAccount = sql<boolean>`ledger_entries.account in (${own(':available')}, ${own(':held')}, ${own(':debt')})`;
+    const foreign = sql<boolean>`substr(ledger_entries.account, 1, 5) = 'user:' and not ${ownAccount}`;
+    let userQuery = trx
+      .selectFrom('ledger_transactions')
+      .innerJoin('ledger_entries', 'ledger_entries.transaction_id', 'ledger_transactions.id')
       .select([
-        'ledger_entries.account',
-        (eb) => eb.fn.sum<string | number>('ledger_entries.amount').as('total'),
-        (eb) => eb.fn.countAll<string | number>().as('count'),
+        'ledger_transactions.user_id',
+        amountOn(':available').as('available'),
+        amountOn(':held').as('held'),
+        amountOn(':debt').as('debt'),
+        sql<string | number>`sum(ledger_entries.amount)`.as('total'),
+        sql<string | number>`count(*)`.as('entries'),
+        sql<string | number>`sum(case when ${ownAccount} then 1 else 0 end)`.as('own_entries'),
+        sql<string | number>`sum(case when ${foreign} then 1 else 0 end)`.as('foreign_entries'),
       ])
-      .groupBy('ledger_entries.account')
-      .execute();
+      .groupBy('ledger_transactions.user_id');
+    if (userId) userQuery = userQuery.where('ledger_transactions.user_id', '=', userId);
+    const userRows = await userQuery.execute();
+    const foreignRows = userRows.some((row) => num(row.foreign_entries) > 0)
+      ? await trx
+          .selectFrom('ledger_transactions')
+          .innerJoin('ledger_entries', 'ledger_entries.transaction_id', 'ledger_transactions.id')
+          .select(['ledger_entries.transaction_id', 'ledger_entries.account', 'ledger_entries.amount'])
+          .where('ledger_transactions.user_id', 'in', [
+            ...userRows.filter((row) => num(row.foreign_entries) > 0).map((row) => row.user_id),
+          ])
+          .where(foreign)
+          .execute()
+      : [];
 
     let walletQuery = trx.selectFrom('wallets').select(['user_id', 'balance', 'reserved', 'debt']);
     if (userId) walletQuery = walletQuery.where('user_id', '=', userId);
@@ -111,14 +129,19 @@ export async function verifyLedger(ctx: BillingContext, options: { userId?: stri
     let entries = 0;
     let total = 0;
     const perUser = new Map<string, { available: number; held: number; debt: number }>();
-    for (const row of accountRows) {
-      entries += num(row.count);
+    for (const row of userRows) {
+      // The whole check counts every entry; one user's, the entries on that user's accounts.
+      entries += num(userId ? row.own_entries : row.entries);
       total += num(row.total);
-      const match = /^user:(.+):(available|held|debt)$/.exec(row.account);
-      if (!match) continue;
-      const sums = perUser.get(match[1]) ?? { available: 0, held: 0, debt: 0 };
-      sums[match[2] as 'available' | 'held' | 'debt'] += num(row.total);
-      perUser.set(match[1], sums);
+      perUser.set(row.user_id, { available: num(row.available), held: num(row.held), debt: num(row.debt) });
+    }
+    for (const row of foreignRows) {
+      differences.push({
+        kind: 'foreign_entry',
+        subject: `${row.transaction_id} ${row.account}`,
+        recorded: microsToCredits(num(row.amount)),
+        computed: 0,
+      });
     }
     if (!userId && total !== 0)
       differences.push({ kind: 'ledger_total', subject: 'ledger', recorded: microsToCredits(total), computed: 0 });
