@@ -2,9 +2,9 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { allTables } from '../testing/all-tables.ts';
-import { insertUser } from './testing/fixtures.ts';
+import { insertApiKey, insertUser } from './testing/fixtures.ts';
 import { accounts } from './ledger.ts';
-import type { LedgerDifference } from './verify.ts';
+import { verifyLedger, type LedgerDifference } from './verify.ts';
 
 const CREDIT = 1_000_000;
 
@@ -101,5 +101,34 @@ describeEachDatabase('ledger verification', (env) => {
     assert.deepEqual(kindsFor((await billing().verify()).differences, subject), ['foreign_entry']);
     assert.deepEqual(kindsFor((await billing().verify({ userId: owner })).differences, subject), ['foreign_entry']);
     assert.equal((await billing().verify({ userId: victim })).ok, true);
+  });
+
+  it('the spend counters are checked against every hold when the holds are read a few at a time', async () => {
+    const ctx = env.service.ctx;
+    const userId = await insertUser(ctx);
+    const keyId = await insertApiKey(ctx, userId, { limit: 100 * CREDIT, period: 'daily' });
+    await billing().grant(userId, 50 * CREDIT, 'welcome');
+    // Seven holds on the key: five settled, one released, one left open.
+    for (let i = 0; i < 7; i++) {
+      const { holdId } = await billing().placeHold({ userId, appId: null, keyId, amount: CREDIT });
+      if (i < 5) await billing().settleHold(holdId, 300_000 + i);
+      else if (i === 5) await billing().releaseHold(holdId);
+    }
+    for (const holdsPerRead of [1, 2, 3, 7, 50])
+      assert.equal((await verifyLedger(ctx, { userId, holdsPerRead })).ok, true, `read ${holdsPerRead} at a time`);
+    await db()
+      .updateTable('spend_counters')
+      .set((eb) => ({ spent: eb('spent', '+', 1) }))
+      .where('subject', '=', `key:${keyId}`)
+      .where('period', '=', 'total')
+      .execute();
+    for (const holdsPerRead of [2, 50]) {
+      const report = await verifyLedger(ctx, { userId, holdsPerRead });
+      assert.deepEqual(
+        report.differences.map((difference) => difference.kind),
+        ['spend_counter'],
+        `read ${holdsPerRead} at a time`,
+      );
+    }
   });
 });
