@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { microsToCredits } from '../platform/money.ts';
 import { billingDb, OPEN } from './schema.ts';
-import { accounts, type Trx, type BillingContext } from './ledger.ts';
+import type { Trx, BillingContext } from './ledger.ts';
 import { subjectKey, subjectsOf } from './limits.ts';
 
 /** One place where what is recorded disagrees with what the ledger (or the holds) say; amounts in credits. */
@@ -72,6 +72,7 @@ export async function verifyLedger(
     // made SQLite sort every entry in memory). A movement touches only its own user's accounts and system
     // ones (postMovement's invariant, and the PostgreSQL functions'); an entry on another user's account is
     // counted here and reported as `foreign_entry` below.
+    // The movement's user's own accounts, named as `accounts` in ledger.ts names them.
     const own = (suffix: string) => sql<string>`'user:' || ledger_transactions.user_id || ${suffix}`;
     const amountOn = (suffix: string) =>
       sql<
