@@ -153,7 +153,8 @@ function usageOf(userId: string, keyId: string): UsageDraft {
   };
 }
 
-async function placeAndSettle(billing: Billing, userId: string, keyId: string): Promise<void> {
+/** One call's billing as the meter does it: a hold placed on the key, then settled with its usage record. */
+export async function placeAndSettle(billing: Billing, userId: string, keyId: string): Promise<void> {
   const { holdId } = await billing.placeHold({ userId, appId: null, keyId, amount: 1_000 });
   await billing.settleHold(holdId, 500, { userId, usage: usageOf(userId, keyId) });
 }

@@ -5,7 +5,7 @@ import { loadConfig } from '../src/config.ts';
 import { createService } from '../src/service.ts';
 import { insertApiKey, insertUser } from '../src/billing/testing/fixtures.ts';
 import { TestDatabaseSpace } from '../src/testing/harness.ts';
-import type { UsageDraft } from '../src/billing/usage-records.ts';
+import { placeAndSettle } from './holds.ts';
 
 /**
  * `node bench/wal-pages.ts [calls]`: which B-trees a billed call's place and settle write on SQLite, as WAL
@@ -36,8 +36,7 @@ try {
   }
   const call = async (i: number) => {
     const { userId, keyId } = payers[i % USERS]!;
-    const { holdId } = await ctx.billing.placeHold({ userId, appId: null, keyId, amount: 1_000 });
-    await ctx.billing.settleHold(holdId, 500, { userId, usage: usageOf(userId, keyId) });
+    await placeAndSettle(ctx.billing, userId, keyId);
   };
   for (let i = 0; i < 300; i++) await call(i);
 
@@ -78,24 +77,4 @@ try {
 } finally {
   await service.close();
   await space.drop();
-}
-
-/** The usage record a settle writes, as the meter's does. */
-function usageOf(userId: string, keyId: string): UsageDraft {
-  return {
-    billed: 500,
-    record: {
-      user_id: userId,
-      app_id: null,
-      key_id: keyId,
-      model: 'bench',
-      kind: 'chat',
-      prompt_tokens: 10,
-      completion_tokens: 20,
-      latency_ms: 1,
-      status: 'ok',
-      hold_id: null,
-      created_at: Date.now(),
-    },
-  };
 }

@@ -23,6 +23,21 @@ describeEachDatabase('ledger verification', (env) => {
     return userId;
   }
 
+  /** Writes an entry into `userId`'s grant movement behind billing's back (as a bug would); returns the movement. */
+  async function slipEntryIntoGrant(userId: string, account: string, amount: number) {
+    const grant = await db()
+      .selectFrom('ledger_transactions')
+      .select(['id', 'created_at'])
+      .where('user_id', '=', userId)
+      .where('type', '=', 'grant')
+      .executeTakeFirstOrThrow();
+    await db()
+      .insertInto('ledger_entries')
+      .values({ transaction_id: grant.id, account, amount, created_at: grant.created_at })
+      .execute();
+    return grant;
+  }
+
   const kindsFor = (differences: LedgerDifference[], subject: string) =>
     differences
       .filter((difference) => difference.subject === subject)
@@ -59,16 +74,7 @@ describeEachDatabase('ledger verification', (env) => {
 
   it("an entry slipped into a user's movement is reported as an unbalanced movement and as the user's balances", async () => {
     const userId = await userWithMovements();
-    const grant = await db()
-      .selectFrom('ledger_transactions')
-      .select(['id', 'created_at'])
-      .where('user_id', '=', userId)
-      .where('type', '=', 'grant')
-      .executeTakeFirstOrThrow();
-    await db()
-      .insertInto('ledger_entries')
-      .values({ transaction_id: grant.id, account: accounts.held(userId), amount: 7, created_at: grant.created_at })
-      .execute();
+    const grant = await slipEntryIntoGrant(userId, accounts.held(userId), 7);
     const mine = await billing().verify({ userId });
     assert.equal(mine.ok, false);
     assert.equal(mine.entries, 10);
@@ -82,21 +88,7 @@ describeEachDatabase('ledger verification', (env) => {
   it("an entry on a user's account in another user's movement is reported as a foreign entry", async () => {
     const owner = await userWithMovements();
     const victim = await userWithMovements();
-    const grant = await db()
-      .selectFrom('ledger_transactions')
-      .select(['id', 'created_at'])
-      .where('user_id', '=', owner)
-      .where('type', '=', 'grant')
-      .executeTakeFirstOrThrow();
-    await db()
-      .insertInto('ledger_entries')
-      .values({
-        transaction_id: grant.id,
-        account: accounts.available(victim),
-        amount: 0,
-        created_at: grant.created_at,
-      })
-      .execute();
+    const grant = await slipEntryIntoGrant(owner, accounts.available(victim), 0);
     const subject = `${grant.id} ${accounts.available(victim)}`;
     assert.deepEqual(kindsFor((await billing().verify()).differences, subject), ['foreign_entry']);
     assert.deepEqual(kindsFor((await billing().verify({ userId: owner })).differences, subject), ['foreign_entry']);
