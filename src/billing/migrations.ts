@@ -200,9 +200,10 @@ export const billingMigrations: Record<string, Migration> = {
   '1720_billing_ledger_entries_without_account_index': {
     /**
      * One B-tree less written by every ledger entry (five a call): `ledger_entries_account` served only the
-     * verification of one user's accounts, which now finds the user's entries through their transactions
-     * (`ledger_transactions_user`, then the entries' primary key). Every other reader of the entries goes by
-     * transaction, or reads them all (the whole-ledger verification groups every entry by account).
+     * verification of one user's accounts. Verification now sums each user's accounts over that user's
+     * transactions (`ledger_transactions_user`, then the entries' primary key; verify.ts), and every other
+     * reader of the entries goes by transaction or reads them all (a sum of the revenue account in the chaos
+     * tests). Dropping an index is quick on a large table, so this runs at start like any migration.
      */
     async up(db: Kysely<any>) {
       await db.schema.dropIndex('ledger_entries_account').execute();
