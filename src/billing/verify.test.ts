@@ -85,12 +85,15 @@ describeEachDatabase('ledger verification', (env) => {
     assert.deepEqual(kindsFor(whole.differences, 'ledger'), ['ledger_total']);
   });
 
-  it("an entry on a user's account in another user's movement is reported as a foreign entry", async () => {
+  it("an entry on a user's account in another user's movement is reported as a foreign entry, by the operator's route too", async () => {
     const owner = await userWithMovements();
     const victim = await userWithMovements();
     const grant = await slipEntryIntoGrant(owner, accounts.available(victim), 0);
     const subject = `${grant.id} ${accounts.available(victim)}`;
     assert.deepEqual(kindsFor((await billing().verify()).differences, subject), ['foreign_entry']);
+    const route = await env.admin('GET', '/api/admin/ledger/verify');
+    assert.equal(route.status, 200);
+    assert.deepEqual(kindsFor(route.body.differences, subject), ['foreign_entry']);
     assert.deepEqual(kindsFor((await billing().verify({ userId: owner })).differences, subject), ['foreign_entry']);
     assert.equal((await billing().verify({ userId: victim })).ok, true);
   });

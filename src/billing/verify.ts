@@ -4,25 +4,28 @@ import { billingDb, OPEN } from './schema.ts';
 import type { Trx, BillingContext } from './ledger.ts';
 import { subjectKey, subjectsOf } from './limits.ts';
 
+/**
+ * What a difference of the verification is about: `wallet_balance` / `wallet_reserved`: the wallet's cached
+ * numbers against the sums of its accounts; `open_holds`: the wallet's reserve against its open holds;
+ * `spend_counter`: a limit counter against its holds; `wallet_debt`: the wallet's debt against minus its `debt`
+ * account (or a negative debt); `unbalanced_transaction`: a movement whose entries do not sum to zero;
+ * `ledger_total`: all entries together do not sum to zero; `foreign_entry`: an entry on a user's account in
+ * another user's movement (subject: the movement's id and the account). The admin route's schema lists them.
+ */
+export const LEDGER_DIFFERENCE_KINDS = [
+  'wallet_balance',
+  'wallet_reserved',
+  'wallet_debt',
+  'open_holds',
+  'spend_counter',
+  'unbalanced_transaction',
+  'ledger_total',
+  'foreign_entry',
+] as const;
+
 /** One place where what is recorded disagrees with what the ledger (or the holds) say; amounts in credits. */
 export interface LedgerDifference {
-  /**
-   * `wallet_balance` / `wallet_reserved`: the wallet's cached numbers against the sums of its accounts;
-   * `open_holds`: the wallet's reserve against its open holds; `spend_counter`: a limit counter against
-   * its holds; `wallet_debt`: the wallet's debt against minus its `debt` account (or a negative debt);
-   * `unbalanced_transaction`: a movement whose entries do not sum to zero; `ledger_total`: all
-   * entries together do not sum to zero; `foreign_entry`: an entry on a user's account in another user's
-   * movement (subject: the movement's id and the account).
-   */
-  kind:
-    | 'wallet_balance'
-    | 'wallet_reserved'
-    | 'wallet_debt'
-    | 'open_holds'
-    | 'spend_counter'
-    | 'unbalanced_transaction'
-    | 'ledger_total'
-    | 'foreign_entry';
+  kind: (typeof LEDGER_DIFFERENCE_KINDS)[number];
   /** The user id, counter key or transaction id concerned. */
   subject: string;
   recorded: number;

@@ -3,6 +3,7 @@ import type { App } from '../../platform/http/server.ts';
 import type { MeteringDeps } from '../deps.ts';
 import { errors } from '../../platform/errors.ts';
 import { creditsToMicros, microsToCredits } from '../../platform/money.ts';
+import { LEDGER_DIFFERENCE_KINDS } from '../verify.ts';
 
 const admin = { admin: true } as const;
 const security = [{ admin: [] }];
@@ -59,7 +60,7 @@ export function registerBillingAdminRoutes(app: App, ctx: MeteringDeps): void {
   );
 
   const Difference = Type.Object({
-    kind: Type.String(),
+    kind: Type.Enum(LEDGER_DIFFERENCE_KINDS),
     subject: Type.String(),
     recorded: Type.Number(),
     computed: Type.Number(),
