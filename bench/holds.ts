@@ -2,7 +2,7 @@ import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
-import { createService } from '../src/service.ts';
+import { createService, type ServiceContext } from '../src/service.ts';
 import { insertApiKey, insertUser } from '../src/billing/testing/fixtures.ts';
 import { TestDatabaseSpace, TEST_POSTGRES_URL, type TestDatabase } from '../src/testing/harness.ts';
 import { createBilling, type Billing } from '../src/billing/service.ts';
@@ -25,7 +25,8 @@ import { batchStats } from '../src/billing/pg-holds.ts';
  * `node bench/holds.ts [sqlite|postgres] [rounds]` prints one JSON line per database and path.
  */
 
-const USERS = 10;
+/** Users the billing benches spread their calls over. */
+export const USERS = 10;
 const CONCURRENCY = 64;
 
 /** This process's connections name themselves so, for {@link backendCpuUs}. */
@@ -83,10 +84,9 @@ async function watchBackendCpu(): Promise<() => Promise<number | null>> {
   };
 }
 
-async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record<string, unknown>>> {
-  const space = new TestDatabaseSpace(kind);
-  await space.create();
-  const service = await createService({
+/** A service on `space` as the billing benches run it: no timers, no sweep, warnings only. */
+export function billingBenchService(space: TestDatabaseSpace): ReturnType<typeof createService> {
+  return createService({
     config: loadConfig({
       ...space.env(),
       LOG_LEVEL: 'warn',
@@ -95,16 +95,31 @@ async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record
     }),
     timers: false,
   });
+}
+
+/**
+ * Who the billing benches' calls are made for: {@link USERS} users, each with a key under a daily limit and
+ * credits for any run.
+ */
+export async function benchPayers(ctx: ServiceContext): Promise<Array<{ userId: string; keyId: string }>> {
+  const payers: Array<{ userId: string; keyId: string }> = [];
+  for (let i = 0; i < USERS; i++) {
+    const userId = await insertUser(ctx);
+    const keyId = await insertApiKey(ctx, userId, { limit: 1_000_000_000_000, period: 'daily' });
+    await ctx.billing.grant(userId, 1_000_000_000_000, 'bench');
+    payers.push({ userId, keyId });
+  }
+  return payers;
+}
+
+async function measure(kind: TestDatabase, rounds: number): Promise<Array<Record<string, unknown>>> {
+  const space = new TestDatabaseSpace(kind);
+  await space.create();
+  const service = await billingBenchService(space);
   try {
     const { ctx } = service;
     const billing = ctx.billing;
-    const payers: Array<{ userId: string; keyId: string }> = [];
-    for (let i = 0; i < USERS; i++) {
-      const userId = await insertUser(ctx);
-      const keyId = await insertApiKey(ctx, userId, { limit: 1_000_000_000_000, period: 'daily' });
-      await billing.grant(userId, 1_000_000_000_000, 'bench');
-      payers.push({ userId, keyId });
-    }
+    const payers = await benchPayers(ctx);
     const results: Array<Record<string, unknown>> = [];
     const paths: Array<[string, Billing]> = [
       [kind === 'postgres' ? 'one statement per step' : 'group commit', billing],

@@ -44,6 +44,12 @@ function residentByKind(pid: number): Record<string, number> {
   return kinds;
 }
 
+/** Prints the process's resident memory by kind, the largest first. */
+function printResident(pid: number): void {
+  for (const [kind, kib] of Object.entries(residentByKind(pid)).sort((a, b) => b[1] - a[1]))
+    console.log(`  ${String(MiB(kib)).padStart(4)} MiB  ${kind}`);
+}
+
 const { store, dispose } = await createStore(dialect);
 const mock = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd: process.cwd() });
 try {
@@ -54,32 +60,29 @@ try {
       Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${instance.child.pid}/status`, 'utf8'))![1]);
     const keys = await provision(instance, 10);
     console.log(`started, provisioned: RSS ${MiB(status('VmRSS'))} MiB`);
+    // BENCH_MEMORY_CELLS=all: every concurrency-64 cell `npm run bench` runs on one instance, in its order;
+    // else the three that set its peak.
+    const all = process.env.BENCH_MEMORY_CELLS === 'all';
     const cells: Array<readonly [string, Target, boolean]> = [
       ['chat, non-streaming', tollgateTarget(instance, keys, CHAT_BODY), false],
       ['chat, streaming', tollgateTarget(instance, keys, CHAT_BODY), true],
+      ...(all ? [['Responses, non-streaming', responsesTarget(instance, keys, CHAT_BODY), false] as const] : []),
       ['Responses, streaming', responsesTarget(instance, keys, CHAT_BODY), true],
+      ...(all
+        ? ([
+            ['Messages, non-streaming', messagesTarget(instance, keys, CHAT_BODY), false],
+            ['Messages, streaming', messagesTarget(instance, keys, CHAT_BODY), true],
+          ] as const)
+        : []),
     ];
-    // BENCH_MEMORY_CELLS=all: every concurrency-64 cell `npm run bench` runs on one instance, in its order.
-    if (process.env.BENCH_MEMORY_CELLS === 'all')
-      cells.splice(
-        2,
-        1,
-        ['Responses, non-streaming', responsesTarget(instance, keys, CHAT_BODY), false],
-        ['Responses, streaming', responsesTarget(instance, keys, CHAT_BODY), true],
-        ['Messages, non-streaming', messagesTarget(instance, keys, CHAT_BODY), false],
-        ['Messages, streaming', messagesTarget(instance, keys, CHAT_BODY), true],
-      );
     for (const [name, target, stream] of cells) {
       const cell = await hammer(target, { stream, connections: 64, seconds: 4, warmupSeconds: 1 });
       console.log(
         `${name}, c=64: ${Math.round(cell.rps)} req/s; peak ${MiB(status('VmHWM'))} MiB, now ${MiB(status('VmRSS'))} MiB`,
       );
-      if (process.env.BENCH_MEMORY_CELLS === 'all')
-        for (const [kind, kib] of Object.entries(residentByKind(instance.child.pid)).sort((a, b) => b[1] - a[1]))
-          console.log(`  ${String(MiB(kib)).padStart(4)} MiB  ${kind}`);
+      if (all) printResident(instance.child.pid);
     }
-    for (const [kind, kib] of Object.entries(residentByKind(instance.child.pid)).sort((a, b) => b[1] - a[1]))
-      console.log(`  ${String(MiB(kib)).padStart(4)} MiB  ${kind}`);
+    printResident(instance.child.pid);
   } finally {
     await instance.child.stop(15_000);
   }

@@ -1,11 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { loadConfig } from '../src/config.ts';
-import { createService } from '../src/service.ts';
-import { insertApiKey, insertUser } from '../src/billing/testing/fixtures.ts';
 import { TestDatabaseSpace } from '../src/testing/harness.ts';
-import { placeAndSettle } from './holds.ts';
+import { benchPayers, billingBenchService, placeAndSettle, USERS } from './holds.ts';
 
 /**
  * `node bench/wal-pages.ts [calls]`: which B-trees a billed call's place and settle write on SQLite, as WAL
@@ -16,24 +13,13 @@ import { placeAndSettle } from './holds.ts';
  */
 
 const CALLS = Number(process.argv[2] ?? '500');
-const USERS = 10;
-
 const space = new TestDatabaseSpace('sqlite');
 await space.create();
-const service = await createService({
-  config: loadConfig({ ...space.env(), LOG_LEVEL: 'warn', SWEEP_INTERVAL_SECONDS: '0', REPLICATE_WEBHOOK_SECRET: '' }),
-  timers: false,
-});
+const service = await billingBenchService(space);
 const file = join(space.env().DATA_DIR!, 'tollgate.db');
 try {
   const { ctx } = service;
-  const payers: Array<{ userId: string; keyId: string }> = [];
-  for (let i = 0; i < USERS; i++) {
-    const userId = await insertUser(ctx);
-    const keyId = await insertApiKey(ctx, userId, { limit: 1_000_000_000_000, period: 'daily' });
-    await ctx.billing.grant(userId, 1_000_000_000_000, 'bench');
-    payers.push({ userId, keyId });
-  }
+  const payers = await benchPayers(ctx);
   const call = async (i: number) => {
     const { userId, keyId } = payers[i % USERS]!;
     await placeAndSettle(ctx.billing, userId, keyId);

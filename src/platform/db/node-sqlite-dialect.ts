@@ -42,12 +42,17 @@ function adapt(database: DatabaseSync): SqliteDatabase {
  * Why not SQLite's 4,096: a commit writes every page it changed to the WAL whole, and a call's billing
  * changes ~30 pages (a row or two in each B-tree of the wallet, hold, ledger, counters and usage record,
  * most of each page untouched). With 1 KiB pages a place and settle wrote 45–46 KB of WAL instead of
- * 131–135 KB (`node bench/holds.ts sqlite`; 33–34 KB since migration 1720), so each commit and each checkpoint (which syncs and copies that
- * WAL, on the event loop) has a third of the bytes to move; billing alone, one call at a time, took ~30%
- * less time (docs/scaling.md, tenth pass). Index keys longer than ~230 bytes spill to overflow pages at this
+ * 131–135 KB (`node bench/holds.ts sqlite`; 33–34 KB since migration 1720), so each commit and each
+ * checkpoint (which syncs and copies that WAL, on the event loop) has a third of the bytes to move; billing
+ * alone, one call at a time, took ~30% less time (docs/scaling.md, tenth pass). Index keys longer than ~230 bytes spill to overflow pages at this
  * size: slower, still correct; of Tollgate's indexed columns only an unusually long email address gets there.
  */
 export const NEW_DATABASE_PAGE_SIZE = 1024;
+
+/** The page size of the database `database` has open, in bytes. */
+export function pageSizeOf(database: DatabaseSync): number {
+  return (database.prepare('PRAGMA page_size').get() as { page_size: number }).page_size;
+}
 
 /** The SQLite dialect, with the counters of its group-commit driver. */
 export interface NodeSqliteDialect extends SqliteDialect {
@@ -72,7 +77,7 @@ export function nodeSqliteDialect(
   database.exec(
     `PRAGMA page_size = ${NEW_DATABASE_PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000; PRAGMA temp_store = MEMORY;`,
   );
-  const { page_size: pageSize } = database.prepare('PRAGMA page_size').get() as { page_size: number };
+  const pageSize = pageSizeOf(database);
   const statements = adapt(database);
   const driver = new GroupCommitSqliteDriver(database, statements, {
     checkpointIntervalMs: options.checkpointIntervalMs,

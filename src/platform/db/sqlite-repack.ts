@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
-import { NEW_DATABASE_PAGE_SIZE } from './node-sqlite-dialect.ts';
+import { NEW_DATABASE_PAGE_SIZE, pageSizeOf } from './node-sqlite-dialect.ts';
 
 /** What {@link repackSqlite} did. */
 export interface RepackReport {
@@ -59,8 +59,4 @@ export function repackSqlite(file: string, pageSize = NEW_DATABASE_PAGE_SIZE): R
   } finally {
     database.close();
   }
-}
-
-function pageSizeOf(database: DatabaseSync): number {
-  return (database.prepare('PRAGMA page_size').get() as { page_size: number }).page_size;
 }
