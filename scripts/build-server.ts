@@ -1,7 +1,7 @@
 // Builds the server bundle that `serve` runs (src/platform/server-bundle.ts says why and when): src/cli.ts and
 // what it loads, packages included, into dist/server, stamped with the digest of the sources it was built
 // from. Part of `npm run build` (so of `npm start` and `npm test`); takes about a second.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { rolldown } from 'rolldown';
 import {
@@ -26,6 +26,16 @@ const packageName = (id: string) =>
     .slice(0, id.startsWith('@') ? 2 : 1)
     .join('/');
 
+const NON_ASCII = /[^\x00-\x7f]/g;
+
+/**
+ * `code` with every non-ASCII UTF-16 unit written as a `\uXXXX` escape. Run after rolldown's own
+ * `charset: 'ascii'`, which leaves such characters only in the licence comments it keeps.
+ */
+function escapeNonAscii(code: string): string {
+  return code.replace(NON_ASCII, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 const started = performance.now();
 const digest = sourceDigest();
 const outDir = join(PROJECT_DIR, SERVER_BUNDLE_DIR);
@@ -48,7 +58,17 @@ await bundle.write({
   entryFileNames: SERVER_BUNDLE_ENTRY,
   // For `node --enable-source-maps` when a stack trace should name the sources; unread otherwise.
   sourcemap: true,
+  // V8 keeps a module's source text for as long as the module lives (to compile its functions lazily), one
+  // byte per character when every character is Latin-1 and two bytes otherwise. One em dash in a comment
+  // made the 3.6 MB main chunk cost 7.3 MB of heap. So: non-ASCII characters escaped in the code, doc
+  // comments dropped (only licences are kept), and what is left (a licence's name) escaped below.
+  charset: 'ascii',
+  comments: { legal: true, annotation: false, jsdoc: false },
 });
 await bundle.close();
+for (const file of readdirSync(outDir).filter((name) => name.endsWith('.js'))) {
+  const code = readFileSync(join(outDir, file), 'utf8');
+  if (code.search(NON_ASCII) !== -1) writeFileSync(join(outDir, file), escapeNonAscii(code));
+}
 writeFileSync(join(outDir, SERVER_BUNDLE_STAMP), JSON.stringify({ digest, builtAt: new Date().toISOString() }) + '\n');
 console.log(`built the server bundle (${SERVER_BUNDLE_DIR}) in ${Math.round(performance.now() - started)} ms`);

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describeEachDatabase, request, startServeProcess } from '../testing/harness.ts';
@@ -63,14 +63,31 @@ describe('the server bundle is run only when built from the sources on disk', ()
   });
 });
 
+/** Builds the bundle unless it is fresh: `npm test` builds it first (pretest); a test file run on its own after an edit builds it here. */
+function ensureBundleBuilt(): void {
+  if (serverBundleState().state === 'fresh') return;
+  const build = spawnSync(process.execPath, ['scripts/build-server.ts'], { cwd: PROJECT_DIR, encoding: 'utf8' });
+  assert.equal(build.status, 0, build.stderr);
+}
+
+describe('the server bundle is written in ASCII', () => {
+  it('no chunk holds a non-ASCII character, so V8 keeps each source at one byte per character', () => {
+    ensureBundleBuilt();
+    const dir = join(PROJECT_DIR, SERVER_BUNDLE_DIR);
+    const chunks = readdirSync(dir).filter((name) => name.endsWith('.js'));
+    assert.ok(chunks.length > 1, chunks.join(' '));
+    for (const chunk of chunks) {
+      const code = readFileSync(join(dir, chunk), 'utf8');
+      const at = code.search(/[^\x00-\x7f]/);
+      assert.equal(at, -1, `${chunk}: ${JSON.stringify(code.slice(Math.max(0, at - 40), at + 10))}`);
+    }
+  });
+});
+
 describeEachDatabase('serve runs the server bundle built by npm run build', (env) => {
   let served: Awaited<ReturnType<typeof startServeProcess>>;
   before(async () => {
-    // `npm test` builds it first (pretest); a test file run on its own after an edit builds it here.
-    if (serverBundleState().state !== 'fresh') {
-      const build = spawnSync(process.execPath, ['scripts/build-server.ts'], { cwd: PROJECT_DIR, encoding: 'utf8' });
-      assert.equal(build.status, 0, build.stderr);
-    }
+    ensureBundleBuilt();
     served = await startServeProcess(env);
   });
   after(() => served?.stop());
