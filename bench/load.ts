@@ -39,6 +39,8 @@ export interface CellResult {
   total: number;
   /** CPU time per call, by process and thread, when the cell was asked to measure it (bench/cpu.ts). */
   cpu?: CpuPerCall;
+  /** Every completed request's total latency, ms, in the order they were sent (probe cells asked to keep them). */
+  totals?: number[];
 }
 
 /** How a cell runs. */
@@ -49,6 +51,8 @@ export interface CellOptions {
   warmupSeconds: number;
   /** Called once the warm-up is over; what it returns is called with the calls of the measured part. */
   onMeasure?: () => (calls: number) => CpuPerCall;
+  /** Return every request's latency too (probe only; see {@link CellResult.totals}). */
+  keepTimings?: boolean;
 }
 
 const bodyOf = (target: Target, stream: boolean) =>
@@ -172,6 +176,7 @@ export async function probe(target: Target, options: CellOptions): Promise<CellR
       failed: timings.length - ok.length,
       total: timings.length,
       ...(measured ? { cpu: measured(timings.length) } : {}),
+      ...(options.keepTimings ? { totals: ok.map((t) => t.totalMs) } : {}),
     };
   } finally {
     agent.destroy();

@@ -11,8 +11,10 @@ import { createServer } from 'node:net';
 export interface Child {
   name: string;
   pid: number;
-  /** Everything the process wrote to stdout so far. */
+  /** Everything the process wrote to stdout so far (its last 100,000 characters once it wrote a million). */
   stdout(): string;
+  /** Calls `listener` with each chunk the process writes to stdout from now on. */
+  onStdout(listener: (chunk: string) => void): void;
   /** The last lines it wrote to stderr, for error messages. */
   stderrTail(): string;
   /** Its peak resident set size so far (VmHWM), in MiB. */
@@ -36,8 +38,11 @@ export function spawnNode(
   });
   let out = '';
   let err = '';
+  const listeners: Array<(chunk: string) => void> = [];
   proc.stdout!.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
+    const text = chunk.toString();
+    for (const listener of listeners) listener(text);
+    out += text;
     if (out.length > 1_000_000) out = out.slice(-100_000);
   });
   proc.stderr!.on('data', (chunk: Buffer) => {
@@ -56,6 +61,7 @@ export function spawnNode(
     name,
     pid: proc.pid!,
     stdout: () => out,
+    onStdout: (listener) => listeners.push(listener),
     stderrTail: () =>
       [
         exitCode !== undefined ? `(exit code ${exitCode}, signal ${exitSignal})` : '',
