@@ -3,7 +3,7 @@ import type { TestDatabase } from '../src/testing/harness.ts';
 import { startBilledChat } from './billed-chat.ts';
 
 /**
- * `node bench/allocations.ts [sqlite|postgres] [calls] [allocated|live] [json|stream]`: the bytes allocated per chat call
+ * `node bench/allocations.ts [sqlite|postgres] [calls] [allocated|live|promoted] [json|stream]`: the bytes allocated per chat call
  * (non-streaming unless `stream`: then streamed, with usage asked for), from
  * V8's sampling heap profiler with collected objects included, grouped by the nearest frame of our code (or
  * the package, when none). Allocation is what the young-generation collector pays for (about a tenth of the
@@ -20,6 +20,11 @@ const CALLS = Number(callsArg);
  * entry, a timer, a closure kept alive), which the young generation promotes and the old one keeps.
  */
 const LIVE = mode === 'live';
+/**
+ * `promoted`: only what outlived the young-generation collections (whether a full collection freed it later
+ * or not), per call — what the scavenger copied and promoted, and the old generation then had to mark.
+ */
+const PROMOTED = mode === 'promoted';
 
 const billed = await startBilledChat(kind as TestDatabase, { LOG_LEVEL: 'warn' });
 const { close } = billed;
@@ -32,7 +37,7 @@ try {
   await session.post('HeapProfiler.startSampling', {
     samplingInterval: 512,
     includeObjectsCollectedByMajorGC: !LIVE,
-    includeObjectsCollectedByMinorGC: !LIVE,
+    includeObjectsCollectedByMinorGC: !LIVE && !PROMOTED,
   } as any);
   for (let i = 0; i < CALLS; i++) await chat();
   if (LIVE) await session.post('HeapProfiler.collectGarbage');
@@ -65,7 +70,7 @@ try {
   walk(profile.head, []);
   const kb = (bytes: number) => (bytes / CALLS / 1024).toFixed(2).padStart(7);
   console.log(
-    `${kind}: ${kb(total).trim()} KB ${LIVE ? 'still reachable after the calls' : 'allocated'} per call (${CALLS} calls; instance, client and mock)\n`,
+    `${kind}: ${kb(total).trim()} KB ${LIVE ? 'still reachable after the calls' : PROMOTED ? 'promoted (outlived the young generation)' : 'allocated'} per call (${CALLS} calls; instance, client and mock)\n`,
   );
   for (const [owner, bytes] of [...byOwner].sort((a, b) => b[1] - a[1]).slice(0, 30))
     console.log(`${kb(bytes)} KB  ${owner}`);
