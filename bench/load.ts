@@ -39,7 +39,7 @@ export interface CellResult {
   total: number;
   /** CPU time per call, by process and thread, when the cell was asked to measure it (bench/cpu.ts). */
   cpu?: CpuPerCall;
-  /** Every completed request's total latency, ms, in the order they were sent (probe cells asked to keep them). */
+  /** Every completed request's total latency, ms, in the order they completed (probe cells asked to keep them). */
   totals?: number[];
 }
 
