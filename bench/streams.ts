@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import { quantile } from './load.ts';
+import { installPortkey, portkeyTarget, startPortkey } from './portkey.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { CHAT_BODY } from './profile.ts';
 import {
@@ -23,7 +24,8 @@ import {
  * are open), the most streams open at once (answer begun, not ended), and the
  * most streams held with a gap p99 within 2× the direct path's.
  *
- * `node bench/streams.ts [sizes] [systems]`, e.g. `node bench/streams.ts 250,500,1000 direct,bare,sqlite,postgres`.
+ * `node bench/streams.ts [sizes] [systems]`, e.g. `node bench/streams.ts 250,500,1000 direct,bare,portkey,sqlite,postgres`
+ * (`portkey`: the benchmark's baseline gateway, installed as `npm run bench` installs it).
  * Settings: BENCH_STREAM_DELTAS (64), BENCH_STREAM_GAP_MS (20), BENCH_STREAM_GENERATORS (2 load generator
  * threads), BENCH_NODE_FLAGS (Node flags for the proxies measured, e.g. a CPU profiler's). It writes nothing
  * but its output: one JSON line per cell and a Markdown table at the end, which judges the issue's targets
@@ -309,6 +311,21 @@ async function main(): Promise<void> {
             await bare.stop();
           },
         };
+      } else if (system === 'portkey') {
+        installPortkey();
+        const portkey = await startPortkey();
+        children.push(portkey.child);
+        const portkeyChat = portkeyTarget(portkey.baseUrl, upstreamUrl, {});
+        target = {
+          url: portkeyChat.url,
+          model: UPSTREAM_MODEL,
+          headers: [portkeyChat.headers()],
+          pid: portkey.child.pid,
+          done: async () => {
+            peakRss.set(system, portkey.child.peakRssMiB());
+            await portkey.child.stop();
+          },
+        };
       } else if (system === 'sqlite' || system === 'postgres') {
         const { store, dispose } = await createStore(system);
         const instance = await startTollgate(store, upstreamUrl);
@@ -329,7 +346,7 @@ async function main(): Promise<void> {
             await dispose();
           },
         };
-      } else throw new Error(`unknown system ${system}: direct, bare, sqlite or postgres`);
+      } else throw new Error(`unknown system ${system}: direct, bare, portkey, sqlite or postgres`);
       try {
         await step(system, 20, target.url, target.model, target.headers, null, 0); // warm-up
         const idle = target.pid ? rssKiB(target.pid) : 0;
@@ -405,7 +422,7 @@ function printTables(cells: Cell[], peakRss: Map<string, number>): void {
     const peak = peakRss.get(system);
     const peakMb = peak === undefined ? undefined : (peak * 1024 * 1024) / 1e6;
     console.log(
-      `- ${system}: most streams held with gap p99 within 2× the direct path's: ${held.length ? Math.max(...held) : 'none of the sizes tried'}; peak RSS ${f(peak, 0)} MiB (${f(peakMb, 0)} MB)${peakMb === undefined || system === 'bare' ? '' : verdict(peakMb < TARGET_PEAK_RSS_MB)}`,
+      `- ${system}: most streams held with gap p99 within 2× the direct path's: ${held.length ? Math.max(...held) : 'none of the sizes tried'}; peak RSS ${f(peak, 0)} MiB (${f(peakMb, 0)} MB)${peakMb === undefined || system === 'bare' || system === 'portkey' ? '' : verdict(peakMb < TARGET_PEAK_RSS_MB)}`,
     );
   }
 }
