@@ -40,11 +40,11 @@ import {
 /**
  * `npm run bench`: one run, on loopback, against one mock upstream — the mock called directly, a bare Node
  * proxy (the floor of any proxy's cost), Portkey's gateway, and Tollgate on SQLite and on PostgreSQL, each
- * with 10 keys and then with the large data set — written to BENCHMARKS.md and the README. Bounded: about 7
- * minutes in full, under 2 minutes with BENCH_QUICK=1.
+ * with 10 keys and then with the large data set — written to BENCHMARKS.md and the README. Bounded: about 9
+ * minutes in full, under 3 minutes with BENCH_QUICK=1.
  *
  * Settings (environment): BENCH_QUICK=1 (short cells, 10,000 keys instead of 1,000,000), BENCH_SECONDS,
- * BENCH_WARMUP_SECONDS, BENCH_DATABASES=sqlite,postgres, BENCH_PORTKEY=0 (skip the baseline), BENCH_PROFILE=0
+ * BENCH_WARMUP_SECONDS, BENCH_PROCESS_WARMUP_SECONDS (see PROCESS_WARMUP), BENCH_DATABASES=sqlite,postgres, BENCH_PORTKEY=0 (skip the baseline), BENCH_PROFILE=0
  * (no profile when a target is missed), BENCH_UPSTREAM_LATENCY_MS / _CHUNK_DELAY_MS / _WORDS (the mock),
  * BENCH_DATABASE_URL. `node bench/run.ts --render` rewrites the reports from the last run's saved figures.
  */
@@ -54,6 +54,14 @@ const QUICK = env.BENCH_QUICK === '1';
 const SECONDS = Number(env.BENCH_SECONDS ?? (QUICK ? 1.5 : 6));
 const WARMUP = Number(env.BENCH_WARMUP_SECONDS ?? (QUICK ? 0.5 : 2));
 const TTFT_SECONDS = Math.min(3, SECONDS);
+/**
+ * A fresh process's warm-up before its first cell: a third at concurrency 64, two thirds one call at a time.
+ * Why: V8 tiers a process's per-call code up to its optimizing compiler only after many calls, on its helper
+ * threads. One call at a time from a fresh start that took ~20 s (~25,000 calls) for Tollgate (`--trace-opt`:
+ * ~800 TurboFan compilations, then ~5 a second), and until then the concurrency-1 p99 measured that wave
+ * (3.6–3.9 ms in the first 20 s, 1.9–2.1 after; docs/scaling.md, twelfth pass). Every system gets the same.
+ */
+const PROCESS_WARMUP = Number(env.BENCH_PROCESS_WARMUP_SECONDS ?? (QUICK ? 3 : 15));
 const SCALE = QUICK ? { users: 1_000, keys: 10_000 } : { users: 100_000, keys: 1_000_000 };
 const DIALECTS = (env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').filter(Boolean) as Array<'sqlite' | 'postgres'>;
 const WITH_PORTKEY = env.BENCH_PORTKEY !== '0';
@@ -99,6 +107,14 @@ const log = (message: string) =>
   console.log(`[bench ${((performance.now() - started) / 1000).toFixed(0).padStart(3)}s] ${message}`);
 const fmt = (c: CellResult) =>
   `${c.rps.toFixed(0)} req/s, p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms${c.ttftP50 === undefined ? '' : `, TTFT p50 ${c.ttftP50.toFixed(2)} ms`}${c.failed ? `, ${c.failed} FAILED` : ''}`;
+
+/** Warms a fresh process up ({@link PROCESS_WARMUP}); nothing of it is measured. */
+async function warmProcess(label: string, target: Target): Promise<void> {
+  if (PROCESS_WARMUP <= 0) return;
+  await hammer(target, { stream: false, connections: 64, seconds: PROCESS_WARMUP / 3, warmupSeconds: 0 });
+  await probe(target, { stream: false, connections: 1, seconds: (PROCESS_WARMUP * 2) / 3, warmupSeconds: 0 });
+  log(`${label} · warmed up for ${PROCESS_WARMUP} s`);
+}
 
 /** Every cell of one system: concurrency 1 with the probe, then concurrency 64 with autocannon, then TTFT at 64. */
 async function measure(
@@ -171,6 +187,7 @@ async function measureTollgate(
       if (scale === 'small') keys = await provision(instance, KEYS);
       const label = `Tollgate · ${name} · ${scale === 'small' ? `${KEYS} keys` : `${SCALE.keys.toLocaleString('en')} keys, ${SCALE.users.toLocaleString('en')} users`}`;
       const who = { gatewayPid: instance.child.pid, postgres: dialect === 'postgres' };
+      await warmProcess(label, tollgateTarget(instance, keys, CHAT_BODY));
       const figures = await measure(label, tollgateTarget(instance, keys, CHAT_BODY), who);
       const portkeyJson64 = await portkeyBeside?.();
       // The same request through the other API surfaces on the 10-key instance: their added latency beside chat's.
@@ -259,14 +276,16 @@ async function main(): Promise<void> {
   const results: SystemResult[] = [];
 
   const directBody = { ...CHAT_BODY, model: UPSTREAM_MODEL };
+  const directTarget: Target = {
+    url: `${upstreamUrl}/v1/chat/completions`,
+    body: directBody,
+    headers: () => ({ authorization: 'Bearer x' }),
+  };
+  await warmProcess('direct', directTarget);
   results.push({
     label: 'Direct (mock upstream, no gateway)',
     kind: 'direct',
-    ...(await measure('direct', {
-      url: `${upstreamUrl}/v1/chat/completions`,
-      body: directBody,
-      headers: () => ({ authorization: 'Bearer x' }),
-    })),
+    ...(await measure('direct', directTarget)),
   });
 
   // A short loop first, not kept: the mock's first long bodies run cold, and the direct path is the baseline.
@@ -279,15 +298,13 @@ async function main(): Promise<void> {
   children.add(bare);
   try {
     const { url: bareUrl } = await firstJsonLine<{ url: string }>(bare);
-    const figures = await measure(
-      BARE_PROXY_LABEL,
-      {
-        url: `${bareUrl}/v1/chat/completions`,
-        body: directBody,
-        headers: () => ({ authorization: 'Bearer x' }),
-      },
-      { gatewayPid: bare.pid },
-    );
+    const bareTarget: Target = {
+      url: `${bareUrl}/v1/chat/completions`,
+      body: directBody,
+      headers: () => ({ authorization: 'Bearer x' }),
+    };
+    await warmProcess(BARE_PROXY_LABEL, bareTarget);
+    const figures = await measure(BARE_PROXY_LABEL, bareTarget, { gatewayPid: bare.pid });
     await measureAgentLoop(
       BARE_PROXY_LABEL,
       'bare',
@@ -315,6 +332,7 @@ async function main(): Promise<void> {
     children.add(portkey.child);
     const label = `Portkey gateway ${PORTKEY_VERSION}`;
     const target = portkeyTarget(portkey.baseUrl, upstreamUrl, directBody);
+    await warmProcess(label, target);
     const figures = await measure(label, target, { gatewayPid: portkey.child.pid });
     results.push({ label, kind: 'portkey', ...figures, peakRssMB: (portkey.child.peakRssMiB() * 1024 * 1024) / 1e6 });
     await measureAgentLoop(
@@ -397,6 +415,7 @@ async function main(): Promise<void> {
       `The mock upstream (bench/mock-upstream.ts, the tests' OpenAI-compatible mock) answers at once (latency ${env.BENCH_UPSTREAM_LATENCY_MS ?? 0} ms, ${env.BENCH_UPSTREAM_WORDS ?? 16} content chunks per stream, ${env.BENCH_UPSTREAM_CHUNK_DELAY_MS ?? 0} ms between chunks), so the figures measure the gateways' own cost.`,
       `Request: \`${JSON.stringify(CHAT_BODY)}\` plus the model; streams ask for \`stream_options.include_usage\`.`,
       `Concurrency 1: a sequential keep-alive node:http client timing each request with performance.now() (autocannon's latency histogram has 1 ms resolution, too coarse for a 1 ms target). Concurrency 64: autocannon ${SECONDS} s after ${WARMUP} s of warm-up. TTFT at concurrency 64: the node:http client, 64 loops, ${TTFT_SECONDS} s.`,
+      `Warm-up: every process (the mock, the bare proxy, Portkey, each Tollgate instance) first serves ${PROCESS_WARMUP} s of the non-streaming request, a third of it at concurrency 64 and the rest one call at a time, unmeasured, so that V8 has compiled its per-call code with its optimizing compiler before any cell is timed (a fresh Tollgate took ~20 s of calls one at a time to get there; BENCH_PROCESS_WARMUP_SECONDS). Each cell then has its own warm-up as above.`,
       'Bare Node proxy (bench/bare-proxy.ts): a reference, not a gateway — a node:http server that forwards the body to the mock with the request function of undici (the client Tollgate uses) and pipes the answer back, streams included; no auth, billing, parsing or logging. What a Node proxy forwarding with that client costs at the least on this machine.',
       `Tollgate: \`node src/cli.ts serve\` as in production: what \`npm start\` runs, the server bundle of \`npm run build\` (BENCH_SERVE_CODE=source serves from \`src\`); every call places a billing hold, checks the key's daily spending limit, settles, and writes a usage record — with request-rate limits off (RATE_LIMIT_KEY_RPM=0, RATE_LIMIT_APP_RPM=0), background timers off (SWEEP_INTERVAL_SECONDS=0), and the default LOG_LEVEL=info (one JSON line per request to standard output, a pipe this script reads; BENCH_LOG_LEVEL changes it). ${KEYS} users with 1,000,000 credits and one key each (made through the operator and dashboard APIs); requests take the keys in turn.`,
       `Large data set: ${SCALE.users.toLocaleString('en')} more users and ${SCALE.keys.toLocaleString('en')} more keys inserted with SQL into the same database (bench/seed.ts), then a fresh Tollgate process on it.`,
