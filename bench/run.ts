@@ -40,7 +40,7 @@ import {
 /**
  * `npm run bench`: one run, on loopback, against one mock upstream — the mock called directly, a bare Node
  * proxy (the floor of any proxy's cost), Portkey's gateway, and Tollgate on SQLite and on PostgreSQL, each
- * with 10 keys and then with the large data set — written to BENCHMARKS.md and the README. Bounded: about 9
+ * with 10 keys and then with the large data set — written to BENCHMARKS.md and the README. Bounded: about 11
  * minutes in full, under 3 minutes with BENCH_QUICK=1.
  *
  * Settings (environment): BENCH_QUICK=1 (short cells, 10,000 keys instead of 1,000,000), BENCH_SECONDS,
@@ -55,13 +55,13 @@ const SECONDS = Number(env.BENCH_SECONDS ?? (QUICK ? 1.5 : 6));
 const WARMUP = Number(env.BENCH_WARMUP_SECONDS ?? (QUICK ? 0.5 : 2));
 const TTFT_SECONDS = Math.min(3, SECONDS);
 /**
- * A fresh process's warm-up before its first cell: a third at concurrency 64, two thirds one call at a time.
- * Why: V8 tiers a process's per-call code up to its optimizing compiler only after many calls, on its helper
- * threads. One call at a time from a fresh start that took ~20 s (~25,000 calls) for Tollgate (`--trace-opt`:
- * ~800 TurboFan compilations, then ~5 a second), and until then the concurrency-1 p99 measured that wave
- * (3.6–3.9 ms in the first 20 s, 1.9–2.1 after; docs/scaling.md, twelfth pass). Every system gets the same.
+ * A fresh process's warm-up before its first cell, one call at a time. Why: V8 moves a process's per-call code
+ * to its optimizing compiler only after many calls, compiling on helper threads that share the cores. One call
+ * at a time from a fresh start, that took Tollgate ~20 s (~25,000 calls; `--trace-opt`: ~800 TurboFan
+ * compilations, then ~5 a second), and until then the concurrency-1 p99 measured that wave (3.6–3.9 ms in the
+ * first 20 s, 1.9–2.1 after; docs/scaling.md, twelfth pass). Every system gets the same.
  */
-const PROCESS_WARMUP = Number(env.BENCH_PROCESS_WARMUP_SECONDS ?? (QUICK ? 3 : 15));
+const PROCESS_WARMUP = Number(env.BENCH_PROCESS_WARMUP_SECONDS ?? (QUICK ? 3 : 25));
 const SCALE = QUICK ? { users: 1_000, keys: 10_000 } : { users: 100_000, keys: 1_000_000 };
 const DIALECTS = (env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').filter(Boolean) as Array<'sqlite' | 'postgres'>;
 const WITH_PORTKEY = env.BENCH_PORTKEY !== '0';
@@ -111,8 +111,7 @@ const fmt = (c: CellResult) =>
 /** Warms a fresh process up ({@link PROCESS_WARMUP}); nothing of it is measured. */
 async function warmProcess(label: string, target: Target): Promise<void> {
   if (PROCESS_WARMUP <= 0) return;
-  await hammer(target, { stream: false, connections: 64, seconds: PROCESS_WARMUP / 3, warmupSeconds: 0 });
-  await probe(target, { stream: false, connections: 1, seconds: (PROCESS_WARMUP * 2) / 3, warmupSeconds: 0 });
+  await probe(target, { stream: false, connections: 1, seconds: PROCESS_WARMUP, warmupSeconds: 0 });
   log(`${label} · warmed up for ${PROCESS_WARMUP} s`);
 }
 
@@ -415,7 +414,7 @@ async function main(): Promise<void> {
       `The mock upstream (bench/mock-upstream.ts, the tests' OpenAI-compatible mock) answers at once (latency ${env.BENCH_UPSTREAM_LATENCY_MS ?? 0} ms, ${env.BENCH_UPSTREAM_WORDS ?? 16} content chunks per stream, ${env.BENCH_UPSTREAM_CHUNK_DELAY_MS ?? 0} ms between chunks), so the figures measure the gateways' own cost.`,
       `Request: \`${JSON.stringify(CHAT_BODY)}\` plus the model; streams ask for \`stream_options.include_usage\`.`,
       `Concurrency 1: a sequential keep-alive node:http client timing each request with performance.now() (autocannon's latency histogram has 1 ms resolution, too coarse for a 1 ms target). Concurrency 64: autocannon ${SECONDS} s after ${WARMUP} s of warm-up. TTFT at concurrency 64: the node:http client, 64 loops, ${TTFT_SECONDS} s.`,
-      `Warm-up: every process (the mock, the bare proxy, Portkey, each Tollgate instance) first serves ${PROCESS_WARMUP} s of the non-streaming request, a third of it at concurrency 64 and the rest one call at a time, unmeasured, so that V8 has compiled its per-call code with its optimizing compiler before any cell is timed (a fresh Tollgate took ~20 s of calls one at a time to get there; BENCH_PROCESS_WARMUP_SECONDS). Each cell then has its own warm-up as above.`,
+      `Warm-up: every process (the mock, the bare proxy, Portkey, each Tollgate instance) first serves ${PROCESS_WARMUP} s of the non-streaming request one call at a time, unmeasured, so that V8 has compiled its per-call code with its optimizing compiler before any cell is timed (a fresh Tollgate took ~20 s of calls one at a time to get there; BENCH_PROCESS_WARMUP_SECONDS). Each cell then has its own warm-up as above.`,
       'Bare Node proxy (bench/bare-proxy.ts): a reference, not a gateway — a node:http server that forwards the body to the mock with the request function of undici (the client Tollgate uses) and pipes the answer back, streams included; no auth, billing, parsing or logging. What a Node proxy forwarding with that client costs at the least on this machine.',
       `Tollgate: \`node src/cli.ts serve\` as in production: what \`npm start\` runs, the server bundle of \`npm run build\` (BENCH_SERVE_CODE=source serves from \`src\`); every call places a billing hold, checks the key's daily spending limit, settles, and writes a usage record — with request-rate limits off (RATE_LIMIT_KEY_RPM=0, RATE_LIMIT_APP_RPM=0), background timers off (SWEEP_INTERVAL_SECONDS=0), and the default LOG_LEVEL=info (one JSON line per request to standard output, a pipe this script reads; BENCH_LOG_LEVEL changes it). ${KEYS} users with 1,000,000 credits and one key each (made through the operator and dashboard APIs); requests take the keys in turn.`,
       `Large data set: ${SCALE.users.toLocaleString('en')} more users and ${SCALE.keys.toLocaleString('en')} more keys inserted with SQL into the same database (bench/seed.ts), then a fresh Tollgate process on it.`,
