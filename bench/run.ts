@@ -45,8 +45,9 @@ import {
  *
  * Settings (environment): BENCH_QUICK=1 (short cells, 10,000 keys instead of 1,000,000), BENCH_SECONDS,
  * BENCH_WARMUP_SECONDS, BENCH_PROCESS_WARMUP_SECONDS (see PROCESS_WARMUP), BENCH_DATABASES=sqlite,postgres,
- * BENCH_PORTKEY=0 (skip the baseline), BENCH_PROFILE=0 (no profile when a target is missed), BENCH_UPSTREAM_LATENCY_MS / _CHUNK_DELAY_MS / _WORDS (the mock),
- * BENCH_DATABASE_URL. `node bench/run.ts --render` rewrites the reports from the last run's saved figures.
+ * BENCH_PORTKEY=0 (skip the baseline), BENCH_PROFILE=0 (no profile when a target is missed),
+ * BENCH_UPSTREAM_LATENCY_MS / _CHUNK_DELAY_MS / _WORDS (the mock), BENCH_DATABASE_URL. `node bench/run.ts
+ * --render` rewrites the reports from the last run's saved figures.
  */
 
 const env = process.env;
