@@ -32,6 +32,7 @@ import {
   startTollgate,
   tollgateTarget,
   UPSTREAM_MODEL,
+  upstreamTarget,
   verifyLedger,
   withPostgres,
   type Store,
@@ -187,8 +188,9 @@ async function measureTollgate(
       if (scale === 'small') keys = await provision(instance, KEYS);
       const label = `Tollgate · ${name} · ${scale === 'small' ? `${KEYS} keys` : `${SCALE.keys.toLocaleString('en')} keys, ${SCALE.users.toLocaleString('en')} users`}`;
       const who = { gatewayPid: instance.child.pid, postgres: dialect === 'postgres' };
-      await warmProcess(label, tollgateTarget(instance, keys, CHAT_BODY));
-      const figures = await measure(label, tollgateTarget(instance, keys, CHAT_BODY), who);
+      const chat = tollgateTarget(instance, keys, CHAT_BODY);
+      await warmProcess(label, chat);
+      const figures = await measure(label, chat, who);
       const portkeyJson64 = await portkeyBeside?.();
       // The same request through the other API surfaces on the 10-key instance: their added latency beside chat's.
       const responses =
@@ -276,11 +278,7 @@ async function main(): Promise<void> {
   const results: SystemResult[] = [];
 
   const directBody = { ...CHAT_BODY, model: UPSTREAM_MODEL };
-  const directTarget: Target = {
-    url: `${upstreamUrl}/v1/chat/completions`,
-    body: directBody,
-    headers: () => ({ authorization: 'Bearer x' }),
-  };
+  const directTarget = upstreamTarget(upstreamUrl, CHAT_BODY);
   await warmProcess('direct', directTarget);
   results.push({
     label: 'Direct (mock upstream, no gateway)',
@@ -298,11 +296,7 @@ async function main(): Promise<void> {
   children.add(bare);
   try {
     const { url: bareUrl } = await firstJsonLine<{ url: string }>(bare);
-    const bareTarget: Target = {
-      url: `${bareUrl}/v1/chat/completions`,
-      body: directBody,
-      headers: () => ({ authorization: 'Bearer x' }),
-    };
+    const bareTarget = upstreamTarget(bareUrl, CHAT_BODY);
     await warmProcess(BARE_PROXY_LABEL, bareTarget);
     const figures = await measure(BARE_PROXY_LABEL, bareTarget, { gatewayPid: bare.pid });
     await measureAgentLoop(

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { startCpuMeasure } from './cpu.ts';
-import { probe, quantile, type Target } from './load.ts';
+import { probe, quantile } from './load.ts';
 import { firstJsonLine, spawnNode } from './processes.ts';
 import { CHAT_BODY } from './profile.ts';
 import {
@@ -10,7 +10,7 @@ import {
   responsesTarget,
   startTollgate,
   tollgateTarget,
-  UPSTREAM_MODEL,
+  upstreamTarget,
 } from './tollgate.ts';
 
 /**
@@ -67,12 +67,7 @@ const { store, dispose } = await createStore(dialect);
 try {
   const { url: upstreamUrl } = await firstJsonLine<{ url: string }>(mock);
   const cell = { stream: false, connections: 1, seconds: SECONDS, warmupSeconds: 2, keepTimings: true };
-  const direct: Target = {
-    url: `${upstreamUrl}/v1/chat/completions`,
-    body: { ...CHAT_BODY, model: UPSTREAM_MODEL },
-    headers: () => ({ authorization: 'Bearer x' }),
-  };
-  const directCell = await probe(direct, cell);
+  const directCell = await probe(upstreamTarget(upstreamUrl, CHAT_BODY), cell);
 
   const instance = await startTollgate(store, upstreamUrl, [], resolve('.'));
   try {

@@ -22,6 +22,15 @@ export const POSTGRES_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgr
 export const MODEL_ID = 'bench/chat';
 export const UPSTREAM_MODEL = 'gpt-bench';
 
+/**
+ * `body` sent straight to the OpenAI-compatible chat endpoint at `baseUrl`, with the upstream's model name:
+ * the mock itself (the direct path), or the bare proxy in front of it.
+ */
+export function upstreamTarget(baseUrl: string, body: Record<string, unknown>): Target {
+  const headers = { authorization: 'Bearer x' };
+  return { url: `${baseUrl}/v1/chat/completions`, body: { ...body, model: UPSTREAM_MODEL }, headers: () => headers };
+}
+
 /** Where an instance keeps its data; survives restarts of the instance (the data scale grows between them). */
 export type Store = { dialect: 'sqlite'; dataDir: string } | { dialect: 'postgres'; schema: string };
 

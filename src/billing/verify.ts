@@ -99,17 +99,17 @@ export async function verifyLedger(
       .groupBy('ledger_transactions.user_id');
     if (userId) userQuery = userQuery.where('ledger_transactions.user_id', '=', userId);
     const userRows = await userQuery.execute();
-    const foreignRows = userRows.some((row) => num(row.foreign_entries) > 0)
-      ? await trx
-          .selectFrom('ledger_transactions')
-          .innerJoin('ledger_entries', 'ledger_entries.transaction_id', 'ledger_transactions.id')
-          .select(['ledger_entries.transaction_id', 'ledger_entries.account', 'ledger_entries.amount'])
-          .where('ledger_transactions.user_id', 'in', [
-            ...userRows.filter((row) => num(row.foreign_entries) > 0).map((row) => row.user_id),
-          ])
-          .where(foreign)
-          .execute()
-      : [];
+    const usersWithForeign = userRows.filter((row) => num(row.foreign_entries) > 0).map((row) => row.user_id);
+    const foreignRows =
+      usersWithForeign.length > 0
+        ? await trx
+            .selectFrom('ledger_transactions')
+            .innerJoin('ledger_entries', 'ledger_entries.transaction_id', 'ledger_transactions.id')
+            .select(['ledger_entries.transaction_id', 'ledger_entries.account', 'ledger_entries.amount'])
+            .where('ledger_transactions.user_id', 'in', usersWithForeign)
+            .where(foreign)
+            .execute()
+        : [];
 
     let walletQuery = trx.selectFrom('wallets').select(['user_id', 'balance', 'reserved', 'debt']);
     if (userId) walletQuery = walletQuery.where('user_id', '=', userId);

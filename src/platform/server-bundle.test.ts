@@ -63,7 +63,10 @@ describe('the server bundle is run only when built from the sources on disk', ()
   });
 });
 
-/** Builds the bundle unless it is fresh: `npm test` builds it first (pretest); a test file run on its own after an edit builds it here. */
+/**
+ * Builds the bundle unless it is fresh: `npm test` builds it first (pretest); a test file run on its own after
+ * an edit builds it here.
+ */
 function ensureBundleBuilt(): void {
   if (serverBundleState().state === 'fresh') return;
   const build = spawnSync(process.execPath, ['scripts/build-server.ts'], { cwd: PROJECT_DIR, encoding: 'utf8' });

@@ -44,8 +44,9 @@ function adapt(database: DatabaseSync): SqliteDatabase {
  * most of each page untouched). With 1 KiB pages a place and settle wrote 45–46 KB of WAL instead of
  * 131–135 KB (`node bench/holds.ts sqlite`; 33–34 KB since migration 1720), so each commit and each
  * checkpoint (which syncs and copies that WAL, on the event loop) has a third of the bytes to move; billing
- * alone, one call at a time, took ~30% less time (docs/scaling.md, tenth pass). Index keys longer than ~230 bytes spill to overflow pages at this
- * size: slower, still correct; of Tollgate's indexed columns only an unusually long email address gets there.
+ * alone, one call at a time, took ~30% less time (docs/scaling.md, tenth pass). Index keys longer than ~230
+ * bytes spill to overflow pages at this size: slower, still correct; of Tollgate's indexed columns only an
+ * unusually long email address gets there.
  */
 export const NEW_DATABASE_PAGE_SIZE = 1024;
 
