@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 
 /**
- * Reads a V8 `.cpuprofile` (what `node --cpu-prof` writes) into the two views that find a hot spot fastest:
- * the functions with the most self time, and self time summed per source file or package.
+ * Reads a V8 `.cpuprofile` (what `node --cpu-prof` writes) into the views that find a hot spot fastest: the
+ * functions with the most self time, self time summed per source file or package, our functions by inclusive
+ * time, and the time of each layer of a call (see {@link LAYERS}).
  */
 
 interface ProfileNode {
@@ -26,7 +27,45 @@ export interface ProfileSummary {
   files: HotSpot[];
   /** Our own functions (under `src/`) by inclusive time: each sample counts once for every function on its stack. */
   inclusive: HotSpot[];
+  /** Every sample's time by the layer of a call it was spent in ({@link LAYERS}), idle included. */
+  layers: HotSpot[];
+  /** The calls completed in the profile's window, when known: the layers are then also given in µs per call. */
+  calls?: number;
 }
+
+/** Which samples to summarise, and what to divide by. */
+export interface SummaryOptions {
+  /**
+   * Only the samples taken in this window, in µs of the monotonic clock (`process.hrtime.bigint() / 1000n` in
+   * any process of the machine: V8's profile timestamps use the same clock), e.g. a measured cell's, so that
+   * start-up and warm-up stay out of the figures.
+   */
+  window?: { fromMicros: number; toMicros: number };
+  /** Calls completed in that window. */
+  calls?: number;
+}
+
+/**
+ * The layers of a gateway call, each by the code it runs: a sample counts for the layer of the deepest frame on
+ * its stack that belongs to one (a socket write counts for the code that made it), so that the whole profile
+ * adds up by layer. Checked in order; the first that matches a frame's source wins.
+ */
+export const LAYERS: ReadonlyArray<readonly [layer: string, source: RegExp]> = [
+  ['SQLite: statements, commits, the driver (and Kysely)', /src\/platform\/db\/|node_modules\/kysely\//],
+  ['billing: holds, ledger, limits (our logic)', /src\/billing\//],
+  ['token counting', /src\/providers\/tokens|src\/gateway\/prompt-counts|src\/gateway\/count-guard/],
+  ['PostgreSQL client (pg)', /node_modules\/(pg|pg-protocol|pg-pool|pg-types)\//],
+  ['request log (pino)', /node_modules\/(pino|sonic-boom|@pinojs|fast-redact)|src\/platform\/logger/],
+  ['metrics (prom-client)', /node_modules\/prom-client|src\/gateway\/metrics|src\/platform\/metrics/],
+  ['body validation (ajv)', /node_modules\/(ajv|fast-uri)\//],
+  ['response serialisation (fast-json-stringify)', /node_modules\/fast-json-stringify\//],
+  ['upstream client (undici)', /node_modules\/undici\/|src\/providers\/http\.ts/],
+  ['credential check (keys, principal)', /src\/keys\/|src\/platform\/http\/principal|src\/platform\/crypto/],
+  ['gateway, protocols and providers (our logic)', /src\/(gateway|providers|protocols|models)\//],
+  ['Fastify and its plugins', /node_modules\/(fastify|@fastify|find-my-way|avvio|secure-json-parse|cookie)\//],
+  ['our HTTP platform (hooks)', /src\/platform\/http\//],
+  ['node:http, net and streams', /^node:(_http|net|stream|events)|^node:internal\/(streams|http|stream_base)/],
+];
 
 /** Where a frame's code lives, short: `src/gateway/chat.ts`, `node_modules/kysely`, `node:internal/…`, or a V8 pseudo-frame. */
 function placeOf(url: string): string {
@@ -40,16 +79,22 @@ function placeOf(url: string): string {
   return path.startsWith('/') ? relative(process.cwd(), path) : path;
 }
 
-/** Summarises the profile at `file`: the `top` functions and files by self time. */
-export function summariseCpuProfile(file: string, top = 15): ProfileSummary {
+/** Summarises the profile at `file`: the `top` functions and files by self time, and the layers. */
+export function summariseCpuProfile(file: string, top = 15, options: SummaryOptions = {}): ProfileSummary {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as {
     nodes: ProfileNode[];
     samples: number[];
     timeDeltas: number[];
+    startTime: number;
   };
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfUs = new Map<number, number>();
-  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  let at = profile.startTime;
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] ?? 0;
+    if (options.window && (at < options.window.fromMicros || at > options.window.toMicros)) return;
+    selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
   const totalUs = [...selfUs.values()].reduce((a, b) => a + b, 0);
   const functions = new Map<string, number>();
   const files = new Map<string, number>();
@@ -76,12 +121,47 @@ export function summariseCpuProfile(file: string, top = 15): ProfileSummary {
     }
     for (const name of names) inclusive.set(name, (inclusive.get(name) ?? 0) + us);
   }
-  const rank = (map: Map<string, number>) =>
+  const layerOf = layerFinder(byId, parent);
+  const layers = new Map<string, number>();
+  for (const [id, us] of selfUs) layers.set(layerOf(id), (layers.get(layerOf(id)) ?? 0) + us);
+  const rank = (map: Map<string, number>, count = top) =>
     [...map]
       .sort((a, b) => b[1] - a[1])
-      .slice(0, top)
+      .slice(0, count)
       .map(([name, us]) => ({ name, selfMs: us / 1000, percent: (100 * us) / totalUs }));
-  return { totalMs: totalUs / 1000, functions: rank(functions), files: rank(files), inclusive: rank(inclusive) };
+  return {
+    totalMs: totalUs / 1000,
+    functions: rank(functions),
+    files: rank(files),
+    inclusive: rank(inclusive),
+    layers: rank(layers, layers.size),
+    ...(options.calls ? { calls: options.calls } : {}),
+  };
+}
+
+/**
+ * The layer ({@link LAYERS}) of a profile node: its own, else its caller's. V8's pseudo-frames (the garbage
+ * collector, idle, "program") are layers of their own; a stack with no frame of any layer is Node's or V8's
+ * own work between calls (timers, microtask and event-loop turns).
+ */
+function layerFinder(byId: Map<number, ProfileNode>, parent: Map<number, number>): (id: number) => string {
+  const known = new Map<number, string>();
+  const find = (id: number): string => {
+    const cached = known.get(id);
+    if (cached) return cached;
+    const { functionName, url } = byId.get(id)!.callFrame;
+    const source = url.startsWith('file://') ? new URL(url).pathname : url;
+    let layer: string | undefined;
+    if (!url && functionName.startsWith('(') && functionName !== '(root)') layer = functionName;
+    else if (url) layer = LAYERS.find(([, pattern]) => pattern.test(source))?.[0];
+    if (!layer) {
+      const up = parent.get(id);
+      layer = up === undefined ? 'Node and V8 between calls (timers, microtasks, event loop)' : find(up);
+    }
+    known.set(id, layer);
+    return layer;
+  };
+  return find;
 }
 
 /** The summary as Markdown tables. */
@@ -97,7 +177,16 @@ export function profileMarkdown(summary: ProfileSummary): string {
     '|---|---:|---:|',
     ...summary.inclusive.map((r) => `| \`${r.name}\` | ${r.selfMs.toFixed(0)} | ${r.percent.toFixed(1)} |`),
   ].join('\n');
-  return `${table('Function (self time)', summary.functions)}\n\n${table('File or package (self time)', summary.files)}\n\n${inclusive}`;
+  const perCall = summary.calls;
+  const layers = [
+    `| Layer of a call | ms | % |${perCall ? ' µs per call |' : ''}`,
+    `|---|---:|---:|${perCall ? '---:|' : ''}`,
+    ...summary.layers.map(
+      (r) =>
+        `| ${r.name} | ${r.selfMs.toFixed(0)} | ${r.percent.toFixed(1)} |${perCall ? ` ${((r.selfMs * 1000) / perCall).toFixed(0)} |` : ''}`,
+    ),
+  ].join('\n');
+  return `${layers}\n\n${table('Function (self time)', summary.functions)}\n\n${table('File or package (self time)', summary.files)}\n\n${inclusive}`;
 }
 
 // `node bench/cpuprofile.ts <file.cpuprofile> [top]` prints the summary.
