@@ -81,6 +81,46 @@ describeEachDatabase(
         new OpenAI({ apiKey: authorization.accessToken, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 }),
       );
     });
+
+    it('with its default retries, the SDK sends a spending-limit or credit refusal once: the answer says no retry can help', async () => {
+      let requests = 0;
+      const counted = (key: string) =>
+        new OpenAI({
+          apiKey: key,
+          baseURL: `${env.baseUrl}/api/v1`,
+          fetch: (url: string | URL | Request, init?: RequestInit) => {
+            requests++;
+            return fetch(url, init);
+          },
+        });
+      const hi = { model: 'acme/chat', messages: [{ role: 'user' as const, content: 'hi' }] };
+
+      const user = await fundedUser(env, 10);
+      const limited = await env.dashboard(user.session, 'POST', '/api/user/api-keys', {
+        name: 'limited',
+        permissions: ['ai:chat'],
+        // Below the call's worst case: 100 output tokens and the prompt at 1 credit per million tokens.
+        limit: 0.00001,
+        limitPeriod: 'daily',
+      });
+      assert.equal(limited.status, 200, limited.text);
+      await assert.rejects(
+        counted(limited.body.apiKey.key).chat.completions.create(hi),
+        (error: any) =>
+          error.status === 429 &&
+          error.code === 'SPENDING_LIMIT_EXCEEDED' &&
+          error.headers.get('x-should-retry') === 'false',
+      );
+      assert.equal(requests, 1);
+
+      const poor = await fundedUser(env, 0);
+      requests = 0;
+      await assert.rejects(
+        counted(poor.key).chat.completions.create(hi),
+        (error: any) => error.status === 402 && error.headers.get('x-should-retry') === 'false',
+      );
+      assert.equal(requests, 1);
+    });
   },
   { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } },
 );

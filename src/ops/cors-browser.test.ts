@@ -90,4 +90,35 @@ describeEachDatabase('CORS in a real browser', (env) => {
     );
     assert.equal(blocked, 'blocked');
   });
+
+  it('a page of a registered app reads that a refusal cannot be retried (x-should-retry), as the official SDKs do', async () => {
+    const app = await env.admin('POST', '/api/admin/apps', {
+      name: 'Browser app, refused',
+      redirectUris: [`${appOrigin}/refused`],
+      scopes: ['read'],
+      type: 'public',
+    });
+    assert.equal(app.status, 201, app.text);
+    const poor = await fundedUser(env, 0);
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${appOrigin}/`);
+    const refused = await page.evaluate(
+      async ({ url, key }) => {
+        const response = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body: JSON.stringify({ model: 'tollgate/echo', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }),
+        });
+        return {
+          status: response.status,
+          retry: response.headers.get('x-should-retry'),
+          requestId: response.headers.get('x-request-id'),
+        };
+      },
+      { url: `${env.baseUrl}/api/v1/chat/completions`, key: poor.key },
+    );
+    assert.equal(refused.status, 402);
+    assert.equal(refused.retry, 'false');
+    assert.ok(refused.requestId);
+  });
 });

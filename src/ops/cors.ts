@@ -55,7 +55,8 @@ export function registerCors(app: App, ctx: AppContext): void {
     // Set on the raw response: the OAuth routes hand the raw response to oidc-provider.
     reply.raw.setHeader('access-control-allow-origin', origin);
     reply.raw.setHeader('vary', 'Origin');
-    reply.raw.setHeader('access-control-expose-headers', 'retry-after, x-request-id');
+    // x-should-retry: the official SDKs read it in a browser too, and retry a refusal that says nothing.
+    reply.raw.setHeader('access-control-expose-headers', 'retry-after, x-request-id, x-should-retry');
     if (request.method === 'OPTIONS') {
       reply.raw.setHeader('access-control-allow-methods', 'GET, POST, PATCH, DELETE, OPTIONS');
       reply.raw.setHeader(

@@ -1,7 +1,8 @@
 /**
- * The one catalogue of error codes: each has its HTTP status, its OpenAI-style `type` and when it happens.
- * Every error a route answers is an {@link ApiError} built from a code here; a test fails when a code is
- * missing from the README's error table.
+ * The one catalogue of error codes: each has its HTTP status, its OpenAI-style `type` and when it happens,
+ * and `retryable: false` when no retry can succeed before the caller or its user acts (see
+ * {@link ApiError.headers}). Every error a route answers is an {@link ApiError} built from a code here; a test
+ * fails when a code is missing from the README's error table.
  */
 export const ERROR_CODES = {
   INVALID_REQUEST: {
@@ -43,6 +44,7 @@ export const ERROR_CODES = {
     status: 402,
     type: 'insufficient_credits_error',
     when: "The wallet's available credits are below the request's worst-case cost.",
+    retryable: false,
   },
   PERMISSION_DENIED: {
     status: 403,
@@ -70,6 +72,7 @@ export const ERROR_CODES = {
     status: 429,
     type: 'spending_limit_error',
     when: "An app's or key's spending limit would be exceeded by the request's worst-case cost.",
+    retryable: false,
   },
   RATE_LIMITED: {
     status: 429,
@@ -112,7 +115,14 @@ export const ERROR_CODES = {
     type: 'invalid_request_error',
     when: 'An outbound webhook URL is not https, or its host resolves to a loopback, private or link-local address (unless the operator allows it).',
   },
-} as const satisfies Record<string, { status: number; type: string; when: string }>;
+} as const satisfies Record<string, { status: number; type: string; when: string; retryable?: false }>;
+
+/**
+ * The header the official OpenAI and Anthropic SDKs read before retrying: they retry every 429 (and 408,
+ * 409, 5xx) with backoff unless it says `false`. A spending limit stays exceeded until its period resets and
+ * a wallet stays short until it is topped up, so a retry only repeats the refusal, late.
+ */
+export const NOT_RETRYABLE_HEADERS: Readonly<Record<string, string>> = { 'x-should-retry': 'false' };
 
 /** A code of the catalogue. */
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -125,7 +135,10 @@ export class ApiError extends Error {
   readonly type: string;
   /** Extra fields that go into the envelope beside code, message and type (contract §2.2). */
   readonly details: Record<string, unknown>;
-  /** Response headers to send with the error (for example Retry-After). */
+  /**
+   * Response headers to send with the error (for example Retry-After), and {@link NOT_RETRYABLE_HEADERS} for a
+   * code the catalogue marks `retryable: false`.
+   */
   readonly headers: Record<string, string>;
 
   constructor(
@@ -143,7 +156,8 @@ export class ApiError extends Error {
     this.status = options.status ?? ERROR_CODES[code].status;
     this.type = ERROR_CODES[code].type;
     this.details = options.details ?? {};
-    this.headers = options.headers ?? {};
+    this.headers =
+      'retryable' in ERROR_CODES[code] ? { ...NOT_RETRYABLE_HEADERS, ...options.headers } : (options.headers ?? {});
   }
 
   /** The `{ error: { code, message, type, ... } }` envelope of `/api/v1/*` and the reads. */

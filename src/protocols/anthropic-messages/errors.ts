@@ -45,24 +45,6 @@ export function anthropicErrorBody(error: ApiError): AnthropicErrorBody {
   };
 }
 
-/** Restrictions that a retry cannot lift before the period resets or the wallet is topped up. */
-const NOT_RETRYABLE: ReadonlySet<string> = new Set(['SPENDING_LIMIT_EXCEEDED', 'INSUFFICIENT_CREDITS']);
-
-/**
- * The error with `x-should-retry: false` when retrying is pointless: the Anthropic SDK (and Claude Code with
- * it) retries every 429 with backoff unless told not to, and a spending limit stays exceeded until it resets.
- * A request-rate 429 (`RATE_LIMITED`) keeps its `Retry-After` and stays retryable.
- */
-export function withRetryAdvice(error: unknown): unknown {
-  if (!(error instanceof ApiError) || !NOT_RETRYABLE.has(error.code)) return error;
-  return new ApiError(error.code, error.message, {
-    status: error.status,
-    details: error.details,
-    headers: { ...error.headers, 'x-should-retry': 'false' },
-    cause: error,
-  });
-}
-
 /** The SSE frame of an error after a stream began (Anthropic's `event: error`). */
 export function anthropicErrorFrame(error: ApiError): string {
   return `event: error\ndata: ${JSON.stringify(anthropicErrorBody(error))}\n\n`;

@@ -10,7 +10,7 @@ import { messagesRefusal, parseMessagesRequest, type MessagesRequest } from './p
 import { renderMessage } from './render.ts';
 import { AnthropicStreamRenderer } from './stream.ts';
 import { ERROR_RESPONSES, MessageSchema, MessagesBodySchema } from './schemas.ts';
-import { anthropicErrorBody, withRetryAdvice } from './errors.ts';
+import { anthropicErrorBody } from './errors.ts';
 
 /**
  * `POST /api/v1/messages`: Anthropic's Messages API on the gateway's pipeline (any provider), billed by hold
@@ -45,7 +45,7 @@ export function registerMessagesRoute(app: App, ctx: GatewayDeps): void {
           return renderMessage(await completeCall(ctx, principalOf(request), call, signal, options));
         } catch (error) {
           if (error instanceof ClientGone) return reply.hijack();
-          throw withRetryAdvice(error);
+          throw error;
         }
       }
       return streamMessage(ctx, request, reply, call, signal, options);
@@ -74,7 +74,7 @@ async function streamMessage(
     stream = await streamCall(ctx, principalOf(request), call, signal, options);
   } catch (error) {
     if (error instanceof ClientGone) return reply.hijack();
-    throw withRetryAdvice(error);
+    throw error;
   }
   const raw = openEventStream(reply);
   const renderer = new AnthropicStreamRenderer(stream.model.id);
