@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import type { App } from '../platform/http/server.ts';
+import { nonJsonResponse } from '../platform/http/openapi.ts';
 import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import { costMicros } from '../models/pricing.ts';
@@ -42,7 +43,16 @@ export function registerSpeechRoute(app: App, ctx: GatewayDeps): void {
         security: [{ bearer: [] }],
         body: SpeechBody,
       },
-      config: { auth: ['ai:audio'] },
+      config: {
+        auth: ['ai:audio'],
+        documentedResponses: {
+          200: nonJsonResponse(
+            "The audio, relayed as the provider sends it, in the `response_format` asked for (the provider's default: mp3).",
+            ['audio/mpeg', 'audio/opus', 'audio/aac', 'audio/flac', 'audio/wav', 'audio/pcm'],
+            true,
+          ),
+        },
+      },
     },
     async (request, reply) => {
       const body = request.body as { model: string; input: string; [k: string]: unknown };

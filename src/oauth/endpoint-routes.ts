@@ -2,6 +2,7 @@ import Type from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Provider } from 'oidc-provider';
 import type { App } from '../platform/http/server.ts';
+import { nonJsonResponse } from '../platform/http/openapi.ts';
 import type { OAuthDeps } from './deps.ts';
 import { SCOPES } from './scopes.ts';
 import { STRICT_PAGE_CSP } from '../platform/http/page.ts';
@@ -153,6 +154,22 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
       summary: 'Authorization endpoint (code flow with PKCE S256)',
       description:
         'Starts an authorization: `response_type=code`, `client_id`, the exact registered `redirect_uri`, `scope` (space-separated), `state`, `code_challenge` and `code_challenge_method=S256`. Shows the sign-in and consent pages, then redirects to `redirect_uri` with `code`, `state` and `iss` (or `error`). Asking for `offline_access` always shows the consent page and yields a refresh token.',
+    },
+    config: {
+      documentedResponses: {
+        200: nonJsonResponse(
+          'With `response_mode=form_post` (accepted, though the metadata advertises only `query`), an HTML page whose form posts the answer to the `redirect_uri`.',
+          ['text/html'],
+        ),
+        303: {
+          description:
+            "A redirect: to the sign-in or consent page, or back to the app's `redirect_uri` with `code`, `state` and `iss` (or `error` and `error_description`).",
+        },
+        '4XX': nonJsonResponse(
+          'An HTML page saying what is wrong, when the request cannot be sent back to the app (an unknown `client_id`, a `redirect_uri` that is not registered).',
+          ['text/html'],
+        ),
+      },
     },
   });
   app.route({

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeEachDatabase } from '../../testing/harness.ts';
 import { operationIdOf, transformRoute } from './openapi.ts';
+import { fundedUser } from '../../gateway/testing.ts';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 
@@ -72,6 +73,43 @@ describeEachDatabase('the OpenAPI document', (env) => {
     assert.deepEqual(document.paths['/api/user/apps'].post.security, [{ bearer: [] }, { session: [], csrf: [] }]);
     assert.deepEqual(document.paths['/api/admin/users'].post.security, [{ admin: [] }]);
     assert.deepEqual(document.paths['/healthz'].get.security, []);
+  });
+
+  it('documents the media types answered where they are not JSON: event streams, metrics text, audio, the authorization endpoint', async () => {
+    const document = (await env.request('GET', '/api/openapi.json')).body;
+    /** The media types the document gives an operation's answer with `status` (or its range). */
+    const documented = (path: string, method: string, status: number) => {
+      const responses = document.paths[path][method].responses;
+      const answer = responses[String(status)] ?? responses[`${String(status)[0]}XX`];
+      assert.ok(answer, `${method} ${path} documents no ${status}`);
+      return Object.keys(answer.content ?? {});
+    };
+    const mediaType = (headers: Headers) => headers.get('content-type')?.split(';')[0] ?? '(none)';
+
+    const user = await fundedUser(env, 1);
+    const hello = { model: 'tollgate/echo', max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] };
+    const streamed = await env.request('POST', '/api/v1/chat/completions', {
+      token: user.key,
+      body: { ...hello, stream: true },
+    });
+    assert.equal(streamed.status, 200, streamed.text);
+    assert.ok(documented('/api/v1/chat/completions', 'post', 200).includes(mediaType(streamed.headers)));
+    const whole = await env.request('POST', '/api/v1/chat/completions', { token: user.key, body: hello });
+    assert.ok(documented('/api/v1/chat/completions', 'post', 200).includes(mediaType(whole.headers)));
+    for (const path of ['/api/v1/responses', '/api/v1/messages'])
+      assert.deepEqual(documented(path, 'post', 200), ['application/json', 'text/event-stream'], path);
+
+    const metrics = await env.admin('GET', '/metrics');
+    assert.equal(metrics.status, 200);
+    assert.deepEqual(documented('/metrics', 'get', 200), [mediaType(metrics.headers)]);
+
+    assert.ok(documented('/api/v1/audio/speech', 'post', 200).includes('audio/mpeg'));
+    assert.ok(!documented('/api/v1/audio/speech', 'post', 200).includes('application/json'));
+
+    const unknownApp = await env.request('GET', '/api/oauth/authorize?client_id=nobody&response_type=code');
+    assert.equal(Math.floor(unknownApp.status / 100), 4, unknownApp.text);
+    assert.deepEqual(documented('/api/oauth/authorize', 'get', unknownApp.status), [mediaType(unknownApp.headers)]);
+    assert.deepEqual(documented('/api/oauth/authorize', 'get', 303), []);
   });
 
   it('documents POST /api/admin/users with the 201 it answers', async () => {

@@ -48,16 +48,49 @@ const ERROR_DESCRIPTIONS: Record<ErrorEnvelope, string> = {
   oauth: 'An OAuth error (RFC 6749 §5.2): `error` is its code, `error_description` says what was wrong.',
 };
 
+/** An answer as the OpenAPI document gives it: its description, and its body by media type (none for a redirect). */
+export interface DocumentedResponse {
+  description: string;
+  content?: Record<string, { schema: object }>;
+}
+
+/**
+ * A JSON answer that is a stream of Server-Sent Events instead when the request asks for `stream: true`:
+ * Fastify serialises the JSON one from the route's schema, the stream is written event by event.
+ */
+export function jsonOrEventStream(json: object, description: string, events: string): DocumentedResponse {
+  return {
+    description,
+    content: {
+      'application/json': { schema: json },
+      'text/event-stream': { schema: { type: 'string', description: events } },
+    },
+  };
+}
+
+/** An answer whose body is not JSON: text, or bytes (`binary`) such as audio. */
+export function nonJsonResponse(description: string, mediaTypes: string[], binary = false): DocumentedResponse {
+  const schema = binary ? { type: 'string', format: 'binary' } : { type: 'string' };
+  return { description, content: Object.fromEntries(mediaTypes.map((type) => [type, { schema }])) };
+}
+
 /** The parts of a Fastify route the derivation reads. */
 interface RouteLike {
   method: string | string[];
-  config?: { admin?: boolean; auth?: readonly string[]; envelope?: ErrorEnvelope; apiKeyHeader?: boolean };
+  config?: {
+    admin?: boolean;
+    auth?: readonly string[];
+    envelope?: ErrorEnvelope;
+    apiKeyHeader?: boolean;
+    documentedResponses?: Record<string, DocumentedResponse>;
+  };
 }
 
 /**
  * `@fastify/swagger`'s per-route transform: security from the route's authentication (the operator token;
- * bearer or the dashboard session, whose writes also need the CSRF header; or public, said explicitly), and
- * a `4XX` answer in the route's error envelope when the schema lists no client error of its own.
+ * bearer or the dashboard session, whose writes also need the CSRF header; or public, said explicitly), the
+ * route's `config.documentedResponses` over its schema's (what Fastify does not serialise: streams, text,
+ * audio, redirects), and a `4XX` answer in the route's error envelope when no client error is listed.
  */
 export function transformRoute({ schema, url, route }: { schema: any; url: string; route: RouteLike }): {
   schema: any;
@@ -79,7 +112,17 @@ export function transformRoute({ schema, url, route }: { schema: any; url: strin
     ];
   security ??= [];
   // A route without answer schemas was documented "200 Default Response" by @fastify/swagger; say only what is known.
-  const response = schema.response ? { ...schema.response } : { '2XX': { description: 'Success.' } };
+  // An answer documented without a body (a redirect) is `type: 'null'` to @fastify/swagger, which else gives it JSON.
+  const documented = Object.fromEntries(
+    Object.entries(config.documentedResponses ?? {}).map(([status, answer]) => [
+      status,
+      answer.content ? answer : { ...answer, type: 'null' },
+    ]),
+  );
+  const response =
+    schema.response || config.documentedResponses
+      ? { ...schema.response, ...documented }
+      : { '2XX': { description: 'Success.' } };
   if (!Object.keys(response).some((code) => code.startsWith('4'))) {
     const envelope = config.envelope ?? (url.startsWith('/api/user/api-keys') ? 'keys' : 'api');
     response['4XX'] = { description: ERROR_DESCRIPTIONS[envelope], ...ERROR_SCHEMAS[envelope] };

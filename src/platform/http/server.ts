@@ -17,7 +17,7 @@ import { ApiError, ERROR_CODES, type ErrorCode } from '../errors.ts';
 import type { AppContext, ServerContext } from '../context.ts';
 import { matchesAnySecret } from '../crypto.ts';
 import { authenticate, requireScope, type Principal } from './principal.ts';
-import { SECURITY_SCHEMES, transformDocument, transformRoute } from './openapi.ts';
+import { SECURITY_SCHEMES, transformDocument, transformRoute, type DocumentedResponse } from './openapi.ts';
 import type { ErrorEnvelope, ErrorRenderer } from './error-envelope.ts';
 
 export type { ErrorEnvelope, ErrorRenderer };
@@ -33,6 +33,11 @@ declare module 'fastify' {
     admin?: boolean;
     /** Also accept the credential in `x-api-key` (the Anthropic Messages routes, whose clients send it there). */
     apiKeyHeader?: boolean;
+    /**
+     * Answers the OpenAPI document gives in place of (or beside) the schema's `response`, for what Fastify does
+     * not serialise: a stream of events, plain text, audio, a redirect, an HTML page (see openapi.ts).
+     */
+    documentedResponses?: Record<string, DocumentedResponse>;
   }
 }
 

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from '../../gateway/deps.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { principalOf, type App } from '../../platform/http/server.ts';
+import { jsonOrEventStream } from '../../platform/http/openapi.ts';
 import { clientSignal } from '../../gateway/common.ts';
 import { openEventStream, relayEvents } from '../../gateway/sse.ts';
 import { ClientGone, completeCall, streamCall, type RunOptions } from '../../gateway/run-call.ts';
@@ -34,7 +35,18 @@ export function registerMessagesRoute(app: App, ctx: GatewayDeps): void {
         body: MessagesBodySchema,
         response: { 200: MessageSchema, ...ERROR_RESPONSES },
       },
-      config: { auth: ['ai:chat', 'ai:completions'], apiKeyHeader: true, errorRenderer: anthropicErrorBody },
+      config: {
+        auth: ['ai:chat', 'ai:completions'],
+        apiKeyHeader: true,
+        errorRenderer: anthropicErrorBody,
+        documentedResponses: {
+          200: jsonOrEventStream(
+            MessageSchema,
+            'The message, or with `stream: true` its events as Server-Sent Events.',
+            "Anthropic's named events: `message_start`, `content_block_start` / `_delta` / `_stop`, `message_delta` (with `usage`), `message_stop`, and `ping`; a failure after output began is an `error` event in Anthropic's envelope.",
+          ),
+        },
+      },
     },
     async (request, reply) => {
       const call = parseMessagesRequest(request.body as MessagesRequest, { requireMaxTokens: true });

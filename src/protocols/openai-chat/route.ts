@@ -3,6 +3,7 @@ import { ApiErrorSchema } from '#wire/errors.ts';
 import type { FastifyReply } from 'fastify';
 import type { App } from '../../platform/http/server.ts';
 import { principalOf } from '../../platform/http/server.ts';
+import { jsonOrEventStream } from '../../platform/http/openapi.ts';
 import type { GatewayDeps } from '../../gateway/deps.ts';
 import { MODEL_ID_PATTERN } from '../../models/routes.ts';
 import type { ChatRequest } from '../../gateway/chat-plan.ts';
@@ -92,7 +93,16 @@ export function registerChatRoute(app: App, ctx: GatewayDeps): void {
           504: ApiErrorSchema,
         },
       },
-      config: { auth: ['ai:chat', 'ai:completions'] },
+      config: {
+        auth: ['ai:chat', 'ai:completions'],
+        documentedResponses: {
+          200: jsonOrEventStream(
+            ChatCompletionSchema,
+            'The completion, or with `stream: true` its chunks as Server-Sent Events.',
+            '`data:` frames of `chat.completion.chunk` objects (with `stream_options.include_usage`, a last one carrying `usage`), then `data: [DONE]`; a failure after output began is a last frame `{"error": {…}}`.',
+          ),
+        },
+      },
     },
     async (request, reply) => {
       const body = request.body as ChatRequest;

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../../platform/http/server.ts';
 import { principalOf } from '../../platform/http/server.ts';
+import { jsonOrEventStream } from '../../platform/http/openapi.ts';
 import type { ResponsesDeps } from './deps.ts';
 import type { Principal } from '../../platform/http/principal.ts';
 import { ApiError } from '../../platform/errors.ts';
@@ -42,7 +43,16 @@ export function registerCreateResponseRoute(app: App, ctx: ResponsesDeps): void 
           504: ApiErrorSchema,
         },
       },
-      config: { auth: ['ai:chat', 'ai:completions'] },
+      config: {
+        auth: ['ai:chat', 'ai:completions'],
+        documentedResponses: {
+          200: jsonOrEventStream(
+            ResponseSchema,
+            'The response, or with `stream: true` its events as Server-Sent Events.',
+            'Named events (`response.created`, `response.output_text.delta`, …, `response.completed`), each `data:` a JSON object with its `type` and an increasing `sequence_number`; a failure after output began is a `response.failed` event.',
+          ),
+        },
+      },
     },
     async (request, reply) => {
       const body = request.body as ResponsesRequest;
