@@ -119,6 +119,13 @@ describeEachDatabase(
         assert.equal(last.event, 'error');
         assert.equal(last.data.error.code, 'UPSTREAM_ERROR');
         assert.equal(last.data.error.type, 'upstream_error');
+        // What broke, said once: the provider's message, then when.
+        assert.match(
+          last.data.error.message,
+          model === 'acme/error-frame'
+            ? /^The upstream stream failed: mock failure mid-stream, after output began\.$/
+            : /^The upstream stream broke, after output began\.$/,
+        );
         assert.equal(frames.map((f) => f.data?.choices?.[0]?.delta?.content ?? '').join(''), 'alpha beta');
       }
       assert.equal((await settled(env, user)).balance, (1000 - 2 - 2) * CREDIT);

@@ -326,7 +326,8 @@ export async function streamCall(
         yield {
           type: 'error',
           code: 'UPSTREAM_ERROR',
-          message: `The upstream stream failed after output began: ${(error as Error).message}`,
+          // The provider's own message already says what broke ("The upstream stream failed: …").
+          message: `${(error as Error).message.replace(/\.$/, '')}, after output began.`,
         };
         return;
       }
