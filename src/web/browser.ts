@@ -47,3 +47,30 @@ export async function screenshot(page: Page, name: string, options: { fullPage?:
   mkdirSync(folder, { recursive: true });
   await page.screenshot({ path: join(folder, `${name}.png`), fullPage: options.fullPage });
 }
+
+/**
+ * Signs in to the demo app on `page` through the gateway's OAuth pages: the SDK's dialog, the sign-in form when
+ * asked (a browser already signed in to the dashboard goes straight to consent), then consent with a daily limit
+ * (`''` for none); resolves once the chat shows.
+ */
+export async function signInToDemo(
+  page: Page,
+  user: { email: string; password: string },
+  dailyLimit: string,
+): Promise<void> {
+  await page.getByRole('button', { name: 'Sign in with Tollgate' }).click();
+  const signInDialog = page.getByRole('dialog', { name: 'Sign in with Tollgate' });
+  await signInDialog.waitFor();
+  await signInDialog.getByRole('button', { name: 'Continue with Tollgate' }).click();
+  const allow = page.getByRole('button', { name: 'Allow' });
+  const signIn = page.getByRole('button', { name: 'Sign in' });
+  await allow.or(signIn).first().waitFor();
+  if (await signIn.isVisible()) {
+    await page.getByLabel('Email').fill(user.email);
+    await page.getByLabel('Password').fill(user.password);
+    await signIn.click();
+  }
+  await page.getByLabel('Daily spending limit').fill(dailyLimit);
+  await allow.click();
+  await page.getByRole('region', { name: 'Chat' }).waitFor();
+}

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
 import { authorizeForTest, registerTestApp } from '../oauth/testing.ts';
-import { ensureWebBuilt, launchChromium, screenshot } from './browser.ts';
+import { ensureWebBuilt, launchChromium, screenshot, signInToDemo } from './browser.ts';
 
 /** The two widths every page is checked at: a laptop and a phone (iPhone 12–15). */
 const WIDTHS = { desktop: { width: 1280, height: 860 }, phone: { width: 390, height: 844 } } as const;
@@ -233,6 +233,29 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
       assert.equal(new URL(demo.url()).search, '');
       assert.equal(await demo.getByRole('button', { name: 'Sign in with Tollgate' }).isVisible(), true);
       await shoot(demo, 'demo-signed-out', width);
+      await context.close();
+    });
+
+    test(`signed in to the demo at ${width} width, it fits: the message box keeps a usable width, the balance and "Sign out" stay on one line`, async () => {
+      // Signed in to the dashboard, the demo's "Sign in with Tollgate" goes straight to the consent page.
+      const context = await signedIn(browser, env.baseUrl, session, width);
+      const demo = await open(context, `${env.baseUrl}/demo/`);
+      await signInToDemo(demo, session, '');
+      await demo.locator('#who', { hasText: session.email }).waitFor();
+      await demo.locator('#balance', { hasText: 'credits' }).waitFor();
+      assert.equal((await overflow(demo)).page, 0, `the signed-in demo sticks out sideways at ${width}`);
+      for (const selector of ['#balance', '#sign-out', '#who'])
+        assert.equal(await linesOf(demo, selector), 1, `${selector} wraps at ${width}`);
+      const { viewport, composer, message } = await demo.evaluate(() => ({
+        viewport: window.innerWidth,
+        composer: document.getElementById('composer')!.getBoundingClientRect().width,
+        message: document.getElementById('message')!.getBoundingClientRect().width,
+      }));
+      // The input, not the model, Stream and Send, takes the room ("Say something…" was cut to "Say" on a phone).
+      assert.ok(message >= composer / 2, `the message box is ${message} px of the composer's ${composer} at ${width}`);
+      if (width === 'phone')
+        assert.ok(message >= viewport * 0.6, `the message box is ${message} px of a ${viewport} px phone`);
+      await shoot(demo, 'demo-chat', width);
       await context.close();
     });
   }

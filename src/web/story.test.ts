@@ -2,7 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
-import { ensureWebBuilt, launchChromium, screenshot } from './browser.ts';
+import { ensureWebBuilt, launchChromium, screenshot, signInToDemo } from './browser.ts';
 
 // The page's clock is frozen at the gateway's (manual) time, so "resets in" is exact: 20:48 UTC is 3h 12m
 // before the daily limit resets at midnight UTC.
@@ -32,25 +32,6 @@ async function newPage(context: BrowserContext): Promise<Page> {
 
 async function sessionUserId(page: Page): Promise<string> {
   return page.evaluate(async () => (await (await fetch('/api/auth/session')).json()).user.id as string);
-}
-
-/** Goes through the gateway's OAuth pages from the demo: sign in when asked, then consent with a daily limit. */
-async function signInToDemo(page: Page, user: { email: string; password: string }, dailyLimit: string) {
-  await page.getByRole('button', { name: 'Sign in with Tollgate' }).click();
-  const signInDialog = page.getByRole('dialog', { name: 'Sign in with Tollgate' });
-  await signInDialog.waitFor();
-  await signInDialog.getByRole('button', { name: 'Continue with Tollgate' }).click();
-  const allow = page.getByRole('button', { name: 'Allow' });
-  const signIn = page.getByRole('button', { name: 'Sign in' });
-  await allow.or(signIn).first().waitFor();
-  if (await signIn.isVisible()) {
-    await page.getByLabel('Email').fill(user.email);
-    await page.getByLabel('Password').fill(user.password);
-    await signIn.click();
-  }
-  await page.getByLabel('Daily spending limit').fill(dailyLimit);
-  await allow.click();
-  await page.getByRole('region', { name: 'Chat' }).waitFor();
 }
 
 async function say(page: Page, text: string) {
