@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
 import { startMockUpstream } from '../providers/testing/mock-upstream.ts';
-import { fundedUser, putModel, readSseFrames, settled, wallet, type FundedUser } from './testing.ts';
+import { fundedUser, keyWithDailyLimit, putModel, readSseFrames, settled, wallet, type FundedUser } from './testing.ts';
 import { affordableCeiling } from './affordable.ts';
 import { chatWorstCase, type ChatPlan } from './chat-plan.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
@@ -81,14 +81,7 @@ describeEachDatabase(
 
     it("a spending limit that cannot cover the full cap lowers it too, instead of a 429; below the floor it is the contract's 429", async () => {
       const user = await fundedUser(env, 10);
-      const limited = await env.dashboard(user.session, 'POST', '/api/user/api-keys', {
-        name: 'limited',
-        permissions: ['ai:chat'],
-        limit: 0.6,
-        limitPeriod: 'daily',
-      });
-      assert.equal(limited.status, 200, limited.text);
-      const key = limited.body.apiKey.key;
+      const key = await keyWithDailyLimit(env, user, 0.6);
       const first = await env.request('POST', '/api/v1/chat/completions', {
         token: key,
         body: { model: 'acme/dear', messages: hi },

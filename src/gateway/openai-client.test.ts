@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { authorizeForTest } from '../oauth/testing.ts';
 import { startMockUpstream } from '../providers/testing/mock-upstream.ts';
-import { fundedUser, putModel, settled } from './testing.ts';
+import { fundedUser, keyWithDailyLimit, putModel, settled } from './testing.ts';
 
 const mock = await startMockUpstream();
 after(() => mock.close());
@@ -96,16 +96,10 @@ describeEachDatabase(
       const hi = { model: 'acme/chat', messages: [{ role: 'user' as const, content: 'hi' }] };
 
       const user = await fundedUser(env, 10);
-      const limited = await env.dashboard(user.session, 'POST', '/api/user/api-keys', {
-        name: 'limited',
-        permissions: ['ai:chat'],
-        // Below the call's worst case: 100 output tokens and the prompt at 1 credit per million tokens.
-        limit: 0.00001,
-        limitPeriod: 'daily',
-      });
-      assert.equal(limited.status, 200, limited.text);
+      // Below the call's worst case: 100 output tokens and the prompt at 1 credit per million tokens.
+      const limited = await keyWithDailyLimit(env, user, 0.00001);
       await assert.rejects(
-        counted(limited.body.apiKey.key).chat.completions.create(hi),
+        counted(limited).chat.completions.create(hi),
         (error: any) =>
           error.status === 429 &&
           error.code === 'SPENDING_LIMIT_EXCEEDED' &&

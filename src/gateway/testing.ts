@@ -33,6 +33,18 @@ export async function fundedUser(
   return { session, key: created.body.apiKey.key };
 }
 
+/** A new API key of `user` for chat under a daily spending limit of `limit` credits; resolves the key. */
+export async function keyWithDailyLimit(env: TestEnv, user: FundedUser, limit: number): Promise<string> {
+  const created = await env.dashboard(user.session, 'POST', '/api/user/api-keys', {
+    name: 'limited',
+    permissions: ['ai:chat'],
+    limit,
+    limitPeriod: 'daily',
+  });
+  assert.equal(created.status, 200, created.text);
+  return created.body.apiKey.key;
+}
+
 /** The wallet in micro-credits. */
 export async function wallet(
   env: TestEnv,

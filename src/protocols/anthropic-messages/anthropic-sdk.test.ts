@@ -4,7 +4,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { describeEachDatabase, type TestEnv } from '../../testing/harness.ts';
 import { authorizeForTest } from '../../oauth/testing.ts';
 import { startMockUpstream } from '../../providers/testing/mock-upstream.ts';
-import { fundedUser, putModel, settled, wallet } from '../../gateway/testing.ts';
+import { fundedUser, keyWithDailyLimit, putModel, settled, wallet } from '../../gateway/testing.ts';
 import { startToolUpstream, THINKING, THINKING_SIGNATURE, TOOL_UPSTREAM_ANSWER } from './testing/tool-upstream.ts';
 
 const mock = await startMockUpstream();
@@ -169,13 +169,8 @@ describeEachDatabase(
       assert.equal((refused.error as any).error.type, 'billing_error');
 
       const user = await fundedUser(env, 10);
-      const limited = await env.dashboard(user.session, 'POST', '/api/user/api-keys', {
-        name: 'limited',
-        permissions: ['ai:chat'],
-        limit: 0.001,
-        limitPeriod: 'daily',
-      });
-      const limitedError = await sdk(env, { apiKey: limited.body.apiKey.key })
+      const limited = await keyWithDailyLimit(env, user, 0.001);
+      const limitedError = await sdk(env, { apiKey: limited })
         .messages.create({ model: 'acme/claude', max_tokens: 1000, messages: [{ role: 'user', content: 'hi' }] })
         .catch((error) => error);
       assert.ok(limitedError instanceof Anthropic.RateLimitError, String(limitedError));

@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { describeEachDatabase, type TestEnv } from '../../testing/harness.ts';
-import { fundedUser, putModel, settled, usageOf, type FundedUser } from '../../gateway/testing.ts';
+import { fundedUser, keyWithDailyLimit, putModel, settled, usageOf, type FundedUser } from '../../gateway/testing.ts';
 import { startScriptedUpstream } from './testing/scripted-upstream.ts';
 
 const upstream = await startScriptedUpstream();
@@ -515,15 +515,9 @@ describeEachDatabase(
       assert.equal(refused.body.error.available, 0);
 
       const user = await fundedUser(env, 1);
-      const limited = await env.dashboard(user.session, 'POST', '/api/user/api-keys', {
-        name: 'limited',
-        permissions: ['ai:chat'],
-        limit: 0.0001,
-        limitPeriod: 'daily',
-      });
-      assert.equal(limited.status, 200, limited.text);
+      const limited = await keyWithDailyLimit(env, user, 0.0001);
       const capped = await env.request('POST', '/api/v1/responses', {
-        token: limited.body.apiKey.key,
+        token: limited,
         body: { model: 'anthropic/claude', input: 'hi', max_output_tokens: 100, stream: true },
       });
       assert.equal(capped.status, 429, capped.text);
