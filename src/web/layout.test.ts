@@ -168,6 +168,8 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
       .getByTestId('key-spent')
       .filter({ hasText: /^\s*0\.0/ })
       .waitFor();
+    // One call: its count reads "1 request", on the key's hover title and on the app's card.
+    assert.equal(await row.getByTestId('key-spent').getAttribute('title'), '1 request');
     assert.equal(
       (await row.getByTestId('key-spent').textContent())!.trim(),
       keySpent
@@ -177,10 +179,10 @@ describeEachDatabase('dashboard and demo layout at desktop and phone widths', (e
     );
     await page.goto(`${env.baseUrl}/#/apps`);
     const spent = page.getByRole('region', { name: 'Layout App' }).getByTestId('app-spent');
-    await spent.filter({ hasText: 'requests' }).waitFor();
+    await spent.filter({ hasText: 'request' }).waitFor();
     assert.match(
       (await spent.textContent())!,
-      new RegExp(`${String(appSpent).replace('.', '\\.')}\\d* credits · 1 requests`),
+      new RegExp(`${String(appSpent).replace('.', '\\.')}\\d* credits · 1 request · usage by model`),
     );
     await context.close();
   });

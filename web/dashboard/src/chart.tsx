@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { formatCredits } from './format.ts';
+import { counted, formatCredits } from './format.ts';
 
 const NARROW = '(max-width: 640px)';
 
@@ -58,7 +58,7 @@ export function SpendChart(props: { days: Array<{ date: string; cost: number; re
               rx={2}
               class="bar-rect"
             >
-              <title>{`${d.date}: ${formatCredits(d.cost)} credits, ${d.requests} requests`}</title>
+              <title>{`${d.date}: ${formatCredits(d.cost)} credits, ${counted(d.requests, 'request')}`}</title>
             </rect>
           );
         })}

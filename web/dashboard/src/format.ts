@@ -19,3 +19,9 @@ export function when(iso: string | null | undefined): string {
 export function count(value: number): string {
   return Math.round(value).toLocaleString('en-US');
 }
+
+/** A count with its noun, singular for exactly one: `1 request`, `0 requests`, `1,024 requests`. */
+export function counted(value: number, singular: string, plural = `${singular}s`): string {
+  const whole = Math.round(value);
+  return `${count(whole)} ${whole === 1 ? singular : plural}`;
+}

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import type { AuthorizedApp, AuthorizedApps } from '@tollgate/wire';
 import { api } from '../api.ts';
 import { Card, Chips, ConfirmButton, Empty, ErrorNote, LimitBar, PageHeader, useLoad } from '../components.tsx';
-import { ago, count, formatCredits, when } from '../format.ts';
+import { ago, counted, formatCredits, when } from '../format.ts';
 import { loadUsage } from '../usage-data.ts';
 
 const PERIODS = [
@@ -119,7 +119,8 @@ export function AuthorizedAppsPage() {
               {usage.data && (
                 <span class="muted small">
                   {' '}
-                  · {count(spentBy.get(app.clientId)?.requests ?? 0)} requests · <a href="#/usage">usage by model</a>
+                  · {counted(spentBy.get(app.clientId)?.requests ?? 0, 'request')} ·{' '}
+                  <a href="#/usage">usage by model</a>
                 </span>
               )}
             </p>

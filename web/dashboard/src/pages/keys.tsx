@@ -12,7 +12,7 @@ import {
   useAction,
   useLoad,
 } from '../components.tsx';
-import { ago, count, formatCredits, when } from '../format.ts';
+import { ago, counted, formatCredits, when } from '../format.ts';
 import { loadUsage } from '../usage-data.ts';
 
 /** Contract §5.3, with what each grants. */
@@ -171,7 +171,7 @@ export function KeysPage() {
                       data-label="Spent, 30 days"
                       class="num nowrap"
                       data-testid="key-spent"
-                      title={spentBy.has(k.id) ? `${count(spentBy.get(k.id)!.requests)} requests` : undefined}
+                      title={spentBy.has(k.id) ? counted(spentBy.get(k.id)!.requests, 'request') : undefined}
                     >
                       {usage.data ? formatCredits(spentBy.get(k.id)?.cost ?? 0) : '…'}
                     </td>
