@@ -162,6 +162,16 @@ describeEachDatabase('one account per browser, in Chromium', (env) => {
     const request = await authorizationRequest(env, app, ['read']);
     await page.goto(request.url.href);
     await page.getByText(`Signed in as ${alice.email}`).waitFor();
+    // The button keeps the page's paragraph spacing on both sides ("Your answer is sent to" sat flush under it).
+    const around = await page.evaluate(() => {
+      const box = (element: Element) => element.getBoundingClientRect();
+      const button = box(document.querySelector('form.switch button')!);
+      const paragraphs = [...document.querySelectorAll('main p')];
+      const above = box(paragraphs.find((p) => p.textContent!.startsWith('Signed in as'))!);
+      const below = box(paragraphs.find((p) => p.textContent!.startsWith('Your answer is sent to'))!);
+      return { above: Math.round(button.top - above.bottom), below: Math.round(below.top - button.bottom) };
+    });
+    assert.ok(around.below > 0 && around.below === around.above, JSON.stringify(around));
     await page.getByRole('button', { name: 'Use another account' }).click();
 
     await page.getByLabel('Email').fill(bob.email);
