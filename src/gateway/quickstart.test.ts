@@ -66,4 +66,41 @@ describeEachDatabase('quick start with tollgate/echo', (env) => {
     assert.equal(balance.body.reserved, 0);
     assert.equal(Math.round((10 - balance.body.balance) * 1e6), prompt_tokens * 1 + completion_tokens * 2);
   });
+
+  it("tollgate/echo answers OpenAI's n: as many choices as asked, streamed or not, each charged", async () => {
+    const user = await env.createUser();
+    await env.admin('POST', `/api/admin/users/${user.userId}/credits`, { amount: 1 });
+    const key = await env.dashboard(user, 'POST', '/api/user/api-keys', { name: 'n', permissions: ['ai:chat'] });
+    const token: string = key.body.apiKey.key;
+    const ask = { model: 'tollgate/echo', n: 3, messages: [{ role: 'user', content: 'one two three' }] };
+    const spent = async () =>
+      Math.round((1 - (await env.dashboard(user, 'GET', '/api/wallet/balance')).body.balance) * 1e6);
+
+    const whole = await env.request('POST', '/api/v1/chat/completions', { token, body: ask });
+    assert.equal(whole.status, 200, whole.text);
+    assert.deepEqual(
+      whole.body.choices.map((c: any) => [c.index, c.message.content]),
+      [0, 1, 2].map((index) => [index, 'one two three']),
+    );
+    assert.equal(whole.body.usage.completion_tokens, 3 * 3);
+    assert.equal(await spent(), whole.body.usage.prompt_tokens + 2 * 9);
+
+    const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...ask, stream: true, stream_options: { include_usage: true } }),
+    });
+    const texts = ['', '', ''];
+    let usage: any;
+    for (const frame of (await response.text()).split('\n\n')) {
+      const data = frame.replace(/^data: /, '');
+      if (!data || data === '[DONE]') continue;
+      const chunk = JSON.parse(data);
+      for (const choice of chunk.choices) texts[choice.index] += choice.delta.content ?? '';
+      usage ??= chunk.usage;
+    }
+    assert.deepEqual(texts, ['one two three', 'one two three', 'one two three']);
+    assert.equal(usage.completion_tokens, 9);
+    assert.equal(await spent(), whole.body.usage.prompt_tokens * 2 + 2 * 18);
+  });
 });

@@ -84,41 +84,53 @@ function echoAnswer(call: ProviderCall): EchoAnswer {
  * It speaks OpenAI chat natively (its chunks are OpenAI's); any other protocol gets canonical events.
  */
 export function echoAdapter(): ProviderAdapter {
-  const usage = (body: ChatBody, text: string) => {
+  /** Usage of `choices` answers of `text` each (OpenAI counts every choice's output). */
+  const usage = (body: ChatBody, text: string, choices = 1) => {
     const prompt = countChatPromptTokens(body as any);
-    const completion = countTextTokens(text);
+    const completion = countTextTokens(text) * choices;
     return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   };
-  /** The answer in OpenAI chat's shape, for a chat (native): exactly what the echo model always answered. */
+  /** OpenAI chat's `n`: that many choices, each the same echo (the hold was sized for them all). */
+  const choicesOf = (body: ChatBody) => (Number.isInteger(body.n) && (body.n as number) > 1 ? (body.n as number) : 1);
+  /** The answer in OpenAI chat's shape, for a chat (native): the echo, once per choice asked for. */
   async function chat(body: ChatBody): Promise<ChatCompletion> {
     const { text, finish } = reply(body);
+    const choices = choicesOf(body);
     return {
       id: `chatcmpl-echo-${Date.now().toString(36)}`,
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
       model: body.model,
-      choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish }],
-      usage: usage(body, text),
+      choices: Array.from({ length: choices }, (_, index) => ({
+        index,
+        message: { role: 'assistant', content: text },
+        finish_reason: finish,
+      })),
+      usage: usage(body, text, choices),
     };
   }
 
-  /** The chunks of a chat's answer, one word each, then the finish and the usage chunks. */
+  /** The chunks of a chat's answer, one word of each choice at a time, then the finishes and the usage chunk. */
   async function streamChat(body: ChatBody, call: { signal: AbortSignal }): Promise<AsyncIterable<ChatChunk>> {
     const { text, finish } = reply(body);
+    const choices = choicesOf(body);
     const base = {
       id: `chatcmpl-echo-${Date.now().toString(36)}`,
       object: 'chat.completion.chunk' as const,
       created: Math.floor(Date.now() / 1000),
       model: body.model,
     };
+    const each = (delta: (index: number) => ChatChunk['choices'][number]) =>
+      Array.from({ length: choices }, (_, index) => ({ ...base, choices: [delta(index)] }));
     return (async function* () {
-      yield { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] };
+      for (const chunk of each((index) => ({ index, delta: { role: 'assistant', content: '' }, finish_reason: null })))
+        yield chunk;
       for (const word of text.match(/\S+\s*|\s+/g) ?? []) {
         call.signal.throwIfAborted();
-        yield { ...base, choices: [{ index: 0, delta: { content: word }, finish_reason: null }] };
+        for (const chunk of each((index) => ({ index, delta: { content: word }, finish_reason: null }))) yield chunk;
       }
-      yield { ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }] };
-      yield { ...base, choices: [], usage: usage(body, text) };
+      for (const chunk of each((index) => ({ index, delta: {}, finish_reason: finish }))) yield chunk;
+      yield { ...base, choices: [], usage: usage(body, text, choices) };
     })();
   }
 
