@@ -26,17 +26,23 @@ describeEachDatabase('CORS in a real browser', (env) => {
   });
   after(() => browser?.close());
 
-  it("a registered app's page calls Messages and chat with the headers the official SDKs send in a browser; another origin is blocked", async () => {
+  /** Registers an app whose redirect URI is on the app's origin, and opens a page of that origin. */
+  async function pageOfRegisteredApp(name: string, redirectPath: string) {
     const app = await env.admin('POST', '/api/admin/apps', {
-      name: 'Browser app',
-      redirectUris: [`${appOrigin}/callback`],
+      name,
+      redirectUris: [`${appOrigin}${redirectPath}`],
       scopes: ['read'],
       type: 'public',
     });
     assert.equal(app.status, 201, app.text);
-    const user = await fundedUser(env, 1);
     const page = await (await browser.newContext()).newPage();
     await page.goto(`${appOrigin}/`);
+    return page;
+  }
+
+  it("a registered app's page calls Messages and chat with the headers the official SDKs send in a browser; another origin is blocked", async () => {
+    const page = await pageOfRegisteredApp('Browser app', '/callback');
+    const user = await fundedUser(env, 1);
     const hello = { model: 'tollgate/echo', max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] };
     // Each SDK's own headers besides the JSON body's content type: each is one the preflight must allow.
     const call = (path: string, sdkHeaders: Record<string, string>) =>
@@ -92,16 +98,8 @@ describeEachDatabase('CORS in a real browser', (env) => {
   });
 
   it('a page of a registered app reads that a refusal cannot be retried (x-should-retry), as the official SDKs do', async () => {
-    const app = await env.admin('POST', '/api/admin/apps', {
-      name: 'Browser app, refused',
-      redirectUris: [`${appOrigin}/refused`],
-      scopes: ['read'],
-      type: 'public',
-    });
-    assert.equal(app.status, 201, app.text);
+    const page = await pageOfRegisteredApp('Browser app, refused', '/refused');
     const poor = await fundedUser(env, 0);
-    const page = await (await browser.newContext()).newPage();
-    await page.goto(`${appOrigin}/`);
     const refused = await page.evaluate(
       async ({ url, key }) => {
         const response = await fetch(url, {
