@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { processMicros } from './cpu.ts';
-import { hammer, probe, type CellResult } from './load.ts';
+import { hammer, median, probe, type CellResult } from './load.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { CHAT_BODY } from './profile.ts';
 import { createStore, provision, startTollgate, tollgateTarget } from './tollgate.ts';
@@ -62,7 +62,6 @@ try {
       console.log(`round ${round} ${name}: ${line(result)}`);
     }
   }
-  const median = (values: number[]) => values.sort((x, y) => x - y)[Math.floor((values.length - 1) / 2)];
   const summary = (name: 'A' | 'B') => ({
     p50: median(rounds[name].map((r) => r.c1.p50)),
     p99: median(rounds[name].map((r) => r.c1.p99)),

@@ -67,10 +67,13 @@ export const LAYERS: ReadonlyArray<readonly [layer: string, source: RegExp]> = [
   ['node:http, net and streams', /^node:(_http|net|stream|events)|^node:internal\/(streams|http|stream_base)/],
 ];
 
+/** A frame's source: a file path for a `file://` URL, the URL itself otherwise (`node:…`, `wasm://…`). */
+const sourceOf = (url: string) => (url.startsWith('file://') ? new URL(url).pathname : url);
+
 /** Where a frame's code lives, short: `src/gateway/chat.ts`, `node_modules/kysely`, `node:internal/…`, or a V8 pseudo-frame. */
 function placeOf(url: string): string {
   if (!url) return '(native/V8)';
-  const path = url.startsWith('file://') ? new URL(url).pathname : url;
+  const path = sourceOf(url);
   const modules = path.lastIndexOf('/node_modules/');
   if (modules >= 0) {
     const parts = path.slice(modules + '/node_modules/'.length).split('/');
@@ -123,7 +126,10 @@ export function summariseCpuProfile(file: string, top = 15, options: SummaryOpti
   }
   const layerOf = layerFinder(byId, parent);
   const layers = new Map<string, number>();
-  for (const [id, us] of selfUs) layers.set(layerOf(id), (layers.get(layerOf(id)) ?? 0) + us);
+  for (const [id, us] of selfUs) {
+    const layer = layerOf(id);
+    layers.set(layer, (layers.get(layer) ?? 0) + us);
+  }
   const rank = (map: Map<string, number>, count = top) =>
     [...map]
       .sort((a, b) => b[1] - a[1])
@@ -150,10 +156,9 @@ function layerFinder(byId: Map<number, ProfileNode>, parent: Map<number, number>
     const cached = known.get(id);
     if (cached) return cached;
     const { functionName, url } = byId.get(id)!.callFrame;
-    const source = url.startsWith('file://') ? new URL(url).pathname : url;
     let layer: string | undefined;
     if (!url && functionName.startsWith('(') && functionName !== '(root)') layer = functionName;
-    else if (url) layer = LAYERS.find(([, pattern]) => pattern.test(source))?.[0];
+    else if (url) layer = LAYERS.find(([, pattern]) => pattern.test(sourceOf(url)))?.[0];
     if (!layer) {
       const up = parent.get(id);
       layer = up === undefined ? 'Node and V8 between calls (timers, microtasks, event loop)' : find(up);

@@ -1,5 +1,5 @@
 import { startCpuMeasure } from './cpu.ts';
-import { probe, type Target } from './load.ts';
+import { median, probe, warmUp, type Target } from './load.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { CHAT_BODY } from './profile.ts';
 import { createStore, provision, startTollgate, tollgateTarget, upstreamTarget } from './tollgate.ts';
@@ -28,8 +28,6 @@ interface Sample {
   main: number;
   other: number;
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 const mock = spawnNode('mock-upstream', ['bench/mock-upstream.ts'], { cwd: process.cwd() });
 const { store, dispose } = await createStore('sqlite');
@@ -64,7 +62,7 @@ try {
     for (const [name, start] of systems) {
       const system = await start();
       try {
-        await probe(system.target, { stream: false, connections: 1, seconds: WARMUP, warmupSeconds: 0 });
+        await warmUp(system.target, WARMUP);
         const cell = await probe(system.target, {
           stream: false,
           connections: 1,

@@ -143,6 +143,22 @@ export function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }
 
+/** The median of `values` (the lower middle one of an even count), which stay as they were. */
+export function median(values: number[]): number {
+  return quantile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
+}
+
+/**
+ * Calls one at a time for `seconds`, unmeasured: a fresh process's warm-up, so that V8 has optimised its
+ * per-call code before a cell is timed (bench/run.ts, PROCESS_WARMUP, says why).
+ */
+export async function warmUp(target: Target, seconds: number): Promise<void> {
+  if (seconds > 0) await probe(target, { stream: false, connections: 1, seconds, warmupSeconds: 0 });
+}
+
 /**
  * Runs `connections` loops that each send requests back to back over keep-alive connections for `seconds`
  * (after `warmupSeconds` whose timings are dropped), timing each request and each stream's first frame.

@@ -1,6 +1,6 @@
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { hammer, probe } from './load.ts';
+import { hammer, probe, warmUp } from './load.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { profileMarkdown, summariseCpuProfile, type ProfileSummary, type SummaryOptions } from './cpuprofile.ts';
 import { startCpuMeasure, type CpuPerCall } from './cpu.ts';
@@ -51,8 +51,7 @@ export async function profileTollgate(
     if (keys.length === 0) keys = await provision(instance, 10);
     const connections = options.connections ?? 64;
     const target = tollgateTarget(instance, keys, CHAT_BODY);
-    if (options.processWarmupSeconds)
-      await probe(target, { stream: false, connections: 1, seconds: options.processWarmupSeconds, warmupSeconds: 0 });
+    await warmUp(target, options.processWarmupSeconds ?? 0);
     // One connection is timed by the sequential client (as the benchmark's concurrency-1 cells are); more by autocannon.
     const cell = await (connections === 1 ? probe : hammer)(target, {
       stream: options.stream,

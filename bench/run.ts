@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, release, totalmem } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
-import { hammer, probe, quantile, type CellResult, type Target } from './load.ts';
+import { hammer, probe, quantile, warmUp, type CellResult, type Target } from './load.ts';
 import { installPortkey, PORTKEY_VERSION, portkeyTarget, startPortkey } from './portkey.ts';
 import { firstJsonLine, spawnNode, type Child } from './processes.ts';
 import { processMicros, startCpuMeasure } from './cpu.ts';
@@ -165,7 +165,7 @@ async function profileSection(
 /** Warms a fresh process up ({@link PROCESS_WARMUP}); nothing of it is measured. */
 async function warmProcess(label: string, target: Target): Promise<void> {
   if (PROCESS_WARMUP <= 0) return;
-  await probe(target, { stream: false, connections: 1, seconds: PROCESS_WARMUP, warmupSeconds: 0 });
+  await warmUp(target, PROCESS_WARMUP);
   log(`${label} · warmed up for ${PROCESS_WARMUP} s`);
 }
 
