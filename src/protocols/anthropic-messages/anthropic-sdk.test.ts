@@ -346,6 +346,65 @@ describeEachDatabase(
         });
       }
     }
+
+    for (const streamed of [false, true]) {
+      it(`the SDK's tool runner${streamed ? ', streamed,' : ''} runs its loop to the end: the server-held thread it asks for first is refused as thread_unsupported_request, so it resends the whole history unthreaded`, async () => {
+        const user = await fundedUser(env, 10);
+        const start = (await wallet(env, user)).balance;
+        const client = sdk(env, { apiKey: user.key });
+        const ran: unknown[] = [];
+        const tool = {
+          ...weather,
+          run: async (input: unknown) => {
+            ran.push(input);
+            return 'sunny, 24°C';
+          },
+        };
+        const sentBefore = tools.bodies.length;
+        const params = { model: 'acme/claude', max_tokens: 100, tools: [tool], messages: [question] };
+        let final: Anthropic.Beta.BetaMessage;
+        if (streamed) {
+          const runner = client.beta.messages.toolRunner({ ...params, stream: true });
+          for await (const turn of runner) for await (const _event of turn);
+          final = await runner.done();
+        } else final = await client.beta.messages.toolRunner(params);
+        assert.deepEqual(ran, [{ city: 'Paris' }]);
+        assert.deepEqual(
+          final.content.map((b) => (b.type === 'text' ? b.text : b.type)),
+          [TOOL_UPSTREAM_ANSWER],
+        );
+        // The refused `thread` never went upstream; each of the two turns did, once, and was charged once.
+        const sent = tools.bodies.slice(sentBefore);
+        assert.equal(sent.length, 2);
+        for (const body of sent) assert.equal(body.thread, undefined);
+        assert.equal(await charged(env, user, start), 2 * TOOL_CALL_CHARGE);
+      });
+    }
+
+    it("a request with `thread` is refused with Anthropic's thread_unsupported_request (400, typed by the SDK), nothing held", async () => {
+      const user = await fundedUser(env, 10);
+      const start = (await wallet(env, user)).balance;
+      const error = await sdk(env, { apiKey: user.key })
+        .beta.messages.create({
+          model: 'acme/claude',
+          max_tokens: 100,
+          messages: [question],
+          thread: { type: 'create' },
+          betas: ['message-threads-2026-08-12'],
+        } as Anthropic.Beta.MessageCreateParamsNonStreaming)
+        .then(
+          () => assert.fail('a thread was accepted'),
+          (thrown) => thrown,
+        );
+      assert.ok(error instanceof Anthropic.BadRequestError, String(error));
+      assert.equal(error.status, 400);
+      const body = (error.error as any).error;
+      assert.equal(body.type, 'invalid_request_error');
+      assert.equal(body.code, 'UNSUPPORTED_PARAMETER');
+      assert.equal(body.param, 'thread');
+      assert.equal(body.details.error_code, 'thread_unsupported_request');
+      assert.equal(await charged(env, user, start), 0);
+    });
   },
   { config: { ANTHROPIC_BASE_URL: tools.url, providers: [{ name: 'tools', baseUrl: `${tools.url}/v1` }] } },
 );

@@ -64,6 +64,21 @@ const REFUSED_FIELDS: Readonly<Record<string, string>> = {
 };
 
 /**
+ * `thread` asks Anthropic to keep the conversation between turns (the message-threads beta, which the SDK's
+ * `beta.messages.toolRunner()` asks for on its first turn). The gateway holds no conversation, so it answers as
+ * Anthropic does for a request it cannot thread: 400 with `details.error_code: "thread_unsupported_request"`,
+ * on which the SDK sends every later turn without `thread`, whole history included. Any other 400 would end
+ * the SDK's loop.
+ */
+function threadRefused(): ApiError {
+  return new ApiError(
+    'UNSUPPORTED_PARAMETER',
+    'The field "thread" is not accepted: the gateway keeps no conversation between calls; send the whole history without it.',
+    { details: { param: 'thread', details: { error_code: 'thread_unsupported_request' } } },
+  );
+}
+
+/**
  * Fields left out of the call, silently: `context_management` (which Claude Code sends by itself) is a beta
  * whose header is not forwarded, so Anthropic would refuse the body with it; without its edits, the whole
  * context goes upstream, which is what the hold counted.
@@ -102,6 +117,7 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
       throw unsupported(field, `The field "${field}" is refused with ${JSON.stringify(value)}: ${checked.why}.`);
     }
     if (value === undefined || ALLOWED_FIELDS.has(field)) continue;
+    if (field === 'thread') throw threadRefused();
     const why = REFUSED_FIELDS[field];
     throw unsupported(
       field,
