@@ -1,5 +1,6 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { Agent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { startMockUpstream } from '../providers/testing/mock-upstream.ts';
 import { fundedUser, putModel, usageOf, wallet, wavFile } from './testing.ts';
@@ -139,6 +140,34 @@ describeEachDatabase(
       assert.equal((await wallet(env, user)).balance, 10_000_000 - 1000 - 70_000);
       const [record] = await usageOf(env, user);
       assert.equal(record.kind, 'transcriptions');
+    });
+
+    it("a transcription reaches the upstream when the npm undici made the global dispatcher (as in the served bundle), not Node's own", async () => {
+      // Which undici owns the process-wide dispatcher depends on which one was used first: this file's `fetch` made
+      // it Node's, while the served bundle calls upstreams first and so makes it the npm package's, whose
+      // `request` refuses a FormData of Node's (every transcription was a 502).
+      const previous = getGlobalDispatcher();
+      setGlobalDispatcher(new Agent());
+      try {
+        const user = await fundedUser(env, 10);
+        const form = new FormData();
+        form.append('model', 'acme/listen');
+        form.append('file', new Blob([wavFile(10)], { type: 'audio/wav' }), 'clip.wav');
+        const response = await fetch(`${env.baseUrl}/api/v1/audio/transcriptions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${user.key}` },
+          body: form,
+        });
+        assert.equal(response.status, 200, await response.clone().text());
+        assert.equal((await response.json()).text, 'alpha beta gamma delta');
+        const sent = mock.requests.at(-1)!;
+        assert.match(String(sent.headers['content-type']), /^multipart\/form-data; boundary=/);
+        assert.match(sent.body.multipart, /name="model"\r\n\r\nwhisper-1\r\n/);
+        assert.match(sent.body.multipart, /filename="clip.wav"/);
+        assert.equal((await wallet(env, user)).balance, 10_000_000 - 1000 - 70_000);
+      } finally {
+        setGlobalDispatcher(previous);
+      }
     });
 
     it('multipart is accepted only by the transcription route', async () => {

@@ -31,13 +31,11 @@ export interface UpstreamRequest {
 export async function upstreamFetch(url: string, init: UpstreamRequest): Promise<UpstreamResponse> {
   let answer: Awaited<ReturnType<typeof request>>;
   try {
-    // undici takes any FormData by its shape, Node's global one included; only the two type declarations differ.
-    answer = await request(url, {
-      method: init.method ?? 'GET',
-      headers: init.headers,
-      body: init.body as string | undefined,
-      signal: init.signal,
-    });
+    const { headers, body } =
+      typeof init.body === 'object'
+        ? await multipart(init.headers, init.body)
+        : { headers: init.headers, body: init.body };
+    answer = await request(url, { method: init.method ?? 'GET', headers, body, signal: init.signal });
   } catch (error) {
     if (isAbortError(error) || init.signal.aborted) throw init.signal.reason ?? error;
     throw new UpstreamError(502, `The upstream provider is unreachable (${(error as Error).message}).`, {
@@ -56,6 +54,22 @@ export async function upstreamFetch(url: string, init: UpstreamRequest): Promise
   if (statusCode >= 200 && statusCode < 300) return response;
   const text = await body.text().catch(() => '');
   throw new UpstreamError(statusCode, `The upstream provider answered ${statusCode}${upstreamMessage(text)}.`);
+}
+
+/**
+ * A FormData as the bytes of its multipart body, with their content type. The npm undici's `request` takes
+ * only a FormData of its own package instance, while the one Node's `FormData` global belongs to is Node's
+ * own copy: which of the two dispatches depends on which undici first made the process-wide dispatcher
+ * (the served bundle's is the npm one, and each transcription was a 502). Encoded by Node's `Response`, of
+ * the same copy as the global, the body is plain bytes either way, and goes with its length.
+ */
+async function multipart(
+  headers: Record<string, string>,
+  form: FormData,
+): Promise<{ headers: Record<string, string>; body: Buffer }> {
+  const encoded = new Response(form);
+  const body = Buffer.from(await encoded.arrayBuffer());
+  return { headers: { ...headers, 'content-type': encoded.headers.get('content-type')! }, body };
 }
 
 /** The provider's own error message from an error body (OpenAI and Anthropic shapes), for our message. */
