@@ -35,7 +35,7 @@ export interface OneShotUsage {
 /**
  * The shape every non-chat endpoint shares: resolve the model and its fallbacks, hold the worst case over
  * them, call upstream (fallbacks on 5xx or timeout), then settle on what the answer says it used — or
- * release the hold when nothing came back.
+ * release the hold when nothing came back. Answers what was used and `charged` (micro-credits captured).
  */
 export async function meteredCall<T>(
   ctx: GatewayDeps,
@@ -55,7 +55,7 @@ export async function meteredCall<T>(
     call: (adapter: ProviderAdapter, model: CatalogueModel, signal: AbortSignal) => Promise<T>;
     usage: (result: T, model: CatalogueModel) => OneShotUsage;
   },
-): Promise<{ result: T; model: CatalogueModel } | null> {
+): Promise<{ result: T; model: CatalogueModel; used: OneShotUsage; charged: number } | null> {
   const model = await resolveModel(ctx, options.modelId);
   const candidates = (await candidatesOf(ctx, model)).filter((m) => {
     const adapter = ctx.providers.get(m.provider);
@@ -102,6 +102,6 @@ export async function meteredCall<T>(
     );
     used = { cost: meter.held, promptTokens: 0, completionTokens: 0 };
   }
-  await meter.settle({ model: answered.model, ...used, status: 'ok' });
-  return { result: answered.result, model: answered.model };
+  const charged = await meter.settle({ model: answered.model, ...used, status: 'ok' });
+  return { result: answered.result, model: answered.model, used, charged };
 }

@@ -6,6 +6,7 @@ import { tokenCount } from './chat-usage.ts';
 import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import { countEmbeddingInputTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
+import { microsToCredits } from '../platform/money.ts';
 import { worstPromptTokens } from './chat-plan.ts';
 
 const EmbeddingsBody = Type.Object(
@@ -56,7 +57,25 @@ export function registerEmbeddingsRoute(app: App, ctx: GatewayDeps): void {
         },
       });
       if (!answered) return reply;
-      return { ...answered.result, model: answered.model.id };
+      // The usage billed, as chat answers it: the counts charged and `cost` in credits. The upstream's own
+      // `cost` (OpenRouter's, in USD) and `cost_details` are the operator's, not the caller's.
+      const {
+        cost: _upstreamCost,
+        cost_details: _upstreamDetails,
+        is_byok: _byok,
+        ...reported
+      } = answered.result?.usage && typeof answered.result.usage === 'object' ? answered.result.usage : {};
+      const promptTokens = answered.used.promptTokens;
+      return {
+        ...answered.result,
+        model: answered.model.id,
+        usage: {
+          ...reported,
+          prompt_tokens: promptTokens,
+          total_tokens: promptTokens,
+          cost: microsToCredits(answered.charged),
+        },
+      };
     },
   );
 }

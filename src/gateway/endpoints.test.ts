@@ -69,6 +69,42 @@ describeEachDatabase(
       );
     });
 
+    it("an embeddings answer's usage is what was billed: the tokens charged and cost in credits, never the upstream's own cost or garbage", async () => {
+      const user = await fundedUser(env, 10);
+      // OpenRouter reports its own cost, in USD: the caller must see the credits it was charged instead.
+      const routed = await env.request('POST', '/api/v1/embeddings', {
+        token: user.key,
+        body: {
+          model: 'acme/embed',
+          input: 'a',
+          mock_usage: { prompt_tokens: 7, total_tokens: 7, cost: 0.5, cost_details: { upstream_inference_cost: 0.5 } },
+        },
+      });
+      assert.equal(routed.status, 200, routed.text);
+      assert.deepEqual(routed.body.usage, { prompt_tokens: 7, total_tokens: 7, cost: 0.007 });
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - 7 * 1000);
+      // An unusable count is replaced by the gateway's own, in the answer as in the charge.
+      const garbage = await env.request('POST', '/api/v1/embeddings', {
+        token: user.key,
+        body: { model: 'acme/embed', input: 'a', mock_usage: { prompt_tokens: -5, total_tokens: 'many' } },
+      });
+      assert.equal(garbage.status, 200, garbage.text);
+      const charged = 10_000_000 - 7 * 1000 - (await wallet(env, user)).balance;
+      const counted = charged / 1000; // micro-credits at 1000 credits per 1M tokens: 1000 a token
+      assert.ok(Number.isInteger(counted) && counted > 0, String(charged));
+      assert.deepEqual(garbage.body.usage, {
+        prompt_tokens: counted,
+        total_tokens: counted,
+        cost: charged / 1_000_000,
+      });
+      const echo = await env.request('POST', '/api/v1/embeddings', {
+        token: user.key,
+        body: { model: 'tollgate/echo', input: 'hello world' },
+      });
+      assert.equal(echo.status, 200, echo.text);
+      assert.equal(echo.body.usage.cost, (echo.body.usage.prompt_tokens * 1) / 1_000_000);
+    });
+
     it('the echo model embeds too, deterministically, so embeddings work with no provider', async () => {
       const user = await fundedUser(env, 10);
       const one = await env.request('POST', '/api/v1/embeddings', {
