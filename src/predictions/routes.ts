@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiErrorSchema } from '#wire/errors.ts';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
@@ -67,6 +68,91 @@ async function applyFromUpstream(ctx: PredictionsDeps, upstream: ReplicatePredic
   if (applied.finalized && applied.predictionId) await settlePrediction(ctx, applied.predictionId);
 }
 
+/**
+ * Starts a prediction of `modelId` (a catalogue id) with `input`: holds its worst case, asks Replicate, stores
+ * it and answers 201 with it. Shared by `POST /api/v1/predictions` and Replicate's per-model path.
+ */
+async function createPrediction(
+  ctx: PredictionsDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  modelId: string,
+  input: Record<string, unknown>,
+): Promise<FastifyReply> {
+  const principal = principalOf(request);
+  const model = await getModel(ctx.db, modelId);
+  if (!model || !model.enabled) throw new ApiError('MODEL_NOT_FOUND', `The model ${modelId} does not exist.`);
+  if (model.provider !== 'replicate')
+    throw errors.invalid(`The model ${modelId} is not a Replicate model; predictions run only on Replicate models.`);
+  requireScope(principal, [permissionForOutputs(model.outputModalities)]);
+  const client = replicateClientOf(ctx);
+  if (!client) throw new ApiError('SERVICE_UNAVAILABLE', 'Replicate is not configured (REPLICATE_API_TOKEN).');
+
+  const pricing = { request: model.pricing.request, second: model.pricing.second, image: model.pricing.image };
+  const held = worstCaseCost(pricing, model.maxPredictSeconds, outputsAsked(input));
+  // The prediction runs at Replicate, not here: a detached meter, resumed by whoever finalizes it.
+  const meter = await Meter.open(ctx, principal, 'prediction', model.id, held, {
+    ttlMs: ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000,
+    detached: true,
+  });
+
+  // From here the hold is open: every way out that does not store the prediction releases it, so a failed
+  // start never leaves credits reserved until the hold's expiry.
+  let id: string;
+  let upstream: ReplicatePrediction;
+  try {
+    upstream = await client.create(
+      model.upstreamModel,
+      input,
+      `${ctx.config.PUBLIC_BASE_URL}${REPLICATE_WEBHOOK_PATH}`,
+    );
+    id = newId('pred');
+    const now = ctx.clock.now();
+    await predictionsDb(ctx.db)
+      .insertInto('predictions')
+      .values({
+        id,
+        replicate_id: upstream.id,
+        user_id: principal.userId,
+        app_id: principal.appId,
+        key_id: principal.keyId,
+        model: model.id,
+        upstream_model: model.upstreamModel,
+        hold_id: meter.holdId!,
+        held,
+        price_request: pricing.request,
+        price_second: pricing.second,
+        price_image: pricing.image,
+        status: TERMINAL_STATUSES.has(upstream.status) ? 'starting' : upstream.status,
+        output: upstream.output === undefined || upstream.output === null ? null : JSON.stringify(upstream.output),
+        error: null,
+        predict_time_us: predictTimeMicros(upstream.metrics),
+        charge: null,
+        captured: null,
+        created_at: now,
+        updated_at: now,
+        checked_at: null,
+        finalized_at: null,
+        settled_at: null,
+      })
+      .execute();
+  } catch (error) {
+    await meter
+      .release(model, 'failed')
+      .catch((releaseError) =>
+        request.log.error(
+          { err: releaseError, holdId: meter.holdId },
+          'could not release the hold of a failed prediction',
+        ),
+      );
+    throw error;
+  }
+  request.log.info({ predictionId: id, replicateId: upstream.id, model: model.id, held }, 'prediction started');
+  // A model fast enough to be done already is finalized now, through the same exactly-once claim.
+  if (TERMINAL_STATUSES.has(upstream.status)) await applyFromUpstream(ctx, upstream);
+  return reply.code(201).send(predictionResource((await findPrediction(ctx.db, id))!, ctx.config.PUBLIC_BASE_URL));
+}
+
 /** `POST /api/v1/predictions` and `GET /api/v1/predictions/:id` (Replicate-style asynchronous predictions). */
 export function registerPredictionRoutes(app: App, ctx: PredictionsDeps): void {
   app.post(
@@ -93,83 +179,53 @@ export function registerPredictionRoutes(app: App, ctx: PredictionsDeps): void {
       config: { auth: PREDICTION_SCOPES },
     },
     async (request, reply) => {
-      const principal = principalOf(request);
       const body = request.body as { model?: string; version?: string; input: Record<string, unknown> };
       const modelId = body.model ?? body.version;
       if (!modelId) throw errors.invalid('model is required.');
-      const model = await getModel(ctx.db, modelId);
-      if (!model || !model.enabled) throw new ApiError('MODEL_NOT_FOUND', `The model ${modelId} does not exist.`);
-      if (model.provider !== 'replicate')
-        throw errors.invalid(
-          `The model ${modelId} is not a Replicate model; predictions run only on Replicate models.`,
-        );
-      requireScope(principal, [permissionForOutputs(model.outputModalities)]);
-      const client = replicateClientOf(ctx);
-      if (!client) throw new ApiError('SERVICE_UNAVAILABLE', 'Replicate is not configured (REPLICATE_API_TOKEN).');
+      return createPrediction(ctx, request, reply, modelId, body.input);
+    },
+  );
 
-      const pricing = { request: model.pricing.request, second: model.pricing.second, image: model.pricing.image };
-      const held = worstCaseCost(pricing, model.maxPredictSeconds, outputsAsked(body.input));
-      // The prediction runs at Replicate, not here: a detached meter, resumed by whoever finalizes it.
-      const meter = await Meter.open(ctx, principal, 'prediction', model.id, held, {
-        ttlMs: ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000,
-        detached: true,
-      });
-
-      // From here the hold is open: every way out that does not store the prediction releases it, so a failed
-      // start never leaves credits reserved until the hold's expiry.
-      let id: string;
-      let upstream: ReplicatePrediction;
-      try {
-        upstream = await client.create(
-          model.upstreamModel,
-          body.input,
-          `${ctx.config.PUBLIC_BASE_URL}${REPLICATE_WEBHOOK_PATH}`,
-        );
-        id = newId('pred');
-        const now = ctx.clock.now();
-        await predictionsDb(ctx.db)
-          .insertInto('predictions')
-          .values({
-            id,
-            replicate_id: upstream.id,
-            user_id: principal.userId,
-            app_id: principal.appId,
-            key_id: principal.keyId,
-            model: model.id,
-            upstream_model: model.upstreamModel,
-            hold_id: meter.holdId!,
-            held,
-            price_request: pricing.request,
-            price_second: pricing.second,
-            price_image: pricing.image,
-            status: TERMINAL_STATUSES.has(upstream.status) ? 'starting' : upstream.status,
-            output: upstream.output === undefined || upstream.output === null ? null : JSON.stringify(upstream.output),
-            error: null,
-            predict_time_us: predictTimeMicros(upstream.metrics),
-            charge: null,
-            captured: null,
-            created_at: now,
-            updated_at: now,
-            checked_at: null,
-            finalized_at: null,
-            settled_at: null,
-          })
-          .execute();
-      } catch (error) {
-        await meter
-          .release(model, 'failed')
-          .catch((releaseError) =>
-            request.log.error(
-              { err: releaseError, holdId: meter.holdId },
-              'could not release the hold of a failed prediction',
-            ),
-          );
-        throw error;
-      }
-      request.log.info({ predictionId: id, replicateId: upstream.id, model: model.id, held }, 'prediction started');
-      // A model fast enough to be done already is finalized now, through the same exactly-once claim.
-      if (TERMINAL_STATUSES.has(upstream.status)) await applyFromUpstream(ctx, upstream);
-      return reply.code(201).send(predictionResource((await findPrediction(ctx.db, id))!, ctx.config.PUBLIC_BASE_URL));
+  app.post(
+    '/api/v1/models/:vendor/:model/predictions',
+    {
+      schema: {
+        tags: ['predictions'],
+        summary: 'Start a Replicate prediction of a model named in the path',
+        description:
+          'Replicate\'s own path for a model\'s predictions, which the official `replicate` client calls for `predictions.create({ model })` and `run("<vendor>/<model>")`: the same as `POST /api/v1/predictions` with `model` `<vendor>/<model>`.',
+        security,
+        params: Type.Object({
+          vendor: Type.String({ maxLength: 100 }),
+          model: Type.String({ maxLength: 200 }),
+        }),
+        body: Type.Object({
+          input: Type.Record(Type.String(), Type.Unknown(), {
+            description: "The model's input, passed to Replicate as is",
+          }),
+        }),
+        response: {
+          201: Prediction,
+          400: ApiErrorSchema,
+          402: ApiErrorSchema,
+          403: ApiErrorSchema,
+          404: ApiErrorSchema,
+          429: ApiErrorSchema,
+          502: ApiErrorSchema,
+          503: ApiErrorSchema,
+        },
+      },
+      config: { auth: PREDICTION_SCOPES },
+    },
+    async (request, reply) => {
+      const { vendor, model } = request.params as { vendor: string; model: string };
+      return createPrediction(
+        ctx,
+        request,
+        reply,
+        `${vendor}/${model}`,
+        (request.body as { input: Record<string, unknown> }).input,
+      );
     },
   );
 

@@ -1,0 +1,117 @@
+import { after, before, it } from 'node:test';
+import assert from 'node:assert/strict';
+import Replicate from 'replicate';
+import { describeEachDatabase } from '../testing/harness.ts';
+import { fundedUser, wallet } from '../gateway/testing.ts';
+import { FakeReplicate } from './testing/replicate-server.ts';
+import { addReplicateModels, assertLedgerVerifies, IMAGE_MODEL, webhookUrlOf } from './testing/scenario.ts';
+
+/**
+ * The official `replicate` npm client pointed at Tollgate (`baseUrl: <tollgate>/api/v1`, an API key as its token),
+ * as a developer would use it: `predictions.create({ model })` and `run("<vendor>/<model>")` call Replicate's
+ * per-model path, `/models/{owner}/{name}/predictions`; `predictions.get` and `wait` poll the prediction.
+ */
+
+const fake = await new FakeReplicate().start();
+after(() => fake.stop());
+
+/** A success in 1.5 s with two images: 0.01 + ceil(0.333333 × 1.5) + 2 × 0.03, in micro-credits. */
+const COST = 10_000 + 500_000 + 60_000;
+const SUCCEEDED = {
+  status: 'succeeded',
+  output: ['https://replicate.delivery/a.png', 'https://replicate.delivery/b.png'],
+  metrics: { predict_time: 1.5 },
+};
+
+describeEachDatabase(
+  'the replicate npm client against Tollgate',
+  (env) => {
+    before(() => addReplicateModels(env));
+
+    const client = (key: string, fetchHook?: (url: string, init: RequestInit | undefined) => void) =>
+      new Replicate({
+        auth: key,
+        baseUrl: `${env.baseUrl}/api/v1`,
+        useFileOutput: false,
+        fetch: async (url: any, init?: RequestInit) => {
+          const response = await fetch(url, init);
+          fetchHook?.(String(url), init);
+          return response;
+        },
+      });
+
+    it('predictions.create({ model }) goes through the per-model path; get, wait and the signed webhooks finalize it, charged once', async () => {
+      const user = await fundedUser(env, 100);
+      const start = (await wallet(env, user)).balance;
+      const replicate = client(user.key);
+      const prediction = (await replicate.predictions.create({
+        model: IMAGE_MODEL.id,
+        input: { prompt: 'a lighthouse', num_outputs: 2 },
+      })) as any;
+      assert.match(prediction.id, /^pred_/);
+      assert.equal(prediction.status, 'starting');
+      assert.equal(fake.requests.at(-1)!.path, '/v1/models/black-forest-labs/flux-schnell/predictions');
+      assert.deepEqual(fake.requests.at(-1)!.body.input, { prompt: 'a lighthouse', num_outputs: 2 });
+      assert.equal((await replicate.predictions.get(prediction.id)).status, 'starting');
+
+      // Replicate's deliveries: start, then the completion, each retried with its own id.
+      const url = webhookUrlOf(fake, prediction.replicate_id);
+      const started = fake.webhookFor(prediction.replicate_id);
+      fake.update(prediction.replicate_id, SUCCEEDED);
+      const completed = fake.webhookFor(prediction.replicate_id);
+      assert.equal((await FakeReplicate.deliver(url, started)).body.charged, false);
+      assert.deepEqual((await FakeReplicate.deliver(url, completed)).body, {
+        received: true,
+        predictionId: prediction.replicate_id,
+        status: 'succeeded',
+        charged: true,
+      });
+      assert.equal((await FakeReplicate.deliver(url, completed)).body.duplicate, true);
+
+      const done = (await replicate.wait(prediction, { interval: 10 })) as any;
+      assert.equal(done.status, 'succeeded');
+      assert.deepEqual(done.output, SUCCEEDED.output);
+      assert.equal(done.cost, COST / 1e6);
+      assert.equal(start - (await wallet(env, user)).balance, COST);
+    });
+
+    it('run("<vendor>/<model>") starts the prediction, polls it until Replicate says it succeeded, and returns its output', async () => {
+      const user = await fundedUser(env, 100);
+      const start = (await wallet(env, user)).balance;
+      // Replicate finishes the prediction as soon as it was created.
+      const replicate = client(user.key, (url, init) => {
+        if (init?.method === 'POST' && url.endsWith('/predictions')) {
+          fake.update([...fake.predictions.keys()].at(-1)!, SUCCEEDED);
+        }
+      });
+      const output = await replicate.run(IMAGE_MODEL.id as `${string}/${string}`, {
+        input: { prompt: 'a lighthouse', num_outputs: 2 },
+        wait: { mode: 'poll', interval: 10 },
+      });
+      assert.deepEqual(output, SUCCEEDED.output);
+      assert.equal(start - (await wallet(env, user)).balance, COST);
+      await assertLedgerVerifies(env);
+    });
+
+    it('the per-model path refuses as the other one does: an unknown model is a 404, no input a 400', async () => {
+      const user = await fundedUser(env, 100);
+      const replicate = client(user.key);
+      await assert.rejects(replicate.predictions.create({ model: 'nobody/nothing', input: {} }), /404/);
+      const response = await fetch(`${env.baseUrl}/api/v1/models/${IMAGE_MODEL.id}/predictions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      assert.equal(response.status, 400);
+      assert.equal(((await response.json()) as any).error.code, 'INVALID_REQUEST');
+      assert.equal((await wallet(env, user)).reserved, 0);
+    });
+  },
+  {
+    config: {
+      REPLICATE_WEBHOOK_SECRET: fake.secret,
+      REPLICATE_BASE_URL: fake.baseUrl,
+      REPLICATE_API_TOKEN: fake.token,
+    },
+  },
+);
