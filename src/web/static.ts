@@ -60,7 +60,12 @@ export async function serveApp(
   for (const path of options.pagePaths) app.get(path, { schema: { hide: true } }, sendIndex);
 }
 
-/** Serves the SDK's browser bundle at `/sdk/` (`/sdk/tollgate-sdk.js`), for apps that load it from the gateway. */
+/**
+ * Serves the SDK's browser bundle at `/sdk/` (`/sdk/tollgate-sdk.js`), for apps that load it from the gateway.
+ * Their pages are on other origins, and a browser fetches a module script (and the chunks it imports) in
+ * CORS mode: every file answers `Access-Control-Allow-Origin: *` (public code, no credentials mode, so no
+ * cookie rides along) and `Cross-Origin-Resource-Policy: cross-origin` (pages isolated with COEP may load it).
+ */
 export async function serveSdk(app: App): Promise<void> {
   if (!existsSync(BUILT.sdk)) return;
   await app.register(fastifyStatic, {
@@ -70,5 +75,9 @@ export async function serveSdk(app: App): Promise<void> {
     index: false,
     maxAge: '1h',
     schemaHide: true,
+    setHeaders(reply) {
+      reply.header('access-control-allow-origin', '*');
+      reply.header('cross-origin-resource-policy', 'cross-origin');
+    },
   });
 }
