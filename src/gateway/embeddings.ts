@@ -68,6 +68,7 @@ export function registerEmbeddingsRoute(app: App, ctx: GatewayDeps): void {
       const promptTokens = answered.used.promptTokens;
       return {
         ...answered.result,
+        ...(body.encoding_format === 'base64' ? { data: asBase64Vectors(answered.result?.data) } : {}),
         model: answered.model.id,
         usage: {
           ...reported,
@@ -78,4 +79,22 @@ export function registerEmbeddingsRoute(app: App, ctx: GatewayDeps): void {
       };
     },
   );
+}
+
+/**
+ * The vectors of an answer as base64 when base64 was asked for. Why: the official OpenAI SDKs ask for base64
+ * by default and decode every vector as base64 (little-endian float32, as OpenAI sends it), and an
+ * OpenAI-compatible upstream may ignore `encoding_format` and send arrays of numbers, which the SDK would
+ * then decode into garbage. A vector that is already a string, or not an array of numbers, is left alone.
+ */
+export function asBase64Vectors(data: unknown): unknown {
+  if (!Array.isArray(data)) return data;
+  return data.map((item) => {
+    const vector = (item as { embedding?: unknown } | null)?.embedding;
+    if (!Array.isArray(vector) || !vector.every((x) => typeof x === 'number')) return item;
+    const bytes = Buffer.alloc(vector.length * 4);
+    // float32, little-endian whatever the host's byte order, as OpenAI sends it.
+    vector.forEach((x: number, i) => bytes.writeFloatLE(x, i * 4));
+    return { ...item, embedding: bytes.toString('base64') };
+  });
 }

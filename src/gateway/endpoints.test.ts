@@ -105,6 +105,37 @@ describeEachDatabase(
       assert.equal(echo.body.usage.cost, (echo.body.usage.prompt_tokens * 1) / 1_000_000);
     });
 
+    it("vectors asked for as base64 (the official SDK's default) come back as base64 even from an upstream that sends numbers", async () => {
+      const user = await fundedUser(env, 10);
+      const decode = (text: string) => {
+        const bytes = Buffer.from(text, 'base64');
+        return Array.from({ length: bytes.length / 4 }, (_, i) => bytes.readFloatLE(i * 4));
+      };
+      const floats32 = [0.1, 0.2, 0.3].map(Math.fround);
+      for (const ignores of [false, true]) {
+        const response = await env.request('POST', '/api/v1/embeddings', {
+          token: user.key,
+          body: {
+            model: 'acme/embed',
+            input: ['a', 'b'],
+            encoding_format: 'base64',
+            mock_ignore_encoding_format: ignores,
+          },
+        });
+        assert.equal(response.status, 200, response.text);
+        for (const item of response.body.data) {
+          assert.equal(typeof item.embedding, 'string', `upstream ignores the format: ${ignores}`);
+          assert.deepEqual(decode(item.embedding), floats32);
+        }
+      }
+      // Asked for floats (or nothing), floats come back untouched.
+      const floats = await env.request('POST', '/api/v1/embeddings', {
+        token: user.key,
+        body: { model: 'acme/embed', input: 'a', encoding_format: 'float' },
+      });
+      assert.deepEqual(floats.body.data[0].embedding, [0.1, 0.2, 0.3]);
+    });
+
     it('the echo model embeds too, deterministically, so embeddings work with no provider', async () => {
       const user = await fundedUser(env, 10);
       const one = await env.request('POST', '/api/v1/embeddings', {

@@ -222,8 +222,9 @@ async function route(
     const inputs = Array.isArray(entry.body.input) ? entry.body.input : [entry.body.input];
     // The official SDK asks for base64 (little-endian float32), as OpenAI answers it.
     const vector = [0.1, 0.2, 0.3];
+    // `mock_ignore_encoding_format`: an OpenAI-compatible upstream that sends numbers whatever was asked.
     const embedding =
-      entry.body.encoding_format === 'base64'
+      entry.body.encoding_format === 'base64' && !entry.body.mock_ignore_encoding_format
         ? Buffer.from(new Float32Array(vector).buffer).toString('base64')
         : vector;
     return json(res, 200, {
