@@ -87,6 +87,49 @@ export function openIdConfiguration(issuer: string) {
   };
 }
 
+/** RFC 6749 §5.1: a successful token response (the refresh token with `offline_access`, the ID token with `openid`). */
+const TokenResponse = Type.Object({
+  access_token: Type.String({ description: 'Opaque bearer token for the API.' }),
+  token_type: Type.String({ description: '`Bearer` (oidc-provider writes it `bearer`; compare case-insensitively).' }),
+  expires_in: Type.Integer({ description: 'Seconds the access token lives (3600).' }),
+  scope: Type.String({ description: 'The scopes granted, space-separated.' }),
+  refresh_token: Type.Optional(Type.String({ description: 'With `offline_access`; rotated on every use.' })),
+  id_token: Type.Optional(Type.String({ description: 'With `openid`: an ES256-signed JWT.' })),
+});
+
+/** RFC 7662 §2.2: an introspection answer (only `active: false` for a token that is not active or not the app's). */
+const IntrospectionResponse = Type.Object(
+  {
+    active: Type.Boolean(),
+    client_id: Type.Optional(Type.String()),
+    sub: Type.Optional(Type.String()),
+    scope: Type.Optional(Type.String()),
+    exp: Type.Optional(Type.Integer()),
+    iat: Type.Optional(Type.Integer()),
+    iss: Type.Optional(Type.String()),
+    token_type: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
+
+/** OpenID Connect Core §5.3.2: the claims the granted scopes release (OIDC_CLAIMS). */
+const UserinfoResponse = Type.Object({
+  sub: Type.String({ description: "The user's id (`usr_…`)." }),
+  name: Type.Optional(Type.String({ description: 'With `profile`.' })),
+  picture: Type.Optional(Type.String({ description: 'With `profile`, when the user has one.' })),
+  email: Type.Optional(Type.String({ description: 'With `email`.' })),
+  email_verified: Type.Optional(
+    Type.Boolean({ description: 'With `email`: always false (addresses are not verified).' }),
+  ),
+});
+
+/** RFC 7517 §5: the public signing keys. */
+const JwkSet = Type.Object({
+  keys: Type.Array(
+    Type.Object({ kty: Type.String(), kid: Type.Optional(Type.String()) }, { additionalProperties: true }),
+  ),
+});
+
 /** The Content-Security-Policy of everything oidc-provider writes itself (its error page is a renderPage page). */
 const PROVIDER_CSP = STRICT_PAGE_CSP;
 
@@ -190,6 +233,12 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
       description:
         '`grant_type=authorization_code` (with `code`, `redirect_uri`, `code_verifier`) or `grant_type=refresh_token`. Public apps send `client_id`; confidential apps authenticate with HTTP Basic or `client_secret` in the body. Refresh tokens rotate: each use returns a new one, and using an old one again revokes the whole authorization.',
     },
+    config: {
+      ...clientEndpoint.config,
+      documentedResponses: {
+        200: { description: 'The tokens (RFC 6749 §5.1).', content: { 'application/json': { schema: TokenResponse } } },
+      },
+    },
   });
   app.route({
     method: ['POST', 'OPTIONS'],
@@ -200,7 +249,11 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
       summary: 'Revoke an access or refresh token (RFC 7009)',
       consumes: form,
       description:
-        'Revoking a refresh token revokes the whole grant; revoking an access token revokes that token. Takes effect on the next request.',
+        'Revoking a refresh token revokes the whole grant. Revoking an access token revokes it and every token of its grant, refresh tokens included (RFC 7009 §2.1 allows it); the authorization itself stands, so the app can ask for a code again without a new consent. Takes effect on the next request. An unknown or already revoked token is answered 200 too (RFC 7009 §2.2).',
+    },
+    config: {
+      ...clientEndpoint.config,
+      documentedResponses: { 200: { description: 'Revoked (or nothing to revoke); no body.' } },
     },
   });
   app.route({
@@ -213,6 +266,16 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
       consumes: form,
       description: 'An app may introspect only its own tokens.',
     },
+    config: {
+      ...clientEndpoint.config,
+      documentedResponses: {
+        200: {
+          description:
+            "The token's state (RFC 7662 §2.2); `active: false` alone for any token not active or not the app's.",
+          content: { 'application/json': { schema: IntrospectionResponse } },
+        },
+      },
+    },
   });
   app.route({
     method: 'GET',
@@ -220,6 +283,15 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
     onRequest: forward,
     handler: never,
     schema: { tags: ['oauth'], summary: "The authorization server's public signing keys" },
+    config: {
+      envelope: 'oauth',
+      documentedResponses: {
+        200: {
+          description: 'A JWK Set (RFC 7517 §5).',
+          content: { 'application/jwk-set+json': { schema: JwkSet } },
+        },
+      },
+    },
   });
   app.route({
     method: ['GET', 'POST', 'OPTIONS'],
@@ -230,7 +302,13 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
       tags: ['oauth'],
       summary: 'OpenID Connect userinfo',
       description:
-        'With an access token granted `openid`: `sub`, and `name` / `picture` with `profile`, `email` / `email_verified` with `email` (Tollgate does not verify addresses, so `email_verified` is false).',
+        'With an access token granted `openid`: `sub`, and `name` / `picture` with `profile`, `email` / `email_verified` with `email` (Tollgate does not verify addresses, so `email_verified` is false). Errors are OAuth bearer errors (RFC 6750 §3.1: `invalid_token`, `insufficient_scope`), with `WWW-Authenticate`.',
+    },
+    config: {
+      envelope: 'oauth',
+      documentedResponses: {
+        200: { description: "The user's claims.", content: { 'application/json': { schema: UserinfoResponse } } },
+      },
     },
   });
 

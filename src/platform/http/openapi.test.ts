@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describeEachDatabase } from '../../testing/harness.ts';
 import { operationIdOf, transformRoute } from './openapi.ts';
 import { fundedUser } from '../../gateway/testing.ts';
+import { authorizeForTest } from '../../oauth/testing.ts';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 
@@ -110,6 +111,71 @@ describeEachDatabase('the OpenAPI document', (env) => {
     assert.equal(Math.floor(unknownApp.status / 100), 4, unknownApp.text);
     assert.deepEqual(documented('/api/oauth/authorize', 'get', unknownApp.status), [mediaType(unknownApp.headers)]);
     assert.deepEqual(documented('/api/oauth/authorize', 'get', 303), []);
+  });
+
+  it('documents every status and body it answers: a bad token on chat and on a model, OAuth errors at userinfo, the token, revocation and JWK set answers', async () => {
+    const document = (await env.request('GET', '/api/openapi.json')).body;
+    /** The answer the document gives `method path` for `status` (exact, else its range), with its media types. */
+    const answerFor = (path: string, method: string, status: number) => {
+      const responses = document.paths[path][method].responses;
+      const answer = responses[String(status)] ?? responses[`${String(status)[0]}XX`];
+      assert.ok(answer, `${method} ${path} documents no ${status} (only ${Object.keys(responses)})`);
+      return answer;
+    };
+    const jsonSchema = (path: string, method: string, status: number) => {
+      const schema = answerFor(path, method, status).content?.['application/json']?.schema;
+      assert.ok(schema, `${method} ${path} ${status} documents no JSON body`);
+      return schema;
+    };
+    /** Every field of `body` is documented, and every required one is there. */
+    const conforms = (body: Record<string, unknown>, schema: any, what: string) => {
+      for (const key of Object.keys(body))
+        assert.ok(key in schema.properties || schema.additionalProperties, `${what}: ${key} is not documented`);
+      for (const key of schema.required ?? []) assert.ok(key in body, `${what}: ${key} is required but missing`);
+      for (const [key, value] of Object.entries(body)) {
+        const type = schema.properties[key]?.type;
+        if (type)
+          assert.equal(type === 'integer' ? 'number' : type, typeof value, `${what}: ${key} is a ${typeof value}`);
+      }
+    };
+
+    // A route that lists its own errors still answers 401 (and 403, 413, 415) from the layers before it.
+    const hello = { model: 'tollgate/echo', max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] };
+    const chat = await env.request('POST', '/api/v1/chat/completions', { token: 'ak_nonsense', body: hello });
+    assert.equal(chat.status, 401);
+    conforms(chat.body, jsonSchema('/api/v1/chat/completions', 'post', 401), 'chat 401');
+    const model = await env.request('GET', '/api/v1/models/tollgate/echo', { token: 'ak_nonsense' });
+    assert.equal(model.status, 401);
+    conforms(model.body, jsonSchema('/api/v1/models/{vendor}/{model}', 'get', 401), 'model 401');
+
+    // oidc-provider's endpoints answer in OAuth's shapes.
+    const userinfo = await env.request('GET', '/api/oauth/userinfo');
+    assert.equal(userinfo.status, 401);
+    assert.equal(userinfo.body.error, 'invalid_token');
+    conforms(userinfo.body, jsonSchema('/api/oauth/userinfo', 'get', 401), 'userinfo 401');
+
+    const jwks = await env.request('GET', '/api/oauth/jwks');
+    assert.equal(jwks.status, 200);
+    const jwksType = jwks.headers.get('content-type')!.split(';')[0];
+    assert.ok(answerFor('/api/oauth/jwks', 'get', 200).content?.[jwksType], `jwks answers ${jwksType}`);
+
+    const { app, refreshToken } = await authorizeForTest(env, { scopes: ['read', 'offline_access'] });
+    const form = (fields: Record<string, string>) => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ client_id: app.clientId, ...fields }),
+    });
+    const refreshed = await fetch(
+      `${env.baseUrl}/api/oauth/token`,
+      form({ grant_type: 'refresh_token', refresh_token: refreshToken! }),
+    );
+    assert.equal(refreshed.status, 200);
+    conforms(await refreshed.json(), jsonSchema('/api/oauth/token', 'post', 200), 'token 200');
+
+    const revoked = await fetch(`${env.baseUrl}/api/oauth/revoke`, form({ token: 'not-a-token' }));
+    assert.equal(revoked.status, 200);
+    assert.equal(await revoked.text(), '');
+    assert.equal(answerFor('/api/oauth/revoke', 'post', 200).content, undefined, 'revocation answers no body');
   });
 
   it('documents POST /api/admin/users with the 201 it answers', async () => {

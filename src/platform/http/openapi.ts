@@ -81,6 +81,7 @@ interface RouteLike {
     admin?: boolean;
     auth?: readonly string[];
     envelope?: ErrorEnvelope;
+    errorRenderer?: unknown;
     apiKeyHeader?: boolean;
     documentedResponses?: Record<string, DocumentedResponse>;
   };
@@ -90,7 +91,9 @@ interface RouteLike {
  * `@fastify/swagger`'s per-route transform: security from the route's authentication (the operator token;
  * bearer or the dashboard session, whose writes also need the CSRF header; or public, said explicitly), the
  * route's `config.documentedResponses` over its schema's (what Fastify does not serialise: streams, text,
- * audio, redirects), and a `4XX` answer in the route's error envelope when no client error is listed.
+ * audio, redirects), and a `4XX` answer in the route's error envelope for every client error not listed
+ * (a route that lists its own, say 400 and 404, still answers 401, 403, 413 or 415 from the layers before its
+ * handler; a route with its own `errorRenderer` lists each of its errors in its own envelope).
  */
 export function transformRoute({ schema, url, route }: { schema: any; url: string; route: RouteLike }): {
   schema: any;
@@ -123,7 +126,7 @@ export function transformRoute({ schema, url, route }: { schema: any; url: strin
     schema.response || config.documentedResponses
       ? { ...schema.response, ...documented }
       : { '2XX': { description: 'Success.' } };
-  if (!Object.keys(response).some((code) => code.startsWith('4'))) {
+  if (!response['4XX'] && !(config.errorRenderer && Object.keys(response).some((code) => code.startsWith('4')))) {
     const envelope = config.envelope ?? (url.startsWith('/api/user/api-keys') ? 'keys' : 'api');
     response['4XX'] = { description: ERROR_DESCRIPTIONS[envelope], ...ERROR_SCHEMAS[envelope] };
   }
