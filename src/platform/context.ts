@@ -8,7 +8,7 @@ import type { InvalidationBus } from './bus.ts';
 import type { Job } from './jobs.ts';
 import type { Metrics } from './metrics.ts';
 import type { ApiError } from './errors.ts';
-import type { ErrorEnvelope } from './http/error-envelope.ts';
+import type { ErrorEnvelope, ErrorRenderer } from './http/error-envelope.ts';
 
 /**
  * What the platform gives every feature: the parsed config, the database, the clock, the logger, the kept
@@ -40,7 +40,7 @@ export interface AppContext {
 export interface ServerContext extends AppContext {
   auth: CredentialResolvers;
   /** The envelope of what matches no route under a prefix (first match wins); elsewhere `api`. */
-  errorEnvelopes: ReadonlyArray<{ prefix: string; envelope: ErrorEnvelope }>;
+  errorEnvelopes: ReadonlyArray<{ prefix: string; envelope: ErrorEnvelope | ErrorRenderer }>;
   /** Called with every error the server answers with. */
   errorObservers: ReadonlyArray<(error: ApiError) => void>;
 }

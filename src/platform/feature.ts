@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Job } from './jobs.ts';
 import type { ApiError } from './errors.ts';
-import type { ErrorEnvelope } from './http/error-envelope.ts';
+import type { ErrorEnvelope, ErrorRenderer } from './http/error-envelope.ts';
 
 /**
  * A built feature, as the composition root (src/service.ts) registers it: its background jobs and the routes
@@ -14,9 +14,10 @@ export interface Feature {
   jobs?: Job[];
   /**
    * The error envelope of the paths under each prefix, for what matches no route there (a 404): a route sets
-   * its own in `config.envelope` or `config.errorRenderer`.
+   * its own in `config.envelope` or `config.errorRenderer`. A renderer gives an inbound protocol's own
+   * envelope (Anthropic's under `/api/v1/messages`).
    */
-  errorEnvelopes?: Record<string, ErrorEnvelope>;
+  errorEnvelopes?: Record<string, ErrorEnvelope | ErrorRenderer>;
   /** Sees every error the server answers with (for the feature's metrics); must not throw. */
   observeError?(error: ApiError): void;
   /** Called once at start, in the composition root's order, before the server listens. */

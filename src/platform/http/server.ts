@@ -312,6 +312,7 @@ export async function createServer(ctx: ServerContext): Promise<App> {
     const envelope = ctx.errorEnvelopes.find(({ prefix }) => request.url.startsWith(prefix))?.envelope ?? 'api';
     const error = new ApiError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
     reply.code(404);
+    if (typeof envelope === 'function') return envelope(error);
     return envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope();
   });
   return app as unknown as App;

@@ -192,6 +192,28 @@ describeEachDatabase(
       assert.equal(body.limit, 0.001);
     });
 
+    it("what the SDK calls beyond messages and count_tokens (messages.batches) is a 404 in Anthropic's envelope", async () => {
+      const user = await fundedUser(env, 1);
+      const error = await sdk(env, { apiKey: user.key })
+        .messages.batches.create({
+          requests: [
+            {
+              custom_id: 'a',
+              params: { model: 'acme/claude', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
+            },
+          ],
+        })
+        .then(
+          () => assert.fail('a batch was accepted'),
+          (thrown) => thrown,
+        );
+      assert.ok(error instanceof Anthropic.NotFoundError, String(error));
+      assert.equal((error.error as any).type, 'error');
+      assert.equal((error.error as any).error.type, 'not_found_error');
+      assert.equal((error.error as any).error.code, 'NOT_FOUND');
+      assert.match((error.error as any).error.message, /No route POST \/api\/v1\/messages\/batches/);
+    });
+
     it('after all of it the ledger verifies', async () => {
       const report = await env.admin('GET', '/api/admin/ledger/verify');
       assert.equal(report.status, 200);

@@ -3,6 +3,7 @@ import type { App } from '../../platform/http/server.ts';
 import type { GatewayDeps } from '../../gateway/deps.ts';
 import { registerMessagesRoute } from './messages.ts';
 import { registerCountTokensRoute } from './count-tokens.ts';
+import { anthropicErrorBody } from './errors.ts';
 
 /**
  * Anthropic's Messages API under `/api/v1`: `POST /messages` and `POST /messages/count_tokens`, for the
@@ -12,6 +13,8 @@ import { registerCountTokensRoute } from './count-tokens.ts';
 export function createAnthropicMessagesFeature(deps: GatewayDeps): Feature {
   return {
     name: 'anthropic-messages',
+    // What the SDK calls beyond these two routes (`messages.batches`, …) is a 404 in Anthropic's envelope too.
+    errorEnvelopes: { '/api/v1/messages/': anthropicErrorBody },
     register(app) {
       const typed = app as unknown as App;
       registerMessagesRoute(typed, deps);
