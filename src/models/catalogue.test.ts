@@ -95,6 +95,9 @@ describeEachDatabase(
         },
         context_length: 128000,
         modalities: { input: ['text', 'image'], output: ['text'] },
+        type: 'model',
+        display_name: 'Acme Writer',
+        created_at: new Date(writer.created * 1000).toISOString(),
       });
       assert.ok(Number.isInteger(writer.created));
     });

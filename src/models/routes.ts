@@ -79,6 +79,19 @@ export const PublicModelSchema = Type.Object({
   context_length: Type.Union([Type.Integer(), Type.Null()]),
   modalities: Type.Object({ input: Type.Array(Type.String()), output: Type.Array(Type.String()) }),
   test: Type.Optional(Type.Boolean({ description: 'A built-in test model (no real inference).' })),
+  // Anthropic's model object beside OpenAI's, so one answer serves both SDKs' `models.list` / `retrieve`.
+  type: Type.Literal('model', { description: "Anthropic's form of `object`." }),
+  display_name: Type.String({ description: "Anthropic's form of `name`." }),
+  created_at: Type.String({ format: 'date-time', description: "Anthropic's form of `created` (RFC 3339)." }),
+});
+
+/** `GET /api/v1/models`: OpenAI's list, with Anthropic's paging fields (one page: nothing more to fetch). */
+const ModelListSchema = Type.Object({
+  object: Type.Literal('list'),
+  data: Type.Array(PublicModelSchema),
+  has_more: Type.Literal(false, { description: 'Anthropic paging: the list is always whole.' }),
+  first_id: Type.Union([Type.String(), Type.Null()]),
+  last_id: Type.Union([Type.String(), Type.Null()]),
 });
 
 /** A model as the operator API shows it. */
@@ -168,6 +181,9 @@ export function publicModel(model: CatalogueModel) {
     context_length: model.contextLength,
     modalities: { input: model.inputModalities, output: model.outputModalities },
     ...(model.isTest ? { test: true } : {}),
+    type: 'model' as const,
+    display_name: model.name,
+    created_at: new Date(Math.floor(model.updatedAt / 1000) * 1000).toISOString(),
   };
 }
 
@@ -207,13 +223,22 @@ export function registerModelRoutes(app: App, ctx: CatalogueDeps): void {
     {
       schema: {
         tags: ['ai'],
-        summary: 'List the models (OpenAI format, with prices in credits)',
+        summary: "List the models (OpenAI format, with prices in credits, and Anthropic's fields)",
         security: [{ bearer: [] }],
-        response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(PublicModelSchema) }) },
+        response: { 200: ModelListSchema },
       },
       config: { auth: ['ai:models'] },
     },
-    async () => ({ object: 'list' as const, data: (await ctx.models.list()).map(publicModel) }),
+    async () => {
+      const data = (await ctx.models.list()).map(publicModel);
+      return {
+        object: 'list' as const,
+        data,
+        has_more: false as const,
+        first_id: data[0]?.id ?? null,
+        last_id: data.at(-1)?.id ?? null,
+      };
+    },
   );
 
   app.get(

@@ -214,6 +214,23 @@ describeEachDatabase(
       assert.match((error.error as any).error.message, /No route POST \/api\/v1\/messages\/batches/);
     });
 
+    it("models.list and models.retrieve read Anthropic's fields (type, display_name, created_at) and the list ends after one page", async () => {
+      const user = await fundedUser(env, 1, ['ai:models']);
+      const client = sdk(env, { apiKey: user.key });
+      const listed: Anthropic.ModelInfo[] = [];
+      for await (const model of client.models.list()) listed.push(model);
+      const claude = listed.find((model) => model.id === 'acme/claude');
+      assert.ok(claude, JSON.stringify(listed.map((model) => model.id)));
+      assert.equal(claude.type, 'model');
+      assert.equal(typeof claude.display_name, 'string');
+      assert.ok(!Number.isNaN(Date.parse(claude.created_at)), claude.created_at);
+      assert.equal(new Set(listed.map((model) => model.id)).size, listed.length, 'no page was fetched twice');
+      const retrieved = await client.models.retrieve('acme/claude');
+      assert.equal(retrieved.id, 'acme/claude');
+      assert.equal(retrieved.display_name, claude.display_name);
+      assert.equal(retrieved.created_at, claude.created_at);
+    });
+
     it('after all of it the ledger verifies', async () => {
       const report = await env.admin('GET', '/api/admin/ledger/verify');
       assert.equal(report.status, 200);
