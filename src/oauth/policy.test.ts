@@ -199,6 +199,17 @@ describeEachDatabase('oauth policy', (env) => {
     }
   });
 
+  it('a scope Tollgate does not know is ignored, not refused: the request goes on to sign-in with the known ones (README "Scopes")', async () => {
+    const app = await registerTestApp(env, { scopes: ['read'] });
+    const response = await fetch((await authorizationRequest(env, app, ['read', 'ai:chats'])).url, {
+      redirect: 'manual',
+    });
+    assert.equal(response.status, 303);
+    const location = new URL(response.headers.get('location')!, env.baseUrl);
+    assert.equal(location.searchParams.get('error'), null, location.href);
+    assert.notEqual(location.origin + location.pathname, app.redirectUri, location.href);
+  });
+
   it('a token revoked at /api/oauth/revoke is refused with 401 on its next use', async () => {
     const { app, accessToken } = await authorizeForTest(env, { scopes: ['read'] });
     assert.equal((await env.request('GET', '/api/user/me', { token: accessToken })).status, 200);
