@@ -106,6 +106,34 @@ describeEachDatabase(
       assert.equal(((await response.json()) as any).error.code, 'INVALID_REQUEST');
       assert.equal((await wallet(env, user)).reserved, 0);
     });
+
+    it("a caller's own webhook is refused on both paths (400 UNSUPPORTED_PARAMETER naming it), never dropped: nothing held, Replicate not called", async () => {
+      const user = await fundedUser(env, 100);
+      const replicate = client(user.key);
+      const asked = fake.requests.length;
+      for (const create of [
+        () => replicate.predictions.create({ model: IMAGE_MODEL.id, input: {}, webhook: 'https://me.example/hook' }),
+        () =>
+          replicate.predictions.create({
+            version: IMAGE_MODEL.id,
+            input: {},
+            webhook: 'https://me.example/hook',
+            webhook_events_filter: ['completed'],
+          }),
+      ]) {
+        const refused: any = await create().then(
+          () => assert.fail('a prediction with its own webhook was created'),
+          (error) => error,
+        );
+        assert.equal(refused.response?.status, 400, String(refused));
+        // The client puts the body in its message: the code, and the field named.
+        const body = JSON.parse(String(refused.message).slice(String(refused.message).indexOf('{')).replace(/\.$/, ''));
+        assert.equal(body.error.code, 'UNSUPPORTED_PARAMETER');
+        assert.equal(body.error.param, 'webhook');
+      }
+      assert.equal(fake.requests.length, asked);
+      assert.equal((await wallet(env, user)).reserved, 0);
+    });
   },
   {
     config: {

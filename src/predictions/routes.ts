@@ -68,6 +68,23 @@ async function applyFromUpstream(ctx: PredictionsDeps, upstream: ReplicatePredic
   if (applied.finalized && applied.predictionId) await settlePrediction(ctx, applied.predictionId);
 }
 
+/** The fields of Replicate's create body that ask Replicate to call the caller back. */
+const CALLBACK_FIELDS = ['webhook', 'webhook_events_filter'] as const;
+
+/**
+ * Refuses a caller's own `webhook` (400 naming it) rather than drop it: Replicate's callbacks come to Tollgate,
+ * which finalizes billing on them, and a caller waiting for its own callback would wait forever.
+ */
+function refuseCallerWebhook(body: Record<string, unknown>): void {
+  const field = CALLBACK_FIELDS.find((name) => body[name] !== undefined);
+  if (field)
+    throw new ApiError(
+      'UNSUPPORTED_PARAMETER',
+      `The field "${field}" is not supported: Replicate's webhooks come to Tollgate, which bills on them, and Tollgate does not call a prediction's own webhook. Read the prediction instead (GET /api/v1/predictions/:id, or the replicate client's wait).`,
+      { details: { param: field } },
+    );
+}
+
 /**
  * Starts a prediction of `modelId` (a catalogue id) with `input`: holds its worst case, asks Replicate, stores
  * it and answers 201 with it. Shared by `POST /api/v1/predictions` and Replicate's per-model path.
@@ -180,6 +197,7 @@ export function registerPredictionRoutes(app: App, ctx: PredictionsDeps): void {
     },
     async (request, reply) => {
       const body = request.body as { model?: string; version?: string; input: Record<string, unknown> };
+      refuseCallerWebhook(body);
       const modelId = body.model ?? body.version;
       if (!modelId) throw errors.invalid('model is required.');
       return createPrediction(ctx, request, reply, modelId, body.input);
@@ -219,6 +237,7 @@ export function registerPredictionRoutes(app: App, ctx: PredictionsDeps): void {
     },
     async (request, reply) => {
       const { vendor, model } = request.params as { vendor: string; model: string };
+      refuseCallerWebhook(request.body as Record<string, unknown>);
       return createPrediction(
         ctx,
         request,
