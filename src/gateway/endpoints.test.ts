@@ -186,17 +186,22 @@ describeEachDatabase(
       assert.equal((await wallet(env, user)).balance, 10_000_000 - 1000 - 2 * 1000);
     });
 
-    it('transcriptions accept multipart, replace the model and are billed on the reported duration', async () => {
-      const user = await fundedUser(env, 10);
+    /** A 10-second WAV to acme/listen as the multipart form a client sends, with `fields` beside it. */
+    const transcribe = (key: string, fields: Record<string, string> = {}) => {
       const form = new FormData();
       form.append('model', 'acme/listen');
-      form.append('language', 'en');
+      for (const [name, value] of Object.entries(fields)) form.append(name, value);
       form.append('file', new Blob([wavFile(10)], { type: 'audio/wav' }), 'clip.wav');
-      const response = await fetch(`${env.baseUrl}/api/v1/audio/transcriptions`, {
+      return fetch(`${env.baseUrl}/api/v1/audio/transcriptions`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${user.key}` },
+        headers: { authorization: `Bearer ${key}` },
         body: form,
       });
+    };
+
+    it('transcriptions accept multipart, replace the model and are billed on the reported duration', async () => {
+      const user = await fundedUser(env, 10);
+      const response = await transcribe(user.key, { language: 'en' });
       assert.equal(response.status, 200, await response.clone().text());
       assert.equal((await response.json()).text, 'alpha beta gamma delta');
       const sent = mock.requests.at(-1)!.body.multipart as string;
@@ -217,14 +222,7 @@ describeEachDatabase(
       setGlobalDispatcher(new Agent());
       try {
         const user = await fundedUser(env, 10);
-        const form = new FormData();
-        form.append('model', 'acme/listen');
-        form.append('file', new Blob([wavFile(10)], { type: 'audio/wav' }), 'clip.wav');
-        const response = await fetch(`${env.baseUrl}/api/v1/audio/transcriptions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${user.key}` },
-          body: form,
-        });
+        const response = await transcribe(user.key);
         assert.equal(response.status, 200, await response.clone().text());
         assert.equal((await response.json()).text, 'alpha beta gamma delta');
         const sent = mock.requests.at(-1)!;

@@ -59,6 +59,18 @@ const CreateBody = Type.Object({
 
 const security = [{ bearer: [] }];
 
+/** What both create paths answer. */
+const CREATED_RESPONSES = {
+  201: Prediction,
+  400: ApiErrorSchema,
+  402: ApiErrorSchema,
+  403: ApiErrorSchema,
+  404: ApiErrorSchema,
+  429: ApiErrorSchema,
+  502: ApiErrorSchema,
+  503: ApiErrorSchema,
+};
+
 /**
  * Applies what Replicate said (on creation, or on a read) and settles when it was final. Used where no
  * webhook delivery is involved; the exactly-once claim is the same as the webhook's.
@@ -182,16 +194,7 @@ export function registerPredictionRoutes(app: App, ctx: PredictionsDeps): void {
           'Holds the worst-case cost (`request + second × maxPredictSeconds + image × num_outputs`), starts the prediction on Replicate and returns at once; the webhook (or reconciliation) finalizes the charge. Needs `ai:images`, or `ai:audio` for audio models.',
         security,
         body: CreateBody,
-        response: {
-          201: Prediction,
-          400: ApiErrorSchema,
-          402: ApiErrorSchema,
-          403: ApiErrorSchema,
-          404: ApiErrorSchema,
-          429: ApiErrorSchema,
-          502: ApiErrorSchema,
-          503: ApiErrorSchema,
-        },
+        response: CREATED_RESPONSES,
       },
       config: { auth: PREDICTION_SCOPES },
     },
@@ -222,16 +225,7 @@ export function registerPredictionRoutes(app: App, ctx: PredictionsDeps): void {
             description: "The model's input, passed to Replicate as is",
           }),
         }),
-        response: {
-          201: Prediction,
-          400: ApiErrorSchema,
-          402: ApiErrorSchema,
-          403: ApiErrorSchema,
-          404: ApiErrorSchema,
-          429: ApiErrorSchema,
-          502: ApiErrorSchema,
-          503: ApiErrorSchema,
-        },
+        response: CREATED_RESPONSES,
       },
       config: { auth: PREDICTION_SCOPES },
     },
