@@ -1,23 +1,18 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { fundedUser } from '../gateway/testing.ts';
-import { launchChromium } from '../web/browser.ts';
+import { launchChromium, startOtherOriginPage } from '../web/browser.ts';
 
 /** A registered app's own page, on another origin than Tollgate's. */
-let appServer: Server;
+let appPage: Awaited<ReturnType<typeof startOtherOriginPage>>;
 let appOrigin = '';
 before(async () => {
-  appServer = createServer((_, response) =>
-    response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>app</title>'),
-  );
-  await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve));
-  appOrigin = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}`;
+  appPage = await startOtherOriginPage('app');
+  appOrigin = appPage.origin;
 });
-after(() => new Promise<void>((resolve) => appServer.close(() => resolve())));
+after(() => appPage?.close());
 
 describeEachDatabase('CORS in a real browser', (env) => {
   let browser: Browser;

@@ -1,10 +1,27 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { BUILT, REPO_ROOT } from './static.ts';
 
 /** Debian's Chromium (installed by `.ci/run`); `CHROMIUM_PATH` points elsewhere. */
+/**
+ * An HTTP server answering every path with an empty page titled `title`: a third-party app's page, on another
+ * origin than Tollgate's, for what a browser allows across origins.
+ */
+export async function startOtherOriginPage(title: string): Promise<{ origin: string; close(): Promise<void> }> {
+  const server = createServer((_, response) =>
+    response.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><title>${title}</title>`),
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /**

@@ -1,23 +1,18 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { ensureWebBuilt, launchChromium } from './browser.ts';
+import { ensureWebBuilt, launchChromium, startOtherOriginPage } from './browser.ts';
 
 /** A third-party app's page, on another origin than Tollgate's (and not a registered redirect URI's). */
-let appServer: Server;
+let appPage: Awaited<ReturnType<typeof startOtherOriginPage>>;
 let appOrigin = '';
 before(async () => {
   ensureWebBuilt();
-  appServer = createServer((_, response) =>
-    response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>third-party app</title>'),
-  );
-  await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve));
-  appOrigin = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}`;
+  appPage = await startOtherOriginPage('third-party app');
+  appOrigin = appPage.origin;
 });
-after(() => new Promise<void>((resolve) => appServer.close(() => resolve())));
+after(() => appPage?.close());
 
 describeEachDatabase("the SDK's browser bundle on a third-party page", (env) => {
   let browser: Browser;
