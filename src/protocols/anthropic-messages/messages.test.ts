@@ -175,6 +175,71 @@ describeEachDatabase(
       }
     });
 
+    it('a mid-conversation system message (role "system", as Claude Code 2.1 sends after the user\'s turn) is accepted: as sent to Anthropic, joined to the system prompt for OpenAI, counted', async () => {
+      const agents = 'Available agent types for the Agent tool: claude, Explore, Plan. '.repeat(20);
+      const body = {
+        max_tokens: 32000,
+        stream: true,
+        system: [{ type: 'text', text: 'You are a Claude agent.', cache_control: { type: 'ephemeral' } }],
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'say hi', cache_control: { type: 'ephemeral' } }] },
+          { role: 'system', content: agents },
+        ],
+        thinking: { type: 'adaptive' },
+        output_config: { effort: 'high' },
+      };
+      const headers = {
+        authorization: `Bearer ${user.key}`,
+        'anthropic-beta': 'claude-code-20250219,mid-conversation-system-2026-04-07,effort-2025-11-24',
+      };
+      for (const model of ['acme/claude-code', 'acme/gpt-code']) {
+        const response = await messages(env, null, { ...body, model }, { path: '/api/v1/messages?beta=true', headers });
+        assert.equal(response.status, 200, await response.clone().text());
+        const frames = await readSseFrames(response);
+        assert.equal(frames.at(-1)!.event, 'message_stop', model);
+        const sent = mock.requests.at(-1)!.body;
+        if (model === 'acme/claude-code') assert.deepEqual(sent.messages, body.messages);
+        else
+          assert.deepEqual(
+            sent.messages.map((m: any) => [m.role, m.content]),
+            [
+              ['system', `You are a Claude agent.${agents}`],
+              ['user', 'say hi'],
+            ],
+          );
+      }
+      // Text blocks too; the system text is counted (and so held for); a system message holds text only.
+      const count = async (msgs: unknown[]) => {
+        const response = await messages(
+          env,
+          user.key,
+          { model: 'acme/gpt', messages: msgs },
+          { path: '/api/v1/messages/count_tokens' },
+        );
+        assert.equal(response.status, 200, await response.clone().text());
+        return ((await response.json()) as any).input_tokens as number;
+      };
+      const withSystem = await count([...hi, { role: 'system', content: [{ type: 'text', text: agents }] }]);
+      assert.ok(withSystem - (await count(hi)) > 200, String(withSystem));
+      const refused = await messages(env, user.key, {
+        model: 'acme/gpt',
+        max_tokens: 10,
+        messages: [
+          ...hi,
+          { role: 'system', content: [{ type: 'image', source: { type: 'url', url: 'https://x.test/a.png' } }] },
+        ],
+      });
+      const { status, error } = await anthropicError(refused);
+      assert.equal(status, 400);
+      assert.match(error.message, /messages\[1\]\.content\[0\]/);
+      const onlySystem = await messages(env, user.key, {
+        model: 'acme/gpt',
+        max_tokens: 10,
+        messages: [{ role: 'system', content: 'x' }],
+      });
+      assert.equal(onlySystem.status, 400);
+    });
+
     it('tool_choice.disable_parallel_tool_use reaches an OpenAI-compatible upstream as parallel_tool_calls: false', async () => {
       const response = await messages(env, user.key, {
         model: 'acme/gpt',

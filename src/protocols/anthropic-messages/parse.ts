@@ -17,7 +17,7 @@ import type { CatalogueModel } from '../../models/catalogue.ts';
 /** The request body as the route validated it (the parser checks the blocks). */
 export type MessagesRequest = Record<string, unknown> & {
   model: string;
-  messages: Array<{ role: 'user' | 'assistant'; content: string | Array<Record<string, unknown>> }>;
+  messages: Array<{ role: 'user' | 'assistant' | 'system'; content: string | Array<Record<string, unknown>> }>;
   max_tokens?: number;
 };
 
@@ -135,8 +135,7 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
   checkCacheControl(body.cache_control, 'cache_control');
   const call: CanonicalCall = {
     model: body.model,
-    system: parseSystem(body.system),
-    messages: parseMessages(body.messages),
+    ...parseConversation(body.system, body.messages),
     tools: parseTools(body.tools),
     maxOutputTokens: options.requireMaxTokens ? body.max_tokens! : null,
     stream: body.stream === true,
@@ -236,6 +235,35 @@ function imagePart(block: Record<string, unknown>, param: string): CanonicalPart
 }
 
 /**
+ * The top-level `system` and the turns as canonical system parts and messages. A mid-conversation system
+ * message (`role: "system"`, text only; Claude Code sends one after the user's turn) joins the system
+ * instructions, in order, as a system message of the other protocols does: a translated upstream gets it there,
+ * the hold counts it, and an Anthropic upstream gets the body as sent.
+ */
+function parseConversation(
+  system: unknown,
+  messages: MessagesRequest['messages'],
+): { system: CanonicalPart[]; messages: CanonicalMessage[] } {
+  const parts = parseSystem(system);
+  messages.forEach((message, m) => {
+    if (message.role !== 'system') return;
+    if (typeof message.content === 'string') {
+      if (message.content) parts.push({ type: 'text', text: message.content });
+      return;
+    }
+    message.content.forEach((block, b) => {
+      const param = `messages[${m}].content[${b}]`;
+      if (block.type !== 'text')
+        throw invalid(param, `${param}: a system message holds text blocks only ({ type: "text", text }).`);
+      parts.push(textPart(block, param));
+    });
+  });
+  if (messages.every((message) => message.role === 'system'))
+    throw invalid('messages', 'messages must hold at least one turn of role user or assistant.');
+  return { system: parts, messages: parseMessages(messages) };
+}
+
+/**
  * Anthropic's turns → canonical messages. A user turn's `tool_result` blocks become `tool` messages (one
  * per result, in order, as OpenAI-shaped upstreams want them), followed by the turn's other blocks as one
  * user message; an image inside a tool result joins that user message, so that it is held for and reaches
@@ -244,20 +272,22 @@ function imagePart(block: Record<string, unknown>, param: string): CanonicalPart
 function parseMessages(messages: MessagesRequest['messages']): CanonicalMessage[] {
   const out: CanonicalMessage[] = [];
   messages.forEach((message, m) => {
+    const role = message.role;
+    if (role === 'system') return; // in the system instructions (parseConversation)
     if (typeof message.content === 'string') {
-      out.push({ role: message.role, content: [{ type: 'text', text: message.content }] });
+      out.push({ role, content: [{ type: 'text', text: message.content }] });
       return;
     }
     if (message.content.length === 0)
       throw invalid(`messages[${m}].content`, `messages[${m}].content must not be empty.`);
     const rest: CanonicalPart[] = [];
     message.content.forEach((block, b) => {
-      for (const part of parseBlock(block, message.role, `messages[${m}].content[${b}]`)) {
+      for (const part of parseBlock(block, role, `messages[${m}].content[${b}]`)) {
         if (part.type === 'tool_result') out.push({ role: 'tool', content: [part] });
         else rest.push(part);
       }
     });
-    if (rest.length) out.push({ role: message.role, content: rest });
+    if (rest.length) out.push({ role, content: rest });
   });
   return out;
 }

@@ -31,7 +31,10 @@ const ContentBlock = Type.Object(
 
 const Message = Type.Object(
   {
-    role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]),
+    role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')], {
+      description:
+        '`user`, `assistant`, or `system` (a mid-conversation system message, text only, as Claude Code sends).',
+    }),
     content: Type.Union([Type.String(), Type.Array(ContentBlock)]),
   },
   { additionalProperties: false },
