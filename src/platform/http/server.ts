@@ -183,6 +183,16 @@ export async function createServer(ctx: ServerContext): Promise<App> {
     routerOptions: { ignoreTrailingSlash: false },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // An empty body labelled JSON is no body at all for a route that takes none: clients that label every request
+  // (the replicate client's cancel, fetch wrappers) would otherwise get a 400 on a DELETE or an action POST.
+  // Any other JSON goes to Fastify's own parser, poisoning checks included; a route with a body schema still
+  // refuses an empty one.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '' && !request.routeOptions.schema?.body) return done(null, undefined);
+    parseJson(request, body as string, done);
+  });
   await app.register(cookie, { secret: ctx.secrets.cookieSecret, hook: 'onRequest' });
   await app.register(formbody);
   await app.register(swagger, {
