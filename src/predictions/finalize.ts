@@ -3,7 +3,7 @@ import type { PredictionsDeps } from './deps.ts';
 import type { Db } from '../platform/db/connect.ts';
 import { predictionsDb } from './schema.ts';
 import { Meter } from '../billing/meter.ts';
-import { actualCost, predictTimeMicros, TERMINAL_STATUSES } from './pricing.ts';
+import { actualCost, isCharged, predictTimeMicros, TERMINAL_STATUSES } from './pricing.ts';
 import { findPrediction } from './store.ts';
 
 /** What Replicate says about a prediction, from a webhook body or a `GET /predictions/:id` answer. */
@@ -62,7 +62,13 @@ export async function applyPredictionUpdate(shared: Db, update: PredictionUpdate
   }
   const predictTimeUs = predictTimeMicros(update.metrics);
   const pricing = { request: row.price_request, second: row.price_second, image: row.price_image };
-  const charge = actualCost(pricing, update.status, predictTimeUs, update.output ?? null);
+  const charge = actualCost(
+    pricing,
+    update.status,
+    predictTimeUs,
+    update.output ?? null,
+    row.cancel_requested_at !== null,
+  );
   const claimed = await trx
     .updateTable('predictions')
     .set({ ...changes, predict_time_us: predictTimeUs, charge, finalized_at: now })
@@ -73,8 +79,8 @@ export async function applyPredictionUpdate(shared: Db, update: PredictionUpdate
 }
 
 /**
- * Settles the hold of a claimed prediction for the charge stored with the claim: `succeeded` captures it
- * (the rest is released), `failed`/`canceled` release everything. Runs after the claim committed; when it
+ * Settles the hold of a claimed prediction for the charge stored with the claim: `succeeded`, or canceled by
+ * the caller, captures it (the rest is released); `failed`, or canceled by Replicate, releases everything. Runs after the claim committed; when it
  * does not complete (a crash, billing down), reconciliation runs it again later.
  *
  * The prediction's `settled_at` and its usage record are written in the settle's own transaction, by the
@@ -87,7 +93,7 @@ export async function settlePrediction(
 ): Promise<{ captured: number } | null> {
   const row = await findPrediction(ctx.db, predictionId);
   if (!row || row.finalized_at === null || row.settled_at !== null) return null;
-  const succeeded = row.status === 'succeeded';
+  const charged = isCharged(row.status, row.cancel_requested_at !== null);
   const now = ctx.clock.now();
   let closed = false;
   const companionWrites = async (trx: Db, { captured }: { captured: number }) => {
@@ -107,9 +113,15 @@ export async function settlePrediction(
     latencyMs: Math.max(0, row.finalized_at! - row.created_at),
   });
   const model = { id: row.model };
-  const captured = succeeded
+  const captured = charged
     ? await meter.settle(
-        { model, cost: row.charge ?? 0, promptTokens: 0, completionTokens: 0, status: 'ok' },
+        {
+          model,
+          cost: row.charge ?? 0,
+          promptTokens: 0,
+          completionTokens: 0,
+          status: row.status === 'succeeded' ? 'ok' : 'client_aborted',
+        },
         { description: `Prediction ${row.model}`, companionWrites },
       )
     : (await meter.release(model, row.status === 'failed' ? 'failed' : 'canceled', { companionWrites }), 0);

@@ -48,4 +48,9 @@ export const predictionsMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '1730_predictions_cancel_requested': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('predictions').addColumn('cancel_requested_at', 'bigint').execute();
+    },
+  },
 };

@@ -78,21 +78,33 @@ export function outputsProduced(output: unknown): number {
   return output === null || output === undefined ? 0 : 1;
 }
 
+/** Replicate's statuses of a prediction stopped before it finished (`aborted`: its newer form of `canceled`). */
+export const CANCELED_STATUSES: ReadonlySet<string> = new Set(['canceled', 'aborted']);
+
 /**
- * What a succeeded prediction costs: `request + second × predict_time + image × outputs`.
+ * Whether a final prediction is charged: one that succeeded, and one the caller canceled (for what it used, as
+ * a stream the client cuts is). One that failed, or that Replicate stopped on its own, costs nothing.
+ */
+export function isCharged(status: string, cancelRequested: boolean): boolean {
+  return status === 'succeeded' || (cancelRequested && CANCELED_STATUSES.has(status));
+}
+
+/**
+ * What a charged prediction ({@link isCharged}) costs: `request + second × predict_time + image × outputs`.
  *
  * Rounding: the compute part is `second × predict_time` with predict_time taken to the microsecond, rounded
  * UP to a whole micro-credit (exact integer arithmetic, BigInt), so a fraction of a micro-credit is never lost
- * to the house's disadvantage and never more than one micro-credit is added. Failed and canceled predictions
- * cost nothing. The settlement caps the capture at the hold.
+ * to the house's disadvantage and never more than one micro-credit is added. Any other prediction costs
+ * nothing. The settlement caps the capture at the hold.
  */
 export function actualCost(
   pricing: PredictionPricing,
   status: string,
   predictTimeUs: number | null,
   output: unknown,
+  cancelRequested = false,
 ): number {
-  if (status !== 'succeeded') return 0;
+  if (!isCharged(status, cancelRequested)) return 0;
   const compute = (BigInt(pricing.second) * BigInt(predictTimeUs ?? 0) + 999_999n) / 1_000_000n;
   const total = BigInt(pricing.request) + compute + BigInt(pricing.image) * BigInt(outputsProduced(output));
   return total > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(total);

@@ -53,6 +53,11 @@ export class ReplicateClient {
     return this.#call('GET', `/predictions/${encodeURIComponent(replicateId)}`);
   }
 
+  /** Asks Replicate to stop a prediction; it answers the prediction (unchanged when it was already final). */
+  async cancel(replicateId: string): Promise<ReplicatePrediction> {
+    return this.#call('POST', `/predictions/${encodeURIComponent(replicateId)}/cancel`);
+  }
+
   async #call(method: string, path: string, body?: unknown): Promise<ReplicatePrediction> {
     let response: Response;
     try {

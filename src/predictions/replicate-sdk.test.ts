@@ -2,7 +2,7 @@ import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import Replicate from 'replicate';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { fundedUser, wallet } from '../gateway/testing.ts';
+import { fundedUser, usageOf, wallet } from '../gateway/testing.ts';
 import { FakeReplicate } from './testing/replicate-server.ts';
 import { addReplicateModels, assertLedgerVerifies, IMAGE_MODEL, webhookUrlOf } from './testing/scenario.ts';
 
@@ -91,6 +91,56 @@ describeEachDatabase(
       assert.deepEqual(output, SUCCEEDED.output);
       assert.equal(start - (await wallet(env, user)).balance, COST);
       await assertLedgerVerifies(env);
+    });
+
+    it('predictions.cancel stops a running prediction, charged once for what it used (request + second × predict_time), its webhook after it charging nothing', async () => {
+      const user = await fundedUser(env, 100);
+      const start = (await wallet(env, user)).balance;
+      const replicate = client(user.key);
+      const prediction = (await replicate.predictions.create({
+        model: IMAGE_MODEL.id,
+        input: { prompt: 'a lighthouse', num_outputs: 2 },
+      })) as any;
+      fake.update(prediction.replicate_id, { status: 'processing', metrics: { predict_time: 0.6 } });
+
+      const canceled = (await replicate.predictions.cancel(prediction.id)) as any;
+      assert.equal(fake.requests.at(-1)!.path, `/v1/predictions/${prediction.replicate_id}/cancel`);
+      assert.equal(canceled.status, 'canceled');
+      // 0.01 + ceil(0.333333 × 0.6), no image produced.
+      const used = 10_000 + 200_000;
+      assert.equal(canceled.cost, used / 1e6);
+      assert.deepEqual(await wallet(env, user), { ...(await wallet(env, user)), balance: start - used, reserved: 0 });
+
+      // Replicate's own notice of the cancel comes after: it finds the prediction final and charges nothing.
+      const url = webhookUrlOf(fake, prediction.replicate_id);
+      assert.equal((await FakeReplicate.deliver(url, fake.webhookFor(prediction.replicate_id))).body.charged, false);
+      assert.equal((await replicate.predictions.cancel(prediction.id)).status, 'canceled');
+      assert.equal(start - (await wallet(env, user)).balance, used);
+      const [record] = await usageOf(env, user);
+      assert.equal(record.status, 'client_aborted');
+      await assertLedgerVerifies(env);
+    });
+
+    it('a prediction Replicate cancels on its own costs nothing; canceling it then answers it as it is, without asking Replicate; another user cancels nothing (404)', async () => {
+      const user = await fundedUser(env, 100);
+      const start = (await wallet(env, user)).balance;
+      const replicate = client(user.key);
+      const prediction = (await replicate.predictions.create({ model: IMAGE_MODEL.id, input: {} })) as any;
+
+      const other = await fundedUser(env, 100);
+      await assert.rejects(client(other.key).predictions.cancel(prediction.id), /404/);
+
+      fake.update(prediction.replicate_id, { status: 'canceled', metrics: { predict_time: 0.6 } });
+      const url = webhookUrlOf(fake, prediction.replicate_id);
+      assert.equal((await FakeReplicate.deliver(url, fake.webhookFor(prediction.replicate_id))).body.charged, true);
+      assert.equal((await wallet(env, user)).balance, start);
+
+      const asked = fake.requests.length;
+      const answered = (await replicate.predictions.cancel(prediction.id)) as any;
+      assert.equal(answered.status, 'canceled');
+      assert.equal(answered.cost, 0);
+      assert.equal(fake.requests.length, asked);
+      assert.deepEqual(await wallet(env, user), { ...(await wallet(env, user)), balance: start, reserved: 0 });
     });
 
     it('the per-model path refuses as the other one does: an unknown model is a 404, no input a 400', async () => {

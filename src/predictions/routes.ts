@@ -163,6 +163,7 @@ async function createPrediction(
         checked_at: null,
         finalized_at: null,
         settled_at: null,
+        cancel_requested_at: null,
       })
       .execute();
   } catch (error) {
@@ -182,7 +183,10 @@ async function createPrediction(
   return reply.code(201).send(predictionResource((await findPrediction(ctx.db, id))!, ctx.config.PUBLIC_BASE_URL));
 }
 
-/** `POST /api/v1/predictions` and `GET /api/v1/predictions/:id` (Replicate-style asynchronous predictions). */
+/**
+ * `POST /api/v1/predictions` (and Replicate's per-model path), `GET /api/v1/predictions/:id` and
+ * `POST /api/v1/predictions/:id/cancel` (Replicate-style asynchronous predictions).
+ */
 export function registerPredictionRoutes(app: App, ctx: PredictionsDeps): void {
   app.post(
     '/api/v1/predictions',
@@ -271,6 +275,47 @@ export function registerPredictionRoutes(app: App, ctx: PredictionsDeps): void {
         }
       }
       return predictionResource(row, ctx.config.PUBLIC_BASE_URL);
+    },
+  );
+
+  app.post(
+    '/api/v1/predictions/:id/cancel',
+    {
+      schema: {
+        tags: ['predictions'],
+        summary: 'Cancel one of your predictions',
+        description:
+          "Asks Replicate to stop the prediction (the official `replicate` client's `predictions.cancel`). A prediction the caller cancels is charged for what it used (`request + second × predict_time + image × outputs produced`), as a stream the client cuts is; one already final is answered as it is.",
+        security,
+        params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
+        response: {
+          200: Prediction,
+          401: ApiErrorSchema,
+          403: ApiErrorSchema,
+          404: ApiErrorSchema,
+          502: ApiErrorSchema,
+          503: ApiErrorSchema,
+        },
+      },
+      config: { auth: PREDICTION_SCOPES },
+    },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      const row = await findCallerPrediction(ctx.db, principalOf(request), id);
+      if (!row) throw errors.notFound('Prediction');
+      if (row.finalized_at !== null) return predictionResource(row, ctx.config.PUBLIC_BASE_URL);
+      const client = replicateClientOf(ctx);
+      if (!client) throw new ApiError('SERVICE_UNAVAILABLE', 'Replicate is not configured (REPLICATE_API_TOKEN).');
+      // Invariant: the request is recorded before Replicate is asked, so that whichever update finalizes the
+      // prediction (this answer, its webhook, a read, reconciliation) knows the caller stopped it.
+      await predictionsDb(ctx.db)
+        .updateTable('predictions')
+        .set({ cancel_requested_at: ctx.clock.now() })
+        .where('id', '=', row.id)
+        .where('cancel_requested_at', 'is', null)
+        .execute();
+      await applyFromUpstream(ctx, await client.cancel(row.replicate_id));
+      return predictionResource((await findPrediction(ctx.db, id))!, ctx.config.PUBLIC_BASE_URL);
     },
   );
 }

@@ -35,7 +35,7 @@ export interface PredictionsTable {
   error: string | null;
   /** `metrics.predict_time` in whole microseconds (no floating point in storage). */
   predict_time_us: number | null;
-  /** Micro-credits the finalizer computed (0 for a failed or canceled prediction). */
+  /** Micro-credits the finalizer computed (0 for a failed one, or one canceled other than by its caller). */
   charge: number | null;
   /** Micro-credits the hold's settlement actually captured. */
   captured: number | null;
@@ -45,6 +45,11 @@ export interface PredictionsTable {
   checked_at: number | null;
   finalized_at: number | null;
   settled_at: number | null;
+  /**
+   * When the caller asked to cancel it (`POST /api/v1/predictions/:id/cancel`), or null. A prediction the caller
+   * canceled is charged for what it used, as a stream the client cuts is; one Replicate canceled costs nothing.
+   */
+  cancel_requested_at: number | null;
 }
 
 /** The tables this feature owns: only its view (`predictionsDb`) sees them (tooling: src/testing/all-tables.ts). */

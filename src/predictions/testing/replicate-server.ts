@@ -115,6 +115,14 @@ export class FakeReplicate {
         ? send(200, this.wire(get[1]))
         : send(404, { title: 'Not found', detail: 'Not found.', status: 404 });
     }
+    const cancel = /^\/v1\/predictions\/([^/]+)\/cancel$/.exec(path);
+    if (request.method === 'POST' && cancel) {
+      const p = this.predictions.get(cancel[1]!);
+      if (!p) return send(404, { title: 'Not found', detail: 'Not found.', status: 404 });
+      // A final prediction stays as it is; a running one stops with what it used so far.
+      if (!['succeeded', 'failed', 'canceled'].includes(p.status)) this.update(p.id, { status: 'canceled' });
+      return send(200, this.wire(p.id));
+    }
     send(404, { detail: 'Not found.' });
   }
 
