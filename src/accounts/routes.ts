@@ -8,7 +8,7 @@ import type { BrowserSessions } from './browser-sessions.ts';
 import { escapeHtml, renderPage, safeReturnTo } from '../platform/http/page.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 import { randomBytes } from 'node:crypto';
-import { EMAIL_PATTERN, findUser, registerUser } from './users.ts';
+import { EMAIL_PATTERN, findUser, registerUser, signUpProblem } from './users.ts';
 import { checkSignIn, throttleMessage } from './sign-in-throttle.ts';
 
 const Credentials = Type.Object({
@@ -16,19 +16,36 @@ const Credentials = Type.Object({
   password: Type.String({ minLength: 1, maxLength: 1024 }),
 });
 
-function authForm(kind: 'signin' | 'signup', returnTo: string, message?: string, email = ''): string {
+/** A refusal shown on the sign-in or sign-up page; `field` names the one input it is about, if any. */
+interface FormProblem {
+  message: string;
+  field?: 'email' | 'password';
+}
+
+/**
+ * The sign-in or sign-up page. After a refusal it keeps what was typed (never the password), announces the
+ * message, and ties it to the field it is about (`aria-invalid`, `aria-describedby`).
+ */
+function authForm(
+  kind: 'signin' | 'signup',
+  returnTo: string,
+  problem?: FormProblem,
+  typed: { email?: string; name?: string } = {},
+): string {
   const signup = kind === 'signup';
+  const tie = (field: 'email' | 'password') =>
+    problem?.field === field ? ' aria-invalid="true" aria-describedby="form_error"' : '';
   return renderPage(
     signup ? 'Create your account' : 'Sign in',
     `
 <h1>${signup ? 'Create your account' : 'Sign in'}</h1>
 <p>${signup ? 'One account for every model, with a wallet you control.' : 'Welcome back.'}</p>
-${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
+${problem ? `<p class="error" role="alert" id="form_error">${escapeHtml(problem.message)}</p>` : ''}
 <form method="post" action="/${kind}">
 <input type="hidden" name="return_to" value="${escapeHtml(returnTo)}">
-${signup ? '<label for="name">Name</label><input id="name" name="name" autocomplete="name">' : ''}
-<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="email" required value="${escapeHtml(email)}">
-<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="${signup ? 'new-password' : 'current-password'}" required ${signup ? 'minlength="8"' : ''}>
+${signup ? `<label for="name">Name</label><input id="name" name="name" autocomplete="name" value="${escapeHtml(typed.name ?? '')}">` : ''}
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="email" required value="${escapeHtml(typed.email ?? '')}"${tie('email')}>
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="${signup ? 'new-password' : 'current-password'}" required ${signup ? 'minlength="8"' : ''}${tie('password')}>
 <div class="row"><button class="primary" type="submit">${signup ? 'Create account' : 'Sign in'}</button></div>
 </form>
 <p class="hint" style="margin-top:16px">${signup ? `Have an account? <a href="/signin?return_to=${encodeURIComponent(returnTo)}">Sign in</a>` : `New here? <a href="/signup?return_to=${encodeURIComponent(returnTo)}">Create an account</a>`}</p>`,
@@ -52,13 +69,10 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
   app.post('/signup', { schema: { hide: true } }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, string>;
     const returnTo = safeReturnTo(body.return_to);
+    const input = { email: String(body.email ?? ''), name: body.name, password: String(body.password ?? '') };
     try {
       // Security invariant: the answer does not tell whether the email already has an account (see registerUser).
-      const { user, created } = await registerUser(ctx.db, ctx.clock, {
-        email: String(body.email ?? ''),
-        name: body.name,
-        password: String(body.password ?? ''),
-      });
+      const { user, created } = await registerUser(ctx.db, ctx.clock, input);
       if (created) await signIn(request, reply, user.id);
       return reply.redirect(returnTo, 303);
     } catch (error) {
@@ -66,7 +80,14 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
       return reply
         .code(error.status)
         .type('text/html')
-        .send(authForm('signup', returnTo, error.message, String(body.email ?? '')));
+        .send(
+          authForm(
+            'signup',
+            returnTo,
+            { message: error.message, field: signUpProblem(input)?.field },
+            { email: input.email, name: String(body.name ?? '') },
+          ),
+        );
     }
   });
 
@@ -79,13 +100,22 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
     } catch (error) {
       const waitMessage = throttleMessage(error, reply);
       if (waitMessage === null) throw error;
-      return reply.type('text/html').send(authForm('signin', returnTo, waitMessage, String(body.email ?? '')));
+      return reply
+        .type('text/html')
+        .send(authForm('signin', returnTo, { message: waitMessage }, { email: String(body.email ?? '') }));
     }
     if (!user)
       return reply
         .code(401)
         .type('text/html')
-        .send(authForm('signin', returnTo, 'That email and password do not match.', String(body.email ?? '')));
+        .send(
+          authForm(
+            'signin',
+            returnTo,
+            { message: 'That email and password do not match.' },
+            { email: String(body.email ?? '') },
+          ),
+        );
     await signIn(request, reply, user.id);
     return reply.redirect(returnTo, 303);
   });

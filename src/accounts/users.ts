@@ -43,6 +43,16 @@ export async function createUser(
   return user;
 }
 
+/** Why an email and password cannot make an account, and which of the two fields it is about; null when they can. */
+export function signUpProblem(input: {
+  email: string;
+  password: string;
+}): { field: 'email' | 'password'; message: string } | null {
+  if (!EMAIL.test(input.email.trim().toLowerCase())) return { field: 'email', message: 'Enter a valid email address.' };
+  if (input.password.length < 8) return { field: 'password', message: 'The password must have at least 8 characters.' };
+  return null;
+}
+
 /**
  * Creates a user unless the email is taken; either way returns the user as it would be, and whether it was
  * created. The password is hashed before the email is looked at, so both cases take the same time: public
@@ -54,9 +64,9 @@ export async function registerUser(
   clock: Clock,
   input: { email: string; name?: string; password: string },
 ): Promise<{ user: PublicUser; created: boolean }> {
+  const problem = signUpProblem(input);
+  if (problem) throw errors.invalid(problem.message);
   const email = input.email.trim().toLowerCase();
-  if (!EMAIL.test(email)) throw errors.invalid('Enter a valid email address.');
-  if (input.password.length < 8) throw errors.invalid('The password must have at least 8 characters.');
   const row = {
     id: newId('usr'),
     email,

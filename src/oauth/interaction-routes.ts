@@ -70,6 +70,11 @@ interface ConsentView {
   scopes: string[];
 }
 
+/**
+ * The consent page; `message` is a refusal of the daily limit, announced and tied to that field. Allow comes
+ * first: it is the form's default button, the one Enter in the limit field presses (Deny first made typing a
+ * limit and pressing Enter deny the app).
+ */
 function consentPage(uid: string, view: ConsentView, dailyLimit: string, message?: string): string {
   const { appName, scopes } = view;
   const items = scopes
@@ -91,12 +96,12 @@ ${unverified}
 <p>Your answer is sent to <strong>${escapeHtml(view.redirectHost)}</strong>.</p>
 <p>${escapeHtml(appName)} will be able to:</p>
 <ul class="scopes">${items || '<li>Nothing beyond knowing who you are.</li>'}</ul>
-${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
+${message ? `<p class="error" role="alert" id="daily_limit_error">${escapeHtml(message)}</p>` : ''}
 <form method="post" action="${interactionPath(escapeHtml(uid))}/consent">
 <label for="daily_limit">Daily spending limit</label>
-<input id="daily_limit" name="daily_limit" inputmode="decimal" placeholder="No limit" value="${escapeHtml(dailyLimit)}" aria-describedby="daily_limit_hint">
+<input id="daily_limit" name="daily_limit" inputmode="decimal" placeholder="No limit" value="${escapeHtml(dailyLimit)}" ${message ? 'aria-invalid="true" aria-describedby="daily_limit_error daily_limit_hint"' : 'aria-describedby="daily_limit_hint"'}>
 <p class="hint" id="daily_limit_hint">Credits this app may spend per day (resets at 00:00 UTC). Leave empty for no limit.</p>
-<div class="row"><button type="submit" name="decision" value="deny">Deny</button><button class="primary" type="submit" name="decision" value="allow">Allow</button></div>
+<div class="row"><button class="primary" type="submit" name="decision" value="allow">Allow</button><button type="submit" name="decision" value="deny">Deny</button></div>
 </form>`,
   );
 }
