@@ -6,7 +6,7 @@ import type { OAuthDeps } from './deps.ts';
 import { errors } from '../platform/errors.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { SCOPES } from './scopes.ts';
-import { deleteClient, listOwnedClients, registerClient, type NewClient } from './clients.ts';
+import { deleteClient, listOwnedClients, MAX_APPS_PER_OWNER, registerClient, type NewClient } from './clients.ts';
 import { revokeAuthorization } from './authorizations.ts';
 import type { AccessTokenResolver } from './bearer.ts';
 
@@ -62,7 +62,8 @@ function dashboardOnly(request: FastifyRequest): Principal {
  */
 export function registerAppRoutes(app: App, ctx: OAuthDeps, tokens: AccessTokenResolver): void {
   async function register(input: NewClient, ownerUserId: string | null) {
-    const registered = await registerClient(ctx.db, ctx.clock, input, ownerUserId);
+    const owner = ownerUserId === null ? null : { userId: ownerUserId, dialect: ctx.dialect };
+    const registered = await registerClient(ctx.db, ctx.clock, input, owner);
     // The CORS allow-list (src/ops/cors.ts) holds the origins of every redirect URI.
     ctx.bus.publish(CLIENTS_CHANGED_CHANNEL, registered.clientId);
     return registered;
@@ -83,6 +84,23 @@ export function registerAppRoutes(app: App, ctx: OAuthDeps, tokens: AccessTokenR
     async (request, reply) => reply.code(201).send(await register(request.body as NewClient, null)),
   );
 
+  /** Deletes an app (the operator's, or `ownerUserId`'s own only): its authorizations, tokens and keys end. */
+  async function remove(clientId: string, ownerUserId?: string) {
+    const keys = ctx.keys;
+    const deleted = await deleteClient(
+      ctx.db,
+      ctx.dialect,
+      clientId,
+      (trx) => keys.revokeAppKeys({ clientId }, trx),
+      ownerUserId,
+    );
+    if (!deleted) throw errors.notFound('App');
+    for (const keyId of deleted.keyIds) keys.forget(keyId);
+    for (const userId of deleted.userIds) tokens.revoked({ app: { userId, clientId } });
+    ctx.bus.publish(CLIENTS_CHANGED_CHANNEL, clientId);
+    return { success: true as const };
+  }
+
   app.delete(
     '/api/admin/apps/:clientId',
     {
@@ -97,16 +115,7 @@ export function registerAppRoutes(app: App, ctx: OAuthDeps, tokens: AccessTokenR
       },
       config: { admin: true },
     },
-    async (request) => {
-      const { clientId } = request.params as { clientId: string };
-      const keys = ctx.keys;
-      const deleted = await deleteClient(ctx.db, ctx.dialect, clientId, (trx) => keys.revokeAppKeys({ clientId }, trx));
-      if (!deleted) throw errors.notFound('App');
-      for (const keyId of deleted.keyIds) keys.forget(keyId);
-      for (const userId of deleted.userIds) tokens.revoked({ app: { userId, clientId } });
-      ctx.bus.publish(CLIENTS_CHANGED_CHANNEL, clientId);
-      return { success: true as const };
-    },
+    async (request) => remove((request.params as { clientId: string }).clientId),
   );
 
   app.post(
@@ -115,6 +124,7 @@ export function registerAppRoutes(app: App, ctx: OAuthDeps, tokens: AccessTokenR
       schema: {
         tags: ['user'],
         summary: 'Register an OAuth app owned by the signed-in user (dashboard)',
+        description: `At most ${MAX_APPS_PER_OWNER} per user: beyond, a 400 until one is deleted.`,
         body: NewApp,
         response: { 201: Registered },
       },
@@ -124,6 +134,22 @@ export function registerAppRoutes(app: App, ctx: OAuthDeps, tokens: AccessTokenR
       const principal = dashboardOnly(request);
       return reply.code(201).send(await register(request.body as NewClient, principal.userId));
     },
+  );
+
+  app.delete(
+    '/api/user/apps/:clientId',
+    {
+      schema: {
+        tags: ['user'],
+        summary: 'Delete an OAuth app the signed-in user registered (dashboard)',
+        description:
+          "Every user's authorization of the app, every token it holds and every API key it created stop working at once. Another user's app, or the operator's, is a 404.",
+        params: Type.Object({ clientId: Type.String({ maxLength: 100 }) }),
+        response: { 200: Type.Object({ success: Type.Literal(true) }) },
+      },
+      config: { auth: [] },
+    },
+    async (request) => remove((request.params as { clientId: string }).clientId, dashboardOnly(request).userId),
   );
 
   app.get(

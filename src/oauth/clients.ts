@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import type { AdapterPayload } from 'oidc-provider';
 import type { Db } from '../platform/db/connect.ts';
 import { asDb } from '../platform/db/own-tables.ts';
@@ -27,6 +28,13 @@ export interface ClientView {
   createdAt: string;
 }
 
+/**
+ * Most apps one user may register from the dashboard (the operator's are not counted). Every redirect URI of
+ * every app is loaded by the CORS allow-list (src/ops/cors.ts) and each registration reloads it, so an
+ * unbounded count would let one user make that load, and the server's memory, grow without end.
+ */
+export const MAX_APPS_PER_OWNER = 20;
+
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /**
@@ -51,7 +59,7 @@ export async function registerClient(
   db: OauthDb,
   clock: Clock,
   input: NewClient,
-  ownerUserId: string | null,
+  owner: { userId: string; dialect: 'sqlite' | 'postgres' } | null,
 ): Promise<{ clientId: string; clientSecret?: string }> {
   const name = input.name.trim();
   if (!name) throw errors.invalid('The app needs a name.');
@@ -67,19 +75,34 @@ export async function registerClient(
 
   const clientId = newId('app');
   const clientSecret = input.type === 'confidential' ? `tgs_${randomBytes(32).toString('base64url')}` : undefined;
-  await db
-    .insertInto('oauth_clients')
-    .values({
-      client_id: clientId,
-      name,
-      type: input.type,
-      client_secret_hash: clientSecret ? sha256Hex(clientSecret) : null,
-      redirect_uris: JSON.stringify([...new Set(input.redirectUris)]),
-      scopes: [...new Set(input.scopes)].join(' '),
-      owner_user_id: ownerUserId,
-      created_at: clock.now(),
-    })
-    .execute();
+  await db.transaction().execute(async (trx) => {
+    if (owner !== null) {
+      // Security invariant: at most MAX_APPS_PER_OWNER per user, also under concurrent registrations (SQLite
+      // runs one write transaction at a time; PostgreSQL serialises one owner's registrations on this lock).
+      if (owner.dialect === 'postgres')
+        await sql`select pg_advisory_xact_lock(hashtext(${`oauth-apps:${owner.userId}`}))`.execute(trx);
+      const { count } = await trx
+        .selectFrom('oauth_clients')
+        .select((eb) => eb.fn.countAll<number | string>().as('count'))
+        .where('owner_user_id', '=', owner.userId)
+        .executeTakeFirstOrThrow();
+      if (Number(count) >= MAX_APPS_PER_OWNER)
+        throw errors.invalid(`At most ${MAX_APPS_PER_OWNER} apps can be registered; delete one first.`);
+    }
+    await trx
+      .insertInto('oauth_clients')
+      .values({
+        client_id: clientId,
+        name,
+        type: input.type,
+        client_secret_hash: clientSecret ? sha256Hex(clientSecret) : null,
+        redirect_uris: JSON.stringify([...new Set(input.redirectUris)]),
+        scopes: [...new Set(input.scopes)].join(' '),
+        owner_user_id: owner?.userId ?? null,
+        created_at: clock.now(),
+      })
+      .execute();
+  });
   return clientSecret ? { clientId, clientSecret } : { clientId };
 }
 
@@ -203,7 +226,7 @@ export async function findClientMetadata(db: OauthDb, clientId: string): Promise
 }
 
 /**
- * Deletes an app for good (the operator's call): every user's authorization of it, every grant, code and
+ * Deletes an app for good (the operator's call, or its owner's with `ownerUserId`): every user's authorization of it, every grant, code and
  * token it holds, and — through `revokeKeys`, in the same transaction — every API key it created. Returns
  * the users who had authorized it and the revoked keys' ids (for the caches to drop once this committed),
  * or null when there is no such app.
@@ -218,9 +241,12 @@ export async function deleteClient(
   dialect: 'sqlite' | 'postgres',
   clientId: string,
   revokeKeys: (trx: Db) => Promise<string[]>,
+  ownerUserId?: string,
 ): Promise<{ userIds: string[]; keyIds: string[] } | null> {
   return db.transaction().execute(async (trx) => {
     let lock = trx.selectFrom('oauth_clients').select('client_id').where('client_id', '=', clientId);
+    // A user deletes only an app they registered: another's, or the operator's, is not found.
+    if (ownerUserId !== undefined) lock = lock.where('owner_user_id', '=', ownerUserId);
     if (dialect === 'postgres') lock = lock.forUpdate();
     if (!(await lock.executeTakeFirst())) return null;
     const keyIds = await revokeKeys(asDb(trx));
