@@ -33,6 +33,14 @@ it('classifies loopback, private, link-local, shared, mapped and reserved addres
   }
 });
 
+it('IPv6 forms that embed an IPv4 address (IPv4-compatible ::a.b.c.d, IPv4-translated ::ffff:0:a.b.c.d) and site-local fec0::/10 are private', () => {
+  // A stack that routes these (SIIT, an old dual-stack or a site-local network) would reach the address inside.
+  for (const address of ['::7f00:1', '::127.0.0.1', '::a9fe:a9fe', '::ffff:0:7f00:1', '::ffff:0:a00:1', 'fec0::1']) {
+    assert.equal(isPrivateAddress(address), true, address);
+  }
+  assert.equal(isPrivateAddress('2606:4700::1111'), false);
+});
+
 it('at connect time, a host that resolves to a private address is refused and nothing is sent (DNS rebinding)', async () => {
   receiver.received.length = 0;
   const port = new URL(receiver.url).port;

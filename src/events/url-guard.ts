@@ -35,8 +35,12 @@ for (const [network, prefix] of [
 ] as const)
   blocked.addSubnet(network, prefix, 'ipv4');
 for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  // ::/96 holds ::, ::1 and the IPv4-compatible ::a.b.c.d (deprecated, but routed to IPv4 by some stacks).
+  ['::', 96],
+  // IPv4-translated ::ffff:0:a.b.c.d (SIIT), another form that reaches the IPv4 address it carries.
+  ['::ffff:0:0:0', 96],
+  // Site-local (deprecated by RFC 3879, still routed inside some networks).
+  ['fec0::', 10],
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],
