@@ -304,11 +304,17 @@ describeEachDatabase(
               includeUsage: true,
             });
             assert.equal(answer.text, 'alpha beta gamma delta');
-            const { cost, held, balance } = await charged(env, user);
+            const { cost, held, balance, record } = await charged(env, user);
             const reference = referenceCost(prices, reported);
             assert.equal(
               BigInt(cost),
               reference < BigInt(held) ? reference : BigInt(held),
+              `reference ${reference}, held ${held}`,
+            );
+            // What the hold could not cover is on the usage record, for the operator's accounts.
+            assert.equal(
+              BigInt(record.uncollected),
+              reference > BigInt(held) ? reference - BigInt(held) : 0n,
               `reference ${reference}, held ${held}`,
             );
             if (reference > 0n) assert.ok(cost > 0, 'a priced call that produced output is never free');

@@ -100,7 +100,9 @@ export function chatBreakdown(reported: TokenUsage | null | undefined, own: OwnC
 /** A chat call's usage priced: its parts, what it is charged (its cost, capped at what was held) and the usage the client sees. */
 export interface ChatAccount {
   breakdown: UsageBreakdown;
-  /** Micro-credits charged: the cost rounded up to the micro-credit, or the hold when the cost is above it. */
+  /** Micro-credits the usage costs, rounded up to the micro-credit: what the meter bills, above the hold or not. */
+  cost: number;
+  /** Micro-credits charged: the cost, or the hold when the cost is above it. */
   charge: number;
   /** The answer's `usage`: OpenAI's counts and details, OpenRouter's `cache_write_tokens` and `cost` (credits). */
   usage: TokenUsage;
@@ -125,7 +127,7 @@ export function accountChat(
     cost = Number.MAX_SAFE_INTEGER;
   }
   const charge = Math.min(cost, held);
-  return { breakdown, charge, usage: answerUsage(reported, breakdown, charge) };
+  return { breakdown, cost, charge, usage: answerUsage(reported, breakdown, charge) };
 }
 
 /**

@@ -203,10 +203,11 @@ export async function completeCall(
 
 /** What the meter records for a call priced by `account`. */
 function outcomeOf(model: CatalogueModel, account: ChatAccount, status: 'ok' | 'client_aborted' | 'upstream_error') {
-  const { breakdown, charge } = account;
+  const { breakdown, cost } = account;
   return {
     model,
-    cost: charge,
+    // The whole cost: the meter captures at most the hold, and records the rest as uncollected.
+    cost,
     promptTokens: inputTokens(breakdown),
     completionTokens: outputTokens(breakdown),
     status,
