@@ -191,6 +191,38 @@ describe('operator CLI', () => {
   });
 });
 
+describe('serve with a database or Redis it cannot reach', () => {
+  /** Starts `serve` with `extra` and returns what it printed once it stopped; fails the test if it keeps running. */
+  function serveFails(extra: Record<string, string>): string {
+    const result = spawnSync(process.execPath, ['src/cli.ts', 'serve'], {
+      cwd: root,
+      env: { ...env, PORT: '0', ...extra },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.notEqual(result.status, 0, `serve kept running or succeeded: ${result.stdout}${result.stderr}`);
+    assert.equal(result.signal, null, 'serve did not stop by itself');
+    return result.stderr;
+  }
+
+  it('an unreachable PostgreSQL stops the start with a message naming DATABASE_URL and what to check, no stack trace', () => {
+    const stderr = serveFails({ DATABASE_URL: 'postgres://postgres:s3cret@127.0.0.1:1/test' });
+    assert.match(stderr, /DATABASE_URL: cannot connect to PostgreSQL at 127\.0\.0\.1:1/);
+    assert.match(stderr, /check that PostgreSQL runs/i);
+    assert.doesNotMatch(stderr, /s3cret/, 'the password is printed');
+    assert.doesNotMatch(stderr, /^\s+at /m, 'a stack trace is printed');
+  });
+
+  it('an unreachable Redis stops the start with a message naming REDIS_URL and what to check, no stack trace', () => {
+    const stderr = serveFails({ REDIS_URL: 'redis://:s3cret@127.0.0.1:1' });
+    assert.match(stderr, /REDIS_URL: cannot connect to Redis at 127\.0\.0\.1:1/);
+    assert.match(stderr, /check that Redis runs/i);
+    assert.doesNotMatch(stderr, /s3cret/, 'the password is printed');
+    assert.doesNotMatch(stderr, /^\s+at /m, 'a stack trace is printed');
+    assert.doesNotMatch(stderr, /Unhandled error event/);
+  });
+});
+
 describe('serve runtime settings', () => {
   it('names what serve still lacks, and keeps what the operator set on the command line, in NODE_OPTIONS or the environment', async () => {
     const { missingServeRuntime, SERVE_RUNTIME, SERVE_RUNTIME_MARK } = await import('./cli.ts');

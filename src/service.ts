@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from './config.ts';
-import { openDatabase } from './platform/db/connect.ts';
+import { ensureDatabaseReachable, openDatabase } from './platform/db/connect.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import { loadInstanceSecrets } from './platform/secrets.ts';
 import { createLogger, type Logger } from './platform/logger.ts';
@@ -107,6 +107,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const log = options.log ?? createLogger(config.LOG_LEVEL);
   const database = openDatabase(config);
   for (const notice of database.notices) log.info(notice);
+  await ensureDatabaseReachable(database, config);
   if (options.migrate !== false) await migrateToLatest(database.db, allMigrations(), config);
   const secrets = await loadInstanceSecrets(database.db, config, log);
   const base: RootContext = {
@@ -116,7 +117,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     clock: options.clock ?? systemClock,
     log,
     secrets,
-    bus: config.REDIS_URL ? await redisBus(config.REDIS_URL) : localBus(),
+    bus: config.REDIS_URL ? await redisBus(config.REDIS_URL, undefined, log) : localBus(),
     jobs: new Map(),
     metrics: createMetrics(),
     inflight: new Set(),

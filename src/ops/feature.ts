@@ -18,7 +18,7 @@ export interface OpsFeature extends Feature {
  * CORS. Registered first, so its hooks run before every other feature's.
  */
 export async function createOpsFeature(deps: OpsDeps): Promise<OpsFeature> {
-  const redis = deps.config.REDIS_URL ? await connectRedis(deps.config.REDIS_URL) : null;
+  const redis = deps.config.REDIS_URL ? await connectRedis(deps.config.REDIS_URL, deps.log) : null;
   if (redis) deps.onClose.push(() => void redis.disconnect());
   const limiter = redis ? redisRateLimiter(redis) : memoryRateLimiter();
   const backoff = redis ? redisBackoff(redis) : memoryBackoff();

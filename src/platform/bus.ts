@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { connectRedis, type Redis } from './redis.ts';
+import { connectRedis, ensureRedisReachable, type Redis } from './redis.ts';
+import type { Logger } from './logger.ts';
 
 /**
  * Tells every process that something changed (a key or token revoked, a model edited) so caches drop it.
@@ -29,16 +30,16 @@ const ORIGIN = crypto.randomUUID();
  * The bus over Redis pub/sub. Messages carry the publishing process's id so it does not apply its own
  * message twice. Channels are prefixed so that several deployments can share one Redis.
  */
-export async function redisBus(url: string, prefix = 'tollgate:'): Promise<InvalidationBus> {
+export async function redisBus(url: string, prefix = 'tollgate:', log?: Logger): Promise<InvalidationBus> {
   const local = localBus();
-  const [publisher, subscriber]: Redis[] = await Promise.all([connectRedis(url), connectRedis(url)]);
+  const [publisher, subscriber]: Redis[] = await Promise.all([connectRedis(url, log), connectRedis(url, log)]);
+  await ensureRedisReachable(url, [publisher, subscriber]);
   const channels = new Set<string>();
   subscriber.on('message', (channel: string, raw: string) => {
     const separator = raw.indexOf('|');
     if (raw.slice(0, separator) === ORIGIN) return;
     local.publish(channel.slice(prefix.length), raw.slice(separator + 1));
   });
-  await Promise.all([publisher.ping(), subscriber.ping()]);
   return {
     publish(channel, message) {
       local.publish(channel, message);

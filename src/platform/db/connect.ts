@@ -1,8 +1,8 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Kysely } from 'kysely';
+import { Kysely, sql } from 'kysely';
 import pg from 'pg';
-import type { PlatformConfig } from '../config.ts';
+import { ConfigError, type PlatformConfig } from '../config.ts';
 import { NEW_DATABASE_PAGE_SIZE, nodeSqliteDialect } from './node-sqlite-dialect.ts';
 import { nameStatements, SchemaScopedPostgresDialect } from './postgres-dialect.ts';
 
@@ -78,5 +78,31 @@ function prepareSqliteFile(dir: string, file: string): void {
   if (!existsSync(file)) {
     closeSync(openSync(file, 'a', 0o600));
     chmodSync(file, 0o600);
+  }
+}
+
+/**
+ * Asks PostgreSQL for `select 1` before anything else; if it cannot answer, closes the pool and throws a
+ * {@link ConfigError} that names `DATABASE_URL` (host, port and database, never the password) and what to
+ * check, so a start on an unreachable database stops with a sentence rather than `connect ECONNREFUSED`.
+ */
+export async function ensureDatabaseReachable(
+  database: Database,
+  config: Pick<PlatformConfig, 'DATABASE_URL'>,
+): Promise<void> {
+  if (database.dialect !== 'postgres' || !config.DATABASE_URL) return;
+  try {
+    await sql`select 1`.execute(database.db);
+  } catch (error) {
+    await database.close().catch(() => {});
+    const url = URL.parse(config.DATABASE_URL);
+    const target = url
+      ? `${url.hostname || 'localhost'}:${url.port || '5432'}${url.pathname || '/'}`
+      : 'the address DATABASE_URL gives';
+    throw new ConfigError(
+      `DATABASE_URL: cannot connect to PostgreSQL at ${target} (${(error as Error).message}). ` +
+        "Check that PostgreSQL runs and accepts connections there, and that the URL's host, port, user, " +
+        'password and database are right.',
+    );
   }
 }
