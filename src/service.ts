@@ -105,7 +105,7 @@ const LISTEN_BACKLOG = 4096;
 export async function createService(options: ServiceOptions = {}): Promise<Service> {
   const config = options.config ?? loadConfig();
   const log = options.log ?? createLogger(config.LOG_LEVEL);
-  const database = openDatabase(config);
+  const database = openDatabase(config, log);
   for (const notice of database.notices) log.info(notice);
   await ensureDatabaseReachable(database, config);
   if (options.migrate !== false) await migrateToLatest(database.db, allMigrations(), config);

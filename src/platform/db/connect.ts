@@ -38,6 +38,7 @@ export interface Database {
 /** Opens PostgreSQL when `DATABASE_URL` is set, else the SQLite file `DATA_DIR/tollgate.db`. */
 export function openDatabase(
   config: Pick<PlatformConfig, 'DATABASE_URL' | 'DATABASE_SCHEMA' | 'DATABASE_POOL_SIZE' | 'DATA_DIR'>,
+  log?: { warn(fields: Record<string, unknown>, message: string): void },
 ): Database {
   if (config.DATABASE_URL) {
     const pool = new pg.Pool({
@@ -46,6 +47,12 @@ export function openDatabase(
       options: `-c search_path=${config.DATABASE_SCHEMA}`,
     });
     pool.on('connect', nameStatements);
+    // An idle connection the server ends (a restart, a failover, an idle timeout, pg_terminate_backend) makes
+    // the pool emit 'error'; unheard, that event threw and ended the process. The pool drops the client and
+    // opens another on the next query; /readyz tells whether the database answers.
+    pool.on('error', (error) =>
+      log?.warn({ reason: error.message }, 'PostgreSQL closed an idle connection; the pool replaces it'),
+    );
     const db = new Kysely<NoTables>({ dialect: new SchemaScopedPostgresDialect({ pool }) });
     return { db, dialect: 'postgres', close: () => db.destroy(), notices: [] };
   }

@@ -1,0 +1,42 @@
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { sql } from 'kysely';
+import { TEST_POSTGRES_URL, TestDatabaseSpace, selectedDatabases } from '../../testing/harness.ts';
+import { openDatabase } from './connect.ts';
+
+describe(
+  'the PostgreSQL pool when the server ends a connection',
+  { skip: !selectedDatabases().includes('postgres') },
+  () => {
+    const space = new TestDatabaseSpace('postgres');
+    after(() => space.drop());
+
+    it('an idle connection the server terminates (a restart, a failover, an idle timeout) is logged and replaced, and the process goes on', async () => {
+      await space.create();
+      const warnings: Array<{ fields: Record<string, unknown>; message: string }> = [];
+      const database = openDatabase(
+        { DATABASE_URL: TEST_POSTGRES_URL, DATABASE_SCHEMA: space.schema, DATABASE_POOL_SIZE: 2, DATA_DIR: '' },
+        { warn: (fields: Record<string, unknown>, message: string) => void heard(fields, message) },
+      );
+      function heard(fields: Record<string, unknown>, message: string) {
+        warnings.push({ fields, message });
+      }
+      try {
+        const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(database.db);
+        const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+        await admin.connect();
+        await admin.query('select pg_terminate_backend($1)', [rows[0]!.pid]);
+        await admin.end();
+        // The idle client hears the termination and the pool emits 'error': unheard, it threw and ended the process.
+        for (let i = 0; i < 100 && warnings.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+        assert.equal(warnings.length, 1);
+        assert.match(warnings[0]!.message, /PostgreSQL/);
+        const again = await sql<{ one: number }>`select 1 as one`.execute(database.db);
+        assert.equal(again.rows[0]!.one, 1);
+      } finally {
+        await database.close();
+      }
+    });
+  },
+);
