@@ -62,11 +62,21 @@ describeEachDatabase('accounts', (env) => {
     assert.match(cookie, /SameSite=Lax/);
   });
 
-  it('a dashboard write without the CSRF header is refused with 403', async () => {
+  it("a dashboard write without the CSRF header, with an empty one or with another session's is refused with 403", async () => {
     const session = await env.createUser();
-    const response = await env.request('POST', '/api/auth/signout', { headers: { cookie: session.cookie } });
-    assert.equal(response.status, 403);
-    assert.equal(response.body.error.code, 'PERMISSION_DENIED');
+    const other = await env.createUser();
+    const attempts: Record<string, string>[] = [
+      { cookie: session.cookie },
+      { cookie: session.cookie, 'x-csrf-token': '' },
+      { cookie: session.cookie, 'x-csrf-token': other.csrfToken },
+      { cookie: session.cookie, 'x-csrf-token': session.csrfToken.slice(0, -1) },
+    ];
+    for (const headers of attempts) {
+      const response = await env.request('POST', '/api/auth/signout', { headers });
+      assert.equal(response.status, 403, JSON.stringify(headers));
+      assert.equal(response.body.error.code, 'PERMISSION_DENIED');
+    }
+    assert.equal((await env.dashboard(session, 'GET', '/api/user/me')).status, 200, 'the session still stands');
   });
 
   it('sign-out ends the session: the cookie stops working', async () => {

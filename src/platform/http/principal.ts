@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError, errors } from '../errors.ts';
+import { constantTimeEqual } from '../crypto.ts';
 
 /**
  * Who is calling, whatever the credential: an app's OAuth token, an API key or the user's own dashboard
@@ -78,7 +79,10 @@ export async function authenticate(
     const principal = unsigned.valid && unsigned.value ? await registry.session(unsigned.value) : null;
     if (principal) {
       const isWrite = !['GET', 'HEAD', 'OPTIONS'].includes(request.method);
-      if (isWrite && request.headers['x-csrf-token'] !== principal.csrfToken) {
+      // Compared in constant time, as every other secret is; a session without a token takes no write at all.
+      const echoed = request.headers['x-csrf-token'];
+      const expected = principal.csrfToken;
+      if (isWrite && (!expected || typeof echoed !== 'string' || !constantTimeEqual(echoed, expected))) {
         throw new ApiError('PERMISSION_DENIED', 'A dashboard write needs the x-csrf-token header of the session.');
       }
       return principal;
