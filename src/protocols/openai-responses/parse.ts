@@ -32,10 +32,12 @@ export interface ResponsesRequest {
 
 /**
  * Fields accepted and not acted on: they change neither the answer's cost nor its meaning here
- * (`include` asks for extra detail, e.g. encrypted reasoning, which is returned whenever the provider has it).
+ * (`include` asks for extra detail, e.g. encrypted reasoning, which is returned whenever the provider has it;
+ * `client_metadata` is the Codex CLI's ids of its session and turn, sent on every call).
  */
 const IGNORED_FIELDS: ReadonlySet<string> = new Set([
   'user',
+  'client_metadata',
   'safety_identifier',
   'prompt_cache_key',
   'prompt_cache_retention',
@@ -93,28 +95,71 @@ export function checkFields(body: ResponsesRequest): void {
   }
 }
 
-/** Function tools into canonical tools; any other tool type is refused by name. */
+/**
+ * The name an upstream knows a namespaced function by: OpenAI's `namespace` tools (the Codex CLI groups its
+ * sub-agent tools in one) reach a chat or Anthropic upstream as plain functions, whose names allow neither dots
+ * nor nesting; the answer's calls are split back into `namespace` and `name` ({@link namespacedCalls}).
+ */
+export function namespacedName(namespace: string, name: string): string {
+  return `${namespace}__${name}`;
+}
+
+/** The request's namespaced functions, by the name the upstream knows them by. */
+export function namespacedCalls(
+  tools: Array<Record<string, unknown>> | null | undefined,
+): Map<string, { namespace: string; name: string }> {
+  const calls = new Map<string, { namespace: string; name: string }>();
+  for (const tool of Array.isArray(tools) ? tools : []) {
+    if (tool?.type !== 'namespace' || typeof tool.name !== 'string' || !Array.isArray(tool.tools)) continue;
+    for (const inner of tool.tools as Array<Record<string, unknown>>) {
+      if (typeof inner?.name === 'string')
+        calls.set(namespacedName(tool.name, inner.name), { namespace: tool.name, name: inner.name });
+    }
+  }
+  return calls;
+}
+
+/** Function tools (and the functions of `namespace` tools) into canonical tools; any other tool type is refused by name. */
 export function parseTools(tools: Array<Record<string, unknown>> | undefined): CanonicalTool[] {
-  const builtIn = (tools ?? []).filter((tool) => tool.type !== 'function').map((tool) => String(tool.type));
+  const builtIn = (tools ?? [])
+    .flatMap((tool) =>
+      tool.type === 'namespace' && Array.isArray(tool.tools) ? (tool.tools as Array<Record<string, unknown>>) : [tool],
+    )
+    .filter((tool) => tool?.type !== 'function')
+    .map((tool) => String(tool?.type));
   if (builtIn.length > 0) {
     throw unsupported(
       'tools',
       `Built-in tools are not supported (${[...new Set(builtIn)].join(', ')}): only tools of type "function" are, which the client runs.`,
     );
   }
-  return (tools ?? []).map((tool, i) => {
+  return (tools ?? []).flatMap((tool, i) => {
     if (typeof tool.name !== 'string' || tool.name === '')
       throw invalid(`tools[${i}].name`, `tools[${i}] needs a name.`);
-    const parameters =
-      tool.parameters && typeof tool.parameters === 'object'
-        ? (tool.parameters as Record<string, unknown>)
-        : { type: 'object', properties: {} };
-    return {
-      name: tool.name,
-      ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
-      parameters,
-    };
+    if (tool.type !== 'namespace') return [functionTool(tool, tool.name)];
+    const namespace = tool.name;
+    return (tool.tools as Array<Record<string, unknown>>).map((inner, j) => {
+      if (typeof inner.name !== 'string' || inner.name === '')
+        throw invalid(`tools[${i}].tools[${j}].name`, `tools[${i}].tools[${j}] needs a name.`);
+      const parsed = functionTool(inner, namespacedName(namespace, inner.name));
+      // The namespace's description is what the model reads about the group; each function carries it.
+      if (typeof tool.description === 'string' && tool.description !== '')
+        parsed.description = parsed.description ? `${tool.description}\n\n${parsed.description}` : tool.description;
+      return parsed;
+    });
   });
+}
+
+function functionTool(tool: Record<string, unknown>, name: string): CanonicalTool {
+  const parameters =
+    tool.parameters && typeof tool.parameters === 'object'
+      ? (tool.parameters as Record<string, unknown>)
+      : { type: 'object', properties: {} };
+  return {
+    name,
+    ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
+    parameters,
+  };
 }
 
 /** `tool_choice`: `auto`, `none`, `required` or `{ type: "function", name }`. */
@@ -272,7 +317,15 @@ export function parseInput(
         if (typeof item.call_id !== 'string' || typeof item.name !== 'string' || typeof item.arguments !== 'string') {
           throw invalid(param, 'A function_call item needs call_id, name and arguments (a JSON text).');
         }
-        push('assistant', [{ type: 'tool_call', id: item.call_id, name: item.name, arguments: item.arguments }]);
+        // A call of a namespace's function (its `namespace` beside the name) as the upstream knows it.
+        push('assistant', [
+          {
+            type: 'tool_call',
+            id: item.call_id,
+            name: typeof item.namespace === 'string' ? namespacedName(item.namespace, item.name) : item.name,
+            arguments: item.arguments,
+          },
+        ]);
         return;
       case 'function_call_output':
         if (typeof item.call_id !== 'string')

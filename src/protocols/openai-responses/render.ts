@@ -1,6 +1,6 @@
 import type { CanonicalPart, CanonicalResult, CanonicalUsage, FinishReason } from '../../gateway/canonical.ts';
 import { itemId } from './ids.ts';
-import type { ResponsesRequest } from './parse.ts';
+import { namespacedCalls, type ResponsesRequest } from './parse.ts';
 
 /**
  * The Response object as the `openai` SDK types it (`Response` in `resources/responses/responses.d.ts`),
@@ -91,15 +91,28 @@ export function outputText(text: string): Record<string, unknown> {
   return { type: 'output_text', text, annotations: [], logprobs: [] };
 }
 
-/** A function_call item; `call_id` is the id the client answers with a function_call_output. */
+/**
+ * A function_call item; `call_id` is the id the client answers with a function_call_output. A call of a
+ * namespace's function (`namespaces`: the request's, by the name the upstream knows them by) names its
+ * namespace beside the function's own name, as OpenAI answers it.
+ */
 export function functionCallItem(
   id: string,
   callId: string,
   name: string,
   args: string,
   status: 'in_progress' | 'completed' | 'incomplete',
+  namespaces?: ReadonlyMap<string, { namespace: string; name: string }>,
 ): OutputItem {
-  return { id, type: 'function_call', call_id: callId, name, arguments: args, status };
+  const namespaced = namespaces?.get(name);
+  return {
+    id,
+    type: 'function_call',
+    call_id: callId,
+    ...(namespaced ? { name: namespaced.name, namespace: namespaced.namespace } : { name }),
+    arguments: args,
+    status,
+  };
 }
 
 /** A reasoning item: its text as one summary part, the provider's signature as `encrypted_content` (replayed verbatim). */
@@ -119,7 +132,12 @@ export function reasoningItem(
 }
 
 /** The output items of a whole answer: consecutive text parts form one message; each reasoning part and tool call its own item. */
-export function outputItems(responseId: string, content: CanonicalPart[], finish: FinishReason): OutputItem[] {
+export function outputItems(
+  responseId: string,
+  content: CanonicalPart[],
+  finish: FinishReason,
+  namespaces?: ReadonlyMap<string, { namespace: string; name: string }>,
+): OutputItem[] {
   const items: OutputItem[] = [];
   const itemStatus = finish === 'length' || finish === 'content_filter' ? 'incomplete' : 'completed';
   let text: string | null = null;
@@ -137,7 +155,14 @@ export function outputItems(responseId: string, content: CanonicalPart[], finish
       items.push(reasoningItem(itemId(responseId, 'rs', items.length), part.text, part.signature, 'completed'));
     else if (part.type === 'tool_call')
       items.push(
-        functionCallItem(itemId(responseId, 'fc', items.length), part.id, part.name, part.arguments, 'completed'),
+        functionCallItem(
+          itemId(responseId, 'fc', items.length),
+          part.id,
+          part.name,
+          part.arguments,
+          'completed',
+          namespaces,
+        ),
       );
   }
   flush();
@@ -190,7 +215,7 @@ export function renderResult(frame: ResponseFrame, result: CanonicalResult): Res
   return responseObject(
     { ...frame, model: result.model },
     status,
-    outputItems(frame.id, result.content, result.finishReason),
+    outputItems(frame.id, result.content, result.finishReason, namespacedCalls(frame.request.tools)),
     { usage: result.usage, incomplete },
   );
 }

@@ -4,7 +4,15 @@ import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { describeEachDatabase, type TestEnv } from '../../testing/harness.ts';
-import { fundedUser, keyWithDailyLimit, putModel, settled, usageOf, type FundedUser } from '../../gateway/testing.ts';
+import {
+  fundedUser,
+  keyWithDailyLimit,
+  putModel,
+  readSseFrames,
+  settled,
+  usageOf,
+  type FundedUser,
+} from '../../gateway/testing.ts';
 import { startScriptedUpstream } from './testing/scripted-upstream.ts';
 
 const upstream = await startScriptedUpstream();
@@ -387,6 +395,81 @@ describeEachDatabase(
           /UPSTREAM_ERROR|failed after output began/,
           parts.join(),
         );
+      });
+    }
+
+    for (const wire of WIRES) {
+      it(`through ${wire.name}: a request shaped like the Codex CLI's (client_metadata, a namespace tool) is answered, the namespaced call split back, charged the usage`, async () => {
+        const user = await fundedUser(env, 1);
+        // What Codex CLI 0.171 sends (captured), trimmed: its sub-agent tools in a namespace, its ids in client_metadata.
+        const body = {
+          model: wire.model,
+          input: [
+            { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'You are a coding agent.' }] },
+            { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'close the agent' }] },
+          ],
+          tools: [
+            {
+              type: 'namespace',
+              name: 'multi_agent_v1',
+              description: 'Tools for spawning and managing sub-agents.',
+              tools: [
+                {
+                  type: 'function',
+                  name: 'close_agent',
+                  description: 'Close an agent.',
+                  strict: false,
+                  parameters: { type: 'object', properties: { target: { type: 'string' } }, required: ['target'] },
+                },
+              ],
+            },
+            { ...weather, name: 'exec_command' },
+          ],
+          tool_choice: 'auto',
+          parallel_tool_calls: true,
+          reasoning: { summary: 'auto' },
+          store: false,
+          include: ['reasoning.encrypted_content'],
+          prompt_cache_key: 'thread-1',
+          client_metadata: { session_id: 'thread-1', turn_id: 'turn-1', 'x-codex-installation-id': 'install-1' },
+        };
+        const post = (payload: unknown) =>
+          fetch(`${env.baseUrl}/api/v1/responses`, {
+            method: 'POST',
+            headers: {
+              authorization: `Bearer ${user.key}`,
+              'content-type': 'application/json',
+              originator: 'codex_exec',
+            },
+            body: JSON.stringify(payload),
+          });
+        const first = await post(body);
+        assert.equal(first.status, 200, await first.clone().text());
+        const sent = upstream.requests.at(-1)!.body;
+        const names = (sent.tools as any[]).map((t) => t.name ?? t.function.name);
+        assert.deepEqual(names, ['multi_agent_v1__close_agent', 'exec_command']);
+        const [call] = ((await first.json()) as any).output.filter((item: any) => item.type === 'function_call');
+        assert.deepEqual(
+          [call.namespace, call.name, call.arguments],
+          ['multi_agent_v1', 'close_agent', '{"city":"Paris"}'],
+        );
+        // Streamed: the call's items name the namespace too.
+        const streamed = await readSseFrames(await post({ ...body, stream: true }));
+        const done = streamed.find(
+          (f) => f.data?.type === 'response.output_item.done' && f.data.item.type === 'function_call',
+        );
+        assert.deepEqual([done!.data.item.namespace, done!.data.item.name], ['multi_agent_v1', 'close_agent']);
+        const completed = streamed.find((f) => f.data?.type === 'response.completed')!.data.response;
+        assert.equal(completed.output.find((item: any) => item.type === 'function_call').namespace, 'multi_agent_v1');
+        // The next turn replays the call with its namespace, and its output.
+        const second = await post({
+          ...body,
+          input: [...body.input, call, { type: 'function_call_output', call_id: call.call_id, output: 'closed' }],
+        });
+        assert.equal(second.status, 200, await second.clone().text());
+        assert.equal(((await second.json()) as any).output.at(-1).content[0].text, 'Result: closed');
+        assert.match(JSON.stringify(upstream.requests.at(-1)!.body.messages), /multi_agent_v1__close_agent/);
+        assert.equal(await spent(env, user, 1), 3 * wire.charge);
       });
     }
 

@@ -1,6 +1,7 @@
 import type { CanonicalEvent, CanonicalUsage, FinishReason } from '../../gateway/canonical.ts';
 import { ERROR_CODES } from '../../platform/errors.ts';
 import { itemId } from './ids.ts';
+import { namespacedCalls } from './parse.ts';
 import {
   functionCallItem,
   messageItem,
@@ -35,8 +36,12 @@ export class ResponsesEventWriter {
   #usage: CanonicalUsage | undefined;
   #began = false;
 
+  /** The request's namespaced functions, by the name the upstream knows them by. */
+  readonly #namespaces: ReadonlyMap<string, { namespace: string; name: string }>;
+
   constructor(frame: ResponseFrame) {
     this.#frame = frame;
+    this.#namespaces = namespacedCalls(frame.request.tools);
   }
 
   /** The final Response object, once {@link end} rendered it. */
@@ -86,7 +91,14 @@ export class ResponsesEventWriter {
       case 'tool_call_start': {
         out += this.#closeOpen();
         const index = this.#output.length;
-        const item = functionCallItem(itemId(this.#frame.id, 'fc', index), event.id, event.name, '', 'in_progress');
+        const item = functionCallItem(
+          itemId(this.#frame.id, 'fc', index),
+          event.id,
+          event.name,
+          '',
+          'in_progress',
+          this.#namespaces,
+        );
         this.#output.push(item);
         this.#calls.set(event.index, { index, args: '' });
         return out + this.#event('response.output_item.added', { output_index: index, item });
@@ -224,7 +236,7 @@ export class ResponsesEventWriter {
     let out = '';
     for (const call of this.#calls.values()) {
       const open = this.#output[call.index];
-      const item = functionCallItem(String(open.id), String(open.call_id), String(open.name), call.args, status);
+      const item = { ...open, arguments: call.args, status } as OutputItem;
       this.#output[call.index] = item;
       out += this.#event('response.function_call_arguments.done', {
         item_id: item.id,
