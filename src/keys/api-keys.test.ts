@@ -2,6 +2,7 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeEachDatabase, type DashboardSession, type TestEnv } from '../testing/harness.ts';
 import { authorizeForTest } from '../oauth/testing.ts';
+import { MAX_LIVE_KEYS_PER_USER } from './store.ts';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -185,6 +186,30 @@ describeEachDatabase('API keys endpoints', (env) => {
     const again = await env.dashboard(session, 'DELETE', `/api/user/api-keys/${key.id}`);
     assert.equal(again.status, 404);
     assert.equal(again.body.success, false);
+  });
+
+  it(`a user holds at most ${MAX_LIVE_KEYS_PER_USER} live keys, also when creations race: the rest are a 400 storing nothing, and revoking one makes room`, async () => {
+    const session = await env.createUser();
+    const create = (name: string) =>
+      env.dashboard(session, 'POST', '/api/user/api-keys', { name, permissions: ['ai:chat'] });
+    const statuses: number[] = [];
+    // 50 at a time, all racing for the last places.
+    for (let i = 0; i < MAX_LIVE_KEYS_PER_USER + 10; i += 50) {
+      const batch = await Promise.all(Array.from({ length: 50 }, (_, j) => create(`k${i + j}`)));
+      statuses.push(...batch.map((response) => response.status));
+    }
+    assert.equal(statuses.filter((status) => status === 200).length, MAX_LIVE_KEYS_PER_USER);
+    assert.equal(statuses.filter((status) => status === 400).length, statuses.length - MAX_LIVE_KEYS_PER_USER);
+    const refused = await create('one more');
+    assert.deepEqual(refused.body, {
+      success: false,
+      error: `At most ${MAX_LIVE_KEYS_PER_USER} live API keys per account; revoke one first`,
+    });
+    const listed = await env.dashboard(session, 'GET', '/api/user/api-keys');
+    assert.equal(listed.body.apiKeys.length, MAX_LIVE_KEYS_PER_USER);
+    const revoked = await env.dashboard(session, 'DELETE', `/api/user/api-keys/${listed.body.apiKeys[0].id}`);
+    assert.equal(revoked.status, 200);
+    assert.equal((await create('after a revoke')).status, 200);
   });
 
   it('an unknown key id is a 404 in the keys envelope', async () => {

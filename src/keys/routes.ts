@@ -123,7 +123,15 @@ export function registerKeyRoutes(app: App, ctx: KeysDeps, keyAuth: KeyAuthentic
       requireWithinScopes(principal, input.permissions);
       return {
         success: true as const,
-        apiKey: await createApiKey(ctx.db, ctx.clock, ctx.secrets.encryptionKey, principal, input, ctx.billing),
+        apiKey: await createApiKey(
+          ctx.db,
+          ctx.clock,
+          ctx.secrets.encryptionKey,
+          principal,
+          input,
+          ctx.billing,
+          ctx.dialect,
+        ),
       };
     },
   );

@@ -7,6 +7,8 @@ import { decrypt, encrypt, sha256Hex } from '../platform/crypto.ts';
 import { newId } from '../platform/ids.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { generateApiKey } from './format.ts';
+import { errors } from '../platform/errors.ts';
+import type { DialectName } from '../platform/db/connect.ts';
 import { authorizationStands } from '../oauth/authorizations.ts';
 import type { Billing } from '../billing/service.ts';
 import type { LimitPeriod } from '../billing/periods.ts';
@@ -60,6 +62,13 @@ function visibleTo(principal: Principal) {
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
+ * Most live (unrevoked) keys one user may hold. Why a bound: an app with `apikeys:write` could otherwise make
+ * keys without end, and the key list (unsealed and with its limits, in one page, as the contract lists it)
+ * would grow past what one answer and one `IN` list of limits can carry.
+ */
+export const MAX_LIVE_KEYS_PER_USER = 1000;
+
+/**
  * Creates a key for the caller's user, recording the app that created it. Only the SHA-256 of the value
  * (for lookup) and the value sealed under `encryptionKey` (the contract lists it back) are stored.
  */
@@ -70,12 +79,25 @@ export async function createApiKey(
   principal: Principal,
   input: NewApiKey,
   billing: Pick<Billing, 'setKeyLimit'>,
+  dialect: DialectName,
 ): Promise<CreatedApiKey> {
   const key = generateApiKey();
   const id = newId('key');
   const createdAt = clock.now();
   // The key and its limit (billing's to write) commit together: no moment where the key exists unlimited.
   await db.transaction().execute(async (trx) => {
+    // Security invariant: at most MAX_LIVE_KEYS_PER_USER, also under concurrent creations (SQLite runs one
+    // write transaction at a time; PostgreSQL serialises one user's creations on this lock).
+    if (dialect === 'postgres')
+      await sql`select pg_advisory_xact_lock(hashtext(${`api-keys:${principal.userId}`}))`.execute(trx);
+    const { live } = await trx
+      .selectFrom('api_keys')
+      .select((eb) => eb.fn.countAll<number | string>().as('live'))
+      .where('user_id', '=', principal.userId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    if (Number(live) >= MAX_LIVE_KEYS_PER_USER)
+      throw errors.invalid(`At most ${MAX_LIVE_KEYS_PER_USER} live API keys per account; revoke one first`);
     await trx
       .insertInto('api_keys')
       .values({
