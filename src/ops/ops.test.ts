@@ -1,6 +1,8 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
+import { connect, createServer, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { describeEachDatabase } from '../testing/harness.ts';
 
 describeEachDatabase(
@@ -24,6 +26,71 @@ describeEachDatabase(
     });
   },
   { config: { REDIS_URL: 'redis://127.0.0.1:6379' } },
+);
+
+/**
+ * A TCP relay to the test Redis that can be cut and restored: Redis going away (and coming back) for one
+ * process, without stopping the Redis other suites share.
+ */
+const redisRelay = await (async () => {
+  let up = true;
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    if (!up) return void client.destroy();
+    const upstream = connect(6379, '127.0.0.1');
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => {});
+    }
+    client.pipe(upstream).pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  return {
+    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    cut() {
+      up = false;
+      for (const socket of sockets) socket.destroy();
+    },
+    restore() {
+      up = true;
+    },
+  };
+})();
+
+describeEachDatabase(
+  'readiness when Redis goes away',
+  (env) => {
+    it('/readyz answers 503 with Redis not ok within 3 s of Redis going away, /healthz stays ok, and ready again once it is back', async () => {
+      assert.equal((await env.request('GET', '/readyz')).status, 200);
+      redisRelay.cut();
+      try {
+        // Some seconds into the outage, when the client's reconnection attempts have spread out.
+        await new Promise((resolve) => setTimeout(resolve, 4000));
+        const started = Date.now();
+        const ready = await env.request('GET', '/readyz');
+        const took = Date.now() - started;
+        assert.equal(ready.status, 503);
+        assert.equal(ready.body.checks.redis.ok, false);
+        assert.equal(ready.body.checks.database.ok, true);
+        // A load balancer's health check gives up after a few seconds: it must hear "not ready", not time out.
+        assert.ok(took < 3000, `/readyz took ${took} ms to answer`);
+        assert.equal((await env.request('GET', '/healthz')).status, 200);
+      } finally {
+        redisRelay.restore();
+      }
+      let status = 0;
+      for (let i = 0; i < 100 && status !== 200; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        status = (await env.request('GET', '/readyz')).status;
+      }
+      assert.equal(status, 200, 'not ready again after Redis came back');
+    });
+  },
+  { config: { REDIS_URL: redisRelay.url } },
 );
 
 describeEachDatabase('metrics', (env) => {
