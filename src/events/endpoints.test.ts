@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
 import { fundedUser } from '../gateway/testing.ts';
 import { WebhookReceiver } from './testing/receiver.ts';
+import { MAX_ENDPOINTS_PER_OWNER } from './endpoints.ts';
 
 const receiver = new WebhookReceiver();
 before(() => receiver.start());
@@ -89,6 +90,23 @@ describeEachDatabase(
         assert.equal(answer.status, 400, `${JSON.stringify(body)}: ${answer.text}`);
         assert.ok(['INVALID_REQUEST', 'WEBHOOK_URL_REFUSED'].includes(answer.body.error.code), answer.text);
       }
+    });
+
+    it(`a user registers at most ${MAX_ENDPOINTS_PER_OWNER} endpoints, also when creations race: the rest are a 400 storing nothing`, async () => {
+      const racer = await env.createUser();
+      const answers = await Promise.all(
+        Array.from({ length: MAX_ENDPOINTS_PER_OWNER + 100 }, () =>
+          env.dashboard(racer, 'POST', '/api/user/webhooks', { url: receiver.url }),
+        ),
+      );
+      const statuses = answers.map((answer) => answer.status);
+      assert.equal(statuses.filter((status) => status === 201).length, MAX_ENDPOINTS_PER_OWNER, statuses.join(' '));
+      assert.deepEqual(
+        answers.filter((answer) => answer.status !== 201).map((answer) => [answer.status, answer.body.error.code]),
+        Array.from({ length: 100 }, () => [400, 'INVALID_REQUEST']),
+      );
+      const listed = await env.dashboard(racer, 'GET', '/api/user/webhooks');
+      assert.equal(listed.body.webhooks.length, MAX_ENDPOINTS_PER_OWNER);
     });
 
     it('updates url, event types and enabled; a disabled endpoint receives nothing; delete removes it', async () => {

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { EventsPlatform } from './deps.ts';
 import { decrypt, encrypt } from '../platform/crypto.ts';
 import { errors } from '../platform/errors.ts';
@@ -93,9 +93,6 @@ export async function createEndpoint(
 ): Promise<{ row: EndpointRow; secret: string }> {
   const url = await checkEndpointUrl(input.url, urlPolicy(ctx));
   const event_types = eventTypesText(input.eventTypes);
-  if ((await listEndpoints(ctx, owner)).length >= MAX_ENDPOINTS_PER_OWNER) {
-    throw errors.invalid(`At most ${MAX_ENDPOINTS_PER_OWNER} webhook endpoints can be registered; delete one first.`);
-  }
   const secret = newSigningSecret();
   const now = ctx.clock.now();
   const row: EndpointRow = {
@@ -110,7 +107,21 @@ export async function createEndpoint(
     created_at: now,
     updated_at: now,
   };
-  await eventsDb(ctx.db).insertInto('webhook_endpoints').values(row).execute();
+  await ctx.db.transaction().execute(async (shared) => {
+    const trx = eventsDb(shared);
+    // Invariant: at most MAX_ENDPOINTS_PER_OWNER, also under concurrent creations (SQLite runs one write
+    // transaction at a time; PostgreSQL serialises one owner's creations on this lock).
+    if (ctx.dialect === 'postgres')
+      await sql`select pg_advisory_xact_lock(hashtext(${`webhook-endpoints:${owner ?? 'operator'}`}))`.execute(trx);
+    const { count } = await trx
+      .selectFrom('webhook_endpoints')
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .where((eb) => (owner === null ? eb('owner_user_id', 'is', null) : eb('owner_user_id', '=', owner)))
+      .executeTakeFirstOrThrow();
+    if (Number(count) >= MAX_ENDPOINTS_PER_OWNER)
+      throw errors.invalid(`At most ${MAX_ENDPOINTS_PER_OWNER} webhook endpoints can be registered; delete one first.`);
+    await trx.insertInto('webhook_endpoints').values(row).execute();
+  });
   return { row, secret };
 }
 
