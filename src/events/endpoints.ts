@@ -1,4 +1,4 @@
-import { sql, type Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { EventsPlatform } from './deps.ts';
 import { decrypt, encrypt } from '../platform/crypto.ts';
 import { errors } from '../platform/errors.ts';
@@ -7,6 +7,7 @@ import { newSigningSecret } from '../webhooks/standard-webhooks.ts';
 import { EVENT_TYPES } from './catalogue.ts';
 import { checkEndpointUrl } from './url-guard.ts';
 import { eventsDb, type WebhookEndpointsTable } from './schema.ts';
+import { serializeOn } from '../platform/db/serialize-on.ts';
 
 /** Whose endpoints a call manages: a user's (their id) or the operator's (null: every user's events). */
 export type Owner = string | null;
@@ -111,8 +112,7 @@ export async function createEndpoint(
     const trx = eventsDb(shared);
     // Invariant: at most MAX_ENDPOINTS_PER_OWNER, also under concurrent creations (SQLite runs one write
     // transaction at a time; PostgreSQL serialises one owner's creations on this lock).
-    if (ctx.dialect === 'postgres')
-      await sql`select pg_advisory_xact_lock(hashtext(${`webhook-endpoints:${owner ?? 'operator'}`}))`.execute(trx);
+    await serializeOn(trx, ctx.dialect, `webhook-endpoints:${owner ?? 'operator'}`);
     const { count } = await trx
       .selectFrom('webhook_endpoints')
       .select((eb) => eb.fn.countAll<number | string>().as('count'))

@@ -12,6 +12,7 @@ import type { DialectName } from '../platform/db/connect.ts';
 import { authorizationStands } from '../oauth/authorizations.ts';
 import type { Billing } from '../billing/service.ts';
 import type { LimitPeriod } from '../billing/periods.ts';
+import { serializeOn } from '../platform/db/serialize-on.ts';
 
 /** A key as the list endpoint shows it (contract §2.1, plus its spending limit in credits). */
 export interface ListedApiKey {
@@ -88,8 +89,7 @@ export async function createApiKey(
   await db.transaction().execute(async (trx) => {
     // Security invariant: at most MAX_LIVE_KEYS_PER_USER, also under concurrent creations (SQLite runs one
     // write transaction at a time; PostgreSQL serialises one user's creations on this lock).
-    if (dialect === 'postgres')
-      await sql`select pg_advisory_xact_lock(hashtext(${`api-keys:${principal.userId}`}))`.execute(trx);
+    await serializeOn(trx, dialect, `api-keys:${principal.userId}`);
     const { live } = await trx
       .selectFrom('api_keys')
       .select((eb) => eb.fn.countAll<number | string>().as('live'))

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
 import type { AdapterPayload } from 'oidc-provider';
 import type { Db } from '../platform/db/connect.ts';
 import { asDb } from '../platform/db/own-tables.ts';
@@ -9,6 +8,7 @@ import { sha256Hex } from '../platform/crypto.ts';
 import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { SCOPES } from './scopes.ts';
+import { serializeOn } from '../platform/db/serialize-on.ts';
 
 /** What registers an app (decisions.md "Operator API": `POST /api/admin/apps`). */
 export interface NewClient {
@@ -79,8 +79,7 @@ export async function registerClient(
     if (owner !== null) {
       // Security invariant: at most MAX_APPS_PER_OWNER per user, also under concurrent registrations (SQLite
       // runs one write transaction at a time; PostgreSQL serialises one owner's registrations on this lock).
-      if (owner.dialect === 'postgres')
-        await sql`select pg_advisory_xact_lock(hashtext(${`oauth-apps:${owner.userId}`}))`.execute(trx);
+      await serializeOn(trx, owner.dialect, `oauth-apps:${owner.userId}`);
       const { count } = await trx
         .selectFrom('oauth_clients')
         .select((eb) => eb.fn.countAll<number | string>().as('count'))
