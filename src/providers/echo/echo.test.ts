@@ -72,4 +72,27 @@ describe('the echo provider answers any canonical call deterministically', () =>
       ['start', 'tool_call_start', 'tool_call_delta', 'tool_call_delta', 'usage', 'end'],
     );
   });
+
+  it('a chat (native OpenAI chat body) that requires a tool gets the call too, whole and streamed (LangChain withStructuredOutput forces one)', async () => {
+    const tools = [{ name: 'extract', parameters: { type: 'object', properties: { answer: { type: 'string' } } } }];
+    const body = {
+      model: 'echo',
+      messages: [{ role: 'user', content: 'one two three' }],
+      tools: [{ type: 'function', function: { name: 'extract', parameters: tools[0].parameters } }],
+      tool_choice: { type: 'function', function: { name: 'extract' } },
+    };
+    const native = { protocol: 'openai-chat' as const, body };
+    const whole = await echo.complete(call({ tools, toolChoice: { name: 'extract' }, native }), options);
+    assert.equal(whole.finishReason, 'tool_calls');
+    assert.equal(whole.content[0].type, 'tool_call');
+    const streamed = await events({
+      tools,
+      toolChoice: 'required',
+      native: { ...native, body: { ...body, stream: true } },
+    });
+    assert.ok(streamed.some((e) => e.type === 'tool_call_start'));
+    // Without a required tool, a chat is still answered in chat's own chunks.
+    const plain = await echo.complete(call({ tools, toolChoice: 'auto', native }), options);
+    assert.deepEqual(plain.content, [{ type: 'text', text: 'one two three' }]);
+  });
 });

@@ -43,6 +43,19 @@ function reply(body: ChatBody): { text: string; finish: 'stop' | 'length' } {
   return { text: cut.text, finish: cut.truncated ? 'length' : 'stop' };
 }
 
+/** A tool the call requires (`tool_choice` `required` or a name), which the echo calls, as OpenAI's models do. */
+function requiresTool(call: ProviderCall): boolean {
+  return call.tools.length > 0 && (call.toolChoice === 'required' || typeof call.toolChoice === 'object');
+}
+
+/**
+ * A chat answered in OpenAI chat's own chunks (every choice of `n`); a chat that requires a tool is answered as
+ * the other protocols are, with the call (LangChain's `withStructuredOutput` forces its tool and reads the call).
+ */
+function answersNatively(call: ProviderCall): boolean {
+  return call.native?.protocol === 'openai-chat' && !requiresTool(call);
+}
+
 /** What the echo model answers a canonical call from another protocol: text, or a tool call when one is required. */
 interface EchoAnswer {
   text: string;
@@ -65,7 +78,7 @@ function echoAnswer(call: ProviderCall): EchoAnswer {
   }
   const cut = truncateToTokens(text, call.maxOutputTokens);
   const choice = call.toolChoice;
-  if (!results.length && call.tools.length && (choice === 'required' || typeof choice === 'object')) {
+  if (!results.length && requiresTool(call)) {
     const tool =
       typeof choice === 'object' ? (call.tools.find((t) => t.name === choice.name) ?? call.tools[0]) : call.tools[0];
     const id = `call_echo_${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
@@ -147,8 +160,7 @@ export function echoAdapter(): ProviderAdapter {
     speaks: ['openai-chat'],
 
     async complete(call, options): Promise<CanonicalResult> {
-      if (call.native?.protocol === 'openai-chat')
-        return fromOpenAiCompletion(await chat(toOpenAiChatBody(call, 'echo', false)), true);
+      if (answersNatively(call)) return fromOpenAiCompletion(await chat(toOpenAiChatBody(call, 'echo', false)), true);
       const answer = echoAnswer(call);
       const content: CanonicalPart[] = answer.toolCall
         ? [{ type: 'tool_call', ...answer.toolCall }]
@@ -164,7 +176,7 @@ export function echoAdapter(): ProviderAdapter {
     },
 
     async stream(call, options): Promise<AsyncIterable<CanonicalEvent>> {
-      if (call.native?.protocol === 'openai-chat') {
+      if (answersNatively(call)) {
         const chunks = await streamChat(toOpenAiChatBody(call, 'echo', true), options);
         const reader = new OpenAiStreamReader(true);
         return (async function* () {
