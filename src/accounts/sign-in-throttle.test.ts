@@ -126,7 +126,7 @@ describeEachDatabase(
       assert.equal(page.headers.get('retry-after'), '1');
       assert.match(
         page.text,
-        /role="alert">Too many failed sign-ins for this account\. Wait 1 second before trying again\./,
+        /role="alert"[^>]*>Too many failed sign-ins for this account\. Wait 1 second before trying again\./,
       );
 
       const app = await registerTestApp(env);
