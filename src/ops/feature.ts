@@ -1,7 +1,13 @@
 import type { Feature } from '../platform/feature.ts';
 import type { OpsDeps } from './deps.ts';
 import { connectRedis } from '../platform/redis.ts';
-import { memoryBackoff, memoryRateLimiter, redisBackoff, redisRateLimiter } from '../platform/ratelimit.ts';
+import {
+  memoryBackoff,
+  memoryRateLimiter,
+  redisBackoff,
+  redisRateLimiter,
+  withLocalFallback,
+} from '../platform/ratelimit.ts';
 import { registerHealthRoutes } from './health.ts';
 import { registerMetricsRoute } from './metrics-route.ts';
 import { createTokenRateLimits, registerRateLimits, type RateLimits, type Throttles } from './rate-limits.ts';
@@ -20,8 +26,12 @@ export interface OpsFeature extends Feature {
 export async function createOpsFeature(deps: OpsDeps): Promise<OpsFeature> {
   const redis = deps.config.REDIS_URL ? await connectRedis(deps.config.REDIS_URL, deps.log) : null;
   if (redis) deps.onClose.push(() => void redis.disconnect());
-  const limiter = redis ? redisRateLimiter(redis) : memoryRateLimiter();
-  const backoff = redis ? redisBackoff(redis) : memoryBackoff();
+  const limiter = redis
+    ? withLocalFallback(redisRateLimiter(redis), memoryRateLimiter(), redis, deps.log, 'rate limits')
+    : memoryRateLimiter();
+  const backoff = redis
+    ? withLocalFallback(redisBackoff(redis), memoryBackoff(), redis, deps.log, 'sign-in throttles')
+    : memoryBackoff();
   return {
     name: 'ops',
     throttles: { windows: limiter, backoff },

@@ -1,9 +1,9 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
-import { connect, createServer, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { describeEachDatabase } from '../testing/harness.ts';
+import { startRedisRelay } from '../testing/redis-relay.ts';
+import { fundedUser } from '../gateway/testing.ts';
 
 describeEachDatabase(
   'health and readiness',
@@ -28,38 +28,7 @@ describeEachDatabase(
   { config: { REDIS_URL: 'redis://127.0.0.1:6379' } },
 );
 
-/**
- * A TCP relay to the test Redis that can be cut and restored: Redis going away (and coming back) for one
- * process, without stopping the Redis other suites share.
- */
-const redisRelay = await (async () => {
-  let up = true;
-  const sockets = new Set<Socket>();
-  const server = createServer((client) => {
-    if (!up) return void client.destroy();
-    const upstream = connect(6379, '127.0.0.1');
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
-      socket.on('error', () => {});
-    }
-    client.pipe(upstream).pipe(client);
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  server.unref();
-  return {
-    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    cut() {
-      up = false;
-      for (const socket of sockets) socket.destroy();
-    },
-    restore() {
-      up = true;
-    },
-  };
-})();
+const redisRelay = await startRedisRelay();
 
 describeEachDatabase(
   'readiness when Redis goes away',
@@ -91,6 +60,49 @@ describeEachDatabase(
     });
   },
   { config: { REDIS_URL: redisRelay.url } },
+);
+
+const outageRelay = await startRedisRelay();
+
+describeEachDatabase(
+  'calls while Redis is away',
+  (env) => {
+    it('AI calls and sign-ins are answered, counted in this process: a key over its rate is still a 429, never a 500', async () => {
+      const user = await fundedUser(env, 5);
+      const session = await env.createUser({ password: 'a-long-password' });
+      const chat = () =>
+        env.request('POST', '/api/v1/chat/completions', {
+          token: user.key,
+          body: { model: 'tollgate/echo', messages: [{ role: 'user', content: 'hi' }] },
+        });
+      assert.equal((await chat()).status, 200);
+      outageRelay.cut();
+      try {
+        // The window counted in Redis before the outage is not known here: this process counts afresh.
+        const statuses: number[] = [];
+        for (let i = 0; i < 4; i++) statuses.push((await chat()).status);
+        assert.deepEqual(statuses, [200, 200, 200, 429]);
+        const signIn = await env.request('POST', '/api/auth/signin', {
+          body: { email: session.email, password: 'a-long-password' },
+        });
+        assert.equal(signIn.status, 200, signIn.text);
+      } finally {
+        outageRelay.restore();
+      }
+      let ready = 0;
+      for (let i = 0; i < 100 && ready !== 200; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        ready = (await env.request('GET', '/readyz')).status;
+      }
+      assert.equal(ready, 200, 'Redis is back');
+      // Counting in Redis again: its window still holds the call made before the outage.
+      const after: number[] = [];
+      for (let i = 0; i < 3; i++) after.push((await chat()).status);
+      assert.deepEqual(after, [200, 200, 429]);
+    });
+  },
+  // A clock that stands still: every call falls in one rate window, however long the test takes.
+  { config: { REDIS_URL: outageRelay.url, RATE_LIMIT_KEY_RPM: 3 }, manualClock: true },
 );
 
 describeEachDatabase('metrics', (env) => {

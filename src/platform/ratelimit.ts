@@ -1,4 +1,5 @@
 import type { Redis } from './redis.ts';
+import type { Logger } from './logger.ts';
 
 /** The outcome of taking from a rate-limit window. */
 export interface RateDecision {
@@ -176,4 +177,38 @@ export function redisBackoff(redis: Redis, prefix = 'tollgate:bo:'): Backoff {
       await redis.del(prefix + subject);
     },
   };
+}
+
+/**
+ * Runs each step on Redis while it answers, and on this process's own counters while it does not (not
+ * connected, or a command failed), so that a Redis outage costs the shared counting, never the calls: each
+ * instance then counts on its own (at most the number of instances times a limit), as without `REDIS_URL`.
+ * Money never depends on Redis. Falling back and coming back are logged once each.
+ */
+export function withLocalFallback<T extends object>(shared: T, local: T, redis: Redis, log: Logger, what: string): T {
+  let fallingBack = false;
+  const step =
+    <A extends unknown[], R>(name: keyof T) =>
+    async (...args: A): Promise<R> => {
+      const onLocal = () => (local[name] as (...a: A) => Promise<R>)(...args);
+      if (redis.status !== 'ready') return fellBack(`Redis is ${redis.status}`, onLocal);
+      try {
+        const result = await (shared[name] as (...a: A) => Promise<R>)(...args);
+        if (fallingBack) {
+          fallingBack = false;
+          log.info({ what }, 'Redis answers again: counting in Redis');
+        }
+        return result;
+      } catch (error) {
+        return fellBack((error as Error).message, onLocal);
+      }
+    };
+  const fellBack = <R>(reason: string, onLocal: () => Promise<R>): Promise<R> => {
+    if (!fallingBack) {
+      fallingBack = true;
+      log.warn({ what, reason }, 'Redis does not answer: counting in this process until it does');
+    }
+    return onLocal();
+  };
+  return Object.fromEntries(Object.keys(local).map((name) => [name, step(name as keyof T)])) as T;
 }

@@ -15,6 +15,9 @@ export async function connectRedis(url: string, log?: Logger): Promise<Redis> {
     enableOfflineQueue: true,
     lazyConnect: false,
     connectTimeout: 2000,
+    // A command on a connection that went silent (packets dropped, no reset) fails after a second rather
+    // than waiting for the operating system to notice; the rate limits then count in the process.
+    commandTimeout: 1000,
   });
   let reported = false;
   client.on('ready', () => void (reported = false));
