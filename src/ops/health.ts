@@ -36,7 +36,7 @@ export function registerHealthRoutes(
     {
       schema: {
         tags: ['operations'],
-        summary: 'Readiness: database, migrations, Redis',
+        summary: 'Readiness: database and migrations (503 without them); Redis (degraded, still 200, without it)',
         response: {
           200: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check) }),
           503: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check) }),
@@ -53,9 +53,13 @@ export function registerHealthRoutes(
       } catch (error) {
         checks.database = { ok: false, detail: (error as Error).message };
       }
-      if (redis) checks.redis = await redisCheck(redis);
+      // Without the database nothing can be served: not ready. Without Redis every call still is (the rate limits
+      // count in the process until it is back): ready, and said to be degraded, so that a Redis outage does not
+      // take every instance out of the load balancer at once.
       const ready = Object.values(checks).every((c) => c.ok);
-      return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
+      if (redis) checks.redis = await redisCheck(redis);
+      const status = !ready ? 'not ready' : checks.redis?.ok === false ? 'degraded' : 'ready';
+      return reply.code(ready ? 200 : 503).send({ status, checks });
     },
   );
 }

@@ -33,30 +33,33 @@ const redisRelay = await startRedisRelay();
 describeEachDatabase(
   'readiness when Redis goes away',
   (env) => {
-    it('/readyz answers 503 with Redis not ok within 3 s of Redis going away, /healthz stays ok, and ready again once it is back', async () => {
-      assert.equal((await env.request('GET', '/readyz')).status, 200);
+    it('/readyz stays 200 with Redis gone, saying degraded, answered before a load balancer gives up; ready again once it is back', async () => {
+      const readiness = async () => {
+        // A load balancer's health check gives up after a few seconds: it must hear an answer, not time out.
+        const response = await fetch(`${env.baseUrl}/readyz`, { signal: AbortSignal.timeout(3000) });
+        return { status: response.status, body: (await response.json()) as any };
+      };
+      assert.equal((await readiness()).body.status, 'ready');
       redisRelay.cut();
       try {
         // Some seconds into the outage, when the client's reconnection attempts have spread out.
         await new Promise((resolve) => setTimeout(resolve, 4000));
-        const started = Date.now();
-        const ready = await env.request('GET', '/readyz');
-        const took = Date.now() - started;
-        assert.equal(ready.status, 503);
+        const ready = await readiness();
+        // Calls are still served (rate limits count in the process): taking every instance out would be an outage.
+        assert.equal(ready.status, 200);
+        assert.equal(ready.body.status, 'degraded');
         assert.equal(ready.body.checks.redis.ok, false);
         assert.equal(ready.body.checks.database.ok, true);
-        // A load balancer's health check gives up after a few seconds: it must hear "not ready", not time out.
-        assert.ok(took < 3000, `/readyz took ${took} ms to answer`);
         assert.equal((await env.request('GET', '/healthz')).status, 200);
       } finally {
         redisRelay.restore();
       }
-      let status = 0;
-      for (let i = 0; i < 100 && status !== 200; i++) {
+      let status = '';
+      for (let i = 0; i < 100 && status !== 'ready'; i++) {
         await new Promise((resolve) => setTimeout(resolve, 100));
-        status = (await env.request('GET', '/readyz')).status;
+        status = (await readiness()).body.status;
       }
-      assert.equal(status, 200, 'not ready again after Redis came back');
+      assert.equal(status, 'ready', 'not ready again after Redis came back');
     });
   },
   { config: { REDIS_URL: redisRelay.url } },
@@ -89,12 +92,12 @@ describeEachDatabase(
       } finally {
         outageRelay.restore();
       }
-      let ready = 0;
-      for (let i = 0; i < 100 && ready !== 200; i++) {
+      let ready = '';
+      for (let i = 0; i < 100 && ready !== 'ready'; i++) {
         await new Promise((resolve) => setTimeout(resolve, 100));
-        ready = (await env.request('GET', '/readyz')).status;
+        ready = (await env.request('GET', '/readyz')).body.status;
       }
-      assert.equal(ready, 200, 'Redis is back');
+      assert.equal(ready, 'ready', 'Redis is back');
       // Counting in Redis again: its window still holds the call made before the outage.
       const after: number[] = [];
       for (let i = 0; i < 3; i++) after.push((await chat()).status);
