@@ -203,7 +203,7 @@ describeEachDatabase(
           assert.deepEqual(
             sent.messages.map((m: any) => [m.role, m.content]),
             [
-              ['system', `You are a Claude agent.${agents}`],
+              ['system', `You are a Claude agent.\n\n${agents}`],
               ['user', 'say hi'],
             ],
           );

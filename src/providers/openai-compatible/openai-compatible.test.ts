@@ -72,6 +72,23 @@ describe('the OpenAI-compatible provider against a real OpenAI-format server', (
     assert.equal(result.usage.outputTokens, 4);
   });
 
+  it('a system of several blocks (Anthropic system array, Responses instructions and developer messages) is one system message of paragraphs, not run together', async () => {
+    await adapter.complete(
+      {
+        ...base,
+        system: [
+          { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1; cc_entrypoint=sdk-cli;' },
+          { type: 'text', text: 'You are a Claude agent.' },
+        ],
+      },
+      { signal: signal() },
+    );
+    assert.deepEqual(mock.requests.at(-1)!.body.messages[0], {
+      role: 'system',
+      content: 'x-anthropic-billing-header: cc_version=2.1; cc_entrypoint=sdk-cli;\n\nYou are a Claude agent.',
+    });
+  });
+
   it('streams canonical events (no native frames) for a call from another protocol; metadata is not sent (OpenAI refuses it without store)', async () => {
     const events: CanonicalEvent[] = [];
     for await (const event of await adapter.stream(

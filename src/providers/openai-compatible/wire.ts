@@ -38,7 +38,9 @@ function userContent(parts: CanonicalPart[]): string | unknown[] {
  */
 export function toOpenAiMessages(call: Pick<CanonicalCall, 'system' | 'messages'>): Array<Record<string, unknown>> {
   const messages: Array<Record<string, unknown>> = [];
-  const system = textOf(call.system);
+  // The system's blocks (Anthropic's system array, Responses' instructions and developer messages) are separate
+  // texts: joined as paragraphs, as the Anthropic wire joins them, never run together mid-sentence.
+  const system = call.system.map((part) => (part.type === 'text' ? part.text : '')).join('\n\n');
   if (call.system.length) messages.push({ role: 'system', content: system });
   for (const message of call.messages) {
     const results = message.content.filter((part) => part.type === 'tool_result');
