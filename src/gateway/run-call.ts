@@ -224,6 +224,8 @@ export interface CallStream extends AsyncIterable<CanonicalEvent> {
    * `native`, and an event without one has no frame of its own (a renderer relaying frames skips it).
    */
   readonly native: boolean;
+  /** The prompt's tokens as the gateway counted them (what the hold was sized on), before any upstream report. */
+  readonly promptTokens: number;
 }
 
 /**
@@ -359,5 +361,5 @@ export async function streamCall(
     },
     [Symbol.asyncIterator]: () => iterator_,
   };
-  return { model, native, [Symbol.asyncIterator]: () => iterator_ };
+  return { model, native, promptTokens, [Symbol.asyncIterator]: () => iterator_ };
 }

@@ -430,6 +430,9 @@ describeEachDatabase(
           model,
         );
         assert.equal(frames[0].data.message.model, model);
+        // Anthropic's message_start holds the input count (LangChain reads it only there): the upstream's own
+        // from an Anthropic upstream, the gateway's count of the prompt from another; message_delta has the billed one.
+        assert.ok(frames[0].data.message.usage.input_tokens > 0, JSON.stringify(frames[0].data.message.usage));
         assert.equal(
           frames
             .filter((f) => f.event === 'content_block_delta')

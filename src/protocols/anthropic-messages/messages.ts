@@ -89,7 +89,7 @@ async function streamMessage(
     throw error;
   }
   const raw = openEventStream(reply);
-  const renderer = new AnthropicStreamRenderer(stream.model.id);
+  const renderer = new AnthropicStreamRenderer(stream.model.id, stream.promptTokens);
   await relayEvents(raw, stream, {
     render: (event) => renderer.render(event),
     failure: (error) => {

@@ -50,8 +50,16 @@ export class AnthropicStreamRenderer {
   #usage: CanonicalUsage | null = null;
   #nativeDelta: Record<string, any> | null = null;
 
-  constructor(publicModel: string) {
+  readonly #countedInputTokens: number;
+
+  /**
+   * `countedInputTokens`: the prompt as the gateway counted it, shown in a rendered `message_start` (Anthropic
+   * puts the input there, and some clients, LangChain's among them, read it only there); the last
+   * `message_delta` carries the count billed.
+   */
+  constructor(publicModel: string, countedInputTokens = 0) {
     this.#publicModel = publicModel;
+    this.#countedInputTokens = countedInputTokens;
   }
 
   /** True once the closing `message_stop` was rendered. */
@@ -111,7 +119,12 @@ export class AnthropicStreamRenderer {
       content: [],
       stop_reason: null,
       stop_sequence: null,
-      usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+      usage: {
+        input_tokens: this.#countedInputTokens,
+        output_tokens: 0,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+      },
     };
     return frame({ type: 'message_start', message }) + frame({ type: 'ping' });
   }
