@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { billingDb, type BillingDb } from './schema.ts';
 import { errors } from '../platform/errors.ts';
 import { userExists } from '../accounts/users.ts';
-import { microsToCredits } from '../platform/money.ts';
+import { microsToCredits, CREDITS_RULE } from '../platform/money.ts';
 import { accounts, lockWallet, postMovement, type BillingContext } from './ledger.ts';
 
 /**
@@ -51,7 +51,7 @@ export async function creditWallet(
 ): Promise<{ balance: number }> {
   if (!Number.isSafeInteger(amount) || amount === 0 || (kind !== 'adjustment' && amount < 0)) {
     throw errors.invalid(
-      `A ${kind} must be a ${kind === 'adjustment' ? 'non-zero' : 'positive'} amount of credits with at most 6 decimals.`,
+      `A ${kind} must be a ${kind === 'adjustment' ? 'non-zero' : 'positive'} amount of credits ${CREDITS_RULE}.`,
     );
   }
   if (!(await userExists(ctx.db, userId))) throw errors.notFound('User');

@@ -116,6 +116,16 @@ describeEachDatabase('API keys endpoints', (env) => {
       assert.equal(response.body.success, false);
       assert.equal(typeof response.body.error, 'string');
     }
+    // A limit too large to hold exactly is refused for being too large, not for its decimals.
+    const huge = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+      name: 'k',
+      permissions: ['ai:chat'],
+      limit: 99999999999999,
+    });
+    assert.deepEqual(huge.body, {
+      success: false,
+      error: 'limit must be a number of credits with at most 6 decimals and at most 9,007,199,254',
+    });
   });
 
   it('create with no name, an empty name or a blank name: 400 "API key name is required"', async () => {

@@ -8,7 +8,7 @@ import type { KeysDeps } from './deps.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { KEY_PERMISSIONS } from './permissions.ts';
 import { errors } from '../platform/errors.ts';
-import { creditsToMicros } from '../platform/money.ts';
+import { creditsToMicros, CREDITS_RULE } from '../platform/money.ts';
 import { createApiKey, listApiKeys, revokeApiKey, type NewApiKey } from './store.ts';
 import type { KeyAuthenticator } from './authenticate.ts';
 
@@ -56,7 +56,7 @@ function parseCreateBody(request: FastifyRequest): NewApiKey {
   const limit = body.limit as number | null | undefined;
   const limitMicro = limit === undefined || limit === null ? null : creditsToMicros(limit);
   if (limitMicro === null && typeof limit === 'number')
-    throw errors.invalid('limit must be a number of credits with at most 6 decimals');
+    throw errors.invalid(`limit must be a number of credits ${CREDITS_RULE}`);
   const period = body.limitPeriod as NewApiKey['limitPeriod'] | undefined;
   if (limitMicro === null && period) throw errors.invalid('limitPeriod needs a limit');
   return {

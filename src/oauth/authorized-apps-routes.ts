@@ -4,7 +4,7 @@ import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
 import type { OAuthDeps } from './deps.ts';
 import { errors } from '../platform/errors.ts';
-import { creditsToMicros } from '../platform/money.ts';
+import { creditsToMicros, CREDITS_RULE } from '../platform/money.ts';
 import { LIMIT_PERIODS, type LimitPeriod } from '../billing/periods.ts';
 import { listAuthorizedApps, setAuthorizedAppLimits } from './authorized-apps.ts';
 
@@ -75,8 +75,7 @@ export function registerAuthorizedAppRoutes(app: App, ctx: OAuthDeps): void {
           continue;
         }
         const micros = creditsToMicros(value);
-        if (micros === null)
-          throw errors.invalid(`limits.${period} must be a number of credits with at most 6 decimals.`);
+        if (micros === null) throw errors.invalid(`limits.${period} must be a number of credits ${CREDITS_RULE}.`);
         changes[period] = micros;
       }
       return setAuthorizedAppLimits(ctx, principal.userId, (request.params as { clientId: string }).clientId, changes);

@@ -5,7 +5,7 @@ import type { App } from '../platform/http/server.ts';
 import type { OAuthDeps } from './deps.ts';
 import { SCOPES } from './scopes.ts';
 import { escapeHtml, renderPage, STRICT_PAGE_CSP } from '../platform/http/page.ts';
-import { creditsToMicros, microsToCredits } from '../platform/money.ts';
+import { creditsToMicros, microsToCredits, CREDITS_RULE } from '../platform/money.ts';
 import { checkSignIn, throttleMessage } from '../accounts/sign-in-throttle.ts';
 import { findUser } from '../accounts/users.ts';
 import { clientDisplay, clientName } from './clients.ts';
@@ -134,7 +134,7 @@ export function parseDailyLimit(text: string | undefined): { micros: number | nu
   const micros = CREDITS_TEXT.test(trimmed) ? creditsToMicros(Number(trimmed)) : null;
   if (micros === null)
     return {
-      error: 'Enter the daily spending limit in credits, with at most 6 decimals, or leave it empty for no limit.',
+      error: `Enter the daily spending limit in credits, ${CREDITS_RULE}, or leave it empty for no limit.`,
     };
   return { micros };
 }

@@ -5,6 +5,12 @@
  */
 export const MICROS_PER_CREDIT = 1_000_000;
 
+/** The most credits an amount can be: 2^53 − 1 micro-credits, the last integer a JSON number holds exactly. */
+export const MAX_CREDITS = Math.floor(Number.MAX_SAFE_INTEGER / MICROS_PER_CREDIT);
+
+/** What an error says a credits amount must be, so that both ways of being refused are named. */
+export const CREDITS_RULE = `with at most 6 decimals and at most ${MAX_CREDITS.toLocaleString('en-US')}`;
+
 /** Micro-credits to the credits number the API shows (exact: every integer micro amount has a shortest decimal form with ≤ 6 decimals). */
 export function microsToCredits(micros: number): number {
   return micros / MICROS_PER_CREDIT;

@@ -2,7 +2,7 @@ import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
 import type { MeteringDeps } from '../deps.ts';
 import { errors } from '../../platform/errors.ts';
-import { creditsToMicros, microsToCredits } from '../../platform/money.ts';
+import { creditsToMicros, microsToCredits, CREDITS_RULE } from '../../platform/money.ts';
 import { LEDGER_DIFFERENCE_KINDS } from '../verify.ts';
 
 const admin = { admin: true } as const;
@@ -20,7 +20,7 @@ export async function operatorCredit(
 ): Promise<{ balance: number }> {
   const micros = creditsToMicros(credits);
   if (micros === null || micros === 0)
-    throw errors.invalid('amount must be a non-zero number of credits with at most 6 decimals.');
+    throw errors.invalid(`amount must be a non-zero number of credits ${CREDITS_RULE}.`);
   const billing = ctx.billing;
   const result =
     micros > 0

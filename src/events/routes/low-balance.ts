@@ -1,7 +1,7 @@
 import Type from 'typebox';
 import type { App } from '../../platform/http/server.ts';
 import type { EventRoutesDeps } from './deps.ts';
-import { creditsToMicros, microsToCredits } from '../../platform/money.ts';
+import { creditsToMicros, microsToCredits, CREDITS_RULE } from '../../platform/money.ts';
 import { errors } from '../../platform/errors.ts';
 import { readAlert, writeAlert, type LowBalanceAlert } from '../low-balance.ts';
 import { userSurface } from './surfaces.ts';
@@ -63,7 +63,7 @@ export function registerLowBalanceRoutes(app: App, ctx: EventRoutesDeps): void {
       const { threshold } = request.body as { threshold: number | null };
       const micros = threshold === null ? null : creditsToMicros(threshold);
       if (threshold !== null && micros === null)
-        throw errors.invalid('threshold must be a number of credits with at most 6 decimals.');
+        throw errors.invalid(`threshold must be a number of credits ${CREDITS_RULE}.`);
       const alert = await writeAlert(ctx, userId, micros);
       await ctx.events.subscriptions.changed(userId);
       return view(alert);
