@@ -16,6 +16,13 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ PORT: 'eighty' }), /PORT: .*integer.*TCP port/s);
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://db' }), /DATABASE_URL: .*PostgreSQL connection URL/s);
     assert.throws(() => loadConfig({ REPLICATE_WEBHOOK_SECRET: 'not-a-secret' }), /REPLICATE_WEBHOOK_SECRET/);
+    // A choice among fixed values lists them, in one line.
+    assert.throws(
+      () => loadConfig({ LOG_LEVEL: 'verbose' }),
+      (error: Error) =>
+        error.message ===
+        'Invalid configuration:\n  LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "verbose")',
+    );
   });
 
   it('the README documents every configuration variable and every error code', () => {

@@ -189,8 +189,15 @@ export function parseConfig<S extends typeof PlatformConfigSection>(
         error.instancePath.replace(/^\//, '') ||
         (error.params as { requiredProperties?: string[] }).requiredProperties?.join(', ') ||
         '(config)';
-      const schema = (ConfigSchema.properties as Record<string, { description?: string }>)[name.split('/')[0]];
-      return `${name}: ${error.message}${schema?.description ? ` — expected: ${schema.description}` : ''} (got ${JSON.stringify(raw[name.split('/')[0]])})`;
+      const schema = (ConfigSchema.properties as Record<string, { description?: string; anyOf?: unknown[] }>)[
+        name.split('/')[0]!
+      ];
+      const got = `(got ${JSON.stringify(raw[name.split('/')[0]!])})`;
+      // A choice among fixed values says them all, once, rather than the validator's one line per branch.
+      const choices = schema?.anyOf?.map((branch) => (branch as { const?: unknown }).const);
+      if (choices?.length && choices.every((choice) => choice !== undefined))
+        return `${name}: must be one of ${choices.join(', ')} ${got}`;
+      return `${name}: ${error.message}${schema?.description ? ` — expected: ${schema.description}` : ''} ${got}`;
     });
     throw new ConfigError(`Invalid configuration:\n  ${[...new Set(problems)].join('\n  ')}`);
   }
