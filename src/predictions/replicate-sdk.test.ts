@@ -40,7 +40,8 @@ describeEachDatabase(
         },
       });
 
-    it('predictions.create({ model }) goes through the per-model path; get, wait and the signed webhooks finalize it, charged once', async () => {
+    /** A funded user's client and its prediction of two lighthouses through `predictions.create({ model })`. */
+    const lighthouse = async () => {
       const user = await fundedUser(env, 100);
       const start = (await wallet(env, user)).balance;
       const replicate = client(user.key);
@@ -48,6 +49,11 @@ describeEachDatabase(
         model: IMAGE_MODEL.id,
         input: { prompt: 'a lighthouse', num_outputs: 2 },
       })) as any;
+      return { user, start, replicate, prediction };
+    };
+
+    it('predictions.create({ model }) goes through the per-model path; get, wait and the signed webhooks finalize it, charged once', async () => {
+      const { user, start, replicate, prediction } = await lighthouse();
       assert.match(prediction.id, /^pred_/);
       assert.equal(prediction.status, 'starting');
       assert.equal(fake.requests.at(-1)!.path, '/v1/models/black-forest-labs/flux-schnell/predictions');
@@ -94,13 +100,7 @@ describeEachDatabase(
     });
 
     it('predictions.cancel stops a running prediction, charged once for what it used (request + second × predict_time), its webhook after it charging nothing', async () => {
-      const user = await fundedUser(env, 100);
-      const start = (await wallet(env, user)).balance;
-      const replicate = client(user.key);
-      const prediction = (await replicate.predictions.create({
-        model: IMAGE_MODEL.id,
-        input: { prompt: 'a lighthouse', num_outputs: 2 },
-      })) as any;
+      const { user, start, replicate, prediction } = await lighthouse();
       fake.update(prediction.replicate_id, { status: 'processing', metrics: { predict_time: 0.6 } });
 
       const canceled = (await replicate.predictions.cancel(prediction.id)) as any;
