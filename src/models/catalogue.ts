@@ -88,6 +88,23 @@ export async function getModel(db: ModelsDb, id: string): Promise<CatalogueModel
   return row ? modelFromRow(row) : null;
 }
 
+/**
+ * The enabled Replicate models pinned to this version (`upstreamModel` `owner/name:<version>`): how a client
+ * that sends only the version (the `replicate` client's `run("owner/name:<version>")`) names a model.
+ */
+export async function modelsPinnedToVersion(db: ModelsDb, version: string): Promise<CatalogueModel[]> {
+  const rows = await db
+    .selectFrom('models')
+    .selectAll()
+    .where('provider', '=', 'replicate')
+    .where('enabled', '=', 1)
+    .where('upstream_model', 'like', `%:${version}`)
+    .orderBy('id')
+    .execute();
+  // LIKE's `_` matches any character: keep only the exact suffix.
+  return rows.map(modelFromRow).filter((model) => model.upstreamModel.endsWith(`:${version}`));
+}
+
 /** Every enabled model, by id. */
 export async function listModels(db: ModelsDb): Promise<CatalogueModel[]> {
   const rows = await db.selectFrom('models').selectAll().where('enabled', '=', 1).orderBy('id').execute();

@@ -4,7 +4,13 @@ import Replicate from 'replicate';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { fundedUser, usageOf, wallet } from '../gateway/testing.ts';
 import { FakeReplicate } from './testing/replicate-server.ts';
-import { addReplicateModels, assertLedgerVerifies, IMAGE_MODEL, webhookUrlOf } from './testing/scenario.ts';
+import {
+  addReplicateModels,
+  assertLedgerVerifies,
+  AUDIO_MODEL,
+  IMAGE_MODEL,
+  webhookUrlOf,
+} from './testing/scenario.ts';
 
 /**
  * The official `replicate` npm client pointed at Tollgate (`baseUrl: <tollgate>/api/v1`, an API key as its token),
@@ -141,6 +147,27 @@ describeEachDatabase(
       assert.equal(answered.cost, 0);
       assert.equal(fake.requests.length, asked);
       assert.deepEqual(await wallet(env, user), { ...(await wallet(env, user)), balance: start, reserved: 0 });
+    });
+
+    it('run("owner/name:<version>") and create({ version }) send only the version: it names the catalogue model pinned to it', async () => {
+      const user = await fundedUser(env, 100);
+      const version = AUDIO_MODEL.upstreamModel.split(':')[1]!;
+      const replicate = client(user.key, (url, init) => {
+        if (init?.method === 'POST' && url.endsWith('/predictions'))
+          fake.update([...fake.predictions.keys()].at(-1)!, { status: 'succeeded', output: 'https://x/a.wav' });
+      });
+      const output = await replicate.run(`speech/tts:${version}`, {
+        input: { text: 'hello' },
+        wait: { mode: 'poll', interval: 10 },
+      });
+      assert.equal(output, 'https://x/a.wav');
+      const created = fake.requests.findLast((r) => r.method === 'POST')!;
+      assert.equal(created.path, '/v1/predictions');
+      assert.equal(created.body.version, version);
+      const listed = (await replicate.predictions.create({ version, input: { text: 'again' } })) as any;
+      assert.equal(listed.model, AUDIO_MODEL.id);
+      // A version no catalogue model pins is not found, as an unknown model is.
+      await assert.rejects(replicate.predictions.create({ version: 'ab'.repeat(32), input: {} }), /404/);
     });
 
     it('the per-model path refuses as the other one does: an unknown model is a 404, no input a 400', async () => {

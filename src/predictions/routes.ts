@@ -7,7 +7,7 @@ import type { PredictionsDeps } from './deps.ts';
 import { requireScope } from '../platform/http/principal.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
-import { getModel } from '../models/catalogue.ts';
+import { getModel, modelsPinnedToVersion } from '../models/catalogue.ts';
 import { Meter } from '../billing/meter.ts';
 import { applyPredictionUpdate, settlePrediction } from './finalize.ts';
 import { outputsAsked, predictTimeMicros, TERMINAL_STATUSES, worstCaseCost } from './pricing.ts';
@@ -95,6 +95,21 @@ function refuseCallerWebhook(body: Record<string, unknown>): void {
       `The field "${field}" is not supported: Replicate's webhooks come to Tollgate, which bills on them, and Tollgate does not call a prediction's own webhook. Read the prediction instead (GET /api/v1/predictions/:id, or the replicate client's wait).`,
       { details: { param: field } },
     );
+}
+
+/**
+ * The catalogue id a `version` names: a catalogue id as it is, or a bare Replicate version id (what the
+ * `replicate` client sends for `run("owner/name:<version>")`) as the one model pinned to it. A version pinned by
+ * several models cannot choose between them (400); one pinned by none is left to be not found.
+ */
+async function modelOfVersion(ctx: PredictionsDeps, version: string): Promise<string> {
+  if (!/^[0-9a-f]{16,}$/i.test(version)) return version;
+  const pinned = await modelsPinnedToVersion(ctx.db, version);
+  if (pinned.length > 1)
+    throw errors.invalid(
+      `The version ${version} is pinned by several models (${pinned.map((model) => model.id).join(', ')}); send one of them as model.`,
+    );
+  return pinned[0]?.id ?? version;
 }
 
 /**
@@ -205,7 +220,7 @@ export function registerPredictionRoutes(app: App, ctx: PredictionsDeps): void {
     async (request, reply) => {
       const body = request.body as { model?: string; version?: string; input: Record<string, unknown> };
       refuseCallerWebhook(body);
-      const modelId = body.model ?? body.version;
+      const modelId = body.model ?? (body.version ? await modelOfVersion(ctx, body.version) : undefined);
       if (!modelId) throw errors.invalid('model is required.');
       return createPrediction(ctx, request, reply, modelId, body.input);
     },
