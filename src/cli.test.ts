@@ -1,4 +1,6 @@
-import { it, describe, after } from 'node:test';
+import { it, describe, after, before } from 'node:test';
+import pg from 'pg';
+import { selectedDatabases, TEST_POSTGRES_URL, TestDatabaseSpace } from './testing/harness.ts';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -177,6 +179,31 @@ describe('operator CLI', () => {
     },
   );
 
+  it('--help after a command prints how that command is used, and a wrong option is told with that usage', () => {
+    const help = spawnSync(process.execPath, ['src/cli.ts', 'grant-credits', '--help'], {
+      cwd: root,
+      env,
+      encoding: 'utf8',
+    });
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /^Usage: tollgate grant-credits \(--user ID \| --email E\) --amount CREDITS/);
+    const wrong = spawnSync(process.execPath, ['src/cli.ts', 'migrate', '--foo'], { cwd: root, env, encoding: 'utf8' });
+    assert.equal(wrong.status, 1);
+    assert.match(wrong.stderr, /Unknown option '--foo'/);
+    assert.match(wrong.stderr, /Usage: tollgate migrate /);
+  });
+
+  it('create-app without --redirect-uri is refused, as the operator API refuses an app with none', () => {
+    const result = spawnSync(process.execPath, ['src/cli.ts', 'create-app', '--name', 'No callback'], {
+      cwd: root,
+      env,
+      encoding: 'utf8',
+    });
+    assert.equal(result.status, 1, result.stdout);
+    assert.equal(result.stdout, '');
+    assert.match(result.stderr, /--redirect-uri is required/);
+  });
+
   it('an invalid configuration stops with a message naming the variable', () => {
     assert.throws(
       () =>
@@ -190,6 +217,65 @@ describe('operator CLI', () => {
     );
   });
 });
+
+describe(
+  'operator CLI on PostgreSQL',
+  { skip: !selectedDatabases().includes('postgres') && 'TEST_DATABASES has no postgres' },
+  () => {
+    const space = new TestDatabaseSpace('postgres');
+    const absent = `${space.schema}_absent`;
+    const pgEnv = { ...env, ...space.env() };
+    const run = (schema: string, ...args: string[]) =>
+      spawnSync(process.execPath, ['src/cli.ts', ...args], {
+        cwd: root,
+        env: { ...pgEnv, DATABASE_SCHEMA: schema },
+        encoding: 'utf8',
+      });
+    const query = async (text: string, values: unknown[]) => {
+      const client = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+      await client.connect();
+      try {
+        return (await client.query(text, values)).rows;
+      } finally {
+        await client.end();
+      }
+    };
+    before(() => space.create());
+    after(async () => {
+      await space.drop();
+      await query(`DROP SCHEMA IF EXISTS "${absent}" CASCADE`, []);
+    });
+
+    it('refuses a schema where no server ever ran, naming it, and creates nothing there; after migrate it works', async () => {
+      const commands = [
+        ['admin-token'],
+        ['create-user', '--email', 'x@example.com', '--password', 'a-long-password'],
+        ['grant-credits', '--email', 'x@example.com', '--amount', '1'],
+        ['create-app', '--name', 'A', '--redirect-uri', 'http://127.0.0.1:8080/cb'],
+        ['sync-models'],
+      ];
+      for (const schema of [space.schema, absent]) {
+        for (const args of commands) {
+          const result = run(schema, ...args);
+          assert.equal(result.status, 1, `${args[0]}: ${result.stdout}`);
+          assert.equal(result.stdout, '', args[0]);
+          assert.ok(result.stderr.includes(`no Tollgate database in PostgreSQL schema "${schema}"`), result.stderr);
+          assert.match(result.stderr, /tollgate migrate/);
+        }
+      }
+      const tables = await query('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [
+        space.schema,
+      ]);
+      assert.deepEqual(tables, [], 'no tables were created in the empty schema');
+      const schemas = await query('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [absent]);
+      assert.deepEqual(schemas, [], 'the schema that did not exist was not created');
+      assert.equal(run(space.schema, 'migrate').status, 0);
+      const token = run(space.schema, 'admin-token');
+      assert.equal(token.status, 0, token.stderr);
+      assert.match(token.stdout.trim(), /^tga_/);
+    });
+  },
+);
 
 describe('serve with a database or Redis it cannot reach', () => {
   /** Starts `serve` with `extra` and returns what it printed once it stopped; fails the test if it keeps running. */

@@ -205,6 +205,42 @@ function sqliteFileOfConfig(config: { DATABASE_URL?: string; DATA_DIR: string })
   return config.DATABASE_URL ? null : resolve(config.DATA_DIR, 'tollgate.db');
 }
 
+/**
+ * {@link missingDatabaseMessage} for PostgreSQL: the one-shot commands refuse a schema where no server ever ran
+ * (no migration table), naming the schema and database they looked in. Without it, a mistyped DATABASE_SCHEMA
+ * made a new schema with its own tables and secrets, and `admin-token` printed a token the server does not know.
+ */
+export async function missingPostgresSchemaMessage(config: {
+  DATABASE_URL?: string;
+  DATABASE_SCHEMA: string;
+  DATABASE_POOL_SIZE: number;
+  DATA_DIR: string;
+}): Promise<string | null> {
+  if (!config.DATABASE_URL) return null;
+  const [{ openDatabase, ensureDatabaseReachable }, { sql }] = await Promise.all([
+    import('./platform/db/connect.ts'),
+    import('kysely'),
+  ]);
+  const database = openDatabase({ ...config, DATABASE_POOL_SIZE: 1 });
+  await ensureDatabaseReachable(database, config);
+  try {
+    const found =
+      await sql`select 1 from information_schema.tables where table_schema = ${config.DATABASE_SCHEMA} and table_name = 'kysely_migration'`.execute(
+        database.db,
+      );
+    if (found.rows.length > 0) return null;
+  } finally {
+    await database.close();
+  }
+  const url = URL.parse(config.DATABASE_URL);
+  const where = url ? `${url.hostname || 'localhost'}:${url.port || '5432'}${url.pathname || '/'}` : 'DATABASE_URL';
+  return (
+    `no Tollgate database in PostgreSQL schema "${config.DATABASE_SCHEMA}" at ${where}: no server has run with this ` +
+    'DATABASE_SCHEMA. Start the server first (npm start), or set DATABASE_SCHEMA (or DATABASE_URL) to the one it ' +
+    'uses; `tollgate migrate` creates the tables there.'
+  );
+}
+
 async function withService<T>(fn: (service: Service) => Promise<T>): Promise<T> {
   const [{ createService }, { loadConfig }, { createLogger }] = await Promise.all([
     import('./service.ts'),
@@ -212,7 +248,7 @@ async function withService<T>(fn: (service: Service) => Promise<T>): Promise<T> 
     import('./platform/logger.ts'),
   ]);
   const config = loadConfig(process.env, { LOG_LEVEL: 'warn' });
-  const missing = missingDatabaseMessage(config, existsSync);
+  const missing = missingDatabaseMessage(config, existsSync) ?? (await missingPostgresSchemaMessage(config));
   if (missing) throw new Error(missing);
   // Logs of one-shot commands go to stderr, so their stdout is only the answer (`ADMIN=$(tollgate admin-token)`).
   const service = await createService({ timers: false, config, log: createLogger('warn', process.stderr) });
@@ -319,13 +355,17 @@ export const commands: Record<string, Command> = {
     },
     async run(values) {
       const { registerClient } = await import('./oauth/clients.ts');
+      // At least one, as the operator API asks: an app with none can never complete an authorization.
+      const redirectUris: string[] = values['redirect-uri'] ?? [];
+      if (redirectUris.length === 0)
+        throw new Error('--redirect-uri is required (the URI the app receives its codes at)');
       const app = await withService((s) =>
         registerClient(
           s.ctx.db,
           s.ctx.clock,
           {
             name: required(values, 'name'),
-            redirectUris: values['redirect-uri'] ?? [],
+            redirectUris,
             scopes: values.scope ?? ['read', 'billing:read', 'ai:chat', 'ai:models', 'offline_access'],
             type: values.confidential ? 'confidential' : 'public',
           },
@@ -371,7 +411,18 @@ async function main(argv: string[]): Promise<void> {
     );
     process.exit(name === 'help' || name === '--help' ? 0 : 2);
   }
-  const { values } = parseArgs({ args: rest, options: command.options ?? {}, strict: true });
+  const usage = `Usage: tollgate ${command.usage}`;
+  if (rest.includes('--help') || rest.includes('-h')) {
+    console.log(usage);
+    return;
+  }
+  let values: Record<string, unknown>;
+  try {
+    ({ values } = parseArgs({ args: rest, options: command.options ?? {}, strict: true }));
+  } catch (error) {
+    // parseArgs's own sentence ("Unknown option '--x'"), then how the command is used.
+    throw new Error(`${(error as Error).message}\n${usage}`);
+  }
   await command.run(values);
 }
 
