@@ -30,7 +30,13 @@ export type CanonicalPart =
       name: string;
       /** The arguments as a JSON text, exactly as produced. */ arguments: string;
     }
-  | { type: 'tool_result'; callId: string; content: string; isError?: boolean }
+  | {
+      type: 'tool_result';
+      callId: string;
+      content: string;
+      isError?: boolean;
+      /** Anthropic prompt caching marker, kept for Anthropic upstreams. */ cacheControl?: Record<string, unknown>;
+    }
   | {
       type: 'reasoning';
       text: string;
@@ -83,6 +89,12 @@ export interface CanonicalCall {
     { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean };
   /** Predicted output (OpenAI's `prediction`): its tokens may all be billed as output, beyond the cap. */
   prediction?: string;
+  /**
+   * OpenAI's prompt-cache routing (`prompt_cache_key`, `prompt_cache_retention`): which requests share a cached
+   * prefix, and how long it is kept (OpenAI prices both retentions alike). Sent to OpenAI-compatible upstreams
+   * (`prompt_cache_retention` to OpenAI only); Anthropic caches by `cache_control` instead.
+   */
+  promptCache?: { key?: string; retention?: string };
   /** The client's own body, for a provider that speaks `protocol` natively (see the module comment). */
   native?: { protocol: WireProtocol; body: Record<string, unknown> };
 }

@@ -103,6 +103,12 @@ describeEachDatabase(
         pricing,
         maxOutputTokens: 500,
       });
+      await putModel(env, 'openrouter/claude', {
+        provider: 'openrouter',
+        upstreamModel: 'anthropic/claude-t',
+        pricing,
+        maxOutputTokens: 500,
+      });
     });
 
     it('non-streamed: the SDK gets the tool call, finish_reason tool_calls, the reasoning, and usage with cache details; charged exactly', async () => {
@@ -145,6 +151,79 @@ describeEachDatabase(
         parallel_tool_calls: false,
       });
       assert.deepEqual(received.at(-1).tool_choice, { type: 'auto', disable_parallel_tool_use: true });
+    });
+
+    it("cache_control on chat content parts (system, user, assistant, tool) reaches Anthropic on the blocks, as OpenRouter's chat takes it; prompt_cache_key is accepted", async () => {
+      const user = await fundedUser(env, 1);
+      const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
+      const ephemeral = { type: 'ephemeral' };
+      const marked = (text: string) =>
+        ({ type: 'text', text, cache_control: ephemeral }) as { type: 'text'; text: string };
+      for (const stream of [false, true]) {
+        const answer = await client.chat.completions.create({
+          model: 'anthropic/claude-tools',
+          stream,
+          prompt_cache_key: 'thread-9',
+          prompt_cache_retention: '24h',
+          messages: [
+            { role: 'system', content: [{ type: 'text', text: 'Rules.' }, marked('A long manual.')] },
+            { role: 'user', content: [marked('Weather in Paris?')] },
+            {
+              role: 'assistant',
+              content: [marked('Let me look.')],
+              tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{}' } }],
+            },
+            { role: 'tool', tool_call_id: 'toolu_1', content: [marked('sunny')] },
+          ],
+          tools,
+        });
+        if (stream) for await (const _ of answer as AsyncIterable<unknown>);
+        const sent = received.at(-1);
+        assert.deepEqual(sent.system, [
+          { type: 'text', text: 'Rules.' },
+          { type: 'text', text: 'A long manual.', cache_control: ephemeral },
+        ]);
+        assert.deepEqual(sent.messages, [
+          { role: 'user', content: [{ type: 'text', text: 'Weather in Paris?', cache_control: ephemeral }] },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'text', text: 'Let me look.', cache_control: ephemeral },
+              { type: 'tool_use', id: 'toolu_1', name: 'weather', input: {} },
+            ],
+          },
+          {
+            role: 'user',
+            content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'sunny', cache_control: ephemeral }],
+          },
+        ]);
+        assert.equal('prompt_cache_key' in sent, false);
+      }
+    });
+
+    it('a chat cache_control with a 1-hour ttl is refused before the hold (Anthropic bills that write above cacheWrite), for Anthropic and OpenRouter models', async () => {
+      const user = await fundedUser(env, 1);
+      const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
+      const count = received.length;
+      for (const model of ['anthropic/claude-tools', 'openrouter/claude']) {
+        const error: any = await client.chat.completions
+          .create({
+            model,
+            messages: [
+              {
+                role: 'user',
+                content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral', ttl: '1h' } } as any],
+              },
+            ],
+          })
+          .catch((e) => e);
+        assert.equal(error.status, 400, model);
+        assert.equal(error.error.code, 'UNSUPPORTED_PARAMETER');
+        assert.equal(error.error.param, 'messages');
+        assert.match(error.error.message, /ttl "1h" is refused/);
+      }
+      assert.equal(received.length, count);
+      assert.equal((await settled(env, user)).balance, 1_000_000);
     });
 
     it('streamed: the SDK assembles the tool call from deltas, sees reasoning deltas and the usage chunk; charged exactly', async () => {
@@ -224,5 +303,12 @@ describeEachDatabase(
       ]);
     });
   },
-  { config: { ANTHROPIC_BASE_URL: upstreamUrl, ANTHROPIC_API_KEY: 'sk-test' } },
+  {
+    config: {
+      ANTHROPIC_BASE_URL: upstreamUrl,
+      ANTHROPIC_API_KEY: 'sk-test',
+      OPENROUTER_BASE_URL: `${upstreamUrl}/v1`,
+      OPENROUTER_API_KEY: 'sk-or-test',
+    },
+  },
 );

@@ -34,6 +34,7 @@ export function checkContentParts(messages: unknown[]): void {
           { details: { param: 'messages' } },
         );
       }
+      if (part.cache_control !== undefined && part.cache_control !== null) checkCacheControl(part.cache_control);
       if (type === 'file' && typeof part.file?.file_data !== 'string') {
         throw new ApiError(
           'UNSUPPORTED_PARAMETER',
@@ -43,6 +44,34 @@ export function checkContentParts(messages: unknown[]): void {
       }
     }
   }
+}
+
+/** Cache lifetimes billed at the catalogue's `cacheWrite` price (as the Messages route: a 1-hour write costs more). */
+const PRICED_CACHE_TTLS: ReadonlySet<string> = new Set(['5m']);
+
+/**
+ * A content part's `cache_control` (the prompt-caching marker OpenRouter takes in chat for Anthropic models, and
+ * that reaches an Anthropic upstream from here): `{ type: "ephemeral" }`, with no lifetime but the 5-minute one,
+ * which `cacheWrite` prices. A 1-hour write is billed at twice the input price, above what the catalogue prices.
+ */
+function checkCacheControl(control: any): void {
+  const param = 'messages';
+  if (control?.type !== 'ephemeral')
+    throw new ApiError('INVALID_REQUEST', 'A content part\'s cache_control.type must be "ephemeral".', {
+      details: { param },
+    });
+  if (control.ttl !== undefined && !PRICED_CACHE_TTLS.has(String(control.ttl))) {
+    throw new ApiError(
+      'UNSUPPORTED_PARAMETER',
+      `A content part's cache_control.ttl ${JSON.stringify(control.ttl)} is refused: a cache write of that lifetime is billed above the catalogue's cacheWrite price; use "5m" (the default).`,
+      { details: { param } },
+    );
+  }
+}
+
+/** The canonical caching marker of a content part, when it has one (checked by {@link checkContentParts}). */
+function cacheControlOf(part: any): { cacheControl?: Record<string, unknown> } {
+  return part?.cache_control && typeof part.cache_control === 'object' ? { cacheControl: part.cache_control } : {};
 }
 
 /**
@@ -71,7 +100,7 @@ function partsOf(content: unknown): CanonicalPart[] {
   if (typeof content === 'string') return content ? [{ type: 'text', text: content }] : [];
   if (!Array.isArray(content)) return [];
   return content.flatMap((part: any): CanonicalPart[] => {
-    if (part?.type === 'text') return [{ type: 'text', text: String(part.text ?? '') }];
+    if (part?.type === 'text') return [{ type: 'text', text: String(part.text ?? ''), ...cacheControlOf(part) }];
     if (part?.type === 'image_url') {
       const url: string = typeof part.image_url === 'string' ? part.image_url : String(part.image_url?.url ?? '');
       const detail = part.image_url?.detail;
@@ -90,7 +119,10 @@ function messagesOf(body: ChatRequest): { system: CanonicalPart[]; messages: Can
     switch (message?.role) {
       case 'system':
       case 'developer':
-        system.push({ type: 'text', text: textOf(message.content) });
+        // A part marked for caching stays its own block (Anthropic caches up to the marked block).
+        if (Array.isArray(message.content) && message.content.some((part: any) => part?.cache_control))
+          system.push(...partsOf(message.content).filter((part) => part.type === 'text'));
+        else system.push({ type: 'text', text: textOf(message.content) });
         break;
       case 'assistant': {
         const content = partsOf(message.content);
@@ -107,14 +139,14 @@ function messagesOf(body: ChatRequest): { system: CanonicalPart[]; messages: Can
         messages.push({ role: 'assistant', content });
         break;
       }
-      case 'tool':
-        messages.push({
-          role: 'tool',
-          content: [
-            { type: 'tool_result', callId: String(message.tool_call_id ?? ''), content: textOf(message.content) },
-          ],
-        });
+      case 'tool': {
+        const marked = Array.isArray(message.content)
+          ? message.content.findLast((part: any) => part?.cache_control)
+          : undefined;
+        const result = { callId: String(message.tool_call_id ?? ''), content: textOf(message.content) };
+        messages.push({ role: 'tool', content: [{ type: 'tool_result', ...result, ...cacheControlOf(marked) }] });
         break;
+      }
       default:
         messages.push({ role: 'user', content: partsOf(message?.content) });
     }

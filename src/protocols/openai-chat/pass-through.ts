@@ -60,6 +60,9 @@ const OPENAI_PRICED = ['functions', 'prediction'] as const;
 /** Fields passed only with a value the catalogue price covers. */
 const OPENAI_CHECKED = ['service_tier', 'modalities'] as const;
 
+/** OpenAI's own options: how long the prompt cache keeps a prefix (`in_memory`, `24h`: priced alike by OpenAI). */
+const OPENAI_ONLY_PASSED = ['prompt_cache_retention'] as const;
+
 /** OpenRouter's own sampling and routing-free options (output stays bounded by the cap sent). */
 const OPENROUTER_PASSED = [
   'top_k',
@@ -94,6 +97,9 @@ const ANTHROPIC_PASSED = [
   'parallel_tool_calls',
   'metadata',
   'user',
+  // Accepted and not sent: OpenAI's cache routing means nothing to Anthropic, which caches by `cache_control`.
+  'prompt_cache_key',
+  'prompt_cache_retention',
 ] as const;
 
 /** Fields known to change the cost beyond what the catalogue prices, refused by name with why. */
@@ -126,6 +132,7 @@ function buildAllowList(provider: string): ReadonlyMap<string, FieldRule> {
   add(OPENAI_PASSED, 'passed');
   add(OPENAI_PRICED, 'priced');
   add(OPENAI_CHECKED, 'checked');
+  if (provider === 'openai' || provider === 'echo') add(OPENAI_ONLY_PASSED, 'passed');
   if (provider === 'openrouter') add(OPENROUTER_PASSED, 'passed');
   else if (provider !== 'openai' && provider !== 'echo') add(SELF_HOSTED_PASSED, 'passed');
   return rules;

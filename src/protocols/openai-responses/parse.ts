@@ -39,8 +39,6 @@ const IGNORED_FIELDS: ReadonlySet<string> = new Set([
   'user',
   'client_metadata',
   'safety_identifier',
-  'prompt_cache_key',
-  'prompt_cache_retention',
   'include',
   'service_tier',
   'stream_options',
@@ -65,6 +63,9 @@ const READ_FIELDS: ReadonlySet<string> = new Set([
   'store',
   'previous_response_id',
   'stream',
+  // The cache routing (the Codex CLI sends its thread id as the key): on to an OpenAI-compatible upstream.
+  'prompt_cache_key',
+  'prompt_cache_retention',
 ]);
 
 /** Why a known field is refused, by name. */
@@ -391,5 +392,10 @@ export function toCanonicalCall(body: ResponsesRequest, history: InputItem[], re
   if (reasoning) call.reasoning = reasoning;
   const responseFormat = parseTextFormat(body.text);
   if (responseFormat) call.responseFormat = responseFormat;
+  const promptCache = {
+    ...(typeof body.prompt_cache_key === 'string' ? { key: body.prompt_cache_key } : {}),
+    ...(typeof body.prompt_cache_retention === 'string' ? { retention: body.prompt_cache_retention } : {}),
+  };
+  if (promptCache.key !== undefined || promptCache.retention !== undefined) call.promptCache = promptCache;
   return call;
 }

@@ -82,6 +82,7 @@ describeEachDatabase(
         maxOutputTokens: 100,
         imageTokens: 50,
       });
+      await putModel(env, 'openai/gpt', { provider: 'openai', upstreamModel: 'gpt', pricing, maxOutputTokens: 100 });
       await putModel(env, 'acme/stall', {
         provider: 'scripted',
         upstreamModel: 'stall',
@@ -503,6 +504,31 @@ describeEachDatabase(
       assert.equal(upstream.requests.at(-1)!.body.tool_choice, undefined);
     });
 
+    it('prompt_cache_key and prompt_cache_retention reach an OpenAI upstream (the key any OpenAI-compatible one), streamed or not', async () => {
+      const user = await fundedUser(env, 1);
+      const openai = client(env, user);
+      const cache = { prompt_cache_key: 'thread-7', prompt_cache_retention: '24h' } as const;
+      await openai.responses.create({ model: 'openai/gpt', input: 'hi', ...cache });
+      assert.equal(upstream.requests.at(-1)!.body.prompt_cache_key, 'thread-7');
+      assert.equal(upstream.requests.at(-1)!.body.prompt_cache_retention, '24h');
+      for await (const _ of await openai.responses.create({
+        model: 'openai/gpt',
+        input: 'hi',
+        stream: true,
+        ...cache,
+      }));
+      assert.equal(upstream.requests.at(-1)!.body.prompt_cache_key, 'thread-7');
+      assert.equal(upstream.requests.at(-1)!.body.prompt_cache_retention, '24h');
+      // Another OpenAI-compatible upstream gets the key (as chat's allow-list passes it), not OpenAI's retention.
+      await openai.responses.create({ model: 'acme/gpt', input: 'hi', ...cache });
+      assert.equal(upstream.requests.at(-1)!.body.prompt_cache_key, 'thread-7');
+      assert.equal('prompt_cache_retention' in upstream.requests.at(-1)!.body, false);
+      // Anthropic caches by cache_control: neither field is sent, and the call is not refused.
+      await openai.responses.create({ model: 'anthropic/claude', input: 'hi', ...cache });
+      assert.equal(upstream.requests.at(-1)!.path, '/v1/messages');
+      assert.equal('prompt_cache_key' in upstream.requests.at(-1)!.body, false);
+    });
+
     it("input_items lists a stored response's conversation, newest first by default, paged; only to its owner", async () => {
       const user = await fundedUser(env, 1);
       const openai = client(env, user);
@@ -652,6 +678,8 @@ describeEachDatabase(
       providers: [{ name: 'scripted', baseUrl: `${upstream.url}/v1` }],
       ANTHROPIC_BASE_URL: upstream.url,
       ANTHROPIC_API_KEY: 'sk-ant-scripted',
+      OPENAI_BASE_URL: `${upstream.url}/v1`,
+      OPENAI_API_KEY: 'sk-scripted',
     },
   },
 );

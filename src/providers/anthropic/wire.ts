@@ -47,6 +47,7 @@ function toBlocks(part: CanonicalPart): unknown[] {
           tool_use_id: part.callId,
           content: part.content,
           ...(part.isError ? { is_error: true } : {}),
+          ...(part.cacheControl ? { cache_control: part.cacheControl } : {}),
         },
       ];
     case 'reasoning':

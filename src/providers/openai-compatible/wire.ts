@@ -135,6 +135,10 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
     if (call.reasoning?.effort) body.reasoning_effort = call.reasoning.effort;
     if (call.responseFormat) body.response_format = toOpenAiResponseFormat(call);
     if (call.prediction !== undefined) body.prediction = { type: 'content', content: call.prediction };
+    // The cache routing keeps a conversation's turns on the cached prefix (chat's allow-list passes the same).
+    if (call.promptCache?.key !== undefined) body.prompt_cache_key = call.promptCache.key;
+    if (call.promptCache?.retention !== undefined && provider === 'openai')
+      body.prompt_cache_retention = call.promptCache.retention;
     // No `metadata`: OpenAI refuses it unless `store` is on ("The 'metadata' parameter is only allowed when
     // 'store' is enabled"), and storing another protocol's conversation upstream is not the client's ask.
   }
