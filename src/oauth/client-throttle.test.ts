@@ -84,8 +84,71 @@ describeEachDatabase(
         );
       }
     });
+
+    it("a server-side app refreshing from one address is not locked out by its users' revoked grants, while a wrong secret still is", async () => {
+      const app = await registerTestApp(env, { type: 'confidential', scopes: ['read', 'offline_access'] });
+      const failures = defaults.OAUTH_CLIENT_FAILURES_PER_MINUTE;
+      const office = '198.51.100.40';
+      const signIn = async () => {
+        const request = await authorizationRequest(env, app, ['read', 'offline_access']);
+        const outcome = await runAuthorization(env, new TestBrowser(), request, { user: await newUser(env) });
+        const tokens = await exchangeCode(env, request, (outcome as { url: URL }).url);
+        return tokens.refresh_token!;
+      };
+      const kept = await signIn();
+      // Users who revoked the app: their refresh tokens, which the app still keeps, are gone.
+      const revoked: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const token = await signIn();
+        const revocation = await env.request('POST', '/api/oauth/revoke', {
+          raw: new URLSearchParams({ token, token_type_hint: 'refresh_token' }).toString(),
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            authorization: `Basic ${Buffer.from(`${encodeURIComponent(app.clientId)}:${encodeURIComponent(app.clientSecret!)}`).toString('base64')}`,
+          },
+        });
+        assert.equal(revocation.status, 200, revocation.text);
+        revoked.push(token);
+      }
+      // The app's nightly refresh job meets more of them than the failure throttle allows a minute.
+      for (let i = 0; i < failures + 10; i++) {
+        const refused = await tokenRequest(
+          env,
+          app,
+          { grant_type: 'refresh_token', refresh_token: revoked[i % revoked.length]! },
+          { address: office },
+        );
+        assert.equal(refused.status, 400, `stale refresh ${i + 1}: ${refused.text}`);
+        assert.equal(refused.body.error, 'invalid_grant');
+      }
+      const refreshed = await tokenRequest(
+        env,
+        app,
+        { grant_type: 'refresh_token', refresh_token: kept },
+        { address: office },
+      );
+      assert.equal(refreshed.status, 200, refreshed.text);
+
+      // Guessing at the secret from that address is still counted there.
+      for (let i = 0; i < failures; i++) {
+        const wrong = await tokenRequest(
+          env,
+          app,
+          { grant_type: 'refresh_token', refresh_token: kept },
+          { secret: `tgs_wrong_${i}`, address: office },
+        );
+        assert.equal(wrong.status, 401);
+      }
+      const locked = await tokenRequest(
+        env,
+        app,
+        { grant_type: 'refresh_token', refresh_token: kept },
+        { address: office },
+      );
+      assert.equal(locked.status, 429);
+    });
   },
-  { config: PRODUCTION_LIMITS },
+  { config: { ...PRODUCTION_LIMITS, TRUST_PROXY: '1' } },
 );
 
 describeEachDatabase(

@@ -17,6 +17,19 @@ export function requestClientId(request: FastifyRequest): string | null {
   return typeof id === 'string' && id ? id.slice(0, 200) : null;
 }
 
+/** Answers given after the app proved itself with its secret (see {@link markClientProven}). */
+const provenAnswers = new WeakSet<object>();
+
+/**
+ * Marks `response` as the answer to a request whose app authenticated with its secret before the grant was
+ * refused (oidc-provider's `grant.error` listener calls it for `invalid_grant`, which only the grant
+ * handlers raise, after client authentication). Such a refusal is an app's stale token for a user who has
+ * revoked it, not a guess at the secret or at a token, so it is not counted against the app's address.
+ */
+export function markClientProven(response: object): void {
+  provenAnswers.add(response);
+}
+
 function secondsLeftInMinute(now: number): number {
   return Math.max(1, Math.ceil((60_000 - (now % 60_000)) / 1000));
 }
@@ -37,6 +50,10 @@ function limited(message: string, seconds: number): ApiError {
  *   app *and* client address: past `OAUTH_CLIENT_FAILURES_PER_MINUTE`, that address is refused for that app
  *   until the minute ends. Keyed by address too, because client ids are public: counting per app alone would
  *   let anyone lock a busy app out by sending failures in its name;
+ * - except a refused grant of a confidential app that presented its right secret ({@link markClientProven}):
+ *   a server-side app refreshes for thousands of users from one address, and the tokens of those who revoked
+ *   it are refused; counted per address, 30 of them would lock every other user out for the minute. Only the
+ *   app can send these, so they count against its own rate, like successes;
  * - successful answers count only against the app's generous `RATE_LIMIT_OAUTH_CLIENT_PER_MINUTE`, which a
  *   stranger cannot use up (a success needs the app's own codes, tokens or secret); nothing is counted per
  *   address, so one app's server can serve any number of users;
@@ -62,13 +79,14 @@ export function clientThrottle(ctx: OAuthDeps) {
         throw limited(`This app reached its ${successes} token requests a minute.`, secondsLeftInMinute(now));
       }
     },
-    /** Counts the answer oidc-provider gave. */
-    async record(clientId: string | null, address: string, status: number): Promise<void> {
+    /** Counts the answer oidc-provider gave (`response`, to know whether the app proved itself first). */
+    async record(clientId: string | null, address: string, status: number, response: object): Promise<void> {
       const { windows } = ctx.throttles;
       const now = ctx.clock.now();
-      if (status >= 200 && status < 300 && clientId && successes > 0)
-        await windows.take(successKey(clientId), 1, successes, now);
-      else if (status >= 400 && status < 500 && failures > 0)
+      // A success, or a refusal only the app could have asked for: the app's own rate, not its address's.
+      if ((status >= 200 && status < 300) || provenAnswers.has(response)) {
+        if (clientId && successes > 0) await windows.take(successKey(clientId), 1, successes, now);
+      } else if (status >= 400 && status < 500 && failures > 0)
         await windows.take(failureKey(clientId, address), 1, failures, now);
     },
   };

@@ -5,13 +5,14 @@ export const OAuthConfigSection = Type.Object({
   RATE_LIMIT_OAUTH_CLIENT_PER_MINUTE: Type.Integer({
     minimum: 0,
     default: 6000,
-    description: 'Successful token, revocation and introspection answers per minute per OAuth app; 0 turns it off.',
+    description:
+      'Successful token, revocation and introspection answers per minute per OAuth app (and refused grants of a confidential app that gave its right secret); 0 turns it off.',
   }),
   OAUTH_CLIENT_FAILURES_PER_MINUTE: Type.Integer({
     minimum: 0,
     default: 30,
     description:
-      'Failed token, revocation and introspection requests (bad client authentication, invalid grant…) per minute per OAuth app and client address, past which that address is refused for the app until the minute ends; 0 turns it off.',
+      "Failed token, revocation and introspection requests (bad client authentication, invalid grant…) per minute per OAuth app and client address, past which that address is refused for the app until the minute ends (a confidential app's refused grant apart, when it gave its right secret); 0 turns it off.",
   }),
 });
 

@@ -175,7 +175,7 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
     const clientId = request.method === 'POST' ? requestClientId(request) : null;
     if (request.method === 'POST') await throttle.admit(clientId, request.ip);
     await forwardAs(request, reply, withBodyReplayed(request));
-    if (request.method === 'POST') await throttle.record(clientId, request.ip, reply.raw.statusCode);
+    if (request.method === 'POST') await throttle.record(clientId, request.ip, reply.raw.statusCode, reply.raw);
   }
   // RFC 6749 error bodies for what Fastify refuses before oidc-provider (oversized form, rate limit…);
   // oidc-provider's own limit for a form is 56 KiB.

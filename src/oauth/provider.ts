@@ -6,6 +6,7 @@ import { SCOPES } from './scopes.ts';
 import { escapeHtml, renderPage } from '../platform/http/page.ts';
 import { findUser } from '../accounts/users.ts';
 import { latestGrantId } from './authorizations.ts';
+import { markClientProven } from './client-throttle.ts';
 import type { PrivateJwk } from './signing-keys.ts';
 
 /** Where each endpoint of the authorization server lives (decisions.md "OAuth": under `/api/oauth`). */
@@ -173,6 +174,12 @@ export async function buildProvider(
     await next();
   });
 
+  // The token endpoint authenticates the client before any grant handler runs, and only those handlers raise
+  // invalid_grant: such a refusal, to an app with a secret, went to the app itself (client-throttle.ts).
+  provider.on('grant.error', (koa: any, error: { error?: string }) => {
+    const method = koa.oidc?.client?.clientAuthMethod;
+    if (error?.error === 'invalid_grant' && method !== undefined && method !== 'none') markClientProven(koa.res);
+  });
   provider.on('server_error', (_koa: unknown, error: unknown) => ctx.log.error({ err: error }, 'oauth server error'));
   provider.on('error', (error: unknown) => ctx.log.error({ err: error }, 'oauth error'));
   return provider;
