@@ -22,6 +22,9 @@ function post(env: { baseUrl: string }, user: FundedUser, body: unknown, signal?
 
 const hi = [{ role: 'user', content: 'hi' }];
 
+/** The longest silence an upstream stream may keep here (long enough for a test to read and hang up first). */
+const IDLE_TIMEOUT_MS = 1000;
+
 describeEachDatabase(
   'each failure mode leaves the ledger exact',
   (env) => {
@@ -37,6 +40,12 @@ describeEachDatabase(
       ]) {
         await putModel(env, id, { provider: 'mock', upstreamModel, pricing: perToken, maxOutputTokens: 100 });
       }
+      await putModel(env, 'acme/claude-stall', {
+        provider: 'anthropic',
+        upstreamModel: 'stall-3',
+        pricing: perToken,
+        maxOutputTokens: 100,
+      });
       await putModel(env, 'acme/flaky', {
         provider: 'mock',
         upstreamModel: 'status-503',
@@ -139,6 +148,33 @@ describeEachDatabase(
       );
     });
 
+    it('an upstream stream silent past UPSTREAM_IDLE_TIMEOUT_MS after output: an SSE error frame, charged for what was produced', async () => {
+      // Without the setting, undici's own default (300 s of silence) ended such a stream, whatever the config said.
+      const user = await fundedUser(env, 1000);
+      for (const model of ['acme/stall', 'acme/claude-stall']) {
+        const started = performance.now();
+        const response = await post(env, user, { model, stream: true, messages: hi }, AbortSignal.timeout(20_000));
+        assert.equal(response.status, 200);
+        const frames = await readSseFrames(response);
+        const last = frames.at(-1)!;
+        assert.equal(last.event, 'error', model);
+        assert.match(
+          last.data.error.message,
+          /^The upstream stream went silent for longer than UPSTREAM_IDLE_TIMEOUT_MS, after output/,
+        );
+        assert.ok(performance.now() - started >= IDLE_TIMEOUT_MS, 'not before the idle timeout');
+      }
+      assert.equal((await settled(env, user)).balance, (1000 - 3 - 3) * CREDIT);
+      const records = await usageOf(env, user, 2);
+      assert.deepEqual(
+        records.map((r) => [r.status, Number(r.completion_tokens)]),
+        [
+          ['upstream_error', 3],
+          ['upstream_error', 3],
+        ],
+      );
+    });
+
     it('fallbacks are tried in order on a 5xx before output, and the call is billed on the model that answered', async () => {
       const user = await fundedUser(env, 1000);
       const before = mock.requests.length;
@@ -175,5 +211,12 @@ describeEachDatabase(
       assert.equal(report.body.ok, true, report.text);
     });
   },
-  { config: { UPSTREAM_TIMEOUT_MS: 150, providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } },
+  {
+    config: {
+      UPSTREAM_TIMEOUT_MS: 150,
+      UPSTREAM_IDLE_TIMEOUT_MS: IDLE_TIMEOUT_MS,
+      ANTHROPIC_BASE_URL: mock.url,
+      providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }],
+    },
+  },
 );

@@ -12,6 +12,14 @@ describe('configuration', () => {
     assert.equal(config.DATABASE_URL, undefined);
   });
 
+  it('an upstream answer may take 10 minutes to begin and a stream may pause 10 minutes, as the official SDKs wait', () => {
+    // A reasoning model answers a non-streaming call, or stays silent in a stream, for minutes; the OpenAI and
+    // Anthropic SDKs wait 10 minutes. The old 120 s deadline answered such a call 504 at 2 minutes.
+    const config = loadConfig({});
+    assert.equal(config.UPSTREAM_TIMEOUT_MS, 600_000);
+    assert.equal(config.UPSTREAM_IDLE_TIMEOUT_MS, 600_000);
+  });
+
   it('a bad value stops the start with a message naming the variable and what it expects', () => {
     assert.throws(() => loadConfig({ PORT: 'eighty' }), /PORT: .*integer.*TCP port/s);
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://db' }), /DATABASE_URL: .*PostgreSQL connection URL/s);

@@ -1,6 +1,9 @@
 import Type, { type Static } from 'typebox';
 
-/** The upstream providers' settings: their keys and addresses, the extra OpenAI-compatible upstreams (config file only) and the upstream timeout. Part of the one configuration schema (src/config.ts). */
+/** The default of `UPSTREAM_IDLE_TIMEOUT_MS`, also the idle timeout of an adapter built without a configuration. */
+export const DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS = 600_000;
+
+/** The upstream providers' settings: their keys and addresses, the extra OpenAI-compatible upstreams (config file only) and the upstream timeouts. Part of the one configuration schema (src/config.ts). */
 export const ProvidersConfigSection = Type.Object({
   OPENAI_API_KEY: Type.Optional(Type.String({ description: 'OpenAI API key.' })),
   OPENAI_BASE_URL: Type.String({ default: 'https://api.openai.com/v1', description: 'OpenAI-compatible base URL.' }),
@@ -15,8 +18,15 @@ export const ProvidersConfigSection = Type.Object({
   REPLICATE_BASE_URL: Type.String({ default: 'https://api.replicate.com/v1', description: 'Replicate base URL.' }),
   UPSTREAM_TIMEOUT_MS: Type.Integer({
     minimum: 100,
-    default: 120000,
-    description: 'Time allowed for an upstream response to begin.',
+    default: 600000,
+    description:
+      "Time allowed for an upstream answer to begin: a non-streaming answer's whole body, a stream's first output (10 minutes, what the official OpenAI and Anthropic SDKs wait: a reasoning model may think that long). Past it: 504, or the next fallback.",
+  }),
+  UPSTREAM_IDLE_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    default: DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS,
+    description:
+      'Longest silence allowed while an upstream answer is read: between two chunks of a stream (a reasoning model may be silent for minutes), or between its headers and its first bytes. Past it a stream that began ends with an error frame and is charged for what it produced.',
   }),
   providers: Type.Array(
     Type.Object({

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
-import { request } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 import { isAbortError, UpstreamError } from './types.ts';
+import { DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS } from './config.ts';
 
 /** What a provider reads of an upstream answer. */
 export interface UpstreamResponse {
@@ -17,7 +18,29 @@ export interface UpstreamRequest {
   headers: Record<string, string>;
   body?: string | FormData;
   signal: AbortSignal;
+  /** The connection pool to send it on ({@link upstreamDispatcher}); unset: the one of the default timeouts. */
+  dispatcher?: Dispatcher;
 }
+
+/** The connection pools by idle timeout: one per process in practice, shared by every provider. */
+const dispatchers = new Map<number, Dispatcher>();
+
+/**
+ * The connection pool upstream requests go through, with undici's own timeouts made to agree with ours. undici's
+ * defaults (300 s for the headers, 300 s of silence in a body) would cut a reasoning model's non-streaming answer
+ * or a stream's pause at 5 minutes whatever `UPSTREAM_TIMEOUT_MS` says. So the wait for the headers is left to the
+ * gateway's deadline (`UPSTREAM_TIMEOUT_MS`: every caller passes a signal that carries it), and a body's silence
+ * is bounded by `UPSTREAM_IDLE_TIMEOUT_MS`. One Agent for all calls, pooled and kept alive as the global one was.
+ */
+export function upstreamDispatcher(config: { UPSTREAM_IDLE_TIMEOUT_MS: number }): Dispatcher {
+  const idleMs = config.UPSTREAM_IDLE_TIMEOUT_MS;
+  let dispatcher = dispatchers.get(idleMs);
+  if (!dispatcher) dispatchers.set(idleMs, (dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: idleMs })));
+  return dispatcher;
+}
+
+/** The pool of adapters built without one (tests, tools): the default idle timeout. */
+const DEFAULT_DISPATCHER = upstreamDispatcher({ UPSTREAM_IDLE_TIMEOUT_MS: DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS });
 
 /**
  * Sends one request upstream and returns the response once its status is known to be 2xx. A network failure
@@ -35,7 +58,13 @@ export async function upstreamFetch(url: string, init: UpstreamRequest): Promise
       typeof init.body === 'object'
         ? await multipart(init.headers, init.body)
         : { headers: init.headers, body: init.body };
-    answer = await request(url, { method: init.method ?? 'GET', headers, body, signal: init.signal });
+    answer = await request(url, {
+      method: init.method ?? 'GET',
+      headers,
+      body,
+      signal: init.signal,
+      dispatcher: init.dispatcher ?? DEFAULT_DISPATCHER,
+    });
   } catch (error) {
     if (isAbortError(error) || init.signal.aborted) throw init.signal.reason ?? error;
     throw new UpstreamError(502, `The upstream provider is unreachable (${(error as Error).message}).`, {
@@ -119,6 +148,10 @@ export async function* readSse(body: Readable, signal: AbortSignal): AsyncGenera
         chunk = await chunks.next();
       } catch (error) {
         if (signal.aborted || isAbortError(error)) throw signal.reason ?? error;
+        if ((error as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT')
+          throw new UpstreamError(502, 'The upstream stream went silent for longer than UPSTREAM_IDLE_TIMEOUT_MS.', {
+            cause: error,
+          });
         throw new UpstreamError(502, 'The upstream stream broke.', { cause: error });
       }
       if (chunk.done) break;

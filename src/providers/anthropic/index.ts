@@ -2,7 +2,8 @@ import type { PlatformConfig } from '../../platform/config.ts';
 import type { ProvidersConfig } from '../config.ts';
 
 type Config = PlatformConfig & ProvidersConfig;
-import { joinUrl, readJson, readSse, upstreamFetch } from '../http.ts';
+import { joinUrl, readJson, readSse, upstreamDispatcher, upstreamFetch } from '../http.ts';
+import type { Dispatcher } from 'undici';
 import { anthropicEvents, fromAnthropicResult, toAnthropicMessages } from './wire.ts';
 import type { CallOptions, ProviderAdapter, UpstreamModel } from '../types.ts';
 
@@ -11,7 +12,11 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 
 /** The `anthropic` provider the configuration names (`ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`). */
 export function anthropicProvider(config: Config): ProviderAdapter {
-  return anthropicAdapter({ baseUrl: config.ANTHROPIC_BASE_URL, apiKey: config.ANTHROPIC_API_KEY });
+  return anthropicAdapter({
+    baseUrl: config.ANTHROPIC_BASE_URL,
+    apiKey: config.ANTHROPIC_API_KEY,
+    dispatcher: upstreamDispatcher(config),
+  });
 }
 
 /**
@@ -19,7 +24,13 @@ export function anthropicProvider(config: Config): ProviderAdapter {
  * relayed as sent, model and `max_tokens` replaced); a call from another protocol is built from its
  * canonical fields and answered in canonical events (`wire.ts`).
  */
-export function anthropicAdapter(options: { name?: string; baseUrl: string; apiKey?: string }): ProviderAdapter {
+export function anthropicAdapter(options: {
+  name?: string;
+  baseUrl: string;
+  apiKey?: string;
+  /** The connection pool with the configured timeouts ({@link upstreamDispatcher}); unset: the default one. */
+  dispatcher?: Dispatcher;
+}): ProviderAdapter {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'anthropic-version': ANTHROPIC_VERSION,
@@ -31,6 +42,7 @@ export function anthropicAdapter(options: { name?: string; baseUrl: string; apiK
       headers,
       body: JSON.stringify(body),
       signal: call.signal,
+      dispatcher: options.dispatcher,
     });
 
   return {
@@ -51,6 +63,7 @@ export function anthropicAdapter(options: { name?: string; baseUrl: string; apiK
       const response = await upstreamFetch(joinUrl(options.baseUrl, '/v1/models?limit=1000'), {
         headers,
         signal: call.signal,
+        dispatcher: options.dispatcher,
       });
       const list = await readJson(response);
       return (Array.isArray(list?.data) ? list.data : []).map((m: any) => ({

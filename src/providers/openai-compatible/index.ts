@@ -2,7 +2,8 @@ import type { PlatformConfig } from '../../platform/config.ts';
 import type { ProvidersConfig } from '../config.ts';
 
 type Config = PlatformConfig & ProvidersConfig;
-import { joinUrl, readJson, readSse, upstreamFetch } from '../http.ts';
+import { joinUrl, readJson, readSse, upstreamDispatcher, upstreamFetch } from '../http.ts';
+import type { Dispatcher } from 'undici';
 import {
   UpstreamError,
   type BinaryResponse,
@@ -22,16 +23,23 @@ import { fromOpenAiCompletion, OpenAiStreamReader, toOpenAiChatBody } from './wi
  * vLLM or Ollama needs none), so a base URL alone is enough to use it.
  */
 export function openAiCompatibleProviders(config: Config): ProviderAdapter[] {
+  const dispatcher = upstreamDispatcher(config);
   return [
-    openAiCompatibleAdapter({ name: 'openai', baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY }),
+    openAiCompatibleAdapter({
+      name: 'openai',
+      baseUrl: config.OPENAI_BASE_URL,
+      apiKey: config.OPENAI_API_KEY,
+      dispatcher,
+    }),
     openAiCompatibleAdapter({
       name: 'openrouter',
       baseUrl: config.OPENROUTER_BASE_URL,
       apiKey: config.OPENROUTER_API_KEY,
       headers: { 'HTTP-Referer': config.PUBLIC_BASE_URL, 'X-Title': 'Tollgate' },
+      dispatcher,
     }),
     ...config.providers.map((provider) =>
-      openAiCompatibleAdapter({ name: provider.name, baseUrl: provider.baseUrl, apiKey: provider.apiKey }),
+      openAiCompatibleAdapter({ name: provider.name, baseUrl: provider.baseUrl, apiKey: provider.apiKey, dispatcher }),
     ),
   ];
 }
@@ -43,6 +51,8 @@ export interface OpenAiCompatibleOptions {
   apiKey?: string;
   /** Extra headers on every call (OpenRouter's `HTTP-Referer`/`X-Title`). */
   headers?: Record<string, string>;
+  /** The connection pool with the configured timeouts ({@link upstreamDispatcher}); unset: the default one. */
+  dispatcher?: Dispatcher;
 }
 
 /**
@@ -63,6 +73,7 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
       headers: headers(true),
       body: JSON.stringify(body),
       signal: call.signal,
+      dispatcher: options.dispatcher,
     });
 
   /** A non-streaming chat completion, as the upstream sent it. */
@@ -145,6 +156,7 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
         headers: headers(false),
         body: form,
         signal: call.signal,
+        dispatcher: options.dispatcher,
       });
       const type = response.header('content-type') ?? '';
       // `response_format: text|srt|vtt` answers plain text; it is wrapped so the gateway can meter it alike.
@@ -159,6 +171,7 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
       const response = await upstreamFetch(joinUrl(options.baseUrl, '/models'), {
         headers: headers(false),
         signal: call.signal,
+        dispatcher: options.dispatcher,
       });
       const list = await readJson(response);
       return (Array.isArray(list?.data) ? list.data : [])
