@@ -95,6 +95,11 @@ export interface CanonicalCall {
    * (`prompt_cache_retention` to OpenAI only); Anthropic caches by `cache_control` instead.
    */
   promptCache?: { key?: string; retention?: string };
+  /**
+   * Anthropic's top-level `cache_control` (automatic caching: the breakpoint on the last cacheable block). A
+   * provider that takes the marker on content parts only (OpenRouter) gets it on the conversation's last part.
+   */
+  cacheControl?: Record<string, unknown>;
   /** The client's own body, for a provider that speaks `protocol` natively (see the module comment). */
   native?: { protocol: WireProtocol; body: Record<string, unknown> };
 }

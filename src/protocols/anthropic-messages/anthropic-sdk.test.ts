@@ -59,6 +59,12 @@ describeEachDatabase(
         pricing: PRICING,
         maxOutputTokens: 1000,
       });
+      await putModel(env, 'acme/or-claude', {
+        provider: 'openrouter',
+        upstreamModel: 'anthropic/claude-x',
+        pricing: PRICING,
+        maxOutputTokens: 1000,
+      });
     });
 
     it('messages.create through an Anthropic upstream: the native body passes, the cache tokens are reported and charged exactly', async () => {
@@ -134,6 +140,65 @@ describeEachDatabase(
       assert.deepEqual(final.content, [{ type: 'text', text: REPLY }]);
       assert.equal(final.usage.output_tokens, 4);
       assert.equal(final.usage.input_tokens, 11);
+    });
+
+    it('cache_control reaches an OpenRouter upstream on the translated content parts (the top-level one on the last part, where Anthropic puts it); another OpenAI-compatible upstream gets plain text', async () => {
+      const user = await fundedUser(env, 10);
+      const client = sdk(env, { apiKey: user.key });
+      const ephemeral = { type: 'ephemeral' as const };
+      const conversation: Anthropic.MessageCreateParamsNonStreaming = {
+        model: 'acme/or-claude',
+        max_tokens: 50,
+        system: [
+          { type: 'text', text: 'Rules.' },
+          { type: 'text', text: 'A long manual.', cache_control: ephemeral },
+        ],
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'Weather?', cache_control: ephemeral }] },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'weather', input: {} }] },
+          {
+            role: 'user',
+            content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'sunny', cache_control: ephemeral }],
+          },
+        ],
+      };
+      await client.messages.create(conversation);
+      assert.deepEqual(mock.requests.at(-1)!.body.messages, [
+        {
+          role: 'system',
+          content: [
+            { type: 'text', text: 'Rules.' },
+            { type: 'text', text: 'A long manual.', cache_control: ephemeral },
+          ],
+        },
+        { role: 'user', content: [{ type: 'text', text: 'Weather?', cache_control: ephemeral }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'toolu_1', content: [{ type: 'text', text: 'sunny', cache_control: ephemeral }] },
+      ]);
+      // Automatic caching (top-level cache_control): the breakpoint lands on the last part, streamed or not.
+      const automatic = {
+        model: 'acme/or-claude',
+        max_tokens: 50,
+        cache_control: ephemeral,
+        system: 'Rules.',
+        messages: [
+          { role: 'user' as const, content: 'Weather?' },
+          { role: 'assistant' as const, content: 'Where?' },
+          { role: 'user' as const, content: 'Paris' },
+        ],
+      };
+      await client.messages.stream(automatic).finalMessage();
+      assert.deepEqual(mock.requests.at(-1)!.body.messages.slice(1), [
+        { role: 'user', content: 'Weather?' },
+        { role: 'assistant', content: 'Where?' },
+        { role: 'user', content: [{ type: 'text', text: 'Paris', cache_control: ephemeral }] },
+      ]);
+      await client.messages.create({ ...automatic, model: 'acme/gpt' });
+      assert.deepEqual(mock.requests.at(-1)!.body.messages.at(-1), { role: 'user', content: 'Paris' });
     });
 
     it('an API key as Bearer (authToken) works too, and count_tokens counts without charging', async () => {
@@ -237,7 +302,14 @@ describeEachDatabase(
       assert.equal(report.body.ok, true, report.text);
     });
   },
-  { config: { ANTHROPIC_BASE_URL: mock.url, providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } },
+  {
+    config: {
+      ANTHROPIC_BASE_URL: mock.url,
+      OPENROUTER_BASE_URL: `${mock.url}/v1`,
+      OPENROUTER_API_KEY: 'sk-or-mock',
+      providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }],
+    },
+  },
 );
 
 describeEachDatabase(

@@ -132,7 +132,7 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
       'max_tokens is required: the most tokens the answer may have (the Messages API has no default).',
     );
   }
-  checkCacheControl(body.cache_control, 'cache_control');
+  const cacheControl = checkCacheControl(body.cache_control, 'cache_control');
   const call: CanonicalCall = {
     model: body.model,
     ...parseConversation(body.system, body.messages),
@@ -140,6 +140,7 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
     maxOutputTokens: options.requireMaxTokens ? body.max_tokens! : null,
     stream: body.stream === true,
     native: { protocol: 'anthropic-messages', body },
+    ...(cacheControl ? { cacheControl } : {}),
   };
   const toolChoice = parseToolChoice(body.tool_choice, call.tools);
   if (toolChoice) call.toolChoice = toolChoice;
@@ -346,7 +347,7 @@ function parseBlock(block: Record<string, unknown>, role: 'user' | 'assistant', 
 }
 
 function toolResultParts(block: Record<string, unknown>, param: string): CanonicalPart[] {
-  checkCacheControl(block.cache_control, `${param}.cache_control`);
+  const cacheControl = checkCacheControl(block.cache_control, `${param}.cache_control`);
   if (typeof block.tool_use_id !== 'string')
     throw invalid(`${param}.tool_use_id`, `${param}.tool_use_id must be a string.`);
   const texts: string[] = [];
@@ -363,6 +364,7 @@ function toolResultParts(block: Record<string, unknown>, param: string): Canonic
   } else throw invalid(`${param}.content`, `${param}.content must be a string or an array of text and image blocks.`);
   const result: CanonicalPart = { type: 'tool_result', callId: block.tool_use_id, content: texts.join('\n') };
   if (block.is_error === true) result.isError = true;
+  if (cacheControl) result.cacheControl = cacheControl;
   return [result, ...images];
 }
 

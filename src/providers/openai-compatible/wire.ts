@@ -21,11 +21,31 @@ function textOf(parts: CanonicalPart[]): string {
   return parts.map((part) => (part.type === 'text' ? part.text : '')).join('');
 }
 
+/** Whether a part carries Anthropic's caching marker (kept only for an upstream that reads it: OpenRouter). */
+const marked = (part: CanonicalPart): boolean =>
+  (part.type === 'text' || part.type === 'tool_result') && !!part.cacheControl;
+
+/** Text parts as OpenAI content parts, each with its `cache_control` (OpenRouter's form for Anthropic models). */
+function markedTextParts(parts: CanonicalPart[]): unknown[] {
+  return parts.flatMap((part) =>
+    part.type === 'text'
+      ? [{ type: 'text', text: part.text, ...(part.cacheControl ? { cache_control: part.cacheControl } : {}) }]
+      : [],
+  );
+}
+
 /** User content: a plain string when it is only text (the common case, and the cheapest to count), else parts. */
-function userContent(parts: CanonicalPart[]): string | unknown[] {
-  if (parts.every((part) => part.type === 'text')) return textOf(parts);
+function userContent(parts: CanonicalPart[], cacheControl = false): string | unknown[] {
+  if (parts.every((part) => part.type === 'text') && !(cacheControl && parts.some(marked))) return textOf(parts);
   return parts.flatMap((part): unknown[] => {
-    if (part.type === 'text') return [{ type: 'text', text: part.text }];
+    if (part.type === 'text')
+      return [
+        {
+          type: 'text',
+          text: part.text,
+          ...(cacheControl && part.cacheControl ? { cache_control: part.cacheControl } : {}),
+        },
+      ];
     if (part.type === 'image')
       return [{ type: 'image_url', image_url: { url: part.url, ...(part.detail ? { detail: part.detail } : {}) } }];
     return [];
@@ -33,18 +53,59 @@ function userContent(parts: CanonicalPart[]): string | unknown[] {
 }
 
 /**
+ * The call with Anthropic's top-level `cache_control` (automatic caching: the breakpoint on the last cacheable
+ * block) placed where Anthropic places it, on the last text or tool result of the conversation, for an upstream
+ * that takes the marker on content parts only.
+ */
+function withAutomaticBreakpoint(call: Pick<CanonicalCall, 'system' | 'messages' | 'cacheControl'>) {
+  if (!call.cacheControl) return call;
+  const messages = [...call.messages];
+  for (let m = messages.length - 1; m >= 0; m--) {
+    const content = messages[m]!.content;
+    const at = content.findLastIndex((part) => part.type === 'text' || part.type === 'tool_result');
+    if (at < 0) continue;
+    const part = content[at] as CanonicalPart & { cacheControl?: Record<string, unknown> };
+    if (part.cacheControl) return call;
+    const parts = [...content];
+    parts[at] = { ...part, cacheControl: call.cacheControl } as CanonicalPart;
+    messages[m] = { ...messages[m]!, content: parts };
+    return { ...call, messages };
+  }
+  return call;
+}
+
+/**
  * The OpenAI chat messages of a canonical call: system parts as one system message, tool results as `tool`
  * messages, tool calls as an assistant's `tool_calls`. Reasoning parts have no OpenAI chat input and are left out.
+ * `cacheControl`: keep Anthropic's caching markers on the content parts (OpenRouter reads them for the models that
+ * cache only when asked, Anthropic's), the top-level one placed on the last part as Anthropic would.
  */
-export function toOpenAiMessages(call: Pick<CanonicalCall, 'system' | 'messages'>): Array<Record<string, unknown>> {
+export function toOpenAiMessages(
+  sent: Pick<CanonicalCall, 'system' | 'messages' | 'cacheControl'>,
+  options: { cacheControl?: boolean } = {},
+): Array<Record<string, unknown>> {
+  const cache = options.cacheControl === true;
+  const call = cache ? withAutomaticBreakpoint(sent) : sent;
   const messages: Array<Record<string, unknown>> = [];
   // The system's blocks (Anthropic's system array, Responses' instructions and developer messages) are separate
   // texts: joined as paragraphs, as the Anthropic wire joins them, never run together mid-sentence.
   const system = call.system.map((part) => (part.type === 'text' ? part.text : '')).join('\n\n');
-  if (call.system.length) messages.push({ role: 'system', content: system });
+  if (call.system.length)
+    messages.push({
+      role: 'system',
+      content: cache && call.system.some(marked) ? markedTextParts(call.system) : system,
+    });
   for (const message of call.messages) {
     const results = message.content.filter((part) => part.type === 'tool_result');
-    for (const result of results) messages.push({ role: 'tool', tool_call_id: result.callId, content: result.content });
+    for (const result of results)
+      messages.push({
+        role: 'tool',
+        tool_call_id: result.callId,
+        content:
+          cache && result.cacheControl
+            ? [{ type: 'text', text: result.content, cache_control: result.cacheControl }]
+            : result.content,
+      });
     const rest = message.content.filter((part) => part.type !== 'tool_result' && part.type !== 'reasoning');
     if (message.role === 'assistant') {
       const calls = rest.filter((part) => part.type === 'tool_call');
@@ -52,7 +113,7 @@ export function toOpenAiMessages(call: Pick<CanonicalCall, 'system' | 'messages'
       if (!text && !calls.length) continue;
       messages.push({
         role: 'assistant',
-        content: text || (calls.length ? null : ''),
+        content: cache && rest.some(marked) ? markedTextParts(rest) : text || (calls.length ? null : ''),
         ...(calls.length
           ? {
               tool_calls: calls.map((c) => ({
@@ -64,7 +125,7 @@ export function toOpenAiMessages(call: Pick<CanonicalCall, 'system' | 'messages'
           : {}),
       });
     } else if (rest.length || !results.length) {
-      messages.push({ role: 'user', content: userContent(rest) });
+      messages.push({ role: 'user', content: userContent(rest, cache) });
     }
   }
   return messages;
@@ -120,7 +181,7 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
   if (call.native?.protocol === 'openai-chat') {
     body = { ...(call.native.body as ChatBody), model: call.model };
   } else {
-    body = { model: call.model, messages: toOpenAiMessages(call) };
+    body = { model: call.model, messages: toOpenAiMessages(call, { cacheControl: provider === 'openrouter' }) };
     if (call.tools.length) body.tools = toOpenAiTools(call);
     if (call.toolChoice !== undefined)
       body.tool_choice =
