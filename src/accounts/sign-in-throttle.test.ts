@@ -110,6 +110,21 @@ describeEachDatabase(
       env.manualClock.advance(25 * 60 * 60_000);
     });
 
+    it("an office behind one address: its people's typos, 12 an hour for five hours among their sign-ins, never make anyone wait", async () => {
+      env.manualClock.advance(25 * 60 * 60_000);
+      const people = await Promise.all([1, 2, 3].map(() => newAccount(env)));
+      for (let i = 0; i < 60; i++) {
+        const person = people[i % people.length]!;
+        const typo = await env.request('POST', '/api/auth/signin', { body: { ...person, password: 'typo' } });
+        assert.equal(typo.status, 401, `typo ${i + 1}: ${typo.text}`);
+        env.manualClock.advance(60_000);
+        const signedIn = await env.request('POST', '/api/auth/signin', { body: person });
+        assert.equal(signedIn.status, 200, `sign-in ${i + 1}: ${signedIn.text}`);
+        env.manualClock.advance(4 * 60_000);
+      }
+      env.manualClock.advance(25 * 60 * 60_000);
+    });
+
     it('the sign-in page and the OAuth sign-in page show the wait, with 429 and Retry-After', async () => {
       const account = await newAccount(env);
       for (let i = 0; i <= PRODUCTION_THROTTLE.SIGNIN_FREE_FAILURES_PER_ACCOUNT; i++) {

@@ -4,6 +4,8 @@ import { sha256Hex } from '../platform/crypto.ts';
 import { ApiError } from '../platform/errors.ts';
 import { verifyCredentials, type PublicUser } from './users.ts';
 
+const HOUR_MS = 60 * 60_000;
+
 /** "2 minutes", "1 second": the wait in the words a person reads. */
 export function waitText(seconds: number): string {
   if (seconds < 60) return `${seconds} second${seconds === 1 ? '' : 's'}`;
@@ -24,7 +26,9 @@ export function waitText(seconds: number): string {
  *   not help) and per client address (spraying one password over many accounts does not either); each
  *   past the free ones makes the next attempt wait twice as long, up to `SIGNIN_MAX_DELAY_SECONDS`;
  * - a success clears its account and gives its address's attempt back, so people signing in correctly
- *   from one office address never add up to a wait;
+ *   from one office address never add up to a wait; and an address's failures leak away at the rate it is
+ *   allowed them (`SIGNIN_FREE_FAILURES_PER_ADDRESS` an hour), so the typos of an office, a campus or a
+ *   carrier's shared address never add up to one either, while a spray of guesses from it still waits;
  * - accounts are keyed by the SHA-256 of the normalized email, so the counters (in Redis, maybe) hold no
  *   address book; an unknown email is throttled exactly like a known one, revealing nothing.
  */
@@ -44,7 +48,7 @@ export async function checkSignIn(
 
   const forAccount = await backoff.attempt(account, perAccount, maxDelayMs, ctx.clock.now());
   if (!forAccount.allowed) throw throttled(forAccount.retryAfterSeconds, 'for this account');
-  const forAddress = await backoff.attempt(address, perAddress, maxDelayMs, ctx.clock.now());
+  const forAddress = await backoff.attempt(address, perAddress, maxDelayMs, ctx.clock.now(), HOUR_MS / perAddress);
   if (!forAddress.allowed) {
     await backoff.refund(account, perAccount);
     throw throttled(forAddress.retryAfterSeconds, 'from your network');

@@ -86,11 +86,19 @@ export interface BackoffDecision {
  * counted before the work it guards is done (so parallel attempts cannot slip past one another), the first
  * `free` attempts go ahead at once, and every one after that makes the next wait 1 s, 2 s, 4 s… up to
  * `maxDelayMs`. A success resets the subject (or gives its attempt back, for a subject many people share).
- * A subject with no attempt for a day is forgotten.
+ * A subject with no attempt for a day is forgotten. With `forgetEveryMs`, one counted attempt is also
+ * forgotten every `forgetEveryMs` (a leaking bucket): a subject many people share, such as an office's
+ * address, then never adds its occasional failures up to a wait, while a burst of them still waits.
  */
 export interface Backoff {
   /** Counts an attempt unless the subject is still waiting. */
-  attempt(subject: string, free: number, maxDelayMs: number, now: number): Promise<BackoffDecision>;
+  attempt(
+    subject: string,
+    free: number,
+    maxDelayMs: number,
+    now: number,
+    forgetEveryMs?: number,
+  ): Promise<BackoffDecision>;
   /** Gives one attempt back (a success on a shared subject); below `free` again, the wait is lifted. */
   refund(subject: string, free: number): Promise<void>;
   /** Forgets the subject's attempts (a success on the subject's own account). */
@@ -99,6 +107,11 @@ export interface Backoff {
 
 const FORGET_AFTER_MS = 24 * 60 * 60_000;
 
+/** How many counted attempts leak away between `since` and `now`, one per `forgetEveryMs` (none without it). */
+function leaked(since: number, now: number, forgetEveryMs: number | undefined): number {
+  return forgetEveryMs && now > since ? Math.floor((now - since) / forgetEveryMs) : 0;
+}
+
 /** The wait that the `count`-th attempt imposes on the next one. */
 function delayAfter(count: number, free: number, maxDelayMs: number): number {
   return count > free ? Math.min(maxDelayMs, 1000 * 2 ** Math.min(count - free - 1, 30)) : 0;
@@ -106,16 +119,22 @@ function delayAfter(count: number, free: number, maxDelayMs: number): number {
 
 /** Growing delays in this process only. */
 export function memoryBackoff(): Backoff {
-  const subjects = new Map<string, { count: number; until: number; seen: number }>();
+  const subjects = new Map<string, { count: number; until: number; seen: number; leakedAt: number }>();
   let sweptAt = 0;
   return {
-    async attempt(subject, free, maxDelayMs, now) {
+    async attempt(subject, free, maxDelayMs, now, forgetEveryMs) {
       if (now - sweptAt > 60_000) {
         for (const [name, state] of subjects) if (now - state.seen > FORGET_AFTER_MS) subjects.delete(name);
         sweptAt = now;
       }
-      const state = subjects.get(subject) ?? { count: 0, until: 0, seen: now };
+      const state = subjects.get(subject) ?? { count: 0, until: 0, seen: now, leakedAt: now };
       if (now < state.until) return { allowed: false, retryAfterSeconds: Math.ceil((state.until - now) / 1000) };
+      const gone = leaked(state.leakedAt, now, forgetEveryMs);
+      if (gone > 0) {
+        state.count = Math.max(0, state.count - gone);
+        state.leakedAt += gone * forgetEveryMs!;
+      }
+      if (state.count === 0) state.leakedAt = now;
       state.count++;
       state.seen = now;
       const delay = delayAfter(state.count, free, maxDelayMs);
@@ -140,6 +159,19 @@ const ATTEMPT_SCRIPT = `
 local now = tonumber(ARGV[1])
 local untilAt = tonumber(redis.call('HGET', KEYS[1], 'until') or '0')
 if now < untilAt then return {0, math.ceil((untilAt - now) / 1000)} end
+local every = tonumber(ARGV[5])
+if every > 0 then
+  local count = tonumber(redis.call('HGET', KEYS[1], 'count') or '0')
+  local since = tonumber(redis.call('HGET', KEYS[1], 'leaked') or ARGV[1])
+  local gone = math.floor((now - since) / every)
+  if gone > 0 then
+    count = math.max(0, count - gone)
+    since = since + gone * every
+    redis.call('HSET', KEYS[1], 'count', count)
+  end
+  if count == 0 then since = now end
+  redis.call('HSET', KEYS[1], 'leaked', string.format('%d', since))
+end
 local count = redis.call('HINCRBY', KEYS[1], 'count', 1)
 local free = tonumber(ARGV[2])
 if count > free then
@@ -158,7 +190,7 @@ return count`;
 /** Growing delays in Redis, shared by every instance. */
 export function redisBackoff(redis: Redis, prefix = 'tollgate:bo:'): Backoff {
   return {
-    async attempt(subject, free, maxDelayMs, now) {
+    async attempt(subject, free, maxDelayMs, now, forgetEveryMs) {
       const [allowed, retryAfterSeconds] = (await redis.eval(
         ATTEMPT_SCRIPT,
         1,
@@ -167,6 +199,7 @@ export function redisBackoff(redis: Redis, prefix = 'tollgate:bo:'): Backoff {
         free,
         maxDelayMs,
         FORGET_AFTER_MS,
+        forgetEveryMs ?? 0,
       )) as [number, number];
       return { allowed: allowed === 1, retryAfterSeconds: Number(retryAfterSeconds) };
     },
