@@ -68,8 +68,20 @@ export interface EventRelay {
 }
 
 /**
+ * How long a stream may write nothing before it gets a comment line. A reasoning model can be silent for
+ * minutes between two deltas, while its client gives up on a silent connection much sooner: Node's `fetch`,
+ * which the official SDKs use, after 300 s; a proxy or load balancer in front, often after 60 s. Upstreams do
+ * the same (Anthropic's `ping` events, OpenRouter's comments); a comment is ignored by every SSE reader.
+ */
+export const KEEPALIVE_INTERVAL_MS = 15_000;
+
+/** The comment a silent stream gets each {@link KEEPALIVE_INTERVAL_MS}. */
+const KEEPALIVE_FRAME = ': keep-alive\n\n';
+
+/**
  * Relays a pipeline stream (`streamCall`) onto an opened event stream, one protocol's frames per event,
- * for the three protocols alike.
+ * for the three protocols alike. A stream that wrote nothing for a whole `keepAliveMs` gets a comment line
+ * ({@link KEEPALIVE_INTERVAL_MS}), so that an upstream's long silence does not end it at the client.
  *
  * Invariant: whatever ends the loop — the stream's end, the client gone (a write refused), a failure — the
  * stream's iterator is returned (the pipeline stops the upstream and settles for what was produced) and the
@@ -79,13 +91,22 @@ export async function relayEvents(
   raw: ServerResponse,
   stream: AsyncIterable<CanonicalEvent>,
   relay: EventRelay,
+  keepAliveMs = KEEPALIVE_INTERVAL_MS,
 ): Promise<void> {
   const iterator = stream[Symbol.asyncIterator]();
+  // One timer per stream, not one per frame: a frame only marks the interval as not silent.
+  let silent = true;
+  const keepAlive = setInterval(() => {
+    if (silent && !raw.writableNeedDrain) writeFrame(raw, KEEPALIVE_FRAME);
+    silent = true;
+  }, keepAliveMs);
+  keepAlive.unref();
   try {
     for (let step = await iterator.next(); !step.done; step = await iterator.next()) {
       const frames = relay.render(step.value);
       if (relay.beforeWrite) await relay.beforeWrite(step.value);
       if (!frames) continue;
+      silent = false;
       const written = writeFrame(raw, frames);
       if (written !== true && !(await written)) break;
     }
@@ -94,6 +115,7 @@ export async function relayEvents(
     const frame = relay.failure(error);
     if (!raw.destroyed) await writeFrame(raw, frame);
   } finally {
+    clearInterval(keepAlive);
     await iterator.return?.(undefined).catch(() => {});
     if (!raw.writableEnded) raw.end();
   }
