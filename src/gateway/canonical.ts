@@ -100,6 +100,13 @@ export interface CanonicalCall {
    * provider that takes the marker on content parts only (OpenRouter) gets it on the conversation's last part.
    */
   cacheControl?: Record<string, unknown>;
+  /**
+   * Where the call first asks for a 1-hour prompt cache (`cache_control.ttl: "1h"`): that `cache_control`'s
+   * path, e.g. `system[0].cache_control`, set by the parser; absent: no 1-hour cache asked. Such a call goes only to a
+   * model with a `cacheWrite1h` price, is held with that price among its input prices, and a cache write its
+   * upstream reports without a lifetime (OpenRouter's `cache_write_tokens`) is billed at it (`gateway/long-cache.ts`).
+   */
+  longCache?: string;
   /** The client's own body, for a provider that speaks `protocol` natively (see the module comment). */
   native?: { protocol: WireProtocol; body: Record<string, unknown> };
 }
@@ -116,7 +123,10 @@ export interface CanonicalUsage {
   inputTokens: number;
   outputTokens: number;
   cacheReadTokens?: number;
+  /** Cache writes of every lifetime. */
   cacheWriteTokens?: number;
+  /** The 1-hour cache writes among `cacheWriteTokens` (Anthropic's `ephemeral_1h_input_tokens`). */
+  cacheWrite1hTokens?: number;
   reasoningTokens?: number;
   /** Audio input tokens (inside `inputTokens`). */
   audioInputTokens?: number;

@@ -2,6 +2,7 @@ import type { CatalogueModel } from '../models/catalogue.ts';
 import { worstCaseCostMicros } from '../models/pricing.ts';
 import { ApiError } from '../platform/errors.ts';
 import { countTextTokens } from '../providers/tokens.ts';
+import { longCacheRefusal } from './long-cache.ts';
 import type { CanonicalCall } from './canonical.ts';
 
 /** The output cap when neither the request, the model's cap nor its context length gives one. */
@@ -43,6 +44,8 @@ export interface ChatPlan {
   predictionTokens: number;
   /** The lowered output cap when the full one is not affordable; null: the request's or the model's cap. */
   ceiling: number | null;
+  /** The call asks for a 1-hour prompt cache: its input is held at the highest input price `cacheWrite1h` included. */
+  longCache?: boolean;
 }
 
 /** A plan for any protocol's call: the chat plan plus the client's own output cap and its number of choices. */
@@ -97,8 +100,16 @@ export function planCall(
   }
   const refusal = refuses?.(model);
   if (refusal) throw refusal;
+  const longCache = call.longCache;
+  if (longCache !== undefined) {
+    const unpriced = longCacheRefusal(model, longCache);
+    if (unpriced) throw unpriced;
+  }
   const accepting = candidates.filter(
-    (m) => (images === 0 || m.imageTokens !== null) && (!refuses || refuses(m) === null),
+    (m) =>
+      (images === 0 || m.imageTokens !== null) &&
+      (!refuses || refuses(m) === null) &&
+      (longCache === undefined || longCacheRefusal(m, longCache) === null),
   );
   // OpenAI chat's `n` and array predictions are read from its own body: the canonical call has no word for them.
   const chat = call.native?.protocol === 'openai-chat' ? (call.native.body as ChatRequest) : null;
@@ -116,6 +127,7 @@ export function planCall(
     ceiling: null,
     asked: call.maxOutputTokens,
     choices,
+    ...(longCache !== undefined ? { longCache: true } : {}),
   };
 }
 
@@ -170,14 +182,16 @@ export function chatWorstCase(request: ChatRequest, plan: ChatPlan): number {
 /**
  * The most a call can cost on any of its candidate models, in micro-credits: the counted text with the
  * tokenizer margin, each image at the model's image-token budget, the output cap for every choice, and the
- * predicted-output tokens.
+ * predicted-output tokens; a call that asks for a 1-hour cache has its input at the highest input price with
+ * `cacheWrite1h` among them.
  */
 export function callWorstCase(plan: CallPlan): number {
   let worst = 0;
   for (const model of plan.candidates) {
     const promptTokens = worstPromptTokens(plan.promptTokens) + plan.images * (model.imageTokens ?? 0);
     const completionTokens = callOutputCap(plan, model) * plan.choices + plan.predictionTokens;
-    worst = Math.max(worst, worstCaseCostMicros(model.pricing, { promptTokens, completionTokens, requests: 1 }));
+    const usage = { promptTokens, completionTokens, requests: 1 };
+    worst = Math.max(worst, worstCaseCostMicros(model.pricing, usage, plan.longCache === true));
   }
   return worst;
 }

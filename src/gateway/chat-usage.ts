@@ -17,6 +17,10 @@ import type { CanonicalUsage } from './canonical.ts';
  *   are inside it; the plain-completion part is the rest. (An upstream whose `total_tokens` shows that its
  *   reasoning is outside `completion_tokens`, as Gemini's OpenAI endpoint does, has it added instead.)
  * - DeepSeek's `prompt_cache_hit_tokens` are its cached reads (inside `prompt_tokens`).
+ * - `cache_write_tokens` are the writes of every cache lifetime; `cache_write_1h_tokens` (the Anthropic adapter's
+ *   restatement of `cache_creation.ephemeral_1h_input_tokens`) are the 1-hour ones among them, billed at
+ *   `cacheWrite1h`, the rest at `cacheWrite`. An upstream that gives no such split (OpenRouter) while the call
+ *   asked for a 1-hour cache has all its writes billed at `cacheWrite1h`: never less than it may have cost.
  *
  * Security invariant (the upstream is not trusted as sent): every count is read through {@link tokenCount}
  * — a negative, fractional, non-numeric or absurd number can never make the settle throw (which left the
@@ -51,8 +55,15 @@ function total(reported: unknown, own: () => number): number {
   return count === 0 && counted === 0 ? 0 : Math.min(counted, MAX_REPORTED_TOKENS);
 }
 
-/** The breakdown of one chat call (one request) from the upstream's report, or from our own counts when it sent none. */
-export function chatBreakdown(reported: TokenUsage | null | undefined, own: OwnCount): UsageBreakdown {
+/**
+ * The breakdown of one chat call (one request) from the upstream's report, or from our own counts when it sent
+ * none. `longCache`: the call asked for a 1-hour prompt cache (its unsplit cache writes are billed as 1-hour ones).
+ */
+export function chatBreakdown(
+  reported: TokenUsage | null | undefined,
+  own: OwnCount,
+  longCache = false,
+): UsageBreakdown {
   const usage = objectOr(reported);
   const promptDetails = objectOr(usage.prompt_tokens_details);
   const completionDetails = objectOr(usage.completion_tokens_details);
@@ -75,8 +86,12 @@ export function chatBreakdown(reported: TokenUsage | null | undefined, own: OwnC
   // DeepSeek reports its cache hits as `prompt_cache_hit_tokens` (inside `prompt_tokens`), not as a detail.
   const cachedRead = take(promptDetails.cached_tokens ?? usage.prompt_cache_hit_tokens, inputLeft);
   inputLeft -= cachedRead;
-  const cacheWrite = take(promptDetails.cache_write_tokens, inputLeft);
-  inputLeft -= cacheWrite;
+  const cacheWrites = take(promptDetails.cache_write_tokens, inputLeft);
+  inputLeft -= cacheWrites;
+  // The 1-hour part: as split by the upstream; all of them when it gave no usable split and the call asked for 1 hour.
+  const split = tokenCount(promptDetails.cache_write_1h_tokens);
+  const cacheWrite1h = split !== null ? Math.min(split, cacheWrites) : longCache ? cacheWrites : 0;
+  const cacheWrite = cacheWrites - cacheWrite1h;
   const audioIn = take(promptDetails.audio_tokens, inputLeft);
   inputLeft -= audioIn;
   const reasoning = take(completionDetails.reasoning_tokens, completionTotal);
@@ -86,6 +101,7 @@ export function chatBreakdown(reported: TokenUsage | null | undefined, own: OwnC
     prompt: inputLeft,
     cachedRead,
     cacheWrite,
+    cacheWrite1h,
     audioIn,
     completion: completionTotal - reasoning - audioOut,
     reasoning,
@@ -117,8 +133,9 @@ export function accountChat(
   held: number,
   reported: TokenUsage | null | undefined,
   own: OwnCount,
+  longCache = false,
 ): ChatAccount {
-  const breakdown = chatBreakdown(reported, own);
+  const breakdown = chatBreakdown(reported, own, longCache);
   let cost: number;
   try {
     cost = costMicros(pricing, breakdown);
@@ -145,9 +162,9 @@ function answerUsage(reported: TokenUsage | null | undefined, parts: UsageBreakd
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
     prompt_tokens_details: {
-      ...objectOr(rest.prompt_tokens_details),
+      ...promptDetailsOf(rest, parts.cacheWrite1h),
       cached_tokens: parts.cachedRead,
-      cache_write_tokens: parts.cacheWrite,
+      cache_write_tokens: parts.cacheWrite + parts.cacheWrite1h,
       audio_tokens: parts.audioIn,
     },
     completion_tokens_details: {
@@ -171,7 +188,7 @@ export function openAiUsageOf(usage: CanonicalUsage): TokenUsage {
     completion_tokens: usage.outputTokens,
     total_tokens: usage.inputTokens + usage.outputTokens,
     prompt_tokens_details: {
-      ...objectOr(rest.prompt_tokens_details),
+      ...promptDetailsOf(rest, usage.cacheWrite1hTokens ?? 0),
       cached_tokens: usage.cacheReadTokens ?? 0,
       cache_write_tokens: usage.cacheWriteTokens ?? 0,
       audio_tokens: usage.audioInputTokens ?? 0,
@@ -186,12 +203,24 @@ export function openAiUsageOf(usage: CanonicalUsage): TokenUsage {
 }
 
 /**
+ * The upstream's own prompt details, its `cache_write_1h_tokens` replaced by the billed count (shown only when
+ * some were billed: the 1-hour writes among `cache_write_tokens`).
+ */
+function promptDetailsOf(usage: Record<string, unknown>, cacheWrite1h: number): Record<string, unknown> {
+  const { cache_write_1h_tokens: _reported, ...details } = objectOr(usage.prompt_tokens_details);
+  return cacheWrite1h > 0 ? { ...details, cache_write_1h_tokens: cacheWrite1h } : details;
+}
+
+/**
  * The parts of a call's usage that its usage record's prompt and completion counts do not show (cache
  * reads and writes, audio, reasoning, web searches), for the record's `details`; undefined for a plain call,
- * so the common case writes nothing more.
+ * so the common case writes nothing more. `cacheWrite` is the 5-minute writes, `cacheWrite1h` (present when
+ * some) the 1-hour ones.
  */
 export function recordedDetails(breakdown: UsageBreakdown): Record<string, number> | undefined {
-  const { cachedRead, cacheWrite, audioIn, reasoning, audioOut, webSearches } = breakdown;
+  const { cachedRead, cacheWrite, cacheWrite1h, audioIn, reasoning, audioOut, webSearches } = breakdown;
   const details = { cachedRead, cacheWrite, audioIn, reasoning, audioOut, webSearches };
-  return Object.values(details).some((count) => count > 0) ? details : undefined;
+  // `cacheWrite1h` only when there are some: a record of a call without 1-hour writes stays as it was.
+  const all = cacheWrite1h > 0 ? { ...details, cacheWrite1h } : details;
+  return Object.values(all).some((count) => count > 0) ? all : undefined;
 }

@@ -41,6 +41,7 @@ describeEachDatabase('quick start with tollgate/echo', (env) => {
       completion: 2,
       cacheRead: 1,
       cacheWrite: 1,
+      cacheWrite1h: null,
       reasoning: 2,
       audioInput: 1,
       audioOutput: 2,

@@ -129,6 +129,7 @@ function reportOf(usage: CanonicalUsage | undefined): TokenUsage | null {
     prompt_tokens_details: {
       cached_tokens: usage.cacheReadTokens ?? 0,
       cache_write_tokens: usage.cacheWriteTokens ?? 0,
+      ...(usage.cacheWrite1hTokens !== undefined ? { cache_write_1h_tokens: usage.cacheWrite1hTokens } : {}),
       audio_tokens: usage.audioInputTokens ?? 0,
     },
     completion_tokens_details: {
@@ -145,7 +146,8 @@ function billedUsage(breakdown: UsageBreakdown, chargedMicros: number, reported:
     inputTokens: inputTokens(breakdown),
     outputTokens: outputTokens(breakdown),
     cacheReadTokens: breakdown.cachedRead,
-    cacheWriteTokens: breakdown.cacheWrite,
+    cacheWriteTokens: breakdown.cacheWrite + breakdown.cacheWrite1h,
+    cacheWrite1hTokens: breakdown.cacheWrite1h,
     reasoningTokens: breakdown.reasoning,
     audioInputTokens: breakdown.audioIn,
     audioOutputTokens: breakdown.audioOut,
@@ -196,7 +198,7 @@ export async function completeCall(
   const { result, model } = answered;
   const reported = reportOf(result.usage);
   const own = { prompt: planPromptTokens(plan, model), output: () => countTextTokens(producedText(result)) };
-  const account = accountChat(model.pricing, meter.held, reported, own);
+  const account = accountChat(model.pricing, meter.held, reported, own, call.longCache !== undefined);
   const captured = await meter.settle(outcomeOf(model, account, 'ok'));
   return { ...result, model: model.id, usage: billedUsage(account.breakdown, captured, reported) };
 }
@@ -275,10 +277,13 @@ export async function streamCall(
   const produced = new StreamedTextTokens();
   let reported: TokenUsage | null = null;
   const account = () =>
-    accountChat(model.pricing, meter.held, reported, {
-      prompt: promptTokens,
-      output: () => produced.total,
-    });
+    accountChat(
+      model.pricing,
+      meter.held,
+      reported,
+      { prompt: promptTokens, output: () => produced.total },
+      call.longCache !== undefined,
+    );
   let closed = false;
   /** Stops the upstream when it may still be producing, and settles for what was produced; once. */
   const close = async (status: 'ok' | 'client_aborted' | 'upstream_error') => {

@@ -32,6 +32,7 @@ const mock = await startMockUpstream({
         completion: '0.000015',
         input_cache_read: '0.0000003',
         input_cache_write: '0.00000375',
+        input_cache_write_1h: '0.000006',
         internal_reasoning: '0.00002',
         audio: '0.00004',
         audio_output: '-1',
@@ -62,6 +63,7 @@ describeEachDatabase(
         completion: 10,
         cacheRead: null,
         cacheWrite: null,
+        cacheWrite1h: null,
         reasoning: null,
         audioInput: null,
         audioOutput: null,
@@ -85,6 +87,7 @@ describeEachDatabase(
           completion: 10,
           cacheRead: 2.5,
           cacheWrite: 2.5,
+          cacheWrite1h: null,
           reasoning: 10,
           audioInput: 2.5,
           audioOutput: 10,
@@ -113,6 +116,7 @@ describeEachDatabase(
         completion: 8,
         cacheRead: 0.5,
         cacheWrite: null,
+        cacheWrite1h: null,
         reasoning: 0,
         audioInput: null,
         audioOutput: null,
@@ -132,6 +136,7 @@ describeEachDatabase(
         completion: 8,
         cacheRead: 0.5,
         cacheWrite: 2,
+        cacheWrite1h: null,
         reasoning: 0,
         audioInput: 2,
         audioOutput: 8,
@@ -189,7 +194,7 @@ describeEachDatabase(
       );
     });
 
-    it('sync imports OpenRouter prices (cache read/write, reasoning, audio, web search included) converted exactly with CREDITS_PER_USD; an unpriced model is imported disabled', async () => {
+    it('sync imports OpenRouter prices (cache read/write, 1-hour cache write, reasoning, audio, web search included) converted exactly with CREDITS_PER_USD; an unpriced model is imported disabled', async () => {
       const response = await env.admin('POST', '/api/admin/models/sync');
       assert.equal(response.status, 200, response.text);
       const openrouter = response.body.providers.find((p: any) => p.provider === 'openrouter');
@@ -203,6 +208,7 @@ describeEachDatabase(
         completion: 300,
         cacheRead: null,
         cacheWrite: null,
+        cacheWrite1h: null,
         reasoning: null,
         audioInput: null,
         audioOutput: null,
@@ -221,6 +227,7 @@ describeEachDatabase(
         completion: 3750,
         cacheRead: null,
         cacheWrite: null,
+        cacheWrite1h: null,
         reasoning: null,
         audioInput: null,
         audioOutput: null,
@@ -238,6 +245,7 @@ describeEachDatabase(
         completion: 3750,
         cacheRead: 75,
         cacheWrite: 937.5,
+        cacheWrite1h: 1500,
         reasoning: 5000,
         audioInput: 10_000,
         audioOutput: null,
@@ -254,6 +262,31 @@ describeEachDatabase(
       assert.equal(listed.pricing.audioOutput, 3750);
       // The OpenRouter key went upstream.
       assert.equal(mock.requests.find((r) => r.path === '/v1/models')?.headers.authorization, 'Bearer sk-or-test');
+    });
+
+    it('pricing.cacheWrite1h is set through PUT, shown by the operator and public lists (null when unset), and kept by a sync whose source lists none', async () => {
+      const saved = await putModel(env, 'acme/small', {
+        provider: 'openrouter',
+        upstreamModel: 'acme/small',
+        pricing: { prompt: 75, completion: 300, cacheWrite: 93.75, cacheWrite1h: 150 },
+      });
+      assert.equal(saved.pricing.cacheWrite1h, 150);
+      await putModel(env, 'acme/no-hour', { provider: 'echo', upstreamModel: 'echo', pricing: { prompt: 1 } });
+      const user = await fundedUser(env, 0, ['ai:models']);
+      const listed = async () => (await env.request('GET', '/api/v1/models', { token: user.key })).body.data;
+      const before = await listed();
+      assert.equal(before.find((m: any) => m.id === 'acme/small').pricing.cacheWrite1h, 150);
+      assert.equal(before.find((m: any) => m.id === 'acme/no-hour').pricing.cacheWrite1h, null);
+      assert.equal((await env.admin('POST', '/api/admin/models/sync')).status, 200);
+      const synced = (await env.admin('GET', '/api/admin/models')).body.data.find((m: any) => m.id === 'acme/small');
+      assert.equal(synced.pricing.cacheWrite1h, 150);
+      assert.equal(synced.pricing.cacheWrite, null); // the listed prices follow the provider
+      const invalid = await env.admin('PUT', '/api/admin/models/acme/no-hour', {
+        provider: 'echo',
+        upstreamModel: 'echo',
+        pricing: { prompt: 1, cacheWrite1h: -1 },
+      });
+      assert.equal(invalid.status, 400);
     });
   },
   { config: { OPENROUTER_BASE_URL: `${mock.url}/v1`, OPENROUTER_API_KEY: 'sk-or-test', CREDITS_PER_USD: 250 } },

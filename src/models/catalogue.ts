@@ -13,8 +13,10 @@ export interface ModelPricing {
   completion: number;
   /** Input tokens read from the provider's prompt cache. */
   cacheRead?: number | null;
-  /** Input tokens written to the provider's prompt cache. */
+  /** Input tokens written to the provider's prompt cache (the 5-minute lifetime, Anthropic's default). */
   cacheWrite?: number | null;
+  /** Input tokens written to the prompt cache for 1 hour (`cache_control.ttl: "1h"`); unset: the model refuses that lifetime. */
+  cacheWrite1h?: number | null;
   /** Reasoning tokens, when the provider prices them apart from the completion. */
   reasoning?: number | null;
   audioInput?: number | null;
@@ -60,6 +62,7 @@ export function modelFromRow(row: Selectable<ModelsTable>): CatalogueModel {
       completion: row.price_completion,
       cacheRead: row.price_cache_read ?? null,
       cacheWrite: row.price_cache_write ?? null,
+      cacheWrite1h: row.price_cache_write_1h ?? null,
       reasoning: row.price_reasoning ?? null,
       audioInput: row.price_audio_input ?? null,
       audioOutput: row.price_audio_output ?? null,
@@ -135,6 +138,7 @@ export async function upsertModel(db: ModelsDb, model: ModelInput, now: number):
     price_image: model.pricing.image,
     price_cache_read: model.pricing.cacheRead ?? null,
     price_cache_write: model.pricing.cacheWrite ?? null,
+    price_cache_write_1h: model.pricing.cacheWrite1h ?? null,
     price_reasoning: model.pricing.reasoning ?? null,
     price_audio_input: model.pricing.audioInput ?? null,
     price_audio_output: model.pricing.audioOutput ?? null,

@@ -63,4 +63,11 @@ export const modelsMigrations: Record<string, Migration> = {
       }
     },
   },
+  '1740_models_cache_write_1h_price': {
+    async up(db: Kysely<any>) {
+      // Nullable: NULL means "no 1-hour cache-write price", and such a model refuses `cache_control.ttl: "1h"`,
+      // which every model did before this migration.
+      await db.schema.alterTable('models').addColumn('price_cache_write_1h', 'bigint').execute();
+    },
+  },
 };

@@ -173,6 +173,7 @@ it('an unset detailed price falls back to prompt (cache read, cache write, audio
     prompt: 0,
     cachedRead: 1,
     cacheWrite: 1,
+    cacheWrite1h: 0,
     audioIn: 1,
     completion: 0,
     reasoning: 1,

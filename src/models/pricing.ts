@@ -47,6 +47,7 @@ export const PRICE_KEYS = [
   'completion',
   'cacheRead',
   'cacheWrite',
+  'cacheWrite1h',
   'reasoning',
   'audioInput',
   'audioOutput',
@@ -72,10 +73,22 @@ export const PRICE_FALLBACKS = {
 
 type FallbackKey = keyof typeof PRICE_FALLBACKS;
 
+/**
+ * The prices that may be unset (`null`): the detailed token prices of {@link PRICE_FALLBACKS}, and
+ * `cacheWrite1h`, the price of a 1-hour prompt-cache write (Anthropic bills it at 2× the input price, the
+ * 5-minute `cacheWrite` at 1.25×). Unset, a model **refuses** `cache_control.ttl: "1h"` (400 naming the
+ * price): the gateway cannot know a provider's multiplier, and a guessed price could undercharge. A 1-hour
+ * write reported anyway (an upstream that caches longer than asked) is charged at `cacheWrite`.
+ */
+type NullableKey = FallbackKey | 'cacheWrite1h';
+
+const isNullable = (key: string): key is NullableKey => key in PRICE_FALLBACKS || key === 'cacheWrite1h';
+
 /** The price of `key` in micro-credits, with an unset detailed price resolved to its fallback. */
 export function effectivePrice(pricing: ModelPricing, key: keyof ModelPricing): number {
   const value = pricing[key];
   if (value !== null && value !== undefined) return value;
+  if (key === 'cacheWrite1h') return effectivePrice(pricing, 'cacheWrite');
   return key in PRICE_FALLBACKS ? pricing[PRICE_FALLBACKS[key as FallbackKey]] : 0;
 }
 
@@ -86,27 +99,33 @@ export function effectivePricing(pricing: ModelPricing): Required<{ [K in keyof 
   }>;
 }
 
-/** Catalogue prices (micro-credits) as `GET /api/v1/models` shows them (credits): every price, an unset detailed price shown as the price it falls back to (what the caller pays). */
-export function pricingToCredits(pricing: ModelPricing): Record<(typeof PRICE_KEYS)[number], number> {
+/** Prices as `GET /api/v1/models` shows them: every price a number, but `cacheWrite1h` null when unset (1-hour caching refused). */
+export type PublicPricing = { [K in (typeof PRICE_KEYS)[number]]: K extends 'cacheWrite1h' ? number | null : number };
+
+/**
+ * Catalogue prices (micro-credits) as `GET /api/v1/models` shows them (credits): every price, an unset detailed
+ * price shown as the price it falls back to (what the caller pays); an unset `cacheWrite1h` is null (the model
+ * refuses 1-hour cache writes).
+ */
+export function pricingToCredits(pricing: ModelPricing): PublicPricing {
   const effective = effectivePricing(pricing);
-  return Object.fromEntries(PRICE_KEYS.map((key) => [key, microsToCredits(effective[key])])) as Record<
-    (typeof PRICE_KEYS)[number],
-    number
-  >;
+  return Object.fromEntries(
+    PRICE_KEYS.map((key) => [
+      key,
+      key === 'cacheWrite1h' && (pricing.cacheWrite1h ?? null) === null ? null : microsToCredits(effective[key]),
+    ]),
+  ) as PublicPricing;
 }
 
 /** Prices as the operator API shows them: credits, an unset detailed price `null`. */
-export type AdminPricing = { [K in (typeof PRICE_KEYS)[number]]: K extends FallbackKey ? number | null : number };
+export type AdminPricing = { [K in (typeof PRICE_KEYS)[number]]: K extends NullableKey ? number | null : number };
 
 /** Catalogue prices as the operator API shows them (credits): an unset detailed price is `null` (it falls back). */
 export function pricingToAdminCredits(pricing: ModelPricing): AdminPricing {
   return Object.fromEntries(
     PRICE_KEYS.map((key) => {
       const value = pricing[key];
-      return [
-        key,
-        value === null || value === undefined ? (key in PRICE_FALLBACKS ? null : 0) : microsToCredits(value),
-      ];
+      return [key, value === null || value === undefined ? (isNullable(key) ? null : 0) : microsToCredits(value)];
     }),
   ) as AdminPricing;
 }
@@ -123,6 +142,7 @@ export function pricingFromCredits(
     completion: 0,
     cacheRead: null,
     cacheWrite: null,
+    cacheWrite1h: null,
     reasoning: null,
     audioInput: null,
     audioOutput: null,
@@ -155,8 +175,10 @@ export interface UsageBreakdown {
   prompt: number;
   /** Input tokens read from the provider's prompt cache. */
   cachedRead: number;
-  /** Input tokens written to the provider's prompt cache. */
+  /** Input tokens written to the provider's prompt cache for 5 minutes (its default lifetime). */
   cacheWrite: number;
+  /** Input tokens written to the provider's prompt cache for 1 hour (Anthropic's `ttl: "1h"`), priced at `cacheWrite1h`. */
+  cacheWrite1h: number;
   /** Input audio tokens (not cached). */
   audioIn: number;
   /** Output tokens at the plain completion price: the output less reasoning and audio output. */
@@ -176,8 +198,10 @@ export interface UsageBreakdown {
 }
 
 /** All input tokens of a breakdown (what OpenAI calls `prompt_tokens`). */
-export function inputTokens(usage: Pick<UsageBreakdown, 'prompt' | 'cachedRead' | 'cacheWrite' | 'audioIn'>): number {
-  return usage.prompt + usage.cachedRead + usage.cacheWrite + usage.audioIn;
+export function inputTokens(
+  usage: Pick<UsageBreakdown, 'prompt' | 'cachedRead' | 'cacheWrite' | 'audioIn'> & { cacheWrite1h?: number },
+): number {
+  return usage.prompt + usage.cachedRead + usage.cacheWrite + (usage.cacheWrite1h ?? 0) + usage.audioIn;
 }
 
 /** All output tokens of a breakdown (what OpenAI calls `completion_tokens`). */
@@ -203,6 +227,7 @@ const TOKEN_PRICES: Array<[keyof UsageBreakdown, keyof ModelPricing]> = [
   ['prompt', 'prompt'],
   ['cachedRead', 'cacheRead'],
   ['cacheWrite', 'cacheWrite'],
+  ['cacheWrite1h', 'cacheWrite1h'],
   ['audioIn', 'audioInput'],
   ['completion', 'completion'],
   ['reasoning', 'reasoning'],
@@ -287,7 +312,8 @@ export function costMicrosInBigInts(pricing: ModelPricing, usage: CostUsage): nu
  * The most a call with these counts can cost whatever the provider's details turn out to be: every input
  * token at the highest input price (prompt, cache read/write, audio input) and every output token at the
  * highest output price (completion, reasoning, audio output). A hold computed with this bounds the charge
- * even when the provider reports cache writes or reasoning priced above the plain prices.
+ * even when the provider reports cache writes or reasoning priced above the plain prices. `longCache`: the
+ * call asks for a 1-hour prompt cache, so its input may be written at `cacheWrite1h` too.
  */
 export function worstCaseCostMicros(
   pricing: ModelPricing,
@@ -299,9 +325,11 @@ export function worstCaseCostMicros(
     images?: number;
     webSearches?: number;
   },
+  longCache = false,
 ): number {
   const highestInput = Math.max(
     ...(['prompt', 'cacheRead', 'cacheWrite', 'audioInput'] as const).map((key) => effectivePrice(pricing, key)),
+    longCache ? effectivePrice(pricing, 'cacheWrite1h') : 0,
   );
   const highestOutput = Math.max(
     ...(['completion', 'reasoning', 'audioOutput'] as const).map((key) => effectivePrice(pricing, key)),

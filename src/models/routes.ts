@@ -27,11 +27,16 @@ const PLAIN_PRICES = {
 /** Detailed token prices: unset ones fall back to the prompt (input kinds) or completion (output kinds) price. */
 const DETAILED_PRICES = {
   cacheRead: 'Credits per 1M input tokens read from the prompt cache (unset: the prompt price)',
-  cacheWrite: 'Credits per 1M input tokens written to the prompt cache (unset: the prompt price)',
+  cacheWrite:
+    'Credits per 1M input tokens written to the prompt cache for 5 minutes, the default lifetime (unset: the prompt price)',
+  cacheWrite1h:
+    'Credits per 1M input tokens written to the prompt cache for 1 hour (`cache_control.ttl: "1h"`; Anthropic bills 2× the input price). Unset (null): the model refuses ttl "1h" with a 400',
   reasoning: 'Credits per 1M reasoning tokens (unset: the completion price)',
   audioInput: 'Credits per 1M audio input tokens (unset: the prompt price)',
   audioOutput: 'Credits per 1M audio output tokens (unset: the completion price)',
 } as const;
+
+const Nullable = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
 
 /** Prices as `GET /api/v1/models` shows them: every price a number, an unset detailed price shown as the price it falls back to. */
 const PricingSchema = Type.Object({
@@ -39,6 +44,7 @@ const PricingSchema = Type.Object({
   completion: Type.Number({ description: PLAIN_PRICES.completion }),
   cacheRead: Type.Number({ description: DETAILED_PRICES.cacheRead }),
   cacheWrite: Type.Number({ description: DETAILED_PRICES.cacheWrite }),
+  cacheWrite1h: Nullable(DETAILED_PRICES.cacheWrite1h),
   reasoning: Type.Number({ description: DETAILED_PRICES.reasoning }),
   audioInput: Type.Number({ description: DETAILED_PRICES.audioInput }),
   audioOutput: Type.Number({ description: DETAILED_PRICES.audioOutput }),
@@ -48,14 +54,13 @@ const PricingSchema = Type.Object({
   webSearch: Type.Number({ description: PLAIN_PRICES.webSearch }),
 });
 
-const Nullable = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
-
 /** Prices as the operator API shows them: an unset detailed price is null. */
 const AdminPricingSchema = Type.Object({
   prompt: Type.Number({ description: PLAIN_PRICES.prompt }),
   completion: Type.Number({ description: PLAIN_PRICES.completion }),
   cacheRead: Nullable(DETAILED_PRICES.cacheRead),
   cacheWrite: Nullable(DETAILED_PRICES.cacheWrite),
+  cacheWrite1h: Nullable(DETAILED_PRICES.cacheWrite1h),
   reasoning: Nullable(DETAILED_PRICES.reasoning),
   audioInput: Nullable(DETAILED_PRICES.audioInput),
   audioOutput: Nullable(DETAILED_PRICES.audioOutput),
@@ -136,6 +141,7 @@ const PutModelBody = Type.Object(
         webSearch: Type.Optional(Credits),
         cacheRead: OptionalDetailed(DETAILED_PRICES.cacheRead),
         cacheWrite: OptionalDetailed(DETAILED_PRICES.cacheWrite),
+        cacheWrite1h: OptionalDetailed(DETAILED_PRICES.cacheWrite1h),
         reasoning: OptionalDetailed(DETAILED_PRICES.reasoning),
         audioInput: OptionalDetailed(DETAILED_PRICES.audioInput),
         audioOutput: OptionalDetailed(DETAILED_PRICES.audioOutput),

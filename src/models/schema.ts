@@ -21,6 +21,8 @@ export interface ModelsTable {
   /** Detailed token prices per 1M tokens (migration 1100); NULL falls back to `price_prompt` (cache read/write, audio input) or `price_completion` (reasoning, audio output). */
   price_cache_read: number | null;
   price_cache_write: number | null;
+  /** Per 1M tokens written to the prompt cache for 1 hour (migration 1740); NULL: such writes are refused. */
+  price_cache_write_1h: number | null;
   price_reasoning: number | null;
   price_audio_input: number | null;
   price_audio_output: number | null;

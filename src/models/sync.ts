@@ -46,7 +46,10 @@ export async function syncModels(ctx: CatalogueDeps, timeoutMs = ctx.config.UPST
         provider: adapter.name,
         upstreamModel: upstream.id,
         name: upstream.name ?? before?.name ?? upstream.id,
-        pricing: priced ?? before?.pricing ?? { prompt: 0, completion: 0, request: 0, second: 0, image: 0 },
+        pricing: withKeptPrices(
+          priced ?? before?.pricing ?? { prompt: 0, completion: 0, request: 0, second: 0, image: 0 },
+          before,
+        ),
         contextLength: upstream.contextLength ?? before?.contextLength ?? null,
         maxOutputTokens: before?.maxOutputTokens ?? upstream.maxOutputTokens ?? null,
         maxPredictSeconds: before?.maxPredictSeconds ?? null,
@@ -69,6 +72,16 @@ export async function syncModels(ctx: CatalogueDeps, timeoutMs = ctx.config.UPST
 }
 
 /**
+ * A 1-hour cache-write price the operator set is kept when the provider lists none (OpenRouter lists
+ * `input_cache_write_1h` only for providers that price that lifetime apart): a sync must not turn a model's
+ * accepted `ttl: "1h"` into a refusal.
+ */
+function withKeptPrices(pricing: ModelPricing, before: { pricing: ModelPricing } | undefined): ModelPricing {
+  if ((pricing.cacheWrite1h ?? null) !== null || (before?.pricing.cacheWrite1h ?? null) === null) return pricing;
+  return { ...pricing, cacheWrite1h: before!.pricing.cacheWrite1h };
+}
+
+/**
  * The listed USD prices in micro-credits, or null when the provider lists no usable prompt and completion
  * price. A detailed token price that is not listed, or listed unusable (OpenRouter's `-1` for "varies"),
  * stays unset so it falls back to the prompt/completion price: never 0.
@@ -85,6 +98,7 @@ function priceOf(upstream: UpstreamModel, creditsPerUsd: number): ModelPricing |
     completion,
     cacheRead: perMillion(usd.cacheRead),
     cacheWrite: perMillion(usd.cacheWrite),
+    cacheWrite1h: perMillion(usd.cacheWrite1h),
     reasoning: perMillion(usd.reasoning),
     audioInput: perMillion(usd.audioInput),
     audioOutput: perMillion(usd.audioOutput),

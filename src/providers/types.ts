@@ -85,7 +85,8 @@ export interface UpstreamModel {
   outputModalities?: string[];
   /**
    * USD decimal strings, exactly as listed (OpenRouter: per token for the token prices, per call, per image,
-   * per search). `cacheRead`/`cacheWrite` are OpenRouter's `input_cache_read`/`input_cache_write`,
+   * per search). `cacheRead`/`cacheWrite`/`cacheWrite1h` are OpenRouter's `input_cache_read`/`input_cache_write`
+   * (the 5-minute rate)/`input_cache_write_1h` (listed only where a provider prices 1-hour writes apart),
    * `reasoning` its `internal_reasoning`, `audioInput`/`audioOutput` its `audio`/`audio_output`, `webSearch`
    * its `web_search`.
    */
@@ -96,6 +97,7 @@ export interface UpstreamModel {
     image?: string;
     cacheRead?: string;
     cacheWrite?: string;
+    cacheWrite1h?: string;
     reasoning?: string;
     audioInput?: string;
     audioOutput?: string;

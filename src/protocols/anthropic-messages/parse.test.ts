@@ -179,7 +179,7 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
       [{ messages: [{ role: 'user', content: 'x' }], speed: 'fast' }, 'speed'],
       [{ messages: [{ role: 'user', content: 'x' }], inference_geo: 'us' }, 'inference_geo'],
       [
-        { messages: [{ role: 'user', content: 'x' }], cache_control: { type: 'ephemeral', ttl: '1h' } },
+        { messages: [{ role: 'user', content: 'x' }], cache_control: { type: 'ephemeral', ttl: '24h' } },
         'cache_control',
       ],
       [{ messages: [{ role: 'user', content: 'x' }], mcp_servers: [] }, 'mcp_servers'],
@@ -206,7 +206,7 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
       [
         {
           messages: [
-            { role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'ephemeral', ttl: '1h' } }] },
+            { role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'ephemeral', ttl: '30m' } }] },
           ],
         },
         'messages[0].content[0].cache_control',

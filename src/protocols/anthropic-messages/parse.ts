@@ -1,6 +1,7 @@
 import { ApiError, errors } from '../../platform/errors.ts';
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
+import { CACHE_TTLS, findLongCache } from '../../gateway/long-cache.ts';
 
 /**
  * Anthropic's Messages request → the canonical call, with the client's own body kept as `native` so that an
@@ -85,9 +86,6 @@ function threadRefused(): ApiError {
  */
 const DROPPED_FIELDS: readonly string[] = ['context_management'];
 
-/** Cache lifetimes billed at the catalogue's `cacheWrite` price: a 1-hour write costs more than it prices. */
-const PRICED_CACHE_TTLS: ReadonlySet<string> = new Set(['5m']);
-
 /** Anthropic's efforts as the canonical ones (its two highest are OpenAI's highest). */
 const EFFORTS: Readonly<Record<string, 'low' | 'medium' | 'high'>> = {
   low: 'low',
@@ -142,6 +140,8 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
     native: { protocol: 'anthropic-messages', body },
     ...(cacheControl ? { cacheControl } : {}),
   };
+  const longCache = findLongCache(body, '');
+  if (longCache) call.longCache = longCache;
   const toolChoice = parseToolChoice(body.tool_choice, call.tools);
   if (toolChoice) call.toolChoice = toolChoice;
   if ((body.tool_choice as { disable_parallel_tool_use?: unknown } | undefined)?.disable_parallel_tool_use === true)
@@ -190,14 +190,16 @@ export function messagesRefusal(call: CanonicalCall): ((model: CatalogueModel) =
   };
 }
 
-/** Refuses a cache lifetime the catalogue does not price. */
+/**
+ * Refuses a cache lifetime the catalogue cannot price: only "5m" (`cacheWrite`) and "1h" (`cacheWrite1h`; a
+ * model without that price refuses it when the call is planned, `gateway/long-cache.ts`).
+ */
 function checkCacheControl(value: unknown, param: string): Record<string, unknown> | undefined {
   if (value === undefined || value === null) return undefined;
   const control = value as { type?: unknown; ttl?: unknown };
   if (control.type !== 'ephemeral') throw invalid(param, `${param}.type must be "ephemeral".`);
-  if (control.ttl !== undefined && !PRICED_CACHE_TTLS.has(String(control.ttl))) {
-    const why =
-      'a cache write of that lifetime is billed above the catalogue\'s cacheWrite price; use "5m" (the default)';
+  if (control.ttl !== undefined && !CACHE_TTLS.has(String(control.ttl))) {
+    const why = 'the catalogue prices cache writes of 5 minutes and 1 hour only; use "5m" (the default) or "1h"';
     throw unsupported(param, `${param}.ttl ${JSON.stringify(control.ttl)} is refused: ${why}.`);
   }
   return control as Record<string, unknown>;

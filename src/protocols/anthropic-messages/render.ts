@@ -16,6 +16,8 @@ export interface AnthropicUsage {
   output_tokens: number;
   cache_creation_input_tokens: number;
   cache_read_input_tokens: number;
+  /** The cache writes by lifetime (their sum is `cache_creation_input_tokens`), when some were for 1 hour. */
+  cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
   /** What the call cost, in credits. */
   cost: number;
 }
@@ -27,13 +29,22 @@ export interface AnthropicUsage {
 export function anthropicUsage(usage: CanonicalUsage): AnthropicUsage {
   const cacheRead = usage.cacheReadTokens ?? 0;
   const cacheWrite = usage.cacheWriteTokens ?? 0;
+  // The split by lifetime is shown when some writes were for 1 hour (a 5-minute-only usage keeps its old shape).
+  const oneHour = usage.cacheWrite1hTokens ?? 0;
   return {
     input_tokens: Math.max(0, usage.inputTokens - cacheRead - cacheWrite),
     output_tokens: usage.outputTokens,
     cache_creation_input_tokens: cacheWrite,
     cache_read_input_tokens: cacheRead,
+    ...(oneHour > 0 ? { cache_creation: cacheCreation(cacheWrite, oneHour) } : {}),
     cost: usage.cost ?? 0,
   };
+}
+
+/** Anthropic's split of `writes` cache-write tokens by lifetime, `oneHour` of them for 1 hour. */
+function cacheCreation(writes: number, oneHour: number) {
+  const ephemeral1h = Math.min(oneHour, writes);
+  return { ephemeral_5m_input_tokens: writes - ephemeral1h, ephemeral_1h_input_tokens: ephemeral1h };
 }
 
 /** A message id in Anthropic's form: the upstream's when it has one, else a new `msg_…`. */

@@ -201,7 +201,7 @@ describeEachDatabase(
       }
     });
 
-    it('a chat cache_control with a 1-hour ttl is refused before the hold (Anthropic bills that write above cacheWrite), for Anthropic and OpenRouter models', async () => {
+    it('a chat cache_control with a 1-hour ttl is refused before the hold for Anthropic and OpenRouter models without a cacheWrite1h price', async () => {
       const user = await fundedUser(env, 1);
       const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
       const count = received.length;
@@ -219,8 +219,11 @@ describeEachDatabase(
           .catch((e) => e);
         assert.equal(error.status, 400, model);
         assert.equal(error.error.code, 'UNSUPPORTED_PARAMETER');
-        assert.equal(error.error.param, 'messages');
-        assert.match(error.error.message, /ttl "1h" is refused/);
+        assert.equal(error.error.param, 'messages[0].content[0].cache_control');
+        assert.match(
+          error.error.message,
+          /ttl "1h" is refused for ".+": the model has no 1-hour cache-write price \(pricing\.cacheWrite1h\)/,
+        );
       }
       assert.equal(received.length, count);
       assert.equal((await settled(env, user)).balance, 1_000_000);

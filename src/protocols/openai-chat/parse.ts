@@ -3,6 +3,7 @@ import type { CatalogueModel } from '../../models/catalogue.ts';
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
 import type { ChatRequest } from '../../gateway/chat-plan.ts';
 import { passThroughProblem } from './pass-through.ts';
+import { CACHE_TTLS, findLongCache } from '../../gateway/long-cache.ts';
 
 /**
  * An OpenAI chat request as a canonical call. The body itself travels as `native`: an OpenAI-compatible
@@ -46,13 +47,11 @@ export function checkContentParts(messages: unknown[]): void {
   }
 }
 
-/** Cache lifetimes billed at the catalogue's `cacheWrite` price (as the Messages route: a 1-hour write costs more). */
-const PRICED_CACHE_TTLS: ReadonlySet<string> = new Set(['5m']);
-
 /**
  * A content part's `cache_control` (the prompt-caching marker OpenRouter takes in chat for Anthropic models, and
- * that reaches an Anthropic upstream from here): `{ type: "ephemeral" }`, with no lifetime but the 5-minute one,
- * which `cacheWrite` prices. A 1-hour write is billed at twice the input price, above what the catalogue prices.
+ * that reaches an Anthropic upstream from here): `{ type: "ephemeral" }`, with the 5-minute lifetime (the
+ * default, priced by `cacheWrite`) or the 1-hour one (priced by `cacheWrite1h`; a model without that price
+ * refuses it when the call is planned, `gateway/long-cache.ts`). Any other lifetime has no price.
  */
 function checkCacheControl(control: any): void {
   const param = 'messages';
@@ -60,10 +59,10 @@ function checkCacheControl(control: any): void {
     throw new ApiError('INVALID_REQUEST', 'A content part\'s cache_control.type must be "ephemeral".', {
       details: { param },
     });
-  if (control.ttl !== undefined && !PRICED_CACHE_TTLS.has(String(control.ttl))) {
+  if (control.ttl !== undefined && !CACHE_TTLS.has(String(control.ttl))) {
     throw new ApiError(
       'UNSUPPORTED_PARAMETER',
-      `A content part's cache_control.ttl ${JSON.stringify(control.ttl)} is refused: a cache write of that lifetime is billed above the catalogue's cacheWrite price; use "5m" (the default).`,
+      `A content part's cache_control.ttl ${JSON.stringify(control.ttl)} is refused: the catalogue prices cache writes of 5 minutes and 1 hour only; use "5m" (the default) or "1h".`,
       { details: { param } },
     );
   }
@@ -197,6 +196,8 @@ export function parseChat(body: ChatRequest): CanonicalCall {
     stream: body.stream === true,
     native: { protocol: 'openai-chat', body },
   };
+  const longCache = findLongCache(body.messages, 'messages');
+  if (longCache) call.longCache = longCache;
   const choice = toolChoiceOf(body.tool_choice);
   if (choice) call.toolChoice = choice;
   if (typeof body.parallel_tool_calls === 'boolean') call.parallelToolCalls = body.parallel_tool_calls;

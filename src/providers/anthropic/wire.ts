@@ -129,6 +129,14 @@ export function canonicalUsageOfAnthropic(usage: unknown, outputTokens?: unknown
   const usable = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
   const cacheRead = usable(u.cache_read_input_tokens) ? u.cache_read_input_tokens : 0;
   const cacheWrite = usable(u.cache_creation_input_tokens) ? u.cache_creation_input_tokens : 0;
+  // `cache_creation` splits the writes by lifetime (their sum is `cache_creation_input_tokens`): the 1-hour ones
+  // are restated as `cache_write_1h_tokens`, among `cache_write_tokens`. Absent, nothing is split (the gateway
+  // then bills the writes of a call that asked for 1 hour at the 1-hour price).
+  const lifetimes = u.cache_creation;
+  const cacheWrite1h =
+    lifetimes && typeof lifetimes === 'object'
+      ? (lifetimes as Record<string, unknown>).ephemeral_1h_input_tokens
+      : undefined;
   const input = usable(u.input_tokens) ? u.input_tokens + cacheRead + cacheWrite : Number.NaN;
   const output = outputTokens ?? u.output_tokens;
   const completion = usable(output) ? output : Number.NaN;
@@ -137,7 +145,11 @@ export function canonicalUsageOfAnthropic(usage: unknown, outputTokens?: unknown
     prompt_tokens: input,
     completion_tokens: completion,
     total_tokens: input + completion,
-    prompt_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite },
+    prompt_tokens_details: {
+      cached_tokens: cacheRead,
+      cache_write_tokens: cacheWrite,
+      ...(cacheWrite1h !== undefined ? { cache_write_1h_tokens: cacheWrite1h } : {}),
+    },
     ...(searches !== undefined ? { server_tool_use: { web_search_requests: searches } } : {}),
   };
   return {
@@ -145,6 +157,7 @@ export function canonicalUsageOfAnthropic(usage: unknown, outputTokens?: unknown
     outputTokens: completion,
     cacheReadTokens: cacheRead,
     cacheWriteTokens: cacheWrite,
+    ...(usable(cacheWrite1h) ? { cacheWrite1hTokens: Math.min(cacheWrite1h, cacheWrite) } : {}),
     ...(usable(searches) ? { webSearches: searches } : {}),
     reported,
   };
@@ -263,11 +276,12 @@ export async function* anthropicEvents(
   throw new UpstreamError(502, 'The upstream stream ended before it was complete.');
 }
 
-/** Input-token fields a `message_delta` may restate. */
+/** Input-token fields a `message_delta` may restate (the lifetimes' split `cache_creation` included). */
 function pickInput(usage: any): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of ['input_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens'])
     if (typeof usage?.[key] === 'number') out[key] = usage[key];
   if (usage?.server_tool_use) out.server_tool_use = usage.server_tool_use;
+  if (usage?.cache_creation && typeof usage.cache_creation === 'object') out.cache_creation = usage.cache_creation;
   return out;
 }

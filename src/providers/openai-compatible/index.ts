@@ -207,6 +207,7 @@ function upstreamModelFromList(entry: any): UpstreamModel {
           image: price(entry.pricing.image),
           cacheRead: price(entry.pricing.input_cache_read),
           cacheWrite: price(entry.pricing.input_cache_write),
+          cacheWrite1h: price(entry.pricing.input_cache_write_1h),
           reasoning: price(entry.pricing.internal_reasoning),
           audioInput: price(entry.pricing.audio),
           audioOutput: price(entry.pricing.audio_output),

@@ -19,7 +19,8 @@ import type { AddressInfo } from 'node:net';
  * A request may dictate the usage reported, verbatim (garbage included), to test how the gateway reads
  * it: the OpenAI chat route reports the body's `metadata.mock_usage` (the embeddings route its `mock_usage`), the
  * Anthropic route its `metadata.mock_usage` (Anthropic usage fields; a stream reports `output_tokens` in
- * its `message_delta` and the rest in its `message_start`).
+ * its `message_delta` and the rest in its `message_start`; `metadata.mock_delta_usage` adds fields to the
+ * `message_delta`'s usage, as newer API versions restate the input counts there).
  */
 export interface MockUpstreamOptions {
   /** Required bearer token (OpenAI) / `x-api-key` (Anthropic); unset: anything goes. */
@@ -348,7 +349,7 @@ async function route(
     await event('content_block_stop', { index: 0 });
     await event('message_delta', {
       delta: { stop_reason: 'end_turn', stop_sequence: null },
-      usage: { output_tokens: outputTokens },
+      usage: { output_tokens: outputTokens, ...entry.body?.metadata?.mock_delta_usage },
     });
     await event('message_stop', {});
     return void res.end();

@@ -1,0 +1,50 @@
+import type { CatalogueModel } from '../models/catalogue.ts';
+import { ApiError } from '../platform/errors.ts';
+
+/**
+ * Prompt-cache lifetimes (`cache_control.ttl`) a call may ask for: Anthropic's 5 minutes (the default, priced by
+ * the catalogue's `cacheWrite`) and 1 hour (priced by `cacheWrite1h`; a model without that price refuses it,
+ * see {@link longCacheRefusal}). Any other lifetime is refused by the protocols' parsers.
+ */
+export const CACHE_TTLS: ReadonlySet<string> = new Set(['5m', '1h']);
+
+/** The lifetime priced by `cacheWrite1h`. */
+export const LONG_CACHE_TTL = '1h';
+
+/**
+ * The path of the first `cache_control` in `value` that asks for a 1-hour cache (`ttl: "1h"`), e.g.
+ * `system[0].cache_control`, or undefined.
+ * Walks the whole body, so every place a client may put the marker (system, messages, tool results, tools, the
+ * top-level automatic marker) counts: the hold and the refusal must see each one.
+ */
+export function findLongCache(value: unknown, path: string): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findLongCache(value[i], `${path}[${i}]`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  for (const [key, child] of Object.entries(value)) {
+    const here = path ? `${path}.${key}` : key;
+    if (key === 'cache_control' && (child as { ttl?: unknown } | null)?.ttl === LONG_CACHE_TTL) return here;
+    const found = findLongCache(child, here);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * Why `model` cannot take a call that asks for a 1-hour cache at `param` (the `cache_control`'s path): it has no `cacheWrite1h` price (the
+ * gateway could not bill such writes at what the provider charges: 2× the input price at Anthropic). Null when
+ * it has one. The model asked for answers the 400 before any hold; a fallback without the price is left out.
+ */
+export function longCacheRefusal(model: CatalogueModel, param: string): ApiError | null {
+  if ((model.pricing.cacheWrite1h ?? null) !== null) return null;
+  return new ApiError(
+    'UNSUPPORTED_PARAMETER',
+    `${param}.ttl "1h" is refused for "${model.id}": the model has no 1-hour cache-write price (pricing.cacheWrite1h) in the catalogue; use "5m" (the default), or ask the operator to set the price.`,
+    { details: { param } },
+  );
+}
