@@ -332,12 +332,13 @@ export const commands: Record<string, Command> = {
   },
   'grant-credits': {
     usage:
-      'grant-credits (--user ID | --email E) --amount CREDITS [--reason R]   give credits (--amount=-N takes them back)',
+      'grant-credits (--user ID | --email E) --amount CREDITS [--reason R] [--idempotency-key K]   give credits (--amount=-N takes them back; run again with the same key, nothing moves twice)',
     options: {
       user: { type: 'string' },
       email: { type: 'string' },
       amount: { type: 'string' },
       reason: { type: 'string' },
+      'idempotency-key': { type: 'string' },
     },
     async run(values) {
       const { grantCreditsFromCli } = await import('./billing/cli.ts');

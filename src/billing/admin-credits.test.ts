@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { grantCreditsFromCli } from './cli.ts';
+import { randomText } from '../platform/ids.ts';
 
 const run = promisify(execFile);
 
@@ -101,6 +102,101 @@ describeEachDatabase('operator credits', (env) => {
     assert.equal((await env.service.ctx.billing.getBalance(session.userId)).balance, 0);
   });
 
+  /** A credit request with the operator token and an `Idempotency-Key`. */
+  const credit = (userId: string, key: string, body: unknown) =>
+    env.request('POST', `/api/admin/users/${userId}/credits`, {
+      token: env.adminToken,
+      body,
+      headers: { 'idempotency-key': key },
+    });
+
+  it('a grant retried with the same Idempotency-Key credits once and answers the first balance again, marked replayed', async () => {
+    const session = await env.createUser();
+    const key = `grant-${randomText(12)}`;
+    const first = await credit(session.userId, key, { amount: 10, reason: 'invoice 42' });
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual(first.body, { balance: 10 });
+    assert.equal(first.headers.get('idempotent-replayed'), null);
+    // Another grant in between: the retry still answers what the first request answered.
+    await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 1 });
+    const retried = await credit(session.userId, key, { amount: 10, reason: 'invoice 42' });
+    assert.equal(retried.status, 200, retried.text);
+    assert.deepEqual(retried.body, { balance: 10 });
+    assert.equal(retried.headers.get('idempotent-replayed'), 'true');
+    assert.equal((await env.service.ctx.billing.getBalance(session.userId)).balance, 11_000_000);
+    const { transactions } = await env.service.ctx.billing.listTransactions(session.userId);
+    assert.deepEqual(
+      transactions.map((t) => [t.type, t.amount]),
+      [
+        ['grant', 1],
+        ['grant', 10],
+      ],
+    );
+  });
+
+  it('twenty copies of one keyed grant sent at once credit once, each answered the same balance', async () => {
+    const session = await env.createUser();
+    const key = `burst-${randomText(12)}`;
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => credit(session.userId, key, { amount: 2.5, reason: 'retry storm' })),
+    );
+    for (const answer of answers) assert.deepEqual([answer.status, answer.body], [200, { balance: 2.5 }]);
+    assert.equal(answers.filter((answer) => answer.headers.get('idempotent-replayed') === 'true').length, 19);
+    assert.equal((await env.service.ctx.billing.getBalance(session.userId)).balance, 2_500_000);
+    assert.equal((await env.service.ctx.billing.verify()).ok, true);
+  });
+
+  it('a key used again for another request is a 422 that moves nothing, for another amount, reason, sign or user', async () => {
+    const session = await env.createUser();
+    const other = await env.createUser();
+    const key = `once-${randomText(12)}`;
+    assert.equal((await credit(session.userId, key, { amount: 5, reason: 'a' })).status, 200);
+    for (const [userId, body] of [
+      [session.userId, { amount: 6, reason: 'a' }],
+      [session.userId, { amount: 5, reason: 'b' }],
+      [session.userId, { amount: 5 }],
+      [session.userId, { amount: -5, reason: 'a' }],
+      [other.userId, { amount: 5, reason: 'a' }],
+    ] as const) {
+      const refused = await credit(userId, key, body);
+      assert.equal(refused.status, 422, JSON.stringify(body));
+      assert.equal(refused.body.error.code, 'IDEMPOTENCY_KEY_REUSED');
+      assert.equal(refused.body.error.type, 'invalid_request_error');
+      assert.match(refused.body.error.message, /used for another request/);
+    }
+    assert.equal((await env.service.ctx.billing.getBalance(session.userId)).balance, 5_000_000);
+    assert.equal((await env.service.ctx.billing.getBalance(other.userId)).balance, 0);
+  });
+
+  it('one key sent at once for two users credits only one of them', async () => {
+    const [a, b] = [await env.createUser(), await env.createUser()];
+    const key = `race-${randomText(12)}`;
+    const answers = await Promise.all(
+      [a, b, a, b, a, b].map((user) => credit(user.userId, key, { amount: 3, reason: 'race' })),
+    );
+    const credited = [a, b].map((user) =>
+      answers.some((answer, i) => i % 2 === (user === a ? 0 : 1) && answer.status === 200),
+    );
+    assert.equal(credited.filter(Boolean).length, 1, JSON.stringify(answers.map((answer) => answer.status)));
+    for (const answer of answers) assert.ok([200, 422].includes(answer.status), answer.text);
+    const balances = [
+      (await env.service.ctx.billing.getBalance(a.userId)).balance,
+      (await env.service.ctx.billing.getBalance(b.userId)).balance,
+    ].sort();
+    assert.deepEqual(balances, [0, 3_000_000]);
+    assert.equal((await env.service.ctx.billing.verify()).ok, true);
+  });
+
+  it('an Idempotency-Key that is empty, too long or not printable ASCII is a 400 that moves nothing', async () => {
+    const session = await env.createUser();
+    for (const key of ['', 'k'.repeat(256), 'clé-é', 'two words']) {
+      const refused = await credit(session.userId, key, { amount: 1 });
+      assert.equal(refused.status, 400, JSON.stringify(key));
+      assert.equal(refused.body.error.code, 'INVALID_REQUEST');
+    }
+    assert.equal((await env.service.ctx.billing.getBalance(session.userId)).balance, 0);
+  });
+
   it('the grant-credits command gives credits to a user named by email or id, through the same code', async () => {
     const session = await env.createUser();
     // The command prints its answer as the last line (the service may log before it).
@@ -139,6 +235,18 @@ describeEachDatabase('operator credits', (env) => {
     await assert.rejects(
       grantCreditsFromCli(env.service.ctx, { email: 'nobody@example.com', amount: '1' }),
       /User not found/,
+    );
+    // A script run twice with its key credits once.
+    const keyed = { user: session.userId, amount: '4', 'idempotency-key': `cli-${randomText(8)}` };
+    assert.deepEqual(await grantCreditsFromCli(env.service.ctx, keyed), { userId: session.userId, balance: 6 });
+    assert.deepEqual(await grantCreditsFromCli(env.service.ctx, keyed), {
+      userId: session.userId,
+      balance: 6,
+      replayed: true,
+    });
+    await assert.rejects(
+      grantCreditsFromCli(env.service.ctx, { ...keyed, 'idempotency-key': 'two words' }),
+      /--idempotency-key must be/,
     );
   });
 });

@@ -210,6 +210,19 @@ export const billingMigrations: Record<string, Migration> = {
       await db.schema.dropIndex('ledger_entries_account').execute();
     },
   },
+  '1750_billing_operator_credit_idempotency': {
+    /** Operator credits sent with an `Idempotency-Key` (see `OperatorCreditRequestsTable`). */
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('operator_credit_requests')
+        .addColumn('idempotency_key', 'text', (c) => c.primaryKey())
+        .addColumn('fingerprint', 'text', (c) => c.notNull())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('balance', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 /**

@@ -160,6 +160,20 @@ export interface UsageRecordsTable {
   details: string | null;
 }
 
+/**
+ * An operator credit request sent with an `Idempotency-Key`: the first one's answer, replayed to a retry of the
+ * same request, and refused to the same key with another request. Written in the movement's transaction.
+ */
+export interface OperatorCreditRequestsTable {
+  idempotency_key: string;
+  /** SHA-256 of the request (user, micro-credits, reason): what a retry must repeat. */
+  fingerprint: string;
+  user_id: string;
+  /** The balance the first request answered (micro-credits). */
+  balance: number;
+  created_at: number;
+}
+
 /** The tables this feature owns: only its view (`billingDb`) sees them (tooling: src/testing/all-tables.ts). */
 export interface BillingTables {
   wallets: WalletsTable;
@@ -169,6 +183,7 @@ export interface BillingTables {
   spend_counters: SpendCountersTable;
   spending_limits: SpendingLimitsTable;
   usage_records: UsageRecordsTable;
+  operator_credit_requests: OperatorCreditRequestsTable;
 }
 
 /** Billing's view of the database: its own tables, and only those (see `ownTables`). */

@@ -11,7 +11,7 @@ import {
   type PlaceHoldInput,
   type SettleResult,
 } from './holds.ts';
-import { creditWallet, getBalance, type BalanceMicros } from './wallets.ts';
+import { creditWallet, getBalance, type BalanceMicros, type Idempotency } from './wallets.ts';
 import { listTransactions, type TransactionView } from './transactions.ts';
 import { verifyLedger, type LedgerReport } from './verify.ts';
 import type { BillingContext } from './ledger.ts';
@@ -67,8 +67,16 @@ export interface Billing {
   extendHold(holdId: string, userId: string, expiresAt: number): Promise<boolean>;
   /** Releases the whole hold, exactly once; `released: false` when it was no longer open. */
   releaseHold(holdId: string, options?: Omit<CloseHoldOptions, 'description'>): Promise<{ released: boolean }>;
-  /** Operator grant (positive). 404 when the user does not exist. */
-  grant(userId: string, amount: number, reason: string): Promise<{ balance: number }>;
+  /**
+   * Operator grant (positive). 404 when the user does not exist. With an idempotency key, a retry of the same
+   * grant answers the first one's balance (`replayed`) and moves nothing (see {@link Idempotency}).
+   */
+  grant(
+    userId: string,
+    amount: number,
+    reason: string,
+    idempotency?: Idempotency,
+  ): Promise<{ balance: number; replayed?: true }>;
   /** Purchased credits (positive); they repay the wallet's debt first. */
   topUp(userId: string, amount: number, reason: string): Promise<{ balance: number }>;
   /**
@@ -86,8 +94,13 @@ export interface Billing {
     movement: ProcessorMovement,
     hooks?: ProcessorHooks,
   ): Promise<ProcessorOutcome>;
-  /** Operator correction, either sign; never takes more than is available (400). */
-  adjust(userId: string, amount: number, reason: string): Promise<{ balance: number }>;
+  /** Operator correction, either sign; never takes more than is available (400). Idempotency as `grant`'s. */
+  adjust(
+    userId: string,
+    amount: number,
+    reason: string,
+    idempotency?: Idempotency,
+  ): Promise<{ balance: number; replayed?: true }>;
   /** Gives back part or all of what a settled hold captured; 400 beyond what is left, 404 for an unknown hold. */
   refund(holdId: string, amount: number, reason?: string): Promise<{ refunded: number; balance: number }>;
   /** What the user owns, what open holds reserve, and what is available. */
@@ -205,11 +218,12 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
     },
     extendHold: (holdId, userId, expiresAt) => extendHold(ctx, holdId, userId, expiresAt),
     releaseHold: (holdId, options) => releaseHold(ctx, holdId, options),
-    grant: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'grant', reason),
+    grant: (userId, amount, reason, idempotency) => creditWallet(ctx, userId, amount, 'grant', reason, idempotency),
     topUp: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'topup', reason),
     creditPayment: (type, movement, hooks) => creditFromProcessor(ctx, type, movement, hooks),
     debitPayment: (type, movement, hooks) => debitFromProcessor(ctx, type, movement, hooks),
-    adjust: (userId, amount, reason) => creditWallet(ctx, userId, amount, 'adjustment', reason),
+    adjust: (userId, amount, reason, idempotency) =>
+      creditWallet(ctx, userId, amount, 'adjustment', reason, idempotency),
     refund: (holdId, amount, reason) => refundHold(ctx, holdId, amount, reason),
     getBalance: (userId) => getBalance(ctx.db, userId),
     debtOf: async (userId) =>

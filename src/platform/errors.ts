@@ -58,6 +58,12 @@ export const ERROR_CODES = {
     type: 'conflict_error',
     when: 'The object already exists (for example an email address already registered), or a Stripe event refers to a payment not credited yet (not recorded; Stripe delivers it again).',
   },
+  IDEMPOTENCY_KEY_REUSED: {
+    status: 422,
+    type: 'invalid_request_error',
+    when: 'An `Idempotency-Key` came again with another request than the one it was first used for; the first stands, this one did nothing.',
+    retryable: false,
+  },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     type: 'invalid_request_error',

@@ -17,17 +17,28 @@ export async function operatorCredit(
   userId: string,
   credits: number,
   reason?: string,
-): Promise<{ balance: number }> {
+  idempotencyKey?: string,
+): Promise<{ balance: number; replayed: boolean }> {
   const micros = creditsToMicros(credits);
   if (micros === null || micros === 0)
     throw errors.invalid(`amount must be a non-zero number of credits ${CREDITS_RULE}.`);
   const billing = ctx.billing;
+  const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey };
   const result =
     micros > 0
-      ? await billing.grant(userId, micros, reason ?? 'Operator grant')
-      : await billing.adjust(userId, micros, reason ?? 'Operator adjustment');
-  return { balance: microsToCredits(result.balance) };
+      ? await billing.grant(userId, micros, reason ?? 'Operator grant', idempotency)
+      : await billing.adjust(userId, micros, reason ?? 'Operator adjustment', idempotency);
+  return { balance: microsToCredits(result.balance), replayed: result.replayed === true };
 }
+
+/** What an `Idempotency-Key` may be: what Stripe's and the IETF draft's keys are (a UUID, a request id). */
+export const IdempotencyKey = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  pattern: '^[\\x21-\\x7e]+$',
+  description:
+    "Makes a retry safe: the same key with the same request (user, amount, reason) answers the first request's `balance` again, with `Idempotent-Replayed: true`, and moves no credits; the same key with another request is refused with 422 `IDEMPOTENCY_KEY_REUSED`. Printable ASCII, up to 255 characters (a UUID, for example). Keys are kept.",
+});
 
 /** The operator's billing routes: credits and the ledger check. */
 export function registerBillingAdminRoutes(app: App, ctx: MeteringDeps): void {
@@ -39,6 +50,7 @@ export function registerBillingAdminRoutes(app: App, ctx: MeteringDeps): void {
         summary: 'Grant credits to a user (a negative amount is an adjustment)',
         security,
         params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
+        headers: Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKey) }),
         body: Type.Object(
           {
             amount: Type.Number({
@@ -53,9 +65,18 @@ export function registerBillingAdminRoutes(app: App, ctx: MeteringDeps): void {
       },
       config: admin,
     },
-    async (request) => {
+    async (request, reply) => {
       const { amount, reason } = request.body as { amount: number; reason?: string };
-      return operatorCredit(ctx, (request.params as { id: string }).id, amount, reason);
+      const key = (request.headers as { 'idempotency-key'?: string })['idempotency-key'];
+      const { balance, replayed } = await operatorCredit(
+        ctx,
+        (request.params as { id: string }).id,
+        amount,
+        reason,
+        key,
+      );
+      if (replayed) reply.header('idempotent-replayed', 'true');
+      return { balance };
     },
   );
 
