@@ -392,6 +392,36 @@ export const commands: Record<string, Command> = {
       console.log(JSON.stringify(repackSqlite(file), null, 2));
     },
   },
+  backup: {
+    usage:
+      'backup --to PATH [--force]     copy the database (SQLite: online, while the server runs; PostgreSQL: pg_dump) to PATH and the key file to PATH.secrets.json, both 0600',
+    options: { to: { type: 'string' }, force: { type: 'boolean' } },
+    async run(values) {
+      const [{ loadConfig }, { backupDatabase }] = await Promise.all([
+        import('./config.ts'),
+        import('./platform/db/backup.ts'),
+      ]);
+      const config = loadConfig(process.env, { LOG_LEVEL: 'warn' });
+      const missing = missingDatabaseMessage(config, existsSync) ?? (await missingPostgresSchemaMessage(config));
+      if (missing) throw new Error(missing);
+      const report = await backupDatabase(config, required(values, 'to'), { force: values.force === true });
+      console.log(JSON.stringify(report, null, 2));
+    },
+  },
+  restore: {
+    usage:
+      'restore --from PATH [--secrets FILE]   put a SQLite backup back as the database, with its key file (PATH.secrets.json); stop the server first',
+    options: { from: { type: 'string' }, secrets: { type: 'string' } },
+    async run(values) {
+      const [{ loadConfig }, { restoreSqlite }] = await Promise.all([
+        import('./config.ts'),
+        import('./platform/db/backup.ts'),
+      ]);
+      const config = loadConfig(process.env, { LOG_LEVEL: 'warn' });
+      const report = restoreSqlite(config, required(values, 'from'), { secrets: values.secrets });
+      console.log(JSON.stringify(report, null, 2));
+    },
+  },
   'admin-token': {
     usage: 'admin-token                   print the operator token (generated on first start when not configured)',
     async run() {

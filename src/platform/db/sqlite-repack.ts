@@ -20,6 +20,23 @@ export class DatabaseInUseError extends Error {
 }
 
 /**
+ * Leaves WAL mode on `database` (opened on `file`), or throws {@link DatabaseInUseError}: SQLite refuses while
+ * another connection has the file open, and says so by staying in WAL mode. That is the check that no server
+ * is running, made by SQLite itself. Used by `repack-sqlite` and `restore`.
+ */
+export function takeSoleUse(database: DatabaseSync, file: string): void {
+  // The server's connection waits up to 10 s for the write lock; this one should not wait at all.
+  database.exec('PRAGMA busy_timeout = 0');
+  let mode: string;
+  try {
+    mode = (database.prepare('PRAGMA journal_mode = DELETE').get() as { journal_mode: string }).journal_mode;
+  } catch {
+    throw new DatabaseInUseError(file);
+  }
+  if (mode !== 'delete') throw new DatabaseInUseError(file);
+}
+
+/**
  * Rewrites a SQLite database made before {@link NEW_DATABASE_PAGE_SIZE} with that page size, so that an
  * existing installation writes a third of the WAL bytes per call that it did (docs/scaling.md, tenth pass).
  *
@@ -42,13 +59,7 @@ export function repackSqlite(file: string, pageSize = NEW_DATABASE_PAGE_SIZE): R
     const pageSizeBefore = pageSizeOf(database);
     if (pageSizeBefore === pageSize)
       return { file, pageSizeBefore, pageSizeAfter: pageSize, bytesBefore, bytesAfter: bytesBefore };
-    let mode: string;
-    try {
-      mode = (database.prepare('PRAGMA journal_mode = DELETE').get() as { journal_mode: string }).journal_mode;
-    } catch {
-      throw new DatabaseInUseError(file);
-    }
-    if (mode !== 'delete') throw new DatabaseInUseError(file);
+    takeSoleUse(database, file);
     try {
       database.exec(`PRAGMA page_size = ${pageSize}; VACUUM;`);
     } finally {
