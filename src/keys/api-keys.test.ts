@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describeEachDatabase, type DashboardSession, type TestEnv } from '../testing/harness.ts';
 import { authorizeForTest } from '../oauth/testing.ts';
 import { MAX_LIVE_KEYS_PER_USER } from './store.ts';
+import { MAX_KEY_LIFETIME_MS } from './routes.ts';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -71,6 +72,7 @@ describeEachDatabase('API keys endpoints', (env) => {
       createdAt: first.createdAt,
       limit: null,
       limitPeriod: null,
+      expiresAt: null,
     });
     assert.deepEqual(byId.get(second.id), {
       id: second.id,
@@ -81,6 +83,7 @@ describeEachDatabase('API keys endpoints', (env) => {
       createdAt: second.createdAt,
       limit: 12.5,
       limitPeriod: 'daily',
+      expiresAt: null,
     });
     if (first.createdAt !== second.createdAt) assert.equal(listed[0].id, second.id);
   });
@@ -330,3 +333,135 @@ describeEachDatabase('API keys endpoints', (env) => {
     }
   });
 });
+
+/** An instant 2026-12-01T12:00:00.000Z that the tests' clock stands at. */
+const NOW = '2026-12-01T12:00:00.000Z';
+
+describeEachDatabase(
+  'API keys that expire',
+  (env) => {
+    it('create takes an expiresAt: the answer keeps the contract fields, the list shows it as an ISO timestamp', async () => {
+      const session = await env.createUser();
+      const response = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+        name: 'contractor',
+        permissions: ['ai:chat'],
+        expiresAt: '2027-01-31T18:30:00+01:00',
+      });
+      assert.equal(response.status, 200, response.text);
+      assert.deepEqual(Object.keys(response.body.apiKey).sort(), ['createdAt', 'id', 'key', 'name', 'permissions']);
+      const never = await createKey(env, session, { name: 'forever', expiresAt: null });
+      const listed = (await env.dashboard(session, 'GET', '/api/user/api-keys')).body.apiKeys;
+      const byId = new Map(listed.map((k: any) => [k.id, k]));
+      assert.equal((byId.get(response.body.apiKey.id) as any).expiresAt, '2027-01-31T17:30:00.000Z');
+      assert.equal((byId.get(never.id) as any).expiresAt, null);
+      const row = await env.db
+        .selectFrom('api_keys')
+        .select('expires_at')
+        .where('id', '=', response.body.apiKey.id)
+        .executeTakeFirstOrThrow();
+      assert.equal(Number(row.expires_at), Date.parse('2027-01-31T17:30:00Z'));
+    });
+
+    it('an expiresAt that is malformed, without a time zone, not a real day, past, now or over 10 years ahead is a 400 that says what to send, and nothing is created', async () => {
+      const session = await env.createUser();
+      const now = new Date(env.manualClock.now()).toISOString();
+      const format =
+        'expiresAt must be an ISO 8601 timestamp with seconds and a time zone, such as 2027-01-31T00:00:00Z';
+      const cases: Array<[unknown, string]> = [
+        ['next tuesday', format],
+        ['2027-01-31', format],
+        ['2027-01-31T00:00:00', format],
+        ['2027-02-30T00:00:00Z', format],
+        ['2027-01-31T24:00:00Z', format],
+        [1798761600000, format],
+        ['', format],
+        [
+          '2026-11-30T12:00:00Z',
+          `expiresAt must be in the future: 2026-11-30T12:00:00.000Z has passed (it is now ${now})`,
+        ],
+        [now, `expiresAt must be in the future: ${now} has passed (it is now ${now})`],
+        [
+          new Date(Date.parse(now) + MAX_KEY_LIFETIME_MS + 1000).toISOString(),
+          `expiresAt must be at most 10 years ahead (no later than ${new Date(Date.parse(now) + MAX_KEY_LIFETIME_MS).toISOString()}); leave it out for a key that never expires`,
+        ],
+      ];
+      for (const [expiresAt, error] of cases) {
+        const response = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+          name: 'k',
+          permissions: ['ai:chat'],
+          expiresAt,
+        });
+        assert.deepEqual([response.status, response.body], [400, { success: false, error }], String(expiresAt));
+      }
+      assert.deepEqual((await env.dashboard(session, 'GET', '/api/user/api-keys')).body.apiKeys, []);
+      // Exactly 10 years ahead, and one millisecond ahead, are accepted.
+      for (const ahead of [MAX_KEY_LIFETIME_MS, 1]) {
+        const expiresAt = new Date(Date.parse(now) + ahead).toISOString();
+        const created = await createKey(env, session, { expiresAt });
+        const listed = (await env.dashboard(session, 'GET', '/api/user/api-keys')).body.apiKeys;
+        assert.equal(listed.find((k: any) => k.id === created.id).expiresAt, expiresAt);
+      }
+    });
+
+    it('the contract texts still come first: no name with a bad expiresAt is "API key name is required"', async () => {
+      const session = await env.createUser();
+      const response = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+        permissions: ['ai:chat'],
+        expiresAt: 'soon',
+      });
+      assert.deepEqual(response.body, { success: false, error: 'API key name is required' });
+    });
+
+    it(`expired keys count toward the ${MAX_LIVE_KEYS_PER_USER} live keys until revoked, as they stay listed`, async () => {
+      const session = await env.createUser();
+      const expiresAt = new Date(env.manualClock.now() + 60_000).toISOString();
+      for (let i = 0; i < MAX_LIVE_KEYS_PER_USER; i += 50) {
+        const batch = await Promise.all(
+          Array.from({ length: 50 }, (_, j) =>
+            env.dashboard(session, 'POST', '/api/user/api-keys', {
+              name: `k${i + j}`,
+              permissions: ['ai:chat'],
+              expiresAt,
+            }),
+          ),
+        );
+        assert.deepEqual(new Set(batch.map((response) => response.status)), new Set([200]));
+      }
+      await env.manualClock.advance(120_000);
+      const create = () =>
+        env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'new', permissions: ['ai:chat'] });
+      assert.equal((await create()).status, 400);
+      const listed = (await env.dashboard(session, 'GET', '/api/user/api-keys')).body.apiKeys;
+      assert.equal(listed.length, MAX_LIVE_KEYS_PER_USER);
+      assert.equal((await env.dashboard(session, 'DELETE', `/api/user/api-keys/${listed[0].id}`)).status, 200);
+      assert.equal((await create()).status, 200);
+    });
+
+    it('the OpenAPI document describes expiresAt on creation (date-time, nullable) and in the list', async () => {
+      const document = (await env.request('GET', '/api/openapi.json')).body;
+      const json = JSON.stringify(document.paths['/api/user/api-keys']);
+      const created = document.paths['/api/user/api-keys'].post.requestBody.content['application/json'].schema;
+      assert.ok(created.properties.expiresAt, 'the create body names expiresAt');
+      assert.match(JSON.stringify(created.properties.expiresAt), /"format":"date-time"/);
+      assert.match(JSON.stringify(created.properties.expiresAt), /10 years/);
+      assert.ok(!(created.required ?? []).includes('expiresAt'));
+      assert.match(json, /"expiresAt":\{[^}]*"date-time"/, 'the list shows expiresAt');
+    });
+
+    it('an expired key stays listed with its expiresAt until revoked, and revoking it works', async () => {
+      const session = await env.createUser();
+      const expiresAt = new Date(env.manualClock.now() + 60_000).toISOString();
+      const key = await createKey(env, session, { expiresAt });
+      await env.manualClock.advance(120_000);
+      const listed = (await env.dashboard(session, 'GET', '/api/user/api-keys')).body.apiKeys;
+      assert.deepEqual(
+        listed.map((k: any) => [k.id, k.expiresAt]),
+        [[key.id, expiresAt]],
+      );
+      const deleted = await env.dashboard(session, 'DELETE', `/api/user/api-keys/${key.id}`);
+      assert.deepEqual([deleted.status, deleted.body], [200, { success: true }]);
+      assert.deepEqual((await env.dashboard(session, 'GET', '/api/user/api-keys')).body.apiKeys, []);
+    });
+  },
+  { manualClock: NOW },
+);

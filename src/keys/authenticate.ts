@@ -5,6 +5,7 @@ import type { Logger } from '../platform/logger.ts';
 import type { InvalidationBus } from '../platform/bus.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { sha256Hex } from '../platform/crypto.ts';
+import { errors } from '../platform/errors.ts';
 import { isWellFormedApiKey } from './format.ts';
 import { findLiveKeyByValue, revokeKeysOfApp, type AppKeysScope } from './store.ts';
 
@@ -32,7 +33,10 @@ export interface KeyAuthDeps {
 
 /** Turns `ak_…` values into principals, with an in-process cache and throttled `lastUsed` writes. */
 export interface KeyAuthenticator {
-  /** The principal of a live key, or null when the value is malformed, unknown or revoked. */
+  /**
+   * The principal of a live key, or null when the value is malformed, unknown or revoked. An expired key
+   * throws a 401 (UNAUTHENTICATED) that says when it expired.
+   */
   resolve(value: string): Promise<Principal | null>;
   /** Drops a revoked key here and tells every other process to drop it. */
   forget(keyId: string): void;
@@ -48,7 +52,23 @@ export interface KeyAuthenticator {
 
 interface CachedKey {
   principal: Principal;
-  expiresAt: number;
+  /** When this process stops trusting the entry (at most {@link KEY_CACHE_TTL_MS}). */
+  trustedUntil: number;
+  /** When the key itself expires (epoch ms); null when never. Checked on every use, cached or not. */
+  keyExpiresAt: number | null;
+}
+
+/**
+ * Refuses a key whose expiry has come (`now` at or past it), saying when. Checked against the clock on every
+ * use, so every process refuses it at the same moment without a message between them, and a cached entry
+ * never outlives it.
+ */
+function refuseIfExpired(keyExpiresAt: number | null, now: number): void {
+  if (keyExpiresAt !== null && now >= keyExpiresAt) {
+    throw errors.unauthenticated(
+      `This API key expired at ${new Date(keyExpiresAt).toISOString()}; create a new key (its owner can, in the dashboard's API keys).`,
+    );
+  }
 }
 
 /** Builds the `ak_…` resolver of one process; subscribes to revocations on `deps.bus`. */
@@ -68,14 +88,14 @@ export function createKeyAuthenticator({ db, clock, log, bus }: KeyAuthDeps): Ke
   }
   bus.subscribe(KEY_REVOKED_CHANNEL, drop);
 
-  function remember(hash: string, principal: Principal, now: number): void {
+  function remember(hash: string, principal: Principal, keyExpiresAt: number | null, now: number): void {
     if (byHash.size >= KEY_CACHE_MAX_ENTRIES) {
       // Maps iterate in insertion order: the first entry is the oldest.
       const [oldestHash, oldest] = byHash.entries().next().value!;
       byHash.delete(oldestHash);
       hashById.delete(oldest.principal.keyId!);
     }
-    byHash.set(hash, { principal, expiresAt: now + KEY_CACHE_TTL_MS });
+    byHash.set(hash, { principal, trustedUntil: now + KEY_CACHE_TTL_MS, keyExpiresAt });
     hashById.set(principal.keyId!, hash);
   }
 
@@ -111,12 +131,16 @@ export function createKeyAuthenticator({ db, clock, log, bus }: KeyAuthDeps): Ke
       const now = clock.now();
       const hash = sha256Hex(value);
       const cached = byHash.get(hash);
-      let principal = cached && cached.expiresAt > now ? cached.principal : undefined;
-      if (!principal) {
+      let principal: Principal | undefined;
+      if (cached && cached.trustedUntil > now) {
+        refuseIfExpired(cached.keyExpiresAt, now);
+        principal = cached.principal;
+      } else {
         if (cached) byHash.delete(hash);
         const revocationsBefore = revocations;
         const row = await findLiveKeyByValue(db, value);
         if (!row) return null;
+        refuseIfExpired(row.expires_at, now);
         principal = {
           kind: 'api_key',
           userId: row.user_id,
@@ -126,7 +150,7 @@ export function createKeyAuthenticator({ db, clock, log, bus }: KeyAuthDeps): Ke
         };
         // A revocation that landed while the row was being read may be this key's: answer, but do not
         // keep an answer that could outlive the revocation.
-        if (revocations === revocationsBefore) remember(hash, principal, now);
+        if (revocations === revocationsBefore) remember(hash, principal, row.expires_at, now);
       }
       noteUse(principal.keyId!, now);
       return principal;

@@ -1,4 +1,4 @@
-import { describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { KyselyPlugin } from 'kysely';
 import {
@@ -13,8 +13,13 @@ import { createKeyAuthenticator, LAST_USED_INTERVAL_MS } from './authenticate.ts
 import { generateApiKey, isWellFormedApiKey } from './format.ts';
 import { allTables } from '../testing/all-tables.ts';
 
-async function createKey(env: TestEnv, session: DashboardSession, permissions = ['ai:chat']) {
-  const response = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'k', permissions });
+async function createKey(
+  env: TestEnv,
+  session: DashboardSession,
+  permissions = ['ai:chat'],
+  extra: Record<string, unknown> = {},
+) {
+  const response = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'k', permissions, ...extra });
   assert.equal(response.status, 200, response.text);
   return response.body.apiKey as { id: string; key: string };
 }
@@ -216,4 +221,105 @@ describeEachDatabase(
     });
   },
   { config: { REDIS_URL: 'redis://127.0.0.1:6379' } },
+);
+
+describeEachDatabase(
+  'API key expiry',
+  (env) => {
+    // The suite's clock only moves forward: each test's key expires an hour after the test begins.
+    let EXPIRES_AT = '';
+    let EXPIRED = '';
+    beforeEach(() => {
+      EXPIRES_AT = new Date(env.manualClock.now() + 3_600_000).toISOString();
+      EXPIRED = `This API key expired at ${EXPIRES_AT}; create a new key (its owner can, in the dashboard's API keys).`;
+    });
+
+    /** A key with ai:models and ai:chat (so /api/v1/models and count_tokens take it) expiring at EXPIRES_AT. */
+    async function expiringKey() {
+      const session = await env.createUser();
+      return createKey(env, session, ['ai:models', 'ai:chat'], { expiresAt: EXPIRES_AT });
+    }
+    const models = (key: string) => env.request('GET', '/api/v1/models', { token: key });
+
+    it('a key works until the millisecond before its expiresAt and is a 401 saying when it expired from that moment, from a warm cache too', async () => {
+      const clock = env.manualClock;
+      const key = await expiringKey();
+      await clock.set(Date.parse(EXPIRES_AT) - 1);
+      assert.equal((await models(key.key)).status, 200, 'the cache is warm from here');
+      await clock.advance(1);
+      const refused = await models(key.key);
+      assert.equal(refused.status, 401);
+      assert.equal(refused.body.error.code, 'UNAUTHENTICATED');
+      assert.equal(refused.body.error.message, EXPIRED);
+      // Later, once the cache entry is gone, the database's answer is refused the same way.
+      await clock.advance(60_000);
+      assert.equal((await models(key.key)).body.error.message, EXPIRED);
+    });
+
+    it('an expired key is refused on every credential path: Bearer on /api/user/*, x-api-key on the Messages routes', async () => {
+      const clock = env.manualClock;
+      const key = await expiringKey();
+      const countTokens = () =>
+        env.request('POST', '/api/v1/messages/count_tokens', {
+          headers: { 'x-api-key': key.key, 'anthropic-version': '2023-06-01' },
+          body: {},
+        });
+      assert.equal((await env.request('GET', '/api/user/me', { token: key.key })).status, 403);
+      assert.notEqual((await countTokens()).status, 401);
+      await clock.set(EXPIRES_AT);
+      const me = await env.request('GET', '/api/user/me', { token: key.key });
+      assert.deepEqual([me.status, me.body.error.code, me.body.error.message], [401, 'UNAUTHENTICATED', EXPIRED]);
+      const anthropic = await countTokens();
+      assert.deepEqual(
+        [anthropic.status, anthropic.body.type, anthropic.body.error.type, anthropic.body.error.message],
+        [401, 'error', 'authentication_error', EXPIRED],
+      );
+    });
+
+    it("another process's authenticator refuses the key at the same moment, from its own warm cache, with no message between them", async () => {
+      const ctx = env.service.ctx;
+      const clock = env.manualClock;
+      const key = await expiringKey();
+      // No bus: nothing could tell this process about the expiry; only the clock does.
+      const silentBus = { subscribe() {}, publish() {} } as unknown as typeof ctx.bus;
+      const otherProcess = createKeyAuthenticator({ db: ctx.db, clock, log: ctx.log, bus: silentBus });
+      await clock.set(Date.parse(EXPIRES_AT) - 5_000);
+      assert.equal((await otherProcess.resolve(key.key))?.keyId, key.id);
+      await clock.set(EXPIRES_AT);
+      await assert.rejects(otherProcess.resolve(key.key), (error: any) => {
+        assert.equal(error.code, 'UNAUTHENTICATED');
+        assert.equal(error.message, EXPIRED);
+        return true;
+      });
+      await otherProcess.settled();
+    });
+
+    it('an expired key is not used: lastUsed stays at its last use before expiry', async () => {
+      const clock = env.manualClock;
+      const key = await expiringKey();
+      await clock.set(Date.parse(EXPIRES_AT) - LAST_USED_INTERVAL_MS * 2);
+      await models(key.key);
+      await clock.set(Date.parse(EXPIRES_AT) + 1);
+      assert.equal((await models(key.key)).status, 401);
+      await env.service.ctx.keys.settled();
+      const row = await env.db
+        .selectFrom('api_keys')
+        .select('last_used_at')
+        .where('id', '=', key.id)
+        .executeTakeFirstOrThrow();
+      assert.equal(Number(row.last_used_at), Date.parse(EXPIRES_AT) - LAST_USED_INTERVAL_MS * 2);
+    });
+
+    it('a revoked key that had also expired is refused as revoked, telling nothing of its expiry', async () => {
+      const clock = env.manualClock;
+      const session = await env.createUser();
+      const key = await createKey(env, session, ['ai:models'], { expiresAt: EXPIRES_AT });
+      assert.equal((await env.dashboard(session, 'DELETE', `/api/user/api-keys/${key.id}`)).status, 200);
+      await clock.set(EXPIRES_AT);
+      const refused = await models(key.key);
+      assert.equal(refused.status, 401);
+      assert.doesNotMatch(refused.body.error.message, /expired at/);
+    });
+  },
+  { manualClock: '2026-12-01T12:00:00.000Z' },
 );

@@ -22,4 +22,10 @@ export const keysMigrations: Record<string, Migration> = {
       await db.schema.createIndex('api_keys_user').on('api_keys').columns(['user_id', 'created_at']).execute();
     },
   },
+  '1760_keys_expires_at': {
+    async up(db: Kysely<any>) {
+      // Nullable: NULL means the key never expires, as every key did before this migration.
+      await db.schema.alterTable('api_keys').addColumn('expires_at', 'bigint').execute();
+    },
+  },
 };

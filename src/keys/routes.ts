@@ -14,6 +14,15 @@ import type { KeyAuthenticator } from './authenticate.ts';
 
 const NAME_MAX_LENGTH = 100;
 
+/** How far ahead a key's expiry may be set: 10 years (3,653 days, leap days included). */
+export const MAX_KEY_LIFETIME_MS = 3653 * 86_400_000;
+const MAX_KEY_LIFETIME_TEXT = '10 years';
+
+/** RFC 3339 (ISO 8601 with seconds and a time zone): the only form `expiresAt` takes, so no time is guessed. */
+const TIMESTAMP =
+  /^(\d{4})-(\d{2})-(\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/i;
+const TIMESTAMP_RULE = 'an ISO 8601 timestamp with seconds and a time zone, such as 2027-01-31T00:00:00Z';
+
 const Permission = Type.Enum(KEY_PERMISSIONS, { description: 'Contract §5.3' });
 const CreateBody = Type.Object(
   {
@@ -25,6 +34,11 @@ const CreateBody = Type.Object(
     limitPeriod: Type.Optional(
       Type.Union([KeyLimitPeriodSchema, Type.Null()], { description: "Default 'total' (never resets)" }),
     ),
+    expiresAt: Type.Optional(
+      Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+        description: `When the key stops authenticating: ${TIMESTAMP_RULE}, in the future and at most ${MAX_KEY_LIFETIME_TEXT} ahead. Null or absent: never`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -34,10 +48,37 @@ const errorResponses = { 400: KeysErrorSchema, 401: KeysErrorSchema, 403: KeysEr
 const security = [{ bearer: [] }];
 
 /**
- * Reads the create body. The contract's two texts (§7.1) come first, name before permissions, so a body
- * missing both is told about the name; everything else the schema checks is reported after them.
+ * An `expiresAt` as epoch ms: null when absent or null; a 400 saying what to send when it is not a real
+ * timestamp (with its time zone), has passed (or is `now`), or lies more than {@link MAX_KEY_LIFETIME_MS} ahead.
  */
-function parseCreateBody(request: FastifyRequest): NewApiKey {
+function parseExpiresAt(value: unknown, now: number): number | null {
+  if (value === undefined || value === null) return null;
+  const match = typeof value === 'string' ? TIMESTAMP.exec(value) : null;
+  const at = match ? Date.parse(value as string) : NaN;
+  // Date.parse rolls 30 February over into March: a day the month does not have is refused, not moved.
+  const [, year, month, day] = match ?? [];
+  const realDay =
+    match !== null && new Date(Date.UTC(Number(year), Number(month) - 1, Number(day))).getUTCDate() === Number(day);
+  if (!realDay || Number.isNaN(at)) throw errors.invalid(`expiresAt must be ${TIMESTAMP_RULE}`);
+  if (at <= now) {
+    throw errors.invalid(
+      `expiresAt must be in the future: ${new Date(at).toISOString()} has passed (it is now ${new Date(now).toISOString()})`,
+    );
+  }
+  if (at - now > MAX_KEY_LIFETIME_MS) {
+    throw errors.invalid(
+      `expiresAt must be at most ${MAX_KEY_LIFETIME_TEXT} ahead (no later than ${new Date(now + MAX_KEY_LIFETIME_MS).toISOString()}); leave it out for a key that never expires`,
+    );
+  }
+  return at;
+}
+
+/**
+ * Reads the create body. The contract's two texts (§7.1) come first, name before permissions, so a body
+ * missing both is told about the name; then `expiresAt` (its own texts, not the validator's); everything
+ * else the schema checks is reported after them.
+ */
+function parseCreateBody(request: FastifyRequest, now: number): NewApiKey {
   const body = (request.body ?? {}) as Record<string, unknown>;
   const name = typeof body.name === 'string' ? body.name.trim() : '';
   if (name === '') throw errors.invalid('API key name is required');
@@ -51,6 +92,7 @@ function parseCreateBody(request: FastifyRequest): NewApiKey {
       );
     }
   }
+  const expiresAt = parseExpiresAt(body.expiresAt, now);
   if (request.validationError) throw toApiError(request.validationError);
 
   const limit = body.limit as number | null | undefined;
@@ -64,6 +106,7 @@ function parseCreateBody(request: FastifyRequest): NewApiKey {
     permissions: [...new Set(permissions as string[])],
     limitMicro,
     limitPeriod: limitMicro === null ? null : (period ?? 'total'),
+    expiresAt,
   };
 }
 
@@ -108,7 +151,7 @@ export function registerKeyRoutes(app: App, ctx: KeysDeps, keyAuth: KeyAuthentic
         summary: 'Create an API key',
         security,
         description:
-          "Answers 200 with `success: true`. The permissions must lie within the calling token's scopes (403 otherwise). `limit` (credits) and `limitPeriod` set an optional spending limit for the key.",
+          "Answers 200 with `success: true`. The permissions must lie within the calling token's scopes (403 otherwise). `limit` (credits) and `limitPeriod` set an optional spending limit for the key; `expiresAt` an optional expiry, from which the key is refused (401) while it stays listed until revoked.",
         body: CreateBody,
         response: { 200: ApiKeyCreatedSchema, ...errorResponses },
       },
@@ -119,7 +162,7 @@ export function registerKeyRoutes(app: App, ctx: KeysDeps, keyAuth: KeyAuthentic
     },
     async (request) => {
       const principal = principalOf(request);
-      const input = parseCreateBody(request);
+      const input = parseCreateBody(request, ctx.clock.now());
       requireWithinScopes(principal, input.permissions);
       return {
         success: true as const,

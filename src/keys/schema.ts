@@ -18,6 +18,8 @@ export interface ApiKeysTable {
   permissions: string;
   last_used_at: number | null;
   created_at: number;
+  /** When the key stops authenticating (epoch ms); null when it never expires. It stays listed until revoked. */
+  expires_at: number | null;
   revoked_at: number | null;
 }
 

@@ -14,7 +14,7 @@ import type { Billing } from '../billing/service.ts';
 import type { LimitPeriod } from '../billing/periods.ts';
 import { serializeOn } from '../platform/db/serialize-on.ts';
 
-/** A key as the list endpoint shows it (contract §2.1, plus its spending limit in credits). */
+/** A key as the list endpoint shows it (contract §2.1, plus its spending limit in credits and its expiry). */
 export interface ListedApiKey {
   id: string;
   name: string;
@@ -25,6 +25,8 @@ export interface ListedApiKey {
   limit: number | null;
   /** The period of the key's spending limit (billing's periods): `total` never resets (decisions.md "Billing"). */
   limitPeriod: LimitPeriod | null;
+  /** When the key stops authenticating; null when never. An expired key stays listed until revoked. */
+  expiresAt: string | null;
 }
 
 /** A key as creation returns it (contract §2.1: no lastUsed). */
@@ -43,6 +45,8 @@ export interface NewApiKey {
   limitMicro: number | null;
   /** The period of the key's spending limit (billing's periods): `total` never resets (decisions.md "Billing"). */
   limitPeriod: LimitPeriod | null;
+  /** When the key stops authenticating (epoch ms, in the future); null when it never expires. */
+  expiresAt: number | null;
 }
 
 /**
@@ -65,7 +69,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
 /**
  * Most live (unrevoked) keys one user may hold. Why a bound: an app with `apikeys:write` could otherwise make
  * keys without end, and the key list (unsealed and with its limits, in one page, as the contract lists it)
- * would grow past what one answer and one `IN` list of limits can carry.
+ * would grow past what one answer and one `IN` list of limits can carry. Expired keys count: they stay listed
+ * until revoked, so not counting them would let short-lived keys grow that list without end again.
  */
 export const MAX_LIVE_KEYS_PER_USER = 1000;
 
@@ -110,6 +115,7 @@ export async function createApiKey(
         permissions: JSON.stringify(input.permissions),
         last_used_at: null,
         created_at: createdAt,
+        expires_at: input.expiresAt,
         revoked_at: null,
       })
       .execute();
@@ -128,7 +134,7 @@ export async function listApiKeys(
 ): Promise<ListedApiKey[]> {
   const rows = await db
     .selectFrom('api_keys')
-    .select(['id', 'name', 'key_sealed', 'permissions', 'last_used_at', 'created_at'])
+    .select(['id', 'name', 'key_sealed', 'permissions', 'last_used_at', 'created_at', 'expires_at'])
     .where(visibleTo(principal))
     .orderBy('created_at', 'desc')
     .orderBy('id')
@@ -143,6 +149,7 @@ export async function listApiKeys(
     createdAt: iso(row.created_at),
     limit: limits.get(row.id) ? microsToCredits(limits.get(row.id)!.amount) : null,
     limitPeriod: limits.get(row.id)?.period ?? null,
+    expiresAt: row.expires_at === null ? null : iso(row.expires_at),
   }));
 }
 
@@ -161,7 +168,8 @@ export async function revokeApiKey(db: KeysDb, clock: Clock, principal: Principa
 }
 
 /**
- * The live key whose value is `value`, found by its hash; undefined when unknown or revoked.
+ * The live key whose value is `value`, found by its hash; undefined when unknown or revoked. An expired key is
+ * found (with its `expires_at`): the caller refuses it against its clock, and says why.
  *
  * Security invariant: a key an OAuth app created lives only while the user's authorization of that app
  * stands. Revoking the app revokes its keys too (see {@link revokeKeysOfApp}); this condition also refuses
@@ -170,7 +178,7 @@ export async function revokeApiKey(db: KeysDb, clock: Clock, principal: Principa
 export async function findLiveKeyByValue(db: KeysDb, value: string) {
   return db
     .selectFrom('api_keys')
-    .select(['id', 'user_id', 'app_id', 'permissions'])
+    .select(['id', 'user_id', 'app_id', 'permissions', 'expires_at'])
     .where('key_hash', '=', sha256Hex(value))
     .where('revoked_at', 'is', null)
     .where((eb) => eb.or([eb('app_id', 'is', null), authorizationStands(eb, 'api_keys.user_id', 'api_keys.app_id')]))

@@ -5,7 +5,7 @@ export const KeyLimitPeriodSchema = Type.Enum(['daily', 'monthly', 'total'] as c
 
 const IsoDate = Type.String({ format: 'date-time' });
 
-/** An API key as listed (contract §2.1), with its optional spending limit. */
+/** An API key as listed (contract §2.1), with its optional spending limit and expiry. */
 export const ListedApiKeySchema = Type.Object({
   id: Type.String({ examples: ['key_3kT9xQ2mN7pR4sV8wY1z'] }),
   name: Type.String(),
@@ -18,6 +18,10 @@ export const ListedApiKeySchema = Type.Object({
   limit: Type.Union([Type.Number(), Type.Null()], { description: 'Spending limit in credits; null when none' }),
   limitPeriod: Type.Union([KeyLimitPeriodSchema, Type.Null()], {
     description: 'When the limit resets; null when there is no limit',
+  }),
+  expiresAt: Type.Union([IsoDate, Type.Null()], {
+    description:
+      'When the key stops authenticating (401 from then on); null when it never expires. An expired key stays listed until revoked',
   }),
 });
 
