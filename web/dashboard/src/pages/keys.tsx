@@ -26,12 +26,57 @@ const PERMISSIONS: Array<[string, string]> = [
   ['billing:read', 'View credits and usage'],
 ];
 
+const DAY_MS = 86_400_000;
+
+/**
+ * The `expiresAt` the form asks for: none for "never", N days from now, or the end of the chosen day (the key
+ * works through that day, in the reader's time zone). The server takes an absolute time only.
+ */
+function expiryOf(form: FormData, now = Date.now()): string | null {
+  const choice = String(form.get('expires') ?? 'never');
+  if (choice === 'never') return null;
+  if (choice === 'date') {
+    const [year, month, day] = String(form.get('expiresOn') ?? '')
+      .split('-')
+      .map(Number);
+    if (!year || !month || !day) return null;
+    return new Date(year, month - 1, day + 1).toISOString();
+  }
+  return new Date(now + Number(choice) * DAY_MS).toISOString();
+}
+
+/** `YYYY-MM-DD` of a day in the reader's time zone, for a date input's `min`. */
+function localDay(ms: number): string {
+  const date = new Date(ms);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
+}
+
+/** A day in the reader's locale (`Mar 31, 2030`): the list's dates, with the time on hover ({@link when}). */
+function dayOf(iso: string): string {
+  return new Date(iso).toLocaleDateString(undefined, { dateStyle: 'medium' });
+}
+
+/** A key's expiry as the list shows it: "Never", its date, or "Expired" (with when, on hover). */
+function Expiry(props: { expiresAt: string | null }) {
+  if (props.expiresAt === null) return <span class="muted">Never</span>;
+  if (Date.parse(props.expiresAt) <= Date.now()) {
+    return (
+      <span class="chip expired" title={`Expired ${when(props.expiresAt)}`}>
+        Expired
+      </span>
+    );
+  }
+  return <span title={when(props.expiresAt)}>{dayOf(props.expiresAt)}</span>;
+}
+
 function masked(key: string): string {
   return key.length > 12 ? `${key.slice(0, 7)}…${key.slice(-4)}` : key;
 }
 
 function CreateKey(props: { onCreated: (key: CreatedApiKey) => void }) {
   const { busy, error, run } = useAction();
+  const [expires, setExpires] = useState('never');
   async function submit(event: Event) {
     event.preventDefault();
     const formElement = event.currentTarget as HTMLFormElement;
@@ -45,9 +90,12 @@ function CreateKey(props: { onCreated: (key: CreatedApiKey) => void }) {
       body.limit = Number(limitText);
       body.limitPeriod = form.get('limitPeriod');
     }
+    const expiresAt = expiryOf(form);
+    if (expiresAt) body.expiresAt = expiresAt;
     await run(async () => {
       const created = await api<ApiKeyCreated>('POST', '/api/user/api-keys', body);
       formElement.reset();
+      setExpires('never');
       props.onCreated(created.apiKey);
     });
   }
@@ -86,6 +134,24 @@ function CreateKey(props: { onCreated: (key: CreatedApiKey) => void }) {
           </select>
         </label>
       </div>
+      <div class="row">
+        <label>
+          Expires
+          <select name="expires" value={expires} onChange={(e) => setExpires(e.currentTarget.value)}>
+            <option value="never">Never</option>
+            <option value="7">In 7 days</option>
+            <option value="30">In 30 days</option>
+            <option value="90">In 90 days</option>
+            <option value="date">On a date…</option>
+          </select>
+        </label>
+        {expires === 'date' && (
+          <label>
+            Last day the key works
+            <input name="expiresOn" type="date" required min={localDay(Date.now())} />
+          </label>
+        )}
+      </div>
       <ErrorNote error={error} />
       <div>
         <button class="btn primary" type="submit" disabled={busy}>
@@ -108,7 +174,7 @@ export function KeysPage() {
     <>
       <PageHeader
         title="API keys"
-        lead="Keys call the OpenAI-compatible API at /api/v1 with your credits. Give each its own permissions and limit."
+        lead="Keys call the OpenAI-compatible API at /api/v1 with your credits. Give each its own permissions, limit and expiry."
       />
       {created && (
         <div class="notice success" role="status">
@@ -142,6 +208,7 @@ export function KeysPage() {
                   <th>Key</th>
                   <th>Permissions</th>
                   <th>Limit</th>
+                  <th>Expires</th>
                   <th class="num">Spent, 30 days</th>
                   <th>Last used</th>
                   <th>Created</th>
@@ -167,6 +234,9 @@ export function KeysPage() {
                         `${formatCredits(k.limit)} / ${k.limitPeriod}`
                       )}
                     </td>
+                    <td data-label="Expires" class="nowrap" data-testid="key-expires">
+                      <Expiry expiresAt={k.expiresAt} />
+                    </td>
                     <td
                       data-label="Spent, 30 days"
                       class="num nowrap"
@@ -178,8 +248,8 @@ export function KeysPage() {
                     <td data-label="Last used" class="nowrap" title={when(k.lastUsed)}>
                       {ago(k.lastUsed)}
                     </td>
-                    <td data-label="Created" class="nowrap">
-                      {when(k.createdAt)}
+                    <td data-label="Created" class="nowrap" title={when(k.createdAt)}>
+                      {dayOf(k.createdAt)}
                     </td>
                     <td class="actions-cell">
                       <ConfirmButton
