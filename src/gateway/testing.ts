@@ -73,6 +73,18 @@ export async function settled(
   throw new Error('a hold stayed open');
 }
 
+/** The holds the user's calls placed, oldest first, in micro-credits (read from the database: tests only). */
+export async function holdsOf(env: TestEnv, user: FundedUser): Promise<number[]> {
+  const rows = await env.db
+    .selectFrom('holds')
+    .select(['amount', 'created_at', 'id'])
+    .where('user_id', '=', user.session.userId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => Number(row.amount));
+}
+
 /** Puts a model in the catalogue through the operator API. */
 export async function putModel(env: TestEnv, id: string, body: Record<string, unknown>): Promise<any> {
   const response = await env.admin('PUT', `/api/admin/models/${id}`, body);

@@ -3,25 +3,13 @@ import assert from 'node:assert/strict';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
 import { startMockUpstream } from '../providers/testing/mock-upstream.ts';
 import { countTextTokens } from '../providers/tokens.ts';
-import { fundedUser, mp3File, putModel, wallet, wavFile, type FundedUser } from './testing.ts';
+import { fundedUser, holdsOf, mp3File, putModel, wallet, wavFile, type FundedUser } from './testing.ts';
 
 /** The default mock: reports 11 prompt tokens and 4 completion tokens ("alpha beta gamma delta"). */
 const mock = await startMockUpstream();
 /** A vision upstream that reports what five high-detail images really cost on gpt-4o-mini: 127,510 prompt tokens. */
 const vision = await startMockUpstream({ promptTokens: 127_510 });
 after(() => Promise.all([mock.close(), vision.close()]));
-
-/** The holds the user's calls placed, oldest first, in micro-credits. */
-async function holdsOf(env: TestEnv, user: FundedUser): Promise<number[]> {
-  const rows = await env.db
-    .selectFrom('holds')
-    .select(['amount', 'created_at', 'id'])
-    .where('user_id', '=', user.session.userId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  return rows.map((row) => Number(row.amount));
-}
 
 const chat = (env: TestEnv, user: FundedUser, body: Record<string, unknown>) =>
   env.request('POST', '/api/v1/chat/completions', { token: user.key, body });

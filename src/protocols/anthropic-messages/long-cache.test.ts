@@ -4,7 +4,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describeEachDatabase, type TestEnv } from '../../testing/harness.ts';
 import { startMockUpstream } from '../../providers/testing/mock-upstream.ts';
-import { fundedUser, putModel, settled, usageOf, wallet } from '../../gateway/testing.ts';
+import { fundedUser, holdsOf, putModel, settled, usageOf, wallet } from '../../gateway/testing.ts';
 
 /**
  * Anthropic's 1-hour prompt cache (`cache_control.ttl: "1h"`) through the official SDKs, against a local mock
@@ -35,18 +35,6 @@ function sdk(env: TestEnv, apiKey: string): Anthropic {
 
 async function spent(env: TestEnv, user: Awaited<ReturnType<typeof fundedUser>>, start: number): Promise<number> {
   return start - (await settled(env, user)).balance;
-}
-
-/** The holds the user's calls placed, oldest first, in micro-credits. */
-async function holdsOf(env: TestEnv, user: Awaited<ReturnType<typeof fundedUser>>): Promise<number[]> {
-  const rows = await env.db
-    .selectFrom('holds')
-    .select(['amount', 'created_at', 'id'])
-    .where('user_id', '=', user.session.userId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  return rows.map((row) => Number(row.amount));
 }
 
 /** The usage record of the user's last call: its captured cost and its details. */
