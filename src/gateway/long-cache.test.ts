@@ -36,3 +36,18 @@ it('finds nothing in a body whose markers are all 5-minute ones, or that has non
   assert.equal(findLongCache({ cache_control: null, ttl: '1h' }, ''), undefined);
   assert.equal(findLongCache('1h', ''), undefined);
 });
+
+it('searches a body nested deeper than the call stack goes (a 500 there before), finding a marker at the bottom', () => {
+  // A client may send any JSON (a tool's input_schema, an unknown field): the body parser takes 100,000 levels.
+  let bottom: unknown = { type: 'text', text: 'x', cache_control: ONE_HOUR };
+  let plain: unknown = 'x';
+  for (let i = 0; i < 100_000; i++) [bottom, plain] = [[bottom], [plain]];
+  assert.equal(findLongCache(plain, 'messages'), undefined);
+  const path = findLongCache({ tools: [{ input_schema: bottom }] }, '');
+  assert.equal(path, `tools[0].input_schema${'[0]'.repeat(100_000)}.cache_control`);
+  // Still the first marker of the body, in document order, when a later one is shallow.
+  assert.equal(
+    findLongCache({ system: [{ deep: bottom }], messages: [{ cache_control: ONE_HOUR }] }, ''),
+    `system[0].deep${'[0]'.repeat(100_000)}.cache_control`,
+  );
+});

@@ -20,17 +20,31 @@ export const LONG_CACHE_TTL = '1h';
  * ~0.2–0.4 ms a call for 200 of them.
  */
 export function findLongCache(value: unknown, path: string): string | undefined {
-  const trail: Array<string | number> = [];
-  if (!walk(value, trail)) return undefined;
+  let trail: Array<string | number> | undefined = [];
+  try {
+    if (!walk(value, trail)) return undefined;
+  } catch (error) {
+    if (error !== TOO_DEEP) throw error;
+    trail = walkIteratively(value);
+    if (!trail) return undefined;
+  }
   let spelled = path;
   for (const step of trail)
     spelled = typeof step === 'number' ? `${spelled}[${step}]` : spelled ? `${spelled}.${step}` : step;
   return spelled;
 }
 
+/**
+ * How deep {@link walk} recurses before {@link walkIteratively} takes over: a client's JSON may nest deeper than
+ * the call stack goes (100,000 levels parse), and the stack overflow was a 500 for every call with such a body.
+ */
+const MAX_RECURSION = 1_000;
+const TOO_DEEP = new Error('nested deeper than MAX_RECURSION');
+
 /** Depth-first search for the marker; on a hit, `trail` holds the keys and indexes down to it. */
 function walk(value: unknown, trail: Array<string | number>): boolean {
   if (value === null || typeof value !== 'object') return false;
+  if (trail.length > MAX_RECURSION) throw TOO_DEEP;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       const child = value[i];
@@ -51,6 +65,40 @@ function walk(value: unknown, trail: Array<string | number>): boolean {
     trail.pop();
   }
   return false;
+}
+
+/**
+ * {@link walk} without recursion, for the rare body too deep for it (slower: ~1.5× on an agent's conversation).
+ * Each object or array seen is one entry of three arrays (its value, the key or index it hangs from, its parent's
+ * entry); children go onto the stack last first, so the search keeps document order and finds the same marker.
+ */
+function walkIteratively(root: unknown): Array<string | number> | undefined {
+  if (root === null || typeof root !== 'object') return undefined;
+  const values: object[] = [root];
+  const steps: Array<string | number> = [''];
+  const parents: number[] = [-1];
+  const pending: number[] = [0];
+  while (pending.length > 0) {
+    const at = pending.pop()!;
+    const value = values[at]!;
+    if (steps[at] === 'cache_control' && (value as { ttl?: unknown }).ttl === LONG_CACHE_TTL) {
+      const trail: Array<string | number> = [];
+      for (let entry = at; parents[entry]! >= 0; entry = parents[entry]!) trail.push(steps[entry]!);
+      return trail.reverse();
+    }
+    const first = values.length;
+    const entries: Iterable<[string | number, unknown]> = Array.isArray(value)
+      ? value.entries()
+      : Object.entries(value);
+    for (const [step, child] of entries) {
+      if (child === null || typeof child !== 'object') continue;
+      values.push(child);
+      steps.push(step);
+      parents.push(at);
+    }
+    for (let i = values.length - 1; i >= first; i--) pending.push(i);
+  }
+  return undefined;
 }
 
 /**
