@@ -182,6 +182,11 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
         { messages: [{ role: 'user', content: 'x' }], cache_control: { type: 'ephemeral', ttl: '24h' } },
         'cache_control',
       ],
+      // Not a string: it would read as "1h" once converted, a lifetime the hold would not have priced.
+      [
+        { messages: [{ role: 'user', content: 'x' }], cache_control: { type: 'ephemeral', ttl: ['1h'] } },
+        'cache_control',
+      ],
       [{ messages: [{ role: 'user', content: 'x' }], mcp_servers: [] }, 'mcp_servers'],
       [{ messages: [{ role: 'user', content: 'x' }], compaction: { enabled: true } }, 'compaction'],
       [{ messages: [{ role: 'user', content: 'x' }], brand_new_option: 1 }, 'brand_new_option'],

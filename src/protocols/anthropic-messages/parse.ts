@@ -198,7 +198,8 @@ function checkCacheControl(value: unknown, param: string): Record<string, unknow
   if (value === undefined || value === null) return undefined;
   const control = value as { type?: unknown; ttl?: unknown };
   if (control.type !== 'ephemeral') throw invalid(param, `${param}.type must be "ephemeral".`);
-  if (control.ttl !== undefined && !CACHE_TTLS.has(String(control.ttl))) {
+  // A string only: the hold's 1-hour price is chosen by `findLongCache`, which matches "1h" exactly.
+  if (control.ttl !== undefined && (typeof control.ttl !== 'string' || !CACHE_TTLS.has(control.ttl))) {
     const why = 'the catalogue prices cache writes of 5 minutes and 1 hour only; use "5m" (the default) or "1h"';
     throw unsupported(param, `${param}.ttl ${JSON.stringify(control.ttl)} is refused: ${why}.`);
   }

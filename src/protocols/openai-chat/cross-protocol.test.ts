@@ -229,6 +229,30 @@ describeEachDatabase(
       assert.equal((await settled(env, user)).balance, 1_000_000);
     });
 
+    it('a chat cache_control whose ttl is not a string ("1h" in an array) is refused, never sent on as a lifetime the hold did not price', async () => {
+      const user = await fundedUser(env, 1);
+      const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
+      const count = received.length;
+      for (const model of ['anthropic/claude-tools', 'openrouter/claude']) {
+        const error: any = await client.chat.completions
+          .create({
+            model,
+            messages: [
+              {
+                role: 'user',
+                content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral', ttl: ['1h'] } } as any],
+              },
+            ],
+          })
+          .catch((e) => e);
+        assert.equal(error.status, 400, model);
+        assert.equal(error.error.code, 'UNSUPPORTED_PARAMETER');
+        assert.match(error.error.message, /cache_control\.ttl \["1h"\] is refused/);
+      }
+      assert.equal(received.length, count);
+      assert.equal((await settled(env, user)).balance, 1_000_000);
+    });
+
     it('streamed: the SDK assembles the tool call from deltas, sees reasoning deltas and the usage chunk; charged exactly', async () => {
       const user = await fundedUser(env, 1);
       const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });

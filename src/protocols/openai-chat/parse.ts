@@ -59,7 +59,8 @@ function checkCacheControl(control: any): void {
     throw new ApiError('INVALID_REQUEST', 'A content part\'s cache_control.type must be "ephemeral".', {
       details: { param },
     });
-  if (control.ttl !== undefined && !CACHE_TTLS.has(String(control.ttl))) {
+  // A string only: the hold's 1-hour price is chosen by `findLongCache`, which matches "1h" exactly.
+  if (control.ttl !== undefined && (typeof control.ttl !== 'string' || !CACHE_TTLS.has(control.ttl))) {
     throw new ApiError(
       'UNSUPPORTED_PARAMETER',
       `A content part's cache_control.ttl ${JSON.stringify(control.ttl)} is refused: the catalogue prices cache writes of 5 minutes and 1 hour only; use "5m" (the default) or "1h".`,
