@@ -264,4 +264,37 @@ describe('tollgate backup and restore refuse what would lose data', () => {
       rmSync(out, { recursive: true, force: true });
     }
   });
+
+  it('backup --force to the live database or the key file is refused and replaces neither', async () => {
+    const env = new TestEnv('sqlite');
+    try {
+      await initialize(env);
+      const database = join(env.space.dataDir, 'tollgate.db');
+      const keyFile = join(env.space.dataDir, 'secrets.json');
+      const before = { database: statSync(database).ino, keyFile: readFileSync(keyFile, 'utf8') };
+      // "already exists: pass --force" is what an operator who typed the data folder is told first.
+      for (const [to, what] of [
+        [database, /is the database the server uses/],
+        [`${database}-wal`, /is the database the server uses/],
+        [keyFile, /is the key file/],
+      ] as const) {
+        const forced = spawnSync(process.execPath, ['src/cli.ts', 'backup', '--to', to, '--force'], {
+          cwd: root,
+          env: processEnv(env),
+          encoding: 'utf8',
+        });
+        assert.equal(forced.status, 1, `${to}: ${forced.stdout}`);
+        assert.match(forced.stderr, what);
+        assert.match(forced.stderr, /Nothing was written/);
+      }
+      assert.equal(statSync(database).ino, before.database, 'the live database is the same file');
+      assert.equal(readFileSync(keyFile, 'utf8'), before.keyFile, 'the key file is untouched');
+      assert.deepEqual(
+        readdirSync(env.space.dataDir).filter((f) => f.endsWith('.tmp') || f.includes('.secrets.json')),
+        [],
+      );
+    } finally {
+      await env.space.drop();
+    }
+  });
 });

@@ -112,6 +112,49 @@ function place(temporary: string, target: string, force: boolean): void {
   }
 }
 
+/**
+ * Refuses a backup path that is one of the files the service runs on: the SQLite database (its `-wal`, `-shm`
+ * and `-journal` too) or the key file. Why: told that such a path "already exists: pass --force", an operator
+ * who named the data folder by mistake would pass it, and the copy would be renamed over the live file: the
+ * server goes on writing into the replaced file and loses it when it stops, and its next start finds a
+ * snapshot beside a `-wal` that is not its own (which corrupts it) or no key file at all.
+ */
+function refuseLiveFiles(
+  config: Pick<PlatformConfig, 'DATABASE_URL' | 'DATA_DIR'>,
+  keyFile: string | undefined,
+  targets: Array<string | null>,
+): void {
+  const database = config.DATABASE_URL ? null : resolve(config.DATA_DIR, 'tollgate.db');
+  const live: Array<[string, string]> = [
+    ...(database
+      ? ['', '-wal', '-shm', '-journal'].map((suffix): [string, string] => [
+          database + suffix,
+          'the database the server uses',
+        ])
+      : []),
+    ...(keyFile ? [[keyFile, 'the key file (SECRETS_FILE) the server uses'] as [string, string]] : []),
+  ];
+  for (const target of targets) {
+    if (target === null) continue;
+    const hit = live.find(([file]) => sameFile(target, file));
+    if (hit)
+      throw new Error(
+        `${target} is ${hit[1]}: a backup must go elsewhere (outside DATA_DIR), even with --force. Nothing was written.`,
+      );
+  }
+}
+
+/** The same path, or two names of one existing file (a folder reached through a symbolic link, a hard link). */
+function sameFile(a: string, b: string): boolean {
+  if (a === b) return true;
+  try {
+    const [x, y] = [statSync(a), statSync(b)];
+    return x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
+  }
+}
+
 function removeSqliteFiles(file: string): void {
   for (const suffix of ['', '-journal', '-wal', '-shm']) rmSync(file + suffix, { force: true });
 }
@@ -213,6 +256,7 @@ export async function backupDatabase(
   const keyFile = secretsFilePath(config);
   const keyFileExists = keyFile !== undefined && existsSync(keyFile);
   const secretsTarget = keyFileExists ? target + SECRETS_SUFFIX : null;
+  refuseLiveFiles(config, keyFile, [target, secretsTarget]);
   if (!existsSync(dirname(target))) throw new Error(`${dirname(target)} does not exist: create the folder first`);
   if (!force) {
     const present = [target, secretsTarget].filter((file): file is string => file !== null && existsSync(file));
