@@ -9,6 +9,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { selectedDatabases, startServeProcess, TEST_POSTGRES_URL, TestEnv } from '../../testing/harness.ts';
+import { dumpPostgres } from './backup.ts';
 
 const root = new URL('../../..', import.meta.url).pathname;
 const run = promisify(execFile);
@@ -295,6 +296,33 @@ describe('tollgate backup and restore refuse what would lose data', () => {
       );
     } finally {
       await env.space.drop();
+    }
+  });
+
+  it('pg_dump gets the password of DATABASE_URL in PGPASSWORD, never on its command line, wherever the URL puts it', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'tollgate-pgdump-'));
+    try {
+      // A stand-in pg_dump that writes what it was given (its output is the dump file).
+      const fake = join(folder, 'pg_dump');
+      writeFileSync(fake, '#!/bin/sh\nprintf \'arg %s\\n\' "$@"\necho "PGPASSWORD=$PGPASSWORD"\n', { mode: 0o700 });
+      for (const url of [
+        'postgres://tollgate:s3cret%21@127.0.0.1:5432/app?sslmode=disable',
+        'postgres://tollgate@127.0.0.1:5432/app?password=s3cret%21&sslmode=disable',
+      ]) {
+        const dump = join(folder, 'dump');
+        writeFileSync(dump, '', { mode: 0o600 });
+        await dumpPostgres({ DATABASE_URL: url, DATABASE_SCHEMA: 'tollgate' }, dump, fake);
+        const seen = readFileSync(dump, 'utf8');
+        assert.match(seen, /^PGPASSWORD=s3cret!$/m, url);
+        const args = seen.split('\n').filter((line) => line.startsWith('arg '));
+        assert.ok(
+          args.some((arg) => arg.includes('sslmode=disable')),
+          seen,
+        );
+        assert.ok(!args.some((arg) => /s3cret/.test(arg)), `the password is on the command line: ${seen}`);
+      }
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
     }
   });
 });

@@ -197,8 +197,8 @@ export async function copySqlite(source: string, temporary: string): Promise<{ p
 /**
  * Dumps the PostgreSQL schema `DATABASE_SCHEMA` with `pg_dump` (custom format, one consistent snapshot, the
  * server keeps serving) into `temporary`, through this process's file descriptor so the file keeps mode
- * 0600. The password of `DATABASE_URL` goes to `pg_dump` in `PGPASSWORD`, not on its command line (which
- * other users of the machine can read).
+ * 0600. The password of `DATABASE_URL` (in its user part or its query string) goes to `pg_dump` in `PGPASSWORD`,
+ * not on its command line (which other users of the machine can read).
  */
 export async function dumpPostgres(
   config: Pick<PlatformConfig, 'DATABASE_URL' | 'DATABASE_SCHEMA'>,
@@ -206,8 +206,10 @@ export async function dumpPostgres(
   pgDump = 'pg_dump',
 ): Promise<void> {
   const url = new URL(config.DATABASE_URL!);
-  const password = decodeURIComponent(url.password);
+  // libpq and node-postgres also read a `password` in the query string (the server's connection prefers it).
+  const password = url.searchParams.get('password') ?? decodeURIComponent(url.password);
   url.password = '';
+  url.searchParams.delete('password');
   const args = ['--format=custom', `--schema=${config.DATABASE_SCHEMA}`, `--dbname=${url.href}`];
   const fd = openSync(temporary, 'r+');
   try {
