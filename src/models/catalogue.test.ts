@@ -264,7 +264,7 @@ describeEachDatabase(
       assert.equal(mock.requests.find((r) => r.path === '/v1/models')?.headers.authorization, 'Bearer sk-or-test');
     });
 
-    it('pricing.cacheWrite1h is set through PUT, shown by the operator and public lists (null when unset), and kept by a sync whose source lists none', async () => {
+    it('pricing.cacheWrite1h is set through PUT, shown by the operator and public lists (null when unset), and kept by a sync whose source lists none, following its prompt price and never below it', async () => {
       const saved = await putModel(env, 'acme/small', {
         provider: 'openrouter',
         upstreamModel: 'acme/small',
@@ -281,6 +281,25 @@ describeEachDatabase(
       const synced = (await env.admin('GET', '/api/admin/models')).body.data.find((m: any) => m.id === 'acme/small');
       assert.equal(synced.pricing.cacheWrite1h, 150);
       assert.equal(synced.pricing.cacheWrite, null); // the listed prices follow the provider
+      // The provider's prompt price rose from 50 to the 75 it lists: the kept 1-hour price rises with it.
+      await putModel(env, 'acme/small', {
+        provider: 'openrouter',
+        upstreamModel: 'acme/small',
+        pricing: { prompt: 50, completion: 300, cacheWrite1h: 100 },
+      });
+      assert.equal((await env.admin('POST', '/api/admin/models/sync')).status, 200);
+      const risen = (await env.admin('GET', '/api/admin/models')).body.data.find((m: any) => m.id === 'acme/small');
+      assert.equal(risen.pricing.prompt, 75);
+      assert.equal(risen.pricing.cacheWrite1h, 150);
+      // Never below plain input, whatever the operator set against it.
+      await putModel(env, 'acme/small', {
+        provider: 'openrouter',
+        upstreamModel: 'acme/small',
+        pricing: { prompt: 75, completion: 300, cacheWrite1h: 10 },
+      });
+      assert.equal((await env.admin('POST', '/api/admin/models/sync')).status, 200);
+      const floored = (await env.admin('GET', '/api/admin/models')).body.data.find((m: any) => m.id === 'acme/small');
+      assert.equal(floored.pricing.cacheWrite1h, 75);
       const invalid = await env.admin('PUT', '/api/admin/models/acme/no-hour', {
         provider: 'echo',
         upstreamModel: 'echo',

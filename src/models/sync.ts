@@ -75,10 +75,26 @@ export async function syncModels(ctx: CatalogueDeps, timeoutMs = ctx.config.UPST
  * A 1-hour cache-write price the operator set is kept when the provider lists none (OpenRouter lists
  * `input_cache_write_1h` only for providers that price that lifetime apart): a sync must not turn a model's
  * accepted `ttl: "1h"` into a refusal.
+ *
+ * Money invariant: the kept price follows the listed prompt price it was set against (scaled by the same
+ * ratio, rounded up), and is never below the model's other input prices. Kept as it was, a provider's price
+ * rise would bill 1-hour writes below what the provider charges for them, even below plain input.
  */
 function withKeptPrices(pricing: ModelPricing, before: { pricing: ModelPricing } | undefined): ModelPricing {
-  if ((pricing.cacheWrite1h ?? null) !== null || (before?.pricing.cacheWrite1h ?? null) === null) return pricing;
-  return { ...pricing, cacheWrite1h: before!.pricing.cacheWrite1h };
+  const kept = before?.pricing.cacheWrite1h ?? null;
+  if ((pricing.cacheWrite1h ?? null) !== null || kept === null) return pricing;
+  const scaled = scaledUp(kept, pricing.prompt, before!.pricing.prompt);
+  return { ...pricing, cacheWrite1h: Math.max(scaled, pricing.prompt, pricing.cacheWrite ?? 0) };
+}
+
+/** `value × to / from`, rounded up, exact for integer prices; `value` when `from` is not a positive price. */
+function scaledUp(value: number, to: number, from: number): number {
+  if (!(from > 0) || to === from) return value;
+  if ([value, to, from].every(Number.isSafeInteger)) {
+    const product = BigInt(value) * BigInt(to);
+    return Number((product + BigInt(from) - 1n) / BigInt(from));
+  }
+  return Math.ceil((value * to) / from);
 }
 
 /**
