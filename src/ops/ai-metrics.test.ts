@@ -46,6 +46,12 @@ describeEachDatabase(
       assert.equal(metricValue(metrics, 'tollgate_credits_charged_micros_total{', 'kind="chat"'), spent);
       assert.ok(metricValue(metrics, 'tollgate_gateway_overhead_seconds_count{', 'kind="chat"') >= 1);
       assert.ok(metricValue(metrics, 'tollgate_upstream_duration_seconds_count{', 'provider="echo"') >= 1);
+      // A reasoning model's wait of minutes lands in a bucket of its own, not only in +Inf.
+      for (const le of ['60', '300', '600'])
+        assert.match(
+          metrics,
+          new RegExp(`^tollgate_upstream_duration_seconds_bucket\\{le="${le}",provider="echo"`, 'm'),
+        );
       assert.equal(metricValue(metrics, 'tollgate_restriction_refusals_total{', 'code="INSUFFICIENT_CREDITS"'), 1);
       assert.equal(metricValue(metrics, 'tollgate_webhook_deliveries_total{', 'outcome="unconfigured"'), 1);
       assert.match(metrics, /^tollgate_holds_open 0$/m);
