@@ -6,7 +6,16 @@ import { ApiError } from '../platform/errors.ts';
  * the catalogue's `cacheWrite`) and 1 hour (priced by `cacheWrite1h`; a model without that price refuses it,
  * see {@link longCacheRefusal}). Any other lifetime is refused by the protocols' parsers.
  */
-export const CACHE_TTLS: ReadonlySet<string> = new Set(['5m', '1h']);
+const CACHE_TTLS: ReadonlySet<string> = new Set(['5m', '1h']);
+
+/**
+ * Whether a `cache_control.ttl` sent is one of {@link CACHE_TTLS}. A string only: the 1-hour price is chosen by
+ * {@link findLongCache}, which matches "1h" exactly, so `["1h"]` must not pass here as a lifetime it never prices.
+ * Both protocols' parsers check with this one predicate.
+ */
+export function isPricedCacheTtl(ttl: unknown): boolean {
+  return typeof ttl === 'string' && CACHE_TTLS.has(ttl);
+}
 
 /** The lifetime priced by `cacheWrite1h`. */
 export const LONG_CACHE_TTL = '1h';

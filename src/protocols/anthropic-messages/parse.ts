@@ -1,7 +1,7 @@
 import { ApiError, errors } from '../../platform/errors.ts';
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
-import { CACHE_TTLS, findLongCache } from '../../gateway/long-cache.ts';
+import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
 
 /**
  * Anthropic's Messages request → the canonical call, with the client's own body kept as `native` so that an
@@ -198,8 +198,7 @@ function checkCacheControl(value: unknown, param: string): Record<string, unknow
   if (value === undefined || value === null) return undefined;
   const control = value as { type?: unknown; ttl?: unknown };
   if (control.type !== 'ephemeral') throw invalid(param, `${param}.type must be "ephemeral".`);
-  // A string only: the hold's 1-hour price is chosen by `findLongCache`, which matches "1h" exactly.
-  if (control.ttl !== undefined && (typeof control.ttl !== 'string' || !CACHE_TTLS.has(control.ttl))) {
+  if (control.ttl !== undefined && !isPricedCacheTtl(control.ttl)) {
     const why = 'the catalogue prices cache writes of 5 minutes and 1 hour only; use "5m" (the default) or "1h"';
     throw unsupported(param, `${param}.ttl ${JSON.stringify(control.ttl)} is refused: ${why}.`);
   }

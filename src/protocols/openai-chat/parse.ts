@@ -3,7 +3,7 @@ import type { CatalogueModel } from '../../models/catalogue.ts';
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
 import type { ChatRequest } from '../../gateway/chat-plan.ts';
 import { passThroughProblem } from './pass-through.ts';
-import { CACHE_TTLS, findLongCache } from '../../gateway/long-cache.ts';
+import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
 
 /**
  * An OpenAI chat request as a canonical call. The body itself travels as `native`: an OpenAI-compatible
@@ -59,8 +59,7 @@ function checkCacheControl(control: any): void {
     throw new ApiError('INVALID_REQUEST', 'A content part\'s cache_control.type must be "ephemeral".', {
       details: { param },
     });
-  // A string only: the hold's 1-hour price is chosen by `findLongCache`, which matches "1h" exactly.
-  if (control.ttl !== undefined && (typeof control.ttl !== 'string' || !CACHE_TTLS.has(control.ttl))) {
+  if (control.ttl !== undefined && !isPricedCacheTtl(control.ttl)) {
     throw new ApiError(
       'UNSUPPORTED_PARAMETER',
       `A content part's cache_control.ttl ${JSON.stringify(control.ttl)} is refused: the catalogue prices cache writes of 5 minutes and 1 hour only; use "5m" (the default) or "1h".`,
