@@ -1,4 +1,6 @@
+import { request, type Dispatcher } from 'undici';
 import { ApiError } from '../platform/errors.ts';
+import { upstreamDispatcher } from '../providers/http.ts';
 
 /** A prediction as Replicate's API returns it (only the fields Tollgate reads are typed). */
 export interface ReplicatePrediction {
@@ -20,7 +22,10 @@ export const WEBHOOK_EVENTS = ['start', 'output', 'logs', 'completed'] as const;
 export interface ReplicateClientOptions {
   baseUrl: string;
   token: string;
+  /** The deadline of one call, headers and body (`UPSTREAM_TIMEOUT_MS`). */
   timeoutMs: number;
+  /** The longest silence inside an answer's body (`UPSTREAM_IDLE_TIMEOUT_MS`). */
+  idleTimeoutMs: number;
 }
 
 /**
@@ -30,9 +35,15 @@ export interface ReplicateClientOptions {
  */
 export class ReplicateClient {
   readonly #options: ReplicateClientOptions;
+  /**
+   * The chat path's pool, whose timeouts follow the configuration: the global `fetch`'s undici defaults cut a
+   * wait for headers, or a silence in a body, at 300 s whatever `UPSTREAM_TIMEOUT_MS` allows.
+   */
+  readonly #dispatcher: Dispatcher;
 
   constructor(options: ReplicateClientOptions) {
     this.#options = { ...options, baseUrl: options.baseUrl.replace(/\/+$/, '') };
+    this.#dispatcher = upstreamDispatcher({ UPSTREAM_IDLE_TIMEOUT_MS: options.idleTimeoutMs });
   }
 
   /**
@@ -58,39 +69,38 @@ export class ReplicateClient {
     return this.#call('POST', `/predictions/${encodeURIComponent(replicateId)}/cancel`);
   }
 
-  async #call(method: string, path: string, body?: unknown): Promise<ReplicatePrediction> {
-    let response: Response;
+  async #call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ReplicatePrediction> {
+    const signal = AbortSignal.timeout(this.#options.timeoutMs);
+    let status: number;
+    let text: string;
     try {
-      response = await fetch(this.#options.baseUrl + path, {
+      const answer = await request(this.#options.baseUrl + path, {
         method,
         headers: {
           authorization: `Bearer ${this.#options.token}`,
           ...(body ? { 'content-type': 'application/json' } : {}),
         },
         body: body ? JSON.stringify(body) : undefined,
-        signal: AbortSignal.timeout(this.#options.timeoutMs),
+        signal,
+        dispatcher: this.#dispatcher,
       });
+      status = answer.statusCode;
+      text = await answer.body.text();
     } catch (error) {
-      const timedOut = (error as Error).name === 'TimeoutError';
-      throw new ApiError(
-        'UPSTREAM_ERROR',
-        timedOut ? 'Replicate did not answer in time.' : 'Replicate could not be reached.',
-        { status: timedOut ? 504 : 502, cause: error },
-      );
+      throw unreachable(error, signal);
     }
-    const text = await response.text().catch(() => '');
     let parsed: any;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {}
-    if (!response.ok) {
+    if (status < 200 || status >= 300) {
       const detail =
         typeof parsed?.detail === 'string'
           ? parsed.detail
           : typeof parsed?.title === 'string'
             ? parsed.title
-            : `HTTP ${response.status}`;
-      if (response.status === 400 || response.status === 422)
+            : `HTTP ${status}`;
+      if (status === 400 || status === 422)
         throw new ApiError('INVALID_REQUEST', `Replicate refused the input: ${detail}`);
       throw new ApiError('UPSTREAM_ERROR', `Replicate failed: ${detail}`, { status: 502 });
     }
@@ -99,4 +109,16 @@ export class ReplicateClient {
     }
     return parsed as ReplicatePrediction;
   }
+}
+
+/** A call that got no whole answer, as the caller's error: past the deadline (504), silent (502) or unreachable. */
+function unreachable(error: unknown, signal: AbortSignal): ApiError {
+  if (signal.aborted)
+    return new ApiError('UPSTREAM_ERROR', 'Replicate did not answer in time.', { status: 504, cause: error });
+  if ((error as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT')
+    return new ApiError('UPSTREAM_ERROR', 'Replicate went silent for longer than UPSTREAM_IDLE_TIMEOUT_MS.', {
+      status: 502,
+      cause: error,
+    });
+  return new ApiError('UPSTREAM_ERROR', 'Replicate could not be reached.', { status: 502, cause: error });
 }

@@ -30,7 +30,12 @@ export function permissionForOutputs(outputModalities: readonly string[]): 'ai:i
 export function replicateClientOf(ctx: PredictionsDeps): ReplicateClient | null {
   const token = ctx.config.REPLICATE_API_TOKEN;
   return token
-    ? new ReplicateClient({ baseUrl: ctx.config.REPLICATE_BASE_URL, token, timeoutMs: ctx.config.UPSTREAM_TIMEOUT_MS })
+    ? new ReplicateClient({
+        baseUrl: ctx.config.REPLICATE_BASE_URL,
+        token,
+        timeoutMs: ctx.config.UPSTREAM_TIMEOUT_MS,
+        idleTimeoutMs: ctx.config.UPSTREAM_IDLE_TIMEOUT_MS,
+      })
     : null;
 }
 
