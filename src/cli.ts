@@ -277,9 +277,14 @@ export const commands: Record<string, Command> = {
       service.ctx.log.info({ url, code: process.env[SERVE_CODE_MARK] ?? 'source' }, `Tollgate listening on ${url}`);
       let stopping = false;
       const stop = async (signal: string) => {
-        if (stopping) return;
+        // A second signal (Ctrl-C again, or an orchestrator's impatience) ends the grace period now: the
+        // calls still open are cut and settled for what they produced, rather than killed unsettled.
+        if (stopping) {
+          service.ctx.log.warn({ signal }, 'second signal: cutting in-flight calls now');
+          return void service.close({ cutNow: true });
+        }
         stopping = true;
-        service.ctx.log.info({ signal }, 'shutting down');
+        service.ctx.log.info({ signal, graceMs: service.ctx.config.SHUTDOWN_GRACE_MS }, 'shutting down');
         await service.close();
         process.exit(0);
       };

@@ -80,8 +80,12 @@ export interface Service {
   ctx: ServiceContext;
   /** Listens on HOST:PORT (or the given port); returns the base URL. */
   listen(port?: number): Promise<string>;
-  /** Stops accepting, runs every feature's close hook, closes the database. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting, lets in-flight calls run for SHUTDOWN_GRACE_MS, runs every feature's close hook, closes
+   * the database. Called again while closing, it answers the same promise; with `cutNow`, it also ends the
+   * grace period at once (an operator's second Ctrl-C), the cut calls settled for what they produced.
+   */
+  close(options?: { cutNow?: boolean }): Promise<void>;
 }
 
 export interface ServiceOptions {
@@ -151,7 +155,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     }
   }
 
-  let closed = false;
+  let closing: Promise<void> | undefined;
+  let endGrace: (() => void) | undefined;
   return {
     app,
     ctx,
@@ -163,34 +168,39 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       if (URL.parse(config.PUBLIC_BASE_URL)?.port === '0') config.PUBLIC_BASE_URL = url;
       return url;
     },
-    async close() {
-      if (closed) return;
-      closed = true;
-      for (const timer of timers) clearInterval(timer);
-      // Stop accepting and let in-flight calls and streams finish; past the grace period, cut the
-      // connections: the gateway sees each cut as a client abort and settles its hold for what was produced.
-      const closing = app.close();
-      let graceTimer: NodeJS.Timeout | undefined;
-      const graceOver = new Promise<'cut'>(
-        (resolve) => (graceTimer = setTimeout(() => resolve('cut'), config.SHUTDOWN_GRACE_MS)),
-      );
-      if ((await Promise.race([closing.then(() => 'closed' as const), graceOver])) === 'cut') {
-        log.warn({ graceMs: config.SHUTDOWN_GRACE_MS }, 'grace period over: cutting open connections');
-        app.server.closeAllConnections();
-        await closing;
-      }
-      clearTimeout(graceTimer);
-      // Settlement of the calls that just ended runs after their responses; wait for it before closing the database.
-      // Bounded, so a call that never closes cannot hold the process forever (the hold sweep covers it).
-      const settleDeadline = Date.now() + Math.max(1000, config.SHUTDOWN_GRACE_MS);
-      while (ctx.inflight.size > 0 && Date.now() < settleDeadline) {
-        await Promise.race([Promise.allSettled([...ctx.inflight]), new Promise((resolve) => setTimeout(resolve, 100))]);
-      }
-      for (const hook of ctx.onClose.reverse()) await hook();
-      await ctx.bus.close();
-      await database.close();
+    close(options) {
+      if (!closing) closing = closeOnce();
+      if (options?.cutNow) endGrace?.();
+      return closing;
     },
   };
+
+  async function closeOnce(): Promise<void> {
+    for (const timer of timers) clearInterval(timer);
+    // Stop accepting and let in-flight calls and streams finish; past the grace period, cut the
+    // connections: the gateway sees each cut as a client abort and settles its hold for what was produced.
+    const serverClosed = app.close();
+    let graceTimer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<'cut'>((resolve) => {
+      graceTimer = setTimeout(() => resolve('cut'), config.SHUTDOWN_GRACE_MS);
+      endGrace = () => resolve('cut');
+    });
+    if ((await Promise.race([serverClosed.then(() => 'closed' as const), graceOver])) === 'cut') {
+      log.warn({ graceMs: config.SHUTDOWN_GRACE_MS }, 'grace period over or cut short: cutting open connections');
+      app.server.closeAllConnections();
+      await serverClosed;
+    }
+    clearTimeout(graceTimer);
+    // Settlement of the calls that just ended runs after their responses; wait for it before closing the database.
+    // Bounded, so a call that never closes cannot hold the process forever (the hold sweep covers it).
+    const settleDeadline = Date.now() + Math.max(1000, config.SHUTDOWN_GRACE_MS);
+    while (ctx.inflight.size > 0 && Date.now() < settleDeadline) {
+      await Promise.race([Promise.allSettled([...ctx.inflight]), new Promise((resolve) => setTimeout(resolve, 100))]);
+    }
+    for (const hook of ctx.onClose.reverse()) await hook();
+    await ctx.bus.close();
+    await database.close();
+  }
 }
 
 /**

@@ -16,7 +16,8 @@ const LONG = { id: 'chaos/long-drip', upstreamModel: 'drip-60-100', words: 60 };
  * SIGTERM while streams flow (issue 7): a `tollgate serve` process with SHUTDOWN_GRACE_MS gets SIGTERM while
  * a short and a long slow-drip stream are open. The short one finishes whole; the long one is cut at the
  * deadline; the process exits 0; and both holds are settled for what was produced — the long one for the
- * words the gateway relayed, at least what the client received and at most what the upstream sent.
+ * words the gateway relayed, at least what the client received and at most what the upstream sent. A second
+ * SIGTERM cuts at once whatever the grace period, with the same settlement.
  */
 export function sigtermStreamSuite(upstream: FaultUpstream): void {
   describeEachDatabase(
@@ -99,6 +100,57 @@ export function sigtermStreamSuite(upstream: FaultUpstream): void {
           `charged ${charged} words; the client received ${received}, the upstream sent ${sent}`,
         );
         count('holdsChecked', 2);
+        await assertLedgerVerifies(env.baseUrl, env.adminToken);
+      });
+
+      // A grace period far longer than the stream: only the second signal can cut it.
+      it('a second SIGTERM ends the grace period at once: the stream is cut, settled for what it produced, and the process exits', async () => {
+        await putChatModel(env.baseUrl, env.adminToken, LONG.id, LONG.upstreamModel);
+        const user = await createChaosUser(env.baseUrl, env.adminToken, { credits: 1000 });
+        const gateway = await startServeProcess(env, {
+          OPENAI_BASE_URL: upstream.baseUrl,
+          SHUTDOWN_GRACE_MS: '600000',
+        });
+        let longWords = 0;
+        let first: Promise<number | null> | null = null;
+        let second = false;
+        const seen = await chat(
+          gateway.baseUrl,
+          user.key,
+          { model: LONG.id, stream: true, messages: [{ role: 'user', content: 'long' }] },
+          (content) => {
+            longWords = content ? content.split(' ').length : 0;
+            if (!first && longWords >= 3) {
+              count('faultsInjected');
+              first = gateway.stop('SIGTERM');
+            } else if (first && !second && longWords >= 6 && gateway.output().includes('shutting down')) {
+              second = true;
+              gateway.child.kill('SIGTERM');
+            }
+          },
+        );
+        assert.ok(second, 'the second signal was sent while the stream flowed');
+        assert.equal(await first, 0, 'the process exits cleanly');
+        assert.equal(seen.status, 200);
+        assert.notEqual(seen.frames!.at(-1)?.data, '[DONE]', 'the stream was cut, not left to finish');
+        const received = seen.content.split(' ').length;
+        assert.ok(received >= 6 && received < LONG.words, `the stream was cut mid-way (${received} words)`);
+        assert.match(gateway.output(), /second signal: cutting in-flight calls now/);
+
+        const [hold] = await env.db
+          .selectFrom('holds')
+          .innerJoin('usage_records', 'usage_records.hold_id', 'holds.id')
+          .select(['usage_records.status as usage', 'holds.status', 'holds.captured'])
+          .where('holds.user_id', '=', user.userId)
+          .execute();
+        assert.deepEqual([hold.status, hold.usage], ['settled', 'client_aborted']);
+        const sent = upstream.calls.findLast((call) => call.model === LONG.upstreamModel)!.wordsSent;
+        const charged = Number(hold.captured) / CREDIT;
+        assert.ok(
+          charged >= received && charged <= sent,
+          `charged ${charged} words; the client received ${received}, the upstream sent ${sent}`,
+        );
+        count('holdsChecked', 1);
         await assertLedgerVerifies(env.baseUrl, env.adminToken);
       });
     },
