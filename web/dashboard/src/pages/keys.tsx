@@ -57,6 +57,18 @@ function dayOf(iso: string): string {
   return new Date(iso).toLocaleDateString(undefined, { dateStyle: 'medium' });
 }
 
+/**
+ * The list's date of an expiry: the last day the key works. One that falls at a local midnight is the end of the
+ * day before (the form's "last day the key works" is stored as the next day's first instant), so it lists as the
+ * day the user chose, as GitHub lists a token's expiry; the exact instant is on hover.
+ */
+function expiryDay(iso: string): string {
+  const at = new Date(iso);
+  const midnight = at.getHours() === 0 && at.getMinutes() === 0 && at.getSeconds() === 0 && at.getMilliseconds() === 0;
+  if (!midnight) return dayOf(iso);
+  return dayOf(new Date(at.getFullYear(), at.getMonth(), at.getDate() - 1).toISOString());
+}
+
 /** A key's expiry as the list shows it: "Never", its date, or "Expired" (with when, on hover). */
 function Expiry(props: { expiresAt: string | null }) {
   if (props.expiresAt === null) return <span class="muted">Never</span>;
@@ -67,7 +79,7 @@ function Expiry(props: { expiresAt: string | null }) {
       </span>
     );
   }
-  return <span title={when(props.expiresAt)}>{dayOf(props.expiresAt)}</span>;
+  return <span title={`Stops working ${when(props.expiresAt)}`}>{expiryDay(props.expiresAt)}</span>;
 }
 
 function masked(key: string): string {
