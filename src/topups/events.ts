@@ -68,7 +68,7 @@ export async function handleEvent(rt: TopupRuntime, event: Stripe.Event): Promis
   switch (event.type) {
     case 'checkout.session.completed': {
       if (object.mode === 'setup') return saveAutoTopup(rt, event, object);
-      const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
+      const topup = await topupOfSession(rt, object);
       if (!topup) return recordOnly(rt, event);
       if (object.payment_status === 'paid') {
         return paidAsPriced(rt, topup, object.amount_total, object.currency)
@@ -86,16 +86,16 @@ export async function handleEvent(rt: TopupRuntime, event: Stripe.Event): Promis
       );
     }
     case 'checkout.session.async_payment_succeeded': {
-      const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
+      const topup = await topupOfSession(rt, object);
       if (!topup || !paidAsPriced(rt, topup, object.amount_total, object.currency)) return recordOnly(rt, event);
       return credit(rt, event, topup, idOf(object.payment_intent));
     }
     case 'checkout.session.async_payment_failed': {
-      const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
+      const topup = await topupOfSession(rt, object);
       return topup ? fail(rt, event, topup, 'The payment failed.') : recordOnly(rt, event);
     }
     case 'checkout.session.expired': {
-      const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
+      const topup = await topupOfSession(rt, object);
       return topup
         ? transition(rt, event, topup, ['pending'], { status: 'expired' }, 'expired')
         : recordOnly(rt, event);
@@ -103,8 +103,8 @@ export async function handleEvent(rt: TopupRuntime, event: Stripe.Event): Promis
     case 'payment_intent.succeeded':
     case 'payment_intent.payment_failed': {
       // Checkout's own payments are handled by the Checkout events; these only settle auto top-ups.
-      const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
-      if (!topup || topup.kind !== 'auto') return recordOnly(rt, event);
+      const topup = await topupOfAutoPayment(rt, object);
+      if (!topup) return recordOnly(rt, event);
       if (event.type === 'payment_intent.succeeded') {
         return paidAsPriced(rt, topup, object.amount, object.currency)
           ? credit(rt, event, topup, object.id)
@@ -140,6 +140,52 @@ async function topupOf(rt: TopupRuntime, id: unknown): Promise<TopupsTable | und
   return topupsDb(rt.ctx.db).selectFrom('topups').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** The Stripe customer Tollgate made for the user, or null before their first top-up. */
+async function customerOf(rt: TopupRuntime, userId: string): Promise<string | null> {
+  const row = await topupsDb(rt.ctx.db)
+    .selectFrom('topup_accounts')
+    .select('stripe_customer_id')
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return row?.stripe_customer_id ?? null;
+}
+
+/**
+ * Security invariant: metadata alone never picks the top-up an event moves. Any session or PaymentIntent of
+ * the Stripe account can carry any metadata (another integration, one edited in the Stripe dashboard), so the
+ * top-up it names is used only when the object is its own: paid by the customer Tollgate made for the top-up's
+ * user, and the very session (or PaymentIntent) recorded for it once known. Otherwise one payment could credit
+ * (or expire, or fail) another user's top-up, and that top-up's own payment would then credit nothing.
+ */
+async function ownTopup(
+  rt: TopupRuntime,
+  object: { id?: unknown; customer?: string | { id: string } | null; metadata?: Record<string, string> | null },
+  kind: TopupsTable['kind'] | null,
+  recorded: (topup: TopupsTable) => string | null,
+): Promise<TopupsTable | undefined> {
+  const topup = await topupOf(rt, object.metadata?.tollgateTopupId);
+  // A Checkout top-up's own PaymentIntent events are not for the auto top-up path (nor logged: every one has them).
+  if (!topup || (kind !== null && topup.kind !== kind)) return undefined;
+  const own =
+    idOf(object.customer) !== null &&
+    idOf(object.customer) === (await customerOf(rt, topup.user_id)) &&
+    (recorded(topup) === null || recorded(topup) === object.id);
+  if (own) return topup;
+  rt.ctx.log.error(
+    { topupId: topup.id, object: object.id },
+    'a Stripe event names a top-up in its metadata but is not about that top-up: ignored',
+  );
+  return undefined;
+}
+
+/** The Checkout top-up a session event is about (see {@link ownTopup}). */
+const topupOfSession = (rt: TopupRuntime, session: Stripe.Checkout.Session) =>
+  ownTopup(rt, session, 'checkout', (topup) => topup.checkout_session_id);
+
+/** The auto top-up a PaymentIntent event is about (see {@link ownTopup}). */
+const topupOfAutoPayment = (rt: TopupRuntime, intent: Stripe.PaymentIntent) =>
+  ownTopup(rt, intent, 'auto', (topup) => topup.payment_intent_id);
+
 /**
  * The top-up a charge or dispute is about, by its PaymentIntent; when no top-up knows that PaymentIntent yet (its
  * Checkout event has not arrived), the PaymentIntent's own metadata, read from Stripe, names the top-up.
@@ -158,7 +204,7 @@ async function topupOfPayment(rt: TopupRuntime, paymentIntent: string | null): P
   } catch (error) {
     throw paymentProviderError(error);
   }
-  return topupOf(rt, intent.metadata?.tollgateTopupId);
+  return ownTopup(rt, intent, null, (topup) => topup.payment_intent_id);
 }
 
 /** An event with nothing to do here, recorded so its copies are answered as duplicates. */

@@ -145,6 +145,42 @@ describeEachDatabase(
       assert.equal((await topupOf(env, user, started.topupId)).status, 'pending');
     });
 
+    it("a session of another user's customer, or another session, that names a top-up in its metadata changes nothing of that top-up", async () => {
+      const payer = await env.createUser();
+      const victim = await env.createUser();
+      const paid = await startTopup(env, payer, 10);
+      const named = await startTopup(env, victim, 10);
+      const session = fake.pay(paid.sessionId);
+      const forged = { ...session, metadata: { ...session.metadata, tollgateTopupId: named.topupId } };
+      const answer = await fake.deliver(fake.event('checkout.session.completed', forged));
+      assert.equal(answer.status, 200);
+      assert.equal(answer.body.effect, 'ignored');
+      // Another session of the same user's customer is not the top-up's session either.
+      const second = await startTopup(env, victim, 10);
+      const sameCustomer = { ...fake.pay(second.sessionId), metadata: { tollgateTopupId: named.topupId } };
+      assert.equal((await fake.deliver(fake.event('checkout.session.completed', sameCustomer))).body.effect, 'ignored');
+      for (const type of ['checkout.session.expired', 'checkout.session.async_payment_failed'])
+        assert.equal((await fake.deliver(fake.event(type, forged))).body.effect, 'ignored');
+      assert.equal((await walletOf(env, victim)).balance, 0);
+      assert.equal((await topupOf(env, victim, named.topupId)).status, 'pending');
+      // The victim's own payment still credits their top-up, and the payer's own event theirs.
+      assert.equal(
+        (await fake.deliver(fake.event('checkout.session.completed', fake.pay(named.sessionId)))).body.effect,
+        'credited',
+      );
+      assert.equal((await fake.deliver(fake.event('checkout.session.completed', session))).body.effect, 'credited');
+      assert.equal((await walletOf(env, victim)).balance, 1000_000_000);
+      assert.equal((await walletOf(env, payer)).balance, 1000_000_000);
+      // A refund of a payment Tollgate never recorded, whose PaymentIntent names the victim's top-up, takes nothing from them.
+      const stray = fake.pay((await startTopup(env, payer, 10)).sessionId).payment_intent;
+      fake.paymentIntents.get(stray).metadata = { tollgateTopupId: named.topupId };
+      const refund = await fake.deliver(fake.event('charge.refunded', fake.charge(stray, 1000)));
+      assert.equal(refund.body.effect, 'ignored');
+      assert.equal((await walletOf(env, victim)).balance, 1000_000_000);
+      assert.equal((await topupOf(env, victim, named.topupId)).refunded, 0);
+      await assertLedgerVerifies(env);
+    });
+
     it('events about payments Tollgate did not start are acknowledged without effect', async () => {
       const delivery = await fake.deliver(fake.event('customer.created', { id: 'cus_x', object: 'customer' }));
       assert.equal(delivery.status, 200);
