@@ -167,19 +167,36 @@ export function createTollgateClient(options: TollgateClientOptions): TollgateCl
     return body as TokenResponse;
   }
 
+  /**
+   * Runs `task` holding this app's refresh lock, which every tab of the origin shares (Web Locks), so no
+   * two tabs (sharing `localStorage`, so one refresh token) refresh at once. Without Web Locks, runs it now.
+   */
+  function withRefreshLock<T>(task: () => Promise<T>): Promise<T> {
+    const locks = (globalThis.navigator as Navigator | undefined)?.locks;
+    return locks ? locks.request(`tollgate:refresh:${options.clientId}`, task) : task();
+  }
+
   function refresh(current: TollgateTokens): Promise<TollgateTokens | null> {
-    // One refresh at a time: with rotation, two concurrent refreshes would present the same token twice,
-    // and reuse of a rotated token revokes the whole grant.
-    refreshing ??= tokenRequest({ grant_type: 'refresh_token', refresh_token: current.refreshToken! })
-      .then((response) => keepTokens(response, current))
-      .catch((error) => {
+    // One refresh at a time, in this page and across tabs: with rotation, two concurrent refreshes would
+    // present the same token twice, and reuse of a rotated token revokes the whole grant.
+    refreshing ??= withRefreshLock(async () => {
+      // Another tab may have refreshed (or been refused) while this one waited: its result is the one to use,
+      // as presenting the token it rotated would be a reuse.
+      const stored = readTokens();
+      if (!stored?.refreshToken || stored.refreshToken !== current.refreshToken) return stored;
+      try {
+        return keepTokens(
+          await tokenRequest({ grant_type: 'refresh_token', refresh_token: stored.refreshToken }),
+          stored,
+        );
+      } catch (error) {
         if (error instanceof TollgateOAuthError && error.error === 'invalid_grant') {
           storage.removeItem(tokensKey);
           return null;
         }
         throw error;
-      })
-      .finally(() => (refreshing = null));
+      }
+    }).finally(() => (refreshing = null));
     return refreshing;
   }
 
