@@ -41,7 +41,9 @@ declare module 'fastify' {
   }
 }
 
-const BEARER = /^Bearer ([\x21-\x7e]{1,4096})$/;
+// The scheme name is case-insensitive and may be followed by several spaces (RFC 9110 §11.1, RFC 6750 §2.1):
+// clients that send `bearer …` are as right as those that send `Bearer …`.
+const BEARER = /^Bearer +([\x21-\x7e]{1,4096})$/i;
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = 'tg_session';
