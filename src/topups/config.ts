@@ -1,5 +1,14 @@
 import Type, { type Static } from 'typebox';
 
+/**
+ * Stripe's zero-decimal currencies (isk excepted: the API keeps it in hundredths) and its three-decimal
+ * ones (https://docs.stripe.com/currencies#minor-units).
+ */
+const UNSUPPORTED_CURRENCIES = [
+  ...['bif', 'clp', 'djf', 'gnf', 'jpy', 'kmf', 'krw', 'mga', 'pyg', 'rwf', 'ugx', 'vnd', 'vuv', 'xaf', 'xof', 'xpf'],
+  ...['bhd', 'jod', 'kwd', 'omr', 'tnd'],
+];
+
 /** The top-ups' settings: Stripe, the currency and amounts sold, the low-balance line. Part of the one configuration schema (src/config.ts). */
 export const TopupsConfigSection = Type.Object({
   STRIPE_SECRET_KEY: Type.Optional(
@@ -24,9 +33,11 @@ export const TopupsConfigSection = Type.Object({
     }),
   ),
   TOPUP_CURRENCY: Type.String({
-    pattern: '^[a-z]{3}$',
+    // Stripe takes amounts in the currency's own minor unit; top-ups send hundredths, so a currency without
+    // cents would be charged 100 times the price and one with thousandths a tenth of it.
+    pattern: `^(?!(${UNSUPPORTED_CURRENCIES.join('|')})$)[a-z]{3}$`,
     default: 'usd',
-    description: 'ISO currency of top-ups (a currency with cents: amounts are sent to Stripe in hundredths).',
+    description: `ISO currency of top-ups, lower case, with cents (amounts are sent to Stripe in hundredths): currencies without cents or with thousandths (${UNSUPPORTED_CURRENCIES.join(', ')}) are not supported.`,
   }),
   TOPUP_CREDITS_PER_UNIT: Type.Integer({
     minimum: 1,
