@@ -97,6 +97,10 @@ describeEachDatabase(
       const notJson = fake.sign('{"id": "abc", "status": ');
       const noStatus = fake.sign(JSON.stringify({ id: 'abc' }));
       const anArray = fake.sign(JSON.stringify([{ id: 'abc', status: 'succeeded' }]));
+      // No Replicate id or status holds a control character; PostgreSQL refuses a NUL in any text (was a 500).
+      const nulInId = fake.sign(JSON.stringify({ id: 'abc\u0000def', status: 'succeeded', metrics: {} }));
+      const nulInStatus = fake.sign(JSON.stringify({ id: 'abcdef', status: 'succeeded\u0000', metrics: {} }));
+      const newlineInId = fake.sign(JSON.stringify({ id: 'abc\ndef', status: 'succeeded', metrics: {} }));
       const cases: Array<[string, string, Record<string, string>]> = [
         ['no webhook-id', valid.body, without('webhook-id')],
         ['no webhook-timestamp', valid.body, without('webhook-timestamp')],
@@ -112,10 +116,13 @@ describeEachDatabase(
         ['signed body that is not JSON', notJson.body, notJson.headers],
         ['signed body without a status', noStatus.body, noStatus.headers],
         ['signed body that is an array', anArray.body, anArray.headers],
+        ['signed body whose id holds a NUL', nulInId.body, nulInId.headers],
+        ['signed body whose status holds a NUL', nulInStatus.body, nulInStatus.headers],
+        ['signed body whose id holds a line break', newlineInId.body, newlineInId.headers],
       ];
       for (const [name, body, headers] of cases) {
         const response = await post(env, body, headers);
-        assert.equal(response.status, 400, name);
+        assert.equal(response.status, 400, `${name}: ${JSON.stringify(response.body)}`);
         assert.equal(response.body.error.code, 'WEBHOOK_INVALID', name);
       }
       assert.equal(await deliveriesRecorded(env), before);

@@ -29,7 +29,14 @@ export type WebhookAck =
   | { received: true; predictionId: string; status: string; charged: boolean }
   | { received: true; duplicate: true; predictionId: string };
 
-/** Reads a verified body as a prediction notice; 400 when it is not JSON with a string `id` and `status`. */
+// A Replicate id or status is a plain word; a control character (a NUL, which PostgreSQL refuses in any text
+// value) means the body is not a prediction notice.
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
+/**
+ * Reads a verified body as a prediction notice; 400 when it is not JSON with a string `id` and `status`
+ * free of control characters.
+ */
 export function parseNotice(body: Buffer): PredictionUpdate {
   let notice: any;
   try {
@@ -44,9 +51,11 @@ export function parseNotice(body: Buffer): PredictionUpdate {
     typeof notice.id === 'string' &&
     notice.id.length > 0 &&
     notice.id.length <= 200 &&
+    !CONTROL_CHARACTER.test(notice.id) &&
     typeof notice.status === 'string' &&
     notice.status.length > 0 &&
-    notice.status.length <= 50;
+    notice.status.length <= 50 &&
+    !CONTROL_CHARACTER.test(notice.status);
   if (!valid)
     throw new ApiError('WEBHOOK_INVALID', 'The webhook body must be a prediction with a string id and status.');
   return { id: notice.id, status: notice.status, output: notice.output, error: notice.error, metrics: notice.metrics };
