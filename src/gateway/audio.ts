@@ -30,8 +30,8 @@ const SpeechBody = Type.Object(
 /**
  * `POST /api/v1/audio/speech` (binary audio relayed as it arrives) and `POST /api/v1/audio/transcriptions`
  * (multipart upload). Speech is billed `request` + `prompt` per 1M tokens of `input` — known before the call,
- * so the hold is the charge. Transcription is billed `request` + `second` × the audio's duration + `prompt`/
- * `completion` tokens when the provider reports them.
+ * so the hold is the charge. Transcription is billed `request` + `second` × the audio's duration + its tokens:
+ * text input at `prompt`, audio input at `audioInput`, output at `completion` (estimated when none are reported).
  */
 export function registerSpeechRoute(app: App, ctx: GatewayDeps): void {
   app.post(
@@ -134,6 +134,8 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
       const heldSeconds = Math.ceil(measured) + DURATION_MARGIN_SECONDS;
       // A text `prompt` (a glossary, the previous segment) is billed as input tokens by token-priced models.
       const textPromptTokens = fields.prompt ? countTextTokens(fields.prompt) : 0;
+      // `text` answers carry no usage, so they are asked as JSON (which does) and answered as the bare text.
+      const asksText = fields.response_format === 'text';
       const capOf = (model: CatalogueModel) =>
         Math.min(ctx.config.MAX_TRANSCRIPTION_SECONDS, model.maxPredictSeconds ?? Infinity);
       const answered = await meteredCall(ctx, request, reply, {
@@ -149,40 +151,93 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
               )
             : null,
         worstCase: (model) => {
-          const seconds = heldSeconds;
-          return costMicros(model.pricing, {
+          const inputTokens = worstPromptTokens(heldSeconds * AUDIO_TOKENS_PER_SECOND + textPromptTokens);
+          const rest = {
             requests: 1,
-            seconds,
-            promptTokens: worstPromptTokens(seconds * AUDIO_TOKENS_PER_SECOND + textPromptTokens),
+            seconds: heldSeconds,
             completionTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
-          });
+          };
+          // Every input token at the dearer of the two input prices: the audio's are charged at `audioInput`.
+          return Math.max(
+            costMicros(model.pricing, { ...rest, promptTokens: inputTokens }),
+            costMicros(model.pricing, { ...rest, audioIn: inputTokens }),
+          );
         },
         call: (adapter, model, signal) => {
           const upstreamForm = new FormData();
           for (const [name, value] of form) upstreamForm.append(name, value);
           for (const [name, value] of Object.entries(fields))
-            upstreamForm.append(name, name === 'model' ? model.upstreamModel : value);
+            upstreamForm.append(
+              name,
+              name === 'model' ? model.upstreamModel : name === 'response_format' && asksText ? 'json' : value,
+            );
           return adapter.transcription!(upstreamForm, { signal });
         },
         usage: (result, model) => {
-          const usage = result?.usage;
+          const { usage, text } = reportedUsage(result);
           // Upstream usage is not trusted as sent: an unusable duration is the header's, an unusable count 0 (the
           // duration still prices the call), so garbage can neither fail the settle nor make a charge negative.
           const reported = usage?.type === 'duration' ? usage.seconds : result?.duration;
           const seconds =
             typeof reported === 'number' && Number.isFinite(reported) && reported >= 0 ? reported : measured;
-          const promptTokens = usage?.type === 'tokens' ? (tokenCount(usage.input_tokens) ?? 0) : 0;
-          const completionTokens = usage?.type === 'tokens' ? (tokenCount(usage.output_tokens) ?? 0) : 0;
+          const tokens =
+            usage?.type === 'tokens'
+              ? reportedTokens(usage)
+              : usage?.type === 'duration'
+                ? { prompt: 0, audioIn: 0, completion: 0 }
+                : // Nothing reported: the audio at the hold's rate and the transcript counted, never nothing.
+                  {
+                    prompt: textPromptTokens,
+                    audioIn: Math.ceil(measured * AUDIO_TOKENS_PER_SECOND),
+                    completion: countTextTokens(text),
+                  };
           return {
-            cost: costMicros(model.pricing, { requests: 1, seconds, promptTokens, completionTokens }),
-            promptTokens,
-            completionTokens,
+            cost: costMicros(model.pricing, { requests: 1, seconds, ...tokens }),
+            promptTokens: tokens.prompt + tokens.audioIn,
+            completionTokens: tokens.completion,
           };
         },
       });
       if (!answered) return reply;
       const { contentType, ...json } = answered.result;
+      if (asksText) return reply.type('text/plain; charset=utf-8').send(String(json.text ?? ''));
       return typeof contentType === 'string' ? reply.type(contentType).send(json.text) : json;
     },
   );
+}
+
+/**
+ * The usage a transcription answer reports, and its text: a JSON answer's `usage`, or, for `stream: true` (an
+ * event stream, relayed whole), the `usage` of its `transcript.text.done` event. Missing: null.
+ */
+function reportedUsage(result: any): { usage: any; text: string } {
+  if (typeof result?.contentType !== 'string' || !result.contentType.includes('text/event-stream'))
+    return { usage: result?.usage ?? null, text: typeof result?.text === 'string' ? result.text : '' };
+  let usage: any = null;
+  let text = '';
+  for (const line of String(result.text).split(/\r?\n/)) {
+    if (!line.startsWith('data:')) continue;
+    let event: any;
+    try {
+      event = JSON.parse(line.slice(5));
+    } catch {
+      continue;
+    }
+    if (typeof event?.delta === 'string') text += event.delta;
+    if (event?.type === 'transcript.text.done') {
+      if (typeof event.text === 'string') text = event.text;
+      usage = event.usage ?? usage;
+    }
+  }
+  return { usage, text };
+}
+
+/**
+ * A `usage.type: "tokens"` report as priced parts: the input's `text_tokens` at `prompt`, the rest (its
+ * `audio_tokens`, and any not attributed) at `audioInput`, never less than the audio costs.
+ */
+function reportedTokens(usage: any): { prompt: number; audioIn: number; completion: number } {
+  const input = tokenCount(usage.input_tokens) ?? 0;
+  const text = Math.min(tokenCount(usage.input_token_details?.text_tokens) ?? 0, input);
+  return { prompt: text, audioIn: input - text, completion: tokenCount(usage.output_tokens) ?? 0 };
 }

@@ -1,0 +1,122 @@
+import { after, before, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
+import { describeEachDatabase } from '../testing/harness.ts';
+import { fundedUser, holdsOf, putModel, usageOf, wallet, wavFile } from './testing.ts';
+
+/**
+ * Transcriptions on a token-priced model (gpt-4o-transcribe's kind: audio in, text out), through the official
+ * `openai` client, against a real HTTP stand-in that answers as OpenAI does: JSON with `usage.type: "tokens"`
+ * and `input_token_details`, or a `stream: true` answer whose `transcript.text.done` event carries the usage.
+ */
+
+/** What the stand-in answers next, and the multipart bodies it received. */
+let next: { type: string; body: string } = { type: 'application/json', body: '{}' };
+const received: string[] = [];
+const upstream = createServer((request, response) => {
+  const chunks: Buffer[] = [];
+  request.on('data', (chunk) => chunks.push(chunk));
+  request.on('end', () => {
+    const form = Buffer.concat(chunks).toString('latin1');
+    received.push(form);
+    // As OpenAI does: `response_format: text` answers the bare transcript, with no usage.
+    if (/name="response_format"\r\n\r\ntext\r\n/.test(form))
+      return void response.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end('hello there\n');
+    response.writeHead(200, { 'content-type': next.type }).end(next.body);
+  });
+});
+await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+after(() => new Promise((resolve) => upstream.close(resolve)));
+
+/** OpenAI's token usage of a transcription: 500 audio and 10 text tokens in, 45 out. */
+const TOKEN_USAGE = {
+  type: 'tokens',
+  input_tokens: 510,
+  input_token_details: { text_tokens: 10, audio_tokens: 500 },
+  output_tokens: 45,
+  total_tokens: 555,
+};
+/** At 100 (text in), 300 (audio in) and 400 (out) credits per 1M tokens: 10 × 100 + 500 × 300 + 45 × 400. */
+const TOKEN_COST = 1_000 + 150_000 + 18_000;
+
+describeEachDatabase(
+  'transcriptions billed on tokens',
+  (env) => {
+    before(() =>
+      putModel(env, 'acme/transcribe', {
+        provider: 'stand-in',
+        upstreamModel: 'gpt-4o-transcribe',
+        pricing: { prompt: 100, audioInput: 300, completion: 400 },
+        maxOutputTokens: 100,
+        inputModalities: ['audio'],
+      }),
+    );
+
+    const clip = () => new File([wavFile(10)], 'clip.wav', { type: 'audio/wav' });
+    const sdk = (key: string) => new OpenAI({ apiKey: key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
+
+    it('audio input tokens are charged at audioInput and text tokens at prompt, within a hold that covers them', async () => {
+      const user = await fundedUser(env, 10);
+      next = { type: 'application/json', body: JSON.stringify({ text: 'hello there', usage: TOKEN_USAGE }) };
+      const answer = await sdk(user.key).audio.transcriptions.create({ model: 'acme/transcribe', file: clip() });
+      assert.equal(answer.text, 'hello there');
+      assert.deepEqual(await wallet(env, user), {
+        balance: 10_000_000 - TOKEN_COST,
+        reserved: 0,
+        available: 10_000_000 - TOKEN_COST,
+      });
+      // 11 s held (10 s + 1) at 50 audio tokens a second, with the prompt margin, at the dearer input price.
+      assert.deepEqual(await holdsOf(env, user), [Math.ceil(550 * 1.25 + 16) * 300 + 100 * 400]);
+      const [record] = await usageOf(env, user);
+      assert.deepEqual([record.prompt_tokens, record.completion_tokens], [510, 45]);
+    });
+
+    it('a streamed transcription is charged the usage of its transcript.text.done event', async () => {
+      const user = await fundedUser(env, 10);
+      const events = [
+        { type: 'transcript.text.delta', delta: 'hello' },
+        { type: 'transcript.text.delta', delta: ' there' },
+        { type: 'transcript.text.done', text: 'hello there', usage: TOKEN_USAGE },
+      ];
+      next = { type: 'text/event-stream', body: events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('') };
+      const stream = await sdk(user.key).audio.transcriptions.create({
+        model: 'acme/transcribe',
+        file: clip(),
+        stream: true,
+      });
+      const seen: string[] = [];
+      for await (const event of stream) seen.push(event.type);
+      assert.deepEqual(seen, ['transcript.text.delta', 'transcript.text.delta', 'transcript.text.done']);
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - TOKEN_COST);
+    });
+
+    it('response_format text is asked upstream as json, so its usage is charged, and answered as text', async () => {
+      const user = await fundedUser(env, 10);
+      next = { type: 'application/json', body: JSON.stringify({ text: 'hello there', usage: TOKEN_USAGE }) };
+      const text = await sdk(user.key).audio.transcriptions.create({
+        model: 'acme/transcribe',
+        file: clip(),
+        response_format: 'text',
+      });
+      assert.equal(text.trim(), 'hello there');
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - TOKEN_COST);
+      assert.ok(/name="response_format"\r\n\r\njson\r\n/.test(received.at(-1)!), 'json was asked upstream');
+    });
+
+    it('an answer that reports no usage is charged the estimate the hold assumed (50 audio tokens a second) and the counted transcript, never nothing', async () => {
+      const user = await fundedUser(env, 10);
+      next = { type: 'application/json', body: JSON.stringify({ text: 'hello there' }) };
+      const answer = await sdk(user.key).audio.transcriptions.create({ model: 'acme/transcribe', file: clip() });
+      assert.equal(answer.text, 'hello there');
+      // 10 s × 50 audio tokens at 300, and "hello there" (2 tokens) at 400.
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - 500 * 300 - 2 * 400);
+    });
+  },
+  {
+    config: {
+      providers: [{ name: 'stand-in', baseUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1` }],
+    },
+  },
+);
