@@ -207,6 +207,8 @@ export async function clientDisplay(
  * match exactly (oidc-provider relaxes loopback ports only for `native` clients).
  */
 export async function findClientMetadata(db: OauthDb, clientId: string): Promise<AdapterPayload | undefined> {
+  // No app's id holds a NUL, and PostgreSQL would fail the query on one (a 500 at /api/oauth/authorize).
+  if (clientId.includes('\u0000')) return undefined;
   const row = await db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
   if (!row) return undefined;
   const scopes = row.scopes.split(' ').filter(Boolean);

@@ -16,6 +16,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ApiError, ERROR_CODES, type ErrorCode } from '../errors.ts';
 import type { AppContext, ServerContext } from '../context.ts';
 import { matchesAnySecret } from '../crypto.ts';
+import { refuseNulCharacters } from './nul-characters.ts';
 import { authenticate, requireScope, type Principal } from './principal.ts';
 import { SECURITY_SCHEMES, transformDocument, transformRoute, type DocumentedResponse } from './openapi.ts';
 import type { ErrorEnvelope, ErrorRenderer } from './error-envelope.ts';
@@ -303,6 +304,8 @@ export async function createServer(ctx: ServerContext): Promise<App> {
     requireScope(principal, needed);
     request.principal = principal;
   });
+  // After authentication, so a caller without a credential still gets its 401 first.
+  app.addHook('preValidation', async (request) => refuseNulCharacters(request));
 
   app.setErrorHandler((error, request, reply) => {
     let apiError = toApiError(error);

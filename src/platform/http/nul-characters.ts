@@ -1,0 +1,69 @@
+import type { FastifyRequest } from 'fastify';
+import { errors } from '../errors.ts';
+
+const NUL = '\u0000';
+
+/**
+ * An object whose entries are searched: parsed JSON, a form, a route's parameters or query (the last three
+ * of prototypes of their own). A raw body (a Buffer, which the signed webhooks read) is bytes, not text.
+ */
+function isSearchedObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !ArrayBuffer.isView(value);
+}
+
+/**
+ * Where the first NUL character (U+0000) in `value` is, as a path (`/name`, `/items/2/text`; `''` for `value`
+ * itself), or null when there is none. Keys are searched as well as strings. Walks with a stack of its own,
+ * not by recursion, since a JSON body may nest a million levels deep within its size limit.
+ */
+export function findNulCharacter(value: unknown): string | null {
+  type Entry = { value: unknown; key: string; parent: Entry | null };
+  const pathOf = (entry: Entry | null): string => {
+    const keys: string[] = [];
+    for (let at = entry; at?.parent; at = at.parent) keys.push(at.key);
+    return keys
+      .reverse()
+      .map((key) => `/${key}`)
+      .join('');
+  };
+  const stack: Entry[] = [{ value, key: '', parent: null }];
+  while (stack.length > 0) {
+    const entry = stack.pop()!;
+    const current = entry.value;
+    if (typeof current === 'string') {
+      if (current.includes(NUL)) return pathOf(entry);
+    } else if (Array.isArray(current)) {
+      for (let i = current.length - 1; i >= 0; i--) stack.push({ value: current[i], key: String(i), parent: entry });
+    } else if (isSearchedObject(current)) {
+      for (const [key, inner] of Object.entries(current).reverse()) {
+        const child = { value: inner, key, parent: entry };
+        if (key.includes(NUL)) return pathOf(child);
+        stack.push(child);
+      }
+    }
+  }
+  return null;
+}
+
+/**
+ * Refuses a request whose path parameters, query or body hold a NUL character: 400, naming where. No id,
+ * name, email, URL or form field of Tollgate can hold one, and PostgreSQL refuses it in any text value, so
+ * it would otherwise end as a 500 there (a database error) and be stored as sent on SQLite. The bodies of
+ * AI calls (`/api/v1/*`) are the exception: their text goes to a model as it is, and a stored Responses
+ * conversation keeps it, escaped, in JSON.
+ */
+export function refuseNulCharacters(request: FastifyRequest): void {
+  const parts: Array<[string, unknown]> = [
+    ['params', request.params],
+    ['querystring', request.query],
+  ];
+  if (!(request.routeOptions.url ?? '').startsWith('/api/v1/')) parts.push(['body', request.body]);
+  for (const [name, value] of parts) {
+    const path = findNulCharacter(value);
+    if (path === null) continue;
+    const where = `${name}${path}`;
+    throw errors.invalid(
+      `${where.length > 200 ? `${where.slice(0, 200)}…` : where} contains a NUL character (U+0000), which Tollgate does not accept here; remove it and send the request again.`,
+    );
+  }
+}
