@@ -97,27 +97,26 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
       const fields: Record<string, string> = {};
       let audioBytes = 0;
       let durationSeconds: number | null = null;
-      for await (const part of request.parts({
-        limits: { fileSize: ctx.config.BODY_LIMIT_UPLOAD_BYTES, files: 1, fields: 32 },
-      })) {
-        if (part.type === 'file') {
-          const buffer = await part.toBuffer();
-          if (part.file.truncated)
-            throw new ApiError(
-              'PAYLOAD_TOO_LARGE',
-              `The audio file is larger than the ${ctx.config.BODY_LIMIT_UPLOAD_BYTES} bytes this route accepts (BODY_LIMIT_UPLOAD_BYTES).`,
-              { details: { limit: ctx.config.BODY_LIMIT_UPLOAD_BYTES } },
+      try {
+        for await (const part of request.parts({
+          limits: { fileSize: ctx.config.BODY_LIMIT_UPLOAD_BYTES, files: 1, fields: 32 },
+        })) {
+          if (part.type === 'file') {
+            const buffer = await part.toBuffer();
+            if (part.file.truncated) throw fileTooLarge(ctx.config.BODY_LIMIT_UPLOAD_BYTES);
+            audioBytes = buffer.length;
+            durationSeconds = audioDurationSeconds(buffer);
+            form.append(
+              part.fieldname,
+              new Blob([new Uint8Array(buffer)], { type: part.mimetype }),
+              part.filename || 'audio',
             );
-          audioBytes = buffer.length;
-          durationSeconds = audioDurationSeconds(buffer);
-          form.append(
-            part.fieldname,
-            new Blob([new Uint8Array(buffer)], { type: part.mimetype }),
-            part.filename || 'audio',
-          );
-        } else {
-          fields[part.fieldname] = String(part.value);
+          } else {
+            fields[part.fieldname] = String(part.value);
+          }
         }
+      } catch (error) {
+        throw multipartRefusal(error, ctx.config.BODY_LIMIT_UPLOAD_BYTES);
       }
       if (!audioBytes) throw new ApiError('INVALID_REQUEST', 'The multipart body needs a non-empty "file".');
       if (!fields.model || !new RegExp(MODEL_ID_PATTERN).test(fields.model))
@@ -240,4 +239,31 @@ function reportedTokens(usage: any): { prompt: number; audioIn: number; completi
   const input = tokenCount(usage.input_tokens) ?? 0;
   const text = Math.min(tokenCount(usage.input_token_details?.text_tokens) ?? 0, input);
   return { prompt: text, audioIn: input - text, completion: tokenCount(usage.output_tokens) ?? 0 };
+}
+
+/** The 413 of an audio file over `BODY_LIMIT_UPLOAD_BYTES`, naming the limit. */
+function fileTooLarge(limit: number): ApiError {
+  return new ApiError(
+    'PAYLOAD_TOO_LARGE',
+    `The audio file is larger than the ${limit} bytes this route accepts (BODY_LIMIT_UPLOAD_BYTES).`,
+    { details: { limit } },
+  );
+}
+
+/** The multipart parser's limits, as the fastify-multipart codes that say which was reached. */
+const MULTIPART_LIMITS: Record<string, string> = {
+  FST_FILES_LIMIT: 'The multipart body carries more than one file; send the audio as one file, named "file".',
+  FST_FIELDS_LIMIT: 'The multipart body has more than 32 fields; send the file, the model and the options you need.',
+  FST_PARTS_LIMIT: 'The multipart body has too many parts; send the file, the model and the options you need.',
+};
+
+/**
+ * A refusal of the multipart parser as the error a person can act on: a file over the limit names it (413), and
+ * a second file or too many fields say what to send (400) — not the parser's own "reach files limit" under a 413.
+ */
+function multipartRefusal(error: unknown, limit: number): unknown {
+  const code = (error as { code?: string } | null)?.code;
+  if (code === 'FST_REQ_FILE_TOO_LARGE') return fileTooLarge(limit);
+  if (code && code in MULTIPART_LIMITS) return new ApiError('INVALID_REQUEST', MULTIPART_LIMITS[code]!);
+  return error;
 }

@@ -120,3 +120,60 @@ describeEachDatabase(
     },
   },
 );
+
+describeEachDatabase(
+  "a transcription upload beyond the route's limits",
+  (env) => {
+    before(() =>
+      putModel(env, 'acme/transcribe', {
+        provider: 'stand-in',
+        upstreamModel: 'gpt-4o-transcribe',
+        pricing: { prompt: 100, audioInput: 300, completion: 400 },
+        inputModalities: ['audio'],
+      }),
+    );
+
+    const post = (key: string, form: FormData) =>
+      fetch(`${env.baseUrl}/api/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: form,
+      });
+
+    it('a file over BODY_LIMIT_UPLOAD_BYTES is a 413 PAYLOAD_TOO_LARGE that names the limit, through the openai client; nothing held', async () => {
+      const user = await fundedUser(env, 10);
+      const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
+      await assert.rejects(
+        client.audio.transcriptions.create({
+          model: 'acme/transcribe',
+          file: new File([wavFile(2)], 'big.wav', { type: 'audio/wav' }),
+        }),
+        (error: any) =>
+          error.status === 413 &&
+          error.code === 'PAYLOAD_TOO_LARGE' &&
+          /larger than the 1024 bytes .*BODY_LIMIT_UPLOAD_BYTES/.test(error.message),
+      );
+      assert.deepEqual(await holdsOf(env, user), []);
+    });
+
+    it('a second file is a 400 INVALID_REQUEST asking for one "file"; nothing held', async () => {
+      const user = await fundedUser(env, 10);
+      const form = new FormData();
+      form.append('model', 'acme/transcribe');
+      form.append('file', new Blob([wavFile(0.01)]), 'a.wav');
+      form.append('extra', new Blob([wavFile(0.01)]), 'b.wav');
+      const response = await post(user.key, form);
+      const body = (await response.json()) as any;
+      assert.equal(response.status, 400, JSON.stringify(body));
+      assert.equal(body.error.code, 'INVALID_REQUEST');
+      assert.match(body.error.message, /one file/);
+      assert.deepEqual(await holdsOf(env, user), []);
+    });
+  },
+  {
+    config: {
+      BODY_LIMIT_UPLOAD_BYTES: 1024,
+      providers: [{ name: 'stand-in', baseUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1` }],
+    },
+  },
+);
