@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeEachDatabase } from '../../testing/harness.ts';
 import { operationIdOf, transformRoute } from './openapi.ts';
-import { fundedUser } from '../../gateway/testing.ts';
+import { fundedUser, keyWithDailyLimit } from '../../gateway/testing.ts';
 import { authorizeForTest } from '../../oauth/testing.ts';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
@@ -176,6 +176,62 @@ describeEachDatabase('the OpenAPI document', (env) => {
     assert.equal(revoked.status, 200);
     assert.equal(await revoked.text(), '');
     assert.equal(answerFor('/api/oauth/revoke', 'post', 200).content, undefined, 'revocation answers no body');
+  });
+
+  it("documents the contract's restriction objects on chat's 402 and 429 (§2.2), each field with its type, and real refusals conform", async () => {
+    const document = (await env.request('GET', '/api/openapi.json')).body;
+    const responses = document.paths['/api/v1/chat/completions'].post.responses;
+    /** The error object's schemas the document gives for `status` (each branch of an anyOf). */
+    const errorObjects = (status: number): any[] => {
+      const error = responses[String(status)].content['application/json'].schema.properties.error;
+      return error.anyOf ?? [error];
+    };
+    /** The branch of `status` whose `code` may be `code`, declaring every field of `fields` with its JSON type. */
+    const branchFor = (status: number, code: string, fields: Record<string, string>, required: string[]) => {
+      const branch = errorObjects(status).find((o) => o.properties?.code?.enum?.includes(code));
+      assert.ok(
+        branch,
+        `chat ${status} documents no error object for ${code}: ${JSON.stringify(errorObjects(status))}`,
+      );
+      for (const [field, type] of Object.entries(fields))
+        assert.equal(branch.properties[field]?.type, type, `chat ${status} ${code}: ${field} is documented as ${type}`);
+      for (const field of ['code', 'message', 'type', ...required])
+        assert.ok(branch.required.includes(field), `chat ${status} ${code}: ${field} is required`);
+      return branch;
+    };
+    const conforms = (body: any, branch: any, what: string) => {
+      assert.deepEqual(Object.keys(body), ['error'], `${what}: the envelope has the single property error`);
+      for (const field of branch.required) assert.ok(field in body.error, `${what}: ${field} is missing`);
+      for (const [field, value] of Object.entries(body.error)) {
+        const declared = branch.properties[field];
+        assert.ok(declared, `${what}: ${field} is not documented`);
+        assert.equal(declared.type, typeof value, `${what}: ${field} is a ${typeof value}`);
+        if (declared.format === 'date-time') assert.ok(!Number.isNaN(Date.parse(value as string)), `${what}: ${field}`);
+      }
+    };
+    const insufficient = branchFor(402, 'INSUFFICIENT_CREDITS', { available: 'number', required: 'number' }, [
+      'available',
+      'required',
+    ]);
+    const limit = branchFor(
+      429,
+      'SPENDING_LIMIT_EXCEEDED',
+      { limitType: 'string', limit: 'number', current: 'number', requested: 'number', resetsAt: 'string' },
+      ['limitType', 'limit', 'current', 'requested'],
+    );
+    assert.equal(limit.properties.resetsAt.format, 'date-time');
+    branchFor(429, 'RATE_LIMITED', {}, []);
+
+    const hello = { model: 'tollgate/echo', messages: [{ role: 'user', content: 'hello' }] };
+    const broke = await fundedUser(env, 0, ['ai:chat']);
+    const refused = await env.request('POST', '/api/v1/chat/completions', { token: broke.key, body: hello });
+    assert.equal(refused.status, 402, refused.text);
+    conforms(refused.body, insufficient, 'chat 402');
+    const funded = await fundedUser(env, 1, ['ai:chat']);
+    const limited = await keyWithDailyLimit(env, funded, 0.000001);
+    const overLimit = await env.request('POST', '/api/v1/chat/completions', { token: limited, body: hello });
+    assert.equal(overLimit.status, 429, overLimit.text);
+    conforms(overLimit.body, limit, 'chat 429');
   });
 
   it('documents POST /api/admin/users with the 201 it answers', async () => {

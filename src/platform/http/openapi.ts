@@ -1,4 +1,5 @@
-import { ApiErrorSchema, KeysErrorSchema, OAuthErrorSchema } from '#wire/errors.ts';
+import { ApiErrorObjectSchema, ApiErrorSchema, KeysErrorSchema, OAuthErrorSchema } from '#wire/errors.ts';
+import { InsufficientCreditsRefusalSchema, SpendingLimitRefusalSchema } from '#wire/restrictions.ts';
 import type { ErrorEnvelope } from './error-envelope.ts';
 import { SESSION_COOKIE } from './principal.ts';
 
@@ -46,6 +47,38 @@ const ERROR_DESCRIPTIONS: Record<ErrorEnvelope, string> = {
   api: "A client error (bad input, missing or insufficient credentials, not found, a limit): `error.code` names it (every code is listed under the document's `x-error-codes`).",
   keys: "A client error, in the API-key routes' envelope (contract §7.1): `error` says what was wrong.",
   oauth: 'An OAuth error (RFC 6749 §5.2): `error` is its code, `error_description` says what was wrong.',
+};
+
+/** `{ error: <one of objects> }` in the API envelope. */
+const apiEnvelopeOf = (...objects: object[]) => ({
+  type: 'object',
+  required: ['error'],
+  properties: { error: objects.length === 1 ? objects[0] : { anyOf: objects } },
+});
+
+/**
+ * The restriction answers of a billed route in the API envelope, with the contract's fields (§2.2, §7.2) that a
+ * client's restriction dialog reads: documented here, not in the routes' `response` schemas, which Fastify
+ * serialises with and which stay open so that every field is sent. A 402 is only `INSUFFICIENT_CREDITS`; a 429
+ * is a spending limit or a request rate.
+ */
+const RESTRICTION_ANSWERS: Record<'402' | '429', object> = {
+  '402': {
+    description:
+      'The wallet cannot pay the most the call can cost: `INSUFFICIENT_CREDITS` with `available` and `required` (contract §2.2, §7.2).',
+    ...apiEnvelopeOf({ ...InsufficientCreditsRefusalSchema, additionalProperties: true }),
+  },
+  '429': {
+    description:
+      'A spending limit would be exceeded: `SPENDING_LIMIT_EXCEEDED` with `limitType`, `limit`, `current`, `requested` and `resetsAt` (contract §2.2, §7.2); or too many requests: `RATE_LIMITED`, see `Retry-After`.',
+    ...apiEnvelopeOf(
+      { ...SpendingLimitRefusalSchema, additionalProperties: true },
+      {
+        ...ApiErrorObjectSchema,
+        properties: { ...ApiErrorObjectSchema.properties, code: { type: 'string', enum: ['RATE_LIMITED'] } },
+      },
+    ),
+  },
 };
 
 /** An answer as the OpenAPI document gives it: its description, and its body by media type (none for a redirect). */
@@ -126,10 +159,12 @@ export function transformRoute({ schema, url, route }: { schema: any; url: strin
     schema.response || config.documentedResponses
       ? { ...schema.response, ...documented }
       : { '2XX': { description: 'Success.' } };
+  const envelope = config.envelope ?? (url.startsWith('/api/user/api-keys') ? 'keys' : 'api');
   if (!response['4XX'] && !(config.errorRenderer && Object.keys(response).some((code) => code.startsWith('4')))) {
-    const envelope = config.envelope ?? (url.startsWith('/api/user/api-keys') ? 'keys' : 'api');
     response['4XX'] = { description: ERROR_DESCRIPTIONS[envelope], ...ERROR_SCHEMAS[envelope] };
   }
+  if (envelope === 'api' && !config.errorRenderer)
+    for (const status of ['402', '429'] as const) if (response[status]) response[status] = RESTRICTION_ANSWERS[status];
   return { schema: { ...schema, security, response }, url };
 }
 
