@@ -4,7 +4,8 @@ import type { Browser, Page } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { ensureWebBuilt, launchChromium, screenshot } from '../web/browser.ts';
 import { FakeStripe } from './testing/stripe-server.ts';
-import { assertLedgerVerifies, walletOf } from './testing/scenario.ts';
+import { assertLedgerVerifies, paidTopup, walletOf } from './testing/scenario.ts';
+import { formatCredits } from '../../packages/sdk/src/format.ts';
 
 const fake = await new FakeStripe().start();
 ensureWebBuilt();
@@ -68,6 +69,87 @@ describeEachDatabase(
       assert.equal((await walletOf(env, user)).balance, 1000_000_000);
       await assertLedgerVerifies(env, user.userId);
       fake.deferDeliveryMs = 0;
+      await context.close();
+    });
+
+    it("at phone width every top-up's status and receipt are on screen, and the transactions, paged with Load more clicked twice at once, are the ledger's exactly", async () => {
+      const user = await env.createUser();
+      for (const amount of [5, 12.34, 25]) await paidTopup(env, fake, user, amount);
+      for (let i = 0; i < 30; i++) {
+        const grant = await env.admin('POST', `/api/admin/users/${user.userId}/credits`, {
+          amount: 0.000001 * (i + 1),
+          reason: `grant ${i}`,
+        });
+        assert.equal(grant.status, 200, grant.text);
+      }
+      const key = await env.dashboard(user, 'POST', '/api/user/api-keys', { name: 'k', permissions: ['ai:chat'] });
+      assert.equal(key.status, 200, key.text);
+      for (let i = 0; i < 4; i++) {
+        const chat = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key.body.apiKey.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'tollgate/echo', messages: [{ role: 'user', content: `call ${i}` }] }),
+        });
+        assert.equal(chat.status, 200, await chat.text());
+      }
+      // The ledger as the API pages it, newest first.
+      const ledger: Array<{ description: string; amount: number }> = [];
+      for (let cursor = ''; ;) {
+        const page = await env.dashboard(user, 'GET', `/api/wallet/transactions?limit=100${cursor}`);
+        ledger.push(...page.body.transactions);
+        if (!page.body.nextCursor) break;
+        cursor = `&cursor=${encodeURIComponent(page.body.nextCursor)}`;
+      }
+      assert.ok(ledger.length > 40, `${ledger.length} movements: more than two pages of 20`);
+
+      const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+      await context.addCookies(
+        user.cookie
+          .split('; ')
+          .map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })),
+      );
+      const page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      await page.goto(`${env.baseUrl}/#/wallet`);
+      const history = page.getByTestId('topup-history');
+      await history.getByText('succeeded').first().waitFor();
+      for (const cell of [
+        ...(await history.getByText('succeeded').all()),
+        ...(await history.getByRole('link', { name: 'Receipt' }).all()),
+      ]) {
+        const box = (await cell.boundingBox())!;
+        assert.ok(box.x >= 0 && box.x + box.width <= 390, `"${await cell.textContent()}" is off screen at x=${box.x}`);
+      }
+      const wallet = await walletOf(env, user);
+      await page
+        .getByTestId('wallet-balance')
+        .filter({ hasText: formatCredits(wallet.balance / 1e6) })
+        .waitFor();
+
+      // A second click before the first page arrived (a slow network, an impatient thumb) loads nothing twice.
+      const more = page.getByRole('button', { name: 'Load more' });
+      await more.dblclick();
+      while (await more.isVisible().catch(() => false)) {
+        await more.click().catch(() => {});
+        await page.waitForTimeout(100);
+      }
+      await page.waitForTimeout(300);
+      const rows = await page
+        .getByRole('region', { name: 'Transactions' })
+        .locator('tbody tr')
+        .evaluateAll((trs) =>
+          trs.map((tr) => ({
+            description: tr.querySelector('[data-label="What"]')!.textContent,
+            credits: tr.querySelector('[data-label="Credits"]')!.textContent,
+          })),
+        );
+      assert.deepEqual(
+        rows,
+        ledger.map((t) => ({
+          description: t.description,
+          credits: `${t.amount > 0 ? '+' : ''}${formatCredits(t.amount)}`,
+        })),
+      );
       await context.close();
     });
 

@@ -150,7 +150,7 @@ export function TopupHistory(props: { page: TopupsPage }) {
         <Empty>No top-ups yet.</Empty>
       ) : (
         <div class="table-wrap">
-          <table data-testid="topup-history">
+          <table class="stack" data-testid="topup-history">
             <thead>
               <tr>
                 <th>When</th>
@@ -163,23 +163,28 @@ export function TopupHistory(props: { page: TopupsPage }) {
             <tbody>
               {topups.map((t) => (
                 <tr key={t.id}>
-                  <td class="nowrap">{when(t.createdAt)}</td>
-                  <td>
+                  <td data-label="When" class="nowrap">
+                    {when(t.createdAt)}
+                  </td>
+                  <td data-label="Paid">
                     {money(t.amount, t.currency)}
                     {t.kind === 'auto' ? <span class="muted"> · auto</span> : null}
                   </td>
-                  <td class="num">
-                    {formatCredits(t.credits)}
-                    {t.refunded || t.disputed ? (
-                      <span class="muted"> (−{formatCredits(t.refunded + t.disputed)})</span>
-                    ) : null}
+                  <td data-label="Credits" class="num">
+                    {/* One element, so that a stacked row keeps the amount and what was taken back together. */}
+                    <span>
+                      {formatCredits(t.credits)}
+                      {t.refunded || t.disputed ? (
+                        <span class="muted"> (−{formatCredits(t.refunded + t.disputed)})</span>
+                      ) : null}
+                    </span>
                   </td>
-                  <td>
+                  <td data-label="Status">
                     <span class="chip" title={t.failureReason ?? undefined}>
                       {t.status}
                     </span>
                   </td>
-                  <td>
+                  <td data-label="Receipt">
                     {t.receiptUrl ? (
                       <a href={t.receiptUrl} target="_blank" rel="noopener">
                         Receipt

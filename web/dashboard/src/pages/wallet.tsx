@@ -1,7 +1,7 @@
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import type { AutoTopup, Balance, TopupsPage, Transaction, TransactionsPage } from '@tollgate/wire';
 import { api } from '../api.ts';
-import { Card, Empty, ErrorNote, PageHeader, Stat, useLoad } from '../components.tsx';
+import { Card, Empty, ErrorNote, PageHeader, Stat, useAction, useLoad } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 import { SpendChart } from '../chart.tsx';
 import { dailySpend, loadUsage } from '../usage-data.ts';
@@ -20,6 +20,26 @@ export function WalletPage() {
     return page;
   });
   const transactions = pages.flat();
+  // The page being fetched: a second click before it arrived (the button is only disabled on the next render)
+  // must not fetch, and append, the same page again.
+  const fetching = useRef<string | null>(null);
+  const more = useAction();
+  const loadMore = (after: string) => {
+    if (fetching.current === after) return;
+    fetching.current = after;
+    void more
+      .run(async () => {
+        const page = await api<TransactionsPage>(
+          'GET',
+          `/api/wallet/transactions?limit=20&cursor=${encodeURIComponent(after)}`,
+        );
+        setPages((p) => [...p, page.transactions]);
+        setCursor(page.nextCursor);
+      })
+      .finally(() => {
+        if (fetching.current === after) fetching.current = null;
+      });
+  };
   const topups = useLoad(() => api<TopupsPage>('GET', '/api/wallet/topups'));
   const auto = useLoad(() => api<AutoTopup>('GET', '/api/wallet/auto-topup'));
   const query = walletQuery();
@@ -122,19 +142,9 @@ export function WalletPage() {
             </table>
           </div>
         )}
+        <ErrorNote error={more.error} />
         {cursor && (
-          <button
-            type="button"
-            class="btn"
-            onClick={async () => {
-              const page = await api<TransactionsPage>(
-                'GET',
-                `/api/wallet/transactions?limit=20&cursor=${encodeURIComponent(cursor)}`,
-              );
-              setPages((p) => [...p, page.transactions]);
-              setCursor(page.nextCursor);
-            }}
-          >
+          <button type="button" class="btn" disabled={more.busy} onClick={() => loadMore(cursor)}>
             Load more
           </button>
         )}
