@@ -92,6 +92,21 @@ describeEachDatabase('operator credits', (env) => {
     assert.deepEqual((await env.service.ctx.billing.listTransactions(session.userId)).transactions, []);
   });
 
+  it('a grant that would take the balance past the most a wallet holds exactly is a 400 that moves nothing', async () => {
+    const session = await env.createUser();
+    const first = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 9_000_000_000 });
+    assert.equal(first.status, 200, first.text);
+    const second = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 9_000_000_000 });
+    assert.equal(second.status, 400, second.text);
+    assert.equal(second.body.error.code, 'INVALID_REQUEST');
+    assert.match(second.body.error.message, /9,007,199,254/);
+    // The wallet stays readable and exact (it was a 500 on every read once past 2^53 micro-credits).
+    const balance = await env.dashboard(session, 'GET', '/api/wallet/balance');
+    assert.equal(balance.status, 200, balance.text);
+    assert.equal(balance.body.balance, 9_000_000_000);
+    assert.equal((await env.service.ctx.billing.listTransactions(session.userId)).transactions.length, 1);
+  });
+
   it('only an operator token is accepted', async () => {
     const session = await env.createUser();
     const response = await env.request('POST', `/api/admin/users/${session.userId}/credits`, {

@@ -3,7 +3,7 @@ import { billingDb, type BillingDb } from './schema.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { userExists } from '../accounts/users.ts';
-import { microsToCredits, CREDITS_RULE } from '../platform/money.ts';
+import { microsToCredits, CREDITS_RULE, MAX_CREDITS, MICROS_PER_CREDIT } from '../platform/money.ts';
 import { accounts, lockWallet, postMovement, type BillingContext } from './ledger.ts';
 
 /**
@@ -33,6 +33,9 @@ export async function getBalance(db: BillingDb, userId: string): Promise<Balance
   const reserved = wallet?.reserved ?? 0;
   return { balance, reserved, available: balance - reserved };
 }
+
+/** The most micro-credits a wallet holds: every amount of the API is at most {@link MAX_CREDITS}, exactly. */
+const MAX_BALANCE_MICROS = MAX_CREDITS * MICROS_PER_CREDIT;
 
 /** Where credits that enter or leave a wallet come from, by kind of movement. */
 const SOURCES = { grant: accounts.grants, topup: accounts.topups, adjustment: accounts.adjustments } as const;
@@ -80,6 +83,15 @@ export async function creditWallet(
             refused: errors.invalid(
               `The adjustment would make the available credits negative: ${microsToCredits(available)} credits are available.`,
               { available: microsToCredits(available) },
+            ),
+          };
+        }
+        if (amount > 0 && wallet.balance + amount > MAX_BALANCE_MICROS) {
+          // Past 2^53 micro-credits a balance is no longer exact, and every read of the wallet would fail.
+          return {
+            refused: errors.invalid(
+              `The ${kind} would take the balance past ${MAX_CREDITS.toLocaleString('en-US')} credits, the most a wallet holds: it holds ${microsToCredits(wallet.balance)} credits.`,
+              { balance: microsToCredits(wallet.balance) },
             ),
           };
         }
