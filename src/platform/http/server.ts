@@ -181,7 +181,24 @@ export async function createServer(ctx: ServerContext): Promise<App> {
         ? req.headers['x-request-id']
         : crypto.randomUUID(),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
-    routerOptions: { ignoreTrailingSlash: false },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
+    // A URL the router cannot take apart is refused before any route or hook: in the family's envelope all the same.
+    frameworkErrors: (error, request, anyReply) => {
+      const reply = anyReply as unknown as FastifyReply;
+      const apiError =
+        error.code === 'FST_ERR_BAD_URL'
+          ? new ApiError('INVALID_REQUEST', 'The URL is not valid: a percent-encoded part of its path is not UTF-8.')
+          : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+            ? new ApiError(
+                'INVALID_REQUEST',
+                `A part of the URL's path is longer than the ${MAX_PARAM_LENGTH} characters an id or name here can have.`,
+              )
+            : toApiError(error);
+      if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+      setSecureHeaders(ctx.config, request, reply);
+      reply.code(apiError.status).headers(apiError.headers);
+      return reply.send(errorBodyByPath(ctx, request.url, apiError));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // An empty body labelled JSON is no body at all for a route that takes none: clients that label every request
@@ -217,18 +234,7 @@ export async function createServer(ctx: ServerContext): Promise<App> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-    // Secure defaults for every answer; HTML pages set their own CSP where they need more.
-    reply.header('x-content-type-options', 'nosniff');
-    reply.header('referrer-policy', 'no-referrer');
-    reply.header('x-frame-options', 'DENY');
-    // Framing is refused by CSP too (X-Frame-Options is its legacy form); pages replace it with a full policy.
-    reply.header('content-security-policy', "frame-ancestors 'none'");
-    reply.header('cross-origin-opener-policy', 'same-origin');
-    if (ctx.config.PUBLIC_BASE_URL.startsWith('https://'))
-      reply.header('strict-transport-security', 'max-age=31536000');
-  });
+  app.addHook('onRequest', async (request, reply) => setSecureHeaders(ctx.config, request, reply));
 
   // One structured line per request: ids of the caller, never a header value, a body or a query string.
   app.addHook('onResponse', async (request, reply) => {
@@ -322,11 +328,32 @@ export async function createServer(ctx: ServerContext): Promise<App> {
     return sendError(request, reply, apiError);
   });
   app.setNotFoundHandler((request, reply) => {
-    const envelope = ctx.errorEnvelopes.find(({ prefix }) => request.url.startsWith(prefix))?.envelope ?? 'api';
     const error = new ApiError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
     reply.code(404);
-    if (typeof envelope === 'function') return envelope(error);
-    return envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope();
+    return errorBodyByPath(ctx, request.url, error);
   });
   return app as unknown as App;
+}
+
+/** The headers every answer carries: its request id and secure defaults. */
+function setSecureHeaders(config: AppContext['config'], request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id);
+  // Secure defaults for every answer; HTML pages set their own CSP where they need more.
+  reply.header('x-content-type-options', 'nosniff');
+  reply.header('referrer-policy', 'no-referrer');
+  reply.header('x-frame-options', 'DENY');
+  // Framing is refused by CSP too (X-Frame-Options is its legacy form); pages replace it with a full policy.
+  reply.header('content-security-policy', "frame-ancestors 'none'");
+  reply.header('cross-origin-opener-policy', 'same-origin');
+  if (config.PUBLIC_BASE_URL.startsWith('https://')) reply.header('strict-transport-security', 'max-age=31536000');
+}
+
+/** Longest path parameter the router takes (Fastify's default); longer is a 400. No id or name comes near it. */
+const MAX_PARAM_LENGTH = 100;
+
+/** The body of an error answered before any route was chosen, in the envelope of the family the path belongs to. */
+function errorBodyByPath(ctx: ServerContext, url: string, error: ApiError): unknown {
+  const envelope = ctx.errorEnvelopes.find(({ prefix }) => url.startsWith(prefix))?.envelope ?? 'api';
+  if (typeof envelope === 'function') return envelope(error);
+  return envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope();
 }
