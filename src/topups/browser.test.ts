@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { ensureWebBuilt, launchChromium, screenshot } from '../web/browser.ts';
 import { FakeStripe } from './testing/stripe-server.ts';
-import { assertLedgerVerifies, paidTopup, walletOf } from './testing/scenario.ts';
+import { assertLedgerVerifies, paidTopup, startTopup, walletOf } from './testing/scenario.ts';
 import { formatCredits } from '../../packages/sdk/src/format.ts';
 
 const fake = await new FakeStripe().start();
@@ -150,6 +150,29 @@ describeEachDatabase(
           credits: `${t.amount > 0 ? '+' : ''}${formatCredits(t.amount)}`,
         })),
       );
+      await context.close();
+    });
+
+    it('back from a cancelled Checkout the page says nothing was charged and stops asking about the top-up', async () => {
+      const user = await env.createUser();
+      const { topupId } = await startTopup(env, user, 5);
+      const context = await browser.newContext();
+      await context.addCookies(
+        user.cookie
+          .split('; ')
+          .map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })),
+      );
+      const page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      let asked = 0;
+      page.on('request', (request) => void (new URL(request.url()).pathname === '/api/wallet/topups' && asked++));
+      await page.goto(`${env.baseUrl}/#/wallet?topup=${topupId}&cancelled=1`);
+      await page.getByTestId('topup-return').filter({ hasText: 'cancelled; nothing was charged' }).waitFor();
+      await page.getByTestId('topup-history').waitFor();
+      const settled = asked;
+      await page.waitForTimeout(3500);
+      // The session stays open at Stripe until it expires (a day): asking every second meanwhile was for nothing.
+      assert.equal(asked, settled, `${asked - settled} more requests for the cancelled top-up in 3.5 s`);
       await context.close();
     });
 

@@ -94,28 +94,33 @@ export function AddCredits(props: { page: TopupsPage; need: number | null }) {
 
 /**
  * Back from Checkout (`?topup=<id>`): shows the top-up as pending and asks again until the webhook has
- * credited it (or it failed), then lets the page reload the balance.
+ * credited it (or it failed), then lets the page reload the balance. Back from a cancelled Checkout
+ * (`&cancelled=1`) nothing is coming: the session stays open at Stripe until it expires, a day later.
  */
 export function ReturningTopup(props: { id: string; onSettled: () => void }) {
   const [topup, setTopup] = useState<Topup | null>(null);
+  const cancelled = Boolean(walletQuery().get('cancelled'));
   useEffect(() => {
+    if (cancelled) return;
     let live = true;
     let timer: ReturnType<typeof setTimeout>;
+    let asked = 0;
     const poll = async () => {
       const page = await api<TopupsPage>('GET', '/api/wallet/topups').catch(() => null);
       const found = page?.topups.find((t) => t.id === props.id) ?? null;
       if (!live) return;
       setTopup(found);
+      // A card payment is confirmed in seconds; a bank debit (`processing`) takes days: ask less and less often.
       if (found && !['pending', 'processing'].includes(found.status)) props.onSettled();
-      else timer = setTimeout(poll, 1000);
+      else timer = setTimeout(poll, Math.min(1000 + 500 * asked++, 10_000));
     };
     void poll();
     return () => {
       live = false;
       clearTimeout(timer);
     };
-  }, [props.id]);
-  if (walletQuery().get('cancelled'))
+  }, [props.id, cancelled]);
+  if (cancelled)
     return (
       <div class="notice" role="status" data-testid="topup-return">
         The payment was cancelled; nothing was charged.
