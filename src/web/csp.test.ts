@@ -94,6 +94,29 @@ describeEachDatabase('security headers and the content security policy', (env) =
     assert.equal(await inlineScriptRuns(demo), false);
   });
 
+  test('the API reference (/docs, Swagger UI on the dashboard origin) runs under a CSP of its own with no violation, and an injected inline script does not run', async () => {
+    const answer = await env.request('GET', '/docs');
+    const csp = answer.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /script-src 'self'(;|$)/, 'scripts from this origin only, none inline');
+    assert.match(csp, /default-src 'self'/);
+    assert.match(csp, /object-src 'none'/);
+    assert.match(csp, /base-uri 'none'/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.match(csp, /connect-src 'self' http:\/\/127\.0\.0\.1:\d+;/, 'Try it out calls this deployment only');
+    assert.doesNotMatch(csp, /unsafe-eval|https:|validator/);
+    for (const asset of ['/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js']) {
+      const served = await env.request('GET', asset);
+      assert.equal(served.status, 200, asset);
+      assert.match(served.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/, asset);
+    }
+
+    const page = await watchedPage(browser);
+    await page.goto(`${env.baseUrl}/docs`);
+    await page.getByText('/api/v1/chat/completions', { exact: true }).first().waitFor();
+    assert.deepEqual(await violations(page), []);
+    assert.equal(await inlineScriptRuns(page), false);
+  });
+
   test('in Chromium the sign-in page works under its policy, and its form posts pass the origin check', async () => {
     const user = await env.createUser();
     const page = await watchedPage(browser);

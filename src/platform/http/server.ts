@@ -231,7 +231,14 @@ export async function createServer(ctx: ServerContext): Promise<App> {
     transform: transformRoute as any,
     transformObject: transformDocument as any,
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // Security invariant: Swagger UI runs on the dashboard's origin, where a script could read the session's
+  // CSRF token, so it gets a policy as strict as the dashboard's (styles inline apart: it sets them itself).
+  // Read on each answer: with PORT=0 the public address is only known once the server listens.
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    transformStaticCSP: () =>
+      `default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self' ${new URL(ctx.config.PUBLIC_BASE_URL).origin}; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`,
+  });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   app.addHook('onRequest', async (request, reply) => setSecureHeaders(ctx.config, request, reply));
