@@ -51,4 +51,42 @@ describeEachDatabase('the Bearer scheme of the Authorization header', (env) => {
       });
     }
   });
+
+  it('a 401 carries the Bearer challenge HTTP requires (RFC 9110 §11.6.1, RFC 6750 §3): invalid_token for a refused credential', async () => {
+    const user = await fundedUser(env, 0, ['ai:chat']);
+    const revoked = await env.dashboard(user.session, 'GET', '/api/user/api-keys');
+    await env.dashboard(user.session, 'DELETE', `/api/user/api-keys/${revoked.body.apiKeys[0].id}`);
+    const cases: Array<[string, string, Record<string, string>, string]> = [
+      ['no credential', '/api/user/api-keys', {}, 'Bearer realm="tollgate"'],
+      ['no credential', '/api/wallet/balance', {}, 'Bearer realm="tollgate"'],
+      [
+        'unknown token',
+        '/api/user/me',
+        { authorization: 'Bearer not-a-token' },
+        'Bearer realm="tollgate", error="invalid_token"',
+      ],
+      [
+        'revoked key',
+        '/api/v1/models',
+        { authorization: `Bearer ${user.key}` },
+        'Bearer realm="tollgate", error="invalid_token"',
+      ],
+      [
+        'another scheme',
+        '/api/user/api-keys',
+        { authorization: 'Basic dXNlcjpwdw==' },
+        'Bearer realm="tollgate", error="invalid_request"',
+      ],
+    ];
+    for (const [what, path, headers, challenge] of cases) {
+      const answer = await env.request('GET', path, { headers });
+      assert.equal(answer.status, 401, `${what} ${path}: ${answer.text}`);
+      assert.equal(answer.headers.get('www-authenticate'), challenge, `${what} ${path}`);
+    }
+    // A refusal that is not about the credential (a missing scope) is a 403 without a challenge to sign in again.
+    const chatOnly = await authorizeForTest(env, { scopes: ['ai:chat'] });
+    const scoped = await env.request('GET', '/api/user/me', { token: chatOnly.accessToken });
+    assert.equal(scoped.status, 403, scoped.text);
+    assert.equal(scoped.headers.get('www-authenticate'), null);
+  });
 });

@@ -57,7 +57,23 @@ export interface CredentialOptions {
   apiKeyHeader?: boolean;
 }
 
-/** Resolves the request's credential into a principal; 401 when there is none or it is not valid. */
+/**
+ * The challenge a 401 must carry (RFC 9110 §11.6.1), as RFC 6750 §3 words it for bearer credentials: no error
+ * code when none was sent, `invalid_request` for a malformed one, `invalid_token` for one that was refused
+ * (unknown, expired or revoked), so that a client knows to get a new token rather than retry.
+ */
+function bearerChallenge(error: unknown, sent: 'none' | 'malformed' | 'credential'): unknown {
+  if (!(error instanceof ApiError) || error.status !== 401) return error;
+  const code = { none: '', malformed: ', error="invalid_request"', credential: ', error="invalid_token"' }[sent];
+  return new ApiError(error.code, error.message, {
+    details: error.details,
+    status: error.status,
+    headers: { ...error.headers, 'www-authenticate': `Bearer realm="tollgate"${code}` },
+    cause: error.cause,
+  });
+}
+
+/** Resolves the request's credential into a principal; 401 (with its challenge) when there is none or it is not valid. */
 export async function authenticate(
   request: FastifyRequest,
   registry: CredentialResolvers,
@@ -66,14 +82,23 @@ export async function authenticate(
   const header = request.headers.authorization;
   if (header !== undefined) {
     const match = BEARER.exec(header);
-    if (!match) throw errors.unauthenticated('The Authorization header must be "Bearer <token>".');
-    return resolveCredential(match[1], registry, 'bearer token');
+    if (!match)
+      throw bearerChallenge(errors.unauthenticated('The Authorization header must be "Bearer <token>".'), 'malformed');
+    return resolveCredential(match[1], registry, 'bearer token').catch((error) => {
+      throw bearerChallenge(error, 'credential');
+    });
   }
   const apiKey = options.apiKeyHeader ? request.headers['x-api-key'] : undefined;
   if (apiKey !== undefined) {
     const match = typeof apiKey === 'string' ? API_KEY_HEADER.exec(apiKey) : null;
-    if (!match) throw errors.unauthenticated('The x-api-key header must hold one API key (ak_…) or access token.');
-    return resolveCredential(match[1], registry, 'x-api-key credential');
+    if (!match)
+      throw bearerChallenge(
+        errors.unauthenticated('The x-api-key header must hold one API key (ak_…) or access token.'),
+        'malformed',
+      );
+    return resolveCredential(match[1], registry, 'x-api-key credential').catch((error) => {
+      throw bearerChallenge(error, 'credential');
+    });
   }
   const cookie = request.cookies?.[SESSION_COOKIE];
   if (cookie) {
@@ -90,7 +115,7 @@ export async function authenticate(
       return principal;
     }
   }
-  throw errors.unauthenticated();
+  throw bearerChallenge(errors.unauthenticated(), 'none');
 }
 
 const API_KEY_HEADER = /^([\x21-\x7e]{1,4096})$/;
