@@ -63,6 +63,18 @@ export function mountModal(root: ShadowRoot, onClosed: () => void): Modal {
   dialog.setAttribute('aria-describedby', 'description');
   root.append(dialog);
   let returnFocus: HTMLElement | null = null;
+  // The control that opens the dialog has often lost the focus by then (an app disables its Send button while
+  // the request is on its way, which drops the focus to the page): the focus goes back to where it last was
+  // outside the dialog, else it would stay on a hidden button, from where Tab leaves the page.
+  let lastFocused: HTMLElement | null = null;
+  document.addEventListener(
+    'focusin',
+    (event) => {
+      const target = event.composedPath()[0];
+      if (target instanceof HTMLElement && !dialog.contains(target)) lastFocused = target;
+    },
+    true,
+  );
 
   dialog.addEventListener('keydown', (event) => {
     if (event.key === 'Escape') {
@@ -97,14 +109,16 @@ export function mountModal(root: ShadowRoot, onClosed: () => void): Modal {
       if (dialog.open) return;
       let active = document.activeElement as HTMLElement | null;
       while (active?.shadowRoot?.activeElement) active = active.shadowRoot.activeElement as HTMLElement;
-      returnFocus = active;
+      returnFocus = active && active !== document.body ? active : lastFocused;
       dialog.showModal();
       (dialog.querySelector<HTMLElement>('[autofocus]') ?? dialog.querySelector<HTMLElement>(FOCUSABLE))?.focus();
     },
     close() {
       if (!dialog.open) return;
       dialog.close();
-      returnFocus?.focus?.();
+      if (returnFocus?.isConnected) returnFocus.focus();
+      // Nowhere to go back to (removed, or still disabled): at least no hidden button keeps the focus.
+      (root.activeElement as HTMLElement | null)?.blur();
       returnFocus = null;
       onClosed();
     },

@@ -1,0 +1,87 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFile } from 'node:fs/promises';
+import { stripTypeScriptTypes } from 'node:module';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../../../src/web/browser.ts';
+
+const SOURCE = new URL('../src/', import.meta.url);
+
+/**
+ * A third-party app's page, as an app writes it: its Send button is disabled while a message is on its way,
+ * and a refusal opens the restriction dialog. The SDK's own sources are served with their types stripped,
+ * so the test runs the code as it is now, not a bundle built earlier.
+ */
+const PAGE = `<!doctype html><meta charset="utf-8"><title>app</title>
+<button id="send">Send</button> <button id="other">Other</button>
+<tollgate-restriction-dialog></tollgate-restriction-dialog>
+<script type="module">
+import { defineTollgateElements } from '/sdk/index.ts';
+defineTollgateElements();
+const dialog = document.querySelector('tollgate-restriction-dialog');
+const send = document.getElementById('send');
+send.addEventListener('click', async () => {
+  send.disabled = true;
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  dialog.error = { error: { code: 'SPENDING_LIMIT_EXCEEDED', message: 'Daily spending limit exceeded', type: 'spending_limit_error',
+    limitType: 'daily', limit: 2.5, current: 2, requested: 1, resetsAt: new Date(Date.now() + 3600e3).toISOString() } };
+  send.disabled = false;
+});
+window.ready = true;
+</script>`;
+
+/** Where the keyboard focus is, through shadow roots: `send`, or `tollgate-restriction-dialog>retry`. */
+function focusPath(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const path: string[] = [];
+    let element = document.activeElement as HTMLElement | null;
+    while (element) {
+      path.push(element.id || element.dataset.action || element.tagName.toLowerCase());
+      element = element.shadowRoot?.activeElement as HTMLElement | null;
+    }
+    return path.join('>');
+  });
+}
+
+describe('the restriction dialog and the keyboard, in Chromium', () => {
+  let server: Server;
+  let origin = '';
+  let browser: Browser;
+  before(async () => {
+    server = createServer(async (request, response) => {
+      const path = new URL(request.url!, 'http://x').pathname;
+      if (path === '/') return response.writeHead(200, { 'content-type': 'text/html' }).end(PAGE);
+      const name = /^\/sdk\/([a-z-]+\.ts)$/.exec(path)?.[1];
+      if (!name) return response.writeHead(404).end();
+      const code = stripTypeScriptTypes(await readFile(new URL(name, SOURCE), 'utf8'));
+      response.writeHead(200, { 'content-type': 'text/javascript' }).end(code);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  it('closed with Escape, it gives the focus back to the control that opened it, even one disabled while the request ran', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/`);
+    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+    await page.focus('#send');
+    await page.keyboard.press('Enter');
+    await page.locator('tollgate-restriction-dialog dialog').waitFor({ state: 'visible' });
+    assert.equal(await focusPath(page), 'tollgate-restriction-dialog>retry', 'the dialog takes the focus');
+
+    await page.keyboard.press('Escape');
+    assert.equal(await page.locator('tollgate-restriction-dialog dialog').isVisible(), false, 'Escape closed it');
+    assert.equal(await focusPath(page), 'send', 'the focus is back on the control that opened the dialog');
+    // The keyboard user goes on from there, not from a button no one can see.
+    await page.keyboard.press('Tab');
+    assert.equal(await focusPath(page), 'other');
+    await page.close();
+  });
+});
