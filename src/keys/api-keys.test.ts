@@ -163,6 +163,34 @@ describeEachDatabase('API keys endpoints', (env) => {
     assert.deepEqual([none.status, none.body], [400, { success: false, error: 'API key name is required' }]);
   });
 
+  it('a body sent as text or as a form is a 415 asking for application/json (§4.2), not a name said to be missing', async () => {
+    const session = await env.createUser();
+    const headers = { cookie: session.cookie, 'x-csrf-token': session.csrfToken };
+    const json = JSON.stringify({ name: 'k', permissions: ['ai:chat'] });
+    for (const [contentType, raw] of [
+      ['text/plain', json],
+      ['text/plain; charset=utf-8', json],
+      ['application/x-www-form-urlencoded', 'name=k&permissions=ai%3Achat'],
+    ]) {
+      const answer = await env.request('POST', '/api/user/api-keys', {
+        headers: { ...headers, 'content-type': contentType! },
+        raw,
+      });
+      assert.deepEqual(
+        [answer.status, answer.body],
+        [415, { success: false, error: 'Unsupported Content-Type; send application/json.' }],
+        contentType,
+      );
+    }
+    const charset = await env.request('POST', '/api/user/api-keys', {
+      headers: { ...headers, 'content-type': 'application/json; charset=utf-8' },
+      raw: json,
+    });
+    assert.equal(charset.status, 200, charset.text);
+    const listed = await env.dashboard(session, 'GET', '/api/user/api-keys');
+    assert.equal(listed.body.apiKeys.length, 1, 'only the JSON request created a key');
+  });
+
   it('an unknown permission is a 400 that names it, and nothing is created', async () => {
     const session = await env.createUser();
     const response = await env.dashboard(session, 'POST', '/api/user/api-keys', {
