@@ -163,7 +163,11 @@ ${balance && balance.available !== restriction.available ? `<dt>Available now</d
 ${restriction.owed ? `<dt>Owed</dt><dd part="owed">${formatCredits(restriction.owed)} credits</dd>` : ''}
 </dl>`;
         // The top-up page opens with the credits still missing: a debt is repaid whole, whatever is available.
-        const needed = restriction.owed ?? Math.max(0, restriction.required - restriction.available);
+        // In micro-credits, as the wallet counts: 1 - 0.7 in floating point is 0.30000000000000004, which the
+        // wallet page would round up to a cent more than is missing.
+        const needed =
+          restriction.owed ??
+          Math.max(0, Math.round(restriction.required * 1e6) - Math.round(restriction.available * 1e6)) / 1e6;
         link = `<a part="add-credits" href="${escapeHtml(`${base}/#/wallet?need=${needed}`)}" target="_blank" rel="noopener">Add credits</a>`;
       } else {
         content = `<p id="description">${escapeHtml(restriction.message)}</p>`;

@@ -45,7 +45,7 @@ function focusPath(page: Page): Promise<string> {
   });
 }
 
-describe('the restriction dialog and the keyboard, in Chromium', () => {
+describe('the restriction dialog in Chromium', () => {
   let server: Server;
   let origin = '';
   let browser: Browser;
@@ -82,6 +82,29 @@ describe('the restriction dialog and the keyboard, in Chromium', () => {
     // The keyboard user goes on from there, not from a button no one can see.
     await page.keyboard.press('Tab');
     assert.equal(await focusPath(page), 'other');
+    await page.close();
+  });
+
+  it('the Add credits link asks for exactly the credits missing, with no floating-point tail', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/`);
+    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+    const href = await page.evaluate(() => {
+      const dialog = document.querySelector('tollgate-restriction-dialog') as HTMLElement & { error: unknown };
+      dialog.setAttribute('gateway-url', 'https://tollgate.example');
+      // 1 - 0.7 is 0.30000000000000004 in floating point; the wallet holds micro-credits, 0.3 is missing.
+      dialog.error = {
+        error: {
+          code: 'INSUFFICIENT_CREDITS',
+          message: 'Insufficient credits',
+          type: 'insufficient_credits_error',
+          available: 0.7,
+          required: 1,
+        },
+      };
+      return dialog.shadowRoot!.querySelector('[part=add-credits]')!.getAttribute('href');
+    });
+    assert.equal(href, 'https://tollgate.example/#/wallet?need=0.3');
     await page.close();
   });
 });
