@@ -14,3 +14,22 @@ it('a currency without cents (jpy, krw: Stripe takes whole units) or with thousa
   for (const currency of ['usd', 'eur', 'gbp', 'chf', 'cad'])
     assert.equal(topupSettings(loadConfig({ TOPUP_CURRENCY: currency })).currency, currency);
 });
+
+it('top-up amounts that cannot be sold stop the start: an offered 0, a minimum above the maximum, credits past exact integers', () => {
+  // An offered 0 priced 0 credits: its top-up broke the table's check and the user got a 500.
+  assert.throws(() => topupSettings(loadConfig({ TOPUP_AMOUNTS: '0 5 10' })), /TOPUP_AMOUNTS/);
+  assert.throws(
+    () => topupSettings(loadConfig({ TOPUP_MIN_AMOUNT: '50', TOPUP_MAX_AMOUNT: '5' })),
+    /TOPUP_MIN_AMOUNT \(50\) is above TOPUP_MAX_AMOUNT \(5\)/,
+  );
+  // 10,000 units at 1,000,000 credits each is 10^16 micro-credits: past 2^53, no longer exact.
+  assert.throws(
+    () => topupSettings(loadConfig({ TOPUP_CREDITS_PER_UNIT: '1000000', TOPUP_MAX_AMOUNT: '10000' })),
+    /TOPUP_CREDITS_PER_UNIT.*TOPUP_MAX_AMOUNT/s,
+  );
+  assert.equal(
+    topupSettings(loadConfig({ TOPUP_CREDITS_PER_UNIT: '1000000', TOPUP_MAX_AMOUNT: '500' })).maxAmount,
+    500,
+  );
+  assert.deepEqual(topupSettings(loadConfig({ TOPUP_AMOUNTS: '5 10 100' })).amounts, [5, 10, 100]);
+});

@@ -47,9 +47,10 @@ export const TopupsConfigSection = Type.Object({
       'Credits sold per unit of `TOPUP_CURRENCY` (the selling price; distinct from `CREDITS_PER_USD`, the cost rate of imported prices).',
   }),
   TOPUP_AMOUNTS: Type.String({
-    pattern: '^[0-9]+( [0-9]+)*$',
+    pattern: '^[1-9][0-9]*( [1-9][0-9]*)*$',
     default: '5 10 25 50',
-    description: 'Top-up amounts the wallet page offers, in whole units of `TOPUP_CURRENCY`, space-separated.',
+    description:
+      'Top-up amounts the wallet page offers, in whole units of `TOPUP_CURRENCY` (1 or more), space-separated.',
   }),
   TOPUP_MIN_AMOUNT: Type.Integer({
     minimum: 1,

@@ -4,6 +4,7 @@ import type { TopupsConfig } from './config.ts';
 
 type Config = PlatformConfig & TopupsConfig;
 import { ApiError, errors } from '../platform/errors.ts';
+import { ConfigError } from '../platform/config.ts';
 
 /** Micro-credits per credit, times the minor units (cents) per unit of currency. */
 const MICROS_PER_CREDIT_PER_MINOR = 1_000_000 / 100;
@@ -20,8 +21,22 @@ export interface TopupSettings {
   lowBalance: number;
 }
 
-/** Reads the top-up settings; top-ups are on only with both Stripe secrets. */
+/**
+ * Reads the top-up settings; top-ups are on only with both Stripe secrets. Amounts that could never be sold
+ * stop the start: a minimum above the maximum, or a price whose micro-credits pass exact integers.
+ */
 export function topupSettings(config: Config): TopupSettings {
+  const min = config.TOPUP_MIN_AMOUNT;
+  const max = config.TOPUP_MAX_AMOUNT;
+  if (min > max)
+    throw new ConfigError(
+      `Invalid configuration:\n  TOPUP_MIN_AMOUNT (${min}) is above TOPUP_MAX_AMOUNT (${max}): no custom top-up could be bought.`,
+    );
+  const largest = Math.max(max, ...config.TOPUP_AMOUNTS.split(' ').map(Number));
+  if (!Number.isSafeInteger(largest * 100 * config.TOPUP_CREDITS_PER_UNIT * MICROS_PER_CREDIT_PER_MINOR))
+    throw new ConfigError(
+      `Invalid configuration:\n  TOPUP_CREDITS_PER_UNIT (${config.TOPUP_CREDITS_PER_UNIT}) times the largest top-up (TOPUP_MAX_AMOUNT or TOPUP_AMOUNTS: ${largest}) is more micro-credits than count exactly (2^53): lower one of them.`,
+    );
   return {
     enabled: Boolean(config.STRIPE_SECRET_KEY && config.STRIPE_WEBHOOK_SECRET),
     currency: config.TOPUP_CURRENCY,
