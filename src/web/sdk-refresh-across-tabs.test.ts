@@ -1,8 +1,8 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { describeEachDatabase } from '../../../src/testing/harness.ts';
-import { registerTestApp, runAuthorization, TestBrowser } from '../../../src/oauth/testing.ts';
-import { createTollgateClient, memoryStorage, type TollgateStorage } from '../src/index.ts';
+import { describeEachDatabase } from '../testing/harness.ts';
+import { registerTestApp, runAuthorization, TestBrowser } from '../oauth/testing.ts';
+import { createTollgateClient, memoryStorage, type TollgateStorage } from '../../packages/sdk/src/index.ts';
 
 /**
  * Two tabs of one app share its `localStorage`, so they share one rotating refresh token. Against a real

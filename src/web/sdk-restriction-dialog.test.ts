@@ -5,9 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { stripTypeScriptTypes } from 'node:module';
 import type { Browser, Page } from 'playwright-core';
-import { launchChromium } from '../../../src/web/browser.ts';
+import { launchChromium } from './browser.ts';
 
-const SOURCE = new URL('../src/', import.meta.url);
+const SOURCE = new URL('../../packages/sdk/src/', import.meta.url);
 
 /**
  * A third-party app's page, as an app writes it: its Send button is disabled while a message is on its way,
