@@ -15,6 +15,20 @@ it('a currency without cents (jpy, krw: Stripe takes whole units) or with thousa
     assert.equal(topupSettings(loadConfig({ TOPUP_CURRENCY: currency })).currency, currency);
 });
 
+it('TOPUP_CURRENCY is taken in any case (USD, Eur) and used in lower case; an unsupported one is refused in any case too', () => {
+  // ISO 4217 codes are written in upper case; Stripe takes them in any case and answers them in lower case.
+  assert.equal(topupSettings(loadConfig({ TOPUP_CURRENCY: 'USD' })).currency, 'usd');
+  assert.equal(topupSettings(loadConfig({ TOPUP_CURRENCY: 'Eur' })).currency, 'eur');
+  for (const currency of ['JPY', 'Kwd', 'bHD'])
+    assert.throws(
+      () => loadConfig({ TOPUP_CURRENCY: currency }),
+      /TOPUP_CURRENCY: .*hundredths.*not supported/s,
+      `${currency} should be refused`,
+    );
+  for (const currency of ['US', 'usdx', 'u5d'])
+    assert.throws(() => loadConfig({ TOPUP_CURRENCY: currency }), /TOPUP_CURRENCY/);
+});
+
 it('top-up amounts that cannot be sold stop the start: an offered 0, a minimum above the maximum, credits past exact integers', () => {
   // An offered 0 priced 0 credits: its top-up broke the table's check and the user got a 500.
   assert.throws(() => topupSettings(loadConfig({ TOPUP_AMOUNTS: '0 5 10' })), /TOPUP_AMOUNTS/);

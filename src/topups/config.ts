@@ -9,6 +9,11 @@ const UNSUPPORTED_CURRENCIES = [
   ...['bhd', 'jod', 'kwd', 'omr', 'tnd'],
 ];
 
+/** A pattern matching `code` in any case: `jpy` → `[jJ][pP][yY]`. */
+function anyCase(code: string): string {
+  return [...code].map((c) => `[${c}${c.toUpperCase()}]`).join('');
+}
+
 /** The top-ups' settings: Stripe, the currency and amounts sold, the low-balance line. Part of the one configuration schema (src/config.ts). */
 export const TopupsConfigSection = Type.Object({
   STRIPE_SECRET_KEY: Type.Optional(
@@ -34,10 +39,11 @@ export const TopupsConfigSection = Type.Object({
   ),
   TOPUP_CURRENCY: Type.String({
     // Stripe takes amounts in the currency's own minor unit; top-ups send hundredths, so a currency without
-    // cents would be charged 100 times the price and one with thousandths a tenth of it.
-    pattern: `^(?!(${UNSUPPORTED_CURRENCIES.join('|')})$)[a-z]{3}$`,
+    // cents would be charged 100 times the price and one with thousandths a tenth of it. ISO 4217 codes are
+    // case-insensitive (a pattern has no flags, so each letter matches either case); settings.ts lowers it.
+    pattern: `^(?!(${UNSUPPORTED_CURRENCIES.map(anyCase).join('|')})$)[a-zA-Z]{3}$`,
     default: 'usd',
-    description: `ISO currency of top-ups, lower case, with cents (amounts are sent to Stripe in hundredths): currencies without cents or with thousandths (${UNSUPPORTED_CURRENCIES.join(', ')}) are not supported.`,
+    description: `ISO currency of top-ups, in any case (used in lower case), with cents (amounts are sent to Stripe in hundredths): currencies without cents or with thousandths (${UNSUPPORTED_CURRENCIES.join(', ')}) are not supported.`,
   }),
   TOPUP_CREDITS_PER_UNIT: Type.Integer({
     minimum: 1,

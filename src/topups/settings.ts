@@ -39,7 +39,8 @@ export function topupSettings(config: Config): TopupSettings {
     );
   return {
     enabled: Boolean(config.STRIPE_SECRET_KEY && config.STRIPE_WEBHOOK_SECRET),
-    currency: config.TOPUP_CURRENCY,
+    // Stripe answers currencies in lower case; the top-ups' rows and the price checks compare with them.
+    currency: config.TOPUP_CURRENCY.toLowerCase(),
     amounts: config.TOPUP_AMOUNTS.split(' ').map(Number),
     minAmount: config.TOPUP_MIN_AMOUNT,
     maxAmount: config.TOPUP_MAX_AMOUNT,
