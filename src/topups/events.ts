@@ -8,7 +8,11 @@ import { topupsDb, type TopupsDb, type TopupsTable } from './schema.ts';
 type Trx = TopupsDb;
 import { paymentProviderError } from './settings.ts';
 
-/** The acknowledgment of a Stripe event: what it did (`effect`), or that it was processed before. */
+/**
+ * The acknowledgment of a Stripe event (what operators read in Stripe's delivery log): what it did (`effect`),
+ * or that it was processed before. An event that found its top-up past the state it leads from (a success for
+ * a failed top-up, an expiry after the credit) is `ignored`, with the top-up's `status`.
+ */
 export interface EventAck {
   received: true;
   effect:
@@ -24,6 +28,33 @@ export interface EventAck {
     | 'ignored';
   duplicate?: true;
   topupId?: string;
+  /** The top-up's status, when the event changed nothing of it. */
+  status?: TopupsTable['status'];
+}
+
+/**
+ * The answer about an event of `topup` that leads it to `to` with `effect`: the effect when it applied; else
+ * `ignored` with the status the top-up has. A copy (`duplicate`) answers the effect while the top-up is in
+ * the state the effect led to: a copy of the event that credited still says `credited`.
+ */
+async function acknowledge(
+  rt: TopupRuntime,
+  topup: TopupsTable,
+  effect: EventAck['effect'],
+  to: TopupsTable['status'],
+  outcome: 'applied' | 'unchanged' | 'duplicate',
+): Promise<EventAck> {
+  if (outcome === 'applied') return { received: true, effect, topupId: topup.id };
+  const { status } = await topupsDb(rt.ctx.db)
+    .selectFrom('topups')
+    .select('status')
+    .where('id', '=', topup.id)
+    .executeTakeFirstOrThrow();
+  if (outcome === 'duplicate')
+    return status === to
+      ? { received: true, effect, topupId: topup.id, duplicate: true }
+      : { received: true, effect: 'ignored', topupId: topup.id, status, duplicate: true };
+  return { received: true, effect: 'ignored', topupId: topup.id, status };
 }
 
 /**
@@ -221,23 +252,24 @@ async function transition(
   event: Stripe.Event,
   topup: TopupsTable,
   from: TopupsTable['status'][],
-  change: Partial<TopupsTable>,
+  change: Partial<TopupsTable> & { status: TopupsTable['status'] },
   effect: EventAck['effect'],
 ): Promise<EventAck> {
   const now = rt.ctx.clock.now();
-  const fresh = await topupsDb(rt.ctx.db)
+  const outcome = await topupsDb(rt.ctx.db)
     .transaction()
     .execute(async (trx) => {
-      if (!(await claimEvent(trx, event, now))) return false;
-      await trx
+      if (!(await claimEvent(trx, event, now))) return 'duplicate' as const;
+      const changed = await trx
         .updateTable('topups')
         .set({ ...change, updated_at: now })
         .where('id', '=', topup.id)
         .where('status', 'in', from)
-        .execute();
-      return true;
+        .returning('id')
+        .executeTakeFirst();
+      return changed ? ('applied' as const) : ('unchanged' as const);
     });
-  return { received: true, effect, topupId: topup.id, ...(fresh ? {} : { duplicate: true as const }) };
+  return acknowledge(rt, topup, effect, change.status, outcome);
 }
 
 /**
@@ -297,13 +329,16 @@ async function credit(
       },
     },
   );
-  if (!outcome.applied)
-    return {
-      received: true,
-      effect: 'credited',
-      topupId: topup.id,
-      ...(duplicate ? { duplicate: true as const } : {}),
-    };
+  if (!outcome.applied) {
+    const ack = await acknowledge(rt, topup, 'credited', 'succeeded', duplicate ? 'duplicate' : 'unchanged');
+    // Stripe took the money of a top-up Tollgate gave up on: the operator refunds it (or grants the credits).
+    if (!duplicate && ack.status !== 'succeeded')
+      rt.ctx.log.error(
+        { topupId: topup.id, status: ack.status, paymentIntent },
+        'Stripe reports a payment of a top-up that is no longer payable: not credited; refund it in Stripe or grant the credits',
+      );
+    return ack;
+  }
   rt.notify({ type: 'topup_succeeded', userId: topup.user_id, topupId: topup.id, credits: topup.credits });
   if (paymentIntent) await recordReceipt(rt, topup.id, paymentIntent);
   return { received: true, effect: 'credited', topupId: topup.id };
@@ -340,12 +375,7 @@ async function fail(rt: TopupRuntime, event: Stripe.Event, topup: TopupsTable, r
     });
   if (outcome === 'failed')
     rt.notify({ type: 'topup_failed', userId: topup.user_id, topupId: topup.id, credits: topup.credits, reason });
-  return {
-    received: true,
-    effect: 'failed',
-    topupId: topup.id,
-    ...(outcome === 'duplicate' ? { duplicate: true as const } : {}),
-  };
+  return acknowledge(rt, topup, 'failed', 'failed', outcome === 'failed' ? 'applied' : outcome);
 }
 
 /** Frees the user's one auto top-up slot if this top-up still holds it, so the next one can start. */

@@ -60,9 +60,14 @@ describeEachDatabase(
         ...fake.sessions.get(started.sessionId),
         payment_status: 'paid',
       });
-      // Reordered: the success first, then the completion that said "unpaid", then both again.
+      // Reordered: the success first, then the completion that said "unpaid" (too late to mark it processing), then both again.
       assert.equal((await fake.deliver(succeeded)).body.effect, 'credited');
-      assert.equal((await fake.deliver(unpaid)).body.effect, 'processing');
+      assert.deepEqual((await fake.deliver(unpaid)).body, {
+        received: true,
+        effect: 'ignored',
+        topupId: started.topupId,
+        status: 'succeeded',
+      });
       assert.equal((await fake.deliver(succeeded)).body.duplicate, true);
       assert.equal((await fake.deliver(unpaid)).body.duplicate, true);
       assert.equal((await topupOf(env, user, started.topupId)).status, 'succeeded');
@@ -88,6 +93,51 @@ describeEachDatabase(
         }),
       );
       assert.equal((await walletOf(env, user)).balance, 500_000_000);
+      await assertLedgerVerifies(env, user.userId);
+    });
+
+    it('an event that finds its top-up past the state it leads from answers ignored with the top-up status, not the effect it would have had', async () => {
+      const user = await env.createUser();
+      // A success for a top-up already failed: nothing is credited, and the answer says so.
+      const failing = await startTopup(env, user, 5);
+      await fake.deliver(fake.event('checkout.session.completed', fake.pay(failing.sessionId, { async: true })));
+      await fake.deliver(fake.event('checkout.session.async_payment_failed', fake.sessions.get(failing.sessionId)));
+      const lateSuccess = fake.event('checkout.session.async_payment_succeeded', {
+        ...fake.sessions.get(failing.sessionId),
+        payment_status: 'paid',
+      });
+      const late = await fake.deliver(lateSuccess);
+      assert.equal(late.status, 200);
+      assert.deepEqual(late.body, { received: true, effect: 'ignored', topupId: failing.topupId, status: 'failed' });
+      assert.deepEqual((await fake.deliver(lateSuccess)).body, { ...late.body, duplicate: true });
+      assert.equal((await walletOf(env, user)).balance, 0);
+
+      // The second success event of a payment credited by the first; an expiry and a failure after the credit.
+      const paid = await startTopup(env, user, 5);
+      const session = fake.pay(paid.sessionId);
+      const completed = fake.event('checkout.session.completed', session);
+      assert.equal((await fake.deliver(completed)).body.effect, 'credited');
+      for (const type of [
+        'checkout.session.async_payment_succeeded',
+        'checkout.session.expired',
+        'checkout.session.async_payment_failed',
+      ]) {
+        const answer = await fake.deliver(fake.event(type, session));
+        assert.deepEqual(
+          answer.body,
+          { received: true, effect: 'ignored', topupId: paid.topupId, status: 'succeeded' },
+          type,
+        );
+      }
+      assert.equal((await topupOf(env, user, paid.topupId)).status, 'succeeded');
+      assert.equal((await walletOf(env, user)).balance, 500_000_000);
+      // A copy of the event that did credit still answers what it did.
+      assert.deepEqual((await fake.deliver(completed)).body, {
+        received: true,
+        effect: 'credited',
+        topupId: paid.topupId,
+        duplicate: true,
+      });
       await assertLedgerVerifies(env, user.userId);
     });
 

@@ -20,6 +20,12 @@ const Ack = Type.Object({
       'What the event did: credited, processing, failed, expired, refunded, disputed, dispute_won, dispute_lost, auto_topup_saved, ignored.',
   }),
   topupId: Type.Optional(Type.String()),
+  status: Type.Optional(
+    Type.String({
+      description:
+        "With `ignored`: the top-up's status, which the event could not change (a success for a failed top-up, an expiry after the credit).",
+    }),
+  ),
   duplicate: Type.Optional(
     Type.Literal(true, { description: 'Present when this event id was already processed (by any instance).' }),
   ),
