@@ -62,7 +62,7 @@ export interface CredentialOptions {
  * code when none was sent, `invalid_request` for a malformed one, `invalid_token` for one that was refused
  * (unknown, expired or revoked), so that a client knows to get a new token rather than retry.
  */
-function bearerChallenge(error: unknown, sent: 'none' | 'malformed' | 'credential'): unknown {
+export function bearerChallenge(error: unknown, sent: 'none' | 'malformed' | 'credential'): unknown {
   if (!(error instanceof ApiError) || error.status !== 401) return error;
   const code = { none: '', malformed: ', error="invalid_request"', credential: ', error="invalid_token"' }[sent];
   return new ApiError(error.code, error.message, {
@@ -71,6 +71,19 @@ function bearerChallenge(error: unknown, sent: 'none' | 'malformed' | 'credentia
     headers: { ...error.headers, 'www-authenticate': `Bearer realm="tollgate"${code}` },
     cause: error.cause,
   });
+}
+
+/**
+ * The credential of an `Authorization: Bearer <credential>` header, the scheme in any case and one or more
+ * spaces before it (RFC 9110 §11.1, RFC 6750 §2.1); null when the header is not of that form.
+ */
+export function bearerCredential(header: string): string | null {
+  return BEARER.exec(header)?.[1] ?? null;
+}
+
+// Module-level, so that a call does not allocate a new function for it.
+function refusedCredential(error: unknown): never {
+  throw bearerChallenge(error, 'credential');
 }
 
 /** Resolves the request's credential into a principal; 401 (with its challenge) when there is none or it is not valid. */
@@ -84,9 +97,7 @@ export async function authenticate(
     const match = BEARER.exec(header);
     if (!match)
       throw bearerChallenge(errors.unauthenticated('The Authorization header must be "Bearer <token>".'), 'malformed');
-    return resolveCredential(match[1], registry, 'bearer token').catch((error) => {
-      throw bearerChallenge(error, 'credential');
-    });
+    return resolveCredential(match[1], registry, 'bearer token').catch(refusedCredential);
   }
   const apiKey = options.apiKeyHeader ? request.headers['x-api-key'] : undefined;
   if (apiKey !== undefined) {
@@ -96,9 +107,7 @@ export async function authenticate(
         errors.unauthenticated('The x-api-key header must hold one API key (ak_…) or access token.'),
         'malformed',
       );
-    return resolveCredential(match[1], registry, 'x-api-key credential').catch((error) => {
-      throw bearerChallenge(error, 'credential');
-    });
+    return resolveCredential(match[1], registry, 'x-api-key credential').catch(refusedCredential);
   }
   const cookie = request.cookies?.[SESSION_COOKIE];
   if (cookie) {

@@ -17,7 +17,7 @@ import { ApiError, ERROR_CODES, type ErrorCode } from '../errors.ts';
 import type { AppContext, ServerContext } from '../context.ts';
 import { matchesAnySecret } from '../crypto.ts';
 import { refuseNulCharacters } from './nul-characters.ts';
-import { authenticate, requireScope, type Principal } from './principal.ts';
+import { authenticate, bearerChallenge, bearerCredential, requireScope, type Principal } from './principal.ts';
 import { SECURITY_SCHEMES, transformDocument, transformRoute, type DocumentedResponse } from './openapi.ts';
 import type { ErrorEnvelope, ErrorRenderer } from './error-envelope.ts';
 
@@ -305,9 +305,15 @@ export async function createServer(ctx: ServerContext): Promise<App> {
     // Read once: Fastify builds a new `routeOptions` object on every access.
     const config = request.routeOptions.config;
     if (config?.admin) {
-      const match = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '');
-      if (!match || !matchesAnySecret(match[1], ctx.secrets.adminTokens)) {
-        throw new ApiError('UNAUTHENTICATED', 'An operator token (TOLLGATE_ADMIN_TOKEN) is required.');
+      // Read as the user routes read theirs (principal.ts): Bearer in any case, and a 401 with its challenge.
+      const header = request.headers.authorization;
+      const token = header === undefined ? null : bearerCredential(header);
+      if (token === null || !matchesAnySecret(token, ctx.secrets.adminTokens)) {
+        const sent = header === undefined ? 'none' : token === null ? 'malformed' : 'credential';
+        throw bearerChallenge(
+          new ApiError('UNAUTHENTICATED', 'An operator token (TOLLGATE_ADMIN_TOKEN) is required.'),
+          sent,
+        );
       }
       return;
     }
