@@ -1,5 +1,6 @@
 import Type from 'typebox';
-import type { App } from '../../platform/http/server.ts';
+import type { FastifyRequest } from 'fastify';
+import { principalOf, type App } from '../../platform/http/server.ts';
 import type { EventRoutesDeps } from './deps.ts';
 import { creditsToMicros, microsToCredits, CREDITS_RULE } from '../../platform/money.ts';
 import { errors } from '../../platform/errors.ts';
@@ -20,6 +21,19 @@ const view = (alert: LowBalanceAlert) => ({
 });
 
 /**
+ * The user whose alert this is. Dashboard session only, as for the webhook endpoints the alert feeds; the 403
+ * names this route, not the endpoints.
+ */
+function alertOwner(request: FastifyRequest): string {
+  const principal = principalOf(request);
+  if (principal.kind !== 'session')
+    throw errors.forbidden(
+      'The low-balance alert can only be read or set from the dashboard (a signed-in session); no app scope or API key permission grants it.',
+    );
+  return principal.userId;
+}
+
+/**
  * `GET` and `PUT /api/user/low-balance-alert`: the threshold under which `wallet.low_balance` fires, once per
  * crossing. Dashboard session only, like the endpoints.
  */
@@ -31,7 +45,7 @@ export function registerLowBalanceRoutes(app: App, ctx: EventRoutesDeps): void {
     path,
     { schema: { tags, summary: 'The low-balance alert threshold', security, response: { 200: AlertSchema } }, config },
     async (request) => {
-      return view(await readAlert(ctx, userSurface.owner(request)!));
+      return view(await readAlert(ctx, alertOwner(request)));
     },
   );
 
@@ -59,7 +73,7 @@ export function registerLowBalanceRoutes(app: App, ctx: EventRoutesDeps): void {
       config,
     },
     async (request) => {
-      const userId = userSurface.owner(request)!;
+      const userId = alertOwner(request);
       const { threshold } = request.body as { threshold: number | null };
       const micros = threshold === null ? null : creditsToMicros(threshold);
       if (threshold !== null && micros === null)
