@@ -1,6 +1,4 @@
-import Type from 'typebox';
 import type { App } from '../platform/http/server.ts';
-import { nonJsonResponse } from '../platform/http/openapi.ts';
 import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import { costMicros } from '../models/pricing.ts';
@@ -16,66 +14,6 @@ import type { CatalogueModel } from '../models/catalogue.ts';
 const AUDIO_TOKENS_PER_SECOND = 50;
 /** Seconds added to the header's duration for the hold: providers round a started second up. */
 const DURATION_MARGIN_SECONDS = 1;
-
-const SpeechBody = Type.Object(
-  {
-    model: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: 300 }),
-    input: Type.String({ minLength: 1, maxLength: 4096 }),
-    instructions: Type.Optional(Type.String({ maxLength: 4096 })),
-    voice: Type.Optional(Type.Unknown()),
-  },
-  { additionalProperties: true },
-);
-
-/**
- * `POST /api/v1/audio/speech` (binary audio relayed as it arrives) and `POST /api/v1/audio/transcriptions`
- * (multipart upload). Speech is billed `request` + `prompt` per 1M tokens of `input` — known before the call,
- * so the hold is the charge. Transcription is billed `request` + `second` × the audio's duration + its tokens:
- * text input at `prompt`, audio input at `audioInput`, output at `completion` (estimated when none are reported).
- */
-export function registerSpeechRoute(app: App, ctx: GatewayDeps): void {
-  app.post(
-    '/api/v1/audio/speech',
-    {
-      schema: {
-        tags: ['ai'],
-        summary: 'Text to speech (OpenAI-compatible; answers the audio bytes)',
-        security: [{ bearer: [] }],
-        body: SpeechBody,
-      },
-      config: {
-        auth: ['ai:audio'],
-        documentedResponses: {
-          200: nonJsonResponse(
-            "The audio, relayed as the provider sends it, in the `response_format` asked for (the provider's default: mp3).",
-            ['audio/mpeg', 'audio/opus', 'audio/aac', 'audio/flac', 'audio/wav', 'audio/pcm'],
-            true,
-          ),
-        },
-      },
-    },
-    async (request, reply) => {
-      const body = request.body as { model: string; input: string; [k: string]: unknown };
-      // gpt-4o-mini-tts bills its `instructions` as input text too.
-      const promptTokens =
-        countTextTokens(body.input) + (typeof body.instructions === 'string' ? countTextTokens(body.instructions) : 0);
-      const answered = await meteredCall(ctx, request, reply, {
-        kind: 'speech',
-        modelId: body.model,
-        supports: (adapter) => !!adapter.speech,
-        worstCase: (model) => costMicros(model.pricing, { promptTokens, requests: 1 }),
-        call: (adapter, model, signal) => adapter.speech!({ ...body, model: model.upstreamModel }, { signal }),
-        usage: (_audio, model) => ({
-          cost: costMicros(model.pricing, { promptTokens, requests: 1 }),
-          promptTokens,
-          completionTokens: 0,
-        }),
-      });
-      if (!answered) return reply;
-      return reply.type(answered.result.contentType).send(answered.result.body);
-    },
-  );
-}
 
 /** `POST /api/v1/audio/transcriptions`; registered in the one scope that parses multipart bodies. */
 export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {

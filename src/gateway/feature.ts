@@ -4,7 +4,8 @@ import type { App } from '../platform/http/server.ts';
 import type { GatewayDeps } from './deps.ts';
 import { registerEmbeddingsRoute } from './embeddings.ts';
 import { registerImagesRoute } from './images.ts';
-import { registerSpeechRoute, registerTranscriptionRoute } from './audio.ts';
+import { registerTranscriptionRoute } from './audio.ts';
+import { registerSpeechRoute } from './speech.ts';
 import { registerRealtimeRoute } from './realtime.ts';
 
 /**

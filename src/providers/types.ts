@@ -75,6 +75,17 @@ export interface BinaryResponse {
   body: Readable;
 }
 
+/**
+ * One event of a speech answer asked as an event stream (`stream_format: "sse"`, OpenAI's token-priced speech
+ * models): `audio` is a `speech.audio.delta`'s audio, decoded; `done` is the `speech.audio.done` event, whose
+ * `usage` is as the upstream sent it (unsanitized; the gateway prices it). `frame` is the event's JSON text as
+ * it came, so a client that asked for the event stream is sent the upstream's own frames.
+ */
+export type SpeechEvent =
+  | { type: 'audio'; audio: Buffer; frame: string | null }
+  | { type: 'done'; usage: unknown; frame: string }
+  | { type: 'other'; frame: string };
+
 /** A model as an upstream's `/models` list describes it, prices in USD per token or per unit as decimal strings. */
 export interface UpstreamModel {
   id: string;
@@ -132,6 +143,13 @@ export interface ProviderAdapter {
   embeddings?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
   images?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
   speech?(body: Record<string, unknown>, options: CallOptions): Promise<BinaryResponse>;
+  /**
+   * Speech asked as an event stream, for a model billed on the tokens it reports: resolves once the upstream
+   * accepted the call, then yields its events. The iterator throws {@link UpstreamError} when the stream breaks
+   * or ends without its `done` event; `return()` stops the upstream. An upstream that answers plain audio
+   * instead yields it as `audio` events (with `frame` null) and no `done`.
+   */
+  speechEvents?(body: Record<string, unknown>, options: CallOptions): Promise<AsyncIterable<SpeechEvent>>;
   transcription?(form: FormData, options: CallOptions): Promise<Record<string, any>>;
   realtimeSession?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
   /** The upstream's model list, for `POST /api/admin/models/sync`. */

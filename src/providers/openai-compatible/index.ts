@@ -4,6 +4,7 @@ import type { ProvidersConfig } from '../config.ts';
 type Config = PlatformConfig & ProvidersConfig;
 import { joinUrl, readJson, readSse, upstreamDispatcher, upstreamFetch } from '../http.ts';
 import type { Dispatcher } from 'undici';
+import type { Readable } from 'node:stream';
 import {
   UpstreamError,
   type BinaryResponse,
@@ -12,6 +13,7 @@ import {
   type ChatChunk,
   type ChatCompletion,
   type ProviderAdapter,
+  type SpeechEvent,
   type UpstreamModel,
 } from '../types.ts';
 import type { CanonicalEvent } from '../../gateway/canonical.ts';
@@ -150,6 +152,13 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
       return { contentType: response.header('content-type') ?? 'application/octet-stream', body: response.body };
     },
 
+    async speechEvents(body, call): Promise<AsyncIterable<SpeechEvent>> {
+      const response = await post('/audio/speech', { ...body, stream_format: 'sse' }, call);
+      if (!(response.header('content-type') ?? '').includes('text/event-stream'))
+        return plainAudio(response.body, call.signal);
+      return speechEventStream(response.body, call.signal);
+    },
+
     async transcription(form, call) {
       const response = await upstreamFetch(joinUrl(options.baseUrl, '/audio/transcriptions'), {
         method: 'POST',
@@ -180,6 +189,47 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
     },
   };
   return adapter;
+}
+
+/**
+ * OpenAI's speech event stream: `speech.audio.delta` events carry base64 `audio`, the last one,
+ * `speech.audio.done`, the `usage` (`input_tokens`, `output_tokens`, `total_tokens`). A stream that ends
+ * without it was cut (the usage never came), and an error frame is the upstream's failure: both throw.
+ */
+async function* speechEventStream(body: Readable, signal: AbortSignal): AsyncGenerator<SpeechEvent> {
+  for await (const event of readSse(body, signal)) {
+    if (event.data === '[DONE]') continue;
+    let parsed: any;
+    try {
+      parsed = JSON.parse(event.data);
+    } catch {
+      throw new UpstreamError(502, 'The upstream speech stream carried a frame that is not JSON.');
+    }
+    if (event.event === 'error' || parsed?.type === 'error' || parsed?.error)
+      throw new UpstreamError(
+        502,
+        `The upstream speech stream failed: ${parsed?.error?.message ?? parsed?.message ?? 'unknown error'}.`,
+      );
+    if (parsed?.type === 'speech.audio.delta' && typeof parsed.audio === 'string') {
+      yield { type: 'audio', audio: Buffer.from(parsed.audio, 'base64'), frame: event.data };
+    } else if (parsed?.type === 'speech.audio.done') {
+      yield { type: 'done', usage: parsed.usage, frame: event.data };
+      return;
+    } else {
+      yield { type: 'other', frame: event.data };
+    }
+  }
+  throw new UpstreamError(502, 'The upstream speech stream ended before its speech.audio.done event.');
+}
+
+/** An upstream that ignored `stream_format: "sse"` and sent the audio itself: its bytes, and no usage. */
+async function* plainAudio(body: Readable, signal: AbortSignal): AsyncGenerator<SpeechEvent> {
+  try {
+    for await (const chunk of body) yield { type: 'audio', audio: chunk as Buffer, frame: null };
+  } catch (error) {
+    if (signal.aborted) throw signal.reason ?? error;
+    throw new UpstreamError(502, 'The upstream audio stream broke.', { cause: error });
+  }
 }
 
 /** Reads one entry of an OpenAI-style `/models` list; OpenRouter's entries add name, context, modalities and USD prices. */

@@ -167,6 +167,35 @@ async function cutAfterFlush(res: ServerResponse): Promise<void> {
 
 const sleep = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
 
+/** The usage a speech event stream reports unless the request's `mock_usage` dictates it (verbatim). */
+export const MOCK_SPEECH_USAGE = { input_tokens: 11, output_tokens: 420, total_tokens: 431 };
+
+/**
+ * Speech as OpenAI streams it for `stream_format: "sse"`: one `speech.audio.delta` of base64 audio per chunk
+ * (`ID3-mock-audio-`, then each word of the input), then `speech.audio.done` with the usage. `cut-<n>`: n
+ * deltas, then the connection breaks; `stall-<n>`: n deltas, then nothing until the client leaves;
+ * `error-frame-<n>`: n deltas, then an error event; `no-usage`: the done event carries no usage.
+ */
+async function speechEvents(res: ServerResponse, body: any, cut: RegExpExecArray | null): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const input = String(body.input ?? '');
+  const chunks = ['ID3-mock-audio-', ...input.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`))];
+  const limit = cut ? Number(cut[2]) : chunks.length;
+  for (const chunk of chunks.slice(0, limit))
+    await write(
+      res,
+      `data: ${JSON.stringify({ type: 'speech.audio.delta', audio: Buffer.from(chunk).toString('base64') })}\n\n`,
+    );
+  if (cut?.[1] === 'cut') return cutAfterFlush(res);
+  if (cut?.[1] === 'stall') return;
+  if (cut?.[1] === 'error-frame') {
+    res.end(`data: ${JSON.stringify({ type: 'error', error: { message: 'mock failure' } })}\n\n`);
+    return;
+  }
+  const usage = body.model === 'no-usage' ? undefined : (body.mock_usage ?? MOCK_SPEECH_USAGE);
+  res.end(`data: ${JSON.stringify({ type: 'speech.audio.done', usage })}\n\n`);
+}
+
 /** Writes an SSE frame, waiting for the socket to drain when it is full. */
 async function write(res: ServerResponse, frame: string): Promise<void> {
   if (!res.write(frame)) await new Promise((r) => res.once('drain', r));
@@ -243,6 +272,7 @@ async function route(
     });
   }
   if (path === '/v1/audio/speech') {
+    if (entry.body.stream_format === 'sse') return speechEvents(res, entry.body, cut);
     res.writeHead(200, { 'content-type': 'audio/mpeg' });
     await write(res, 'ID3-mock-audio-');
     res.end(String(entry.body.input ?? ''));
