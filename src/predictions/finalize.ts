@@ -3,7 +3,7 @@ import type { PredictionsDeps } from './deps.ts';
 import type { Db } from '../platform/db/connect.ts';
 import { predictionsDb } from './schema.ts';
 import { Meter } from '../billing/meter.ts';
-import { actualCost, isCharged, predictTimeMicros, TERMINAL_STATUSES } from './pricing.ts';
+import { actualCost, billedPredictTimeMicros, isCharged, predictTimeMicros, TERMINAL_STATUSES } from './pricing.ts';
 import { findPrediction } from './store.ts';
 
 /** What Replicate says about a prediction, from a webhook body or a `GET /predictions/:id` answer. */
@@ -14,6 +14,8 @@ export interface PredictionUpdate {
   output?: unknown;
   error?: unknown;
   metrics?: unknown;
+  /** When Replicate started running it (null: it never started; undefined: not said). */
+  started_at?: unknown;
 }
 
 /** What {@link applyPredictionUpdate} did. */
@@ -60,7 +62,13 @@ export async function applyPredictionUpdate(shared: Db, update: PredictionUpdate
       .execute();
     return { predictionId: row.id, finalized: false };
   }
-  const predictTimeUs = predictTimeMicros(update.metrics);
+  // Upstream usage is not trusted as sent: the time billed falls back on Tollgate's own measure, within the hold.
+  const reportedUs = predictTimeMicros(update.metrics);
+  const predictTimeUs = billedPredictTimeMicros(update.status, reportedUs, {
+    heldSeconds: row.held_seconds,
+    measuredUs: (now - row.created_at) * 1000,
+    neverStarted: update.started_at === null,
+  });
   const pricing = { request: row.price_request, second: row.price_second, image: row.price_image };
   const charge = actualCost(
     pricing,
@@ -68,10 +76,18 @@ export async function applyPredictionUpdate(shared: Db, update: PredictionUpdate
     predictTimeUs,
     update.output ?? null,
     row.cancel_requested_at !== null,
+    row.outputs_asked,
   );
   const claimed = await trx
     .updateTable('predictions')
-    .set({ ...changes, predict_time_us: predictTimeUs, charge, finalized_at: now })
+    // The time shown is the time billed; an uncharged prediction shows only what Replicate reported.
+    .set({
+      ...changes,
+      predict_time_us:
+        reportedUs === null && !isCharged(update.status, row.cancel_requested_at !== null) ? null : predictTimeUs,
+      charge,
+      finalized_at: now,
+    })
     .where('id', '=', row.id)
     .where('finalized_at', 'is', null)
     .executeTakeFirst();

@@ -53,4 +53,11 @@ export const predictionsMigrations: Record<string, Migration> = {
       await db.schema.alterTable('predictions').addColumn('cancel_requested_at', 'bigint').execute();
     },
   },
+  // What the hold covered, part by part, so that no part is charged beyond it (null on older predictions).
+  '1790_predictions_held_parts': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('predictions').addColumn('held_seconds', 'bigint').execute();
+      await db.schema.alterTable('predictions').addColumn('outputs_asked', 'bigint').execute();
+    },
+  },
 };

@@ -62,20 +62,49 @@ export function worstCaseCost(pricing: PredictionPricing, maxPredictSeconds: num
 }
 
 /**
- * `metrics.predict_time` (seconds, a float from Replicate) as whole microseconds, or null when absent or not
- * a finite non-negative number. Storing and pricing whole microseconds keeps floats out of the arithmetic.
+ * `metrics.predict_time` (seconds, a float from Replicate) as whole microseconds, or null when it is unusable: absent,
+ * not a number (a string, null) or negative. Storing and pricing whole microseconds keeps floats out of the
+ * arithmetic. A time too long to count (1e308, or 1e309, which JSON reads as Infinity) counts as the longest one:
+ * a longer reported time never costs less than a shorter one, and the hold's seconds cap it
+ * ({@link billedPredictTimeMicros}).
  */
 export function predictTimeMicros(metrics: unknown): number | null {
   const seconds = (metrics as { predict_time?: unknown } | null | undefined)?.predict_time;
-  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) return null;
-  const micros = Math.round(seconds * 1_000_000);
-  return Number.isSafeInteger(micros) ? micros : null;
+  if (typeof seconds !== 'number' || Number.isNaN(seconds) || seconds < 0) return null;
+  return Math.min(Math.round(seconds * 1_000_000), Number.MAX_SAFE_INTEGER);
 }
 
-/** Images produced: the length of an array output, 1 for any other non-null output, 0 for none. */
-export function outputsProduced(output: unknown): number {
+/** What Tollgate itself knows of a prediction it bills, beside what Replicate reported. */
+export interface BillingBounds {
+  /** Compute seconds the hold covers, or null when not recorded (the whole hold still caps the charge). */
+  heldSeconds: number | null;
+  /** Microseconds between the create and the final update, as Tollgate's clock measured them. */
+  measuredUs: number;
+  /** Replicate says the prediction never started (`started_at: null`). */
+  neverStarted: boolean;
+}
+
+/**
+ * The compute time a final prediction is billed for, in microseconds: Replicate's `predict_time` when usable
+ * ({@link predictTimeMicros}); otherwise the time Tollgate measured from the create to the final update, which
+ * bounds what ran from above (a provider's garbage never makes a prediction free), or 0 for one canceled before
+ * Replicate started it. Never more than the hold's seconds, as no more images than were asked are charged.
+ */
+export function billedPredictTimeMicros(status: string, reportedUs: number | null, bounds: BillingBounds): number {
+  const used =
+    reportedUs ?? (CANCELED_STATUSES.has(status) && bounds.neverStarted ? 0 : Math.max(0, bounds.measuredUs));
+  return bounds.heldSeconds === null ? used : Math.min(used, bounds.heldSeconds * 1_000_000);
+}
+
+/**
+ * Outputs a final prediction produced: the length of an array output, else 1; for a canceled one a missing
+ * (null) output is none produced yet. A `succeeded` prediction with a null output still ran and Replicate bills
+ * it (models priced per output, as FLUX, cost nothing else), so it counts the one output a success implies.
+ */
+export function outputsProduced(output: unknown, status: string): number {
   if (Array.isArray(output)) return output.length;
-  return output === null || output === undefined ? 0 : 1;
+  if (output !== null && output !== undefined) return 1;
+  return status === 'succeeded' ? 1 : 0;
 }
 
 /** Replicate's statuses of a prediction stopped before it finished (`aborted`: its newer form of `canceled`). */
@@ -90,7 +119,10 @@ export function isCharged(status: string, cancelRequested: boolean): boolean {
 }
 
 /**
- * What a charged prediction ({@link isCharged}) costs: `request + second × predict_time + image × outputs`.
+ * What a charged prediction ({@link isCharged}) costs: `request + second × predict_time + image × outputs`, where
+ * `predictTimeUs` is the time billed ({@link billedPredictTimeMicros}) and the outputs are those produced
+ * ({@link outputsProduced}), never more than the `outputsAsked` the hold covers (the images route caps at `n`
+ * the same way).
  *
  * Rounding: the compute part is `second × predict_time` with predict_time taken to the microsecond, rounded
  * UP to a whole micro-credit (exact integer arithmetic, BigInt), so a fraction of a micro-credit is never lost
@@ -100,12 +132,15 @@ export function isCharged(status: string, cancelRequested: boolean): boolean {
 export function actualCost(
   pricing: PredictionPricing,
   status: string,
-  predictTimeUs: number | null,
+  predictTimeUs: number,
   output: unknown,
-  cancelRequested = false,
+  cancelRequested: boolean,
+  outputsAsked: number | null,
 ): number {
   if (!isCharged(status, cancelRequested)) return 0;
-  const compute = (BigInt(pricing.second) * BigInt(predictTimeUs ?? 0) + 999_999n) / 1_000_000n;
-  const total = BigInt(pricing.request) + compute + BigInt(pricing.image) * BigInt(outputsProduced(output));
+  const produced = outputsProduced(output, status);
+  const outputs = outputsAsked === null ? produced : Math.min(produced, outputsAsked);
+  const compute = (BigInt(pricing.second) * BigInt(predictTimeUs) + 999_999n) / 1_000_000n;
+  const total = BigInt(pricing.request) + compute + BigInt(pricing.image) * BigInt(outputs);
   return total > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(total);
 }

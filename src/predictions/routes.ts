@@ -10,7 +10,13 @@ import { newId } from '../platform/ids.ts';
 import { getModel, modelsPinnedToVersion } from '../models/catalogue.ts';
 import { Meter } from '../billing/meter.ts';
 import { applyPredictionUpdate, settlePrediction } from './finalize.ts';
-import { outputsAsked, predictTimeMicros, TERMINAL_STATUSES, worstCaseCost } from './pricing.ts';
+import {
+  DEFAULT_MAX_PREDICT_SECONDS,
+  outputsAsked,
+  predictTimeMicros,
+  TERMINAL_STATUSES,
+  worstCaseCost,
+} from './pricing.ts';
 import { ReplicateClient, type ReplicatePrediction } from './replicate-client.ts';
 import { findCallerPrediction, findPrediction, predictionResource } from './store.ts';
 import { predictionsDb } from './schema.ts';
@@ -138,7 +144,9 @@ async function createPrediction(
   if (!client) throw new ApiError('SERVICE_UNAVAILABLE', 'Replicate is not configured (REPLICATE_API_TOKEN).');
 
   const pricing = { request: model.pricing.request, second: model.pricing.second, image: model.pricing.image };
-  const held = worstCaseCost(pricing, model.maxPredictSeconds, outputsAsked(input));
+  const heldSeconds = model.maxPredictSeconds ?? DEFAULT_MAX_PREDICT_SECONDS;
+  const asked = outputsAsked(input);
+  const held = worstCaseCost(pricing, heldSeconds, asked);
   // The prediction runs at Replicate, not here: a detached meter, resumed by whoever finalizes it.
   const meter = await Meter.open(ctx, principal, 'prediction', model.id, held, {
     ttlMs: ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000,
@@ -172,6 +180,8 @@ async function createPrediction(
         price_request: pricing.request,
         price_second: pricing.second,
         price_image: pricing.image,
+        held_seconds: heldSeconds,
+        outputs_asked: asked,
         status: TERMINAL_STATUSES.has(upstream.status) ? 'starting' : upstream.status,
         output: upstream.output === undefined || upstream.output === null ? null : JSON.stringify(upstream.output),
         error: null,

@@ -28,6 +28,12 @@ export interface PredictionsTable {
   price_request: number;
   price_second: number;
   price_image: number;
+  /**
+   * Compute seconds the hold covers (the model's `maxPredictSeconds`, or 120) and outputs it covers (asked in the
+   * input): no prediction is charged for more of either. Null on predictions made before they were recorded.
+   */
+  held_seconds: number | null;
+  outputs_asked: number | null;
   /** Replicate's status: `starting`, `processing`, `succeeded`, `failed`, `canceled`. */
   status: string;
   /** JSON of the latest output seen (null until there is one). */

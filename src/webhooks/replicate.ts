@@ -58,7 +58,14 @@ export function parseNotice(body: Buffer): PredictionUpdate {
     !CONTROL_CHARACTER.test(notice.status);
   if (!valid)
     throw new ApiError('WEBHOOK_INVALID', 'The webhook body must be a prediction with a string id and status.');
-  return { id: notice.id, status: notice.status, output: notice.output, error: notice.error, metrics: notice.metrics };
+  return {
+    id: notice.id,
+    status: notice.status,
+    output: notice.output,
+    error: notice.error,
+    metrics: notice.metrics,
+    started_at: notice.started_at,
+  };
 }
 
 /**

@@ -13,7 +13,8 @@ export interface FakePrediction {
   output: unknown;
   error: string | null;
   logs: string;
-  metrics: Record<string, number>;
+  /** Replicate's metrics; the tests also put there what a faulty upstream might send. */
+  metrics: Record<string, unknown>;
   created_at: string;
   started_at: string | null;
   completed_at: string | null;
@@ -43,6 +44,8 @@ export class FakeReplicate {
   readonly requests: Array<{ method: string; path: string; body: any }> = [];
   /** Status the next create answers with instead of succeeding (then cleared). */
   failNextCreate: { status: number; body: unknown } | null = null;
+  /** State the next create answers in instead of `starting` (then cleared): a warm model is `processing` at once. */
+  createNextAs: Partial<Pick<FakePrediction, 'status' | 'output' | 'metrics' | 'started_at'>> | null = null;
   /** The clock the signatures' timestamps come from (epoch ms). */
   now: () => number = () => Date.now();
   #server: Server | null = null;
@@ -106,6 +109,8 @@ export class FakeReplicate {
         webhook: body.webhook ?? null,
         webhook_events_filter: body.webhook_events_filter ?? null,
       };
+      if (this.createNextAs) Object.assign(prediction, this.createNextAs);
+      this.createNextAs = null;
       this.predictions.set(prediction.id, prediction);
       return send(201, this.wire(prediction.id));
     }
@@ -140,7 +145,7 @@ export class FakeReplicate {
   /** Moves a prediction to a new state (what Replicate's workers would do). */
   update(
     id: string,
-    changes: Partial<Pick<FakePrediction, 'status' | 'output' | 'error' | 'logs' | 'metrics'>>,
+    changes: Partial<Pick<FakePrediction, 'status' | 'output' | 'error' | 'logs' | 'metrics' | 'started_at'>>,
   ): Record<string, unknown> {
     const p = this.predictions.get(id);
     if (!p) throw new Error(`no prediction ${id}`);
