@@ -5,10 +5,11 @@ import type { EventsConfig } from './config.ts';
 
 /**
  * What the top-ups feature's observer reports (its `topups.observe`). `credits` is in micro-credits, like
- * every amount billing's own observer reports.
+ * every amount billing's own observer reports. `credits_taken_back` (a refund or dispute) and
+ * `credits_given_back` (a won dispute) move the balance, so the low-balance alert checks it after them.
  */
 export interface TopupEvent {
-  type: 'topup_succeeded' | 'topup_failed';
+  type: 'topup_succeeded' | 'topup_failed' | 'credits_taken_back' | 'credits_given_back';
   userId: string;
   topupId: string;
   credits: number;

@@ -41,7 +41,7 @@ export async function writeAlert(ctx: EventsDeps, userId: string, threshold: num
 }
 
 /**
- * After a settle (or a top-up) of a user with a threshold (`emit` records and sends, see the service): fires `wallet.low_balance` when `available` went
+ * After a settle (or a top-up, a refund, a dispute) of a user with a threshold (`emit` records and sends, see the service): fires `wallet.low_balance` when `available` went
  * below it while armed, and re-arms it when `available` is back at or above it.
  *
  * Invariant (one event per crossing, whatever runs concurrently in any instance): each transition is one

@@ -70,7 +70,7 @@ export interface WebhookMessagesTable {
 
 /**
  * A user's low-balance alert: the threshold (micro-credits) and whether it is armed (1: `available` was last
- * seen at or above it, so the next settle that leaves it below fires `wallet.low_balance` and disarms it).
+ * seen at or above it, so the next settle, refund or dispute that leaves it below fires `wallet.low_balance` and disarms it).
  */
 export interface EventSettingsTable {
   user_id: string;

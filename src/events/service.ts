@@ -108,8 +108,11 @@ export function createEventsService(ctx: EventsDeps): EventsService {
       } else if (subscriptions.receives(event.userId)) background(() => onLimit(event));
     },
     onTopup(event) {
-      if (subscriptions.hasThreshold(event.userId) && event.type === 'topup_succeeded')
+      // Every movement of a top-up's credits can cross the threshold, either way: a refund or a dispute fires it
+      // (once per crossing, as a settle does), a top-up or a won dispute re-arms it.
+      if (subscriptions.hasThreshold(event.userId) && event.type !== 'topup_failed')
         background(() => checkLowBalance(ctx, event.userId, emit));
+      if (event.type !== 'topup_succeeded' && event.type !== 'topup_failed') return;
       if (!subscriptions.receives(event.userId)) return;
       const data: Record<string, unknown> = {
         userId: event.userId,

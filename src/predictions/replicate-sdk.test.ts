@@ -105,6 +105,29 @@ describeEachDatabase(
       await assertLedgerVerifies(env);
     });
 
+    it('run() with its default wait polls a prediction Replicate created already processing, and returns its output, not null', async () => {
+      const user = await fundedUser(env, 100);
+      const start = (await wallet(env, user)).balance;
+      // A warm model: Replicate's create answers `processing`; it has succeeded by the first read.
+      fake.createNextAs = { status: 'processing', started_at: new Date(env.clock.now()).toISOString() };
+      let created: any = null;
+      const replicate = client(user.key, (url, init) => {
+        if (init?.method === 'POST' && url.endsWith('/predictions'))
+          fake.update([...fake.predictions.keys()].at(-1)!, SUCCEEDED);
+      });
+      const output = await replicate.run(
+        IMAGE_MODEL.id as `${string}/${string}`,
+        {
+          input: { prompt: 'a lighthouse', num_outputs: 2 },
+        },
+        (prediction) => (created ??= prediction),
+      );
+      assert.deepEqual(output, SUCCEEDED.output);
+      assert.equal(created.status, 'starting', 'Tollgate did not wait: its create answer is not final');
+      assert.equal(start - (await wallet(env, user)).balance, COST);
+      await assertLedgerVerifies(env);
+    });
+
     it('predictions.cancel stops a running prediction, charged once for what it used (request + second × predict_time), its webhook after it charging nothing', async () => {
       const { user, start, replicate, prediction } = await lighthouse();
       fake.update(prediction.replicate_id, { status: 'processing', metrics: { predict_time: 0.6 } });

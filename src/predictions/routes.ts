@@ -182,7 +182,10 @@ async function createPrediction(
         price_image: pricing.image,
         held_seconds: heldSeconds,
         outputs_asked: asked,
-        status: TERMINAL_STATUSES.has(upstream.status) ? 'starting' : upstream.status,
+        // `starting` whatever Replicate answered: Tollgate does not wait (`Prefer: wait`), and the replicate
+        // client's run() polls only a `starting` prediction (it took `processing` for done and returned a null
+        // output). A final answer is applied just below, through the exactly-once claim.
+        status: 'starting',
         output: upstream.output === undefined || upstream.output === null ? null : JSON.stringify(upstream.output),
         error: null,
         predict_time_us: predictTimeMicros(upstream.metrics),

@@ -2,6 +2,7 @@ import type Stripe from 'stripe';
 import { ApiError } from '../platform/errors.ts';
 import type { Db } from '../platform/db/connect.ts';
 import type { TopupRuntime } from './runtime.ts';
+import type { ProcessorOutcome } from '../billing/service.ts';
 import { topupsDb, type TopupsDb, type TopupsTable } from './schema.ts';
 
 /** Topups' view of a transaction: its own, or billing's that a movement's hooks join (see `ProcessorHooks`). */
@@ -428,7 +429,7 @@ async function refund(rt: TopupRuntime, event: Stripe.Event, charge: Stripe.Char
   if (topup.status !== 'succeeded') throw notCreditedYet(topup);
   const now = rt.ctx.clock.now();
   let duplicate = false;
-  await rt.ctx.billing.debitPayment(
+  const outcome = await rt.ctx.billing.debitPayment(
     'refund',
     {
       userId: topup.user_id,
@@ -451,6 +452,7 @@ async function refund(rt: TopupRuntime, event: Stripe.Event, charge: Stripe.Char
       },
     },
   );
+  notifyMoved(rt, topup, outcome);
   return { received: true, effect: 'refunded', topupId: topup.id, ...(duplicate ? { duplicate: true as const } : {}) };
 }
 
@@ -487,8 +489,9 @@ async function dispute(rt: TopupRuntime, event: Stripe.Event, object: Stripe.Dis
   const won = event.type === 'charge.dispute.closed' && object.status !== 'lost';
   const effect: EventAck['effect'] =
     event.type === 'charge.dispute.created' ? 'disputed' : won ? 'dispute_won' : 'dispute_lost';
+  let outcome: ProcessorOutcome;
   if (won) {
-    await rt.ctx.billing.creditPayment(
+    outcome = await rt.ctx.billing.creditPayment(
       'dispute',
       { ...movement, description: 'Dispute won: credits given back' },
       {
@@ -504,7 +507,7 @@ async function dispute(rt: TopupRuntime, event: Stripe.Event, object: Stripe.Dis
       },
     );
   } else {
-    await rt.ctx.billing.debitPayment(
+    outcome = await rt.ctx.billing.debitPayment(
       'dispute',
       { ...movement, description: 'Top-up disputed' },
       {
@@ -523,7 +526,25 @@ async function dispute(rt: TopupRuntime, event: Stripe.Event, object: Stripe.Dis
       },
     );
   }
+  notifyMoved(rt, topup, outcome);
   return { received: true, effect, topupId: topup.id, ...(duplicate ? { duplicate: true as const } : {}) };
+}
+
+/**
+ * Tells the observers that a refund or dispute moved credits (after its commit): the balance changed outside
+ * a call's settle, and the low-balance alert must see it.
+ */
+function notifyMoved(rt: TopupRuntime, topup: TopupsTable, outcome: ProcessorOutcome): void {
+  if (!outcome.applied) return;
+  // A debit takes from available and adds the rest to the debt; a credit repays the debt and adds the rest.
+  const moved = outcome.available - outcome.debt;
+  if (moved === 0) return;
+  rt.notify({
+    type: moved < 0 ? 'credits_taken_back' : 'credits_given_back',
+    userId: topup.user_id,
+    topupId: topup.id,
+    credits: Math.abs(moved),
+  });
 }
 
 /**

@@ -2,9 +2,12 @@ import type Stripe from 'stripe';
 import type { TopupsDeps } from './deps.ts';
 import type { TopupSettings } from './settings.ts';
 
-/** What the top-up observers hear: amounts in micro-credits. */
+/**
+ * What the top-up observers hear: amounts in micro-credits. `credits_taken_back` is a refund or a dispute
+ * that took credits (from available, the rest as debt), `credits_given_back` a won dispute that gave them back.
+ */
 export type TopupEvent = {
-  type: 'topup_succeeded' | 'topup_failed';
+  type: 'topup_succeeded' | 'topup_failed' | 'credits_taken_back' | 'credits_given_back';
   userId: string;
   topupId: string;
   credits: number;

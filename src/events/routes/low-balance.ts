@@ -11,7 +11,7 @@ const AlertSchema = Type.Object({
   threshold: Type.Union([Type.Number(), Type.Null()], { description: 'Credits; null when no alert is set.' }),
   armed: Type.Boolean({
     description:
-      'True when the balance is at or above the threshold, so the next call that takes it below fires `wallet.low_balance`.',
+      'True when the balance is at or above the threshold, so the next call, refund or dispute that takes it below fires `wallet.low_balance`.',
   }),
 });
 
@@ -57,7 +57,7 @@ export function registerLowBalanceRoutes(app: App, ctx: EventRoutesDeps): void {
         summary: 'Set or remove the low-balance alert threshold',
         security,
         description:
-          '`wallet.low_balance` fires once when a call leaves `available` below the threshold, and not again until it has ' +
+          '`wallet.low_balance` fires once when a call, a refund or a dispute leaves `available` below the threshold, and not again until it has ' +
           'been back at or above it. null removes the alert.',
         body: Type.Object(
           {
