@@ -52,6 +52,7 @@ describeEachDatabase(
       for (const [id, upstreamModel] of [
         ['acme/tts-tokens', 'gpt-4o-mini-tts'],
         ['acme/tts-cut', 'cut-2'],
+        ['acme/tts-cut-early', 'cut-0'],
         ['acme/tts-stall', 'stall-2'],
         ['acme/tts-silent', 'no-usage'],
         ['acme/tts-error', 'error-frame-2'],
@@ -67,6 +68,20 @@ describeEachDatabase(
         provider: 'mock',
         upstreamModel: 'tts-1',
         pricing: { prompt: 1000, request: 0.001 },
+        outputModalities: ['audio'],
+      });
+      await putModel(env, 'acme/tts-down', {
+        provider: 'mock',
+        upstreamModel: 'status-503',
+        pricing: TOKEN_PRICING,
+        maxOutputTokens: 2_000,
+        outputModalities: ['audio'],
+        fallbacks: ['acme/tts-chars'],
+      });
+      await putModel(env, 'acme/tts-refused', {
+        provider: 'mock',
+        upstreamModel: 'status-400',
+        pricing: TOKEN_PRICING,
         outputModalities: ['audio'],
       });
     });
@@ -205,6 +220,33 @@ describeEachDatabase(
         reserved: 0,
         available: 1_000_000 - 1_000 - 1_000 * countTextTokens('hello world'),
       });
+    });
+
+    it('a token-priced model that fails before any audio falls back to a per-character one, held for the dearer of the two and charged what answered', async () => {
+      const user = await fundedUser(env, 1);
+      const speech = await client(env, user).audio.speech.create({
+        model: 'acme/tts-down',
+        input: 'hello world',
+        voice: 'alloy',
+      });
+      assert.equal(Buffer.from(await speech.arrayBuffer()).toString(), 'ID3-mock-audio-hello world');
+      assert.deepEqual(await holdsOf(env, user), [1_000 + Math.ceil(19 * 0.6 + 2_000 * 12)]);
+      const perCharacter = 1_000 + 1_000 * countTextTokens('hello world');
+      assert.equal((await settled(env, user)).balance, 1_000_000 - perCharacter);
+    });
+
+    it('an upstream refusal or a stream broken before any audio releases the hold: nothing is charged, and without maxOutputTokens the hold assumed 4,096 audio tokens', async () => {
+      const user = await fundedUser(env, 1);
+      const refused = await post(env, user, { model: 'acme/tts-refused', input: 'hello world' });
+      assert.equal(refused.status, 400);
+      assert.equal((await refused.json()).error.code, 'INVALID_REQUEST');
+      assert.deepEqual(await holdsOf(env, user), [1_000 + Math.ceil(19 * 0.6 + 4_096 * 12)]);
+      // A stream that breaks before its first audio is a failure before output too (a 502, the hold released).
+      const broken = await post(env, user, { model: 'acme/tts-cut-early', input: 'hello world' });
+      assert.equal(broken.status, 502);
+      assert.equal((await broken.json()).error.code, 'UPSTREAM_ERROR');
+      assert.deepEqual(await settled(env, user), { balance: 1_000_000, reserved: 0, available: 1_000_000 });
+      await assertLedgerVerifies(env);
     });
   },
   { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } },

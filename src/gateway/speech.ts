@@ -148,21 +148,20 @@ async function relaySpeechEvents(
   attempt.began();
   const asksEvents = body.stream_format === 'sse';
   const format = body.response_format ?? 'mp3';
-  let raw: ServerResponse;
-  if (asksEvents) raw = openEventStream(reply);
-  else {
-    reply.hijack();
-    raw = reply.raw;
-    raw.writeHead(200, {
-      ...(reply.getHeaders() as Record<string, string>),
-      'content-type': AUDIO_TYPES[String(format)] ?? 'application/octet-stream',
-    });
-  }
+  // The response is taken from Fastify before anything that may throw: from here every exit settles the meter.
+  reply.hijack();
+  const raw = reply.raw;
   let audioBytes = 0;
   let usage: unknown = undefined;
   let status: 'ok' | 'client_aborted' | 'upstream_error' = 'client_aborted';
   let failure: string | null = null;
   try {
+    if (asksEvents) openEventStream(reply);
+    else
+      raw.writeHead(200, {
+        ...(reply.getHeaders() as Record<string, string>),
+        'content-type': AUDIO_TYPES[String(format)] ?? 'application/octet-stream',
+      });
     for (let step = call.first; !step.done; step = await iterator.next()) {
       const event = step.value;
       if (event.type === 'done') usage = event.usage;
@@ -187,10 +186,18 @@ async function relaySpeechEvents(
     attempt.dispose();
   }
   const tokens = speechTokens(usage, { promptTokens: call.promptTokens, audioBytes, format });
+  let cost: number;
+  try {
+    cost = speechTokensCost(model, tokens);
+  } catch (error) {
+    // A count beyond what can be priced: charged its hold, as meteredCall does with a usage it cannot read.
+    ctx.log.error({ err: error, model: model.id }, 'pricing the speech usage failed; the call is charged its hold');
+    cost = meter.held;
+  }
   await meter
     .settle({
       model,
-      cost: speechTokensCost(model, tokens),
+      cost,
       promptTokens: tokens.input,
       completionTokens: tokens.output,
       status,
