@@ -128,6 +128,30 @@ describeEachDatabase(
       await assertLedgerVerifies(env);
     });
 
+    it("a prediction Replicate aborted (its deadline passed before it started) is shown canceled: the client's run() stops on it, and it costs nothing", async () => {
+      const user = await fundedUser(env, 100);
+      const start = (await wallet(env, user)).balance;
+      const replicate = client(user.key, (url, init) => {
+        if (init?.method === 'POST' && url.endsWith('/predictions'))
+          fake.update([...fake.predictions.keys()].at(-1)!, { status: 'aborted' });
+      });
+      let last: any = null;
+      // The client's wait() knows only succeeded, failed and canceled as final: it polled `aborted` forever.
+      const gaveUp = new Promise((resolve) => setTimeout(resolve, 3_000, 'still polling after 3 s'));
+      const outcome = await Promise.race([
+        replicate.run(
+          IMAGE_MODEL.id as `${string}/${string}`,
+          { input: { prompt: 'a lighthouse' }, wait: { mode: 'poll', interval: 10 } },
+          (prediction) => (last = prediction),
+        ),
+        gaveUp,
+      ]);
+      assert.equal(outcome, null, 'run() returned, with no output');
+      assert.equal(last.status, 'canceled');
+      assert.equal(last.cost, 0);
+      assert.deepEqual(await wallet(env, user), { ...(await wallet(env, user)), balance: start, reserved: 0 });
+    });
+
     it('predictions.cancel stops a running prediction, charged once for what it used (request + second × predict_time), its webhook after it charging nothing', async () => {
       const { user, start, replicate, prediction } = await lighthouse();
       fake.update(prediction.replicate_id, { status: 'processing', metrics: { predict_time: 0.6 } });

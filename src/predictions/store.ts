@@ -3,6 +3,7 @@ import type { PredictionsDb } from './schema.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { microsToCredits } from '../platform/money.ts';
 import type { PredictionsTable } from './schema.ts';
+import { CANCELED_STATUSES } from './pricing.ts';
 
 /** A stored prediction row. */
 export type PredictionRow = Selectable<PredictionsTable>;
@@ -48,7 +49,9 @@ export function predictionResource(row: PredictionRow, publicBaseUrl: string) {
     id: row.id,
     replicate_id: row.replicate_id,
     model: row.model,
-    status: row.status,
+    // Replicate's `aborted` (its deadline passed before it started) is a `canceled` to clients: the replicate
+    // client's wait() and run() know only succeeded, failed and canceled as final, and polled `aborted` forever.
+    status: CANCELED_STATUSES.has(row.status) ? 'canceled' : row.status,
     output: parseJson(row.output),
     error: row.error,
     metrics: row.predict_time_us === null ? {} : { predict_time: row.predict_time_us / 1_000_000 },
