@@ -158,6 +158,9 @@ async function createPrediction(
   let id: string;
   let upstream: ReplicatePrediction;
   try {
+    // The prediction exists from the moment Replicate is asked: a create answered already final ran within the
+    // call, and the time Tollgate measures for it (when its predict_time is unusable) starts here.
+    const askedAt = ctx.clock.now();
     upstream = await client.create(
       model.upstreamModel,
       input,
@@ -191,7 +194,7 @@ async function createPrediction(
         predict_time_us: predictTimeMicros(upstream.metrics),
         charge: null,
         captured: null,
-        created_at: now,
+        created_at: askedAt,
         updated_at: now,
         checked_at: null,
         finalized_at: null,

@@ -106,6 +106,24 @@ describeEachDatabase(
       await assertLedgerVerifies(env);
     });
 
+    it('a create Replicate answers already succeeded, with no usable predict_time, is charged the time the create took', async () => {
+      const user = await userWithCredits(env, 100);
+      fake.createNextAs = { status: 'succeeded', output: images(2), metrics: { predict_time: 'fast' } };
+      fake.onCreate = () => env.manualClock.advance(4_000);
+      try {
+        const created = await env.dashboard(user, 'POST', '/api/v1/predictions', {
+          model: IMAGE_MODEL.id,
+          input: { prompt: 'a lighthouse', num_outputs: 2 },
+        });
+        assert.equal(created.status, 201, created.text);
+        assert.equal(created.body.status, 'succeeded');
+      } finally {
+        fake.onCreate = null;
+      }
+      assert.equal(await paid(env, user, 100_000_000), REQUEST + compute(4) + IMAGE * 2);
+      await assertLedgerVerifies(env);
+    });
+
     it('a prediction the caller canceled before Replicate started it pays the request only; one that started, with no usable predict_time, the measured time', async () => {
       const user = await userWithCredits(env, 100);
       const queued = await startPrediction(env, user);

@@ -46,6 +46,8 @@ export class FakeReplicate {
   failNextCreate: { status: number; body: unknown } | null = null;
   /** State the next create answers in instead of `starting` (then cleared): a warm model is `processing` at once. */
   createNextAs: Partial<Pick<FakePrediction, 'status' | 'output' | 'metrics' | 'started_at'>> | null = null;
+  /** Called while a create is being answered: a test moves its clock here to make the create take time. */
+  onCreate: (() => void) | null = null;
   /** The clock the signatures' timestamps come from (epoch ms). */
   now: () => number = () => Date.now();
   #server: Server | null = null;
@@ -109,6 +111,7 @@ export class FakeReplicate {
         webhook: body.webhook ?? null,
         webhook_events_filter: body.webhook_events_filter ?? null,
       };
+      this.onCreate?.();
       if (this.createNextAs) Object.assign(prediction, this.createNextAs);
       this.createNextAs = null;
       this.predictions.set(prediction.id, prediction);
