@@ -9,7 +9,6 @@ import Fastify, {
 } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import cookie from '@fastify/cookie';
-import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -17,6 +16,7 @@ import { ApiError, ERROR_CODES, type ErrorCode } from '../errors.ts';
 import type { AppContext, ServerContext } from '../context.ts';
 import { matchesAnySecret } from '../crypto.ts';
 import { refuseNulCharacters } from './nul-characters.ts';
+import { refuseNonJsonBody, registerNonJsonParsers } from './json-only-bodies.ts';
 import { authenticate, bearerChallenge, bearerCredential, requireScope, type Principal } from './principal.ts';
 import { SECURITY_SCHEMES, transformDocument, transformRoute, type DocumentedResponse } from './openapi.ts';
 import type { ErrorEnvelope, ErrorRenderer } from './error-envelope.ts';
@@ -211,8 +211,8 @@ export async function createServer(ctx: ServerContext): Promise<App> {
     if (body === '' && !request.routeOptions.schema?.body) return done(null, undefined);
     parseJson(request, body as string, done);
   });
+  registerNonJsonParsers(app);
   await app.register(cookie, { secret: ctx.secrets.cookieSecret, hook: 'onRequest' });
-  await app.register(formbody);
   await app.register(swagger, {
     openapi: {
       info: {
@@ -315,13 +315,13 @@ export async function createServer(ctx: ServerContext): Promise<App> {
           sent,
         );
       }
-      return;
+    } else if (config?.auth) {
+      const principal = await authenticate(request, ctx.auth, { apiKeyHeader: config.apiKeyHeader });
+      requireScope(principal, config.auth);
+      request.principal = principal;
     }
-    const needed = config?.auth;
-    if (!needed) return;
-    const principal = await authenticate(request, ctx.auth, { apiKeyHeader: config?.apiKeyHeader });
-    requireScope(principal, needed);
-    request.principal = principal;
+    // Once the caller is known: a JSON route's body sent as text or a form (json-only-bodies.ts) is a 415.
+    refuseNonJsonBody(request);
   });
   // After authentication, so a caller without a credential still gets its 401 first.
   app.addHook('preValidation', async (request) => refuseNulCharacters(request));
