@@ -4,7 +4,7 @@ import type { Db } from '../platform/db/connect.ts';
 import { predictionsDb } from './schema.ts';
 import { Meter } from '../billing/meter.ts';
 import { actualCost, billedPredictTimeMicros, isCharged, predictTimeMicros, TERMINAL_STATUSES } from './pricing.ts';
-import { findPrediction } from './store.ts';
+import { findPrediction, parseJson } from './store.ts';
 
 /** What Replicate says about a prediction, from a webhook body or a `GET /predictions/:id` answer. */
 export interface PredictionUpdate {
@@ -74,7 +74,8 @@ export async function applyPredictionUpdate(shared: Db, update: PredictionUpdate
     pricing,
     update.status,
     predictTimeUs,
-    update.output ?? null,
+    // A final notice without an output is billed on the output it leaves shown: the one seen before.
+    update.output !== undefined ? update.output : parseJson(row.output),
     row.cancel_requested_at !== null,
     row.outputs_asked,
   );

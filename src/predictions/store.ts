@@ -29,7 +29,8 @@ export async function findPrediction(db: PredictionsDb, id: string): Promise<Pre
   return (await db.selectFrom('predictions').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
 }
 
-function parseJson(text: string | null): unknown {
+/** A stored JSON column (a prediction's `output`) as its value; text that is not JSON as it is. */
+export function parseJson(text: string | null): unknown {
   if (text === null) return null;
   try {
     return JSON.parse(text);

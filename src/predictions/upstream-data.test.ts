@@ -150,6 +150,26 @@ describeEachDatabase(
       await assertLedgerVerifies(env);
     });
 
+    it('a final webhook without an output is charged the output the prediction already showed', async () => {
+      const user = await userWithCredits(env, 100);
+      const prediction = await startPrediction(env, user);
+      fake.update(prediction.replicateId, { status: 'processing', output: images(2) });
+      const running = JSON.stringify(fake.wire(prediction.replicateId));
+      const ack = await FakeReplicate.deliver(webhookUrlOf(fake, prediction.replicateId), fake.sign(running));
+      assert.equal(ack.body.charged, false);
+      const final: Record<string, unknown> = {
+        ...fake.wire(prediction.replicateId),
+        status: 'succeeded',
+        metrics: { predict_time: 1.5 },
+      };
+      delete final.output;
+      await deliverRaw(prediction.replicateId, JSON.stringify(final));
+      const read = await env.dashboard(user, 'GET', `/api/v1/predictions/${prediction.id}`);
+      assert.deepEqual(read.body.output, images(2), 'the output shown');
+      assert.equal(await paid(env, user, 100_000_000), REQUEST + compute(1.5) + IMAGE * 2, 'is the output charged');
+      await assertLedgerVerifies(env);
+    });
+
     it('a prediction is never charged more outputs than it asked for (and held for), whatever Replicate returns', async () => {
       const user = await userWithCredits(env, 100);
       const prediction = await startPrediction(env, user);
