@@ -26,6 +26,7 @@ import { createOpsFeature } from './ops/feature.ts';
 import { createAccountsFeature } from './accounts/feature.ts';
 import { createOAuthFeature } from './oauth/feature.ts';
 import { createKeysFeature } from './keys/feature.ts';
+import { KEY_PERMISSIONS } from './keys/permissions.ts';
 import { createBillingFeature } from './billing/feature.ts';
 import { createProvidersFeature } from './providers/feature.ts';
 import { createModelsFeature } from './models/feature.ts';
@@ -274,6 +275,7 @@ async function composeFeatures(base: RootContext): Promise<{
       isApiKey: keys.isApiKey,
       apiKey: keys.resolveApiKey,
       accessToken: oauth.resolveAccessToken,
+      keyPermissions: KEY_PERMISSIONS,
     },
   };
 }

@@ -33,6 +33,8 @@ export interface CredentialResolvers {
   apiKey: CredentialResolver;
   accessToken: CredentialResolver;
   session: CredentialResolver;
+  /** The permissions an API key can carry (the keys feature's list), so that a key's 403 names only those. */
+  keyPermissions: readonly string[];
 }
 
 declare module 'fastify' {
@@ -137,9 +139,19 @@ async function resolveCredential(credential: string, registry: CredentialResolve
   return principal;
 }
 
-/** Throws 403 unless the principal holds at least one of `anyOf`. */
-export function requireScope(principal: Principal, anyOf: readonly string[]): void {
+/**
+ * Throws 403 unless the principal holds at least one of `anyOf`. An API key is told only of the permissions a
+ * key can carry (`keyPermissions`): asked for one it cannot have ("read"), its owner would create a key the
+ * dashboard then refuses.
+ */
+export function requireScope(principal: Principal, anyOf: readonly string[], keyPermissions?: readonly string[]): void {
   if (anyOf.length === 0 || anyOf.some((scope) => principal.scopes.has(scope))) return;
-  const what = principal.kind === 'api_key' ? 'permission' : 'scope';
-  throw errors.forbidden(`This call needs the ${what} ${anyOf.map((s) => `"${s}"`).join(' or ')}.`);
+  const quoted = (names: readonly string[]) => names.map((s) => `"${s}"`).join(' or ');
+  if (principal.kind !== 'api_key') throw errors.forbidden(`This call needs the scope ${quoted(anyOf)}.`);
+  const carried = keyPermissions ? anyOf.filter((scope) => keyPermissions.includes(scope)) : anyOf;
+  if (carried.length === 0)
+    throw errors.forbidden(
+      `An API key cannot make this call, which needs the OAuth scope ${quoted(anyOf)}: use an app's access token that holds it, or the dashboard.`,
+    );
+  throw errors.forbidden(`This call needs the permission ${quoted(carried)}.`);
 }

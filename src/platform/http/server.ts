@@ -317,7 +317,7 @@ export async function createServer(ctx: ServerContext): Promise<App> {
       }
     } else if (config?.auth) {
       const principal = await authenticate(request, ctx.auth, { apiKeyHeader: config.apiKeyHeader });
-      requireScope(principal, config.auth);
+      requireScope(principal, config.auth, ctx.auth.keyPermissions);
       request.principal = principal;
     }
     // Once the caller is known: a JSON route's body sent as text or a form (json-only-bodies.ts) is a 415.
