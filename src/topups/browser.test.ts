@@ -153,6 +153,28 @@ describeEachDatabase(
       await context.close();
     });
 
+    it('the top-up history reaches every top-up with Load more top-ups, past the first page of 50', async () => {
+      const user = await env.createUser();
+      const started: string[] = [];
+      for (let i = 0; i < 53; i++) started.push((await startTopup(env, user, 5)).topupId);
+      const context = await browser.newContext();
+      await context.addCookies(
+        user.cookie
+          .split('; ')
+          .map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })),
+      );
+      const page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      await page.goto(`${env.baseUrl}/#/wallet`);
+      const rows = page.getByTestId('topup-history').locator('tbody tr');
+      await rows.nth(49).waitFor();
+      await page.getByRole('button', { name: 'Load more top-ups' }).click();
+      await rows.nth(52).waitFor();
+      assert.equal(await rows.count(), 53);
+      assert.equal(await page.getByRole('button', { name: 'Load more top-ups' }).count(), 0, 'no page after the last');
+      await context.close();
+    });
+
     it('back from a cancelled Checkout the page says nothing was charged and stops asking about the top-up', async () => {
       const user = await env.createUser();
       const { topupId } = await startTopup(env, user, 5);

@@ -150,18 +150,6 @@ export async function startCheckout(
   return { topup: { ...topup, checkout_session_id: session.id, checkout_url: session.url }, url: session.url };
 }
 
-/** The user's top-ups, newest first. */
-export function listTopups(rt: TopupRuntime, userId: string, limit = 50): Promise<TopupsTable[]> {
-  return topupsDb(rt.ctx.db)
-    .selectFrom('topups')
-    .selectAll()
-    .where('user_id', '=', userId)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .execute();
-}
-
 /** One of the user's top-ups; 404 for another user's. */
 export async function getTopup(rt: TopupRuntime, userId: string, id: string): Promise<TopupsTable> {
   const row = await topupsDb(rt.ctx.db)

@@ -1,5 +1,6 @@
 import type { TopupsDeps } from './deps.ts';
-import { getTopup, listTopups, startCheckout } from './checkout.ts';
+import { getTopup, startCheckout } from './checkout.ts';
+import { listTopups, type TopupsPage } from './history.ts';
 import { autoTopupState, maybeAutoTopup, startAutoTopupSetup, updateAutoTopup, type AutoTopupState } from './auto.ts';
 import { handleEvent, type EventAck } from './events.ts';
 import { stripeClient, topupSettings, type StripePackage, type TopupSettings } from './settings.ts';
@@ -21,7 +22,8 @@ export interface Topups {
   readonly jobs: Job[];
   /** Creates a pending top-up and its Checkout Session; resolves with the URL to send the user to. */
   startCheckout(userId: string, amount: number): Promise<{ topup: TopupsTable; url: string }>;
-  list(userId: string): Promise<TopupsTable[]>;
+  /** A page of the user's top-ups, newest first (see history.ts). */
+  list(userId: string, page?: { limit?: number; cursor?: string }): Promise<TopupsPage>;
   get(userId: string, id: string): Promise<TopupsTable>;
   autoTopup(userId: string): Promise<AutoTopupState>;
   updateAutoTopup(
@@ -72,7 +74,7 @@ export function createTopups(ctx: TopupsDeps, StripeClass: StripePackage | null)
     settings: rt.settings,
     jobs: [reconcileAutoTopupsJob(rt)],
     startCheckout: (userId, amount) => startCheckout(rt, userId, amount),
-    list: (userId) => listTopups(rt, userId),
+    list: (userId, page) => listTopups(rt, userId, page),
     get: (userId, id) => getTopup(rt, userId, id),
     autoTopup: (userId) => autoTopupState(rt, userId),
     updateAutoTopup: (userId, change) => updateAutoTopup(rt, userId, change),

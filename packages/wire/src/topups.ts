@@ -25,7 +25,7 @@ export const TopupSchema = Type.Object({
 /** A top-up (a Checkout payment or an auto top-up charge). */
 export type Topup = Static<typeof TopupSchema>;
 
-/** `GET /api/wallet/topups`: the offer (amounts, price, bounds) and the latest top-ups. */
+/** `GET /api/wallet/topups`: the offer (amounts, price, bounds) and a page of the top-ups. */
 export const TopupsPageSchema = Type.Object({
   enabled: Type.Boolean({ description: 'Whether top-ups are on (Stripe configured).' }),
   message: Type.Optional(Type.String({ description: 'When off: how the operator turns them on.' })),
@@ -39,7 +39,12 @@ export const TopupsPageSchema = Type.Object({
     description:
       'Credits the wallet owes (a refunded or disputed top-up already spent); calls are refused until a top-up repays it.',
   }),
-  topups: Type.Array(TopupSchema, { description: 'The latest 50 top-ups, newest first.' }),
+  topups: Type.Array(TopupSchema, {
+    description: 'A page of the top-ups, newest first (`limit`, 50 by default; `cursor` for the next).',
+  }),
+  nextCursor: Type.Union([Type.String(), Type.Null()], {
+    description: 'Asks for the next page (`?cursor=…`); null on the last.',
+  }),
 });
 
 /** The top-ups page of the wallet. */

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describeEachDatabase, TestEnv } from '../../testing/harness.ts';
 import { authorizeForTest } from '../../oauth/testing.ts';
 import { FakeStripe } from '../testing/stripe-server.ts';
+import { startTopup } from '../testing/scenario.ts';
 
 const fake = await new FakeStripe().start();
 after(() => fake.stop());
@@ -93,6 +94,59 @@ describeEachDatabase(
       assert.equal(noCsrf.status, 403);
       assert.equal((await env.request('POST', '/api/wallet/topups', { body: { amount: 10 } })).status, 401);
       assert.equal(fake.requests.length, before, 'Stripe was never called');
+    });
+
+    it('GET /api/wallet/topups pages every top-up, newest first, with a cursor (50 by default, limit 1 to 100)', async () => {
+      const user = await env.createUser();
+      const started: string[] = [];
+      for (let i = 0; i < 53; i++) started.push((await startTopup(env, user, 5)).topupId);
+      const newestFirst = [...started].reverse();
+      const first = await env.dashboard(user, 'GET', '/api/wallet/topups');
+      assert.equal(first.status, 200, first.text);
+      assert.equal(first.body.topups.length, 50);
+      assert.equal(typeof first.body.nextCursor, 'string');
+      const rest = await env.dashboard(
+        user,
+        'GET',
+        `/api/wallet/topups?cursor=${encodeURIComponent(first.body.nextCursor)}`,
+      );
+      assert.equal(rest.status, 200, rest.text);
+      assert.equal(rest.body.nextCursor, null);
+      const listed = [...first.body.topups, ...rest.body.topups];
+      assert.deepEqual(listed.map((t: { id: string }) => t.id).sort(), [...newestFirst].sort());
+      // Newest first (top-ups started in the same millisecond follow their ids).
+      for (let i = 1; i < listed.length; i++) assert.ok(listed[i - 1].createdAt >= listed[i].createdAt);
+      // Smaller pages reach the same top-ups; the offer comes with each page.
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: any = await env.dashboard(
+          user,
+          'GET',
+          `/api/wallet/topups?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        );
+        assert.equal(page.status, 200, page.text);
+        assert.ok(page.body.amounts.length > 0);
+        seen.push(...page.body.topups.map((t: { id: string }) => t.id));
+        cursor = page.body.nextCursor;
+      } while (cursor);
+      assert.deepEqual(
+        seen,
+        listed.map((t: { id: string }) => t.id),
+      );
+      // A cursor reads only the user's own top-ups.
+      const other = await env.createUser();
+      const theirs = await env.dashboard(
+        other,
+        'GET',
+        `/api/wallet/topups?cursor=${encodeURIComponent(first.body.nextCursor)}`,
+      );
+      assert.deepEqual(theirs.body.topups, []);
+      for (const query of ['cursor=bm9wZQ', 'limit=0', 'limit=101', 'limit=ten']) {
+        const bad = await env.dashboard(user, 'GET', `/api/wallet/topups?${query}`);
+        assert.equal(bad.status, 400, `${query}: ${bad.text}`);
+        assert.equal(bad.body.error.code, 'INVALID_REQUEST', query);
+      }
     });
 
     it("another user's top-ups are not listed", async () => {

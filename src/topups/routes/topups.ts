@@ -6,6 +6,14 @@ import { HOW_TO_ENABLE } from '../settings.ts';
 import { TopupsPageSchema, TopupStartedSchema } from '#wire/topups.ts';
 import { sessionOnly, sessionSecurity, topupView } from './views.ts';
 
+const TopupsQuery = Type.Object({
+  // Query values arrive as text (the server does not coerce types), so the number is matched as digits.
+  limit: Type.Optional(
+    Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'Top-ups per page, 1 to 100 (default 50).' }),
+  ),
+  cursor: Type.Optional(Type.String({ maxLength: 200, description: 'The `nextCursor` of the previous page.' })),
+});
+
 /** `GET` and `POST /api/wallet/topups` (decisions.md "Top-ups"): the dashboard session only. */
 export function registerTopupRoutes(app: App, ctx: TopupRoutesDeps): void {
   app.get(
@@ -15,6 +23,7 @@ export function registerTopupRoutes(app: App, ctx: TopupRoutesDeps): void {
         tags: ['wallet'],
         summary: 'Top-up options and history (dashboard session only)',
         security: sessionSecurity,
+        querystring: TopupsQuery,
         response: { 200: TopupsPageSchema },
       },
       config: { auth: [] },
@@ -22,6 +31,11 @@ export function registerTopupRoutes(app: App, ctx: TopupRoutesDeps): void {
     async (request) => {
       const { userId } = sessionOnly(request);
       const { settings } = ctx.topups;
+      const query = request.query as { limit?: string; cursor?: string };
+      const page = await ctx.topups.list(userId, {
+        limit: query.limit ? Number(query.limit) : undefined,
+        cursor: query.cursor,
+      });
       return {
         enabled: settings.enabled,
         ...(settings.enabled ? {} : { message: HOW_TO_ENABLE }),
@@ -32,7 +46,8 @@ export function registerTopupRoutes(app: App, ctx: TopupRoutesDeps): void {
         creditsPerUnit: settings.creditsPerUnit,
         lowBalance: microsToCredits(settings.lowBalance),
         owed: microsToCredits(await ctx.billing.debtOf(userId)),
-        topups: (await ctx.topups.list(userId)).map(topupView),
+        topups: page.topups.map(topupView),
+        nextCursor: page.nextCursor,
       };
     },
   );

@@ -146,9 +146,25 @@ export function ReturningTopup(props: { id: string; onSettled: () => void }) {
   );
 }
 
-/** The top-ups, newest first, with their status and receipt. */
+/** Older top-ups loaded with Load more, after the first page `of` (a reload of the page starts over). */
+type OlderTopups = { of: TopupsPage; topups: Topup[]; cursor: string | null };
+
+/** The top-ups, newest first, with their status and receipt; Load more pages through all of them. */
 export function TopupHistory(props: { page: TopupsPage }) {
-  const { topups } = props.page;
+  const [older, setOlder] = useState<OlderTopups | null>(null);
+  const loaded = older?.of === props.page ? older : null;
+  const topups = [...props.page.topups, ...(loaded?.topups ?? [])];
+  const cursor = loaded ? loaded.cursor : props.page.nextCursor;
+  const more = useAction();
+  const loadMore = (after: string) =>
+    more.run(async () => {
+      const next = await api<TopupsPage>('GET', `/api/wallet/topups?cursor=${encodeURIComponent(after)}`);
+      setOlder((shown) => ({
+        of: props.page,
+        topups: [...(shown?.of === props.page ? shown.topups : []), ...next.topups],
+        cursor: next.nextCursor,
+      }));
+    });
   return (
     <Card title="Top-ups">
       {topups.length === 0 ? (
@@ -203,6 +219,12 @@ export function TopupHistory(props: { page: TopupsPage }) {
             </tbody>
           </table>
         </div>
+      )}
+      <ErrorNote error={more.error} />
+      {cursor && (
+        <button type="button" class="btn" disabled={more.busy} onClick={() => void loadMore(cursor)}>
+          Load more top-ups
+        </button>
       )}
     </Card>
   );
