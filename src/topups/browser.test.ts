@@ -1,6 +1,6 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { ensureWebBuilt, launchChromium, screenshot } from '../web/browser.ts';
 import { FakeStripe } from './testing/stripe-server.ts';
@@ -150,6 +150,80 @@ describeEachDatabase(
           credits: `${t.amount > 0 ? '+' : ''}${formatCredits(t.amount)}`,
         })),
       );
+      await context.close();
+    });
+
+    it('a double click on an amount, on Top up, on Save a card or on Turn off starts one request, the buttons disabled while it runs', async () => {
+      const user = await env.createUser();
+      // A saved card and auto top-up on: the state a completed setup leaves (auto-topup.test.ts proves how).
+      const now = Date.now();
+      await env.db
+        .insertInto('topup_accounts')
+        .values({
+          user_id: user.userId,
+          stripe_customer_id: null,
+          payment_method_id: 'pm_saved',
+          auto_enabled: 1,
+          auto_threshold: 1_000_000,
+          auto_amount_minor: 1000,
+          auto_in_flight: null,
+          auto_failure: null,
+          auto_failed_at: null,
+          updated_at: now,
+        })
+        .execute();
+      const context = await browser.newContext();
+      await context.addCookies(
+        user.cookie
+          .split('; ')
+          .map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })),
+      );
+      // Each write is held for a moment, as a slow network does: the second click comes while the first runs.
+      const writes: string[] = [];
+      await context.route(
+        (url) => url.pathname.startsWith('/api/wallet/'),
+        async (route) => {
+          if (route.request().method() === 'GET') return route.continue();
+          writes.push(`${route.request().method()} ${new URL(route.request().url()).pathname}`);
+          await new Promise((resolve) => setTimeout(resolve, 700));
+          await route.continue();
+        },
+      );
+      /** What a double click sent, and whether the button was disabled while the first request ran. */
+      const attempt = async (press: (page: Page) => Promise<void>, button: (page: Page) => Locator) => {
+        const page = await context.newPage();
+        page.setDefaultTimeout(15_000);
+        await page.goto(`${env.baseUrl}/#/wallet`);
+        await button(page).waitFor();
+        writes.length = 0;
+        await press(page);
+        const disabled = await button(page).isDisabled();
+        await page.waitForTimeout(1200);
+        const sent = [...writes];
+        await page.close();
+        return { sent, disabled };
+      };
+      const amount = (page: Page) => page.getByRole('button', { name: /^10\.00 USD/ });
+      assert.deepEqual(await attempt((page) => amount(page).dblclick(), amount), {
+        sent: ['POST /api/wallet/topups'],
+        disabled: true,
+      });
+      const topUp = (page: Page) => page.getByRole('button', { name: 'Top up', exact: true });
+      const custom = async (page: Page) => {
+        await page.getByLabel(/Custom amount/).fill('7');
+        await topUp(page).dblclick();
+      };
+      assert.deepEqual(await attempt(custom, topUp), { sent: ['POST /api/wallet/topups'], disabled: true });
+      const saveCard = (page: Page) => page.getByRole('button', { name: 'Save a new card' });
+      assert.deepEqual(await attempt((page) => saveCard(page).dblclick(), saveCard), {
+        sent: ['POST /api/wallet/auto-topup/setup'],
+        disabled: true,
+      });
+      const turnOff = (page: Page) => page.getByRole('button', { name: 'Turn off' });
+      assert.deepEqual(await attempt((page) => turnOff(page).dblclick(), turnOff), {
+        sent: ['PUT /api/wallet/auto-topup'],
+        disabled: true,
+      });
       await context.close();
     });
 

@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import type { AppLimit } from '@tollgate/wire';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { formatCredits, percentOf, resetsIn } from './format.ts';
 
 /** Loads data once (and on `reload`), keeping the last value while a reload runs. */
@@ -34,7 +34,10 @@ export interface Action {
   error: string | null;
   /** Shows a message of the action's own (a refusal that is not an exception). */
   setError: (error: string | null) => void;
-  /** Runs `work` once: busy meanwhile, and its failure shown in `error`, never thrown. */
+  /**
+   * Runs `work` once: busy meanwhile, and its failure shown in `error`, never thrown. While it runs (and after a
+   * success that leaves the page) a further call starts nothing, whatever the controls' `disabled` says yet.
+   */
   run: (work: () => Promise<unknown>) => Promise<void>;
 }
 
@@ -42,18 +45,29 @@ export interface Action {
  * The busy and error state of what a form or button does. With `leavesPage` (the action navigates away when
  * it succeeds, as a redirect to Checkout does), `busy` stays true after a success, so that the controls cannot
  * start a second one while the browser leaves.
+ *
+ * Invariant: one run at a time. `running` is set synchronously, not on the next render as `busy` (and so a
+ * control's `disabled`) is, so a double click, a control left enabled or a second control of the same action
+ * cannot start the work twice (two Checkout sessions, two saved cards).
  */
 export function useAction(options: { leavesPage?: boolean } = {}): Action {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const running = useRef(false);
   const run = async (work: () => Promise<unknown>) => {
+    if (running.current) return;
+    running.current = true;
     setBusy(true);
     setError(null);
     try {
       await work();
-      if (!options.leavesPage) setBusy(false);
+      if (!options.leavesPage) {
+        running.current = false;
+        setBusy(false);
+      }
     } catch (failure) {
       setError((failure as Error).message);
+      running.current = false;
       setBusy(false);
     }
   };

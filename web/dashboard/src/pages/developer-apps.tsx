@@ -34,7 +34,7 @@ const SCOPES: Array<[string, string, boolean]> = [
 export function DeveloperAppsPage() {
   const apps = useLoad(() => api<{ apps: OwnedApp[] }>('GET', '/api/user/apps'));
   const [created, setCreated] = useState<{ clientId: string; clientSecret?: string; name: string } | null>(null);
-  const { error, run } = useAction();
+  const { busy, error, run } = useAction();
 
   async function submit(event: Event) {
     event.preventDefault();
@@ -120,7 +120,7 @@ export function DeveloperAppsPage() {
           </fieldset>
           <ErrorNote error={error} />
           <div>
-            <button class="btn primary" type="submit">
+            <button class="btn primary" type="submit" disabled={busy}>
               Register app
             </button>
           </div>

@@ -235,7 +235,10 @@ export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChan
   const { page, auto } = props;
   const [threshold, setThreshold] = useState(String(auto.threshold || page.lowBalance));
   const [amount, setAmount] = useState(String(auto.amount || page.amounts[1] || page.minAmount));
-  const { error, run } = useAction();
+  // The setup leaves for Checkout (busy until the page has left), the switch reloads the card; one at a time.
+  const setup = useAction({ leavesPage: true });
+  const toggle = useAction();
+  const busy = setup.busy || toggle.busy;
   if (!page.enabled) return null;
   const values = () => ({ threshold: Number(threshold), amount: Number(amount) });
   return (
@@ -251,7 +254,7 @@ export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChan
           : 'Off.'}
         {auto.pending ? ' A payment is in progress.' : ''}
       </p>
-      <ErrorNote error={error} />
+      <ErrorNote error={setup.error ?? toggle.error} />
       <div class="row">
         <label>
           When available credits fall below
@@ -281,8 +284,9 @@ export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChan
         <button
           type="button"
           class="btn primary"
+          disabled={busy}
           onClick={() =>
-            run(async () =>
+            setup.run(async () =>
               location.assign((await api<{ url: string }>('POST', '/api/wallet/auto-topup/setup', values())).url),
             )
           }
@@ -293,8 +297,9 @@ export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChan
           <button
             type="button"
             class="btn"
+            disabled={busy}
             onClick={() =>
-              run(async () => {
+              toggle.run(async () => {
                 await api('PUT', '/api/wallet/auto-topup', { enabled: !auto.enabled, ...values() });
                 props.onChange();
               })

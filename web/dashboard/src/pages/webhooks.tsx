@@ -46,7 +46,7 @@ const EVENTS: Array<[string, string]> = [
 
 function LowBalance() {
   const alert = useLoad(() => api<Alert>('GET', '/api/user/low-balance-alert'));
-  const { error, run } = useAction();
+  const { busy, error, run } = useAction();
   const [saved, setSaved] = useState(false);
   async function submit(event: Event) {
     event.preventDefault();
@@ -80,7 +80,7 @@ function LowBalance() {
       </p>
       <ErrorNote error={alert.error ?? error} />
       <div>
-        <button class="btn primary" type="submit">
+        <button class="btn primary" type="submit" disabled={busy}>
           Save threshold
         </button>
         {saved && (
@@ -147,13 +147,14 @@ function Deliveries(props: { endpoint: Endpoint }) {
       ),
     [props.endpoint.id],
   );
-  const { error, run } = useAction();
+  const { busy, error, run } = useAction();
   return (
     <div data-deliveries-of={props.endpoint.id}>
       <div class="row">
         <button
           class="btn small"
           type="button"
+          disabled={busy}
           onClick={() =>
             run(async () => {
               await api('POST', `/api/user/webhooks/${encodeURIComponent(props.endpoint.id)}/test`);
@@ -209,7 +210,7 @@ export function WebhooksPage() {
   const endpoints = useLoad(() => api<{ webhooks: Endpoint[] }>('GET', '/api/user/webhooks'));
   const [secret, setSecret] = useState<string | null>(null);
   const [open, setOpen] = useState<string | null>(null);
-  const { error, run } = useAction();
+  const { busy, error, run } = useAction();
   const act = (work: () => Promise<unknown>) =>
     run(async () => {
       await work();
@@ -262,6 +263,7 @@ export function WebhooksPage() {
                 <button
                   class="btn small"
                   type="button"
+                  disabled={busy}
                   onClick={() =>
                     act(() => api('PATCH', `/api/user/webhooks/${encodeURIComponent(e.id)}`, { enabled: !e.enabled }))
                   }
@@ -271,6 +273,7 @@ export function WebhooksPage() {
                 <button
                   class="btn small"
                   type="button"
+                  disabled={busy}
                   onClick={() =>
                     act(async () =>
                       setSecret(
