@@ -126,6 +126,15 @@ export async function authenticate(
       return principal;
     }
   }
+  // A credential sent where this route does not look for it (Anthropic's clients send x-api-key on every call):
+  // said so, rather than that none was sent.
+  if (request.headers['x-api-key'] !== undefined)
+    throw bearerChallenge(
+      errors.unauthenticated(
+        'This route does not read x-api-key (only the Anthropic Messages routes do): send the credential as "Authorization: Bearer <token>".',
+      ),
+      'malformed',
+    );
   throw bearerChallenge(errors.unauthenticated(), 'none');
 }
 
