@@ -32,9 +32,31 @@ const ORIGIN = crypto.randomUUID();
  */
 export async function redisBus(url: string, prefix = 'tollgate:', log?: Logger): Promise<InvalidationBus> {
   const local = localBus();
-  const [publisher, subscriber]: Redis[] = await Promise.all([connectRedis(url, log), connectRedis(url, log)]);
+  // The subscriber's channels are subscribed again by us, not by ioredis (see `follow`).
+  const [publisher, subscriber]: Redis[] = await Promise.all([
+    connectRedis(url, log),
+    connectRedis(url, log, { autoResubscribe: false }),
+  ]);
   await ensureRedisReachable(url, [publisher, subscriber]);
   const channels = new Set<string>();
+  let closing = false;
+  /**
+   * Subscribes to one channel; a failure is logged, never left unhandled. ioredis's own resubscription after a
+   * reconnection leaves its promise unhandled, and so did ours: a SUBSCRIBE that failed (Redis away past the
+   * retries, or the connection closed at shutdown) was an unhandled rejection, which ends a Node process.
+   * Every reconnection subscribes to every channel again ('ready' below), so a failed one is retried then.
+   */
+  const follow = (channel: string) =>
+    subscriber.subscribe(prefix + channel).catch((error: Error) => {
+      if (!closing)
+        log?.warn(
+          { channel, reason: error.message },
+          'Redis SUBSCRIBE failed: invalidations from other instances wait for the next reconnection',
+        );
+    });
+  subscriber.on('ready', () => {
+    for (const channel of channels) void follow(channel);
+  });
   subscriber.on('message', (channel: string, raw: string) => {
     const separator = raw.indexOf('|');
     if (raw.slice(0, separator) === ORIGIN) return;
@@ -49,10 +71,11 @@ export async function redisBus(url: string, prefix = 'tollgate:', log?: Logger):
       local.subscribe(channel, listener);
       if (!channels.has(channel)) {
         channels.add(channel);
-        void subscriber.subscribe(prefix + channel);
+        void follow(channel);
       }
     },
     async close() {
+      closing = true;
       await local.close();
       publisher.disconnect();
       subscriber.disconnect();

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import type { Logger } from './logger.ts';
 import { ConfigError } from './config.ts';
 
@@ -8,9 +8,10 @@ import { ConfigError } from './config.ts';
  * (~10 MB of resident memory). Connection errors go to `log` (once per outage) rather than to ioredis's
  * "Unhandled error event" stack traces on stderr, which it prints on every retry without a listener.
  */
-export async function connectRedis(url: string, log?: Logger): Promise<Redis> {
+export async function connectRedis(url: string, log?: Logger, options: RedisOptions = {}): Promise<Redis> {
   const { Redis } = await import('ioredis');
   const client = new Redis(url, {
+    ...options,
     maxRetriesPerRequest: 2,
     enableOfflineQueue: true,
     lazyConnect: false,
