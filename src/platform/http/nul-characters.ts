@@ -53,17 +53,28 @@ export function findNulCharacter(value: unknown): string | null {
  * conversation keeps it, escaped, in JSON.
  */
 export function refuseNulCharacters(request: FastifyRequest): void {
-  const parts: Array<[string, unknown]> = [
-    ['params', request.params],
-    ['querystring', request.query],
-  ];
-  if (!(request.routeOptions.url ?? '').startsWith('/api/v1/')) parts.push(['body', request.body]);
-  for (const [name, value] of parts) {
-    const path = findNulCharacter(value);
-    if (path === null) continue;
-    const where = `${name}${path}`;
-    throw errors.invalid(
-      `${where.length > 200 ? `${where.slice(0, 200)}…` : where} contains a NUL character (U+0000), which Tollgate does not accept here; remove it and send the request again.`,
-    );
-  }
+  // This runs on every call: an AI call (no params or query, a body left alone) must allocate nothing here.
+  // The raw URL rather than `routeOptions.url`, which Fastify builds anew on each access: a path that starts
+  // with /api/v1/ matches only /api/v1/ routes (the router resolves no dot segments).
+  const aiCall = request.url.startsWith('/api/v1/');
+  if (hasEntries(request.params)) refuseIn('params', request.params);
+  if (hasEntries(request.query)) refuseIn('querystring', request.query);
+  if (!aiCall && request.body !== undefined && request.body !== null) refuseIn('body', request.body);
+}
+
+/** Whether an object has an own enumerable key (a route's params or query usually has none). */
+function hasEntries(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  for (const key in value) if (Object.hasOwn(value, key)) return true;
+  return false;
+}
+
+/** Throws the 400 naming where in `value` (the request's `name` part) a NUL character is, if one is. */
+function refuseIn(name: string, value: unknown): void {
+  const path = findNulCharacter(value);
+  if (path === null) return;
+  const where = `${name}${path}`;
+  throw errors.invalid(
+    `${where.length > 200 ? `${where.slice(0, 200)}…` : where} contains a NUL character (U+0000), which Tollgate does not accept here; remove it and send the request again.`,
+  );
 }

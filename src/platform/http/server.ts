@@ -324,7 +324,15 @@ export async function createServer(ctx: ServerContext): Promise<App> {
     refuseNonJsonBody(request);
   });
   // After authentication, so a caller without a credential still gets its 401 first.
-  app.addHook('preValidation', async (request) => refuseNulCharacters(request));
+  // A callback hook, not an async one: it runs on every call, and an async hook costs a promise each time.
+  app.addHook('preValidation', (request, _reply, done) => {
+    try {
+      refuseNulCharacters(request);
+    } catch (error) {
+      return done(error as Error);
+    }
+    done();
+  });
 
   app.setErrorHandler((error, request, reply) => {
     let apiError = toApiError(error);
