@@ -82,6 +82,23 @@ describeEachDatabase('a NUL character (U+0000) in a request', (env) => {
     assert.ok(authorize.status >= 400 && authorize.status < 500, `${authorize.status} ${authorize.text.slice(0, 300)}`);
   });
 
+  it('is a 400 in the model or version an AI call names, which is looked up rather than sent to a model', async () => {
+    const user = await fundedUser(env, 1);
+    for (const [path, body, where] of [
+      ['/api/v1/predictions', { model: `acme/img${NUL}`, input: {} }, 'body/model'],
+      ['/api/v1/predictions', { version: `v${NUL}1`, input: {} }, 'body/version'],
+      [
+        '/api/v1/chat/completions',
+        { model: `tollgate/echo${NUL}`, messages: [{ role: 'user', content: 'x' }] },
+        'body/model',
+      ],
+    ] as const) {
+      const answer = await env.request('POST', path, { token: user.key, body });
+      assert.equal(answer.status, 400, `${path}: ${answer.text}`);
+      assert.match(answer.body.error.message, new RegExp(`^${where} contains a NUL character`), answer.text);
+    }
+  });
+
   it('is let through in the text of an AI call, which a model may be sent and which is stored as JSON', async () => {
     const user = await fundedUser(env, 1);
     const chat = await env.request('POST', '/api/v1/chat/completions', {

@@ -49,8 +49,8 @@ export function findNulCharacter(value: unknown): string | null {
  * Refuses a request whose path parameters, query or body hold a NUL character: 400, naming where. No id,
  * name, email, URL or form field of Tollgate can hold one, and PostgreSQL refuses it in any text value, so
  * it would otherwise end as a 500 there (a database error) and be stored as sent on SQLite. The bodies of
- * AI calls (`/api/v1/*`) are the exception: their text goes to a model as it is, and a stored Responses
- * conversation keeps it, escaped, in JSON.
+ * AI calls (`/api/v1/*`) are the exception but for the ids they name ({@link LOOKED_UP_FIELDS}): their text
+ * goes to a model as it is, and a stored Responses conversation keeps it, escaped, in JSON.
  */
 export function refuseNulCharacters(request: FastifyRequest): void {
   // This runs on every call: an AI call (no params or query, a body left alone) must allocate nothing here.
@@ -59,7 +59,24 @@ export function refuseNulCharacters(request: FastifyRequest): void {
   const aiCall = request.url.startsWith('/api/v1/');
   if (hasEntries(request.params)) refuseIn('params', request.params);
   if (hasEntries(request.query)) refuseIn('querystring', request.query);
-  if (!aiCall && request.body !== undefined && request.body !== null) refuseIn('body', request.body);
+  if (request.body === undefined || request.body === null) return;
+  if (!aiCall) refuseIn('body', request.body);
+  else refuseInLookedUpFields(request.body);
+}
+
+/**
+ * The fields of an AI call's body that name something Tollgate looks up in its database (the model, or the
+ * Replicate version a prediction names it by), not text for a model: a NUL there failed the query on PostgreSQL.
+ */
+const LOOKED_UP_FIELDS = ['model', 'version'] as const;
+
+/** Throws the 400 of a NUL in one of an AI call's {@link LOOKED_UP_FIELDS}; reads two properties, allocates nothing. */
+function refuseInLookedUpFields(body: unknown): void {
+  if (typeof body !== 'object' || body === null) return;
+  for (const field of LOOKED_UP_FIELDS) {
+    const value = (body as Record<string, unknown>)[field];
+    if (typeof value === 'string' && value.includes(NUL)) refuseIn(`body/${field}`, value);
+  }
 }
 
 /** Whether an object has an own enumerable key (a route's params or query usually has none). */
