@@ -10,6 +10,8 @@ after(() => mock.close());
 const CREDIT = 1_000_000;
 /** One credit per completion token and nothing else: a charge in credits is the number of tokens produced. */
 const perToken = { prompt: 0, completion: 1_000_000 };
+/** One credit per token, input or output. */
+const perTokenAndPrompt = { prompt: 1_000_000, completion: 1_000_000 };
 
 function post(env: { baseUrl: string }, user: FundedUser, body: unknown, signal?: AbortSignal): Promise<Response> {
   return fetch(`${env.baseUrl}/api/v1/chat/completions`, {
@@ -40,6 +42,17 @@ describeEachDatabase(
       ]) {
         await putModel(env, id, { provider: 'mock', upstreamModel, pricing: perToken, maxOutputTokens: 100 });
       }
+      // Priced on the prompt too: a stream that fails before any output must not charge the prompt either.
+      for (const [id, provider] of [
+        ['acme/fails-before-output', 'mock'],
+        ['acme/claude-overloaded', 'anthropic'],
+      ])
+        await putModel(env, id, {
+          provider,
+          upstreamModel: 'error-frame-0',
+          pricing: perTokenAndPrompt,
+          maxOutputTokens: 100,
+        });
       await putModel(env, 'acme/claude-stall', {
         provider: 'anthropic',
         upstreamModel: 'stall-3',
@@ -144,6 +157,29 @@ describeEachDatabase(
         [
           ['upstream_error', 2, 2 * CREDIT],
           ['upstream_error', 2, 2 * CREDIT],
+        ],
+      );
+    });
+
+    it("a stream the upstream fails before any output (its start sent, then an error: Anthropic's overloaded_error) charges nothing, prompt included", async () => {
+      const user = await fundedUser(env, 1000);
+      const chat = await post(env, user, { model: 'acme/fails-before-output', stream: true, messages: hi });
+      assert.equal(chat.status, 200);
+      assert.equal((await readSseFrames(chat)).at(-1)!.event, 'error');
+      const messages = await fetch(`${env.baseUrl}/api/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': user.key, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({ model: 'acme/claude-overloaded', max_tokens: 50, stream: true, messages: hi }),
+      });
+      assert.equal(messages.status, 200);
+      assert.equal((await readSseFrames(messages)).at(-1)!.event, 'error');
+      assert.deepEqual(await settled(env, user), { balance: 1000 * CREDIT, reserved: 0, available: 1000 * CREDIT });
+      const records = await usageOf(env, user, 2);
+      assert.deepEqual(
+        records.map((r) => [r.status, Number(r.completion_tokens), Number(r.cost)]),
+        [
+          ['upstream_error', 0, 0],
+          ['upstream_error', 0, 0],
         ],
       );
     });

@@ -291,11 +291,13 @@ export async function streamCall(
     closed = true;
     if (status === 'client_aborted') await iterator.return?.(undefined).catch(() => {});
     attempt.dispose();
-    await meter
-      .settle(outcomeOf(model, account(), status))
-      .catch((error) =>
+    // An upstream that failed before producing anything (its start sent, then an error: Anthropic's
+    // overloaded_error) and reported no usage did not bill the call: nothing is charged, as before output.
+    const nothingProduced = status === 'upstream_error' && reported === null && produced.total === 0;
+    await (nothingProduced ? meter.release(model, status) : meter.settle(outcomeOf(model, account(), status))).catch(
+      (error) =>
         ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'),
-      );
+    );
   };
 
   async function* events(): AsyncGenerator<CanonicalEvent> {
