@@ -112,22 +112,23 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
         },
         usage: (result, model) => {
           const { usage, text } = reportedUsage(result);
-          // Upstream usage is not trusted as sent: an unusable duration is the header's, an unusable count 0 (the
-          // duration still prices the call), so garbage can neither fail the settle nor make a charge negative.
+          // Upstream usage is not trusted as sent: an unusable duration is the header's, and an unusable count the
+          // estimate below, so garbage can neither fail the settle, make a charge negative nor make it free.
           const reported = usage?.type === 'duration' ? usage.seconds : result?.duration;
           const seconds =
             typeof reported === 'number' && Number.isFinite(reported) && reported >= 0 ? reported : measured;
+          // Nothing reported: the audio at the hold's rate and the transcript counted, never nothing.
+          const estimate = () => ({
+            prompt: textPromptTokens,
+            audioIn: Math.ceil(measured * AUDIO_TOKENS_PER_SECOND),
+            completion: countTextTokens(text),
+          });
           const tokens =
             usage?.type === 'tokens'
-              ? reportedTokens(usage)
+              ? reportedTokens(usage, estimate)
               : usage?.type === 'duration'
                 ? { prompt: 0, audioIn: 0, completion: 0 }
-                : // Nothing reported: the audio at the hold's rate and the transcript counted, never nothing.
-                  {
-                    prompt: textPromptTokens,
-                    audioIn: Math.ceil(measured * AUDIO_TOKENS_PER_SECOND),
-                    completion: countTextTokens(text),
-                  };
+                : estimate();
           return {
             cost: costMicros(model.pricing, { requests: 1, seconds, ...tokens }),
             promptTokens: tokens.prompt + tokens.audioIn,
@@ -171,12 +172,22 @@ function reportedUsage(result: any): { usage: any; text: string } {
 
 /**
  * A `usage.type: "tokens"` report as priced parts: the input's `text_tokens` at `prompt`, the rest (its
- * `audio_tokens`, and any not attributed) at `audioInput`, never less than the audio costs.
+ * `audio_tokens`, and any not attributed) at `audioInput`, never less than the audio costs. A count that is
+ * missing or unusable (not a non-negative number) is taken from `estimate`, as when nothing is reported.
  */
-function reportedTokens(usage: any): { prompt: number; audioIn: number; completion: number } {
-  const input = tokenCount(usage.input_tokens) ?? 0;
-  const text = Math.min(tokenCount(usage.input_token_details?.text_tokens) ?? 0, input);
-  return { prompt: text, audioIn: input - text, completion: tokenCount(usage.output_tokens) ?? 0 };
+function reportedTokens(
+  usage: any,
+  estimate: () => { prompt: number; audioIn: number; completion: number },
+): { prompt: number; audioIn: number; completion: number } {
+  const input = tokenCount(usage.input_tokens);
+  const output = tokenCount(usage.output_tokens);
+  const estimated = input === null || output === null ? estimate() : null;
+  const text = input === null ? 0 : Math.min(tokenCount(usage.input_token_details?.text_tokens) ?? 0, input);
+  return {
+    prompt: input === null ? estimated!.prompt : text,
+    audioIn: input === null ? estimated!.audioIn : input - text,
+    completion: output ?? estimated!.completion,
+  };
 }
 
 /** The 413 of an audio file over `BODY_LIMIT_UPLOAD_BYTES`, naming the limit. */

@@ -113,6 +113,30 @@ describeEachDatabase(
       // 10 s × 50 audio tokens at 300, and "hello there" (2 tokens) at 400.
       assert.equal((await wallet(env, user)).balance, 10_000_000 - 500 * 300 - 2 * 400);
     });
+
+    it('a token usage whose counts are missing or unusable is charged that same estimate for them, never nothing', async () => {
+      for (const usage of [
+        { type: 'tokens' },
+        { type: 'tokens', input_tokens: 'many', output_tokens: null },
+        { type: 'tokens', input_tokens: -5, output_tokens: Number.NaN },
+      ]) {
+        const user = await fundedUser(env, 10);
+        next = { type: 'application/json', body: JSON.stringify({ text: 'hello there', usage }) };
+        await sdk(user.key).audio.transcriptions.create({ model: 'acme/transcribe', file: clip() });
+        assert.equal((await wallet(env, user)).balance, 10_000_000 - 500 * 300 - 2 * 400, JSON.stringify(usage));
+      }
+      // A count that is usable is still taken as reported, the other one estimated.
+      const user = await fundedUser(env, 10);
+      next = {
+        type: 'application/json',
+        body: JSON.stringify({
+          text: 'hello there',
+          usage: { type: 'tokens', input_tokens: 510, input_token_details: { text_tokens: 10 } },
+        }),
+      };
+      await sdk(user.key).audio.transcriptions.create({ model: 'acme/transcribe', file: clip() });
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - 10 * 100 - 500 * 300 - 2 * 400);
+    });
   },
   {
     config: {

@@ -297,7 +297,7 @@ describeEachDatabase(
       assert.equal((await wallet(env, user)).balance, 1_000_000 - 71_000 - 41_000);
     });
 
-    it('hole 6: a transcription whose upstream reports a negative duration and unusable token counts is charged on the header duration, and its hold closes', async () => {
+    it('hole 6: a transcription whose upstream reports a negative duration and unusable token counts is charged on the header duration and estimated tokens, and its hold closes', async () => {
       const user = await fundedUser(env, 1);
       const answer = await transcribe(env, user, 'acme/listen-garbage', wavFile(20), 'clip.wav');
       assert.equal(answer.status, 200, JSON.stringify(answer.body));
@@ -308,9 +308,11 @@ describeEachDatabase(
         .execute();
       assert.equal(holds.length, 1);
       assert.equal(holds[0]!.status, 'settled');
-      // 0.001 per request + 20 s (the WAV header's) × 0.01; the tokens it could not read count 0.
-      assert.equal(Number(holds[0]!.captured), 201_000);
-      assert.equal((await wallet(env, user)).balance, 1_000_000 - 201_000);
+      // 0.001 per request + 20 s (the WAV header's) × 0.01; the tokens it could not read are estimated, never
+      // free: 20 s × 50 audio tokens and the transcript's own, each at 1 micro-credit.
+      const charged = 201_000 + 20 * 50 + countTextTokens(answer.body.text);
+      assert.equal(Number(holds[0]!.captured), charged);
+      assert.equal((await wallet(env, user)).balance, 1_000_000 - charged);
     });
 
     it('a transcription past the cap is a 400 AUDIO_TOO_LONG, and one whose duration cannot be read a 400 AUDIO_DURATION_UNREADABLE', async () => {
