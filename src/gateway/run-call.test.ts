@@ -185,9 +185,11 @@ describeEachDatabase(
         'message_delta',
         'message_stop',
       ]);
-      const usage = events.find((e) => e.type === 'usage')!;
+      // message_start's input counts come first (the output not yet known), message_delta's whole usage last.
+      const [early, usage] = events.filter((e) => e.type === 'usage');
+      assert.ok(early?.type === 'usage' && usage?.type === 'usage');
+      assert.equal(early.usage.inputTokens, 115);
       // Anthropic's input excludes the cache: 5 + 100 read + 10 written; charged 5×1 + 100×1 + 10×2 + 4×3.
-      assert.ok(usage.type === 'usage');
       assert.equal(usage.usage.inputTokens, 115);
       assert.equal(usage.usage.cacheReadTokens, 100);
       assert.equal(usage.usage.cacheWriteTokens, 10);

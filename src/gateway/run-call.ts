@@ -25,7 +25,7 @@ import type {
 import { callOutputCap, planCall, planPromptTokens, type CallPlan } from './chat-plan.ts';
 import { openCallMeter } from './affordable.ts';
 import { refuseBeforeCounting } from './count-guard.ts';
-import { accountChat, recordedDetails, type ChatAccount } from './chat-usage.ts';
+import { accountChat, recordedDetails, tokenCount, type ChatAccount } from './chat-usage.ts';
 import { resolveModel } from './common.ts';
 import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
 
@@ -292,8 +292,10 @@ export async function streamCall(
     if (status === 'client_aborted') await iterator.return?.(undefined).catch(() => {});
     attempt.dispose();
     // An upstream that failed before producing anything (its start sent, then an error: Anthropic's
-    // overloaded_error) and reported no usage did not bill the call: nothing is charged, as before output.
-    const nothingProduced = status === 'upstream_error' && reported === null && produced.total === 0;
+    // overloaded_error, whose message_start reported the input) did not bill the call: nothing is charged, as
+    // before output. A client gone is charged the input it had processed.
+    const nothingProduced =
+      status === 'upstream_error' && produced.total === 0 && !((tokenCount(reported?.completion_tokens) ?? 0) > 0);
     await (nothingProduced ? meter.release(model, status) : meter.settle(outcomeOf(model, account(), status))).catch(
       (error) =>
         ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'),

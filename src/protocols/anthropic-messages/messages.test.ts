@@ -479,6 +479,50 @@ describeEachDatabase(
       }
     });
 
+    it("a stream cut short (the client gone, as Claude Code's Esc, or the upstream broken) is charged message_start's input counts, cache reads and writes at their prices", async () => {
+      // Anthropic tells the input, cache reads and writes in message_start; only the output waits for message_delta.
+      const cached = {
+        input_tokens: 11,
+        cache_creation_input_tokens: 100,
+        cache_read_input_tokens: 200,
+        output_tokens: 4,
+      };
+      const pricing = { prompt: 10, completion: 20, cacheRead: 1, cacheWrite: 13 };
+      await putModel(env, 'acme/claude-stall-cached', {
+        provider: 'anthropic',
+        upstreamModel: 'stall-2',
+        pricing,
+        maxOutputTokens: 100,
+      });
+      await putModel(env, 'acme/claude-cut-cached', {
+        provider: 'anthropic',
+        upstreamModel: 'cut-2',
+        pricing,
+        maxOutputTokens: 100,
+      });
+      // 11 × 10 + 100 × 13 + 200 × 1 micro-credits of input, and "alpha beta" (2 tokens) × 20 of output.
+      const charge = 11 * 10 + 100 * 13 + 200 * 1 + 2 * 20;
+      for (const model of ['acme/claude-stall-cached', 'acme/claude-cut-cached']) {
+        const payer = await fundedUser(env, 1);
+        const controller = new AbortController();
+        // A prompt of ~400 tokens, so that the hold covers the 311 input tokens the mock reports.
+        const prompt = [{ role: 'user', content: 'word '.repeat(400) }];
+        const body = { model, max_tokens: 50, stream: true, messages: prompt, metadata: { mock_usage: cached } };
+        const response = await messages(env, payer.key, body, { signal: controller.signal });
+        assert.equal(response.status, 200);
+        const reader = response.body!.getReader();
+        let text = '';
+        while ((text.match(/"text_delta"/g) ?? []).length < 2)
+          text += new TextDecoder().decode((await reader.read()).value);
+        if (model === 'acme/claude-stall-cached') controller.abort();
+        else while (!(await reader.read()).done);
+        assert.equal((await settled(env, payer)).balance, CREDIT - charge, model);
+        const [record] = await usageOf(env, payer);
+        assert.equal(record.status, model === 'acme/claude-stall-cached' ? 'client_aborted' : 'upstream_error');
+        assert.equal(Number(record.prompt_tokens), 311, model);
+      }
+    });
+
     it('a stream the upstream breaks after output ends with an event: error frame in the envelope, charged for what was produced', async () => {
       for (const model of ['acme/claude-cut', 'acme/gpt-cut']) {
         const payer = await fundedUser(env, 1000);

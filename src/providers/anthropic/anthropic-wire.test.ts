@@ -70,10 +70,14 @@ describe('the Anthropic provider against a real Messages-format server', () => {
     for await (const event of await adapter.stream(call({ stream: true }), { signal: signal() })) events.push(event);
     assert.deepEqual(
       events.map((e) => e.type),
-      ['start', 'text', 'text', 'text', 'text', 'usage', 'end'],
+      ['start', 'usage', 'text', 'text', 'text', 'text', 'usage', 'end'],
     );
     assert.ok(events.every((e) => !e.native));
-    const usage = events[5] as Extract<CanonicalEvent, { type: 'usage' }>;
+    // message_start's input counts at once (the output not known yet), then message_delta's whole usage.
+    const early = events[1] as Extract<CanonicalEvent, { type: 'usage' }>;
+    assert.equal(early.usage.inputTokens, 11);
+    assert.ok(Number.isNaN(early.usage.outputTokens));
+    const usage = events[6] as Extract<CanonicalEvent, { type: 'usage' }>;
     assert.equal(usage.usage.inputTokens, 11);
     assert.equal(usage.usage.outputTokens, 4);
   });

@@ -195,8 +195,9 @@ export function fromAnthropicResult(message: any, native: boolean): CanonicalRes
  * Translates Anthropic SSE events to canonical events as they arrive. Native mode relays every upstream
  * event as exactly one canonical event carrying it as `native.frame` (the parsed JSON; its `type` is the
  * SSE event name): `message_delta` is the `usage` event, `message_stop` the `end` event, and an event with
- * nothing canonical in it is an empty text delta. Usage: `message_start` carries the input counts,
- * `message_delta` the output count (newer API versions restate the input there too).
+ * nothing canonical in it is an empty text delta; `message_start` is the `start` event, followed by a `usage` event
+ * of its input counts (no frame of its own). Usage: `message_start` carries the input counts, `message_delta` the
+ * output count (newer API versions restate the input there too).
  */
 export async function* anthropicEvents(
   events: AsyncIterable<{ event: string; data: string }>,
@@ -214,15 +215,22 @@ export async function* anthropicEvents(
     }
     const out: CanonicalEvent[] = [];
     switch (data?.type) {
-      case 'message_start':
+      case 'message_start': {
         inputUsage = objectOr(data.message?.usage);
-        out.push({
+        const start: CanonicalEvent = {
           type: 'start',
           id: String(data.message?.id ?? 'msg'),
           model: String(data.message?.model ?? ''),
           created: Math.floor(Date.now() / 1000),
-        });
-        break;
+        };
+        if (native) start.native = { protocol: 'anthropic-messages', frame: data };
+        yield start;
+        // The input counts (cache reads and writes apart) are final here: reported now, a stream cut before its
+        // message_delta (the client gone, the upstream broken) is billed on them. The output is not known yet
+        // (NaN: the gateway counts what was produced), and message_delta's usage replaces this one.
+        yield { type: 'usage', usage: canonicalUsageOfAnthropic(inputUsage, Number.NaN) };
+        continue;
+      }
       case 'content_block_start':
         if (data.content_block?.type === 'tool_use') {
           const index = toolIndexByBlock.size;
