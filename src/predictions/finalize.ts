@@ -26,9 +26,13 @@ export interface AppliedUpdate {
   finalized: boolean;
 }
 
+/**
+ * Replicate's error as stored: text, at most 4,000 characters, a NUL (U+0000, which PostgreSQL refuses in any
+ * text value, failing the whole update) shown as U+FFFD. A model's error message may hold any character.
+ */
 function errorText(error: unknown): string | null {
   if (error === null || error === undefined) return null;
-  return (typeof error === 'string' ? error : JSON.stringify(error)).slice(0, 4000);
+  return (typeof error === 'string' ? error : JSON.stringify(error)).slice(0, 4000).replaceAll('\u0000', '\uFFFD');
 }
 
 /**

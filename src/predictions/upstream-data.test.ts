@@ -71,6 +71,24 @@ describeEachDatabase(
       await assertLedgerVerifies(env);
     });
 
+    it('a failed notice whose error text holds a NUL is recorded, the NUL shown as U+FFFD, and the hold released (PostgreSQL refuses U+0000 in text)', async () => {
+      const user = await userWithCredits(env, 100);
+      const prediction = await startPrediction(env, user);
+      const body = JSON.stringify({
+        ...fake.wire(prediction.replicateId),
+        status: 'failed',
+        error: 'CUDA error\u0000 at step 3',
+      });
+      const ack = await FakeReplicate.deliver(webhookUrlOf(fake, prediction.replicateId), fake.sign(body));
+      assert.equal(ack.status, 200, JSON.stringify(ack.body));
+      assert.equal(ack.body.status, 'failed', JSON.stringify(ack.body));
+      const read = await env.dashboard(user, 'GET', `/api/v1/predictions/${prediction.id}`);
+      assert.equal(read.body.status, 'failed');
+      assert.equal(read.body.error, 'CUDA error\uFFFD at step 3');
+      assert.equal(await paid(env, user, 100_000_000), 0);
+      await assertLedgerVerifies(env);
+    });
+
     it("a predict_time beyond the hold's seconds (99999, 1e308, 1e309) is charged the hold's 60 s, not 0 s, and not the image that was not produced", async () => {
       for (const predictTime of ['1e308', '1e309', '99999']) {
         const user = await userWithCredits(env, 100);
