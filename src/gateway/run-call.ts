@@ -25,7 +25,7 @@ import type {
 import { callOutputCap, planCall, planPromptTokens, type CallPlan } from './chat-plan.ts';
 import { openCallMeter } from './affordable.ts';
 import { refuseBeforeCounting } from './count-guard.ts';
-import { accountChat, recordedDetails, tokenCount, type ChatAccount } from './chat-usage.ts';
+import { accountChat, chatBreakdown, recordedDetails, tokenCount, type ChatAccount } from './chat-usage.ts';
 import { resolveModel } from './common.ts';
 import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
 
@@ -284,6 +284,13 @@ export async function streamCall(
       { prompt: promptTokens, output: () => produced.total },
       call.longCache !== undefined,
     );
+  /**
+   * An upstream that failed before producing anything (its start sent, then an error: Anthropic's overloaded_error,
+   * whose message_start reported the input) did not bill the call: nothing is charged, as before output. A client
+   * gone is charged the input it had processed.
+   */
+  const failedBeforeOutput = (status: 'ok' | 'client_aborted' | 'upstream_error') =>
+    status === 'upstream_error' && produced.total === 0 && !((tokenCount(reported?.completion_tokens) ?? 0) > 0);
   let closed = false;
   /** Stops the upstream when it may still be producing, and settles for what was produced; once. */
   const close = async (status: 'ok' | 'client_aborted' | 'upstream_error') => {
@@ -291,14 +298,10 @@ export async function streamCall(
     closed = true;
     if (status === 'client_aborted') await iterator.return?.(undefined).catch(() => {});
     attempt.dispose();
-    // An upstream that failed before producing anything (its start sent, then an error: Anthropic's
-    // overloaded_error, whose message_start reported the input) did not bill the call: nothing is charged, as
-    // before output. A client gone is charged the input it had processed.
-    const nothingProduced =
-      status === 'upstream_error' && produced.total === 0 && !((tokenCount(reported?.completion_tokens) ?? 0) > 0);
-    await (nothingProduced ? meter.release(model, status) : meter.settle(outcomeOf(model, account(), status))).catch(
-      (error) =>
-        ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'),
+    await (
+      failedBeforeOutput(status) ? meter.release(model, status) : meter.settle(outcomeOf(model, account(), status))
+    ).catch((error) =>
+      ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'),
     );
   };
 
@@ -335,6 +338,13 @@ export async function streamCall(
         ctx.log.warn({ err: error, model: model.id }, 'upstream stream failed after output began');
         // Stop the upstream producing (and billing) tokens nobody will read.
         await iterator.return?.(undefined).catch(() => {});
+        // The usage the call is charged, before the error: a renderer that shows usage on failure (Responses'
+        // response.failed) shows this one, not the last the upstream reported (Anthropic's input-only one).
+        const nothing = failedBeforeOutput(status);
+        const priced = nothing
+          ? { breakdown: chatBreakdown(null, { prompt: 0, output: () => 0 }), charge: 0 }
+          : account();
+        yield { type: 'usage', usage: billedUsage(priced.breakdown, priced.charge, nothing ? null : reported) };
         yield {
           type: 'error',
           code: 'UPSTREAM_ERROR',

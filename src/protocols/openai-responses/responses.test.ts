@@ -368,9 +368,13 @@ describeEachDatabase(
         const user = await fundedUser(env, 1);
         const stream = await client(env, user).responses.create({ model: wire.broken, input: 'go', stream: true });
         const seen: string[] = [];
+        let failed: any;
         await assert.rejects(
           async () => {
-            for await (const event of stream) seen.push(event.type);
+            for await (const event of stream) {
+              seen.push(event.type);
+              if (event.type === 'response.failed') failed = event.response;
+            }
           },
           (error: any) => error.code === 'UPSTREAM_ERROR',
         );
@@ -380,6 +384,11 @@ describeEachDatabase(
         assert.equal(record.status, 'upstream_error');
         assert.equal(Number(record.completion_tokens), 3);
         assert.equal(Number(record.cost), await spent(env, user, 1));
+        // The failed response tells what the call was charged: the tokens and the cost of the record.
+        assert.deepEqual(
+          [failed.usage?.input_tokens, failed.usage?.output_tokens, Math.round(failed.usage?.cost * 1e6)],
+          [Number(record.prompt_tokens), 3, Number(record.cost)],
+        );
 
         // The Vercel AI SDK sees the failure as an error part, after the text produced.
         const openai = createOpenAI({ baseURL: `${env.baseUrl}/api/v1`, apiKey: user.key });
