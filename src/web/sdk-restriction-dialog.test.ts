@@ -85,6 +85,35 @@ describe('the restriction dialog in Chromium', () => {
     await page.close();
   });
 
+  it('dialogs mounted again and again add one focus listener to the page, not one each', async () => {
+    const page = await browser.newPage();
+    // Counts the page's document-level focusin listeners from before the SDK loads.
+    await page.addInitScript(() => {
+      const counted = { focusin: 0 };
+      (window as unknown as { counted: typeof counted }).counted = counted;
+      const add = Document.prototype.addEventListener;
+      Document.prototype.addEventListener = function (this: Document, type: string, ...rest: any[]) {
+        if (type === 'focusin') counted.focusin++;
+        return (add as any).call(this, type, ...rest);
+      } as typeof add;
+    });
+    await page.goto(`${origin}/`);
+    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+    const listeners = await page.evaluate(() => {
+      // An app's component re-rendered 50 times, each time with a dialog of its own.
+      for (let i = 0; i < 50; i++) {
+        for (const name of ['tollgate-restriction-dialog', 'tollgate-signin-dialog']) {
+          const element = document.createElement(name);
+          document.body.append(element);
+          element.remove();
+        }
+      }
+      return (window as unknown as { counted: { focusin: number } }).counted.focusin;
+    });
+    assert.equal(listeners, 1);
+    await page.close();
+  });
+
   it('the Add credits link asks for exactly the credits missing, with no floating-point tail', async () => {
     const page = await browser.newPage();
     await page.goto(`${origin}/`);

@@ -37,6 +37,33 @@ export interface Modal {
   isOpen(): boolean;
 }
 
+/** Every dialog {@link mountModal} built: focus inside one of them is not "outside the dialogs". */
+const MODALS = new WeakSet<HTMLDialogElement>();
+/** Where the focus last was outside every Tollgate dialog (see {@link mountModal}'s `open`). */
+let lastFocusedOutside: HTMLElement | null = null;
+let trackingFocus = false;
+
+/**
+ * Follows the focus with one listener for the page, however many dialogs are mounted: an app that mounts its
+ * dialogs again and again (a component re-rendered) must not add a document listener each time, which the
+ * document would keep, with each dialog, for the page's life.
+ */
+function trackFocusOutsideDialogs(): void {
+  if (trackingFocus) return;
+  trackingFocus = true;
+  document.addEventListener(
+    'focusin',
+    (event) => {
+      const path = event.composedPath();
+      const target = path[0];
+      if (!(target instanceof HTMLElement)) return;
+      if (path.some((node) => node instanceof HTMLDialogElement && MODALS.has(node))) return;
+      lastFocusedOutside = target;
+    },
+    true,
+  );
+}
+
 /**
  * Builds the `<dialog>` in `root`, labelled by the element with id `title` and described by `description`.
  * `onClosed` runs after it closes, however it closed (Escape, a button, `close()`).
@@ -65,16 +92,9 @@ export function mountModal(root: ShadowRoot, onClosed: () => void): Modal {
   let returnFocus: HTMLElement | null = null;
   // The control that opens the dialog has often lost the focus by then (an app disables its Send button while
   // the request is on its way, which drops the focus to the page): the focus goes back to where it last was
-  // outside the dialog, else it would stay on a hidden button, from where Tab leaves the page.
-  let lastFocused: HTMLElement | null = null;
-  document.addEventListener(
-    'focusin',
-    (event) => {
-      const target = event.composedPath()[0];
-      if (target instanceof HTMLElement && !dialog.contains(target)) lastFocused = target;
-    },
-    true,
-  );
+  // outside the dialogs, else it would stay on a hidden button, from where Tab leaves the page.
+  MODALS.add(dialog);
+  trackFocusOutsideDialogs();
 
   dialog.addEventListener('keydown', (event) => {
     if (event.key === 'Escape') {
@@ -109,7 +129,7 @@ export function mountModal(root: ShadowRoot, onClosed: () => void): Modal {
       if (dialog.open) return;
       let active = document.activeElement as HTMLElement | null;
       while (active?.shadowRoot?.activeElement) active = active.shadowRoot.activeElement as HTMLElement;
-      returnFocus = active && active !== document.body ? active : lastFocused;
+      returnFocus = active && active !== document.body ? active : lastFocusedOutside;
       dialog.showModal();
       (dialog.querySelector<HTMLElement>('[autofocus]') ?? dialog.querySelector<HTMLElement>(FOCUSABLE))?.focus();
     },
