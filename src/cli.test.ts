@@ -193,6 +193,31 @@ describe('operator CLI', () => {
     assert.match(wrong.stderr, /Usage: tollgate migrate /);
   });
 
+  it('without a command it lists the commands and starts no server; help, --help and -h list them on stdout', () => {
+    // The timeout only bounds a CLI that serves instead of answering (it would listen until killed).
+    const port = String(19000 + Math.floor(Math.random() * 900));
+    const bare = spawnSync(process.execPath, ['src/cli.ts'], {
+      cwd: root,
+      env: { ...env, PORT: port },
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
+    assert.equal(bare.error, undefined, `it served on port ${port} until killed instead of answering`);
+    assert.equal(bare.status, 2);
+    assert.equal(bare.stdout, '');
+    assert.match(bare.stderr, /^Usage: tollgate <command>\n/);
+    assert.match(bare.stderr, /^ {2}serve /m);
+    for (const ask of ['help', '--help', '-h']) {
+      const help = spawnSync(process.execPath, ['src/cli.ts', ask], { cwd: root, env, encoding: 'utf8' });
+      assert.equal(help.status, 0, `${ask}: ${help.stderr}`);
+      assert.match(help.stdout, /^Usage: tollgate <command>\n/, ask);
+      assert.match(help.stdout, /^ {2}admin-token /m, ask);
+    }
+    const unknown = spawnSync(process.execPath, ['src/cli.ts', 'grant-credit'], { cwd: root, env, encoding: 'utf8' });
+    assert.equal(unknown.status, 2);
+    assert.match(unknown.stderr, /^tollgate: unknown command "grant-credit"\nUsage: tollgate <command>\n/);
+  });
+
   it('create-app without --redirect-uri is refused, as the operator API refuses an app with none', () => {
     const result = spawnSync(process.execPath, ['src/cli.ts', 'create-app', '--name', 'No callback'], {
       cwd: root,

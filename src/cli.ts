@@ -437,15 +437,19 @@ export const commands: Record<string, Command> = {
 };
 
 async function main(argv: string[]): Promise<void> {
-  const [name = 'serve', ...rest] = argv;
-  const command = commands[name];
+  const [name, ...rest] = argv;
+  const command = name !== undefined && Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!command) {
-    console.error(
-      `Usage: tollgate <command>\n\n${Object.values(commands)
-        .map((c) => `  ${c.usage}`)
-        .join('\n')}`,
-    );
-    process.exit(name === 'help' || name === '--help' ? 0 : 2);
+    // No default command: a bare `tollgate`, run to see what it offers, must not start a server on port 3000.
+    const list = `Usage: tollgate <command>\n\n${Object.values(commands)
+      .map((c) => `  ${c.usage}`)
+      .join('\n')}`;
+    if (name === 'help' || name === '--help' || name === '-h') {
+      console.log(list);
+      process.exit(0);
+    }
+    console.error(name === undefined ? list : `tollgate: unknown command "${name}"\n${list}`);
+    process.exit(2);
   }
   const usage = `Usage: tollgate ${command.usage}`;
   if (rest.includes('--help') || rest.includes('-h')) {
