@@ -175,5 +175,14 @@ export type CanonicalEvent = (
   | { type: 'tool_call_delta'; index: number; arguments: string; choice?: number }
   | { type: 'usage'; usage: CanonicalUsage }
   | { type: 'end'; finishReason: FinishReason }
-  | { type: 'error'; code: string; message: string }
+  | {
+      type: 'error';
+      code: string;
+      message: string;
+      /**
+       * The provider said it is overloaded (Anthropic's `overloaded_error`): the call may succeed if retried.
+       * A Messages client reads it as that error type, which Claude Code retries; others see the same code.
+       */
+      overloaded?: boolean;
+    }
 ) & { native?: { protocol: WireProtocol; frame: unknown } };

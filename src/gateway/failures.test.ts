@@ -53,6 +53,12 @@ describeEachDatabase(
           pricing: perTokenAndPrompt,
           maxOutputTokens: 100,
         });
+      await putModel(env, 'acme/claude-overloaded-mid-stream', {
+        provider: 'anthropic',
+        upstreamModel: 'error-frame-2',
+        pricing: perToken,
+        maxOutputTokens: 100,
+      });
       await putModel(env, 'acme/claude-stall', {
         provider: 'anthropic',
         upstreamModel: 'stall-3',
@@ -180,6 +186,42 @@ describeEachDatabase(
         [
           ['upstream_error', 0, 0],
           ['upstream_error', 0, 0],
+        ],
+      );
+    });
+
+    // Claude Code retries a stream whose error frame says overloaded_error; an api_error it shows the user.
+    it("Anthropic overloaded mid-stream: a Messages client's error frame says overloaded_error (code UPSTREAM_ERROR), a chat client's stays upstream_error, each charged for what was produced", async () => {
+      const user = await fundedUser(env, 1000);
+      const messages = await fetch(`${env.baseUrl}/api/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': user.key, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({
+          model: 'acme/claude-overloaded-mid-stream',
+          max_tokens: 50,
+          stream: true,
+          messages: hi,
+        }),
+      });
+      assert.equal(messages.status, 200);
+      const last = (await readSseFrames(messages)).at(-1)!;
+      assert.equal(last.event, 'error');
+      assert.equal(last.data.error.type, 'overloaded_error');
+      assert.equal(last.data.error.code, 'UPSTREAM_ERROR');
+      assert.match(last.data.error.message, /mock failure mid-stream, after output began\.$/);
+
+      const chat = await post(env, user, { model: 'acme/claude-overloaded-mid-stream', stream: true, messages: hi });
+      const chatLast = (await readSseFrames(chat)).at(-1)!;
+      assert.equal(chatLast.data.error.type, 'upstream_error');
+      assert.equal(chatLast.data.error.code, 'UPSTREAM_ERROR');
+
+      assert.equal((await settled(env, user)).balance, (1000 - 2 - 2) * CREDIT);
+      const records = await usageOf(env, user, 2);
+      assert.deepEqual(
+        records.map((r) => [r.status, Number(r.completion_tokens)]),
+        [
+          ['upstream_error', 2],
+          ['upstream_error', 2],
         ],
       );
     });

@@ -12,7 +12,7 @@ import {
   type TextTokenCounter,
 } from '../providers/tokens.ts';
 import { toOpenAiPromptFields } from '../providers/openai-compatible/wire.ts';
-import type { ProviderCall, TokenUsage } from '../providers/types.ts';
+import { UpstreamError, type ProviderCall, type TokenUsage } from '../providers/types.ts';
 import type { Meter } from '../billing/meter.ts';
 import type {
   CanonicalCall,
@@ -350,6 +350,7 @@ export async function streamCall(
           code: 'UPSTREAM_ERROR',
           // The provider's own message already says what broke ("The upstream stream failed: …").
           message: `${(error as Error).message.replace(/\.$/, '')}, after output began.`,
+          ...(error instanceof UpstreamError && error.status === 529 ? { overloaded: true } : {}),
         };
         return;
       }

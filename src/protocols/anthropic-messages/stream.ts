@@ -77,7 +77,7 @@ export class AnthropicStreamRenderer {
       return '';
     }
     if (event.type === 'end') return this.#close(event.finishReason);
-    if (event.type === 'error') return this.error(errorOf(event.code, event.message));
+    if (event.type === 'error') return this.error(errorOf(event.code, event.message, event.overloaded));
     if (event.native?.protocol === 'anthropic-messages') return this.#relay(event.native.frame);
     return this.#canonical(event);
   }
@@ -201,6 +201,8 @@ export class AnthropicStreamRenderer {
 }
 
 /** The error of a canonical `error` event: its code when it is one of ours, else an upstream failure. */
-function errorOf(code: string, message: string): ApiError {
+function errorOf(code: string, message: string, overloaded = false): ApiError {
+  // Overloaded: Anthropic's 529 status, which names the error `overloaded_error` in the frame (anthropicErrorType).
+  if (overloaded) return new ApiError('UPSTREAM_ERROR', message, { status: 529 });
   return code in ERROR_CODES ? new ApiError(code as ErrorCode, message) : new ApiError('UPSTREAM_ERROR', message);
 }

@@ -272,7 +272,11 @@ export async function* anthropicEvents(
         };
         return;
       case 'error':
-        throw new UpstreamError(502, `The upstream stream failed: ${data.error?.message ?? 'unknown error'}.`);
+        // An overloaded Anthropic (its own 529) says so mid-stream too: kept, so a client can tell it from a fault.
+        throw new UpstreamError(
+          data.error?.type === 'overloaded_error' ? 529 : 502,
+          `The upstream stream failed: ${data.error?.message ?? 'unknown error'}.`,
+        );
     }
     if (native) {
       if (out.length === 0) out.push({ type: 'text', delta: '' });
