@@ -201,6 +201,37 @@ describe('instance secrets at rest', () => {
     }
   });
 
+  it('a key file with a value that is not valid stops the start, saying what that secret must be, without showing it', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-secrets-'));
+    try {
+      const valid = {
+        ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+        COOKIE_SECRET: randomBytes(32).toString('hex'),
+        TOLLGATE_ADMIN_TOKEN: `tga_${randomBytes(32).toString('hex')}`,
+      };
+      const cases = [
+        { ENCRYPTION_KEY: randomBytes(16).toString('base64'), expected: /32 random bytes in base64/ },
+        { COOKIE_SECRET: 'too-short-secret', expected: /at least 32 characters/ },
+        { TOLLGATE_ADMIN_TOKEN: 'tga_short', expected: /at least 24 characters/ },
+      ];
+      for (const { expected, ...bad } of cases) {
+        const [name, value] = Object.entries(bad)[0]!;
+        writeFileSync(join(dataDir, 'secrets.json'), JSON.stringify({ ...valid, ...bad }), { mode: 0o600 });
+        await assert.rejects(
+          withService(bareConfig({ DATA_DIR: dataDir }), capturedLog().log, async () => undefined),
+          (error: Error) => {
+            assert.match(error.message, new RegExp(`^SECRETS_FILE: ${name} in .* is not a valid value: it must be `));
+            assert.match(error.message, expected);
+            assert.equal(error.message.includes(value), false, 'the bad value is not repeated');
+            return true;
+          },
+        );
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   if (selectedDatabases().includes('postgres')) {
     it('on PostgreSQL, secrets generated into the database are announced once, at warn; a key file or the environment silences it', async () => {
       const space = new TestDatabaseSpace('postgres');

@@ -92,6 +92,8 @@ interface SecretSpec {
   row: string;
   generate: () => string;
   valid: (value: string) => boolean;
+  /** What a valid value is, for the operator who wrote an invalid one into the key file. */
+  expected: string;
 }
 
 const SPECS: SecretSpec[] = [
@@ -100,18 +102,21 @@ const SPECS: SecretSpec[] = [
     row: 'encryption_key',
     generate: () => randomBytes(32).toString('base64'),
     valid: (v) => decodeKey(v).length === 32,
+    expected: '32 random bytes in base64 (as `openssl rand -base64 32` prints)',
   },
   {
     variable: 'COOKIE_SECRET',
     row: 'cookie_secret',
     generate: () => randomBytes(32).toString('base64url'),
     valid: (v) => v.length >= 32,
+    expected: 'a random string of at least 32 characters (as `openssl rand -hex 32` prints)',
   },
   {
     variable: 'TOLLGATE_ADMIN_TOKEN',
     row: 'admin_token',
     generate: () => `tga_${randomBytes(32).toString('base64url')}`,
     valid: (v) => v.trim().length >= 24,
+    expected: 'a random token of at least 24 characters, or several separated by spaces',
   },
 ];
 
@@ -150,7 +155,7 @@ function readKeyFile(path: string, log: Logger): Record<string, string> | undefi
   for (const spec of SPECS) {
     const value = values[spec.variable];
     if (value !== undefined && (typeof value !== 'string' || !spec.valid(value)))
-      throw new Error(`SECRETS_FILE: ${spec.variable} in ${path} is not a valid value`);
+      throw new Error(`SECRETS_FILE: ${spec.variable} in ${path} is not a valid value: it must be ${spec.expected}`);
   }
   if ((statSync(path).mode & 0o077) !== 0)
     log.warn({ path }, 'the key file can be read by other users of this machine: chmod 600 it');
