@@ -1,6 +1,8 @@
 import { it, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConfigSchema, loadConfig } from '../config.ts';
 import { ERROR_CODES } from './errors.ts';
 
@@ -31,6 +33,38 @@ describe('configuration', () => {
         error.message ===
         'Invalid configuration:\n  LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "verbose")',
     );
+  });
+
+  it('the TOLLGATE_CONFIG file is read, and a name in it that is no setting (a typo) stops the start, naming it', () => {
+    const folder = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
+    try {
+      const file = join(folder, 'tollgate.json');
+      writeFileSync(
+        file,
+        JSON.stringify({ PORT: 19_001, providers: [{ name: 'groq', baseUrl: 'http://127.0.0.1:19002/v1' }] }),
+      );
+      const config = loadConfig({ TOLLGATE_CONFIG: file });
+      assert.equal(config.PORT, 19_001);
+      assert.deepEqual(
+        config.providers?.map((provider) => provider.name),
+        ['groq'],
+      );
+      // Ignored, a misspelt name left its setting at its default without a word: no provider, the wrong port.
+      writeFileSync(file, JSON.stringify({ PORTT: 19_001, OPENAI_KEY: 'sk-x', provider: [] }));
+      assert.throws(
+        () => loadConfig({ TOLLGATE_CONFIG: file }),
+        (error: Error) =>
+          error.name === 'ConfigError' &&
+          error.message.startsWith(
+            `TOLLGATE_CONFIG: ${file} has names that are no setting: PORTT, OPENAI_KEY, provider`,
+          ) &&
+          !error.message.includes('sk-x'),
+      );
+      writeFileSync(file, '[]');
+      assert.throws(() => loadConfig({ TOLLGATE_CONFIG: file }), /TOLLGATE_CONFIG: .* must hold a JSON object/);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 
   it('the README documents every configuration variable and every error code', () => {

@@ -174,6 +174,15 @@ export function parseConfig<S extends typeof PlatformConfigSection>(
     } catch (error) {
       throw new ConfigError(`TOLLGATE_CONFIG: cannot read ${file} as JSON (${(error as Error).message})`);
     }
+    if (!fromFile || typeof fromFile !== 'object' || Array.isArray(fromFile))
+      throw new ConfigError(`TOLLGATE_CONFIG: ${file} must hold a JSON object of settings ({ "PORT": 3000, … })`);
+    // A misspelt name would leave its setting at the default without a word (no provider, another port).
+    const unknown = Object.keys(fromFile).filter((name) => !known.includes(name));
+    if (unknown.length > 0)
+      throw new ConfigError(
+        `TOLLGATE_CONFIG: ${file} has names that are no setting: ${unknown.join(', ')}. ` +
+          'The settings are the variables of the README\'s Configuration table, and "providers".',
+      );
   }
   const raw: Record<string, unknown> = { ...fromFile };
   for (const name of known) {
