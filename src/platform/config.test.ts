@@ -35,6 +35,40 @@ describe('configuration', () => {
     );
   });
 
+  it('a bad secret stops the start without the message showing it: keys, tokens, a password in a URL, a provider key', () => {
+    const cases: [Record<string, string>, RegExp, string][] = [
+      [{ STRIPE_SECRET_KEY: 'sk_live_51Hsecretvalue ' }, /STRIPE_SECRET_KEY: .*not shown/, 'sk_live_51Hsecretvalue'],
+      [{ COOKIE_SECRET: 'short-cookie-secret' }, /COOKIE_SECRET: .*fewer than 32 characters/, 'short-cookie-secret'],
+      [{ ENCRYPTION_KEY: 'not-base64-key!' }, /ENCRYPTION_KEY: /, 'not-base64-key!'],
+      [{ TOLLGATE_ADMIN_TOKEN: 'tga_short' }, /TOLLGATE_ADMIN_TOKEN: /, 'tga_short'],
+      [{ STRIPE_WEBHOOK_SECRET: 'whsec_abc def' }, /STRIPE_WEBHOOK_SECRET: /, 'whsec_abc def'],
+      [{ REPLICATE_WEBHOOK_SECRET: 'not-a-secret-value' }, /REPLICATE_WEBHOOK_SECRET: /, 'not-a-secret-value'],
+      [
+        { DATABASE_URL: 'postgresql+asyncpg://tollgate:hunter2-password@db.internal/tollgate' },
+        /DATABASE_URL: .*postgresql\+asyncpg:\/\/tollgate:\*\*\*@db\.internal\/tollgate/,
+        'hunter2-password',
+      ],
+    ];
+    for (const [env, names, secret] of cases)
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) => names.test(error.message) && !error.message.includes(secret),
+        `${Object.keys(env)[0]}: the message names it and does not show the value`,
+      );
+    assert.throws(
+      () =>
+        loadConfig(
+          {},
+          {
+            providers: [
+              { name: 'groq', apiKey: 'gsk_provider-secret-key' } as unknown as { name: string; baseUrl: string },
+            ],
+          },
+        ),
+      (error: Error) => /providers\/0/.test(error.message) && !error.message.includes('gsk_provider-secret-key'),
+    );
+  });
+
   it('the TOLLGATE_CONFIG file is read, and a name in it that is no setting (a typo) stops the start, naming it', () => {
     const folder = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
     try {

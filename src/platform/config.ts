@@ -150,6 +150,21 @@ export const PROJECT_DATA_DIR = fileURLToPath(new URL('../../data', import.meta.
 /** The platform's settings, validated (what every feature is handed as `config`, at least). */
 export type PlatformConfig = Static<typeof PlatformConfigSection> & { PUBLIC_BASE_URL: string };
 
+/** Settings that hold a secret (API keys, tokens, signing secrets): a refusal never shows their value. */
+const SECRET_SETTING = /_(KEY|SECRET|TOKEN)$/;
+
+/**
+ * What a refusal says of the value it refused: the value itself, to spot the mistake, but never a secret, which
+ * would end up in the logs of whatever runs the server: a secret setting's length only, a URL without its
+ * password (`postgres://user:***@host`), a provider without its `apiKey`.
+ */
+function shownValue(name: string, value: unknown): string {
+  if (SECRET_SETTING.test(name))
+    return typeof value === 'string' ? `a value of ${value.length} characters, not shown` : 'not shown';
+  const text = JSON.stringify(value, (key, inner) => (key === 'apiKey' ? '***' : inner));
+  return `got ${text?.replace(/(\/\/[^/@:\s]*:)[^@/\s]*@/g, '$1***@')}`;
+}
+
 /** Raised when the configuration is invalid; its message names each bad variable and what it expects. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -201,7 +216,7 @@ export function parseConfig<S extends typeof PlatformConfigSection>(
       const schema = (ConfigSchema.properties as Record<string, { description?: string; anyOf?: unknown[] }>)[
         name.split('/')[0]!
       ];
-      const got = `(got ${JSON.stringify(raw[name.split('/')[0]!])})`;
+      const got = `(${shownValue(name.split('/')[0]!, raw[name.split('/')[0]!])})`;
       // A choice among fixed values says them all, once, rather than the validator's one line per branch.
       const choices = schema?.anyOf?.map((branch) => (branch as { const?: unknown }).const);
       if (choices?.length && choices.every((choice) => choice !== undefined))
