@@ -324,6 +324,19 @@ describe('serve with a database or Redis it cannot reach', () => {
     assert.doesNotMatch(stderr, /^\s+at /m, 'a stack trace is printed');
   });
 
+  it('migrate (the release step) on an unreachable PostgreSQL names DATABASE_URL and what to check, as serve does', () => {
+    const result = spawnSync(process.execPath, ['src/cli.ts', 'migrate'], {
+      cwd: root,
+      env: { ...env, DATABASE_URL: 'postgres://postgres:s3cret@127.0.0.1:1/test' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(result.status, 1, result.stdout);
+    assert.match(result.stderr, /DATABASE_URL: cannot connect to PostgreSQL at 127\.0\.0\.1:1/);
+    assert.match(result.stderr, /check that PostgreSQL runs/i);
+    assert.doesNotMatch(result.stderr, /s3cret/, 'the password is printed');
+  });
+
   it('an unreachable Redis stops the start with a message naming REDIS_URL and what to check, no stack trace', () => {
     const stderr = serveFails({ REDIS_URL: 'redis://:s3cret@127.0.0.1:1' });
     assert.match(stderr, /REDIS_URL: cannot connect to Redis at 127\.0\.0\.1:1/);

@@ -295,14 +295,16 @@ export const commands: Record<string, Command> = {
   migrate: {
     usage: 'migrate                       apply pending database migrations',
     async run() {
-      const [{ loadConfig }, { openDatabase }, { migrateToLatest }, { allMigrations }] = await Promise.all([
-        import('./config.ts'),
-        import('./platform/db/connect.ts'),
-        import('./platform/db/migrate.ts'),
-        import('./features.ts'),
-      ]);
+      const [{ loadConfig }, { openDatabase, ensureDatabaseReachable }, { migrateToLatest }, { allMigrations }] =
+        await Promise.all([
+          import('./config.ts'),
+          import('./platform/db/connect.ts'),
+          import('./platform/db/migrate.ts'),
+          import('./features.ts'),
+        ]);
       const config = loadConfig();
       const database = openDatabase(config);
+      await ensureDatabaseReachable(database, config);
       try {
         const result = await migrateToLatest(database.db, allMigrations(), config);
         const applied = (result.results ?? []).map((r) => r.migrationName);
