@@ -13,7 +13,7 @@ import type { BinaryResponse, SpeechEvent } from '../providers/types.ts';
 import type { GatewayDeps } from './deps.ts';
 import { clientSignal, resolveModel } from './common.ts';
 import { callWithFallbacks, candidatesOf, ClientGone, type UpstreamAttempt } from './upstream.ts';
-import { openEventStream } from './sse.ts';
+import { openEventStream, writeFrame } from './sse.ts';
 import { billsSpeechTokens, speechTokens, speechTokensCost, speechWorstCase } from './speech-billing.ts';
 import { costMicros } from '../models/pricing.ts';
 
@@ -171,7 +171,7 @@ async function relaySpeechEvents(
         : event.type === 'audio'
           ? event.audio
           : null;
-      if (chunk !== null && chunk.length > 0 && !(await write(raw, chunk))) break;
+      if (chunk !== null && chunk.length > 0 && !(await writeFrame(raw, chunk))) break;
     }
     if (!raw.destroyed) status = 'ok';
   } catch (error) {
@@ -216,19 +216,4 @@ async function relaySpeechEvents(
     return;
   }
   if (!raw.destroyed) raw.end();
-}
-
-/** Writes one chunk, waiting for the socket to drain when it is full; false when the client is gone. */
-async function write(raw: ServerResponse, chunk: string | Buffer): Promise<boolean> {
-  if (raw.destroyed || raw.writableEnded) return false;
-  if (raw.write(chunk)) return true;
-  return new Promise<boolean>((resolve) => {
-    const done = () => {
-      raw.off('drain', done);
-      raw.off('close', done);
-      resolve(!raw.destroyed);
-    };
-    raw.once('drain', done);
-    raw.once('close', done);
-  });
 }

@@ -28,7 +28,7 @@ function uncork(raw: ServerResponse): void {
 }
 
 /**
- * Writes one frame: true when it was taken and the socket has room, false when the client is gone, or a
+ * Writes one frame (or one chunk of a relayed body, as speech's audio): true when it was taken and the socket has room, false when the client is gone, or a
  * promise (the socket full) that settles to one of those once it drained. Not async: the common case costs
  * no promise, and a stream writes one frame per token.
  *
@@ -36,7 +36,7 @@ function uncork(raw: ServerResponse): void {
  * socket write: the response is corked until the turn's queued work is done. Each frame its own write was
  * a system call per token.
  */
-export function writeFrame(raw: ServerResponse, frame: string): boolean | Promise<boolean> {
+export function writeFrame(raw: ServerResponse, frame: string | Buffer): boolean | Promise<boolean> {
   if (raw.destroyed || raw.writableEnded) return false;
   if (raw.writableCorked === 0) {
     raw.cork();
