@@ -28,9 +28,9 @@ function uncork(raw: ServerResponse): void {
 }
 
 /**
- * Writes one frame (or one chunk of a relayed body, as speech's audio): true when it was taken and the socket has room, false when the client is gone, or a
- * promise (the socket full) that settles to one of those once it drained. Not async: the common case costs
- * no promise, and a stream writes one frame per token.
+ * Writes one frame (or one chunk of a relayed body, as speech's audio): true when it was taken and the socket
+ * has room, false when the client is gone, or a promise (the socket full) that settles to one of those once it
+ * drained. Not async: the common case costs no promise, and a stream writes one frame per token.
  *
  * Frames written in one turn of the event loop (an upstream read often carries several) leave in one
  * socket write: the response is corked until the turn's queued work is done. Each frame its own write was
