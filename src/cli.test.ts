@@ -2,7 +2,7 @@ import { it, describe, after, before } from 'node:test';
 import pg from 'pg';
 import { selectedDatabases, TEST_POSTGRES_URL, TestDatabaseSpace } from './testing/harness.ts';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -216,6 +216,29 @@ describe('operator CLI', () => {
     const unknown = spawnSync(process.execPath, ['src/cli.ts', 'grant-credit'], { cwd: root, env, encoding: 'utf8' });
     assert.equal(unknown.status, 2);
     assert.match(unknown.stderr, /^tollgate: unknown command "grant-credit"\nUsage: tollgate <command>\n/);
+  });
+
+  it("serve on a port already in use stops with a sentence naming PORT, not Node's bare EADDRINUSE", async () => {
+    const { createServer } = await import('node:net');
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const result = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, ['src/cli.ts', 'serve'], {
+          cwd: root,
+          env: { ...env, PORT: String(port), HOST: '127.0.0.1', SWEEP_INTERVAL_SECONDS: '0' },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        let stderr = '';
+        child.stderr!.on('data', (chunk) => (stderr += chunk));
+        child.on('exit', (status) => resolve({ status, stderr }));
+      });
+      assert.equal(result.status, 1, result.stderr);
+      assert.match(result.stderr, new RegExp(`^PORT: 127\\.0\\.0\\.1:${port} is already in use .*set PORT`, 'm'));
+    } finally {
+      taken.close();
+    }
   });
 
   it('create-app without --redirect-uri is refused, as the operator API refuses an app with none', () => {

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from './config.ts';
+import { ConfigError } from './platform/config.ts';
 import { ensureDatabaseReachable, openDatabase } from './platform/db/connect.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import { loadInstanceSecrets } from './platform/secrets.ts';
@@ -162,7 +163,9 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     app,
     ctx,
     async listen(port = config.PORT) {
-      const address = await app.listen({ host: config.HOST, port, backlog: LISTEN_BACKLOG });
+      const address = await app.listen({ host: config.HOST, port, backlog: LISTEN_BACKLOG }).catch((error) => {
+        throw listenRefusal(error, config.HOST, port);
+      });
       const url = address.replace('[::1]', '127.0.0.1');
       // A public address on port 0 (the default when PORT=0) names no real port: adopt the bound one, so
       // that the OAuth issuer and webhook URLs of such a process are reachable.
@@ -202,6 +205,25 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     await ctx.bus.close();
     await database.close();
   }
+}
+
+/**
+ * The sentence for an address the server cannot listen on, naming the setting to change, rather than Node's
+ * bare `listen EADDRINUSE: address already in use` (a second `npm start`, another program on port 3000).
+ */
+function listenRefusal(error: NodeJS.ErrnoException, host: string, port: number): Error {
+  const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  if (error.code === 'EADDRINUSE')
+    return new ConfigError(
+      `PORT: ${where} is already in use (another Tollgate, or another program, listens there). Stop it, or set PORT (and HOST) to a free address, e.g. PORT=${port + 1}.`,
+    );
+  if (error.code === 'EACCES')
+    return new ConfigError(
+      `PORT: listening on ${where} is not permitted (ports below 1024 need privileges). Set PORT to 1024 or above, and put a proxy in front for port 80 or 443.`,
+    );
+  if (error.code === 'EADDRNOTAVAIL')
+    return new ConfigError(`HOST: ${host} is not an address of this machine. Set HOST to one (0.0.0.0 for all).`);
+  return error;
 }
 
 /**
