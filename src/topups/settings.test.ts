@@ -13,5 +13,14 @@ test("a Stripe error keeps Stripe's own message in the 502 (recognized without t
 
 test('any other failure (a network error) says Stripe could not be reached, and never echoes its text', () => {
   const error = paymentProviderError(new Error('connect ECONNREFUSED 10.0.0.1:443 sk_live_secret'));
-  assert.equal(error.message, 'Stripe refused the request: Stripe could not be reached.');
+  assert.equal(error.message, 'Stripe could not be reached; try again in a moment.');
+});
+
+test("the package's connection error is not told as Stripe refusing: the request never reached Stripe", () => {
+  const unreachable = new Stripe.errors.StripeConnectionError({
+    message: 'An error occurred with our connection to Stripe. Request was retried 2 times.',
+  });
+  const error = paymentProviderError(unreachable);
+  assert.equal(error.status, 502);
+  assert.equal(error.message, 'Stripe could not be reached; try again in a moment.');
 });

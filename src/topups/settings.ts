@@ -119,9 +119,15 @@ export function paymentProviderError(error: unknown): ApiError {
   // The package's errors all carry a `type` naming their Stripe class (StripeCardError, …); matched by shape
   // so that this module does not load the package.
   const type = error instanceof Error ? (error as { type?: unknown }).type : undefined;
-  const message =
-    error instanceof Error && typeof type === 'string' && type.startsWith('Stripe')
-      ? error.message
-      : 'Stripe could not be reached.';
-  return new ApiError('PAYMENT_PROVIDER_ERROR', `Stripe refused the request: ${message}`, { cause: error });
+  // Stripe answered and said no (a declined card, a bad parameter): its own words. Anything else (the package's
+  // StripeConnectionError, a network failure) never reached Stripe, and "refused" would send the user hunting
+  // in the Stripe dashboard for a request Stripe never saw.
+  const refused = typeof type === 'string' && type.startsWith('Stripe') && type !== 'StripeConnectionError';
+  return new ApiError(
+    'PAYMENT_PROVIDER_ERROR',
+    refused
+      ? `Stripe refused the request: ${(error as Error).message}`
+      : 'Stripe could not be reached; try again in a moment.',
+    { cause: error },
+  );
 }
