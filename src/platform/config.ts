@@ -221,7 +221,11 @@ export function parseConfig<S extends typeof PlatformConfigSection>(
       const choices = schema?.anyOf?.map((branch) => (branch as { const?: unknown }).const);
       if (choices?.length && choices.every((choice) => choice !== undefined))
         return `${name}: must be one of ${choices.join(', ')} ${got}`;
-      return `${name}: ${error.message}${schema?.description ? ` — expected: ${schema.description}` : ''} ${got}`;
+      // A pattern is the validator's, not a sentence (TOPUP_CURRENCY's lists 21 currencies letter by letter):
+      // with a description to say what is expected, the regex is left out.
+      const message =
+        schema?.description && error.message.startsWith('must match pattern') ? 'is not valid' : error.message;
+      return `${name}: ${message}${schema?.description ? ` — expected: ${schema.description}` : ''} ${got}`;
     });
     throw new ConfigError(`Invalid configuration:\n  ${[...new Set(problems)].join('\n  ')}`);
   }

@@ -29,6 +29,15 @@ it('TOPUP_CURRENCY is taken in any case (USD, Eur) and used in lower case; an un
     assert.throws(() => loadConfig({ TOPUP_CURRENCY: currency }), /TOPUP_CURRENCY/);
 });
 
+it('a refused TOPUP_CURRENCY is told in a sentence, without the pattern that checks it', () => {
+  assert.throws(
+    () => loadConfig({ TOPUP_CURRENCY: 'JPY' }),
+    (error: Error) =>
+      /^ {2}TOPUP_CURRENCY: is not valid — expected: ISO currency of top-ups/m.test(error.message) &&
+      !error.message.includes('[jJ][pP][yY]'),
+  );
+});
+
 it('top-up amounts that cannot be sold stop the start: an offered 0, a minimum above the maximum, credits past exact integers', () => {
   // An offered 0 priced 0 credits: its top-up broke the table's check and the user got a 500.
   assert.throws(() => topupSettings(loadConfig({ TOPUP_AMOUNTS: '0 5 10' })), /TOPUP_AMOUNTS/);
