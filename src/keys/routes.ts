@@ -7,7 +7,7 @@ import { principalOf, toApiError } from '../platform/http/server.ts';
 import type { KeysDeps } from './deps.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { KEY_PERMISSIONS } from './permissions.ts';
-import { ApiError, errors } from '../platform/errors.ts';
+import { errors } from '../platform/errors.ts';
 import { creditsToMicros, CREDITS_RULE } from '../platform/money.ts';
 import { createApiKey, listApiKeys, revokeApiKey, type NewApiKey } from './store.ts';
 import type { KeyAuthenticator } from './authenticate.ts';
@@ -73,18 +73,14 @@ function parseExpiresAt(value: unknown, now: number): number | null {
   return at;
 }
 
-const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
-
 /**
  * Reads the create body. The contract's two texts (§7.1) come first, name before permissions, so a body
  * missing both is told about the name; then `expiresAt` (its own texts, not the validator's); everything
  * else the schema checks is reported after them.
  */
 function parseCreateBody(request: FastifyRequest, now: number): NewApiKey {
-  // JSON only (contract §4.2): a text or form body, which the server's other parsers read, would otherwise be
-  // answered as if it had no name.
-  if (request.body !== undefined && !JSON_MEDIA_TYPE.test(request.headers['content-type'] ?? ''))
-    throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json.');
+  // JSON only (contract §4.2): a text or form body is refused with 415 by the server before this runs
+  // (platform/http/json-only-bodies.ts), not answered as if it had no name.
   const body = (request.body ?? {}) as Record<string, unknown>;
   const name = typeof body.name === 'string' ? body.name.trim() : '';
   if (name === '') throw errors.invalid('API key name is required');
