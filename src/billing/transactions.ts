@@ -1,5 +1,5 @@
 import type { BillingDb } from './schema.ts';
-import { errors } from '../platform/errors.ts';
+import { decodePageCursor, encodePageCursor } from '../platform/page-cursor.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { accounts } from './ledger.ts';
 import type { MovementType } from './schema.ts';
@@ -19,16 +19,10 @@ export interface TransactionView {
   holdId?: string;
 }
 
-/** The opaque cursor of the next page: the position of the last movement shown. */
-function encodeCursor(seq: number): string {
-  return Buffer.from(`seq:${seq}`).toString('base64url');
-}
+/** The cursor of the next page: the position of the last movement shown. */
+const encodeCursor = (seq: number): string => encodePageCursor(`seq:${seq}`);
 
-function decodeCursor(cursor: string): number {
-  const match = /^seq:(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw errors.invalid('The cursor is not one this API returned.');
-  return Number(match[1]);
-}
+const decodeCursor = (cursor: string): number => Number(decodePageCursor(cursor, /^seq:(\d{1,15})$/)[1]);
 
 /**
  * A page of the user's movements, newest first, and the cursor of the next page (null on the last). With

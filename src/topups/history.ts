@@ -1,4 +1,4 @@
-import { errors } from '../platform/errors.ts';
+import { decodePageCursor, encodePageCursor } from '../platform/page-cursor.ts';
 import type { TopupRuntime } from './runtime.ts';
 import { topupsDb, type TopupsTable } from './schema.ts';
 
@@ -8,14 +8,11 @@ export interface TopupsPage {
   nextCursor: string | null;
 }
 
-/** The opaque cursor of the next page: the position (creation time, then id) of the last top-up shown. */
-function encodeCursor(row: TopupsTable): string {
-  return Buffer.from(`t:${row.created_at}:${row.id}`).toString('base64url');
-}
+/** The cursor of the next page: the position (creation time, then id) of the last top-up shown. */
+const encodeCursor = (row: TopupsTable): string => encodePageCursor(`t:${row.created_at}:${row.id}`);
 
 function decodeCursor(cursor: string): { createdAt: number; id: string } {
-  const match = /^t:(\d{1,15}):(top_[A-Za-z0-9]{1,64})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw errors.invalid('The cursor is not one this API returned.');
+  const match = decodePageCursor(cursor, /^t:(\d{1,15}):(top_[A-Za-z0-9]{1,64})$/);
   return { createdAt: Number(match[1]), id: match[2]! };
 }
 
