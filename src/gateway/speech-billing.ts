@@ -36,12 +36,20 @@ export function billsSpeechTokens(model: CatalogueModel): boolean {
  * catalogue's is the bound. Per character: `request` + the counted text at `prompt`, which is the charge.
  */
 export function speechWorstCase(model: CatalogueModel, promptTokens: number): number {
-  if (!billsSpeechTokens(model)) return costMicros(model.pricing, { promptTokens, requests: 1 });
+  if (!billsSpeechTokens(model)) return perCharacterSpeechCost(model, promptTokens);
   return costMicros(model.pricing, {
     requests: 1,
     prompt: worstPromptTokens(promptTokens),
     audioOut: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
   });
+}
+
+/**
+ * What a per-character speech call costs: `request` + its counted text at `prompt`. Known before the call, it
+ * is both the hold and the charge.
+ */
+export function perCharacterSpeechCost(model: CatalogueModel, promptTokens: number): number {
+  return costMicros(model.pricing, { promptTokens, requests: 1 });
 }
 
 /** What a token-priced speech call is charged on. */

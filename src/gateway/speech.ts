@@ -14,8 +14,13 @@ import type { GatewayDeps } from './deps.ts';
 import { clientSignal, resolveModel } from './common.ts';
 import { callWithFallbacks, candidatesOf, ClientGone, type UpstreamAttempt } from './upstream.ts';
 import { openEventStream, writeFrame } from './sse.ts';
-import { billsSpeechTokens, speechTokens, speechTokensCost, speechWorstCase } from './speech-billing.ts';
-import { costMicros } from '../models/pricing.ts';
+import {
+  billsSpeechTokens,
+  perCharacterSpeechCost,
+  speechTokens,
+  speechTokensCost,
+  speechWorstCase,
+} from './speech-billing.ts';
 
 const SpeechBody = Type.Object(
   {
@@ -115,7 +120,7 @@ export function registerSpeechRoute(app: App, ctx: GatewayDeps): void {
       const { result, model: answering, attempt } = answered;
       if (result.kind === 'audio') {
         attempt.dispose();
-        const cost = costMicros(answering.pricing, { promptTokens, requests: 1 });
+        const cost = perCharacterSpeechCost(answering, promptTokens);
         await meter.settle({ model: answering, cost, promptTokens, completionTokens: 0, status: 'ok' });
         return reply.type(result.response.contentType).send(result.response.body);
       }
