@@ -1,4 +1,4 @@
-import { useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { AutoTopup, Balance, TopupsPage, Transaction, TransactionsPage } from '@tollgate/wire';
 import { api } from '../api.ts';
 import { Card, Empty, ErrorNote, PageHeader, Stat, useAction, useLoad } from '../components.tsx';
@@ -20,26 +20,18 @@ export function WalletPage() {
     return page;
   });
   const transactions = pages.flat();
-  // The page being fetched: a second click before it arrived (the button is only disabled on the next render)
-  // must not fetch, and append, the same page again.
-  const fetching = useRef<string | null>(null);
+  // A second click before the page arrived (the button is only disabled on the next render) fetches nothing:
+  // useAction runs one load at a time, so the same page is never appended twice.
   const more = useAction();
-  const loadMore = (after: string) => {
-    if (fetching.current === after) return;
-    fetching.current = after;
-    void more
-      .run(async () => {
-        const page = await api<TransactionsPage>(
-          'GET',
-          `/api/wallet/transactions?limit=20&cursor=${encodeURIComponent(after)}`,
-        );
-        setPages((p) => [...p, page.transactions]);
-        setCursor(page.nextCursor);
-      })
-      .finally(() => {
-        if (fetching.current === after) fetching.current = null;
-      });
-  };
+  const loadMore = (after: string) =>
+    more.run(async () => {
+      const page = await api<TransactionsPage>(
+        'GET',
+        `/api/wallet/transactions?limit=20&cursor=${encodeURIComponent(after)}`,
+      );
+      setPages((p) => [...p, page.transactions]);
+      setCursor(page.nextCursor);
+    });
   const topups = useLoad(() => api<TopupsPage>('GET', '/api/wallet/topups'));
   const auto = useLoad(() => api<AutoTopup>('GET', '/api/wallet/auto-topup'));
   const query = walletQuery();
@@ -144,7 +136,7 @@ export function WalletPage() {
         )}
         <ErrorNote error={more.error} />
         {cursor && (
-          <button type="button" class="btn" disabled={more.busy} onClick={() => loadMore(cursor)}>
+          <button type="button" class="btn" disabled={more.busy} onClick={() => void loadMore(cursor)}>
             Load more
           </button>
         )}
