@@ -19,17 +19,38 @@ export class ApiFailure extends Error {
   }
 }
 
+let sessionEnded: (() => void) | null = null;
+
+/**
+ * Runs `handler` when a call answers 401 outside `/api/auth/`: the session cookie expired, or the user signed
+ * out in another tab. Without it the dashboard stayed on its pages, each showing the API's 401 sentence, with
+ * nothing left to do but find "Sign out".
+ */
+export function onSessionEnded(handler: (() => void) | null): void {
+  sessionEnded = handler;
+}
+
+/** What a call that never got an answer says, instead of the browser's own "Failed to fetch". */
+export const UNREACHABLE = 'Tollgate could not be reached. Check your connection and try again.';
+
 /** Calls the gateway; resolves with the parsed JSON, or throws {@link ApiFailure}. */
 export async function api<T = any>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET') headers['x-csrf-token'] = csrfToken;
-  const response = await fetch(path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    credentials: 'same-origin',
-  });
+  let response: Response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'same-origin',
+    });
+  } catch {
+    // fetch rejects only when no answer came (offline, the server down, the connection cut).
+    throw new ApiFailure(0, UNREACHABLE);
+  }
+  if (response.status === 401 && !path.startsWith('/api/auth/')) sessionEnded?.();
   const text = await response.text();
   let parsed: any;
   try {

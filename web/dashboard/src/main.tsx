@@ -1,7 +1,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
-import { api, setCsrfToken } from './api.ts';
+import { api, onSessionEnded, setCsrfToken } from './api.ts';
 import { AuthPage } from './pages/auth.tsx';
 import { WalletPage } from './pages/wallet.tsx';
 import { UsagePage } from './pages/usage.tsx';
@@ -75,8 +75,16 @@ function App() {
   const [user, setUser] = useState<SessionUser | null | undefined>(undefined);
   const [route, setRoute] = useState(currentRoute);
   const [theme, toggleTheme] = useTheme();
+  // Why the sign-in page is back, when the session ended by itself rather than by "Sign out".
+  const [notice, setNotice] = useState<string | null>(null);
 
   useEffect(() => {
+    // The page (its hash) stays, so signing in again goes back to it.
+    onSessionEnded(() => {
+      setCsrfToken('');
+      setUser(null);
+      setNotice('Your session has ended. Sign in again to go on.');
+    });
     api<{ user: SessionUser; csrfToken: string }>('GET', '/api/auth/session').then(
       (session) => {
         setCsrfToken(session.csrfToken);
@@ -116,8 +124,10 @@ function App() {
     return (
       <AuthPage
         themeButton={themeButton}
+        notice={notice}
         onSignedIn={(session) => {
           setCsrfToken(session.csrfToken);
+          setNotice(null);
           setUser(session.user);
         }}
       />

@@ -8,6 +8,8 @@ import { useAction } from '../components.tsx';
 export function AuthPage(props: {
   onSignedIn: (session: { user: SessionUser; csrfToken: string }) => void;
   themeButton: ComponentChildren;
+  /** Why the user is asked to sign in (a session that ended), shown above the form. */
+  notice?: string | null;
 }) {
   const [mode, setMode] = useState<'signin' | 'signup'>(location.hash.includes('signup') ? 'signup' : 'signin');
   const { busy, error, setError, run } = useAction();
@@ -49,6 +51,11 @@ export function AuthPage(props: {
             ? 'One account for every model, with a wallet you control and limits for every app.'
             : 'Welcome back.'}
         </p>
+        {props.notice && !signup && (
+          <div class="notice" role="status" data-testid="session-ended">
+            {props.notice}
+          </div>
+        )}
         <form onSubmit={submit}>
           {signup && (
             <label>
