@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../platform/db/connect.ts';
+import type { Db, DialectName } from '../platform/db/connect.ts';
 import { billingDb, OPEN } from './schema.ts';
 
 /*
@@ -29,41 +29,61 @@ export interface UsageSums {
   requests: number | string | bigint;
   prompt: number | string | bigint | null;
   completion: number | string | bigint | null;
+  /** Of `prompt`: tokens read from the provider's prompt cache (charged at `cacheRead`). */
+  cacheRead: number | string | bigint | null;
+  /** Of `prompt`: tokens written to the prompt cache, every lifetime (charged at `cacheWrite`/`cacheWrite1h`). */
+  cacheWrite: number | string | bigint | null;
   cost: number | string | bigint | null;
 }
 
 const DAY_MS = 86_400_000;
 
+/** The sum of one count of the records' `details` JSON (absent or null: 0). */
+function detailSum(dialect: DialectName, field: string) {
+  return dialect === 'postgres'
+    ? sql<number>`sum(cast(cast(details as json) ->> ${sql.lit(field)} as bigint))`
+    : sql<number>`sum(json_extract(details, ${sql.lit('$.' + field)}))`;
+}
+
 /**
  * The usage records in `scope`, summed in the database: in all, by model, by app, by API key (calls made
  * with a key) and by UTC day (`day`: the day number since the epoch), each group by cost, highest first.
+ * The cache reads and writes among the prompt tokens come from each record's `details` (the split the call
+ * was priced on), so a report of cheap cached calls shows why they were cheap.
  */
-export async function usageAggregates(db: Db, scope: UsageScope) {
+export async function usageAggregates(db: Db, dialect: DialectName, scope: UsageScope) {
   const sums = {
     requests: sql<number>`count(*)`.as('requests'),
     prompt: sql<number>`sum(prompt_tokens)`.as('prompt'),
     completion: sql<number>`sum(completion_tokens)`.as('completion'),
+    cacheRead: detailSum(dialect, 'cachedRead').as('cacheRead'),
+    // 5-minute and 1-hour writes (the latter recorded only when there were some).
+    cacheWrite:
+      sql<number>`${detailSum(dialect, 'cacheWrite')} + coalesce(${detailSum(dialect, 'cacheWrite1h')}, 0)`.as(
+        'cacheWrite',
+      ),
     cost: sql<number>`sum(cost)`.as('cost'),
   };
+  const tokenSums = [sums.requests, sums.prompt, sums.completion, sums.cacheRead, sums.cacheWrite, sums.cost];
   let scoped = billingDb(db).selectFrom('usage_records').where('created_at', '>=', scope.from);
   if (scope.userId) scoped = scoped.where('user_id', '=', scope.userId);
   if (scope.appId) scoped = scoped.where('app_id', '=', scope.appId);
   // Integer division of epoch ms gives the UTC day number on both SQLite and PostgreSQL.
   const dayNumber = sql<number>`created_at / ${sql.lit(DAY_MS)}`;
   const [all, byModel, byApp, byKey, byDay] = await Promise.all([
-    scoped.select([sums.requests, sums.prompt, sums.completion, sums.cost]).executeTakeFirstOrThrow(),
+    scoped.select(tokenSums).executeTakeFirstOrThrow(),
     scoped
-      .select(['model', sums.requests, sums.prompt, sums.completion, sums.cost])
+      .select(['model', ...tokenSums])
       .groupBy('model')
       .orderBy('cost', 'desc')
       .execute(),
     scoped
-      .select(['app_id', sums.requests, sums.prompt, sums.completion, sums.cost])
+      .select(['app_id', ...tokenSums])
       .groupBy('app_id')
       .orderBy('cost', 'desc')
       .execute(),
     scoped
-      .select(['key_id', sums.requests, sums.prompt, sums.completion, sums.cost])
+      .select(['key_id', ...tokenSums])
       .where('key_id', 'is not', null)
       .groupBy('key_id')
       .orderBy('cost', 'desc')

@@ -24,6 +24,8 @@ function totals(row: SumRow) {
     requests: Number(row.requests),
     promptTokens: Number(row.prompt ?? 0),
     completionTokens: Number(row.completion ?? 0),
+    cacheReadTokens: Number(row.cacheRead ?? 0),
+    cacheWriteTokens: Number(row.cacheWrite ?? 0),
     cost: microsToCredits(Number(row.cost ?? 0)),
   };
 }
@@ -41,7 +43,7 @@ async function usageReport(ctx: AppContext, userId: string | null, days: number,
     byApp,
     byKey: byKeyRows,
     byDay,
-  } = await usageAggregates(ctx.db, {
+  } = await usageAggregates(ctx.db, ctx.dialect, {
     from,
     userId,
     appId,

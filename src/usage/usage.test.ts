@@ -77,19 +77,53 @@ describeEachDatabase(
       assert.equal(response.status, 200, response.text);
       const report = response.body;
       assert.equal(report.from, '2030-01-02T00:00:00.000Z');
-      assert.deepEqual(report.totals, { requests: 3, promptTokens: 111, completionTokens: 22, cost: 2.25 });
+      assert.deepEqual(report.totals, {
+        requests: 3,
+        promptTokens: 111,
+        completionTokens: 22,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        cost: 2.25,
+      });
       assert.deepEqual(report.byModel, [
-        { model: 'tollgate/echo', requests: 2, promptTokens: 11, completionTokens: 22, cost: 2 },
-        { model: 'openai/gpt-4o', requests: 1, promptTokens: 100, completionTokens: 0, cost: 0.25 },
+        {
+          model: 'tollgate/echo',
+          requests: 2,
+          promptTokens: 11,
+          completionTokens: 22,
+          cacheReadTokens: 0,
+          cacheWriteTokens: 0,
+          cost: 2,
+        },
+        {
+          model: 'openai/gpt-4o',
+          requests: 1,
+          promptTokens: 100,
+          completionTokens: 0,
+          cacheReadTokens: 0,
+          cacheWriteTokens: 0,
+          cost: 0.25,
+        },
       ]);
       assert.deepEqual(report.byApp, [
-        { appId, name: 'Usage App', requests: 2, promptTokens: 11, completionTokens: 22, cost: 2 },
+        {
+          appId,
+          name: 'Usage App',
+          requests: 2,
+          promptTokens: 11,
+          completionTokens: 22,
+          cacheReadTokens: 0,
+          cacheWriteTokens: 0,
+          cost: 2,
+        },
         {
           appId: null,
           name: 'Your API keys and dashboard',
           requests: 1,
           promptTokens: 100,
           completionTokens: 0,
+          cacheReadTokens: 0,
+          cacheWriteTokens: 0,
           cost: 0.25,
         },
       ]);
@@ -130,8 +164,26 @@ describeEachDatabase(
       assert.equal((await env.dashboard(me, 'DELETE', `/api/user/api-keys/${serverId}`)).status, 200);
       const report = (await env.dashboard(me, 'GET', '/api/usage')).body;
       assert.deepEqual(report.byKey, [
-        { keyId: serverId, name: 'server', requests: 1, promptTokens: 1, completionTokens: 1, cost: 3 },
-        { keyId: laptopId, name: 'laptop', requests: 2, promptTokens: 2, completionTokens: 2, cost: 1.000003 },
+        {
+          keyId: serverId,
+          name: 'server',
+          requests: 1,
+          promptTokens: 1,
+          completionTokens: 1,
+          cacheReadTokens: 0,
+          cacheWriteTokens: 0,
+          cost: 3,
+        },
+        {
+          keyId: laptopId,
+          name: 'laptop',
+          requests: 2,
+          promptTokens: 2,
+          completionTokens: 2,
+          cacheReadTokens: 0,
+          cacheWriteTokens: 0,
+          cost: 1.000003,
+        },
       ]);
     });
 
@@ -183,7 +235,14 @@ describeEachDatabase(
       assert.equal(everyone.status, 200, everyone.text);
       assert.ok(everyone.body.totals.cost >= 4, 'both users are counted');
       const one = await env.admin('GET', `/api/admin/usage?userId=${second.userId}`);
-      assert.deepEqual(one.body.totals, { requests: 1, promptTokens: 1, completionTokens: 1, cost: 3 });
+      assert.deepEqual(one.body.totals, {
+        requests: 1,
+        promptTokens: 1,
+        completionTokens: 1,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        cost: 3,
+      });
       assert.equal((await env.dashboard(first, 'GET', '/api/admin/usage')).status, 401);
     });
   },

@@ -4,6 +4,13 @@ const Totals = {
   requests: Type.Integer(),
   promptTokens: Type.Integer(),
   completionTokens: Type.Integer(),
+  cacheReadTokens: Type.Integer({
+    description: 'Of promptTokens: read from the provider’s prompt cache, charged at the model’s cacheRead price.',
+  }),
+  cacheWriteTokens: Type.Integer({
+    description:
+      'Of promptTokens: written to the prompt cache (any lifetime), charged at cacheWrite (or cacheWrite1h).',
+  }),
   cost: Type.Number({ description: 'Credits charged.' }),
 };
 
