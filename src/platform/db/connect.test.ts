@@ -38,5 +38,39 @@ describe(
         await database.close();
       }
     });
+
+    it('a connection the server terminates while a transaction holds it fails that transaction only, and the process goes on', async () => {
+      const database = openDatabase({
+        DATABASE_URL: TEST_POSTGRES_URL,
+        DATABASE_SCHEMA: space.schema,
+        DATABASE_POOL_SIZE: 2,
+        DATA_DIR: '',
+      });
+      try {
+        const failed = await database.db
+          .transaction()
+          .execute(async (trx) => {
+            const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+            const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+            await admin.connect();
+            await admin.query('select pg_terminate_backend($1)', [rows[0]!.pid]);
+            await admin.end();
+            // The checked-out client hears the termination between two queries: pg emits 'error' on it, and
+            // the pool listens only to idle clients, so unheard it threw and ended the process (every instance
+            // at once, when PostgreSQL restarted or an operator ended their connections).
+            await new Promise((resolve) => setTimeout(resolve, 200));
+            await sql`select 1`.execute(trx);
+          })
+          .then(
+            () => null,
+            (error: Error) => error,
+          );
+        assert.ok(failed, 'the transaction on the terminated connection fails');
+        const again = await sql<{ one: number }>`select 1 as one`.execute(database.db);
+        assert.equal(again.rows[0]!.one, 1);
+      } finally {
+        await database.close();
+      }
+    });
   },
 );

@@ -46,7 +46,14 @@ export function openDatabase(
       max: config.DATABASE_POOL_SIZE,
       options: `-c search_path=${config.DATABASE_SCHEMA}`,
     });
-    pool.on('connect', nameStatements);
+    pool.on('connect', (client) => {
+      nameStatements(client);
+      // A client emits 'error' when its connection ends outside a query (pg_terminate_backend, a restart, a
+      // failover); the pool listens only while the client is idle. Ended while a request held it (between the
+      // statements of a transaction, or just after one failed), the event had no listener and ended the
+      // process. Heard here, the query on it fails (that request's error) and the pool drops it on release.
+      client.on('error', () => {});
+    });
     // An idle connection the server ends (a restart, a failover, an idle timeout, pg_terminate_backend) makes
     // the pool emit 'error'; unheard, that event threw and ended the process. The pool drops the client and
     // opens another on the next query; /readyz tells whether the database answers.
