@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import type { AppLimit } from '@tollgate/wire';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { formatCredits, percentOf, resetsIn } from './format.ts';
 
 /** Loads data once (and on `reload`), keeping the last value while a reload runs. */
@@ -161,21 +161,39 @@ export function CopyButton(props: { value: string; label?: string }) {
   );
 }
 
-/** A destructive action that asks once more inline before it runs. */
+/**
+ * A destructive action that asks once more inline before it runs. The question takes the focus (the button
+ * pressed is gone, and the focus with it), and Cancel or Escape gives it back to the button, so that a
+ * keyboard or screen-reader user lands on what they act on rather than on the page's start.
+ */
 export function ConfirmButton(props: { label: string; confirm: string; onConfirm: () => Promise<void> | void }) {
   const [asking, setAsking] = useState(false);
   const [busy, setBusy] = useState(false);
+  const ask = useRef<HTMLButtonElement>(null);
+  const confirm = useRef<HTMLButtonElement>(null);
+  const answered = useRef(false);
+  // A layout effect: the focus moves in the same task as the click, before anything else can read it.
+  useLayoutEffect(() => {
+    if (asking) confirm.current?.focus();
+    else if (answered.current) ask.current?.focus();
+    answered.current = false;
+  }, [asking]);
+  const stopAsking = () => {
+    answered.current = true;
+    setAsking(false);
+  };
   if (!asking)
     return (
-      <button type="button" class="btn small danger-ghost" onClick={() => setAsking(true)}>
+      <button type="button" class="btn small danger-ghost" ref={ask} onClick={() => setAsking(true)}>
         {props.label}
       </button>
     );
   return (
-    <span class="confirm">
+    <span class="confirm" onKeyDown={(event) => event.key === 'Escape' && !busy && stopAsking()}>
       <button
         type="button"
         class="btn small danger"
+        ref={confirm}
         disabled={busy}
         onClick={async () => {
           setBusy(true);
@@ -183,13 +201,13 @@ export function ConfirmButton(props: { label: string; confirm: string; onConfirm
             await props.onConfirm();
           } finally {
             setBusy(false);
-            setAsking(false);
+            stopAsking();
           }
         }}
       >
         {props.confirm}
       </button>
-      <button type="button" class="btn small" onClick={() => setAsking(false)}>
+      <button type="button" class="btn small" onClick={stopAsking}>
         Cancel
       </button>
     </span>

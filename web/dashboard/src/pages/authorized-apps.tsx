@@ -1,7 +1,17 @@
-import { useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { AuthorizedApp, AuthorizedApps } from '@tollgate/wire';
 import { api } from '../api.ts';
-import { Card, Chips, ConfirmButton, Empty, ErrorNote, LimitBar, PageHeader, useLoad } from '../components.tsx';
+import {
+  Card,
+  Chips,
+  ConfirmButton,
+  Empty,
+  ErrorNote,
+  LimitBar,
+  PageHeader,
+  useAction,
+  useLoad,
+} from '../components.tsx';
 import { ago, counted, formatCredits, when } from '../format.ts';
 import { loadUsage } from '../usage-data.ts';
 
@@ -11,25 +21,44 @@ const PERIODS = [
   ['total', 'Total'],
 ] as const;
 
-function LimitsForm(props: { app: AuthorizedApp; onSaved: () => void; onCancel: () => void }) {
-  const [error, setError] = useState<string | null>(null);
+/** The id of an app's limits form, which its "Change limits" button controls. */
+const formId = (app: AuthorizedApp) => `limits-${app.clientId}`;
+
+/**
+ * An app's three limits, opened by its "Change limits" button: the first field takes the focus, and Save,
+ * Cancel or Escape closes the form and gives the focus back to that button (else it fell to the page's start).
+ * Save runs once however often it is pressed.
+ */
+function LimitsForm(props: { app: AuthorizedApp; onClose: (saved: boolean) => void }) {
+  const { busy, error, run } = useAction();
+  const form = useRef<HTMLFormElement>(null);
+  useLayoutEffect(() => form.current?.querySelector('input')?.focus(), []);
+  const close = (saved: boolean) => {
+    document.querySelector<HTMLElement>(`[aria-controls="${formId(props.app)}"]`)?.focus();
+    props.onClose(saved);
+  };
   async function submit(event: Event) {
     event.preventDefault();
-    const form = new FormData(event.currentTarget as HTMLFormElement);
+    const data = new FormData(event.currentTarget as HTMLFormElement);
     const limits: Record<string, number | null> = {};
     for (const [period] of PERIODS) {
-      const text = String(form.get(period) ?? '').trim();
+      const text = String(data.get(period) ?? '').trim();
       limits[period] = text === '' ? null : Number(text);
     }
-    try {
+    await run(async () => {
       await api('PATCH', `/api/user/authorized-apps/${encodeURIComponent(props.app.clientId)}`, { limits });
-      props.onSaved();
-    } catch (e) {
-      setError((e as Error).message);
-    }
+      close(true);
+    });
   }
   return (
-    <form class="limits-form" onSubmit={submit} aria-label={`Limits of ${props.app.name}`}>
+    <form
+      class="limits-form"
+      id={formId(props.app)}
+      ref={form}
+      onSubmit={submit}
+      onKeyDown={(event) => event.key === 'Escape' && !busy && close(false)}
+      aria-label={`Limits of ${props.app.name}`}
+    >
       <div class="row">
         {PERIODS.map(([period, label]) => (
           <label key={period}>
@@ -48,10 +77,10 @@ function LimitsForm(props: { app: AuthorizedApp; onSaved: () => void; onCancel: 
       </div>
       <ErrorNote error={error} />
       <div class="row-actions">
-        <button class="btn primary" type="submit">
+        <button class="btn primary" type="submit" disabled={busy}>
           Save limits
         </button>
-        <button type="button" class="btn" onClick={props.onCancel}>
+        <button type="button" class="btn" onClick={() => close(false)}>
           Cancel
         </button>
       </div>
@@ -93,6 +122,7 @@ export function AuthorizedAppsPage() {
                   class="btn small"
                   onClick={() => setEditing(editing === app.clientId ? null : app.clientId)}
                   aria-expanded={editing === app.clientId}
+                  aria-controls={formId(app)}
                 >
                   Change limits
                 </button>
@@ -132,10 +162,9 @@ export function AuthorizedAppsPage() {
             {editing === app.clientId && (
               <LimitsForm
                 app={app}
-                onCancel={() => setEditing(null)}
-                onSaved={() => {
+                onClose={(saved) => {
                   setEditing(null);
-                  apps.reload();
+                  if (saved) apps.reload();
                 }}
               />
             )}

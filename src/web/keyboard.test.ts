@@ -1,0 +1,109 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
+import { authorizeForTest, registerTestApp } from '../oauth/testing.ts';
+import { ensureWebBuilt, launchChromium } from './browser.ts';
+
+/** A browser context holding `session`'s dashboard cookie. */
+async function withCookie(browser: Browser, baseUrl: string, session: DashboardSession): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const [name, value] = session.cookie
+    .split('; ')
+    .find((c) => c.startsWith('tg_session='))!
+    .split(/=(.*)/s) as [string, string];
+  await context.addCookies([{ name, value, url: baseUrl }]);
+  return context;
+}
+
+/** The focused element, as a screen reader names it: its tag and text (or label). */
+function focused(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const element = document.activeElement as HTMLInputElement | null;
+    if (!element || element === document.body) return 'body';
+    const name = element.getAttribute('aria-label') ?? element.labels?.[0]?.textContent ?? element.textContent;
+    return `${element.tagName.toLowerCase()} ${name?.trim()}`;
+  });
+}
+
+describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
+  let browser: Browser;
+  before(async () => {
+    ensureWebBuilt();
+    browser = await launchChromium();
+  });
+  after(() => browser?.close());
+
+  test('Revoke asks with the focus on its question, and Cancel or Escape gives the focus back to Revoke', async () => {
+    const user = await env.createUser();
+    const created = await env.dashboard(user, 'POST', '/api/user/api-keys', {
+      name: 'laptop',
+      permissions: ['ai:chat'],
+    });
+    assert.equal(created.status, 200, created.text);
+    const context = await withCookie(browser, env.baseUrl, user);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`${env.baseUrl}/#/keys`);
+    const row = page.locator('tr', { hasText: 'laptop' });
+    await row.waitFor();
+
+    await row.getByRole('button', { name: 'Revoke' }).focus();
+    await page.keyboard.press('Enter');
+    assert.equal(await focused(page), 'button Revoke key', 'the question has the focus');
+    await page.keyboard.press('Tab');
+    assert.equal(await focused(page), 'button Cancel');
+    await page.keyboard.press('Enter');
+    assert.equal(await focused(page), 'button Revoke', 'Cancel gives the focus back');
+
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Escape');
+    assert.equal(await focused(page), 'button Revoke', 'Escape cancels and gives the focus back');
+    assert.equal(await row.getByRole('button', { name: 'Revoke key' }).count(), 0);
+
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Enter');
+    await row.waitFor({ state: 'detached' });
+    const keys = await env.dashboard(user, 'GET', '/api/user/api-keys');
+    assert.equal(keys.body.apiKeys.length, 0, 'Enter on the question revoked the key');
+    await context.close();
+  });
+
+  test('Change limits puts the focus in the first field; Escape, Cancel and Save give it back, and Save sends once', async () => {
+    const user = await env.createUser();
+    const app = await registerTestApp(env, { name: 'Keyboard App', scopes: ['read', 'ai:chat'] });
+    await authorizeForTest(env, { user, app, scopes: ['read', 'ai:chat'] });
+    const context = await withCookie(browser, env.baseUrl, user);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    const patches: string[] = [];
+    page.on('request', (request) => void (request.method() === 'PATCH' && patches.push(request.url())));
+    await page.goto(`${env.baseUrl}/#/apps`);
+    const card = page.getByRole('region', { name: 'Keyboard App' });
+    const change = card.getByRole('button', { name: 'Change limits' });
+
+    await change.focus();
+    await page.keyboard.press('Enter');
+    assert.equal(await focused(page), 'input Daily limit (credits)');
+    await page.keyboard.press('Escape');
+    assert.equal(await card.getByRole('form').count(), 0, 'Escape closed the form');
+    assert.equal(await focused(page), 'button Change limits');
+
+    await page.keyboard.press('Enter');
+    await card.getByRole('button', { name: 'Cancel' }).focus();
+    await page.keyboard.press('Enter');
+    assert.equal(await focused(page), 'button Change limits', 'Cancel gives the focus back');
+
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('3');
+    // Two presses before the first answer: one PATCH.
+    await card.getByRole('button', { name: 'Save limits' }).dblclick();
+    await card.getByTestId('limit-daily').waitFor();
+    assert.equal(await card.getByRole('form').count(), 0);
+    assert.equal(await focused(page), 'button Change limits', 'Save gives the focus back');
+    assert.equal(patches.length, 1, `one PATCH, not ${patches.length}`);
+    const apps = await env.dashboard(user, 'GET', '/api/user/authorized-apps');
+    assert.equal(apps.body.apps[0].limits.daily.limit, 3);
+    await context.close();
+  });
+});
