@@ -1,7 +1,9 @@
 import { existsSync, mkdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { createServer } from 'node:http';
+import { stripTypeScriptTypes } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { BUILT, REPO_ROOT } from './static.ts';
@@ -15,6 +17,27 @@ export async function startOtherOriginPage(title: string): Promise<{ origin: str
   const server = createServer((_, response) =>
     response.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><title>${title}</title>`),
   );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * An HTTP server answering `/` with `html` (a third-party app's page) and `/sdk/<file>.ts` with the SDK's own
+ * source, its types stripped: a test of the SDK's elements runs the code as it is now, not a bundle built earlier.
+ */
+export async function startSdkSourcePage(html: string): Promise<{ origin: string; close(): Promise<void> }> {
+  const source = new URL('../../packages/sdk/src/', import.meta.url);
+  const server = createServer(async (request, response) => {
+    const path = new URL(request.url!, 'http://x').pathname;
+    if (path === '/') return response.writeHead(200, { 'content-type': 'text/html' }).end(html);
+    const name = /^\/sdk\/([a-z-]+\.ts)$/.exec(path)?.[1];
+    if (!name) return response.writeHead(404).end();
+    const code = stripTypeScriptTypes(await readFile(new URL(name, source), 'utf8'));
+    response.writeHead(200, { 'content-type': 'text/javascript' }).end(code);
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -1,18 +1,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { readFile } from 'node:fs/promises';
-import { stripTypeScriptTypes } from 'node:module';
 import type { Browser, Page } from 'playwright-core';
-import { launchChromium } from './browser.ts';
-
-const SOURCE = new URL('../../packages/sdk/src/', import.meta.url);
+import { launchChromium, startSdkSourcePage } from './browser.ts';
 
 /**
  * A third-party app's page, as an app writes it: its Send button is disabled while a message is on its way,
- * and a refusal opens the restriction dialog. The SDK's own sources are served with their types stripped,
- * so the test runs the code as it is now, not a bundle built earlier.
+ * and a refusal opens the restriction dialog (the SDK's sources, see {@link startSdkSourcePage}).
  */
 const PAGE = `<!doctype html><meta charset="utf-8"><title>app</title>
 <button id="send">Send</button> <button id="other">Other</button>
@@ -46,25 +39,17 @@ function focusPath(page: Page): Promise<string> {
 }
 
 describe('the restriction dialog in Chromium', () => {
-  let server: Server;
+  let server: Awaited<ReturnType<typeof startSdkSourcePage>>;
   let origin = '';
   let browser: Browser;
   before(async () => {
-    server = createServer(async (request, response) => {
-      const path = new URL(request.url!, 'http://x').pathname;
-      if (path === '/') return response.writeHead(200, { 'content-type': 'text/html' }).end(PAGE);
-      const name = /^\/sdk\/([a-z-]+\.ts)$/.exec(path)?.[1];
-      if (!name) return response.writeHead(404).end();
-      const code = stripTypeScriptTypes(await readFile(new URL(name, SOURCE), 'utf8'));
-      response.writeHead(200, { 'content-type': 'text/javascript' }).end(code);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    server = await startSdkSourcePage(PAGE);
+    origin = server.origin;
     browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();
-    await new Promise((resolve) => server?.close(resolve));
+    await server?.close();
   });
 
   it('closed with Escape, it gives the focus back to the control that opened it, even one disabled while the request ran', async () => {

@@ -4,7 +4,10 @@
  * focus returned to whatever had it before. Browser-only: callers reach it through `defineTollgateElements()`.
  */
 
-/** The look of both dialogs; `--tollgate-accent` and friends can be set from the host page. */
+/**
+ * The look of both dialogs; `--tollgate-accent` and friends can be set from the host page. On a phone the
+ * actions stack at full width: in a row they wrapped with one button alone on a line of its own.
+ */
 export const DIALOG_STYLE = `
 :host{--tg-bg:var(--tollgate-bg,#fff);--tg-ink:var(--tollgate-ink,#151826);--tg-muted:var(--tollgate-muted,#5b6275);--tg-line:var(--tollgate-line,#e2e5ee);--tg-accent:var(--tollgate-accent,#4f46e5);--tg-accent-ink:var(--tollgate-accent-ink,#fff);--tg-warn:var(--tollgate-warn,#b54708);--tg-track:var(--tollgate-track,#eef0f6)}
 @media (prefers-color-scheme:dark){:host{--tg-bg:var(--tollgate-bg,#171a23);--tg-ink:var(--tollgate-ink,#eef0f6);--tg-muted:var(--tollgate-muted,#a2a8ba);--tg-line:var(--tollgate-line,#2a2f3d);--tg-accent:var(--tollgate-accent,#818cf8);--tg-accent-ink:var(--tollgate-accent-ink,#0f1117);--tg-warn:var(--tollgate-warn,#fdb022);--tg-track:var(--tollgate-track,#262b38)}}
@@ -19,7 +22,8 @@ dl{display:grid;grid-template-columns:1fr auto;gap:6px 16px;margin:14px 0}dt{col
 .legend{font-size:13px;color:var(--tg-muted);display:flex;justify-content:space-between;gap:8px}
 .note{font-size:13px}
 .actions{display:flex;gap:10px;justify-content:flex-end;align-items:center;padding:12px 24px 20px;flex-wrap:wrap}
-.actions a{margin-right:auto;color:var(--tg-accent);font-weight:600;text-decoration:none}.actions a:hover{text-decoration:underline}
+.actions a{margin-right:auto;padding:9px 0;color:var(--tg-accent);font-weight:600;text-decoration:none}.actions a:hover{text-decoration:underline}
+@media (max-width:480px){.actions{flex-direction:column;align-items:stretch}.actions a{margin-right:0;text-align:center}}
 button{font:inherit;font-weight:600;padding:9px 16px;border-radius:10px;border:1px solid var(--tg-line);background:transparent;color:inherit;cursor:pointer}
 button.primary{background:var(--tg-accent);border-color:var(--tg-accent);color:var(--tg-accent-ink)}
 button:focus-visible,a:focus-visible{outline:2px solid var(--tg-accent);outline-offset:2px}

@@ -33,11 +33,13 @@ export function defineSignInDialog(): void {
     }
 
     show() {
-      const name = escapeHtml(this.appName || 'This app');
+      // The app's name, or "This app" opening the text and "this app" within it.
+      const name = escapeHtml(this.appName || 'this app');
+      const subject = escapeHtml(this.appName || 'This app');
       this.#modal.dialog.innerHTML = `
 <div class="body">
 <h2 id="title"><span class="badge" aria-hidden="true">T</span>Sign in with Tollgate</h2>
-<p id="description">${name} uses your Tollgate account for AI. You will go to Tollgate to sign in, choose what ${name} may do and set a daily spending limit for it. You can change that limit or revoke ${name} at any time.</p>
+<p id="description">${subject} uses your Tollgate account for AI. You will go to Tollgate to sign in, choose what ${name} may do and set a daily spending limit for it. You can change that limit or revoke ${name} at any time.</p>
 </div>
 <div class="actions"><button type="button" data-action="close">Cancel</button><button type="button" class="primary" data-action="continue" autofocus>Continue with Tollgate</button></div>`;
       this.#modal.dialog.querySelector('[data-action=close]')!.addEventListener('click', () => this.close());

@@ -1,0 +1,96 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, startSdkSourcePage } from './browser.ts';
+
+/** A third-party app's page with both dialogs, neither given the app's name (`app-name` is optional). */
+const PAGE = `<!doctype html><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>app</title>
+<tollgate-signin-dialog></tollgate-signin-dialog>
+<tollgate-restriction-dialog gateway-url="https://tollgate.example"></tollgate-restriction-dialog>
+<script type="module">
+import { defineTollgateElements } from '/sdk/index.ts';
+defineTollgateElements();
+window.ready = true;
+</script>`;
+
+const SPENDING_LIMIT = {
+  error: {
+    code: 'SPENDING_LIMIT_EXCEEDED',
+    message: 'Daily spending limit exceeded',
+    type: 'spending_limit_error',
+    limitType: 'daily',
+    limit: 2.5,
+    current: 2,
+    requested: 1,
+    resetsAt: '2030-01-02T00:00:00.000Z',
+  },
+};
+
+/** Opens one dialog on `page`: the sign-in dialog, or the restriction dialog with a spending limit. */
+async function openDialog(page: Page, which: 'signin' | 'restriction'): Promise<void> {
+  await page.evaluate(
+    ([which, error]) => {
+      const element = document.querySelector(`tollgate-${which}-dialog`) as HTMLElement & {
+        show(): void;
+        error: unknown;
+      };
+      if (which === 'signin') element.show();
+      else element.error = error;
+    },
+    [which, SPENDING_LIMIT] as const,
+  );
+  await page.locator(`tollgate-${which}-dialog dialog`).waitFor({ state: 'visible' });
+}
+
+describe("the SDK's dialogs on a third-party page, in Chromium", () => {
+  let server: Awaited<ReturnType<typeof startSdkSourcePage>>;
+  let browser: Browser;
+  before(async () => {
+    server = await startSdkSourcePage(PAGE);
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  async function newPage(width: number): Promise<Page> {
+    const page = await browser.newPage({ viewport: { width, height: 844 } });
+    await page.goto(`${server.origin}/`);
+    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+    return page;
+  }
+
+  it('the sign-in dialog without an app-name says "this app" in mid-sentence, not "This app"', async () => {
+    const page = await newPage(1280);
+    await openDialog(page, 'signin');
+    const text = (await page.locator('tollgate-signin-dialog #description').textContent())!;
+    assert.equal(
+      text,
+      'This app uses your Tollgate account for AI. You will go to Tollgate to sign in, choose what this app may do ' +
+        'and set a daily spending limit for it. You can change that limit or revoke this app at any time.',
+    );
+    await page.close();
+  });
+
+  for (const which of ['signin', 'restriction'] as const) {
+    it(`at 390 px the ${which} dialog stacks its actions, each as wide as the dialog's and easy to tap`, async () => {
+      const page = await newPage(390);
+      await openDialog(page, which);
+      const boxes = await page
+        .locator(`tollgate-${which}-dialog .actions > *`)
+        .evaluateAll((items) => items.map((item) => item.getBoundingClientRect().toJSON() as DOMRect));
+      assert.ok(boxes.length >= 2);
+      for (const box of boxes) {
+        // One column: the buttons were split over two rows (one left beside the link, one alone below).
+        assert.equal(Math.round(box.left), Math.round(boxes[0].left), JSON.stringify(boxes));
+        assert.equal(Math.round(box.width), Math.round(boxes[0].width), JSON.stringify(boxes));
+        assert.ok(box.height >= 40, `an action ${box.height} px tall`);
+        assert.ok(box.right <= 390 - 16, 'inside the screen');
+      }
+      for (let i = 1; i < boxes.length; i++) assert.ok(boxes[i].top >= boxes[i - 1].bottom, 'no overlap');
+      await page.close();
+    });
+  }
+});
