@@ -108,6 +108,54 @@ describeEachDatabase(
   { config: { REDIS_URL: outageRelay.url, RATE_LIMIT_KEY_RPM: 3 }, manualClock: true },
 );
 
+const silentRelay = await startRedisRelay();
+
+describeEachDatabase(
+  'calls while Redis is connected but silent',
+  (env) => {
+    it('only the calls that meet the silence wait for the command timeout; the next ones count in this process at once, and Redis counting resumes when it answers', async () => {
+      const user = await fundedUser(env, 5);
+      const chat = async () => {
+        const startedAt = performance.now();
+        const response = await env.request('POST', '/api/v1/chat/completions', {
+          token: user.key,
+          body: { model: 'tollgate/echo', messages: [{ role: 'user', content: 'hi' }] },
+        });
+        return { status: response.status, ms: performance.now() - startedAt };
+      };
+      assert.equal((await chat()).status, 200);
+      silentRelay.freeze();
+      try {
+        // The first call waits for the command timeout (1 s) and is counted in this process.
+        assert.equal((await chat()).status, 200);
+        // The next ones do not wait for Redis again: each took another second while the connection stayed silent.
+        const later: Array<{ status: number; ms: number }> = [];
+        for (let i = 0; i < 4; i++) later.push(await chat());
+        assert.deepEqual(
+          later.map((call) => call.status),
+          [200, 200, 429, 429],
+        );
+        assert.ok(
+          later.every((call) => call.ms < 500),
+          `calls after the first waited for Redis: ${later.map((c) => Math.round(c.ms))} ms`,
+        );
+      } finally {
+        silentRelay.thaw();
+      }
+      // Redis answers again: this process's own count is over the rate, so a call answered 200 was counted in
+      // Redis, whose window holds the call made before the silence (and the timed-out one, run once thawed).
+      let status = 0;
+      for (let i = 0; i < 50 && status !== 200; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        status = (await chat()).status;
+      }
+      assert.equal(status, 200, 'counting in Redis again');
+    });
+  },
+  // A clock that stands still: every call falls in one rate window, however long the test takes.
+  { config: { REDIS_URL: silentRelay.url, RATE_LIMIT_KEY_RPM: 3 }, manualClock: true },
+);
+
 describeEachDatabase('metrics', (env) => {
   it('/metrics is for operators only', async () => {
     assert.equal((await env.request('GET', '/metrics')).status, 401);

@@ -217,14 +217,35 @@ export function redisBackoff(redis: Redis, prefix = 'tollgate:bo:'): Backoff {
  * connected, or a command failed), so that a Redis outage costs the shared counting, never the calls: each
  * instance then counts on its own (at most the number of instances times a limit), as without `REDIS_URL`.
  * Money never depends on Redis. Falling back and coming back are logged once each.
+ *
+ * A connection that stays up while Redis is silent (paused, stalled, packets dropped) fails each command only
+ * after the client's command timeout: once one has failed so, the steps count in the process without asking
+ * Redis, and one PING at a time asks whether it answers again, so that the silence costs the calls that met
+ * it a second each, not every call after them.
  */
 export function withLocalFallback<T extends object>(shared: T, local: T, redis: Redis, log: Logger, what: string): T {
   let fallingBack = false;
+  /** A command failed on a connection that is still up: Redis is not asked until a PING is answered. */
+  let silent = false;
+  const probe = async () => {
+    while (silent && redis.status === 'ready') {
+      try {
+        await redis.ping();
+        break;
+      } catch {
+        // Failed at once (not after the timeout): wait a little before asking again.
+        await new Promise((resolve) => setTimeout(resolve, 200).unref());
+      }
+    }
+    // Answered, or the connection changed (reconnecting, closed): the status check below takes over.
+    silent = false;
+  };
   const step =
     <A extends unknown[], R>(name: keyof T) =>
     async (...args: A): Promise<R> => {
       const onLocal = () => (local[name] as (...a: A) => Promise<R>)(...args);
       if (redis.status !== 'ready') return fellBack(`Redis is ${redis.status}`, onLocal);
+      if (silent) return onLocal();
       try {
         const result = await (shared[name] as (...a: A) => Promise<R>)(...args);
         if (fallingBack) {
@@ -233,6 +254,10 @@ export function withLocalFallback<T extends object>(shared: T, local: T, redis: 
         }
         return result;
       } catch (error) {
+        if (!silent && redis.status === 'ready') {
+          silent = true;
+          void probe();
+        }
         return fellBack((error as Error).message, onLocal);
       }
     };

@@ -3,11 +3,23 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A TCP relay to the test Redis that can be cut and restored: Redis going away (and coming back) for one
- * process, without stopping the Redis other suites share.
+ * process, without stopping the Redis other suites share. `freeze` keeps the connections open but holds what
+ * goes through them until `thaw`, as a Redis that stopped answering (paused, stalled, a partition that drops
+ * packets) looks to its clients.
  */
-export async function startRedisRelay(): Promise<{ url: string; cut(): void; restore(): void }> {
+export async function startRedisRelay(): Promise<{
+  url: string;
+  cut(): void;
+  restore(): void;
+  freeze(): void;
+  thaw(): void;
+}> {
   let up = true;
+  let frozen = false;
   const sockets = new Set<Socket>();
+  const held: Array<{ to: Socket; chunk: Buffer }> = [];
+  const forward = (from: Socket, to: Socket) =>
+    from.on('data', (chunk: Buffer) => (frozen ? held.push({ to, chunk }) : to.write(chunk)));
   const server = createServer((client) => {
     if (!up) return void client.destroy();
     const upstream = connect(6379, '127.0.0.1');
@@ -16,7 +28,8 @@ export async function startRedisRelay(): Promise<{ url: string; cut(): void; res
       socket.on('close', () => sockets.delete(socket));
       socket.on('error', () => {});
     }
-    client.pipe(upstream).pipe(client);
+    forward(client, upstream);
+    forward(upstream, client);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
@@ -30,6 +43,13 @@ export async function startRedisRelay(): Promise<{ url: string; cut(): void; res
     },
     restore() {
       up = true;
+    },
+    freeze() {
+      frozen = true;
+    },
+    thaw() {
+      frozen = false;
+      for (const { to, chunk } of held.splice(0)) if (!to.destroyed) to.write(chunk);
     },
   };
 }
