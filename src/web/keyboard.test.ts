@@ -106,4 +106,41 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
     assert.equal(apps.body.apps[0].limits.daily.limit, 3);
     await context.close();
   });
+  test('at the cap of 20 apps, whose refusal says "delete one first", Developer apps deletes one (by keyboard) and the next registers', async () => {
+    const user = await env.createUser();
+    for (let i = 1; i <= 20; i++) {
+      const registered = await env.dashboard(user, 'POST', '/api/user/apps', {
+        name: `App ${i}`,
+        redirectUris: [`https://app${i}.example.com/callback`],
+        scopes: ['read'],
+        type: 'public',
+      });
+      assert.equal(registered.status, 201, registered.text);
+    }
+    const context = await withCookie(browser, env.baseUrl, user);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`${env.baseUrl}/#/developer`);
+    const register = async () => {
+      await page.getByLabel('App name').fill('App 21');
+      await page.getByLabel(/Redirect URIs/).fill('https://app21.example.com/callback');
+      await page.getByRole('button', { name: 'Register app' }).click();
+    };
+    await register();
+    await page.getByRole('alert').filter({ hasText: 'delete one first' }).waitFor();
+
+    const row = page.locator('tr', { hasText: 'App 7' }).filter({ hasText: 'app7.example.com' });
+    await row.getByRole('button', { name: 'Delete' }).focus();
+    await page.keyboard.press('Enter');
+    assert.equal(await focused(page), 'button Delete app');
+    await page.keyboard.press('Enter');
+    await row.waitFor({ state: 'detached' });
+    const apps = await env.dashboard(user, 'GET', '/api/user/apps');
+    assert.equal(apps.body.apps.length, 19);
+    assert.ok(!apps.body.apps.some((app: { name: string }) => app.name === 'App 7'));
+
+    await register();
+    await page.getByTestId('new-client-id').waitFor();
+    await context.close();
+  });
 });

@@ -1,6 +1,16 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Card, Chips, CopyButton, Empty, ErrorNote, PageHeader, useAction, useLoad } from '../components.tsx';
+import {
+  Card,
+  Chips,
+  ConfirmButton,
+  CopyButton,
+  Empty,
+  ErrorNote,
+  PageHeader,
+  useAction,
+  useLoad,
+} from '../components.tsx';
 import { when } from '../format.ts';
 
 interface OwnedApp {
@@ -35,6 +45,7 @@ export function DeveloperAppsPage() {
   const apps = useLoad(() => api<{ apps: OwnedApp[] }>('GET', '/api/user/apps'));
   const [created, setCreated] = useState<{ clientId: string; clientSecret?: string; name: string } | null>(null);
   const { busy, error, run } = useAction();
+  const [deleteError, setDeleteError] = useState<string | null>(null);
 
   async function submit(event: Event) {
     event.preventDefault();
@@ -127,7 +138,7 @@ export function DeveloperAppsPage() {
         </form>
       </Card>
       <Card title="Your apps">
-        <ErrorNote error={apps.error} />
+        <ErrorNote error={apps.error ?? deleteError} />
         {!apps.data ? null : apps.data.apps.length === 0 ? (
           <Empty>You have not registered an app yet.</Empty>
         ) : (
@@ -141,6 +152,9 @@ export function DeveloperAppsPage() {
                   <th>Redirect URIs</th>
                   <th>Scopes</th>
                   <th>Created</th>
+                  <th>
+                    <span class="sr-only">Actions</span>
+                  </th>
                 </tr>
               </thead>
               <tbody>
@@ -165,6 +179,23 @@ export function DeveloperAppsPage() {
                     </td>
                     <td data-label="Created" class="nowrap">
                       {when(app.createdAt)}
+                    </td>
+                    <td class="actions-cell">
+                      {/* The only way out of the cap of 20 apps, whose refusal says "delete one first". */}
+                      <ConfirmButton
+                        label="Delete"
+                        confirm="Delete app"
+                        onConfirm={async () => {
+                          setDeleteError(null);
+                          try {
+                            await api('DELETE', `/api/user/apps/${encodeURIComponent(app.clientId)}`);
+                            if (created?.clientId === app.clientId) setCreated(null);
+                            apps.reload();
+                          } catch (e) {
+                            setDeleteError((e as Error).message);
+                          }
+                        }}
+                      />
                     </td>
                   </tr>
                 ))}

@@ -224,7 +224,9 @@ export function KeysPage() {
                   <th class="num">Spent, 30 days</th>
                   <th>Last used</th>
                   <th>Created</th>
-                  <th />
+                  <th>
+                    <span class="sr-only">Actions</span>
+                  </th>
                 </tr>
               </thead>
               <tbody>
