@@ -92,6 +92,20 @@ export async function getModel(db: ModelsDb, id: string): Promise<CatalogueModel
 }
 
 /**
+ * The model with this public id, its row locked until `trx` ends (PostgreSQL; SQLite runs one write transaction
+ * at a time): for a read-then-write that must not overwrite a change committed in between.
+ */
+export async function getModelForUpdate(
+  trx: ModelsDb,
+  dialect: 'sqlite' | 'postgres',
+  id: string,
+): Promise<CatalogueModel | null> {
+  const query = trx.selectFrom('models').selectAll().where('id', '=', id);
+  const row = await (dialect === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
+  return row ? modelFromRow(row) : null;
+}
+
+/**
  * The enabled Replicate models pinned to this version (`upstreamModel` `owner/name:<version>`): how a client
  * that sends only the version (the `replicate` client's `run("owner/name:<version>")`) names a model.
  */

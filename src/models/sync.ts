@@ -1,5 +1,11 @@
 import type { CatalogueDeps } from './deps.ts';
-import { listAllModels, upsertModel, type ModelInput, type ModelPricing } from './catalogue.ts';
+import {
+  getModelForUpdate,
+  upsertModel,
+  type CatalogueModel,
+  type ModelInput,
+  type ModelPricing,
+} from './catalogue.ts';
 import { defaultImageTokens } from './image-budgets.ts';
 import { usdToMicros } from './pricing.ts';
 import type { UpstreamModel } from '../providers/types.ts';
@@ -23,7 +29,6 @@ function publicId(provider: string, upstreamId: string): string {
  * of an existing model, an output cap) is kept; listed prices and limits follow the provider.
  */
 export async function syncModels(ctx: CatalogueDeps, timeoutMs = ctx.config.UPSTREAM_TIMEOUT_MS): Promise<SyncReport> {
-  const existing = new Map((await listAllModels(ctx.db)).map((m) => [m.id, m]));
   const report: SyncReport = { providers: [] };
   for (const adapter of ctx.providers.syncable()) {
     const entry = { provider: adapter.name, imported: 0, updated: 0, needsPricing: [] as string[] };
@@ -37,38 +42,54 @@ export async function syncModels(ctx: CatalogueDeps, timeoutMs = ctx.config.UPST
     }
     for (const upstream of listed) {
       const id = publicId(adapter.name, upstream.id);
-      const before = existing.get(id);
       const priced = priceOf(upstream, ctx.config.CREDITS_PER_USD);
       if (!priced) entry.needsPricing.push(id);
-      const inputModalities = upstream.inputModalities ?? before?.inputModalities ?? ['text'];
-      const model: ModelInput = {
-        id,
-        provider: adapter.name,
-        upstreamModel: upstream.id,
-        name: upstream.name ?? before?.name ?? upstream.id,
-        pricing: withKeptPrices(
-          priced ?? before?.pricing ?? { prompt: 0, completion: 0, request: 0, second: 0, image: 0 },
-          before,
-        ),
-        contextLength: upstream.contextLength ?? before?.contextLength ?? null,
-        maxOutputTokens: before?.maxOutputTokens ?? upstream.maxOutputTokens ?? null,
-        maxPredictSeconds: before?.maxPredictSeconds ?? null,
-        // An operator's budget is kept; an imported vision model gets its family's worst case.
-        imageTokens: before?.imageTokens ?? defaultImageTokens(upstream.id, inputModalities),
-        imagePrices: before?.imagePrices ?? {},
-        inputModalities,
-        outputModalities: upstream.outputModalities ?? before?.outputModalities ?? ['text'],
-        fallbacks: before?.fallbacks ?? [],
-        isTest: before?.isTest ?? false,
-        enabled: before ? before.enabled : priced !== null,
-      };
-      await upsertModel(ctx.db, model, ctx.clock.now());
-      if (before) entry.updated++;
+      // What the operator set is read with the row locked and written in the same transaction: read once
+      // before the list was fetched (which may take minutes), an edit made meanwhile, on this instance or
+      // another, was overwritten with the copy (a model the operator priced and enabled went back to disabled).
+      const existed = await ctx.db.transaction().execute(async (trx) => {
+        const before = (await getModelForUpdate(trx, ctx.dialect, id)) ?? undefined;
+        await upsertModel(trx, merged(adapter.name, upstream, id, priced, before), ctx.clock.now());
+        return before !== undefined;
+      });
+      if (existed) entry.updated++;
       else entry.imported++;
     }
   }
   ctx.models.announceChange();
   return report;
+}
+
+/** The catalogue entry of a listed model: the provider's facts, and what the operator set on `before`. */
+function merged(
+  provider: string,
+  upstream: UpstreamModel,
+  id: string,
+  priced: ModelPricing | null,
+  before: CatalogueModel | undefined,
+): ModelInput {
+  const inputModalities = upstream.inputModalities ?? before?.inputModalities ?? ['text'];
+  return {
+    id,
+    provider,
+    upstreamModel: upstream.id,
+    name: upstream.name ?? before?.name ?? upstream.id,
+    pricing: withKeptPrices(
+      priced ?? before?.pricing ?? { prompt: 0, completion: 0, request: 0, second: 0, image: 0 },
+      before,
+    ),
+    contextLength: upstream.contextLength ?? before?.contextLength ?? null,
+    maxOutputTokens: before?.maxOutputTokens ?? upstream.maxOutputTokens ?? null,
+    maxPredictSeconds: before?.maxPredictSeconds ?? null,
+    // An operator's budget is kept; an imported vision model gets its family's worst case.
+    imageTokens: before?.imageTokens ?? defaultImageTokens(upstream.id, inputModalities),
+    imagePrices: before?.imagePrices ?? {},
+    inputModalities,
+    outputModalities: upstream.outputModalities ?? before?.outputModalities ?? ['text'],
+    fallbacks: before?.fallbacks ?? [],
+    isTest: before?.isTest ?? false,
+    enabled: before ? before.enabled : priced !== null,
+  };
 }
 
 /**
