@@ -143,4 +143,26 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
     await page.getByTestId('new-client-id').waitFor();
     await context.close();
   });
+  test('a page chosen in the menu by keyboard takes the focus: the next Tab is in that page, not further down the menu', async () => {
+    const user = await env.createUser();
+    const context = await withCookie(browser, env.baseUrl, user);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`${env.baseUrl}/#/wallet`);
+    await page.getByRole('heading', { name: 'Wallet', level: 1 }).waitFor();
+    // Every part of the page is in a landmark: the menu, the top bar with the account, the page.
+    assert.match((await page.getByRole('banner').textContent())!, new RegExp(`${user.email}.*Sign out`));
+    assert.equal(await page.getByRole('main').count(), 1);
+
+    await page.getByRole('link', { name: 'API keys' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    await page.keyboard.press('Tab');
+    assert.equal(await focused(page), 'input Name');
+
+    // The sign-in page has its main landmark too.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('main').getByRole('heading', { name: 'Sign in', level: 1 }).waitFor();
+    await context.close();
+  });
 });

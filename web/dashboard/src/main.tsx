@@ -1,5 +1,5 @@
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import './styles.css';
 import { api, onSessionEnded, setCsrfToken } from './api.ts';
 import { AuthPage } from './pages/auth.tsx';
@@ -97,6 +97,15 @@ function App() {
     return () => removeEventListener('hashchange', onHash);
   }, []);
 
+  // A page chosen in the menu (or by a link) takes the focus, so that Tab goes on into it rather than through
+  // the rest of the menu and the top bar; the first page shown leaves the focus where the browser put it.
+  const shownRoute = useRef(route);
+  useLayoutEffect(() => {
+    if (route === shownRoute.current) return;
+    shownRoute.current = route;
+    document.getElementById('content')?.focus();
+  }, [route]);
+
   useEffect(() => {
     const label = ROUTES.find((r) => r.path === route)?.label;
     document.title = user && label ? `${label} · Tollgate` : 'Tollgate';
@@ -169,7 +178,7 @@ function App() {
         </div>
       </aside>
       <div class="main">
-        <div class="topbar">
+        <header class="topbar">
           <span class="who" title={user.email}>
             {user.name || user.email}
             <span class="muted"> · {user.email}</span>
@@ -186,7 +195,7 @@ function App() {
           >
             Sign out
           </button>
-        </div>
+        </header>
         <main id="content" tabIndex={-1}>
           <Page />
         </main>

@@ -38,7 +38,7 @@ export function AuthPage(props: {
   return (
     <div class="auth">
       <div class="auth-top">{props.themeButton}</div>
-      <div class="auth-card">
+      <main class="auth-card">
         <div class="brand">
           <span class="logo" aria-hidden="true">
             T
@@ -99,7 +99,7 @@ export function AuthPage(props: {
             {signup ? 'Sign in' : 'Create an account'}
           </button>
         </p>
-      </div>
+      </main>
     </div>
   );
 }
