@@ -20,6 +20,8 @@ async function open(context: BrowserContext, url: string, heading: string): Prom
   page.setDefaultTimeout(15_000);
   await page.goto(url);
   await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+  // The page's own reads done: one still on its way when the cookie goes would end the session first.
+  await page.waitForLoadState('networkidle');
   return page;
 }
 
