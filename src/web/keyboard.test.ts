@@ -165,4 +165,29 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
     await page.getByRole('main').getByRole('heading', { name: 'Sign in', level: 1 }).waitFor();
     await context.close();
   });
+  test('Load more pressed by keyboard keeps the focus on Load more while there is more, so Enter goes on paging', async () => {
+    const user = await env.createUser();
+    // 45 movements: three pages of 20.
+    for (let i = 0; i < 45; i++) {
+      const grant = await env.admin('POST', `/api/admin/users/${user.userId}/credits`, { amount: 1, reason: `${i}` });
+      assert.equal(grant.status, 200, grant.text);
+    }
+    const context = await withCookie(browser, env.baseUrl, user);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`${env.baseUrl}/#/wallet`);
+    const rows = page.getByRole('region', { name: 'Transactions' }).locator('tbody tr');
+    await rows.nth(19).waitFor();
+
+    await page.getByRole('button', { name: 'Load more' }).focus();
+    await page.keyboard.press('Enter');
+    await rows.nth(39).waitFor();
+    await page.waitForLoadState('networkidle');
+    // The button was disabled while the page loaded, which drops the focus to the page's start.
+    assert.equal(await focused(page), 'button Load more');
+    await page.keyboard.press('Enter');
+    await rows.nth(44).waitFor();
+    assert.equal(await rows.count(), 45);
+    await context.close();
+  });
 });

@@ -49,14 +49,26 @@ export interface Action {
  * Invariant: one run at a time. `running` is set synchronously, not on the next render as `busy` (and so a
  * control's `disabled`) is, so a double click, a control left enabled or a second control of the same action
  * cannot start the work twice (two Checkout sessions, two saved cards).
+ *
+ * A button disabled while it has the focus loses it to the page's start: once the work is done, the focus goes
+ * back to the control that started it (Load more, Create key) if nothing else took it meanwhile.
  */
 export function useAction(options: { leavesPage?: boolean } = {}): Action {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const running = useRef(false);
+  const startedFrom = useRef<HTMLElement | null>(null);
+  useLayoutEffect(() => {
+    const control = startedFrom.current;
+    if (busy || !control) return;
+    startedFrom.current = null;
+    const lost = !document.activeElement || document.activeElement === document.body;
+    if (lost && control.isConnected) control.focus();
+  }, [busy]);
   const run = async (work: () => Promise<unknown>) => {
     if (running.current) return;
     running.current = true;
+    startedFrom.current = document.activeElement instanceof HTMLElement ? document.activeElement : null;
     setBusy(true);
     setError(null);
     try {
