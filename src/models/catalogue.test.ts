@@ -194,6 +194,38 @@ describeEachDatabase(
       );
     });
 
+    it('PUT refuses a contextLength or maxOutputTokens past 2^31 - 1 (what the catalogue stores) with 400, and the model already set stays readable', async () => {
+      await putModel(env, 'acme/bounded', {
+        provider: 'echo',
+        upstreamModel: 'echo',
+        pricing: { prompt: 1 },
+        maxOutputTokens: 64,
+      });
+      for (const field of ['contextLength', 'maxOutputTokens'])
+        for (const value of ['2147483648', '9007199254740993', '9223372036854775808', '1e308']) {
+          const response = await env.request('PUT', '/api/admin/models/acme/bounded', {
+            token: env.adminToken,
+            headers: { 'content-type': 'application/json' },
+            raw: `{"provider":"echo","upstreamModel":"echo","pricing":{"prompt":1},"${field}":${value}}`,
+          });
+          assert.equal(response.status, 400, `${field}=${value}: ${response.text}`);
+          assert.equal(response.body.error.code, 'INVALID_REQUEST');
+          assert.match(response.body.error.message, new RegExp(`${field} must be <= 2147483647`));
+        }
+      const largest = await putModel(env, 'acme/bounded', {
+        provider: 'echo',
+        upstreamModel: 'echo',
+        pricing: { prompt: 1 },
+        contextLength: 2147483647,
+        maxOutputTokens: 64,
+      });
+      assert.equal(largest.contextLength, 2147483647);
+      const read = await env.admin('GET', '/api/admin/models');
+      assert.equal(read.status, 200, read.text);
+      const model = await env.admin('GET', '/api/v1/models/acme/bounded');
+      assert.notEqual(model.status, 500, model.text);
+    });
+
     it('sync imports OpenRouter prices (cache read/write, 1-hour cache write, reasoning, audio, web search included) converted exactly with CREDITS_PER_USD; an unpriced model is imported disabled', async () => {
       const response = await env.admin('POST', '/api/admin/models/sync');
       assert.equal(response.status, 200, response.text);

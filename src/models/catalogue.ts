@@ -28,6 +28,13 @@ export interface ModelPricing {
   webSearch?: number;
 }
 
+/**
+ * The largest token count the catalogue keeps (`contextLength`, `maxOutputTokens`): its columns are PostgreSQL
+ * `integer`s, which refuse more, and SQLite, which stores any integer, could not read one past 2^53 back. No
+ * model comes near it (the longest contexts are a few million tokens).
+ */
+export const MAX_CATALOGUE_TOKENS = 2_147_483_647;
+
 /** A model of the catalogue, as the features use it. */
 export interface CatalogueModel {
   id: string;

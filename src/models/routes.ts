@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox';
 import type { App } from '../platform/http/server.ts';
 import type { CatalogueDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
-import { getModel, listAllModels, upsertModel, type CatalogueModel } from './catalogue.ts';
+import { getModel, listAllModels, MAX_CATALOGUE_TOKENS, upsertModel, type CatalogueModel } from './catalogue.ts';
 import { pricingFromCredits, pricingToAdminCredits, pricingToCredits } from './pricing.ts';
 import { defaultImageTokens } from './image-budgets.ts';
 import { creditsToMicros, microsToCredits } from '../platform/money.ts';
@@ -148,8 +148,12 @@ const PutModelBody = Type.Object(
       },
       { additionalProperties: false },
     ),
-    contextLength: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
-    maxOutputTokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+    contextLength: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1, maximum: MAX_CATALOGUE_TOKENS }), Type.Null()]),
+    ),
+    maxOutputTokens: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1, maximum: MAX_CATALOGUE_TOKENS }), Type.Null()]),
+    ),
     maxPredictSeconds: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 86400 }), Type.Null()])),
     imageTokens: Type.Optional(
       Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000 }), Type.Null()], {
