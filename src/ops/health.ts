@@ -8,6 +8,9 @@ import type { Redis } from '../platform/redis.ts';
 
 const Check = Type.Object({ ok: Type.Boolean(), detail: Type.Optional(Type.String()) });
 
+/** How long `/readyz` waits for the database: a load balancer's health check usually gives up after 5 s. */
+const DATABASE_CHECK_MS = 2000;
+
 /**
  * `/healthz` says the process is alive (no dependency is touched, so a slow database does not get a
  * live process killed); `/readyz` says it can serve: database reachable, migrations applied, Redis
@@ -45,13 +48,29 @@ export function registerHealthRoutes(
     },
     async (_request, reply) => {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};
+      let timer: NodeJS.Timeout | undefined;
       try {
-        await sql`select 1`.execute(ctx.db);
-        checks.database = { ok: true };
-        const pending = await pendingMigrations(ctx.db, migrations, ctx.config);
+        // A database that stopped answering (a partition, a stalled server) leaves its query waiting: the
+        // check gives up first, so that a load balancer hears "not ready" instead of timing out on us.
+        const silent = new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no answer within ${DATABASE_CHECK_MS / 1000} s`)),
+            DATABASE_CHECK_MS,
+          );
+        });
+        const pending = await Promise.race([
+          (async () => {
+            await sql`select 1`.execute(ctx.db);
+            checks.database = { ok: true };
+            return pendingMigrations(ctx.db, migrations, ctx.config);
+          })(),
+          silent,
+        ]);
         checks.migrations = pending.length ? { ok: false, detail: `pending: ${pending.join(', ')}` } : { ok: true };
       } catch (error) {
         checks.database = { ok: false, detail: (error as Error).message };
+      } finally {
+        clearTimeout(timer);
       }
       // Without the database nothing can be served: not ready. Without Redis every call still is (the rate limits
       // count in the process until it is back): ready, and said to be degraded, so that a Redis outage does not

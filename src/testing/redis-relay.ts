@@ -1,19 +1,29 @@
 import { connect, createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 
+/** A relay that can be cut and restored, frozen and thawed; `url` is its `redis://` address. */
+export interface Relay {
+  url: string;
+  /** Its loopback port, for a URL of another scheme. */
+  port: number;
+  cut(): void;
+  restore(): void;
+  freeze(): void;
+  thaw(): void;
+}
+
 /**
  * A TCP relay to the test Redis that can be cut and restored: Redis going away (and coming back) for one
  * process, without stopping the Redis other suites share. `freeze` keeps the connections open but holds what
  * goes through them until `thaw`, as a Redis that stopped answering (paused, stalled, a partition that drops
  * packets) looks to its clients.
  */
-export async function startRedisRelay(): Promise<{
-  url: string;
-  cut(): void;
-  restore(): void;
-  freeze(): void;
-  thaw(): void;
-}> {
+export function startRedisRelay(): Promise<Relay> {
+  return startTcpRelay(6379);
+}
+
+/** The same relay to another local server: PostgreSQL (`TEST_POSTGRES_URL`'s port) going away for one process. */
+export async function startTcpRelay(targetPort: number): Promise<Relay> {
   let up = true;
   let frozen = false;
   const sockets = new Set<Socket>();
@@ -22,7 +32,7 @@ export async function startRedisRelay(): Promise<{
     from.on('data', (chunk: Buffer) => (frozen ? held.push({ to, chunk }) : to.write(chunk)));
   const server = createServer((client) => {
     if (!up) return void client.destroy();
-    const upstream = connect(6379, '127.0.0.1');
+    const upstream = connect(targetPort, '127.0.0.1');
     for (const socket of [client, upstream]) {
       sockets.add(socket);
       socket.on('close', () => sockets.delete(socket));
@@ -35,8 +45,10 @@ export async function startRedisRelay(): Promise<{
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   server.unref();
+  const port = (server.address() as AddressInfo).port;
   return {
-    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: `redis://127.0.0.1:${port}`,
+    port,
     cut() {
       up = false;
       for (const socket of sockets) socket.destroy();

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { ConfigError, type PlatformConfig } from '../config.ts';
 import { NEW_DATABASE_PAGE_SIZE, nodeSqliteDialect } from './node-sqlite-dialect.ts';
 import { nameStatements, SchemaScopedPostgresDialect } from './postgres-dialect.ts';
+import { markUnavailable } from './unavailable.ts';
 
 // int8 columns hold micro-credits and epoch milliseconds: both fit a JS number exactly (< 2^53).
 pg.types.setTypeParser(20, (value) => {
@@ -46,8 +47,17 @@ export function openDatabase(
       max: config.DATABASE_POOL_SIZE,
       options: `-c search_path=${config.DATABASE_SCHEMA}`,
     });
+    const connect = pool.connect.bind(pool);
+    // Kysely takes its connections with the promise form; a refused or failed connection is marked unavailable.
+    pool.connect = ((callback?: Parameters<typeof connect>[0]) =>
+      callback
+        ? connect(callback)
+        : connect().catch((error: unknown) => {
+            throw markUnavailable(error, true);
+          })) as typeof pool.connect;
     pool.on('connect', (client) => {
       nameStatements(client);
+      markConnectionErrors(client);
       // A client emits 'error' when its connection ends outside a query (pg_terminate_backend, a restart, a
       // failover); the pool listens only while the client is idle. Ended while a request held it (between the
       // statements of a transaction, or just after one failed), the event had no listener and ended the
@@ -76,6 +86,22 @@ export function openDatabase(
             'writes about three times the WAL bytes it would. With the server stopped, `tollgate repack-sqlite` rewrites it.',
         ];
   return { db, dialect: 'sqlite', close: () => db.destroy(), notices };
+}
+
+/**
+ * Marks the errors of `client`'s queries that are its connection's (lost, reset, the server shutting down),
+ * so that the HTTP layer answers them 503 SERVICE_UNAVAILABLE (platform/db/unavailable.ts).
+ */
+function markConnectionErrors(client: pg.ClientBase): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const result = query(...args);
+    return result instanceof Promise
+      ? result.catch((error: unknown) => {
+          throw markUnavailable(error);
+        })
+      : result;
+  };
 }
 
 /**

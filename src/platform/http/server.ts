@@ -15,6 +15,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ApiError, ERROR_CODES, type ErrorCode } from '../errors.ts';
 import type { AppContext, ServerContext } from '../context.ts';
 import { matchesAnySecret } from '../crypto.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { refuseNulCharacters } from './nul-characters.ts';
 import { refuseNonJsonBody, registerNonJsonParsers } from './json-only-bodies.ts';
 import { authenticate, bearerChallenge, bearerCredential, requireScope, type Principal } from './principal.ts';
@@ -89,6 +90,12 @@ export function toApiError(error: unknown): ApiError {
                   : 'INVALID_REQUEST';
     return new ApiError(code, fastifyError.message || 'Bad request.', { status });
   }
+  // Not a fault of Tollgate's but a dependency away: said so, and worth a retry.
+  if (isDatabaseUnavailable(error))
+    return new ApiError('SERVICE_UNAVAILABLE', 'The database is not reachable; retry shortly.', {
+      cause: error,
+      headers: { 'retry-after': '1' },
+    });
   return new ApiError('INTERNAL_ERROR', 'Internal error.', { cause: error });
 }
 

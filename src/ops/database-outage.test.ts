@@ -1,0 +1,63 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { selectedDatabases, TEST_POSTGRES_URL, TestEnv } from '../testing/harness.ts';
+import { startTcpRelay, type Relay } from '../testing/redis-relay.ts';
+import { fundedUser, type FundedUser } from '../gateway/testing.ts';
+
+// The server's own connection to PostgreSQL goes through a relay the test cuts (connections reset, new ones
+// refused) and freezes (connections open, nothing answered), without touching the PostgreSQL others share.
+if (selectedDatabases().includes('postgres')) {
+  const relay: Relay = await startTcpRelay(Number(new URL(TEST_POSTGRES_URL).port || 5432));
+  const relayed = new URL(TEST_POSTGRES_URL);
+  relayed.port = String(relay.port);
+
+  describe('calls while PostgreSQL is unreachable [postgres]', () => {
+    const env = new TestEnv('postgres', { config: { DATABASE_URL: relayed.toString() } });
+    let user: FundedUser;
+    before(async () => {
+      await env.start();
+      user = await fundedUser(env, 10);
+    });
+    after(() => env.stop());
+    const chat = () =>
+      env.request('POST', '/api/v1/chat/completions', {
+        token: user.key,
+        body: { model: 'tollgate/echo', messages: [{ role: 'user', content: 'hi' }] },
+      });
+
+    it('an AI call and a wallet read are a 503 SERVICE_UNAVAILABLE naming the database, in their envelopes, not a 500 "Internal error"; served again once it is back', async () => {
+      assert.equal((await chat()).status, 200);
+      relay.cut();
+      try {
+        const refused = await chat();
+        assert.equal(refused.status, 503, refused.text);
+        assert.equal(refused.body.error.code, 'SERVICE_UNAVAILABLE');
+        assert.match(refused.body.error.message, /database/i);
+        assert.ok(refused.headers.get('retry-after'), 'Retry-After says when to try again');
+        const wallet = await env.dashboard(user.session, 'GET', '/api/wallet/balance');
+        assert.equal(wallet.status, 503, wallet.text);
+        assert.equal(wallet.body.error.code, 'SERVICE_UNAVAILABLE');
+        assert.equal((await env.request('GET', '/readyz')).status, 503);
+      } finally {
+        relay.restore();
+      }
+      assert.equal((await chat()).status, 200);
+    });
+
+    it('/readyz answers 503 within a few seconds while PostgreSQL is silent, before a load balancer gives up', async () => {
+      relay.freeze();
+      try {
+        const startedAt = performance.now();
+        const ready = await fetch(`${env.baseUrl}/readyz`, { signal: AbortSignal.timeout(5000) });
+        assert.equal(ready.status, 503);
+        const body = (await ready.json()) as { status: string; checks: { database: { ok: boolean; detail: string } } };
+        assert.equal(body.status, 'not ready');
+        assert.equal(body.checks.database.ok, false);
+        assert.ok(performance.now() - startedAt < 4000);
+      } finally {
+        relay.thaw();
+      }
+      assert.equal((await chat()).status, 200);
+    });
+  });
+}
