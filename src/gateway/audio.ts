@@ -33,8 +33,8 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
         throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Send the audio as multipart/form-data.');
       const form = new FormData();
       const fields: Record<string, string> = {};
-      let audioBytes = 0;
-      let durationSeconds: number | null = null;
+      let audio: Buffer | null = null;
+      // Only the parser's work is inside: anything else it throws is about the body the client sent.
       try {
         for await (const part of request.parts({
           limits: { fileSize: ctx.config.BODY_LIMIT_UPLOAD_BYTES, files: 1, fields: 32 },
@@ -42,8 +42,7 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
           if (part.type === 'file') {
             const buffer = await part.toBuffer();
             if (part.file.truncated) throw fileTooLarge(ctx.config.BODY_LIMIT_UPLOAD_BYTES);
-            audioBytes = buffer.length;
-            durationSeconds = audioDurationSeconds(buffer);
+            audio = buffer;
             form.append(
               part.fieldname,
               new Blob([new Uint8Array(buffer)], { type: part.mimetype }),
@@ -56,7 +55,8 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
       } catch (error) {
         throw multipartRefusal(error, ctx.config.BODY_LIMIT_UPLOAD_BYTES);
       }
-      if (!audioBytes) throw new ApiError('INVALID_REQUEST', 'The multipart body needs a non-empty "file".');
+      if (!audio?.length) throw new ApiError('INVALID_REQUEST', 'The multipart body needs a non-empty "file".');
+      const durationSeconds = audioDurationSeconds(audio);
       if (!fields.model || !new RegExp(MODEL_ID_PATTERN).test(fields.model))
         throw new ApiError('INVALID_REQUEST', 'The multipart body needs a "model" of the form <vendor>/<model>.');
       // The hold covers the audio the file carries (read from its header), not a flat hour; see audio-duration.ts.
@@ -208,11 +208,19 @@ const MULTIPART_LIMITS: Record<string, string> = {
 
 /**
  * A refusal of the multipart parser as the error a person can act on: a file over the limit names it (413), and
- * a second file or too many fields say what to send (400) — not the parser's own "reach files limit" under a 413.
+ * a second file or too many fields say what to send (400) — not the parser's own "reach files limit" under a 413;
+ * a body it cannot read is a 400 saying so, not a 500.
  */
 function multipartRefusal(error: unknown, limit: number): unknown {
   const code = (error as { code?: string } | null)?.code;
   if (code === 'FST_REQ_FILE_TOO_LARGE') return fileTooLarge(limit);
   if (code && code in MULTIPART_LIMITS) return new ApiError('INVALID_REQUEST', MULTIPART_LIMITS[code]!);
+  // The parser's own errors carry no code or status: a Content-Type without its boundary, a boundary over 256
+  // characters, a body that ends before its closing boundary. Each is the client's body, not a fault here.
+  if (error instanceof Error && !(error instanceof ApiError) && code === undefined && !('statusCode' in error))
+    return new ApiError(
+      'INVALID_REQUEST',
+      `The multipart body is malformed (${error.message}); send multipart/form-data with the boundary its Content-Type names, ending with that boundary.`,
+    );
   return error;
 }

@@ -193,6 +193,30 @@ describeEachDatabase(
       assert.match(body.error.message, /one file/);
       assert.deepEqual(await holdsOf(env, user), []);
     });
+
+    it('a malformed multipart body (no boundary, cut short, a boundary past 256 characters) is a 400 INVALID_REQUEST saying so, never a 500; nothing held', async () => {
+      const user = await fundedUser(env, 10);
+      const part = (boundary: string) =>
+        `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nacme/transcribe\r\n--${boundary}\r\n` +
+        `Content-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\nRIFF`;
+      const long = 'b'.repeat(300);
+      for (const [contentType, body] of [
+        ['multipart/form-data', `${part('zz')}\r\n--zz--\r\n`],
+        ['multipart/form-data; boundary=zz', part('zz')],
+        [`multipart/form-data; boundary=${long}`, `${part(long)}\r\n--${long}--\r\n`],
+      ]) {
+        const response = await fetch(`${env.baseUrl}/api/v1/audio/transcriptions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${user.key}`, 'content-type': contentType! },
+          body,
+        });
+        const answer = (await response.json()) as any;
+        assert.equal(response.status, 400, `${contentType!.slice(0, 40)}: ${JSON.stringify(answer)}`);
+        assert.equal(answer.error.code, 'INVALID_REQUEST');
+        assert.match(answer.error.message, /^The multipart body is malformed/);
+      }
+      assert.deepEqual(await holdsOf(env, user), []);
+    });
   },
   {
     config: {
