@@ -58,6 +58,36 @@ describeEachDatabase(
       assert.equal(await page.getByTestId('webhook-secret').count(), 0);
       assert.equal((await page.content()).includes(secret), false);
     });
+
+    it('at phone width the deliveries fit the screen, one block each, with no box scrolling sideways out of a keyboard’s reach', async () => {
+      const user = await env.createUser();
+      const created = await env.dashboard(user, 'POST', '/api/user/webhooks', {
+        url: `${receiver.url}/a/rather/long/path/of/the/receiving/endpoint`,
+        eventTypes: ['limit.reached'],
+      });
+      assert.equal(created.status, 201, created.text);
+      const test = await env.dashboard(user, 'POST', `/api/user/webhooks/${created.body.webhook.id}/test`);
+      assert.ok(test.status < 300, test.text);
+      const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+      await context.addCookies(
+        user.cookie
+          .split('; ')
+          .map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })),
+      );
+      const page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      await page.goto(`${env.baseUrl}/#/webhooks`);
+      await page.getByRole('button', { name: 'Deliveries' }).click();
+      await page.locator('[data-deliveries-of] tbody tr').first().waitFor();
+      const widths = await page.evaluate(() => ({
+        page: document.documentElement.scrollWidth - innerWidth,
+        deliveries: [...document.querySelectorAll('[data-deliveries-of] .table-wrap')].map(
+          (wrap) => wrap.scrollWidth - wrap.clientWidth,
+        ),
+      }));
+      assert.deepEqual(widths, { page: 0, deliveries: [0] });
+      await context.close();
+    });
   },
   { config: { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true } },
 );

@@ -173,7 +173,8 @@ function Deliveries(props: { endpoint: Endpoint }) {
         <Empty>No deliveries yet.</Empty>
       ) : (
         <div class="table-wrap">
-          <table>
+          {/* One block per delivery on a phone: a table that scrolls sideways is out of a keyboard's reach. */}
+          <table class="stack">
             <thead>
               <tr>
                 <th>Event</th>
@@ -187,14 +188,22 @@ function Deliveries(props: { endpoint: Endpoint }) {
             <tbody>
               {(list.data?.deliveries ?? []).map((d) => (
                 <tr key={d.id} title={d.id}>
-                  <td>
+                  <td data-label="Event">
                     <code>{d.type}</code>
                   </td>
-                  <td class={`status-${d.status}`}>{d.status}</td>
-                  <td>{d.attempts}</td>
-                  <td>{d.lastStatusCode ?? (d.lastError ? <span class="muted">{d.lastError}</span> : '—')}</td>
-                  <td class="nowrap">{d.nextAttemptAt ? when(d.nextAttemptAt) : '—'}</td>
-                  <td class="nowrap">{when(d.createdAt)}</td>
+                  <td data-label="Status" class={`status-${d.status}`}>
+                    {d.status}
+                  </td>
+                  <td data-label="Attempts">{d.attempts}</td>
+                  <td data-label="Last answer">
+                    {d.lastStatusCode ?? (d.lastError ? <span class="muted">{d.lastError}</span> : '—')}
+                  </td>
+                  <td data-label="Next attempt" class="nowrap">
+                    {d.nextAttemptAt ? when(d.nextAttemptAt) : '—'}
+                  </td>
+                  <td data-label="Created" class="nowrap">
+                    {when(d.createdAt)}
+                  </td>
                 </tr>
               ))}
             </tbody>
