@@ -112,8 +112,8 @@ export const billingMigrations: Record<string, Migration> = {
           .where(sql.ref('status'), '=', sql.lit('open'))
           .execute();
       };
-      // PostgreSQL runs every migration in a transaction already; Kysely runs SQLite's without one.
-      await (postgres ? change(db) : db.transaction().execute(change));
+      // The migrator runs every migration in a transaction, on SQLite too (GroupCommitSqliteAdapter).
+      await change(db);
     },
   },
   '1620_billing_debt_and_references': {
@@ -138,7 +138,6 @@ export const billingMigrations: Record<string, Migration> = {
      * alters oauth's and keys' tables), kept as it ran: migrations are history, and run on the whole database.
      */
     async up(db: Kysely<any>) {
-      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
       const change = async (trx: Kysely<any>) => {
         await trx.schema
           .createTable('spending_limits')
@@ -183,7 +182,7 @@ export const billingMigrations: Record<string, Migration> = {
         for (const column of ['limit_micro', 'limit_period'])
           await trx.schema.alterTable('api_keys').dropColumn(column).execute();
       };
-      await (postgres ? change(db) : db.transaction().execute(change));
+      await change(db);
     },
   },
   '1710_billing_one_open_hold_index': {
@@ -259,7 +258,7 @@ export const usageRecordsMigrations: Record<string, Migration> = {
     /** On SQLite, usage records are stored by their id alone (see `rebuildWithoutRowid`): one B-tree less per call. */
     async up(db: Kysely<any>) {
       if (db.getExecutor().adapter instanceof PostgresAdapter) return;
-      await db.transaction().execute((trx) => rebuildWithoutRowid(trx, 'usage_records'));
+      await rebuildWithoutRowid(db, 'usage_records');
     },
   },
   '1000_usage_records_settlement': {

@@ -43,7 +43,9 @@ export const RENAMED_MIGRATIONS: Readonly<Record<string, string>> = {
  * that sorts before one a database already ran is refused ({@link checkHistory}), except the few of
  * {@link LANDED_LATE}. A database that ran migrations this code does not know (a newer version's) is refused
  * before anything is applied ({@link NewerDatabaseError}).
- * Kysely's migrator takes a lock, so several processes starting at once apply each migration once.
+ * Kysely's migrator runs the pending migrations in one transaction under a lock (PostgreSQL: an advisory lock;
+ * SQLite: the transaction's BEGIN IMMEDIATE, see GroupCommitSqliteAdapter), so several processes starting at
+ * once apply each migration once, and a process killed mid-way leaves none of its migrations half applied.
  */
 export async function migrateToLatest(
   db: Kysely<any>,

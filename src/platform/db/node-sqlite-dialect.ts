@@ -71,12 +71,14 @@ export function nodeSqliteDialect(
   options: { checkpointIntervalMs?: number } = {},
 ): NodeSqliteDialect {
   const database = new DatabaseSync(filename);
-  // page_size first: it takes effect only on a database that has no table yet (see NEW_DATABASE_PAGE_SIZE).
+  // busy_timeout first: turning WAL on needs the file to itself, and a second process opening a new database
+  // at the same moment (`tollgate migrate` while `serve` starts) failed at once with "database is locked".
+  // page_size before any table: it takes effect only on a database that has none yet (see NEW_DATABASE_PAGE_SIZE).
   // temp_store = MEMORY: a savepoint (each logical transaction of a group commit is one) copies every page
   // it first touches to a statement journal; in a temporary file that was a pwrite per page, a quarter of
   // the cost of placing and settling a hold (bench/holds.ts: 717 → 555 µs one at a time).
   database.exec(
-    `PRAGMA page_size = ${NEW_DATABASE_PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000; PRAGMA temp_store = MEMORY;`,
+    `PRAGMA busy_timeout = 10000; PRAGMA page_size = ${NEW_DATABASE_PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;`,
   );
   const pageSize = pageSizeOf(database);
   const statements = adapt(database);

@@ -248,6 +248,18 @@ export class GroupCommitSqliteAdapter extends SqliteAdapter {
     super();
     this.driver = driver;
   }
+
+  /**
+   * SQLite's DDL is transactional, and Kysely's migrator then runs the pending migrations in one transaction,
+   * which this driver begins with BEGIN IMMEDIATE: a second process migrating the same file waits for the
+   * first to commit and finds nothing left to do, and a process killed mid-migration leaves none of it.
+   * Kysely's own SQLite adapter says false, so each statement committed alone and nothing was locked: two
+   * `tollgate migrate` at once ran the same migrations side by side (one failed on "no such index"), and a
+   * kill left a migration half applied and unrecorded, which every later start failed to run again.
+   */
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
 }
 
 /** The one connection: runs statements, and notices when SQLite drops the batch's transaction. */
