@@ -17,6 +17,7 @@ import type { AppContext, ServerContext } from '../context.ts';
 import { matchesAnySecret } from '../crypto.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { refuseNulCharacters } from './nul-characters.ts';
+import { MAX_JSON_NESTING, nestsDeeperThan, tooDeeplyNested } from './json-nesting.ts';
 import { refuseNonJsonBody, registerNonJsonParsers } from './json-only-bodies.ts';
 import { authenticate, bearerChallenge, bearerCredential, requireScope, type Principal } from './principal.ts';
 import { SECURITY_SCHEMES, transformDocument, transformRoute, type DocumentedResponse } from './openapi.ts';
@@ -211,11 +212,12 @@ export async function createServer(ctx: ServerContext): Promise<App> {
   // An empty body labelled JSON is no body at all for a route that takes none: clients that label every request
   // (the replicate client's cancel, fetch wrappers) would otherwise get a 400 on a DELETE or an action POST.
   // Any other JSON goes to Fastify's own parser, poisoning checks included; a route with a body schema still
-  // refuses an empty one.
+  // refuses an empty one. A body nested past MAX_JSON_NESTING is refused first, on every route (json-nesting.ts).
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '' && !request.routeOptions.schema?.body) return done(null, undefined);
+    if (nestsDeeperThan(body as string, MAX_JSON_NESTING)) return done(tooDeeplyNested(), undefined);
     parseJson(request, body as string, done);
   });
   registerNonJsonParsers(app);
