@@ -6,8 +6,13 @@ import { authorizeForTest, registerTestApp } from '../oauth/testing.ts';
 import { ensureWebBuilt, launchChromium } from './browser.ts';
 
 /** A browser context holding `session`'s dashboard cookie. */
-async function withCookie(browser: Browser, baseUrl: string, session: DashboardSession): Promise<BrowserContext> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+async function withCookie(
+  browser: Browser,
+  baseUrl: string,
+  session: DashboardSession,
+  viewport = { width: 1280, height: 860 },
+): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport });
   const [name, value] = session.cookie
     .split('; ')
     .find((c) => c.startsWith('tg_session='))!
@@ -188,6 +193,25 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
     await page.keyboard.press('Enter');
     await rows.nth(44).waitFor();
     assert.equal(await rows.count(), 45);
+    await context.close();
+  });
+  test('a page chosen in the menu at phone width opens at its top, its title not under the sticky top bar', async () => {
+    const user = await env.createUser();
+    const context = await withCookie(browser, env.baseUrl, user, { width: 390, height: 844 });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`${env.baseUrl}/#/wallet`);
+    await page.getByRole('heading', { name: 'Wallet', level: 1 }).waitFor();
+    await page.waitForLoadState('networkidle');
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    const { title, bar, focus } = await page.evaluate(() => ({
+      title: document.querySelector('h1')!.getBoundingClientRect().top,
+      bar: document.querySelector('.topbar')!.getBoundingClientRect().bottom,
+      focus: document.activeElement?.id,
+    }));
+    assert.ok(title >= bar, `the title's top ${title} is under the top bar (bottom ${bar})`);
+    assert.equal(focus, 'content', 'the page has the focus');
     await context.close();
   });
 });

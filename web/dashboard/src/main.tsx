@@ -99,11 +99,13 @@ function App() {
 
   // A page chosen in the menu (or by a link) takes the focus, so that Tab goes on into it rather than through
   // the rest of the menu and the top bar; the first page shown leaves the focus where the browser put it.
+  // It opens at its top: scrolled to by focus(), its title would sit under the sticky top bar.
   const shownRoute = useRef(route);
   useLayoutEffect(() => {
     if (route === shownRoute.current) return;
     shownRoute.current = route;
-    document.getElementById('content')?.focus();
+    document.getElementById('content')?.focus({ preventScroll: true });
+    scrollTo(0, 0);
   }, [route]);
 
   useEffect(() => {
