@@ -114,7 +114,16 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const database = openDatabase(config, log);
   for (const notice of database.notices) log.info(notice);
   await ensureDatabaseReachable(database, config);
-  if (options.migrate !== false) await migrateToLatest(database.db, allMigrations(), config);
+  if (options.migrate !== false) {
+    const started = performance.now();
+    const applied = (await migrateToLatest(database.db, allMigrations(), config)).results ?? [];
+    // An upgrade by restart (README, "Upgrading") is otherwise silent: the log says what it changed.
+    if (applied.length > 0)
+      log.info(
+        { migrations: applied.map((m) => m.migrationName), ms: Math.round(performance.now() - started) },
+        `applied ${applied.length} database migration${applied.length > 1 ? 's' : ''}`,
+      );
+  }
   const secrets = await loadInstanceSecrets(database.db, config, log);
   const base: RootContext = {
     config,

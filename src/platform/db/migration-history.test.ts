@@ -7,6 +7,8 @@ import { migrateToLatest, NewerDatabaseError } from './migrate.ts';
 import { loadConfig } from '../../config.ts';
 import { createService } from '../../service.ts';
 import { allMigrations } from '../../features.ts';
+import { createLogger } from '../logger.ts';
+import { PassThrough } from 'node:stream';
 
 /**
  * Upgrades from the databases older versions left, and the refusal of a newer version's database. Each case
@@ -125,6 +127,37 @@ for (const kind of selectedDatabases()) {
             new RegExp(`migration ${skipped} sorts before`),
           );
           assert.deepEqual(await recorded(), before);
+        },
+      );
+    });
+
+    it('serve says which migrations it applied at start, and says nothing of them on the next start', async () => {
+      // An operator upgrading by restarting (README, "Upgrading") saw nothing of the upgrade in the log.
+      const last = names.at(-1)!;
+      await withOldDatabase(
+        only((n) => n !== last),
+        async ({ config }) => {
+          const start = async () => {
+            const stream = new PassThrough();
+            const lines: any[] = [];
+            stream.on('data', (chunk) =>
+              lines.push(
+                ...String(chunk)
+                  .trim()
+                  .split('\n')
+                  .map((l) => JSON.parse(l)),
+              ),
+            );
+            const service = await createService({ config, timers: false, log: createLogger('info', stream) });
+            await service.close();
+            return lines.filter((line) => line.migrations);
+          };
+          const first = await start();
+          assert.deepEqual(
+            first.map((line) => [line.msg, line.migrations]),
+            [['applied 1 database migration', [last]]],
+          );
+          assert.deepEqual(await start(), []);
         },
       );
     });
