@@ -69,6 +69,11 @@ export const ERROR_CODES = {
     type: 'invalid_request_error',
     when: 'The request body is larger than the route accepts.',
   },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    type: 'invalid_request_error',
+    when: "The request's headers are larger than the server reads (Node's 16 KiB): too many, or a cookie or token too long.",
+  },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     type: 'invalid_request_error',

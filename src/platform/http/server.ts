@@ -7,7 +7,8 @@ import Fastify, {
   type FastifyRequest,
   type RawServerDefault,
 } from 'fastify';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -190,6 +191,8 @@ export async function createServer(ctx: ServerContext): Promise<App> {
         : crypto.randomUUID(),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
+    // A request Node's HTTP parser refuses never reaches the router: in the family's envelope all the same.
+    clientErrorHandler: (error, socket) => answerClientError(ctx, error as Error, socket),
     // A URL the router cannot take apart is refused before any route or hook: in the family's envelope all the same.
     frameworkErrors: (error, request, anyReply) => {
       const reply = anyReply as unknown as FastifyReply;
@@ -381,9 +384,46 @@ function setSecureHeaders(config: AppContext['config'], request: FastifyRequest,
 /** Longest path parameter the router takes (Fastify's default); longer is a 400. No id or name comes near it. */
 const MAX_PARAM_LENGTH = 100;
 
+/**
+ * Answers a request Node's HTTP parser refused (Fastify's `clientErrorHandler`), which no route or hook sees:
+ * headers past Node's limit are a 431 HEADERS_TOO_LARGE, anything else it cannot read (a request line with raw
+ * bytes that are not ASCII, bytes that are not HTTP) a 400 INVALID_REQUEST, each in the envelope of the path the
+ * request line names, then the connection is closed, as Fastify's own handler does. A request too slow to arrive
+ * gets the bare 408 of the server's own cut (see the onRequest hook).
+ */
+function answerClientError(ctx: ServerContext, error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex) {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  let head: string;
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    head = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n';
+  } else {
+    const apiError =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? new ApiError(
+            'HEADERS_TOO_LARGE',
+            `The request headers are larger than the ${maxHeaderSize} bytes the server reads; send fewer or shorter ones (a cookie or token too long?).`,
+          )
+        : new ApiError(
+            'INVALID_REQUEST',
+            'The request is not valid HTTP/1.1: its URL and header values must be ASCII, other characters percent-encoded (é as %C3%A9).',
+          );
+    const packet = Buffer.isBuffer(error.rawPacket) ? error.rawPacket.toString('latin1', 0, 2048) : '';
+    const path = /^[A-Z]+ (\/\S*)/.exec(packet)?.[1] ?? '/';
+    const body = JSON.stringify(errorBodyByPath(ctx, path, apiError));
+    head =
+      `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`;
+  }
+  if (socket.writable) socket.write(head);
+  socket.destroy(error);
+}
+
 /** The body of an error answered before any route was chosen, in the envelope of the family the path belongs to. */
 function errorBodyByPath(ctx: ServerContext, url: string, error: ApiError): unknown {
-  const envelope = ctx.errorEnvelopes.find(({ prefix }) => url.startsWith(prefix))?.envelope ?? 'api';
+  // A prefix ending in `/` covers the path without it too: `/api/v1/messages/` is also `POST /api/v1/messages`.
+  const path = url.split('?')[0]!;
+  const envelope =
+    ctx.errorEnvelopes.find(({ prefix }) => path.startsWith(prefix) || `${path}/` === prefix)?.envelope ?? 'api';
   if (typeof envelope === 'function') return envelope(error);
   return envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope();
 }
