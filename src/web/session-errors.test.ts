@@ -2,7 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
-import { ensureWebBuilt, launchChromium } from './browser.ts';
+import { ensureWebBuilt, launchChromium, signInToDemo } from './browser.ts';
 
 /** A browser context holding `session`'s dashboard cookie, as a browser that signed in earlier does. */
 async function withCookie(browser: Browser, baseUrl: string, session: DashboardSession): Promise<BrowserContext> {
@@ -25,7 +25,7 @@ async function open(context: BrowserContext, url: string, heading: string): Prom
   return page;
 }
 
-describeEachDatabase('the dashboard when its session ends or the network fails, in Chromium', (env) => {
+describeEachDatabase('the dashboard and the demo app when a session ends or the network fails, in Chromium', (env) => {
   let browser: Browser;
   before(async () => {
     ensureWebBuilt();
@@ -90,6 +90,24 @@ describeEachDatabase('the dashboard when its session ends or the network fails, 
     await context.setOffline(false);
     await page.getByRole('button', { name: 'Create key' }).click();
     await page.getByTestId('new-key').waitFor();
+    await context.close();
+  });
+  test('the demo app, revoked in the dashboard, goes back to "Sign in with Tollgate" at the next message, not a chat that can only fail', async () => {
+    const user = await env.createUser();
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`${env.baseUrl}/demo/`);
+    await signInToDemo(page, user, '');
+    const [app] = (await env.dashboard(user, 'GET', '/api/user/authorized-apps')).body.apps;
+    const revoked = await env.dashboard(user, 'DELETE', `/api/user/authorized-apps/${app.clientId}`);
+    assert.equal(revoked.status, 200, revoked.text);
+
+    await page.getByLabel('Message').fill('hello');
+    await page.getByLabel('Message').press('Enter');
+    await page.getByRole('button', { name: 'Sign in with Tollgate' }).waitFor();
+    assert.equal(await page.getByRole('region', { name: 'Chat' }).isVisible(), false);
+    assert.match((await page.getByRole('status').textContent())!, /sign-in has ended/);
     await context.close();
   });
 });

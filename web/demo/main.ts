@@ -119,6 +119,14 @@ async function main() {
         // A limit or the wallet stopped this message: the dialog explains, and Retry sends it again.
         pending = text;
         restrictionDialog.error = failure;
+      } else if (!client.isSignedIn()) {
+        // The sign-in ended (the app revoked in the dashboard, its refresh token refused; the SDK dropped the
+        // tokens): a chat that can only fail again gives way to the sign-in.
+        $('chat').hidden = true;
+        $('account').hidden = true;
+        $('welcome').hidden = false;
+        $('status').textContent =
+          'Your Tollgate sign-in has ended: the app was revoked or its access expired. Sign in again to go on.';
       } else {
         error.textContent = (failure as Error).message;
         error.hidden = false;
