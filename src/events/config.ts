@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { TIMER_MAX_SECONDS } from '../platform/config.ts';
 
 /** The outbound event webhooks' settings. Part of the one configuration schema (src/config.ts). */
 export const EventsConfigSection = Type.Object({
@@ -20,6 +21,7 @@ export const EventsConfigSection = Type.Object({
   }),
   WEBHOOK_DELIVERY_INTERVAL_SECONDS: Type.Integer({
     minimum: 0,
+    maximum: TIMER_MAX_SECONDS,
     default: 5,
     description:
       'Outbound event webhooks: how often each process sends the deliveries that came due (retries); 0 turns the timer off (new events are still sent at once, and `POST /api/admin/cron/deliver-webhooks` sends the due ones).',

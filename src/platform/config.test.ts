@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigSchema, loadConfig } from '../config.ts';
+import { ConfigSchema, loadConfig, PROJECT_DATA_DIR } from '../config.ts';
 import { ERROR_CODES } from './errors.ts';
 
 describe('configuration', () => {
@@ -98,6 +98,80 @@ describe('configuration', () => {
       assert.throws(() => loadConfig({ TOLLGATE_CONFIG: file }), /TOLLGATE_CONFIG: .* must hold a JSON object/);
     } finally {
       rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it('a whole number setting refuses a fraction or another notation instead of truncating it', () => {
+    // "1.5" became 1 and "0x10" 16 without a word (HOLD_TTL_SECONDS=10.5 was refused as "got 10").
+    for (const [name, value] of [
+      ['PORT', '1.5'],
+      ['SWEEP_INTERVAL_SECONDS', '2.9'],
+      ['HOLD_TTL_SECONDS', '10.5'],
+      ['PORT', '0x10'],
+      ['PORT', '3e3'],
+    ])
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (error: Error) =>
+          error.message.includes(`${name}: must be integer`) && error.message.includes(`(got "${value}")`),
+        `${name}=${value}`,
+      );
+    assert.equal(loadConfig({ PORT: ' 3001 ' }).PORT, 3001);
+    assert.equal(loadConfig({ SWEEP_INTERVAL_SECONDS: '0' }).SWEEP_INTERVAL_SECONDS, 0);
+  });
+
+  it('a duration a timer waits is refused past what a Node timer holds (2^31 - 1 ms), not run every millisecond', () => {
+    // Node runs a longer timer after 1 ms: UPSTREAM_TIMEOUT_MS=3000000000 answered every call 504 at once, and
+    // SWEEP_INTERVAL_SECONDS=3000000 ran the background jobs without pause.
+    const timers: [string, number][] = [
+      ['SHUTDOWN_GRACE_MS', 1],
+      ['UPSTREAM_TIMEOUT_MS', 1],
+      ['UPSTREAM_IDLE_TIMEOUT_MS', 1],
+      ['SWEEP_INTERVAL_SECONDS', 1000],
+      ['WEBHOOK_DELIVERY_INTERVAL_SECONDS', 1000],
+      ['HOLD_TTL_SECONDS', 1000],
+      ['HTTP_REQUEST_TIMEOUT_SECONDS', 1000],
+      ['HTTP_UPLOAD_TIMEOUT_SECONDS', 1000],
+      ['HTTP_HEADERS_TIMEOUT_SECONDS', 1000],
+      ['HTTP_KEEPALIVE_TIMEOUT_SECONDS', 1000],
+    ];
+    for (const [name, msPerUnit] of timers) {
+      const largest = Math.floor((2 ** 31 - 1) / msPerUnit);
+      assert.equal(loadConfig({ [name]: String(largest) })[name as 'PORT'], largest, `${name} takes ${largest}`);
+      assert.throws(
+        () => loadConfig({ [name]: String(largest + 1) }),
+        new RegExp(`${name}: must be <= ${largest}`),
+        `${name} refuses ${largest + 1}`,
+      );
+    }
+  });
+
+  it("the README's configuration table lists every setting, with the default the schema gives it", () => {
+    // Each row: the variable(s) in backticks, then the default(s) (`A` / `B` rows pair their defaults).
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const table = readme.slice(readme.indexOf('| Variable | Default | Meaning |')).split('\n').slice(2);
+    const documented = new Map<string, string>();
+    for (const row of table) {
+      if (!row.startsWith('|')) break;
+      const [names, defaults] = row.split(' | ').map((cell) => cell.replace(/^\| ?/, ''));
+      const variables = [...names!.matchAll(/`([A-Z0-9_]+)`/g)].map((match) => match[1]!);
+      const values = defaults!.split(' / ');
+      variables.forEach((name, i) => documented.set(name, values.length === variables.length ? values[i]! : defaults!));
+    }
+    const settings = Object.keys(ConfigSchema.properties).filter((name) => name !== 'providers');
+    assert.deepEqual([...documented.keys()].sort(), settings.sort(), 'the table and the schema name the same settings');
+    const config = loadConfig({}) as Record<string, unknown>;
+    // Defaults that are not the schema's value as such: said in words, or computed from other settings.
+    const described: Record<string, unknown> = {
+      DATA_DIR: PROJECT_DATA_DIR, // "`data/` in the project folder"
+      PUBLIC_BASE_URL: `http://${config.HOST}:${config.PORT}`, // "`http://HOST:PORT`"
+      STRIPE_API_BASE: undefined, // the Stripe SDK's own default, `https://api.stripe.com`
+    };
+    for (const [name, cell] of documented) {
+      const literal = /^`([^`]*)`$/.exec(cell.trim())?.[1];
+      if (name in described) assert.equal(config[name], described[name], name);
+      else if (literal === undefined) assert.equal(config[name], undefined, `${name}: the README says "${cell}"`);
+      else assert.equal(String(config[name]), literal, `${name}: the README says ${cell}`);
     }
   });
 

@@ -5,6 +5,16 @@ import Type, { type Static } from 'typebox';
 import Value from 'typebox/value';
 
 /**
+ * The longest wait a Node timer holds: 2^31 - 1 ms (~24.8 days). A setting that becomes a timer's delay takes at
+ * most this, since Node runs a longer timer after 1 ms (with a warning): an UPSTREAM_TIMEOUT_MS above it answered
+ * every call 504 at once, a SWEEP_INTERVAL_SECONDS above it ran the jobs without pause.
+ */
+export const TIMER_MAX_MS = 2 ** 31 - 1;
+
+/** {@link TIMER_MAX_MS} in whole seconds, the bound of the settings counted in seconds. */
+export const TIMER_MAX_SECONDS = Math.floor(TIMER_MAX_MS / 1000);
+
+/**
  * The platform's own settings (server, database, secrets, Redis, logging, timers, HTTP limits). Each feature
  * declares its own section beside its code; src/config.ts composes them into the one schema the
  * configuration is parsed against, once, at start-up.
@@ -88,12 +98,14 @@ export const PlatformConfigSection = Type.Object({
   ),
   SWEEP_INTERVAL_SECONDS: Type.Integer({
     minimum: 0,
+    maximum: TIMER_MAX_SECONDS,
     default: 60,
     description:
       'How often each process runs the background jobs (expired holds, reconciliation); 0 turns the timers off.',
   }),
   SHUTDOWN_GRACE_MS: Type.Integer({
     minimum: 0,
+    maximum: TIMER_MAX_MS,
     default: 10000,
     description:
       'On SIGTERM, how long in-flight calls and streams may run before they are cut (and settled for what they produced).',
@@ -106,22 +118,26 @@ export const PlatformConfigSection = Type.Object({
   }),
   HTTP_REQUEST_TIMEOUT_SECONDS: Type.Integer({
     minimum: 1,
+    maximum: TIMER_MAX_SECONDS,
     default: 60,
     description:
       'Time a client has to send a whole request (headers and body), uploads apart; a slower one is cut with 408. Answers, streams included, are not limited by it.',
   }),
   HTTP_UPLOAD_TIMEOUT_SECONDS: Type.Integer({
     minimum: 1,
+    maximum: TIMER_MAX_SECONDS,
     default: 600,
     description: 'Time a client has to send a whole upload (a multipart body, such as audio to transcribe).',
   }),
   HTTP_HEADERS_TIMEOUT_SECONDS: Type.Integer({
     minimum: 1,
+    maximum: TIMER_MAX_SECONDS,
     default: 10,
     description: 'Time a client has to send the request headers (at most `HTTP_REQUEST_TIMEOUT_SECONDS`).',
   }),
   HTTP_KEEPALIVE_TIMEOUT_SECONDS: Type.Integer({
     minimum: 1,
+    maximum: TIMER_MAX_SECONDS,
     default: 72,
     description:
       "How long an idle keep-alive connection stays open between requests (above a load balancer's idle timeout, usually 60 s).",
@@ -206,7 +222,14 @@ export function parseConfig<S extends typeof PlatformConfigSection>(
   }
   Object.assign(raw, overrides);
   const dataDirGiven = raw.DATA_DIR !== undefined;
-  const converted = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, raw));
+  const given = { ...raw };
+  const converted = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, raw)) as Record<string, unknown>;
+  // The converter reads "1.5" as 1 and "0x10" as 16: a whole number setting takes only digits, else it is
+  // refused with the text as given.
+  for (const [name, schema] of Object.entries(ConfigSchema.properties as Record<string, { type?: string }>)) {
+    const text = given[name];
+    if (schema.type === 'integer' && typeof text === 'string' && !/^\s*[+-]?\d+\s*$/.test(text)) converted[name] = text;
+  }
   if (!Value.Check(ConfigSchema, converted)) {
     const problems = [...Value.Errors(ConfigSchema, converted)].map((error) => {
       const name =
@@ -216,7 +239,7 @@ export function parseConfig<S extends typeof PlatformConfigSection>(
       const schema = (ConfigSchema.properties as Record<string, { description?: string; anyOf?: unknown[] }>)[
         name.split('/')[0]!
       ];
-      const got = `(${shownValue(name.split('/')[0]!, raw[name.split('/')[0]!])})`;
+      const got = `(${shownValue(name.split('/')[0]!, given[name.split('/')[0]!])})`;
       // A choice among fixed values says them all, once, rather than the validator's one line per branch.
       const choices = schema?.anyOf?.map((branch) => (branch as { const?: unknown }).const);
       if (choices?.length && choices.every((choice) => choice !== undefined))

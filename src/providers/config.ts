@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { TIMER_MAX_MS } from '../platform/config.ts';
 
 /** The default of `UPSTREAM_IDLE_TIMEOUT_MS`, also the idle timeout of an adapter built without a configuration. */
 export const DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS = 600_000;
@@ -18,12 +19,14 @@ export const ProvidersConfigSection = Type.Object({
   REPLICATE_BASE_URL: Type.String({ default: 'https://api.replicate.com/v1', description: 'Replicate base URL.' }),
   UPSTREAM_TIMEOUT_MS: Type.Integer({
     minimum: 100,
+    maximum: TIMER_MAX_MS,
     default: 600000,
     description:
       "Time allowed for an upstream answer to begin: a non-streaming answer's whole body, a stream's first output (10 minutes, what the official OpenAI and Anthropic SDKs wait: a reasoning model may think that long). Past it: 504, or the next fallback.",
   }),
   UPSTREAM_IDLE_TIMEOUT_MS: Type.Integer({
     minimum: 100,
+    maximum: TIMER_MAX_MS,
     default: DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS,
     description:
       'Longest silence allowed while an upstream answer is read: between two chunks of a stream (a reasoning model may be silent for minutes), or between its headers and its first bytes. Past it a stream that began ends with an error frame and is charged for what it produced.',
