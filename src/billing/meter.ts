@@ -2,7 +2,15 @@ import type { MeteringDeps } from './deps.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { everyOn } from '../platform/clock.ts';
 import type { Db } from '../platform/db/connect.ts';
+import { isDatabaseUnavailable } from '../platform/db/unavailable.ts';
 import { recordUsage, usageOfClose, type UsageDraft } from './usage-records.ts';
+
+/**
+ * Waits before each new attempt of a close whose database connection was lost (PostgreSQL restarting or
+ * failing over under the call): ~14 s in all. Given up at once, the close left the hold to expire, and the
+ * sweep then released a call that had produced output for nothing.
+ */
+const CLOSE_RETRY_DELAYS_MS = [250, 1000, 3000, 10_000];
 
 /** What a metered call is for; stored as the usage record's `kind`. */
 export type UsageKind = 'chat' | 'embeddings' | 'images' | 'speech' | 'transcriptions' | 'realtime' | 'prediction';
@@ -294,10 +302,30 @@ export class Meter {
     outcome: CallOutcome,
     close: ((usage: UsageDraft) => Promise<number | null>) | null,
   ): Promise<number> {
-    const captured = close ? await close(this.#draftOf(outcome)) : null;
+    const draft = this.#draftOf(outcome);
+    let retried = false;
+    let captured: number | null = null;
+    for (let attempt = 0; close; attempt++) {
+      try {
+        captured = await close(draft);
+        break;
+      } catch (error) {
+        // Security invariant: trying again cannot charge twice, as billing closes an open hold once.
+        const delay = CLOSE_RETRY_DELAYS_MS[attempt];
+        if (delay === undefined || !isDatabaseUnavailable(error)) throw error;
+        this.#ctx.log.warn(
+          { err: error, holdId: this.#holdId, attempt: attempt + 1, retryInMs: delay },
+          'the database connection was lost while closing a hold; trying again',
+        );
+        retried = true;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
     if (captured !== null) return captured;
-    if (this.#latencyMs === null)
-      await recordUsage(this.#ctx.db, usageOfClose(this.#draftOf(outcome), { captured: 0, afterExpiry: false }));
+    // After a lost connection, a hold no longer open was closed by an earlier attempt whose commit landed
+    // unanswered, with its usage record: a second record would count the call twice.
+    if (this.#latencyMs === null && !retried)
+      await recordUsage(this.#ctx.db, usageOfClose(draft, { captured: 0, afterExpiry: false }));
     return 0;
   }
 

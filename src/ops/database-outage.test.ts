@@ -2,7 +2,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { selectedDatabases, TEST_POSTGRES_URL, TestEnv } from '../testing/harness.ts';
 import { startTcpRelay, type Relay } from '../testing/redis-relay.ts';
-import { fundedUser, type FundedUser } from '../gateway/testing.ts';
+import { fundedUser, putModel, settled, usageOf, wallet, type FundedUser } from '../gateway/testing.ts';
+import { startMockUpstream } from '../providers/testing/mock-upstream.ts';
 
 // The server's own connection to PostgreSQL goes through a relay the test cuts (connections reset, new ones
 // refused) and freezes (connections open, nothing answered), without touching the PostgreSQL others share.
@@ -11,8 +12,17 @@ if (selectedDatabases().includes('postgres')) {
   const relayed = new URL(TEST_POSTGRES_URL);
   relayed.port = String(relay.port);
 
+  // An upstream that takes its time, so that the database can go away while a call waits on it.
+  const slowUpstream = await startMockUpstream({ latencyMs: 1500 });
+  after(() => slowUpstream.close());
+
   describe('calls while PostgreSQL is unreachable [postgres]', () => {
-    const env = new TestEnv('postgres', { config: { DATABASE_URL: relayed.toString() } });
+    const env = new TestEnv('postgres', {
+      config: {
+        DATABASE_URL: relayed.toString(),
+        providers: [{ name: 'slow', baseUrl: `${slowUpstream.url}/v1` }],
+      },
+    });
     let user: FundedUser;
     before(async () => {
       await env.start();
@@ -42,6 +52,39 @@ if (selectedDatabases().includes('postgres')) {
         relay.restore();
       }
       assert.equal((await chat()).status, 200);
+    });
+
+    it('a call whose settle meets the database gone is settled once it is back: answered, charged exactly once, one usage record', async () => {
+      await putModel(env, 'acme/slow', {
+        provider: 'slow',
+        upstreamModel: 'default-model',
+        pricing: { prompt: 1, completion: 2 },
+        maxOutputTokens: 100,
+      });
+      const payer = await fundedUser(env, 10);
+      const before = await wallet(env, payer);
+      const call = env.request('POST', '/api/v1/chat/completions', {
+        token: payer.key,
+        body: { model: 'acme/slow', messages: [{ role: 'user', content: 'hi' }] },
+      });
+      // The hold is placed, the upstream is thinking: the database goes, and comes back after the answer.
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      relay.cut();
+      await new Promise((resolve) => setTimeout(resolve, 1600));
+      relay.restore();
+      const answered = await call;
+      assert.equal(answered.status, 200, answered.text);
+      const usage = answered.body.usage;
+      // 1 µcr a prompt token and 2 a completion token (the catalogue's prices are per token, in micro-credits).
+      const cost = usage.prompt_tokens * 1 + usage.completion_tokens * 2;
+      assert.equal((await settled(env, payer)).balance, before.balance - cost);
+      const records = await usageOf(env, payer);
+      assert.deepEqual(
+        records.map((record) => [record.status, Number(record.cost)]),
+        [['ok', cost]],
+      );
+      const report = await env.admin('GET', '/api/admin/ledger/verify');
+      assert.equal(report.body.ok, true, report.text);
     });
 
     it('/readyz answers 503 within a few seconds while PostgreSQL is silent, before a load balancer gives up', async () => {
