@@ -28,7 +28,9 @@ const ORIGIN = crypto.randomUUID();
 
 /**
  * The bus over Redis pub/sub. Messages carry the publishing process's id so it does not apply its own
- * message twice. Channels are prefixed so that several deployments can share one Redis.
+ * message twice. Channels are prefixed to keep clear of other applications' channels. Pub/sub ignores the
+ * database number of `REDIS_URL`, so two deployments on one Redis (each on its own database) hear each other's
+ * messages: harmless, as a message only drops a cache entry early, never grants or changes anything.
  */
 export async function redisBus(url: string, prefix = 'tollgate:', log?: Logger): Promise<InvalidationBus> {
   const local = localBus();
