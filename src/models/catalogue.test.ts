@@ -343,6 +343,36 @@ describeEachDatabase(
   { config: { OPENROUTER_BASE_URL: `${mock.url}/v1`, OPENROUTER_API_KEY: 'sk-or-test', CREDITS_PER_USD: 250 } },
 );
 
+// A provider's list is not ours to trust: a token count past what the catalogue keeps must not fail the sync.
+const oversized = await startMockUpstream({
+  models: [
+    {
+      id: 'acme/boundless',
+      context_length: 2 ** 31,
+      top_provider: { max_completion_tokens: 2 ** 53 },
+      pricing: { prompt: '0.000001', completion: '0.000002' },
+    },
+    { id: 'acme/bounded', context_length: 2 ** 31 - 1, pricing: { prompt: '0.000001', completion: '0.000002' } },
+  ],
+});
+after(() => oversized.close());
+
+describeEachDatabase(
+  'a provider list with token counts past what the catalogue keeps',
+  (env) => {
+    it('is imported with those counts unknown (null), not a failed sync; a count within bounds is kept', async () => {
+      const response = await env.admin('POST', '/api/admin/models/sync');
+      assert.equal(response.status, 200, response.text);
+      const all = (await env.admin('GET', '/api/admin/models')).body.data;
+      const boundless = all.find((m: any) => m.id === 'acme/boundless');
+      assert.equal(boundless.contextLength, null);
+      assert.equal(boundless.maxOutputTokens, null);
+      assert.equal(all.find((m: any) => m.id === 'acme/bounded').contextLength, 2 ** 31 - 1);
+    });
+  },
+  { config: { OPENROUTER_BASE_URL: `${oversized.url}/v1`, OPENROUTER_API_KEY: 'sk-or-test' } },
+);
+
 it('USD prices convert to micro-credits exactly, with no float drift, rounding up', () => {
   // 0.0000003 USD/token × 100 credits/USD × 1e6 micro × 1e6 tokens = 30 credits per 1M tokens.
   assert.equal(usdToMicros('0.0000003', 100, 1_000_000n), 30_000_000);

@@ -1,6 +1,7 @@
 import type { CatalogueDeps } from './deps.ts';
 import {
   getModelForUpdate,
+  MAX_CATALOGUE_TOKENS,
   upsertModel,
   type CatalogueModel,
   type ModelInput,
@@ -37,7 +38,12 @@ export async function syncModels(ctx: CatalogueDeps, timeoutMs = ctx.config.UPST
     try {
       listed = (await adapter.listModels?.({ signal: AbortSignal.timeout(timeoutMs) })) ?? [];
     } catch (error) {
-      Object.assign(entry, { error: (error as Error).message });
+      // The deadline's own abort says only "The operation was aborted due to timeout".
+      const message =
+        (error as Error).name === 'TimeoutError'
+          ? `The upstream provider did not answer within ${timeoutMs} ms (UPSTREAM_TIMEOUT_MS).`
+          : (error as Error).message;
+      Object.assign(entry, { error: message });
       continue;
     }
     for (const upstream of listed) {
@@ -60,6 +66,15 @@ export async function syncModels(ctx: CatalogueDeps, timeoutMs = ctx.config.UPST
   return report;
 }
 
+/**
+ * A provider's token count, or undefined (unknown) when the catalogue cannot keep it: past
+ * {@link MAX_CATALOGUE_TOKENS}, one absurd entry of a list would fail the whole sync on PostgreSQL and, on SQLite,
+ * be stored and make every read of the catalogue fail.
+ */
+function keptTokens(count: number | undefined): number | undefined {
+  return count !== undefined && count <= MAX_CATALOGUE_TOKENS ? count : undefined;
+}
+
 /** The catalogue entry of a listed model: the provider's facts, and what the operator set on `before`. */
 function merged(
   provider: string,
@@ -78,8 +93,8 @@ function merged(
       priced ?? before?.pricing ?? { prompt: 0, completion: 0, request: 0, second: 0, image: 0 },
       before,
     ),
-    contextLength: upstream.contextLength ?? before?.contextLength ?? null,
-    maxOutputTokens: before?.maxOutputTokens ?? upstream.maxOutputTokens ?? null,
+    contextLength: keptTokens(upstream.contextLength) ?? before?.contextLength ?? null,
+    maxOutputTokens: before?.maxOutputTokens ?? keptTokens(upstream.maxOutputTokens) ?? null,
     maxPredictSeconds: before?.maxPredictSeconds ?? null,
     // An operator's budget is kept; an imported vision model gets its family's worst case.
     imageTokens: before?.imageTokens ?? defaultImageTokens(upstream.id, inputModalities),
