@@ -7,6 +7,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
 
 const root = new URL('..', import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
@@ -54,6 +57,42 @@ describe('operator CLI', () => {
       token,
       'it is the one in the key file the service reads, not in the database',
     );
+  });
+
+  it('sync-models from providers that are down reports what each did and exits 1, so a cron job notices', async () => {
+    // It printed the errors and exited 0; a timeout read "The operation was aborted due to timeout".
+    tollgate('migrate');
+    const silent = createServer(() => {}).listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    try {
+      const result = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, ['src/cli.ts', 'sync-models'], {
+          cwd: root,
+          env: {
+            ...env,
+            OPENAI_API_KEY: 'sk-test-down',
+            OPENAI_BASE_URL: 'http://127.0.0.1:1/v1',
+            OPENROUTER_API_KEY: 'sk-or-test-silent',
+            OPENROUTER_BASE_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/api/v1`,
+            UPSTREAM_TIMEOUT_MS: '1000',
+          },
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk) => (stdout += chunk));
+        child.stderr.on('data', (chunk) => (stderr += chunk));
+        child.on('close', (status) => resolve({ status, stdout, stderr }));
+      });
+      assert.equal(result.status, 1, result.stderr);
+      const report = JSON.parse(result.stdout);
+      const errors = Object.fromEntries(report.providers.map((p: any) => [p.provider, p.error]));
+      assert.match(errors.openai, /unreachable/);
+      assert.equal(errors.openrouter, 'The upstream provider did not answer within 1000 ms (UPSTREAM_TIMEOUT_MS).');
+      assert.match(result.stderr, /^tollgate: sync-models: 2 of 2 providers failed \(openai, openrouter\)/);
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
   });
 
   it('run from another folder, every command opens the same database (an absolute DATA_DIR), and prints no warning', () => {

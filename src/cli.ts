@@ -335,6 +335,14 @@ export const commands: Record<string, Command> = {
       const { syncModels } = await import('./models/sync.ts');
       const report = await withService((s) => syncModels(s.ctx));
       console.log(JSON.stringify(report, null, 2));
+      // A provider that could not be listed is a failed sync: a cron job or release step must see it.
+      const failed = report.providers.filter((entry) => entry.error !== undefined);
+      if (failed.length > 0) {
+        console.error(
+          `tollgate: sync-models: ${failed.length} of ${report.providers.length} providers failed (${failed.map((entry) => entry.provider).join(', ')}); see "error" above`,
+        );
+        process.exitCode = 1;
+      }
     },
   },
   'grant-credits': {
