@@ -4,7 +4,7 @@ import type { CredentialResolver } from '../platform/http/principal.ts';
 import type { OAuthDeps } from './deps.ts';
 import { createAdapterFactory, deleteExpiredPayloads } from './adapter.ts';
 import { createAccessTokenResolver, type AccessTokenResolver } from './bearer.ts';
-import { buildProvider } from './provider.ts';
+import { buildProvider, OAUTH_ROUTES } from './provider.ts';
 import { loadSigningKeys } from './signing-keys.ts';
 import { registerEndpointRoutes } from './endpoint-routes.ts';
 import { registerInteractionRoutes } from './interaction-routes.ts';
@@ -41,6 +41,17 @@ export async function createOAuthFeature(deps: OAuthDeps): Promise<OAuthFeature>
   return {
     name: 'oauth',
     tokens,
+    // What is refused before a route is chosen (a request the HTTP parser cannot read) is still RFC 6749's body on
+    // the endpoints OAuth clients call, as their routes answer (config.envelope 'oauth').
+    errorEnvelopes: Object.fromEntries(
+      [
+        OAUTH_ROUTES.token,
+        OAUTH_ROUTES.revocation,
+        OAUTH_ROUTES.introspection,
+        OAUTH_ROUTES.jwks,
+        OAUTH_ROUTES.userinfo,
+      ].map((path) => [path, 'oauth' as const]),
+    ),
     resolveAccessToken: (value) => tokens.resolve(value),
     jobs: [
       {

@@ -55,6 +55,14 @@ describeEachDatabase('a request the HTTP parser cannot read', (env) => {
     assert.equal(messages.status, 431);
     assert.equal(messages.body.type, 'error');
     assert.equal(messages.body.error.type, 'invalid_request_error');
+
+    // OAuth clients read RFC 6749's { error, error_description } on the endpoints they call.
+    for (const path of ['/api/oauth/token', '/api/oauth/revoke', '/api/oauth/introspect', '/api/oauth/userinfo']) {
+      const oauth = await exchange(env.baseUrl, request(`POST ${path} HTTP/1.1`, big));
+      assert.equal(oauth.status, 431, path);
+      assert.equal(oauth.body.error, 'invalid_request', `${path}: ${JSON.stringify(oauth.body)}`);
+      assert.match(oauth.body.error_description, /headers are larger/);
+    }
   });
 
   it('a request line with raw non-ASCII bytes, or bytes that are not HTTP, is a 400 INVALID_REQUEST saying what to send', async () => {

@@ -425,5 +425,6 @@ function errorBodyByPath(ctx: ServerContext, url: string, error: ApiError): unkn
   const envelope =
     ctx.errorEnvelopes.find(({ prefix }) => path.startsWith(prefix) || `${path}/` === prefix)?.envelope ?? 'api';
   if (typeof envelope === 'function') return envelope(error);
+  if (envelope === 'oauth') return { error: oauthErrorCode(error), error_description: error.message };
   return envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope();
 }
