@@ -69,7 +69,16 @@ describeEachDatabase('a request the HTTP parser cannot read', (env) => {
     const raw = await exchange(env.baseUrl, request('GET /api/wallet/balance?cursor=\u00e9 HTTP/1.1'));
     assert.equal(raw.status, 400, JSON.stringify(raw));
     assert.equal(raw.body.error.code, 'INVALID_REQUEST');
-    assert.match(raw.body.error.message, /not valid HTTP\/1\.1.*percent-encoded/);
+    assert.match(raw.body.error.message, /not valid HTTP\/1\.1 \(Invalid char in url query\).*percent-encoded/);
+
+    // Body framing that could smuggle a second request: said so, with what to send instead.
+    const framing = await exchange(
+      env.baseUrl,
+      request('POST /api/user/api-keys HTTP/1.1', ['Content-Length: 2', 'Transfer-Encoding: chunked']),
+    );
+    assert.equal(framing.status, 400, JSON.stringify(framing));
+    assert.equal(framing.body.success, false);
+    assert.match(framing.body.error, /one Content-Length that matches it, or with Transfer-Encoding: chunked alone/);
 
     const garbage = await exchange(env.baseUrl, Buffer.from('\x00\xff{{ hello\r\n\r\n', 'latin1'));
     assert.equal(garbage.status, 400, JSON.stringify(garbage));

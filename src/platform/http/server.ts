@@ -391,7 +391,11 @@ const MAX_PARAM_LENGTH = 100;
  * request line names, then the connection is closed, as Fastify's own handler does. A request too slow to arrive
  * gets the bare 408 of the server's own cut (see the onRequest hook).
  */
-function answerClientError(ctx: ServerContext, error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex) {
+function answerClientError(
+  ctx: ServerContext,
+  error: Error & { code?: string; reason?: string; rawPacket?: unknown },
+  socket: Duplex,
+) {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   let head: string;
   if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
@@ -405,7 +409,7 @@ function answerClientError(ctx: ServerContext, error: Error & { code?: string; r
           )
         : new ApiError(
             'INVALID_REQUEST',
-            'The request is not valid HTTP/1.1: its URL and header values must be ASCII, other characters percent-encoded (é as %C3%A9).',
+            `The request is not valid HTTP/1.1 (${error.reason ?? error.code ?? 'unreadable'}): ${unreadableRequestHint(error.code)}.`,
           );
     const packet = Buffer.isBuffer(error.rawPacket) ? error.rawPacket.toString('latin1', 0, 2048) : '';
     const path = /^[A-Z]+ (\/\S*)/.exec(packet)?.[1] ?? '/';
@@ -416,6 +420,16 @@ function answerClientError(ctx: ServerContext, error: Error & { code?: string; r
   }
   if (socket.writable) socket.write(head);
   socket.destroy(error);
+}
+
+/** What to send instead of a request Node's parser refused with `code` (llhttp's HPE_* codes). */
+function unreadableRequestHint(code: string | undefined): string {
+  if (/CONTENT_LENGTH|TRANSFER_ENCODING|CHUNK/.test(code ?? ''))
+    return 'send the body with one Content-Length that matches it, or with Transfer-Encoding: chunked alone';
+  if (code === 'HPE_PAUSED_H2_UPGRADE') return 'this server speaks HTTP/1.1, not HTTP/2 without TLS';
+  if (/URL|HEADER|CONSTANT/.test(code ?? ''))
+    return 'its URL and header values must be ASCII, other characters percent-encoded (é as %C3%A9)';
+  return 'send a request line such as "GET /api/v1/models HTTP/1.1", then headers, each line ending in CRLF';
 }
 
 /** The body of an error answered before any route was chosen, in the envelope of the family the path belongs to. */
