@@ -280,6 +280,18 @@ describe('operator CLI', () => {
     }
   });
 
+  it('serve on a HOST that names no address stops with a sentence naming HOST, not getaddrinfo ENOTFOUND', () => {
+    // A typo in HOST printed only "tollgate: getaddrinfo ENOTFOUND …", which names no setting.
+    const result = spawnSync(process.execPath, ['src/cli.ts', 'serve'], {
+      cwd: root,
+      env: { ...env, HOST: 'no-such-host.invalid', PORT: '0', SWEEP_INTERVAL_SECONDS: '0' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(result.status, 1, result.stderr);
+    assert.match(result.stderr, /^HOST: no-such-host\.invalid is not a name this machine can resolve\. Set HOST to/m);
+  });
+
   it('create-app without --redirect-uri is refused, as the operator API refuses an app with none', () => {
     const result = spawnSync(process.execPath, ['src/cli.ts', 'create-app', '--name', 'No callback'], {
       cwd: root,

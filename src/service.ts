@@ -232,6 +232,10 @@ function listenRefusal(error: NodeJS.ErrnoException, host: string, port: number)
     );
   if (error.code === 'EADDRNOTAVAIL')
     return new ConfigError(`HOST: ${host} is not an address of this machine. Set HOST to one (0.0.0.0 for all).`);
+  if (error.code === 'ENOTFOUND' || error.code === 'EAI_AGAIN')
+    return new ConfigError(
+      `HOST: ${host} is not a name this machine can resolve. Set HOST to an address of this machine (127.0.0.1, or 0.0.0.0 for all).`,
+    );
   return error;
 }
 
