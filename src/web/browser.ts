@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { createServer } from 'node:http';
 import { stripTypeScriptTypes } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { DashboardSession } from '../testing/harness.ts';
 import { BUILT, REPO_ROOT } from './static.ts';
 
-/** Debian's Chromium (installed by `.ci/run`); `CHROMIUM_PATH` points elsewhere. */
 /**
  * An HTTP server answering every path with an empty page titled `title`: a third-party app's page, on another
  * origin than Tollgate's, for what a browser allows across origins.
@@ -45,6 +45,7 @@ export async function startSdkSourcePage(html: string): Promise<{ origin: string
   };
 }
 
+/** Debian's Chromium (installed by `.ci/run`); `CHROMIUM_PATH` points elsewhere. */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /**
@@ -78,6 +79,19 @@ export function launchChromium(): Promise<Browser> {
       '--disable-sync',
     ],
   });
+}
+
+/** Signs `context` in to the dashboard at `baseUrl` as `session`: its `tg_session` cookie, as the sign-in set it. */
+export async function addSessionCookie(
+  context: BrowserContext,
+  baseUrl: string,
+  session: Pick<DashboardSession, 'cookie'>,
+): Promise<void> {
+  const [name, value] = session.cookie
+    .split('; ')
+    .find((c) => c.startsWith('tg_session='))!
+    .split(/=(.*)/s) as [string, string];
+  await context.addCookies([{ name, value, url: baseUrl }]);
 }
 
 /** With `TOLLGATE_SCREENSHOTS=1`, saves `docs/<name>.png` (how the README's pictures are made). */

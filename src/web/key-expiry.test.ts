@@ -2,7 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
-import { ensureWebBuilt, launchChromium } from './browser.ts';
+import { addSessionCookie, ensureWebBuilt, launchChromium } from './browser.ts';
 
 // The gateway's (manual) clock and the page's are the same instant, so "in 30 days" is exact.
 const NOW = '2030-03-01T10:00:00.000Z';
@@ -12,11 +12,7 @@ const WIDTHS = { desktop: { width: 1280, height: 860 }, phone: { width: 390, hei
 /** A browser context signed in as `session`, in UTC (a date input's day ends at UTC midnight), at `width`. */
 async function signedIn(browser: Browser, baseUrl: string, session: DashboardSession, width: keyof typeof WIDTHS) {
   const context = await browser.newContext({ viewport: WIDTHS[width], colorScheme: 'light', timezoneId: 'UTC' });
-  const [name, value] = session.cookie
-    .split('; ')
-    .find((c) => c.startsWith('tg_session='))!
-    .split(/=(.*)/s) as [string, string];
-  await context.addCookies([{ name, value, url: baseUrl }]);
+  await addSessionCookie(context, baseUrl, session);
   return context;
 }
 

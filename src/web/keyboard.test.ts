@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
 import { authorizeForTest, registerTestApp } from '../oauth/testing.ts';
-import { ensureWebBuilt, launchChromium } from './browser.ts';
+import { addSessionCookie, ensureWebBuilt, launchChromium } from './browser.ts';
 
 /** A browser context holding `session`'s dashboard cookie. */
 async function withCookie(
@@ -13,11 +13,7 @@ async function withCookie(
   viewport = { width: 1280, height: 860 },
 ): Promise<BrowserContext> {
   const context = await browser.newContext({ viewport });
-  const [name, value] = session.cookie
-    .split('; ')
-    .find((c) => c.startsWith('tg_session='))!
-    .split(/=(.*)/s) as [string, string];
-  await context.addCookies([{ name, value, url: baseUrl }]);
+  await addSessionCookie(context, baseUrl, session);
   return context;
 }
 

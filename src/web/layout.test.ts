@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
 import { authorizeForTest, registerTestApp } from '../oauth/testing.ts';
-import { ensureWebBuilt, launchChromium, screenshot, signInToDemo } from './browser.ts';
+import { addSessionCookie, ensureWebBuilt, launchChromium, screenshot, signInToDemo } from './browser.ts';
 
 /** The two widths every page is checked at: a laptop and a phone (iPhone 12–15). */
 const WIDTHS = { desktop: { width: 1280, height: 860 }, phone: { width: 390, height: 844 } } as const;
@@ -36,11 +36,7 @@ async function signedIn(
 ): Promise<BrowserContext> {
   const context = await browser.newContext({ viewport: WIDTHS[width], colorScheme });
   if (session) {
-    const [name, value] = session.cookie
-      .split('; ')
-      .find((c) => c.startsWith('tg_session='))!
-      .split(/=(.*)/s) as [string, string];
-    await context.addCookies([{ name, value, url: baseUrl }]);
+    await addSessionCookie(context, baseUrl, session);
   }
   return context;
 }

@@ -2,16 +2,12 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
-import { ensureWebBuilt, launchChromium, signInToDemo } from './browser.ts';
+import { addSessionCookie, ensureWebBuilt, launchChromium, signInToDemo } from './browser.ts';
 
 /** A browser context holding `session`'s dashboard cookie, as a browser that signed in earlier does. */
 async function withCookie(browser: Browser, baseUrl: string, session: DashboardSession): Promise<BrowserContext> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  const [name, value] = session.cookie
-    .split('; ')
-    .find((c) => c.startsWith('tg_session='))!
-    .split(/=(.*)/s) as [string, string];
-  await context.addCookies([{ name, value, url: baseUrl }]);
+  await addSessionCookie(context, baseUrl, session);
   return context;
 }
 
