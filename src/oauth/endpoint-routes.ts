@@ -142,12 +142,15 @@ const PROVIDER_CSP = STRICT_PAGE_CSP;
  */
 export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: () => Promise<Provider>): void {
   let handler: ((req: FastifyRequest['raw'], res: FastifyReply['raw']) => Promise<void>) | undefined;
+  let publicAddress: URL;
   async function forward(request: FastifyRequest, reply: FastifyReply) {
     await forwardAs(request, reply, request.raw);
   }
   /** Hands the request to oidc-provider as `raw` (the request itself, or a view that replays its body). */
   async function forwardAs(request: FastifyRequest, reply: FastifyReply, raw: FastifyRequest['raw']) {
     handler ??= (await getProvider()).callback();
+    // Read with the provider, whose issuer it is (the test harness sets it once the server listens).
+    publicAddress ??= new URL(ctx.config.PUBLIC_BASE_URL);
     // Security invariant: a hijacked reply skips Fastify's reply pipeline, so the headers the hooks set
     // for every answer (nosniff, framing, referrer, HSTS, request id…) are copied onto the raw response
     // here, before oidc-provider writes it; oidc-provider adds the hash of any inline script it emits
@@ -156,6 +159,13 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
       if (value !== undefined) reply.raw.setHeader(name, value as string | string[]);
     }
     reply.raw.setHeader('content-security-policy', PROVIDER_CSP);
+    // oidc-provider runs with `proxy` on, so it takes the scheme and host of the URLs it writes (where the
+    // browser goes after the sign-in page) and the Secure flag of its cookies from X-Forwarded-Proto and
+    // X-Forwarded-Host, else Host. They are the public address's, never what the client or a proxy sent: an
+    // https deployment behind a proxy without X-Forwarded-Proto got cookies without Secure and an http
+    // redirect, one whose proxy sets Host to its upstream (nginx's default) sent the browser there.
+    request.raw.headers['x-forwarded-proto'] = publicAddress.protocol.slice(0, -1);
+    request.raw.headers['x-forwarded-host'] = publicAddress.host;
     reply.hijack();
     await handler(raw, reply.raw);
   }
