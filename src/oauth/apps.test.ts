@@ -31,6 +31,31 @@ describeEachDatabase('oauth apps and authorizations', (env) => {
     assert.ok(!JSON.stringify(row).includes(conf.body.clientSecret));
   });
 
+  it('answers that carry a secret (an app’s client secret, API key values) say Cache-Control: no-store', async () => {
+    const owner = await env.createUser();
+    const { accessToken } = await authorizeForTest(env, {
+      user: owner,
+      scopes: ['apikeys:read', 'apikeys:write', 'ai:models'],
+    });
+    const answers = {
+      'operator registers an app': await env.admin('POST', '/api/admin/apps', { ...newApp, type: 'confidential' }),
+      'user registers an app': await env.dashboard(owner, 'POST', '/api/user/apps', {
+        ...newApp,
+        type: 'confidential',
+      }),
+      'app creates a key': await env.request('POST', '/api/user/api-keys', {
+        token: accessToken,
+        body: { name: 'k', permissions: ['ai:models'] },
+      }),
+      'app lists its keys': await env.request('GET', '/api/user/api-keys', { token: accessToken }),
+      'dashboard lists keys': await env.dashboard(owner, 'GET', '/api/user/api-keys'),
+    };
+    for (const [what, answer] of Object.entries(answers)) {
+      assert.ok(answer.status < 300, `${what}: ${answer.status} ${answer.text}`);
+      assert.equal(answer.headers.get('cache-control'), 'no-store', what);
+    }
+  });
+
   it('app registration refuses unknown scopes and unsafe redirect URIs with 400, and user credentials with 401', async () => {
     for (const body of [
       { ...newApp, scopes: ['read', 'admin'] },

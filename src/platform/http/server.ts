@@ -378,6 +378,10 @@ function setSecureHeaders(config: AppContext['config'], request: FastifyRequest,
   // Framing is refused by CSP too (X-Frame-Options is its legacy form); pages replace it with a full policy.
   reply.header('content-security-policy', "frame-ancestors 'none'");
   reply.header('cross-origin-opener-policy', 'same-origin');
+  // No API answer is for a cache to keep: they are one user's, and some carry secrets (a client secret at app
+  // registration, API key values), which a browser's disk cache or a shared cache would otherwise hold. A
+  // route may still say otherwise (an event stream's no-cache).
+  if (request.url.startsWith('/api/')) reply.header('cache-control', 'no-store');
   if (config.PUBLIC_BASE_URL.startsWith('https://')) reply.header('strict-transport-security', 'max-age=31536000');
 }
 
