@@ -78,6 +78,27 @@ describeEachDatabase('oauth apps and authorizations', (env) => {
     assert.equal((await env.dashboard(session, 'POST', '/api/admin/apps', newApp)).status, 401);
   });
 
+  it('an app name with a right-to-left override or a control character is refused: on the consent page it reversed the sentence around it', async () => {
+    const user = await env.createUser();
+    for (const name of [
+      '\u202eppA setoN',
+      'Notes\u2067 official',
+      'Notes\u200f',
+      'Notes\nby Tollgate',
+      'Notes\u0007',
+    ]) {
+      const refused = await env.dashboard(user, 'POST', '/api/user/apps', { ...newApp, name });
+      assert.equal(refused.status, 400, JSON.stringify(name));
+      assert.equal(refused.body.error.code, 'INVALID_REQUEST');
+      assert.match(refused.body.error.message, /bidirectional/);
+    }
+    assert.equal((await env.admin('POST', '/api/admin/apps', { ...newApp, name: '\u202eppA setoN' })).status, 400);
+    // Other scripts, accents and emoji (a ZWJ sequence included) stay allowed.
+    for (const name of ['ملاحظات', 'Nötes 📝', 'Family 👨‍👩‍👧']) {
+      assert.equal((await env.dashboard(user, 'POST', '/api/user/apps', { ...newApp, name })).status, 201, name);
+    }
+  });
+
   it('a dashboard user registers and lists their own apps; an app token may not', async () => {
     const owner = await env.createUser();
     const other = await env.createUser();

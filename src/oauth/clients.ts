@@ -38,6 +38,13 @@ export const MAX_APPS_PER_OWNER = 20;
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /**
+ * What an app name may not hold: control characters and the bidirectional formatting ones. The consent and
+ * sign-in pages show the name in a sentence, and a right-to-left override in it reversed the rest of that
+ * sentence ("Allow <name> to use your account?"), letting a name pass for another or garble what is asked.
+ */
+const NAME_TRICKS = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+
+/**
  * Why a redirect URI cannot be registered, or null when it can. OAuth 2.1: https, or http on a loopback
  * address; never a fragment or credentials. The URI is kept exactly as given, because matching is exact.
  */
@@ -63,6 +70,10 @@ export async function registerClient(
 ): Promise<{ clientId: string; clientSecret?: string }> {
   const name = input.name.trim();
   if (!name) throw errors.invalid('The app needs a name.');
+  if (NAME_TRICKS.test(name))
+    throw errors.invalid(
+      'The app name must not contain control characters or bidirectional formatting characters (such as U+202E).',
+    );
   for (const uri of input.redirectUris) {
     const problem = redirectUriProblem(uri);
     if (problem) throw errors.invalid(`The redirect URI ${JSON.stringify(uri)} ${problem}.`);
