@@ -77,7 +77,7 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     type: 'invalid_request_error',
-    when: 'The Content-Type is not one the route accepts.',
+    when: 'The Content-Type is not one the route accepts, or the body is compressed (a Content-Encoding).',
   },
   SPENDING_LIMIT_EXCEEDED: {
     status: 429,

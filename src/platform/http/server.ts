@@ -219,6 +219,16 @@ export async function createServer(ctx: ServerContext): Promise<App> {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    // Nothing is decompressed: a compressed body is refused as such, not parsed into "not valid JSON".
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity')
+      return done(
+        new ApiError(
+          'UNSUPPORTED_MEDIA_TYPE',
+          'A compressed body (Content-Encoding) is not accepted; send the JSON uncompressed.',
+        ),
+        undefined,
+      );
     if (body === '' && !request.routeOptions.schema?.body) return done(null, undefined);
     if (nestsDeeperThan(body as string, MAX_JSON_NESTING)) return done(tooDeeplyNested(), undefined);
     parseJson(request, body as string, done);
