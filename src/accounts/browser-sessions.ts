@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../platform/context.ts';
 import { SESSION_COOKIE } from '../platform/http/principal.ts';
-import { endSession, resolveSession, SESSION_TTL_MS, startSession } from './sessions.ts';
+import { endSession, resolveSession, SESSION_TTL_MS, sessionSignIn, startSession } from './sessions.ts';
 
 /** Something else a browser is signed in to that must end when its account changes (the OAuth provider's session). */
 export type BrowserSessionEnder = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
@@ -15,6 +15,11 @@ export type BrowserSessionEnder = (request: FastifyRequest, reply: FastifyReply)
 export interface BrowserSessions {
   /** The user of this browser's dashboard session, or null when it has none (or it expired). */
   userOf(request: FastifyRequest): Promise<string | null>;
+  /**
+   * The user of this browser's dashboard session and when they signed in to it (epoch ms), or null: how old
+   * a sign-in is matters to an app that bounds it (OpenID Connect's `max_age`).
+   */
+  signInOf(request: FastifyRequest): Promise<{ userId: string; signedInAt: number } | null>;
   /**
    * Signs the browser in as `userId`: ends its previous dashboard session and every registered session,
    * then starts a new dashboard session and sets its cookie.
@@ -74,6 +79,10 @@ export function createBrowserSessions(ctx: AppContext): BrowserSessions {
       const token = tokenOf(request);
       if (!token) return null;
       return (await resolveSession(ctx.db, ctx.clock, token))?.userId ?? null;
+    },
+    async signInOf(request) {
+      const token = tokenOf(request);
+      return token ? sessionSignIn(ctx.db, ctx.clock, token) : null;
     },
     async signIn(request, reply, userId) {
       await endOthers(request, reply);

@@ -53,3 +53,18 @@ export async function resolveSession(db: AccountsDb, clock: Clock, token: string
     csrfToken: row.csrf_token,
   };
 }
+
+/** The user of a live session and when it began (the password was given then: sessions are never extended). */
+export async function sessionSignIn(
+  db: AccountsDb,
+  clock: Clock,
+  token: string,
+): Promise<{ userId: string; signedInAt: number } | null> {
+  const row = await db
+    .selectFrom('sessions')
+    .select(['user_id', 'created_at', 'expires_at'])
+    .where('token_hash', '=', sha256Hex(token))
+    .executeTakeFirst();
+  if (!row || row.expires_at <= clock.now()) return null;
+  return { userId: row.user_id, signedInAt: Number(row.created_at) };
+}

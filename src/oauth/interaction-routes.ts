@@ -206,12 +206,22 @@ export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider:
 
     if (details.prompt.name === 'login') {
       // A signed-in dashboard user is not asked for a password again, unless the app asked for a fresh
-      // sign-in; the consent page still names the account. The provider session is empty or already the
-      // same user's (endpoint-routes.ts ends a stale one before the request gets here).
-      const userId = details.prompt.reasons.includes('login_prompt') ? null : await sessions.userOf(request);
+      // sign-in (`prompt=login`) or one younger than its `max_age` (OpenID Connect) and the dashboard's is
+      // older. The sign-in is dated when the password was given, not now: it becomes the ID token's
+      // `auth_time` and what later requests' `max_age` is measured against. The consent page still names
+      // the account. The provider session is empty or already the same user's (endpoint-routes.ts ends a
+      // stale one before the request gets here).
+      const signIn = details.prompt.reasons.includes('login_prompt') ? null : await sessions.signInOf(request);
+      const maxAge = details.params.max_age === undefined ? Infinity : Number(details.params.max_age) * 1000;
       const sessionAccount = details.session?.accountId;
-      if (userId && (!sessionAccount || sessionAccount === userId))
-        return finish(request, reply, provider, { login: { accountId: userId } });
+      if (
+        signIn &&
+        ctx.clock.now() - signIn.signedInAt <= maxAge &&
+        (!sessionAccount || sessionAccount === signIn.userId)
+      ) {
+        const ts = Math.floor(signIn.signedInAt / 1000);
+        return finish(request, reply, provider, { login: { accountId: signIn.userId, ts } });
+      }
       return sendPage(reply, 200, loginPage(uid, appName));
     }
     if (details.prompt.name === 'consent' && details.session?.accountId) {

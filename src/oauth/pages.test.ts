@@ -9,6 +9,7 @@ import {
   registerTestApp,
   runAuthorization,
   TestBrowser,
+  type AuthorizationRequest,
   type BrowserOutcome,
   type TestApp,
 } from './testing.ts';
@@ -231,6 +232,48 @@ describeEachDatabase('oauth pages: one account per browser, what consent shows, 
     assert.equal(outcome.kind, 'callback');
     const tokens = await exchangeCode(env, forced, (outcome as { url: URL }).url);
     assert.equal(await userOfToken(env, tokens.access_token), alice.userId);
+  });
+
+  it('an app’s max_age is measured from when the password was given: a dashboard sign-in older than it is asked again, and the ID token’s auth_time is the real sign-in', async () => {
+    const alice = await env.createUser();
+    const signedInAt = Math.floor(Date.now() / 1000);
+    const app = await registerTestApp(env, { scopes: ['openid', 'read'] });
+    const browser = browserOf(alice);
+    // The ID token's auth_time (its signature is openid-client's business in oidc.test.ts).
+    const authTime = async (request: AuthorizationRequest, callback: URL) => {
+      const response = await fetch(new URL('/api/oauth/token', env.baseUrl), {
+        method: 'POST',
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          code: callback.searchParams.get('code')!,
+          redirect_uri: app.redirectUri,
+          code_verifier: request.codeVerifier,
+          client_id: app.clientId,
+        }),
+      });
+      const { id_token } = (await response.json()) as { id_token: string };
+      return (JSON.parse(Buffer.from(id_token.split('.')[1]!, 'base64url').toString()) as { auth_time: number })
+        .auth_time;
+    };
+    const first = await authorizationRequest(env, app, ['openid', 'read']);
+    assert.equal((await runAuthorization(env, browser, first, { user: alice })).kind, 'callback');
+
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    for (const maxAge of ['1', '0']) {
+      const bounded = await authorizationRequest(env, app, ['openid', 'read'], { max_age: maxAge });
+      const page = await open(env, browser, bounded.url);
+      assert.equal(page.kind, 'page', `max_age=${maxAge} was answered with a sign-in 2 s old`);
+      assert.match((page as { html: string }).html, /<button[^>]*type="submit">Sign in<\/button>/);
+      const outcome = await runAuthorization(env, browser, bounded, { user: alice });
+      assert.equal(outcome.kind, 'callback');
+      assert.ok((await authTime(bounded, (outcome as { url: URL }).url)) >= signedInAt + 2);
+    }
+    // Within its bound the sign-in just made is used, dated when it was made.
+    const within = await authorizationRequest(env, app, ['openid', 'read'], { max_age: '3600' });
+    const outcome = await open(env, browser, within.url);
+    assert.equal(outcome.kind, 'callback');
+    const at = await authTime(within, (outcome as { url: URL }).url);
+    assert.ok(at >= signedInAt + 2 && at <= Math.floor(Date.now() / 1000), String(at));
   });
 
   it('the consent page shows the account, the redirect host, and marks an app registered by a user as unverified', async () => {
