@@ -49,14 +49,15 @@ export async function startSdkSourcePage(html: string): Promise<{ origin: string
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /**
- * Builds the dashboard, the demo and the SDK bundle when a folder is missing (a run of `node scripts/test.ts`
- * without `npm test`'s pretest build).
+ * Builds the dashboard, the demo, the SDK bundle and the packages' declarations when one is missing (a run of
+ * `node scripts/test.ts` without `npm test`'s pretest build).
  */
 export function ensureWebBuilt(): void {
   if (
     [BUILT.dashboard, BUILT.demo, BUILT.sdk].every((folder) =>
       existsSync(join(folder, folder === BUILT.sdk ? 'tollgate-sdk.js' : 'index.html')),
-    )
+    ) &&
+    ['packages/sdk/dist/index.d.ts', 'packages/wire/dist/index.js'].every((file) => existsSync(join(REPO_ROOT, file)))
   )
     return;
   const result = spawnSync(process.execPath, ['scripts/build-web.ts'], { cwd: REPO_ROOT, stdio: 'inherit' });

@@ -1,9 +1,9 @@
 /**
- * Thin React wrappers of the SDK's web components. React is a peer dependency of this entry only; the
- * types are kept loose so the package builds without React's types installed.
+ * Thin React wrappers of the SDK's web components. React (18 or 19) is a peer dependency of this entry only.
+ * The components return React's `ReactElement`, so a consumer's TSX accepts them as components with either
+ * version's types.
  */
-// @ts-ignore -- React is an optional peer; its types may be absent.
-import { createElement, useEffect, useRef } from 'react';
+import { createElement, useEffect, useRef, type ReactElement } from 'react';
 import { defineTollgateElements } from './index.ts';
 import type { RestrictionDialogElement, RestrictionInput } from './restriction-dialog.ts';
 import type { SignInDialogElement } from './signin-dialog.ts';
@@ -23,8 +23,8 @@ export interface RestrictionDialogProps {
 }
 
 /** `<tollgate-restriction-dialog>` for React: opens when `error` is set. */
-export function RestrictionDialog(props: RestrictionDialogProps): unknown {
-  const ref = useRef(null) as { current: RestrictionDialogElement | null };
+export function RestrictionDialog(props: RestrictionDialogProps): ReactElement {
+  const ref = useRef<RestrictionDialogElement>(null);
   useEffect(() => {
     defineTollgateElements();
     const element = ref.current;
@@ -50,8 +50,8 @@ export interface SignInDialogProps {
 }
 
 /** `<tollgate-signin-dialog>` for React: shown while `open`; Continue starts the OAuth redirect. */
-export function SignInDialog(props: SignInDialogProps): unknown {
-  const ref = useRef(null) as { current: SignInDialogElement | null };
+export function SignInDialog(props: SignInDialogProps): ReactElement {
+  const ref = useRef<SignInDialogElement>(null);
   useEffect(() => {
     defineTollgateElements();
     const element = ref.current;
