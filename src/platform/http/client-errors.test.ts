@@ -84,6 +84,14 @@ describeEachDatabase('a request the HTTP parser cannot read', (env) => {
     assert.equal(garbage.status, 400, JSON.stringify(garbage));
     assert.equal(garbage.body.error.code, 'INVALID_REQUEST');
 
+    // HTTP/1.1 without a Host header: Node's own refusal was a bare 400 with no body.
+    const hostless = await exchange(env.baseUrl, Buffer.from('GET /api/user/api-keys HTTP/1.1\r\n\r\n'));
+    assert.equal(hostless.status, 400, JSON.stringify(hostless));
+    assert.equal(hostless.body.success, false);
+    assert.match(hostless.body.error, /needs a Host header/);
+    const old = await exchange(env.baseUrl, Buffer.from('GET /healthz HTTP/1.0\r\n\r\n'));
+    assert.equal(old.status, 200, 'HTTP/1.0 has no Host header to require');
+
     // The server still answers well-formed requests on new connections.
     assert.equal((await env.request('GET', '/healthz')).status, 200);
   });

@@ -180,6 +180,8 @@ export async function createServer(ctx: ServerContext): Promise<App> {
     keepAliveTimeout: ctx.config.HTTP_KEEPALIVE_TIMEOUT_SECONDS * 1000,
     connectionTimeout: 0,
     http: {
+      // Checked in the onRequest hook below instead, to answer in the family's envelope.
+      requireHostHeader: false,
       headersTimeout: Math.min(ctx.config.HTTP_HEADERS_TIMEOUT_SECONDS, ctx.config.HTTP_REQUEST_TIMEOUT_SECONDS) * 1000,
       // How often Node looks for requests past those timeouts (its default, 30 s, would let a slow body
       // live that much longer).
@@ -263,7 +265,16 @@ export async function createServer(ctx: ServerContext): Promise<App> {
   });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  app.addHook('onRequest', async (request, reply) => setSecureHeaders(ctx.config, request, reply));
+  app.addHook('onRequest', async (request, reply) => {
+    setSecureHeaders(ctx.config, request, reply);
+    // HTTP/1.1 requires a Host header (RFC 9112 §3.2). Node's own check (requireHostHeader, turned off above)
+    // answered a bare 400 without a body; this one answers in the family's envelope.
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1')
+      throw new ApiError(
+        'INVALID_REQUEST',
+        'An HTTP/1.1 request needs a Host header naming this server (Host: api.example.com).',
+      );
+  });
 
   // One structured line per request: ids of the caller, never a header value, a body or a query string.
   app.addHook('onResponse', async (request, reply) => {
