@@ -15,8 +15,13 @@ export function memoryStorage(): TollgateStorage {
   };
 }
 
-/** `globalThis[name]` when this environment has a usable Web Storage there (private modes can throw). */
+/**
+ * `globalThis[name]` when this is a page with a usable Web Storage (private modes can throw); null elsewhere.
+ * Outside a page (Node, workers) the tokens stay in memory: Node 25 and later define a `localStorage` whose mere
+ * read prints an ExperimentalWarning unless the process was started with --localstorage-file.
+ */
 export function browserStorage(name: 'localStorage' | 'sessionStorage'): TollgateStorage | null {
+  if (typeof (globalThis as { document?: unknown }).document === 'undefined') return null;
   try {
     const storage = (globalThis as Record<string, unknown>)[name] as TollgateStorage | undefined;
     if (!storage) return null;

@@ -2,6 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import {
   createTollgateClient,
   memoryStorage,
@@ -17,6 +18,20 @@ test('the S256 challenge matches RFC 7636 appendix B', async () => {
     await s256Challenge('dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk'),
     'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
   );
+});
+
+test('outside a browser, a client made without a storage keeps its tokens in memory and Node prints no warning', () => {
+  // A process of its own: Node (25 and later) warns once per process when its `localStorage` is read without
+  // --localstorage-file, which is what a probe for Web Storage did.
+  const script = `
+    import { createTollgateClient } from ${JSON.stringify(new URL('../src/index.ts', import.meta.url).href)};
+    const client = createTollgateClient({ baseUrl: 'http://127.0.0.1:9', clientId: 'app_x', redirectUri: 'http://127.0.0.1:9/', scopes: ['ai:chat'] });
+    const { state } = await client.createAuthorizationRequest();
+    console.log(JSON.stringify({ state: state.length > 0, signedIn: client.isSignedIn() }));
+  `;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(result.stderr, '');
+  assert.deepEqual(JSON.parse(result.stdout), { state: true, signedIn: false });
 });
 
 /**
