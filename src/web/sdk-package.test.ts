@@ -186,6 +186,8 @@ describe('the SDK and wire packages as an app installs them', () => {
         `${name} ships TypeScript sources`,
       );
       const manifest = JSON.parse(readFileSync(join(app, 'node_modules/@tollgate', name, 'package.json'), 'utf8'));
+      // TypeScript's moduleResolution node10 (`node`, still in many apps' tsconfig) reads no `exports`, only this.
+      assert.ok(files.includes(String(manifest.types).replace(/^\.\//, '')), `${name}: no top-level types`);
       for (const [entry, conditions] of Object.entries(manifest.exports as Record<string, Record<string, string>>)) {
         assert.equal(Object.keys(conditions)[0], 'types', `${name} ${entry}: types first`);
         for (const target of Object.values(conditions))
