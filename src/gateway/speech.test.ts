@@ -1,5 +1,8 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PassThrough } from 'node:stream';
 import OpenAI from 'openai';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
 import { MOCK_SPEECH_USAGE, startMockUpstream } from '../providers/testing/mock-upstream.ts';
@@ -250,4 +253,85 @@ describeEachDatabase(
     });
   },
   { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } },
+);
+
+/**
+ * A client that leaves while a per-character speech call is settled (the upstream has answered; the hold is being
+ * turned into a charge). The settle is held back by a transaction of the test on the user's wallet, the client
+ * goes, then the transaction ends.
+ */
+const leftDuringSettle = { arrived: () => {}, respond: () => {} };
+const slowUpstream = createServer((request, response) => {
+  request.resume();
+  request.on('end', () => {
+    leftDuringSettle.respond = () => {
+      response.writeHead(200, { 'content-type': 'audio/mpeg' });
+      response.end(Buffer.alloc(1024, 1));
+    };
+    leftDuringSettle.arrived();
+  });
+});
+await new Promise<void>((resolve) => slowUpstream.listen(0, '127.0.0.1', resolve));
+after(() => slowUpstream.close());
+const logLines: string[] = [];
+const logStream = new PassThrough();
+logStream.on('data', (chunk) => logLines.push(...String(chunk).split('\n').filter(Boolean)));
+
+describeEachDatabase(
+  'a speech client that leaves while its call is settled',
+  (env) => {
+    it('is charged as the call settled, and is no 500 (no error logged): there is nobody left to answer', async () => {
+      await putModel(env, 'acme/tts-slow-settle', {
+        provider: 'slow',
+        upstreamModel: 'tts-1',
+        pricing: { prompt: 1000, request: 0.001 },
+        outputModalities: ['audio'],
+      });
+      const user = await fundedUser(env, 1);
+      logLines.length = 0;
+      const client = new AbortController();
+      const arrived = new Promise<void>((resolve) => (leftDuringSettle.arrived = resolve));
+      const answer = post(env, user, { model: 'acme/tts-slow-settle', input: 'hello world' }, client.signal).catch(
+        (error) => error,
+      );
+      await arrived;
+      // The hold is placed; now the wallet is held by the test, so the settle waits on it.
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      const holding = env.db.transaction().execute(async (trx) => {
+        await trx
+          .updateTable('wallets')
+          .set({ updated_at: Date.now() })
+          .where('user_id', '=', user.session.userId)
+          .execute();
+        locked();
+        await released;
+      });
+      await isLocked;
+      leftDuringSettle.respond();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      client.abort();
+      assert.equal((await answer).name, 'AbortError');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      release();
+      await holding;
+      const perCharacter = 1_000 + 1_000 * countTextTokens('hello world');
+      assert.equal((await settled(env, user)).balance, 1_000_000 - perCharacter);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const errors = logLines.map((line) => JSON.parse(line)).filter((entry) => entry.level >= 50);
+      assert.deepEqual(
+        errors.map((entry) => entry.err?.message ?? entry.msg),
+        [],
+      );
+      await assertLedgerVerifies(env);
+    });
+  },
+  {
+    config: {
+      providers: [{ name: 'slow', baseUrl: `http://127.0.0.1:${(slowUpstream.address() as AddressInfo).port}/v1` }],
+    },
+    logDestination: logStream,
+  },
 );

@@ -122,6 +122,14 @@ export function registerSpeechRoute(app: App, ctx: GatewayDeps): void {
         attempt.dispose();
         const cost = perCharacterSpeechCost(answering, promptTokens);
         await meter.settle({ model: answering, cost, promptTokens, completionTokens: 0, status: 'ok' });
+        // A client that left while the call settled has no use for the audio, and the body its going aborted
+        // would reach Fastify as an error of ours (a logged 500): nothing is sent, as for a client gone before.
+        if (signal.aborted) {
+          // Its abort error has no one to hear it (unheard, it would be an uncaught exception).
+          result.response.body.on('error', () => {}).destroy();
+          reply.hijack();
+          return reply;
+        }
         return reply.type(result.response.contentType).send(result.response.body);
       }
       await relaySpeechEvents(ctx, reply, { body, promptTokens, meter, model: answering, attempt, ...result });
