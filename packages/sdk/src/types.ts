@@ -16,10 +16,19 @@ export type { AppLimit };
 /** One entry of `GET /api/user/authorized-apps`. */
 export type { AuthorizedApp };
 
-/** A chat message. */
+/** A chat message sent: text, or content parts (text, images…); fields beyond these (`tool_calls`, `tool_call_id`, `name`) pass through. */
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool' | (string & {});
-  content: string;
+  content: string | Array<{ type: string; [field: string]: unknown }> | null;
+  [field: string]: unknown;
+}
+
+/** The message of a chat completion: its text, or null when the model answered with tool calls only. */
+export interface ChatCompletionMessage {
+  role: 'assistant' | (string & {});
+  content: string | null;
+  tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string } }>;
+  [field: string]: unknown;
 }
 
 /** The body of `POST /api/v1/chat/completions` (OpenAI-compatible; fields beyond these pass through). */
@@ -35,7 +44,7 @@ export interface ChatRequest {
 export interface ChatCompletion {
   id: string;
   model: string;
-  choices: Array<{ index: number; message: ChatMessage; finish_reason: string | null }>;
+  choices: Array<{ index: number; message: ChatCompletionMessage; finish_reason: string | null }>;
   usage?: ChatUsage;
   [field: string]: unknown;
 }

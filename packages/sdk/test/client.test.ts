@@ -141,7 +141,8 @@ class FakeGateway {
       });
     if (url.pathname === '/api/v1/chat/completions') {
       const body = JSON.parse(raw);
-      const text = body.messages.at(-1).content as string;
+      const content = body.messages.at(-1).content as string | Array<{ text: string }>;
+      const text = typeof content === 'string' ? content : content.map((part) => part.text).join('');
       if (text === 'limit')
         return this.json(res, 429, {
           error: {
@@ -156,6 +157,22 @@ class FakeGateway {
           },
         });
       if (text === 'crash') return this.json(res, 500, { message: 'upstream exploded' });
+      if (text === 'use a tool')
+        return this.json(res, 200, {
+          id: 'c2',
+          model: body.model,
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: null,
+                tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"x"}' } }],
+              },
+              finish_reason: 'tool_calls',
+            },
+          ],
+        });
       if (body.stream) {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         for (const piece of text.split(' '))
@@ -312,6 +329,22 @@ describe('OAuth sign-in with PKCE and token upkeep', () => {
     const tokens = (await app.handleRedirect(gateway.authorize(navigatedTo)))!;
     gateway.accessTokens.delete(tokens.accessToken);
     assert.equal((await app.getUser()).id, 'usr_1');
+  });
+
+  test('a completion that answers with tool calls only has null content, and its tool calls are typed', async () => {
+    const app = client();
+    await app.signIn();
+    await app.handleRedirect(gateway.authorize(navigatedTo));
+    const reply = await app.chat({
+      model: 'tollgate/echo',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'use a tool' }] }],
+      tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }],
+    });
+    const message = reply.choices[0]!.message;
+    // Typed `string | null`: an app that read it as a string alone would call a method on null here.
+    const content: string | null = message.content;
+    assert.equal(content, null);
+    assert.equal(message.tool_calls?.[0]?.function.name, 'lookup');
   });
 
   test('chat errors are classified as §7.2 says; streams yield deltas and fail on an error frame', async () => {
