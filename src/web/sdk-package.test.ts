@@ -177,9 +177,11 @@ describe('the SDK and wire packages as an app installs them', () => {
     });
   }
 
-  it('ships built JavaScript and declarations, a README, and no sources', () => {
+  it('ships built JavaScript and declarations, a README, the licence it names, and no sources', () => {
     for (const [name, files] of Object.entries(packed)) {
       assert.ok(files.includes('README.md'), `${name} has no README for its registry page`);
+      // MIT asks that its text travel with every copy: the package.json's "license" alone does not carry it.
+      assert.ok(files.includes('LICENSE'), `${name} says MIT but ships no licence text`);
       assert.deepEqual(
         files.filter((file) => /\.ts$/.test(file) && !file.endsWith('.d.ts')),
         [],
