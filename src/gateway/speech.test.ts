@@ -260,7 +260,7 @@ describeEachDatabase(
  * turned into a charge). The settle is held back by a transaction of the test on the user's wallet, the client
  * goes, then the transaction ends.
  */
-const leftDuringSettle = { arrived: () => {}, respond: () => {} };
+const leftDuringSettle = { arrived: () => {}, respond: () => {}, headOnly: false };
 const slowUpstream = createServer((request, response) => {
   request.resume();
   request.on('end', () => {
@@ -268,6 +268,11 @@ const slowUpstream = createServer((request, response) => {
       response.writeHead(200, { 'content-type': 'audio/mpeg' });
       response.end(Buffer.alloc(1024, 1));
     };
+    if (leftDuringSettle.headOnly) {
+      // The headers go at once; the audio never comes.
+      response.writeHead(200, { 'content-type': 'audio/mpeg' });
+      response.flushHeaders();
+    }
     leftDuringSettle.arrived();
   });
 });
@@ -320,6 +325,32 @@ describeEachDatabase(
       const perCharacter = 1_000 + 1_000 * countTextTokens('hello world');
       assert.equal((await settled(env, user)).balance, 1_000_000 - perCharacter);
       await new Promise((resolve) => setTimeout(resolve, 200));
+      const errors = logLines.map((line) => JSON.parse(line)).filter((entry) => entry.level >= 50);
+      assert.deepEqual(
+        errors.map((entry) => entry.err?.message ?? entry.msg),
+        [],
+      );
+      await assertLedgerVerifies(env);
+    });
+
+    it('leaving after the answer was handed over but before its first audio byte is no 500 either', async () => {
+      const user = await fundedUser(env, 1);
+      logLines.length = 0;
+      leftDuringSettle.headOnly = true;
+      const client = new AbortController();
+      const arrived = new Promise<void>((resolve) => (leftDuringSettle.arrived = resolve));
+      const answer = post(env, user, { model: 'acme/tts-slow-settle', input: 'hello world' }, client.signal).catch(
+        (error) => error,
+      );
+      await arrived;
+      const perCharacter = 1_000 + 1_000 * countTextTokens('hello world');
+      // Settled: the route has handed the audio body to the server, which waits for its first byte.
+      assert.equal((await settled(env, user)).balance, 1_000_000 - perCharacter);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      client.abort();
+      assert.equal((await answer).name, 'AbortError');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      leftDuringSettle.headOnly = false;
       const errors = logLines.map((line) => JSON.parse(line)).filter((entry) => entry.level >= 50);
       assert.deepEqual(
         errors.map((entry) => entry.err?.message ?? entry.msg),

@@ -116,6 +116,12 @@ function oauthErrorCode(error: ApiError): string {
   }
 }
 
+/** An abort error: undici's when a body is destroyed, a stream's premature close, an AbortSignal's. */
+function isAbort(error: unknown): boolean {
+  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
+  return code === 'UND_ERR_ABORTED' || code === 'ERR_STREAM_PREMATURE_CLOSE' || name === 'AbortError';
+}
+
 /** Writes an error in the envelope of the route's family, or with the route's own renderer. */
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   const envelope = request.routeOptions.config?.envelope ?? 'api';
@@ -368,6 +374,12 @@ export async function createServer(ctx: ServerContext): Promise<App> {
   });
 
   app.setErrorHandler((error, request, reply) => {
+    // The client left before the answer's first byte: a relayed body (speech's audio) is then destroyed with the
+    // connection and reaches here as an abort. Nobody is left to answer and nothing here failed.
+    if (reply.raw.destroyed && !reply.raw.headersSent && isAbort(error)) {
+      request.log.info({ route: request.routeOptions.url }, 'client went away before the answer began');
+      return reply.hijack();
+    }
     let apiError = toApiError(error);
     if ((error as FastifyError)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       const limit = request.routeOptions.bodyLimit ?? ctx.config.BODY_LIMIT_DEFAULT_BYTES;
