@@ -192,7 +192,12 @@ export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider:
     const returnTo = await provider.interactionResult(request.raw, reply.raw, result, {
       mergeWithLastSubmission: false,
     });
-    return reply.redirect(returnTo, 303);
+    // Back to the authorization endpoint by path, on the address the browser is at: the authorization
+    // server's cookies are that address's. oidc-provider writes PUBLIC_BASE_URL's (endpoint-routes.ts), which a
+    // browser at another name of this server (localhost for 127.0.0.1) has no cookies for; a path cannot send
+    // it to another host or scheme either.
+    const { pathname, search } = new URL(returnTo);
+    return reply.redirect(pathname + search, 303);
   }
 
   const expired = 'This authorization request has expired or is not valid.';

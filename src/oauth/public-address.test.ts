@@ -2,7 +2,17 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { get } from 'node:http';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
-import { authorizationRequest, registerTestApp, TestBrowser } from './testing.ts';
+import { authorizationRequest, exchangeCode, registerTestApp, runAuthorization, TestBrowser } from './testing.ts';
+
+/** A browser that keeps each host's cookies to that host, as a real one does (TestBrowser keeps one jar). */
+class HostBrowser extends TestBrowser {
+  readonly jars = new Map<string, TestBrowser>();
+  override fetch(url: string | URL, init: RequestInit = {}): Promise<Response> {
+    const host = new URL(url).host;
+    if (!this.jars.has(host)) this.jars.set(host, new TestBrowser());
+    return this.jars.get(host)!.fetch(url, init);
+  }
+}
 
 /** A GET with these headers, Host included (fetch sends its own): status, Location and Set-Cookie lines. */
 function rawGet(url: URL, headers: Record<string, string>) {
@@ -51,8 +61,29 @@ describeEachDatabase('oauth: the public address, not the request, names the serv
     ];
     for (const headers of proxies) {
       const { next } = await signInThrough(env, headers);
-      assert.ok(next.startsWith(`${env.baseUrl}/api/oauth/authorize/`), `${JSON.stringify(headers)} → ${next}`);
+      assert.ok(
+        new URL(next, env.baseUrl).href.startsWith(`${env.baseUrl}/api/oauth/authorize/`),
+        `${JSON.stringify(headers)} → ${next}`,
+      );
     }
+  });
+
+  it('an authorization opened at another name of this server (localhost for 127.0.0.1) ends with a code: its sign-in sends the browser back to the address it used, where its cookies are', async () => {
+    // A newcomer types http://localhost:3000 where PUBLIC_BASE_URL says http://127.0.0.1:3000: the
+    // authorization server's cookies are then localhost's, and a sign-in that sent the browser on to
+    // 127.0.0.1 left them behind ('authorization request has expired').
+    const user = await env.createUser();
+    const app = await registerTestApp(env, { scopes: ['read'] });
+    const request = await authorizationRequest(env, app, ['read']);
+    const other = new URL(env.baseUrl);
+    other.hostname = 'localhost';
+    request.url.host = other.host;
+    // `runAuthorization` reads only `baseUrl` of its env: the address the browser is at.
+    const outcome = await runAuthorization({ baseUrl: other.origin } as TestEnv, new HostBrowser(), request, { user });
+    assert.equal(outcome.kind, 'callback', outcome.kind === 'page' ? outcome.html.slice(0, 300) : '');
+    assert.ok(outcome.url.href.startsWith(app.redirectUri), outcome.url.href);
+    const tokens = await exchangeCode(env, request, outcome.url);
+    assert.ok(tokens.access_token);
   });
 });
 
@@ -66,7 +97,11 @@ describeEachDatabase('oauth: an https public address behind a proxy', (env) => {
       const { setCookies, next } = await signInThrough(env, headers);
       assert.ok(setCookies.length > 0);
       for (const line of setCookies) assert.match(line, /;\s*secure/i, line);
-      assert.ok(next.startsWith('https://tollgate.example/api/oauth/authorize/'), next);
+      // A path resolves against the page the browser is on: https://tollgate.example, through the proxy.
+      assert.ok(
+        new URL(next, 'https://tollgate.example').href.startsWith('https://tollgate.example/api/oauth/authorize/'),
+        next,
+      );
     }
   });
 });
