@@ -24,6 +24,13 @@ async function loadClient(): Promise<TollgateClient> {
     baseUrl: string;
     redirectUri: string;
   };
+  // The sign-in comes back to the redirect URI (PUBLIC_BASE_URL's /demo/), whose page must hold the state this
+  // one keeps: opened at another name of the gateway (localhost for 127.0.0.1), move there first.
+  const home = new URL(config.redirectUri);
+  if (location.origin !== home.origin) {
+    location.replace(home.origin + location.pathname + location.search);
+    return new Promise(() => {});
+  }
   const fromUrl = new URLSearchParams(location.search).get('client_id');
   if (fromUrl) sessionStorage.setItem('echo-chat:client_id', fromUrl);
   const clientId = fromUrl ?? sessionStorage.getItem('echo-chat:client_id') ?? config.clientId;
