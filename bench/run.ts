@@ -51,6 +51,27 @@ import {
  * --render` rewrites the reports from the last run's saved figures.
  */
 
+const USAGE = `npm run bench            one full run (~12 minutes; keep the machine otherwise idle), written to
+                         BENCHMARKS.md and the README's table
+npm run bench -- --render the reports again from the last run's saved figures, nothing measured
+npm run bench -- --help   this text
+
+Environment: BENCH_QUICK=1 (under 3 minutes, short cells), BENCH_SECONDS, BENCH_WARMUP_SECONDS,
+BENCH_PROCESS_WARMUP_SECONDS, BENCH_DATABASES=sqlite,postgres, BENCH_DATABASE_URL, BENCH_PORTKEY=0,
+BENCH_PROFILE=0, BENCH_UPSTREAM_LATENCY_MS, BENCH_UPSTREAM_CHUNK_DELAY_MS, BENCH_UPSTREAM_WORDS,
+BENCH_LOG_LEVEL, BENCH_SERVE_CODE=source, BENCH_NODE_FLAGS. Other benchmarks: docs/scaling.md, "How to reproduce".`;
+
+// Anything but the two known arguments stops here, before a 12-minute run starts by mistake.
+const [argument] = process.argv.slice(2);
+if (argument === '--help' || argument === '-h') {
+  console.log(USAGE);
+  process.exit(0);
+}
+if (argument !== undefined && argument !== '--render') {
+  console.error(`bench: unknown argument ${argument}\n\n${USAGE}`);
+  process.exit(2);
+}
+
 const env = process.env;
 const QUICK = env.BENCH_QUICK === '1';
 const SECONDS = Number(env.BENCH_SECONDS ?? (QUICK ? 1.5 : 6));
@@ -479,7 +500,7 @@ function writeReports(info: RunInfo, results: SystemResult[], profiles: string[]
   log(`wrote BENCHMARKS.md and the README's Benchmarks section`);
 }
 
-if (process.argv[2] === '--render') {
+if (argument === '--render') {
   // `node bench/run.ts --render`: the reports again from .tmp/bench/results.json, nothing measured.
   const saved = JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as {
     info: RunInfo;
