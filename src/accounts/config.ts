@@ -12,7 +12,7 @@ export const AccountsConfigSection = Type.Object({
     minimum: 1,
     default: 20,
     description:
-      'Failed sign-ins one client address may make (into any accounts) before each further attempt must wait a growing delay; they are forgotten at the same rate, this many an hour.',
+      "Failed sign-ins one client address may make (into any accounts) before each further attempt must wait a growing delay; they are forgotten at the same rate, this many an hour, and an account's own typos are forgiven when it signs in.",
   }),
   SIGNIN_MAX_DELAY_SECONDS: Type.Integer({
     minimum: 0,

@@ -25,10 +25,11 @@ export function waitText(seconds: number): string {
  * - failures are counted per account (whatever address they come from: rotating forwarded addresses do
  *   not help) and per client address (spraying one password over many accounts does not either); each
  *   past the free ones makes the next attempt wait twice as long, up to `SIGNIN_MAX_DELAY_SECONDS`;
- * - a success clears its account and gives its address's attempt back, so people signing in correctly
- *   from one office address never add up to a wait; and an address's failures leak away at the rate it is
- *   allowed them (`SIGNIN_FREE_FAILURES_PER_ADDRESS` an hour), so the typos of an office, a campus or a
- *   carrier's shared address never add up to one either, while a spray of guesses from it still waits;
+ * - a success clears its account and gives its address back every attempt that account had counted (its
+ *   own, and the typos before it), so people signing in from one office address never add up to a wait,
+ *   however many of them mistype first; the failures that stay counted are those on accounts that do not
+ *   sign in, a spray's; and an address's failures also leak away at the rate it is allowed them
+ *   (`SIGNIN_FREE_FAILURES_PER_ADDRESS` an hour);
  * - accounts are keyed by the SHA-256 of the normalized email, so the counters (in Redis, maybe) hold no
  *   address book; an unknown email is throttled exactly like a known one, revealing nothing.
  */
@@ -56,8 +57,8 @@ export async function checkSignIn(
 
   const user = await verifyCredentials(ctx.db, email, password);
   if (user) {
-    await backoff.reset(account);
-    await backoff.refund(address, perAddress);
+    const counted = await backoff.reset(account);
+    await backoff.refund(address, perAddress, Math.max(1, counted));
   }
   return user;
 }

@@ -83,6 +83,19 @@ function backoffBehaviour(name: string, make: () => Backoff) {
         await backoff.refund(subject, FREE);
       }
     });
+
+    it("a reset answers how many attempts it forgot, and a refund of that many lifts a shared subject's wait", async () => {
+      const backoff = make();
+      const [account, address] = [`a-${randomText(8)}`, `s-${randomText(8)}`];
+      const now = 1_000_000;
+      for (let i = 0; i < 3; i++) await backoff.attempt(account, FREE, MAX_DELAY_MS, now);
+      for (let i = 0; i <= FREE + 1; i++) await backoff.attempt(address, FREE, MAX_DELAY_MS, now, FORGET_EVERY_MS);
+      assert.equal((await backoff.attempt(address, FREE, MAX_DELAY_MS, now, FORGET_EVERY_MS)).allowed, false);
+      assert.equal(await backoff.reset(account), 3);
+      assert.equal(await backoff.reset(account), 0);
+      await backoff.refund(address, FREE, 3);
+      assert.equal((await backoff.attempt(address, FREE, MAX_DELAY_MS, now, FORGET_EVERY_MS)).allowed, true);
+    });
   });
 }
 

@@ -99,10 +99,10 @@ export interface Backoff {
     now: number,
     forgetEveryMs?: number,
   ): Promise<BackoffDecision>;
-  /** Gives one attempt back (a success on a shared subject); below `free` again, the wait is lifted. */
-  refund(subject: string, free: number): Promise<void>;
-  /** Forgets the subject's attempts (a success on the subject's own account). */
-  reset(subject: string): Promise<void>;
+  /** Gives `attempts` (default 1) back (a success on a shared subject); below `free` again, the wait is lifted. */
+  refund(subject: string, free: number, attempts?: number): Promise<void>;
+  /** Forgets the subject's attempts (a success on the subject's own account); resolves how many it held. */
+  reset(subject: string): Promise<number>;
 }
 
 const FORGET_AFTER_MS = 24 * 60 * 60_000;
@@ -142,14 +142,16 @@ export function memoryBackoff(): Backoff {
       subjects.set(subject, state);
       return { allowed: true, retryAfterSeconds: 0 };
     },
-    async refund(subject, free) {
+    async refund(subject, free, attempts = 1) {
       const state = subjects.get(subject);
       if (!state || state.count === 0) return;
-      state.count--;
+      state.count = Math.max(0, state.count - attempts);
       if (state.count <= free) state.until = 0;
     },
     async reset(subject) {
+      const held = subjects.get(subject)?.count ?? 0;
       subjects.delete(subject);
+      return held;
     },
   };
 }
@@ -183,8 +185,13 @@ return {1, 0}`;
 const REFUND_SCRIPT = `
 local count = tonumber(redis.call('HGET', KEYS[1], 'count') or '0')
 if count <= 0 then return 0 end
-count = redis.call('HINCRBY', KEYS[1], 'count', -1)
+count = math.max(0, count - tonumber(ARGV[2]))
+redis.call('HSET', KEYS[1], 'count', count)
 if count <= tonumber(ARGV[1]) then redis.call('HDEL', KEYS[1], 'until') end
+return count`;
+const RESET_SCRIPT = `
+local count = tonumber(redis.call('HGET', KEYS[1], 'count') or '0')
+redis.call('DEL', KEYS[1])
 return count`;
 
 /** Growing delays in Redis, shared by every instance. */
@@ -203,11 +210,11 @@ export function redisBackoff(redis: Redis, prefix = 'tollgate:bo:'): Backoff {
       )) as [number, number];
       return { allowed: allowed === 1, retryAfterSeconds: Number(retryAfterSeconds) };
     },
-    async refund(subject, free) {
-      await redis.eval(REFUND_SCRIPT, 1, prefix + subject, free);
+    async refund(subject, free, attempts = 1) {
+      await redis.eval(REFUND_SCRIPT, 1, prefix + subject, free, attempts);
     },
     async reset(subject) {
-      await redis.del(prefix + subject);
+      return Number(await redis.eval(RESET_SCRIPT, 1, prefix + subject));
     },
   };
 }
