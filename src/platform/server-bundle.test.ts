@@ -87,6 +87,26 @@ describe('the server bundle is written in ASCII', () => {
   });
 });
 
+describe("the service leaves Node's own copy of undici unloaded", () => {
+  it('importing the whole service (what serve runs) loads no internal undici module', () => {
+    // A value import from 'node:http' builds an ES module facade that reads node:http's WebSocket getters, and
+    // they load Node's bundled undici: ~5 MB resident that the gateway never uses (it calls upstreams with the
+    // npm undici). events/send.ts and platform/http/server.ts take node:http through process.getBuiltinModule.
+    const probe = spawnSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `await import(${JSON.stringify(join(PROJECT_DIR, 'src/service.ts'))});
+         console.log(JSON.stringify(process.moduleLoadList.filter((name) => /undici/.test(name))));`,
+      ],
+      { cwd: PROJECT_DIR, encoding: 'utf8' },
+    );
+    assert.equal(probe.status, 0, probe.stderr);
+    assert.deepEqual(JSON.parse(probe.stdout.trim().split('\n').at(-1)!), []);
+  });
+});
+
 describeEachDatabase('serve runs the server bundle built by npm run build', (env) => {
   let served: Awaited<ReturnType<typeof startServeProcess>>;
   before(async () => {

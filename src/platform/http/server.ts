@@ -7,7 +7,7 @@ import Fastify, {
   type FastifyRequest,
   type RawServerDefault,
 } from 'fastify';
-import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
@@ -23,6 +23,11 @@ import { refuseNonJsonBody, registerNonJsonParsers } from './json-only-bodies.ts
 import { authenticate, bearerChallenge, bearerCredential, requireScope, type Principal } from './principal.ts';
 import { SECURITY_SCHEMES, transformDocument, transformRoute, type DocumentedResponse } from './openapi.ts';
 import type { ErrorEnvelope, ErrorRenderer } from './error-envelope.ts';
+
+// Not a value `import … from 'node:http'`: Node's ES module facade of a built-in reads every export, and
+// node:http's WebSocket getters then load Node's own copy of undici (~5 MB resident, never used; see
+// events/send.ts). `getBuiltinModule` hands over the CommonJS module without a facade.
+const { maxHeaderSize, STATUS_CODES } = process.getBuiltinModule('node:http');
 
 export type { ErrorEnvelope, ErrorRenderer };
 
