@@ -36,14 +36,20 @@ export async function endSession(db: AccountsDb, token: string): Promise<void> {
   await db.deleteFrom('sessions').where('token_hash', '=', sha256Hex(token)).execute();
 }
 
-/** The first-party principal of a live session: every scope, no app, no key. */
-export async function resolveSession(db: AccountsDb, clock: Clock, token: string): Promise<Principal | null> {
+/** The row of a live session that `token` names, or null when there is none or it expired. */
+async function liveSession(db: AccountsDb, clock: Clock, token: string) {
   const row = await db
     .selectFrom('sessions')
-    .select(['user_id', 'csrf_token', 'expires_at'])
+    .select(['user_id', 'csrf_token', 'created_at', 'expires_at'])
     .where('token_hash', '=', sha256Hex(token))
     .executeTakeFirst();
-  if (!row || row.expires_at <= clock.now()) return null;
+  return row && row.expires_at > clock.now() ? row : null;
+}
+
+/** The first-party principal of a live session: every scope, no app, no key. */
+export async function resolveSession(db: AccountsDb, clock: Clock, token: string): Promise<Principal | null> {
+  const row = await liveSession(db, clock, token);
+  if (!row) return null;
   return {
     kind: 'session',
     userId: row.user_id,
@@ -60,11 +66,6 @@ export async function sessionSignIn(
   clock: Clock,
   token: string,
 ): Promise<{ userId: string; signedInAt: number } | null> {
-  const row = await db
-    .selectFrom('sessions')
-    .select(['user_id', 'created_at', 'expires_at'])
-    .where('token_hash', '=', sha256Hex(token))
-    .executeTakeFirst();
-  if (!row || row.expires_at <= clock.now()) return null;
-  return { userId: row.user_id, signedInAt: Number(row.created_at) };
+  const row = await liveSession(db, clock, token);
+  return row ? { userId: row.user_id, signedInAt: Number(row.created_at) } : null;
 }
