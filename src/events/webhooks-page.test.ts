@@ -2,7 +2,7 @@ import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { ensureWebBuilt, launchChromium, screenshot } from '../web/browser.ts';
+import { addSessionCookie, ensureWebBuilt, launchChromium, screenshot } from '../web/browser.ts';
 import { WebhookReceiver } from './testing/receiver.ts';
 
 const receiver = new WebhookReceiver();
@@ -69,11 +69,7 @@ describeEachDatabase(
       const test = await env.dashboard(user, 'POST', `/api/user/webhooks/${created.body.webhook.id}/test`);
       assert.ok(test.status < 300, test.text);
       const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
-      await context.addCookies(
-        user.cookie
-          .split('; ')
-          .map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })),
-      );
+      await addSessionCookie(context, env.baseUrl, user);
       const page = await context.newPage();
       page.setDefaultTimeout(15_000);
       await page.goto(`${env.baseUrl}/#/webhooks`);

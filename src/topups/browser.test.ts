@@ -2,7 +2,7 @@ import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { ensureWebBuilt, launchChromium, screenshot } from '../web/browser.ts';
+import { addSessionCookie, ensureWebBuilt, launchChromium, screenshot } from '../web/browser.ts';
 import { FakeStripe } from './testing/stripe-server.ts';
 import { assertLedgerVerifies, paidTopup, startTopup, walletOf } from './testing/scenario.ts';
 import { formatCredits } from '../../packages/sdk/src/format.ts';
@@ -103,11 +103,7 @@ describeEachDatabase(
       assert.ok(ledger.length > 40, `${ledger.length} movements: more than two pages of 20`);
 
       const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
-      await context.addCookies(
-        user.cookie
-          .split('; ')
-          .map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })),
-      );
+      await addSessionCookie(context, env.baseUrl, user);
       const page = await context.newPage();
       page.setDefaultTimeout(15_000);
       await page.goto(`${env.baseUrl}/#/wallet`);
@@ -173,11 +169,7 @@ describeEachDatabase(
         })
         .execute();
       const context = await browser.newContext();
-      await context.addCookies(
-        user.cookie
-          .split('; ')
-          .map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })),
-      );
+      await addSessionCookie(context, env.baseUrl, user);
       // Each write is held for a moment, as a slow network does: the second click comes while the first runs.
       const writes: string[] = [];
       await context.route(
@@ -232,11 +224,7 @@ describeEachDatabase(
       const started: string[] = [];
       for (let i = 0; i < 53; i++) started.push((await startTopup(env, user, 5)).topupId);
       const context = await browser.newContext();
-      await context.addCookies(
-        user.cookie
-          .split('; ')
-          .map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })),
-      );
+      await addSessionCookie(context, env.baseUrl, user);
       const page = await context.newPage();
       page.setDefaultTimeout(15_000);
       await page.goto(`${env.baseUrl}/#/wallet`);
@@ -253,11 +241,7 @@ describeEachDatabase(
       const user = await env.createUser();
       const { topupId } = await startTopup(env, user, 5);
       const context = await browser.newContext();
-      await context.addCookies(
-        user.cookie
-          .split('; ')
-          .map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })),
-      );
+      await addSessionCookie(context, env.baseUrl, user);
       const page = await context.newPage();
       page.setDefaultTimeout(15_000);
       let asked = 0;
@@ -292,11 +276,7 @@ describeEachDatabase(
         })
         .execute();
       const context = await browser.newContext();
-      await context.addCookies(
-        user.cookie
-          .split('; ')
-          .map((pair) => ({ name: pair.split('=')[0], value: pair.slice(pair.indexOf('=') + 1), url: env.baseUrl })),
-      );
+      await addSessionCookie(context, env.baseUrl, user);
       const page = await context.newPage();
       page.setDefaultTimeout(15_000);
       await page.goto(`${env.baseUrl}/#/wallet`);

@@ -82,17 +82,19 @@ export function launchChromium(): Promise<Browser> {
   });
 }
 
-/** Signs `context` in to the dashboard at `baseUrl` as `session`: its `tg_session` cookie, as the sign-in set it. */
+/** Signs `context` in to the dashboard at `baseUrl` as `session`: the cookies its sign-in set (`tg_session`). */
 export async function addSessionCookie(
   context: BrowserContext,
   baseUrl: string,
   session: Pick<DashboardSession, 'cookie'>,
 ): Promise<void> {
-  const [name, value] = session.cookie
-    .split('; ')
-    .find((c) => c.startsWith('tg_session='))!
-    .split(/=(.*)/s) as [string, string];
-  await context.addCookies([{ name, value, url: baseUrl }]);
+  await context.addCookies(
+    session.cookie.split('; ').map((pair) => ({
+      name: pair.slice(0, pair.indexOf('=')),
+      value: pair.slice(pair.indexOf('=') + 1),
+      url: baseUrl,
+    })),
+  );
 }
 
 /** With `TOLLGATE_SCREENSHOTS=1`, saves `docs/<name>.png` (how the README's pictures are made). */
