@@ -198,6 +198,17 @@ describe('the SDK and wire packages as an app installs them', () => {
     }
   });
 
+  it("the React entry opens with 'use client' (Next.js App Router server components may import it); the client has none", () => {
+    const sdk = join(app, 'node_modules/@tollgate/sdk');
+    const manifest = JSON.parse(readFileSync(join(sdk, 'package.json'), 'utf8'));
+    const shipped = (entry: string) => readFileSync(join(sdk, manifest.exports[entry].import), 'utf8');
+    // A directive counts only as the module's first statement: comments may precede it, code may not.
+    const firstStatement = (code: string) => code.replace(/^(\s|\/\/[^\n]*\n|\/\*[\s\S]*?\*\/)*/, '').split(/;|\n/)[0];
+    assert.match(firstStatement(shipped('./react'))!, /^(['"])use client\1$/);
+    // The plain client is universal: a server component or a Node script must be able to use it as server code.
+    assert.doesNotMatch(shipped('.'), /['"]use client['"]/);
+  });
+
   it("Node imports both packages from an app's node_modules and builds a sign-in with the storage passed in", () => {
     const script = `
       import { BalanceSchema } from '@tollgate/wire';
