@@ -3,7 +3,7 @@ import { loadConfig, type Config } from './config.ts';
 import { ConfigError } from './platform/config.ts';
 import { ensureDatabaseReachable, openDatabase } from './platform/db/connect.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
-import { loadInstanceSecrets } from './platform/secrets.ts';
+import { checkKeyFileBeforeMigrating, loadInstanceSecrets } from './platform/secrets.ts';
 import { createLogger, type Logger } from './platform/logger.ts';
 import { localBus, redisBus } from './platform/bus.ts';
 import { createMetrics } from './platform/metrics.ts';
@@ -114,6 +114,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const database = openDatabase(config, log);
   for (const notice of database.notices) log.info(notice);
   await ensureDatabaseReachable(database, config);
+  checkKeyFileBeforeMigrating(config);
   if (options.migrate !== false) {
     const started = performance.now();
     const applied = (await migrateToLatest(database.db, allMigrations(), config)).results ?? [];

@@ -5,13 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { loadConfig, type Config } from '../config.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { createService, type Service } from '../service.ts';
 import { allMigrations } from '../features.ts';
-import { TestDatabaseSpace, selectedDatabases, request } from '../testing/harness.ts';
+import { TestDatabaseSpace, TEST_POSTGRES_URL, selectedDatabases, request } from '../testing/harness.ts';
 import { allTables } from '../testing/all-tables.ts';
 
 /** A logger whose JSON lines the test reads back. */
@@ -272,6 +273,31 @@ describe('instance secrets at rest', () => {
           async () => undefined,
         );
         assert.deepEqual(securityWarnings(configured.lines()), []);
+      } finally {
+        await space.drop();
+      }
+    });
+
+    it('on PostgreSQL, a start whose named key file is missing is refused before a migration touches the database', async () => {
+      const space = new TestDatabaseSpace('postgres');
+      await space.create();
+      try {
+        const keyFile = join(space.dataDir, 'not-yet-copied.json');
+        await assert.rejects(
+          withService(bareConfig({ ...space.env(), SECRETS_FILE: keyFile }), capturedLog().log, async () => undefined),
+          /SECRETS_FILE: .*not-yet-copied\.json does not exist/,
+        );
+        const client = new pg.Client({ connectionString: TEST_POSTGRES_URL });
+        await client.connect();
+        try {
+          const { rows } = await client.query(
+            'SELECT table_name FROM information_schema.tables WHERE table_schema = $1',
+            [space.schema],
+          );
+          assert.deepEqual(rows, [], "no table was created, the migrations' own bookkeeping included");
+        } finally {
+          await client.end();
+        }
       } finally {
         await space.drop();
       }

@@ -135,7 +135,7 @@ export function secretsFilePath(
   return config.DATABASE_URL ? undefined : join(resolve(config.DATA_DIR), 'secrets.json');
 }
 
-function readKeyFile(path: string, log: Logger): Record<string, string> | undefined {
+function readKeyFile(path: string, log?: Logger): Record<string, string> | undefined {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -157,7 +157,7 @@ function readKeyFile(path: string, log: Logger): Record<string, string> | undefi
     if (value !== undefined && (typeof value !== 'string' || !spec.valid(value)))
       throw new Error(`SECRETS_FILE: ${spec.variable} in ${path} is not a valid value: it must be ${spec.expected}`);
   }
-  if ((statSync(path).mode & 0o077) !== 0)
+  if (log && (statSync(path).mode & 0o077) !== 0)
     log.warn({ path }, 'the key file can be read by other users of this machine: chmod 600 it');
   return values as Record<string, string>;
 }
@@ -200,6 +200,24 @@ function createKeyFile(path: string, values: Record<string, string>, log: Logger
 }
 
 /**
+ * Refuses, before anything is written to the database, a start on PostgreSQL whose key file is named but
+ * missing or unreadable while a secret is not in the environment: {@link loadInstanceSecrets} would refuse
+ * it anyway, but only after the migrations had changed the schema of a database the operator pointed at by
+ * mistake (or while their key file was still on its way to the machine).
+ */
+export function checkKeyFileBeforeMigrating(config: PlatformConfig): void {
+  if (!config.DATABASE_URL || !config.SECRETS_FILE) return;
+  if (SPECS.every((spec) => config[spec.variable])) return;
+  const path = secretsFilePath(config)!;
+  // No log: the load that follows warns about the file's mode, once.
+  if (!readKeyFile(path)) throw new Error(missingKeyFileMessage(path));
+}
+
+function missingKeyFileMessage(path: string): string {
+  return `SECRETS_FILE: ${path} does not exist (on PostgreSQL, write it once and give every instance the same file)`;
+}
+
+/**
  * Resolves every secret. Security invariant: a copy of the database alone must not reveal the key that
  * seals API keys, nor the cookie secret or the operator token. So each comes, in order of preference, from
  * the environment (or `TOLLGATE_CONFIG`), then from the key file, and only then from the database, with a
@@ -216,10 +234,7 @@ export async function loadInstanceSecrets(shared: Db, config: PlatformConfig, lo
   const path = secretsFilePath(config);
   if (path && missing().length > 0) {
     let file = readKeyFile(path, log);
-    if (!file && config.DATABASE_URL)
-      throw new Error(
-        `SECRETS_FILE: ${path} does not exist (on PostgreSQL, write it once and give every instance the same file)`,
-      );
+    if (!file && config.DATABASE_URL) throw new Error(missingKeyFileMessage(path));
     if (!file) {
       const stored = await db
         .selectFrom('instance_secrets')
