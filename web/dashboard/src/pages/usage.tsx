@@ -14,6 +14,9 @@ function UsageTable(props: { label: string; rows: Array<UsageTotals & { name: st
             <th>{props.label}</th>
             <th class="num">Requests</th>
             <th class="num">Prompt tokens</th>
+            {/* Among the prompt tokens, those priced at the model's cache prices: why a mostly-cached call cost little. */}
+            <th class="num">Cache-read tokens</th>
+            <th class="num">Cache-write tokens</th>
             <th class="num">Completion tokens</th>
             <th class="num">Cost (credits)</th>
           </tr>
@@ -27,6 +30,12 @@ function UsageTable(props: { label: string; rows: Array<UsageTotals & { name: st
               </td>
               <td data-label="Prompt tokens" class="num">
                 {count(r.promptTokens)}
+              </td>
+              <td data-label="Cache-read tokens" class="num">
+                {count(r.cacheReadTokens)}
+              </td>
+              <td data-label="Cache-write tokens" class="num">
+                {count(r.cacheWriteTokens)}
               </td>
               <td data-label="Completion tokens" class="num">
                 {count(r.completionTokens)}
