@@ -74,6 +74,11 @@ export const ERROR_CODES = {
     type: 'invalid_request_error',
     when: "The request's headers are larger than the server reads (Node's 16 KiB): too many, or a cookie or token too long.",
   },
+  EXPECTATION_FAILED: {
+    status: 417,
+    type: 'invalid_request_error',
+    when: 'The `Expect` header asks for something other than `100-continue`, the one expectation the server meets.',
+  },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     type: 'invalid_request_error',

@@ -65,6 +65,35 @@ describeEachDatabase('a request the HTTP parser cannot read', (env) => {
     }
   });
 
+  it('an Expect other than 100-continue is a 417 EXPECTATION_FAILED in the envelope of the path, saying what to send', async () => {
+    const api = await exchange(env.baseUrl, request('GET /api/v1/models HTTP/1.1', ['Expect: 200-ok']));
+    assert.equal(api.status, 417, JSON.stringify(api));
+    assert.equal(ERROR_CODES.EXPECTATION_FAILED.status, 417);
+    assert.equal(api.body.error.code, 'EXPECTATION_FAILED');
+    assert.match(api.body.error.message, /"200-ok".*without it/);
+    assert.match(api.headers, /\r\ncontent-type: application\/json; charset=utf-8/i);
+
+    const messages = await exchange(
+      env.baseUrl,
+      request('POST /api/v1/messages HTTP/1.1', [
+        'Expect: 200-ok',
+        'Content-Type: application/json',
+        'Content-Length: 2',
+      ]),
+    );
+    assert.equal(messages.status, 417);
+    assert.equal(messages.body.type, 'error');
+    assert.equal(messages.body.error.type, 'invalid_request_error');
+
+    // 100-continue is met as before: the server says continue and the request reaches its route.
+    const continued = await exchange(
+      env.baseUrl,
+      request('GET /healthz HTTP/1.1', ['Expect: 100-continue', 'Connection: close']),
+    );
+    assert.match(continued.headers, /^HTTP\/1\.1 100 Continue/);
+    assert.match(JSON.stringify(continued.body), /HTTP\/1\.1 200 OK/);
+  });
+
   it('a request line with raw non-ASCII bytes, or bytes that are not HTTP, is a 400 INVALID_REQUEST saying what to send', async () => {
     const raw = await exchange(env.baseUrl, request('GET /api/wallet/balance?cursor=\u00e9 HTTP/1.1'));
     assert.equal(raw.status, 400, JSON.stringify(raw));

@@ -403,7 +403,32 @@ export async function createServer(ctx: ServerContext): Promise<App> {
     reply.code(404);
     return errorBodyByPath(ctx, request.url, error);
   });
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) =>
+    answerUnmetExpectation(ctx, request, response),
+  );
   return app as unknown as App;
+}
+
+/**
+ * Answers a request whose `Expect` is not `100-continue` (RFC 9110 §10.1.1), which Node hands to no route: a 417
+ * in the envelope of the request's path, saying what to send, where Node alone answers an empty 417 that a
+ * client cannot tell from any other failure. The body, if one follows, is not read; the connection closes.
+ */
+function answerUnmetExpectation(ctx: ServerContext, request: IncomingMessage, response: ServerResponse): void {
+  const asked = String(request.headers.expect ?? '').slice(0, 100);
+  const error = new ApiError(
+    'EXPECTATION_FAILED',
+    `The Expect header asks for ${JSON.stringify(asked)}, which this server does not offer: send the request without it (Expect: 100-continue is the one it meets).`,
+  );
+  const body = JSON.stringify(errorBodyByPath(ctx, request.url ?? '/', error));
+  response.writeHead(error.status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store',
+    connection: 'close',
+  });
+  response.end(body);
 }
 
 /** The headers every answer carries: its request id and secure defaults. */
