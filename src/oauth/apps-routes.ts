@@ -19,7 +19,7 @@ const NewApp = Type.Object({
     minItems: 1,
     maxItems: 20,
     description:
-      'Exact redirect URIs: https, or http on a loopback address. Matched character for character, port and trailing slash included.',
+      'Exact redirect URIs: https, or http on a loopback address. Matched character for character, port and trailing slash included; with `OAUTH_LOOPBACK_ANY_PORT` on, an http one on 127.0.0.1 or [::1] is matched on any port (RFC 8252 §7.3).',
     examples: [['https://app.example.com/callback']],
   }),
   scopes: Type.Array(Type.Union(SCOPES.map((scope) => Type.Literal(scope))), {

@@ -59,6 +59,33 @@ export function redirectUriProblem(uri: string): string | null {
 }
 
 /**
+ * A loopback IP literal redirect URI with its port taken out (`http://127.0.0.1:53121/cb` → `http://127.0.0.1/cb`),
+ * or undefined for any other URI. Worked on the string as given, not on a parsed URL, so that everything but
+ * the port still compares character for character: `http://0x7f000001:5/cb` or `http://127.1:5/cb` (which a
+ * URL parser turns into 127.0.0.1), a `user@` part, a fragment or a different letter case never match.
+ * `localhost` is left out on purpose: RFC 8252 §8.3 calls it NOT RECOMMENDED (the name may resolve elsewhere,
+ * and an app listening on one address family can be answered on the other), so it keeps exact matching.
+ */
+function withoutLoopbackPort(uri: string): string | undefined {
+  const match = /^http:\/\/(127\.0\.0\.1|\[::1\])(?::(\d{1,5}))?([/?][^#]*)?$/.exec(uri);
+  if (!match) return undefined;
+  const [, host, port, rest = ''] = match;
+  if (port !== undefined && Number(port) > 65535) return undefined;
+  return `http://${host}${rest}`;
+}
+
+/**
+ * Whether `requested` is one of the `registered` redirect URIs but for the port, both being http on the
+ * loopback IP literal 127.0.0.1 or [::1] (RFC 8252 §7.3, OAuth 2.1 "Loopback Interface Redirection"): a
+ * CLI or desktop app listens on whatever port the system gives it, so the port cannot be registered.
+ * Everything else must match exactly, which the provider checks first.
+ */
+export function loopbackRedirectMatches(requested: string, registered: readonly string[]): boolean {
+  const wanted = withoutLoopbackPort(requested);
+  return wanted !== undefined && registered.some((uri) => withoutLoopbackPort(uri) === wanted);
+}
+
+/**
  * Registers an app. A confidential app gets a secret, returned here once: only its SHA-256 is stored,
  * and the provider compares hashes (see provider.ts), so a database reader cannot act as the app.
  */
@@ -215,7 +242,9 @@ export async function clientDisplay(
 /**
  * The client metadata oidc-provider validates and runs on. Policy lives here: only the code flow, a
  * refresh token only for an app allowed `offline_access`, `web` application type so that redirect URIs
- * match exactly (oidc-provider relaxes loopback ports only for `native` clients).
+ * match exactly. oidc-provider relaxes loopback ports only for `native` clients, and for `localhost` too, and
+ * `native` brings other rules (consent asked at every authorization, other redirect URI checks); the loopback
+ * port rule, when the operator turns it on, is {@link loopbackRedirectMatches} instead (provider.ts).
  */
 export async function findClientMetadata(db: OauthDb, clientId: string): Promise<AdapterPayload | undefined> {
   // No app's id holds a NUL, and PostgreSQL would fail the query on one (a 500 at /api/oauth/authorize).

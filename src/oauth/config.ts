@@ -14,6 +14,11 @@ export const OAuthConfigSection = Type.Object({
     description:
       "Failed token, revocation and introspection requests (bad client authentication, invalid grant…) per minute per OAuth app and client address, past which that address is refused for the app until the minute ends (a confidential app's refused grant apart, when it gave its right secret); 0 turns it off.",
   }),
+  OAUTH_LOOPBACK_ANY_PORT: Type.Boolean({
+    default: false,
+    description:
+      'OAuth: accept an `http://127.0.0.1` or `http://[::1]` redirect URI on any port, when it equals a registered one but for the port (registered with another port or none), for CLIs and desktop apps that listen on a port the system picks (RFC 8252 §7.3). Off: every redirect URI matches exactly, port included.',
+  }),
 });
 
 /** This section, parsed. */

@@ -206,7 +206,7 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
       tags: ['oauth'],
       summary: 'Authorization endpoint (code flow with PKCE S256)',
       description:
-        'Starts an authorization: `response_type=code`, `client_id`, the exact registered `redirect_uri`, `scope` (space-separated), `state`, `code_challenge` and `code_challenge_method=S256`. Shows the sign-in and consent pages, then redirects to `redirect_uri` with `code`, `state` and `iss` (or `error`). Asking for `offline_access` always shows the consent page and yields a refresh token.',
+        'Starts an authorization: `response_type=code`, `client_id`, the exact registered `redirect_uri` (on any port for an http 127.0.0.1 or [::1] one when `OAUTH_LOOPBACK_ANY_PORT` is on), `scope` (space-separated), `state`, `code_challenge` and `code_challenge_method=S256`. Shows the sign-in and consent pages, then redirects to `redirect_uri` with `code`, `state` and `iss` (or `error`). Asking for `offline_access` always shows the consent page and yields a refresh token.',
     },
     config: {
       documentedResponses: {

@@ -66,7 +66,11 @@ declare module 'oidc-provider' {
     clientId: string;
     clientSecret?: string;
     clientName?: string;
+    /** The registered redirect URIs, as given. */
+    redirectUris: string[];
     compareClientSecret(actual: string): boolean | Promise<boolean>;
+    /** Whether a request may name this redirect URI (authorization, and where an error is sent). */
+    redirectUriAllowed(value: unknown): boolean;
   }
 
   export class Provider {

@@ -8,6 +8,8 @@ import { findUser } from '../accounts/users.ts';
 import { latestGrantId } from './authorizations.ts';
 import { markClientProven } from './client-throttle.ts';
 import type { PrivateJwk } from './signing-keys.ts';
+import type { OAuthConfig } from './config.ts';
+import { loopbackRedirectMatches } from './clients.ts';
 
 /** Where each endpoint of the authorization server lives (decisions.md "OAuth": under `/api/oauth`). */
 export const OAUTH_ROUTES = {
@@ -70,7 +72,8 @@ function userClaims(user: { id: string; email: string; name: string; image: stri
  * Builds the oidc-provider instance with Tollgate's policy (decisions.md "OAuth", RFC 9700):
  * - the authorization code flow only (`response_type=code`), with PKCE S256 required of every client
  *   (oidc-provider 9 knows no `plain`); no implicit, password or client-credentials grant;
- * - exact redirect URIs (clients are `web`, see clients.ts);
+ * - exact redirect URIs (clients are `web`, see clients.ts), but for the port of an http loopback IP one when
+ *   `OAUTH_LOOPBACK_ANY_PORT` is on (RFC 8252 §7.3);
  * - opaque access tokens (no resource indicators, so no JWT access tokens): revocation is immediate;
  * - refresh tokens only for `offline_access`, rotated on every use; oidc-provider revokes the whole grant
  *   when a rotated (consumed) refresh token or a used code comes back, and the adapter does the same for
@@ -81,7 +84,7 @@ function userClaims(user: { id: string; email: string; name: string; image: stri
  *   A request without `openid` is plain OAuth 2.1, as before.
  */
 export async function buildProvider(
-  ctx: AppContext,
+  ctx: AppContext & { config: OAuthConfig },
   adapter: (model: string) => Adapter,
   jwks: { keys: PrivateJwk[] },
 ): Promise<Provider> {
@@ -161,6 +164,21 @@ export async function buildProvider(
   provider.Client.prototype.compareClientSecret = function (this: ClientInstance, actual: string) {
     return typeof this.clientSecret === 'string' && constantTimeEqual(sha256Hex(actual), this.clientSecret);
   };
+
+  // A native app (a CLI, a desktop app) listens for its callback on a port the system picks, so it cannot
+  // register that port (RFC 8252 §7.3). oidc-provider's own relaxation comes only with `application_type:
+  // 'native'`, which also relaxes `localhost` and changes other rules, so it is added here instead. Both the
+  // authorization request and the error redirects go through this check; the token endpoint still wants the
+  // very redirect_uri of the authorization request, port included.
+  if (ctx.config.OAUTH_LOOPBACK_ANY_PORT) {
+    const exactlyRegistered = provider.Client.prototype.redirectUriAllowed;
+    provider.Client.prototype.redirectUriAllowed = function (this: ClientInstance, value: unknown) {
+      return (
+        exactlyRegistered.call(this, value) ||
+        (typeof value === 'string' && loopbackRedirectMatches(value, this.redirectUris))
+      );
+    };
+  }
 
   // OpenID Connect drops `offline_access` unless the request also says `prompt=consent`. For an OAuth 2.1
   // client asking for offline access that rule would silently withhold the refresh token, so such a
