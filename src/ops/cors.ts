@@ -3,6 +3,12 @@ import type { AppContext } from '../platform/context.ts';
 import { allRedirectUris } from '../oauth/clients.ts';
 
 const CORS_PATHS = /^\/api\/(v1|user|wallet|usage|oauth\/(token|revoke))(\/|$)/;
+/**
+ * The authorization server's metadata (RFC 8414, OpenID Connect discovery): public documents, read by the SDK
+ * in any app's page before it redeems a code (to check the response's `iss`, RFC 9207), so readable from any
+ * origin, as the SDK bundle is.
+ */
+const METADATA_PATHS = /^\/\.well-known\/(oauth-authorization-server|openid-configuration)(\?|$)/;
 const CACHE_MS = 30_000;
 /** Always allowed, asked for or not. */
 const BASE_HEADERS = ['authorization', 'content-type', 'x-request-id'];
@@ -50,6 +56,7 @@ export function registerCors(app: App, ctx: AppContext): void {
 
   app.addHook('onRequest', async (request, reply) => {
     const origin = request.headers.origin;
+    if (origin && METADATA_PATHS.test(request.url)) return void reply.raw.setHeader('access-control-allow-origin', '*');
     if (!origin || !CORS_PATHS.test(request.url)) return;
     if (!(await allowedOrigins()).has(origin)) return;
     // Set on the raw response: the OAuth routes hand the raw response to oidc-provider.

@@ -45,4 +45,19 @@ describeEachDatabase("the SDK's browser bundle on a third-party page", (env) => 
     assert.equal(response.headers.get('access-control-allow-origin'), '*');
     assert.equal(response.headers.get('access-control-allow-credentials'), null, 'never with credentials');
   });
+
+  it("the page reads the gateway's metadata, as the SDK does to check a sign-in response's iss (RFC 9207)", async () => {
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${appOrigin}/`);
+    const metadata = await page.evaluate(async (url) => {
+      try {
+        const response = await fetch(url, { headers: { accept: 'application/json' } });
+        return await response.json();
+      } catch (error) {
+        return { error: String(error) };
+      }
+    }, `${env.baseUrl}/.well-known/oauth-authorization-server`);
+    assert.equal(metadata.issuer, env.baseUrl);
+    assert.equal(metadata.authorization_response_iss_parameter_supported, true);
+  });
 });

@@ -46,7 +46,10 @@ export interface TollgateClientOptions {
 /** An OAuth error from the authorization redirect or the token endpoint (RFC 6749 §4.1.2.1, §5.2). */
 export class TollgateOAuthError extends TollgateError {
   override name = 'TollgateOAuthError';
-  /** The OAuth `error` code, e.g. `access_denied`, `invalid_grant`, or `state_mismatch` (detected here). */
+  /**
+   * The OAuth `error` code, e.g. `access_denied`, `invalid_grant`, or one detected here: `state_mismatch`, or
+   * `issuer_mismatch` (the response's `iss` is missing or names another server, RFC 9207).
+   */
   readonly error: string;
   constructor(error: string, description: string | undefined, status = 0) {
     super(description ? `${error}: ${description}` : error, status);
@@ -70,7 +73,8 @@ export interface TollgateClient {
   /** Sends the browser to the gateway's consent page (authorization code + PKCE S256); no REST call (contract §1). */
   signIn(options?: { prompt?: string; loginHint?: string }): Promise<void>;
   /**
-   * Finishes the redirect: checks `state`, exchanges the code at the token endpoint and keeps the tokens.
+   * Finishes the redirect: checks `state`, and `iss` when the gateway's metadata says it sends one (RFC 9207),
+   * exchanges the code at the token endpoint and keeps the tokens.
    * Resolves null when `url` carries no authorization response (a normal page load).
    */
   handleRedirect(url?: string): Promise<TollgateTokens | null>;
@@ -230,6 +234,27 @@ export function createTollgateClient(options: TollgateClientOptions): TollgateCl
     return response;
   }
 
+  /**
+   * The issuer whose `iss` an authorization response must carry: the gateway's, when its RFC 8414 metadata says
+   * it sends one (`authorization_response_iss_parameter_supported`, as Tollgate's does). Null when the gateway
+   * publishes no metadata or does not send `iss`: there is nothing to compare then.
+   */
+  async function expectedIssuer(): Promise<string | null> {
+    const response = await fetchImpl(`${baseUrl}/.well-known/oauth-authorization-server`, {
+      headers: { accept: 'application/json' },
+    });
+    if (response.status === 404) return null;
+    const text = await readOrThrow(response);
+    let metadata: { issuer?: unknown; authorization_response_iss_parameter_supported?: unknown } | undefined;
+    try {
+      metadata = JSON.parse(text);
+    } catch {}
+    if (metadata?.authorization_response_iss_parameter_supported !== true) return null;
+    if (typeof metadata.issuer !== 'string')
+      throw new TollgateRequestError(response.status, "The gateway's metadata names no issuer.", metadata);
+    return metadata.issuer;
+  }
+
   async function request<T>(path: string, init?: RequestInit): Promise<T> {
     const text = await readOrThrow(await authorizedFetch(path, init));
     return (text ? JSON.parse(text) : undefined) as T;
@@ -276,6 +301,18 @@ export function createTollgateClient(options: TollgateClientOptions): TollgateCl
         throw new TollgateOAuthError(
           'state_mismatch',
           'The authorization response does not match the sign-in this page started.',
+        );
+      }
+      // The mix-up defence (RFC 9207): a response another server issued, sent here by an attacker or by a page
+      // that signs in to several servers, must not have its code redeemed at this gateway (nor its error shown).
+      const issuer = await expectedIssuer();
+      const iss = url.searchParams.get('iss');
+      if (issuer !== null && iss !== issuer) {
+        throw new TollgateOAuthError(
+          'issuer_mismatch',
+          iss === null
+            ? `The authorization response names no issuer (iss), which ${issuer} always sends: it is not from the server this sign-in started with.`
+            : `The authorization response comes from ${iss}, not from ${issuer}, the server this sign-in started with.`,
         );
       }
       if (error) throw new TollgateOAuthError(error, url.searchParams.get('error_description') ?? undefined);

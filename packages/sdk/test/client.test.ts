@@ -48,6 +48,8 @@ class FakeGateway {
   tokenRequests: URLSearchParams[] = [];
   expiresIn = 3600;
   counter = 0;
+  /** Whether its metadata says it sends `iss` with its authorization responses (RFC 9207), as Tollgate's does. */
+  sendsIss = true;
 
   async start() {
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
@@ -67,6 +69,7 @@ class FakeGateway {
     const back = new URL(url.searchParams.get('redirect_uri')!);
     back.searchParams.set('code', code);
     back.searchParams.set('state', url.searchParams.get('state')!);
+    if (this.sendsIss) back.searchParams.set('iss', this.baseUrl);
     return back.toString();
   }
 
@@ -96,6 +99,13 @@ class FakeGateway {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     const url = new URL(req.url!, this.baseUrl);
+    if (url.pathname === '/.well-known/oauth-authorization-server')
+      return this.json(res, 200, {
+        issuer: this.baseUrl,
+        authorization_endpoint: `${this.baseUrl}/api/oauth/authorize`,
+        token_endpoint: `${this.baseUrl}/api/oauth/token`,
+        authorization_response_iss_parameter_supported: this.sendsIss,
+      });
     if (url.pathname === '/api/oauth/token') {
       const form = new URLSearchParams(raw);
       this.tokenRequests.push(form);
@@ -269,10 +279,31 @@ describe('OAuth sign-in with PKCE and token upkeep', () => {
     await app.signIn();
     const state = new URL(navigatedTo).searchParams.get('state')!;
     await assert.rejects(
-      app.handleRedirect(`http://127.0.0.1:9/callback?error=access_denied&state=${state}`),
+      app.handleRedirect(`http://127.0.0.1:9/callback?error=access_denied&state=${state}&iss=${gateway.baseUrl}`),
       (e: unknown) => e instanceof TollgateOAuthError && e.error === 'access_denied',
     );
     assert.equal(await app.handleRedirect('http://127.0.0.1:9/callback'), null);
+  });
+
+  test('a response without iss is refused as issuer_mismatch before any token request, unless the server sends none', async () => {
+    const app = client();
+    await app.signIn();
+    const back = new URL(gateway.authorize(navigatedTo));
+    back.searchParams.delete('iss');
+    const before = gateway.tokenRequests.length;
+    await assert.rejects(
+      app.handleRedirect(back.toString()),
+      (e: unknown) => e instanceof TollgateOAuthError && e.error === 'issuer_mismatch',
+    );
+    assert.equal(gateway.tokenRequests.length, before);
+    // A server whose metadata does not say it sends iss: nothing to compare, the code is redeemed as before.
+    gateway.sendsIss = false;
+    try {
+      await app.signIn();
+      assert.ok((await app.handleRedirect(gateway.authorize(navigatedTo)))?.accessToken);
+    } finally {
+      gateway.sendsIss = true;
+    }
   });
 
   test('a verifier that does not match the challenge is refused by the server (the exchange proves possession)', async () => {
