@@ -244,7 +244,7 @@ describeEachDatabase('API keys endpoints', (env) => {
     const refused = await create('one more');
     assert.deepEqual(refused.body, {
       success: false,
-      error: `At most ${MAX_LIVE_KEYS_PER_USER} live API keys per account; revoke one first`,
+      error: `At most ${MAX_LIVE_KEYS_PER_USER} unrevoked API keys per account, expired ones included; revoke one first`,
     });
     const listed = await env.dashboard(session, 'GET', '/api/user/api-keys');
     assert.equal(listed.body.apiKeys.length, MAX_LIVE_KEYS_PER_USER);

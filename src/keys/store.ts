@@ -102,7 +102,9 @@ export async function createApiKey(
       .where('revoked_at', 'is', null)
       .executeTakeFirstOrThrow();
     if (Number(live) >= MAX_LIVE_KEYS_PER_USER)
-      throw errors.invalid(`At most ${MAX_LIVE_KEYS_PER_USER} live API keys per account; revoke one first`);
+      throw errors.invalid(
+        `At most ${MAX_LIVE_KEYS_PER_USER} unrevoked API keys per account, expired ones included; revoke one first`,
+      );
     await trx
       .insertInto('api_keys')
       .values({
