@@ -20,6 +20,7 @@ import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { refuseNulCharacters } from './nul-characters.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan, tooDeeplyNested } from './json-nesting.ts';
 import { refuseNonJsonBody, registerNonJsonParsers } from './json-only-bodies.ts';
+import { jsonTextOf } from './json-text-encoding.ts';
 import { authenticate, bearerChallenge, bearerCredential, requireScope, type Principal } from './principal.ts';
 import { SECURITY_SCHEMES, transformDocument, transformRoute, type DocumentedResponse } from './openapi.ts';
 import type { ErrorEnvelope, ErrorRenderer } from './error-envelope.ts';
@@ -243,8 +244,10 @@ export async function createServer(ctx: ServerContext): Promise<App> {
         undefined,
       );
     if (body === '' && !request.routeOptions.schema?.body) return done(null, undefined);
-    if (nestsDeeperThan(body as string, MAX_JSON_NESTING)) return done(tooDeeplyNested(), undefined);
-    parseJson(request, body as string, done);
+    const text = jsonTextOf(body as string);
+    if (text instanceof ApiError) return done(text, undefined);
+    if (nestsDeeperThan(text, MAX_JSON_NESTING)) return done(tooDeeplyNested(), undefined);
+    parseJson(request, text, done);
   });
   registerNonJsonParsers(app);
   await app.register(cookie, { secret: ctx.secrets.cookieSecret, hook: 'onRequest' });
