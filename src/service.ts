@@ -3,6 +3,7 @@ import { loadConfig, type Config } from './config.ts';
 import { ConfigError } from './platform/config.ts';
 import { ensureDatabaseReachable, openDatabase } from './platform/db/connect.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
+import { jobWithoutQueryTimeout } from './platform/jobs.ts';
 import { checkKeyFileBeforeMigrating, loadInstanceSecrets } from './platform/secrets.ts';
 import { createLogger, type Logger } from './platform/logger.ts';
 import { localBus, redisBus } from './platform/bus.ts';
@@ -151,7 +152,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   };
   const app = await createServer(ctx);
   for (const feature of features) {
-    for (const job of feature.jobs ?? []) ctx.jobs.set(job.name, job);
+    for (const job of feature.jobs ?? []) ctx.jobs.set(job.name, jobWithoutQueryTimeout(job));
     await feature.register?.(app);
   }
   await app.ready();
@@ -159,8 +160,16 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const timers: NodeJS.Timeout[] = [];
   if ((options.timers ?? true) && config.SWEEP_INTERVAL_SECONDS > 0) {
     for (const job of ctx.jobs.values()) {
+      // A run still going when the timer comes round again (a big backlog, a silent database) is let be: runs
+      // piling up would take the pool's connections from the calls.
+      let running = false;
       const timer = setInterval(() => {
-        job.run().catch((error) => log.error({ err: error, job: job.name }, 'background job failed'));
+        if (running) return;
+        running = true;
+        job
+          .run()
+          .catch((error) => log.error({ err: error, job: job.name }, 'background job failed'))
+          .finally(() => (running = false));
       }, config.SWEEP_INTERVAL_SECONDS * 1000);
       timer.unref();
       timers.push(timer);

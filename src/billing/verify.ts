@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { withoutQueryTimeout } from '../platform/db/connect.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { billingDb, OPEN } from './schema.ts';
 import type { Trx, BillingContext } from './ledger.ts';
@@ -56,9 +57,18 @@ const HOLDS_PER_READ = 50_000;
  * every step); the operator route checks everything. Reads only: safe while money moves, though a
  * movement committing between two of its reads can show a transient difference on a busy system.
  */
-export async function verifyLedger(
+export function verifyLedger(
   ctx: BillingContext,
   options: { userId?: string; holdsPerRead?: number } = {},
+): Promise<LedgerReport> {
+  // Its sums read every entry of a big ledger: an operator's check, not a request's statement to be cut at
+  // DATABASE_QUERY_TIMEOUT_SECONDS.
+  return withoutQueryTimeout(() => readLedgerReport(ctx, options));
+}
+
+async function readLedgerReport(
+  ctx: BillingContext,
+  options: { userId?: string; holdsPerRead?: number },
 ): Promise<LedgerReport> {
   const db = billingDb(ctx.db);
   const userId = options.userId;

@@ -46,6 +46,20 @@ export const PlatformConfigSection = Type.Object({
     default: 10,
     description: 'PostgreSQL connections per process.',
   }),
+  DATABASE_CONNECT_TIMEOUT_SECONDS: Type.Integer({
+    minimum: 1,
+    maximum: TIMER_MAX_SECONDS,
+    default: 10,
+    description:
+      'PostgreSQL: how long a request waits for a connection (a free one of the pool, or a new one to open); past it, 503 `SERVICE_UNAVAILABLE`.',
+  }),
+  DATABASE_QUERY_TIMEOUT_SECONDS: Type.Integer({
+    minimum: 0,
+    maximum: TIMER_MAX_SECONDS,
+    default: 30,
+    description:
+      "PostgreSQL: how long a request's statement waits for its answer; past it, the connection is closed and the request answers 503 `SERVICE_UNAVAILABLE`. Migrations, the ledger check and background jobs are not limited. 0: no limit.",
+  }),
   DATA_DIR: Type.String({
     default: 'data',
     description:

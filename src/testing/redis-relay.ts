@@ -10,6 +10,12 @@ export interface Relay {
   restore(): void;
   freeze(): void;
   thaw(): void;
+  /**
+   * The server's replies on the connections open now are lost from here on, the connections staying open, as
+   * when a partition falls after a statement arrived: the server does the work (a COMMIT lands) and the client
+   * never hears of it. Connections opened afterwards work.
+   */
+  loseReplies(): void;
 }
 
 /**
@@ -28,8 +34,14 @@ export async function startTcpRelay(targetPort: number): Promise<Relay> {
   let frozen = false;
   const sockets = new Set<Socket>();
   const held: Array<{ to: Socket; chunk: Buffer }> = [];
+  const servers = new Set<Socket>();
+  const muted = new WeakSet<Socket>();
   const forward = (from: Socket, to: Socket) =>
-    from.on('data', (chunk: Buffer) => (frozen ? held.push({ to, chunk }) : to.write(chunk)));
+    from.on('data', (chunk: Buffer) => {
+      if (muted.has(from)) return;
+      if (frozen) held.push({ to, chunk });
+      else to.write(chunk);
+    });
   const server = createServer((client) => {
     if (!up) return void client.destroy();
     const upstream = connect(targetPort, '127.0.0.1');
@@ -38,6 +50,8 @@ export async function startTcpRelay(targetPort: number): Promise<Relay> {
       socket.on('close', () => sockets.delete(socket));
       socket.on('error', () => {});
     }
+    servers.add(upstream);
+    upstream.on('close', () => servers.delete(upstream));
     forward(client, upstream);
     forward(upstream, client);
     client.on('close', () => upstream.destroy());
@@ -62,6 +76,9 @@ export async function startTcpRelay(targetPort: number): Promise<Relay> {
     thaw() {
       frozen = false;
       for (const { to, chunk } of held.splice(0)) if (!to.destroyed) to.write(chunk);
+    },
+    loseReplies() {
+      for (const upstream of servers) muted.add(upstream);
     },
   };
 }

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { TEST_POSTGRES_URL, TestDatabaseSpace, selectedDatabases } from '../../testing/harness.ts';
-import { openDatabase } from './connect.ts';
+import { openDatabase, withoutQueryTimeout, withRequestQueryTimeout } from './connect.ts';
+import { isDatabaseUnavailable } from './unavailable.ts';
 
 describe(
   'the PostgreSQL pool when the server ends a connection',
@@ -68,6 +69,62 @@ describe(
         assert.ok(failed, 'the transaction on the terminated connection fails');
         const again = await sql<{ one: number }>`select 1 as one`.execute(database.db);
         assert.equal(again.rows[0]!.one, 1);
+      } finally {
+        await database.close();
+      }
+    });
+
+    it('a statement that gets no answer within DATABASE_QUERY_TIMEOUT_SECONDS fails as the database unavailable, and its connection is closed, never handed to the next statement', async () => {
+      const database = openDatabase({
+        DATABASE_URL: TEST_POSTGRES_URL,
+        DATABASE_SCHEMA: space.schema,
+        DATABASE_POOL_SIZE: 1,
+        DATABASE_QUERY_TIMEOUT_SECONDS: 1,
+        DATA_DIR: '',
+      });
+      try {
+        const first = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(database.db)).rows[0]!.pid;
+        const late = await sql`select pg_sleep(3)`.execute(database.db).then(
+          () => null,
+          (error: unknown) => error,
+        );
+        assert.ok(late, 'the statement past its limit fails');
+        assert.equal(isDatabaseUnavailable(late), true, 'as the database unavailable (503)');
+        // pg only stops waiting: reused, the connection would give the next statement the late one's answer
+        // (or wait behind it). The one connection of the pool is a new one.
+        const next = await sql<{ pid: number; value: string }>`select pg_backend_pid() as pid, 'mine' as value`.execute(
+          database.db,
+        );
+        assert.equal(next.rows[0]!.value, 'mine');
+        assert.notEqual(next.rows[0]!.pid, first);
+      } finally {
+        await database.close();
+      }
+    });
+
+    it('work run without the query timeout (migrations, the ledger check, jobs) is not cut, except a statement it shares with requests', async () => {
+      const database = openDatabase({
+        DATABASE_URL: TEST_POSTGRES_URL,
+        DATABASE_SCHEMA: space.schema,
+        DATABASE_POOL_SIZE: 2,
+        DATABASE_QUERY_TIMEOUT_SECONDS: 1,
+        DATA_DIR: '',
+      });
+      try {
+        const long = await withoutQueryTimeout(() =>
+          database.db.transaction().execute(async (trx) => {
+            await sql`select pg_sleep(1.5)`.execute(trx);
+            return (await sql<{ one: number }>`select 1 as one`.execute(trx)).rows[0]!.one;
+          }),
+        );
+        assert.equal(long, 1);
+        const shared = await withoutQueryTimeout(() =>
+          withRequestQueryTimeout(() => sql`select pg_sleep(3)`.execute(database.db)),
+        ).then(
+          () => null,
+          (error: unknown) => error,
+        );
+        assert.equal(isDatabaseUnavailable(shared), true);
       } finally {
         await database.close();
       }

@@ -1,5 +1,6 @@
 import { Migrator, sql, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
 import type { PlatformConfig } from '../config.ts';
+import { withoutQueryTimeout } from './connect.ts';
 
 /** Where the migrator keeps its own tables: the configured PostgreSQL schema (SQLite has none). */
 export type MigrationPlace = Pick<PlatformConfig, 'DATABASE_URL' | 'DATABASE_SCHEMA'>;
@@ -52,10 +53,14 @@ export async function migrateToLatest(
   migrations: Record<string, Migration>,
   place: MigrationPlace,
 ): Promise<MigrationResultSet> {
-  await checkHistory(db, migrations, place);
-  const result = await migrator(db, migrations, place).migrateToLatest();
-  if (result.error) throw result.error;
-  return result;
+  // A migration may build an index over a big table, and a second process waits on the lock while the first
+  // migrates: neither is a request's statement, to be cut at DATABASE_QUERY_TIMEOUT_SECONDS.
+  return withoutQueryTimeout(async () => {
+    await checkHistory(db, migrations, place);
+    const result = await migrator(db, migrations, place).migrateToLatest();
+    if (result.error) throw result.error;
+    return result;
+  });
 }
 
 /**

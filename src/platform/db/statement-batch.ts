@@ -1,3 +1,5 @@
+import { withRequestQueryTimeout } from './connect.ts';
+
 /** How a {@link StatementBatcher} runs its calls. */
 export interface BatcherOptions<I, O> {
   /** Most statements of this batcher running at once. */
@@ -48,7 +50,9 @@ export class StatementBatcher<I, O> {
     while (this.#queue.length > 0 && this.#inFlight < this.options.maxInFlight) {
       const members = this.#queue.splice(0, this.options.maxBatch);
       this.#inFlight++;
-      void this.#send(members).finally(() => {
+      // A statement carries several callers: it runs with a request's limit whoever set it off (the pump goes
+      // on in the context of the call that started it, a background job's perhaps).
+      void withRequestQueryTimeout(() => this.#send(members)).finally(() => {
         this.#inFlight--;
         this.#pump();
       });
