@@ -60,6 +60,28 @@ export async function wallet(
   };
 }
 
+/**
+ * Asserts that the chat call answered with `usage` was charged exactly once: the wallet is down by its cost from
+ * `before`, the user has that one usage record, and the operator's ledger check passes. The echo catalogue's
+ * prices: 1 µcr a prompt token, 2 a completion token.
+ */
+export async function assertChargedOnce(
+  env: TestEnv,
+  payer: FundedUser,
+  before: { balance: number },
+  usage: { prompt_tokens: number; completion_tokens: number },
+): Promise<void> {
+  const cost = usage.prompt_tokens * 1 + usage.completion_tokens * 2;
+  assert.equal((await settled(env, payer)).balance, before.balance - cost);
+  const records = await usageOf(env, payer);
+  assert.deepEqual(
+    records.map((record) => [record.status, Number(record.cost)]),
+    [['ok', cost]],
+  );
+  const report = await env.admin('GET', '/api/admin/ledger/verify');
+  assert.equal(report.body.ok, true, report.text);
+}
+
 /** Waits until no hold of the user is open (a stream's settle lands after its response ended). */
 export async function settled(
   env: TestEnv,

@@ -6,6 +6,7 @@ import * as client from 'openid-client';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
 import {
   authorizationRequest,
+  discoverWithOpenidClient,
   registerTestApp,
   runAuthorization,
   TestBrowser,
@@ -30,23 +31,12 @@ async function startCallbackListener(host: '127.0.0.1' | '::1') {
   return { origin, port, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
-/** openid-client configured for the app, discovering the provider the default way, over plain http. */
-function discover(env: TestEnv, app: TestApp): Promise<client.Configuration> {
-  return client.discovery(
-    new URL(env.baseUrl),
-    app.clientId,
-    app.clientSecret,
-    app.clientSecret ? client.ClientSecretBasic(app.clientSecret) : client.None(),
-    { execute: [client.allowInsecureRequests] },
-  );
-}
-
 /**
  * Signs `user` in for `app` with openid-client (code + PKCE S256) and `redirectUri`, through the sign-in and
  * consent pages; the browser then lands on the app's listener. Returns what the listener received.
  */
 async function authorizeTo(env: TestEnv, app: TestApp, user: TestUser, redirectUri: string, received: Promise<URL>) {
-  const config = await discover(env, app);
+  const config = await discoverWithOpenidClient(env, app);
   const codeVerifier = client.randomPKCECodeVerifier();
   const state = client.randomState();
   const url = client.buildAuthorizationUrl(config, {

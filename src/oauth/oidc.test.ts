@@ -4,6 +4,7 @@ import * as client from 'openid-client';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
 import {
   authorizeForTest,
+  discoverWithOpenidClient,
   registerTestApp,
   runAuthorization,
   TestBrowser,
@@ -11,20 +12,9 @@ import {
   type TestUser,
 } from './testing.ts';
 
-/** openid-client's default discovery (`/.well-known/openid-configuration` of the issuer), over plain http. */
-function discover(env: TestEnv, app: TestApp): Promise<client.Configuration> {
-  return client.discovery(
-    new URL(env.baseUrl),
-    app.clientId,
-    app.clientSecret,
-    app.clientSecret ? client.ClientSecretBasic(app.clientSecret) : client.None(),
-    { execute: [client.allowInsecureRequests] },
-  );
-}
-
 /** "Sign in with Tollgate" as an app does it with openid-client: code + PKCE + nonce, through the pages. */
 async function signInWithTollgate(env: TestEnv, app: TestApp, user: TestUser, scopes: string[]) {
-  const config = await discover(env, app);
+  const config = await discoverWithOpenidClient(env, app);
   const codeVerifier = client.randomPKCECodeVerifier();
   const state = client.randomState();
   const nonce = client.randomNonce();

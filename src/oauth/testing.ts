@@ -1,4 +1,5 @@
 import * as oauth from 'oauth4webapi';
+import * as client from 'openid-client';
 import type { TestEnv } from '../testing/harness.ts';
 import { randomText } from '../platform/ids.ts';
 import { SCOPES } from './scopes.ts';
@@ -279,4 +280,15 @@ export async function exchangeCode(
     { [oauth.allowInsecureRequests]: true },
   );
   return oauth.processAuthorizationCodeResponse(as, client, response);
+}
+
+/** openid-client's default discovery (`/.well-known/openid-configuration` of the issuer), over plain http. */
+export function discoverWithOpenidClient(env: TestEnv, app: TestApp): Promise<client.Configuration> {
+  return client.discovery(
+    new URL(env.baseUrl),
+    app.clientId,
+    app.clientSecret,
+    app.clientSecret ? client.ClientSecretBasic(app.clientSecret) : client.None(),
+    { execute: [client.allowInsecureRequests] },
+  );
 }

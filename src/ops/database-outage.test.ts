@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { selectedDatabases, TEST_POSTGRES_URL, TestEnv } from '../testing/harness.ts';
 import { startTcpRelay, type Relay } from '../testing/redis-relay.ts';
-import { fundedUser, putModel, settled, usageOf, wallet, type FundedUser } from '../gateway/testing.ts';
+import { assertChargedOnce, fundedUser, putModel, wallet, type FundedUser } from '../gateway/testing.ts';
 import { startMockUpstream } from '../providers/testing/mock-upstream.ts';
 
 // The server's own connection to PostgreSQL goes through a relay the test cuts (connections reset, new ones
@@ -74,17 +74,7 @@ if (selectedDatabases().includes('postgres')) {
       relay.restore();
       const answered = await call;
       assert.equal(answered.status, 200, answered.text);
-      const usage = answered.body.usage;
-      // 1 µcr a prompt token and 2 a completion token (the catalogue's prices are per token, in micro-credits).
-      const cost = usage.prompt_tokens * 1 + usage.completion_tokens * 2;
-      assert.equal((await settled(env, payer)).balance, before.balance - cost);
-      const records = await usageOf(env, payer);
-      assert.deepEqual(
-        records.map((record) => [record.status, Number(record.cost)]),
-        [['ok', cost]],
-      );
-      const report = await env.admin('GET', '/api/admin/ledger/verify');
-      assert.equal(report.body.ok, true, report.text);
+      await assertChargedOnce(env, payer, before, answered.body.usage);
     });
 
     it('/readyz answers 503 within a few seconds while PostgreSQL is silent, before a load balancer gives up', async () => {

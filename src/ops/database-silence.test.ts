@@ -4,7 +4,7 @@ import { PassThrough } from 'node:stream';
 import pg from 'pg';
 import { selectedDatabases, TEST_POSTGRES_URL, TestEnv } from '../testing/harness.ts';
 import { startTcpRelay, type Relay } from '../testing/redis-relay.ts';
-import { fundedUser, holdsOf, putModel, settled, usageOf, wallet, type FundedUser } from '../gateway/testing.ts';
+import { assertChargedOnce, fundedUser, holdsOf, putModel, wallet, type FundedUser } from '../gateway/testing.ts';
 import { startMockUpstream } from '../providers/testing/mock-upstream.ts';
 
 // A PostgreSQL that stops answering without closing its connections (a partition, a paused VM, a firewall
@@ -127,17 +127,7 @@ if (selectedDatabases().includes('postgres')) {
       const answered = await call;
       assert.equal(answered.status, 200, answered.text);
       assert.ok(retried(), 'the settle timed out and was tried again');
-      const usage = answered.body.usage;
-      // 1 µcr a prompt token and 2 a completion token (the catalogue's prices are per token, in micro-credits).
-      const cost = usage.prompt_tokens * 1 + usage.completion_tokens * 2;
-      assert.equal((await settled(env, payer)).balance, before.balance - cost);
-      const records = await usageOf(env, payer);
-      assert.deepEqual(
-        records.map((record) => [record.status, Number(record.cost)]),
-        [['ok', cost]],
-      );
-      const report = await env.admin('GET', '/api/admin/ledger/verify');
-      assert.equal(report.body.ok, true, report.text);
+      await assertChargedOnce(env, payer, before, answered.body.usage);
     });
   });
 }
