@@ -479,7 +479,14 @@ async function main(argv: string[]): Promise<void> {
 if (import.meta.main) {
   main(process.argv.slice(2)).catch(async (error) => {
     const { ConfigError } = await import('./config.ts');
-    console.error(error instanceof ConfigError ? error.message : `tollgate: ${error.message ?? error}`);
+    const { isDatabaseFull, markSqliteFull } = await import('./platform/db/unavailable.ts');
+    // A start (or a command) on a full disk: what to do, not SQLite's bare "database or disk is full".
+    if (isDatabaseFull(markSqliteFull(error)))
+      console.error(
+        `tollgate: the database's disk is full (${error.message}): nothing could be written, so Tollgate stopped. ` +
+          "Free space on the disk that holds DATA_DIR (or PostgreSQL's data directory, with DATABASE_URL), then run it again.",
+      );
+    else console.error(error instanceof ConfigError ? error.message : `tollgate: ${error.message ?? error}`);
     process.exit(1);
   });
 }

@@ -2,13 +2,13 @@ import type { MeteringDeps } from './deps.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { everyOn } from '../platform/clock.ts';
 import type { Db } from '../platform/db/connect.ts';
-import { isDatabaseUnavailable } from '../platform/db/unavailable.ts';
+import { isDatabaseFull, isDatabaseUnavailable } from '../platform/db/unavailable.ts';
 import { recordUsage, usageOfClose, type UsageDraft } from './usage-records.ts';
 
 /**
  * Waits before each new attempt of a close whose database connection was lost (PostgreSQL restarting or
- * failing over under the call): ~14 s in all. Given up at once, the close left the hold to expire, and the
- * sweep then released a call that had produced output for nothing.
+ * failing over under the call) or whose disk was full: ~14 s in all. Given up at once, the close left the
+ * hold to expire, and the sweep then released a call that had produced output for nothing.
  */
 const CLOSE_RETRY_DELAYS_MS = [250, 1000, 3000, 10_000];
 
@@ -315,7 +315,9 @@ export class Meter {
         if (delay === undefined || !isDatabaseUnavailable(error)) throw error;
         this.#ctx.log.warn(
           { err: error, holdId: this.#holdId, attempt: attempt + 1, retryInMs: delay },
-          'the database connection was lost while closing a hold; trying again',
+          isDatabaseFull(error)
+            ? 'the database disk is full: closing a hold failed; trying again'
+            : 'the database connection was lost while closing a hold; trying again',
         );
         retried = true;
         await new Promise((resolve) => setTimeout(resolve, delay));

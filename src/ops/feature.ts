@@ -8,7 +8,7 @@ import {
   redisRateLimiter,
   withLocalFallback,
 } from '../platform/ratelimit.ts';
-import { registerHealthRoutes } from './health.ts';
+import { registerDiskFullGauge, registerHealthRoutes } from './health.ts';
 import { registerMetricsRoute } from './metrics-route.ts';
 import { createTokenRateLimits, registerRateLimits, type RateLimits, type Throttles } from './rate-limits.ts';
 import { registerCors } from './cors.ts';
@@ -40,6 +40,7 @@ export async function createOpsFeature(deps: OpsDeps): Promise<OpsFeature> {
       registerCors(app, deps);
       registerRateLimits(app, deps, limiter);
       registerHealthRoutes(app, deps, redis, deps.migrations);
+      registerDiskFullGauge(deps);
       registerMetricsRoute(app, deps);
     },
   };

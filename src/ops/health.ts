@@ -3,7 +3,9 @@ import Type from 'typebox';
 import type { App } from '../platform/http/server.ts';
 import type { Migration } from 'kysely';
 import type { AppContext } from '../platform/context.ts';
+import { Gauge } from 'prom-client';
 import { pendingMigrations } from '../platform/db/migrate.ts';
+import { diskFullWatchOf } from '../platform/db/unavailable.ts';
 import type { Redis } from '../platform/redis.ts';
 
 const Check = Type.Object({ ok: Type.Boolean(), detail: Type.Optional(Type.String()) });
@@ -14,7 +16,7 @@ const DATABASE_CHECK_MS = 2000;
 /**
  * `/healthz` says the process is alive (no dependency is touched, so a slow database does not get a
  * live process killed); `/readyz` says it can serve: database reachable, migrations applied, Redis
- * reachable when configured. A load balancer routes only to ready instances.
+ * reachable when configured, the database's disk not full. A load balancer routes only to ready instances.
  */
 export function registerHealthRoutes(
   app: App,
@@ -39,7 +41,8 @@ export function registerHealthRoutes(
     {
       schema: {
         tags: ['operations'],
-        summary: 'Readiness: database and migrations (503 without them); Redis (degraded, still 200, without it)',
+        summary:
+          'Readiness: database and migrations (503 without them); Redis, the database disk (degraded, still 200, without Redis or with the disk full)',
         response: {
           200: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check) }),
           503: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check) }),
@@ -77,7 +80,13 @@ export function registerHealthRoutes(
       // take every instance out of the load balancer at once.
       const ready = Object.values(checks).every((c) => c.ok);
       if (redis) checks.redis = await redisCheck(redis);
-      const status = !ready ? 'not ready' : checks.redis?.ok === false ? 'degraded' : 'ready';
+      // A full disk refuses writes (503 naming it) while reads go on: degraded, still 200. Taken out of the
+      // load balancer, the instance would answer nothing at all, and on PostgreSQL every instance shares the
+      // disk, so all would go at once.
+      const diskFull = diskFullWatchOf(ctx.db);
+      if (diskFull) checks.disk = diskFull.full ? { ok: false, detail: diskFull.describe() } : { ok: true };
+      const degraded = checks.redis?.ok === false || checks.disk?.ok === false;
+      const status = !ready ? 'not ready' : degraded ? 'degraded' : 'ready';
       return reply.code(ready ? 200 : 503).send({ status, checks });
     },
   );
@@ -95,4 +104,19 @@ async function redisCheck(redis: Redis): Promise<{ ok: boolean; detail?: string 
   } catch (error) {
     return { ok: false, detail: `${(error as Error).message} (${redis.status})` };
   }
+}
+
+/**
+ * `tollgate_database_disk_full`: 1 while the database's disk is full (from a write refused for lack of space
+ * until one succeeds again), else 0. An alert on it names the cause that the 503s only count.
+ */
+export function registerDiskFullGauge(ctx: AppContext): void {
+  new Gauge({
+    name: 'tollgate_database_disk_full',
+    help: "1 while the database's disk is full and writes are refused (503), else 0.",
+    registers: [ctx.metrics.registry],
+    collect() {
+      this.set(diskFullWatchOf(ctx.db)?.full ? 1 : 0);
+    },
+  });
 }

@@ -8,13 +8,18 @@ import { fundedUser } from '../gateway/testing.ts';
 describeEachDatabase(
   'health and readiness',
   (env) => {
-    it('/healthz answers ok and /readyz reports the database, the migrations and Redis ready', async () => {
+    it('/healthz answers ok and /readyz reports the database, the migrations, Redis and the database disk ready', async () => {
       const health = await env.request('GET', '/healthz');
       assert.equal(health.status, 200);
       assert.deepEqual(health.body, { status: 'ok' });
       const ready = await env.request('GET', '/readyz');
       assert.equal(ready.status, 200);
-      assert.deepEqual(ready.body.checks, { database: { ok: true }, migrations: { ok: true }, redis: { ok: true } });
+      assert.deepEqual(ready.body.checks, {
+        database: { ok: true },
+        migrations: { ok: true },
+        redis: { ok: true },
+        disk: { ok: true },
+      });
     });
 
     it('every answer carries the security headers and a request id', async () => {

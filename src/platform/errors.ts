@@ -104,7 +104,7 @@ export const ERROR_CODES = {
   SERVICE_UNAVAILABLE: {
     status: 503,
     type: 'api_error',
-    when: 'A dependency is not configured or not reachable (for example no webhook secret).',
+    when: "A dependency is not configured or not reachable (for example no webhook secret), or the database's disk is full.",
   },
   TOPUPS_DISABLED: {
     status: 403,

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { ConfigError, TIMER_MAX_MS, type PlatformConfig } from '../config.ts';
 import { NEW_DATABASE_PAGE_SIZE, nodeSqliteDialect } from './node-sqlite-dialect.ts';
 import { nameStatements, SchemaScopedPostgresDialect } from './postgres-dialect.ts';
-import { markUnavailable } from './unavailable.ts';
+import { DiskFullWatch, markUnavailable, watchDiskFull, type DiskFullLog } from './unavailable.ts';
 
 // int8 columns hold micro-credits and epoch milliseconds: both fit a JS number exactly (< 2^53).
 pg.types.setTypeParser(20, (value) => {
@@ -80,9 +80,12 @@ type DatabaseTimeouts = Partial<
 export function openDatabase(
   config: Pick<PlatformConfig, 'DATABASE_URL' | 'DATABASE_SCHEMA' | 'DATABASE_POOL_SIZE' | 'DATA_DIR'> &
     DatabaseTimeouts,
-  log?: { warn(fields: Record<string, unknown>, message: string): void },
+  log?: { warn(fields: Record<string, unknown>, message: string): void } & DiskFullLog,
 ): Database {
   if (config.DATABASE_URL) {
+    // PostgreSQL's writes are functions called by SELECT (billing) as often as INSERTs: which statement wrote
+    // cannot be told from its text, so a full disk is forgotten a minute after its last refused write.
+    const diskFull = new DiskFullWatch('PostgreSQL', log, { forgetAfterMs: 60_000 });
     // A PostgreSQL that stops answering without closing its connections (a partition, a paused VM, a firewall
     // dropping packets) left every request waiting for a connection or an answer, forever: the pool filled and
     // every later request hung too. Each wait is bounded now, and what runs out is a lost connection (503).
@@ -118,7 +121,7 @@ export function openDatabase(
     pool.on('connect', (client) => {
       limitQueries(client);
       nameStatements(client);
-      markConnectionErrors(client);
+      markConnectionErrors(client, diskFull);
       // A client emits 'error' when its connection ends outside a query (pg_terminate_backend, a restart, a
       // failover); the pool listens only while the client is idle. Ended while a request held it (between the
       // statements of a transaction, or just after one failed), the event had no listener and ended the
@@ -132,13 +135,16 @@ export function openDatabase(
       log?.warn({ reason: error.message }, 'PostgreSQL closed an idle connection; the pool replaces it'),
     );
     const db = new Kysely<NoTables>({ dialect: new SchemaScopedPostgresDialect({ pool }) });
+    watchDiskFull(db, diskFull);
     return { db, dialect: 'postgres', close: () => db.destroy(), notices: [] };
   }
   const dir = resolve(config.DATA_DIR);
   const file = join(dir, 'tollgate.db');
   prepareSqliteFile(dir, file);
-  const dialect = nodeSqliteDialect(file);
+  const diskFull = new DiskFullWatch(file, log);
+  const dialect = nodeSqliteDialect(file, { diskFull });
   const db = new Kysely<NoTables>({ dialect });
+  watchDiskFull(db, diskFull);
   const notices =
     dialect.pageSize === NEW_DATABASE_PAGE_SIZE
       ? []
@@ -184,7 +190,7 @@ function limitQueries(client: pg.ClientBase): void {
  * lost is the same case as a connection lost after COMMIT (billing closes a hold once, so a retry cannot
  * charge twice).
  */
-function markConnectionErrors(client: pg.ClientBase): void {
+function markConnectionErrors(client: pg.ClientBase, diskFull: DiskFullWatch): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   (client as { query: unknown }).query = (...args: unknown[]) => {
     const result = query(...args);
@@ -194,7 +200,7 @@ function markConnectionErrors(client: pg.ClientBase): void {
             timedOut.add(client);
             (client as pg.Client).end().catch(() => {});
           }
-          throw markUnavailable(error);
+          throw diskFull.noteError(markUnavailable(error));
         })
       : result;
   };

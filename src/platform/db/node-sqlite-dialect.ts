@@ -1,6 +1,7 @@
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { SqliteDialect, type DialectAdapter, type Driver, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { GroupCommitSqliteAdapter, GroupCommitSqliteDriver } from './sqlite-group-commit.ts';
+import type { DiskFullWatch } from './unavailable.ts';
 
 /**
  * Kysely over Node's built-in `node:sqlite`, so the embedded default needs no native addon.
@@ -68,7 +69,7 @@ export interface NodeSqliteDialect extends SqliteDialect {
  */
 export function nodeSqliteDialect(
   filename: string,
-  options: { checkpointIntervalMs?: number } = {},
+  options: { checkpointIntervalMs?: number; diskFull?: DiskFullWatch } = {},
 ): NodeSqliteDialect {
   const database = new DatabaseSync(filename);
   // busy_timeout first: turning WAL on needs the file to itself, and a second process opening a new database
@@ -84,6 +85,7 @@ export function nodeSqliteDialect(
   const statements = adapt(database);
   const driver = new GroupCommitSqliteDriver(database, statements, {
     checkpointIntervalMs: options.checkpointIntervalMs,
+    diskFull: options.diskFull,
   });
   return new (class extends SqliteDialect {
     readonly stats = driver.stats;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Kysely, sql } from 'kysely';
 import { nodeSqliteDialect, type NodeSqliteDialect } from './node-sqlite-dialect.ts';
+import { DiskFullWatch, isDatabaseFull, isDatabaseUnavailable } from './unavailable.ts';
 
 interface Schema {
   rows: { id: number; note: string };
@@ -21,6 +22,9 @@ function durableIds(file: string): number[] {
     reader.close();
   }
 }
+
+/** A logger's method that keeps its messages in `lines`. */
+const log_ = (lines: string[]) => (_: unknown, message: string) => void lines.push(message);
 
 describe('SQLite group commit', () => {
   let dir: string;
@@ -180,6 +184,57 @@ describe('SQLite group commit', () => {
     // And the connection is usable afterwards.
     await db.transaction().execute((trx) => trx.insertInto('rows').values({ id: 1000, note: 'after' }).execute());
     assert.ok(durableIds(file).includes(1000));
+  });
+
+  it('a full disk (SQLITE_FULL) fails every member of its batch with an error that says so (a 503), keeps none of it, is logged once, and the next batch commits once there is room', async () => {
+    const lines: string[] = [];
+    const log = { error: log_(lines), info: log_(lines) };
+    const fullFile = join(dir, 'full.db');
+    const watch = new DiskFullWatch(fullFile, log);
+    const full = new Kysely<Schema & { big: { b: Uint8Array } }>({
+      dialect: nodeSqliteDialect(fullFile, { diskFull: watch }),
+    });
+    try {
+      await sql`CREATE TABLE rows (id INTEGER PRIMARY KEY, note TEXT NOT NULL)`.execute(full);
+      await sql`CREATE TABLE big (b BLOB)`.execute(full);
+      // SQLite's own limit stands for the disk: the free pages used up, a write that needs a page fails as on a full disk.
+      const { page_count } = (await sql<{ page_count: number }>`PRAGMA page_count`.execute(full)).rows[0]!;
+      await sql.raw(`PRAGMA max_page_count = ${page_count + 8}`).execute(full);
+      await assert.rejects(async () => {
+        for (;;) await sql`INSERT INTO big VALUES (zeroblob(900))`.execute(full);
+      }, isDatabaseFull);
+      assert.equal(watch.full, true);
+      assert.match(
+        watch.describe(),
+        /^the database disk is full since .* writes refused\): free space on the disk of .*full\.db$/,
+      );
+      const work = Array.from({ length: 20 }, (_, i) =>
+        full.transaction().execute(async (trx) => {
+          // The one write that needs pages; the small ones fit the pages there are.
+          if (i === 10) await sql`INSERT INTO big VALUES (zeroblob(4000))`.execute(trx);
+          else await trx.insertInto('rows').values({ id: i, note: 'small' }).execute();
+        }),
+      );
+      const outcomes = await Promise.allSettled(work);
+      const failed = outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason] : []));
+      assert.ok(failed.length > 1, 'the members batched with the write that found the disk full failed with it');
+      for (const error of failed) assert.ok(isDatabaseFull(error) && isDatabaseUnavailable(error), String(error));
+      const resolved = outcomes.flatMap((outcome, i) => (outcome.status === 'fulfilled' ? [i] : []));
+      assert.deepEqual(durableIds(fullFile), resolved, 'a promise resolved if and only if its row is durable');
+
+      await sql.raw('PRAGMA max_page_count = 4294967294').execute(full);
+      await full.transaction().execute((trx) => sql`INSERT INTO big VALUES (zeroblob(4000))`.execute(trx));
+      assert.equal(watch.full, false);
+      assert.deepEqual(
+        lines.filter((line) => line.startsWith('the database disk')),
+        [
+          'the database disk is full: writes fail (503 SERVICE_UNAVAILABLE) until space is freed; reads go on',
+          'the database disk has room again: writes succeed',
+        ],
+      );
+    } finally {
+      await full.destroy();
+    }
   });
 
   it('a statement that fails inside a transaction leaves the transaction going, as SQLite does without batching', async () => {

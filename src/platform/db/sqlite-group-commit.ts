@@ -7,6 +7,7 @@ import {
   type QueryResult,
   type SqliteDatabase,
 } from 'kysely';
+import { DiskFullWatch, markSqliteFull } from './unavailable.ts';
 
 /** Most logical transactions one physical commit carries; bounds the wait of the first one in a batch. */
 export const GROUP_COMMIT_MAX_MEMBERS = 32;
@@ -82,10 +83,17 @@ export class GroupCommitSqliteDriver implements Driver {
    * transaction (every one, one at a time), and no copy of each page it touches in the savepoint's journal.
    */
   #beganBatch = false;
+  /** Tells the operator (and `/readyz`) when writes fail for a full disk, and when they succeed again. */
+  readonly #diskFull: DiskFullWatch;
 
-  constructor(database: DatabaseSync, statements: SqliteDatabase, options: { checkpointIntervalMs?: number } = {}) {
+  constructor(
+    database: DatabaseSync,
+    statements: SqliteDatabase,
+    options: { checkpointIntervalMs?: number; diskFull?: DiskFullWatch } = {},
+  ) {
     this.#database = database;
-    this.#connection = new GroupCommitConnection(statements, () => this.#batch, database);
+    this.#diskFull = options.diskFull ?? new DiskFullWatch('the SQLite database');
+    this.#connection = new GroupCommitConnection(statements, () => this.#batch, database, this.#diskFull);
     database.exec(`PRAGMA wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     this.#checkpointTimer = setInterval(
       () => this.#checkpoint(),
@@ -114,8 +122,11 @@ export class GroupCommitSqliteDriver implements Driver {
     try {
       this.#database.exec('PRAGMA wal_checkpoint(PASSIVE)');
       this.stats.checkpoints += 1;
-    } catch {
-      // Another process holds the checkpoint lock: it is doing this work.
+      this.#diskFull.noteCheckpoint(null);
+    } catch (error) {
+      // Another process holds the checkpoint lock: it is doing this work. Or the database file cannot grow on
+      // a full disk: the WAL keeps the pages (reads see them) until a later checkpoint, once there is room.
+      this.#diskFull.noteCheckpoint(markSqliteFull(error));
     }
   }
 
@@ -222,10 +233,13 @@ export class GroupCommitSqliteDriver implements Driver {
     try {
       this.#database.exec('COMMIT');
       this.stats.commits += 1;
+      this.#diskFull.noteWrite();
       batch.done.resolve();
     } catch (error) {
+      // On a full disk the COMMIT is where SQLite finds the WAL cannot grow: it rolls the transaction back, and
+      // every member hears the SQLITE_FULL (a 503 that names the full disk), none "committed".
       if (this.#database.isTransaction) this.#database.exec('ROLLBACK');
-      batch.done.reject(error);
+      batch.done.reject(this.#diskFull.noteError(markSqliteFull(error)));
     }
     // Right after a commit no transaction is open and no use is mid-way (see the callers).
     if (this.#checkpointDue && !this.#database.isTransaction) this.#checkpointNow();
@@ -267,13 +281,15 @@ class GroupCommitConnection implements DatabaseConnection {
   readonly #statements: SqliteDatabase;
   readonly #batch: () => Batch | null;
   readonly #database: DatabaseSync;
+  readonly #diskFull: DiskFullWatch;
   /** The loss this use found, if any: it refuses every further statement of the use. */
   #useLost: unknown;
 
-  constructor(statements: SqliteDatabase, batch: () => Batch | null, database: DatabaseSync) {
+  constructor(statements: SqliteDatabase, batch: () => Batch | null, database: DatabaseSync, diskFull: DiskFullWatch) {
     this.#statements = statements;
     this.#batch = batch;
     this.#database = database;
+    this.#diskFull = diskFull;
   }
 
   startUse(): void {
@@ -287,12 +303,16 @@ class GroupCommitConnection implements DatabaseConnection {
       const statement = this.#statements.prepare(sql);
       if (statement.reader) return { rows: statement.all(parameters) as R[] };
       const { changes, lastInsertRowid } = statement.run(parameters);
+      // A write outside any transaction committed on its own.
+      if (!this.#database.isTransaction) this.#diskFull.noteWrite();
       return {
         numAffectedRows: changes === undefined || changes === null ? undefined : BigInt(changes),
         insertId: lastInsertRowid === undefined || lastInsertRowid === null ? undefined : BigInt(lastInsertRowid),
         rows: [],
       };
     } catch (error) {
+      // A statement that needed a new page on a full disk (or past max_page_count): SQLITE_FULL, a 503.
+      this.#diskFull.noteError(markSqliteFull(error));
       const batch = this.#batch();
       if (batch && batch.lost === undefined && !this.#database.isTransaction) {
         batch.lost = error;

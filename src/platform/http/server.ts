@@ -16,7 +16,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ApiError, ERROR_CODES, type ErrorCode } from '../errors.ts';
 import type { AppContext, ServerContext } from '../context.ts';
 import { matchesAnySecret } from '../crypto.ts';
-import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import { isDatabaseFull, isDatabaseUnavailable } from '../db/unavailable.ts';
 import { refuseNulCharacters } from './nul-characters.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan, tooDeeplyNested } from './json-nesting.ts';
 import { refuseNonJsonBody, registerNonJsonParsers } from './json-only-bodies.ts';
@@ -60,6 +60,9 @@ export type App = FastifyInstance<
   TypeBoxTypeProvider
 >;
 
+/** The `Retry-After` of a request refused for a full database disk: freeing space takes an operator's while. */
+export const DATABASE_FULL_RETRY_AFTER_SECONDS = 30;
+
 /** Maps any thrown value to an ApiError; client mistakes never become a 500. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
@@ -98,6 +101,14 @@ export function toApiError(error: unknown): ApiError {
                   : 'INVALID_REQUEST';
     return new ApiError(code, fastifyError.message || 'Bad request.', { status });
   }
+  // A full disk: nothing of the request is wrong, and it succeeds once the operator frees space. Every write
+  // of it was in a transaction SQLite (or PostgreSQL) rolled back, so nothing is half-written.
+  if (isDatabaseFull(error))
+    return new ApiError(
+      'SERVICE_UNAVAILABLE',
+      "Tollgate could not save this request: its database's disk is full. Nothing was charged; retry once the operator has freed disk space.",
+      { cause: error, headers: { 'retry-after': String(DATABASE_FULL_RETRY_AFTER_SECONDS) } },
+    );
   // Not a fault of Tollgate's but a dependency away: said so, and worth a retry.
   if (isDatabaseUnavailable(error))
     return new ApiError('SERVICE_UNAVAILABLE', 'The database is not reachable; retry shortly.', {
@@ -219,7 +230,14 @@ export async function createServer(ctx: ServerContext): Promise<App> {
                 `A part of the URL's path is longer than the ${MAX_PARAM_LENGTH} characters an id or name here can have.`,
               )
             : toApiError(error);
-      if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+      // A full disk is the operator's to fix, and its line says so; no stack (nothing in Tollgate broke), and
+      // the database logs once when it fills up and once when it has room again (platform/db/unavailable.ts).
+      if (isDatabaseFull(error))
+        request.log.warn(
+          { route: request.routeOptions.url, reason: (error as Error).message },
+          'request refused (503): the database disk is full',
+        );
+      else if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
       setSecureHeaders(ctx.config, request, reply);
       reply.code(apiError.status).headers(apiError.headers);
       return reply.send(errorBodyByPath(ctx, request.url, apiError));
@@ -397,7 +415,14 @@ export async function createServer(ctx: ServerContext): Promise<App> {
         { details: { limit } },
       );
     }
-    if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+    // A full disk is the operator's to fix, and its line says so; no stack (nothing in Tollgate broke), and
+    // the database logs once when it fills up and once when it has room again (platform/db/unavailable.ts).
+    if (isDatabaseFull(error))
+      request.log.warn(
+        { route: request.routeOptions.url, reason: (error as Error).message },
+        'request refused (503): the database disk is full',
+      );
+    else if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
     for (const observe of ctx.errorObservers) observe(apiError);
     return sendError(request, reply, apiError);
   });
