@@ -9,6 +9,7 @@ import { meteredCall } from './common.ts';
 import { DEFAULT_MAX_OUTPUT_TOKENS, worstPromptTokens } from './chat-plan.ts';
 import { audioDurationSeconds } from './audio-duration.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
+import { fileTooLarge, multipartRefusal, type MultipartWording } from './multipart.ts';
 
 /** Audio tokens per second a token-priced transcription model is assumed to read, for the hold. */
 const AUDIO_TOKENS_PER_SECOND = 50;
@@ -41,7 +42,7 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
         })) {
           if (part.type === 'file') {
             const buffer = await part.toBuffer();
-            if (part.file.truncated) throw fileTooLarge(ctx.config.BODY_LIMIT_UPLOAD_BYTES);
+            if (part.file.truncated) throw fileTooLarge(ctx.config.BODY_LIMIT_UPLOAD_BYTES, AUDIO_UPLOAD.file);
             audio = buffer;
             form.append(
               part.fieldname,
@@ -53,7 +54,7 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
           }
         }
       } catch (error) {
-        throw multipartRefusal(error, ctx.config.BODY_LIMIT_UPLOAD_BYTES);
+        throw multipartRefusal(error, ctx.config.BODY_LIMIT_UPLOAD_BYTES, AUDIO_UPLOAD);
       }
       if (!audio?.length) throw new ApiError('INVALID_REQUEST', 'The multipart body needs a non-empty "file".');
       const durationSeconds = audioDurationSeconds(audio);
@@ -190,37 +191,12 @@ function reportedTokens(
   };
 }
 
-/** The 413 of an audio file over `BODY_LIMIT_UPLOAD_BYTES`, naming the limit. */
-function fileTooLarge(limit: number): ApiError {
-  return new ApiError(
-    'PAYLOAD_TOO_LARGE',
-    `The audio file is larger than the ${limit} bytes this route accepts (BODY_LIMIT_UPLOAD_BYTES).`,
-    { details: { limit } },
-  );
-}
-
-/** The multipart parser's limits, as the fastify-multipart codes that say which was reached. */
-const MULTIPART_LIMITS: Record<string, string> = {
-  FST_FILES_LIMIT: 'The multipart body carries more than one file; send the audio as one file, named "file".',
-  FST_FIELDS_LIMIT: 'The multipart body has more than 32 fields; send the file, the model and the options you need.',
-  FST_PARTS_LIMIT: 'The multipart body has too many parts; send the file, the model and the options you need.',
+/** How the parser's refusals of a transcription's body are worded (see multipart.ts). */
+const AUDIO_UPLOAD: MultipartWording = {
+  file: 'The audio file is',
+  limits: {
+    FST_FILES_LIMIT: 'The multipart body carries more than one file; send the audio as one file, named "file".',
+    FST_FIELDS_LIMIT: 'The multipart body has more than 32 fields; send the file, the model and the options you need.',
+    FST_PARTS_LIMIT: 'The multipart body has too many parts; send the file, the model and the options you need.',
+  },
 };
-
-/**
- * A refusal of the multipart parser as the error a person can act on: a file over the limit names it (413), and
- * a second file or too many fields say what to send (400) — not the parser's own "reach files limit" under a 413;
- * a body it cannot read is a 400 saying so, not a 500.
- */
-function multipartRefusal(error: unknown, limit: number): unknown {
-  const code = (error as { code?: string } | null)?.code;
-  if (code === 'FST_REQ_FILE_TOO_LARGE') return fileTooLarge(limit);
-  if (code && code in MULTIPART_LIMITS) return new ApiError('INVALID_REQUEST', MULTIPART_LIMITS[code]!);
-  // The parser's own errors carry no code or status: a Content-Type without its boundary, a boundary over 256
-  // characters, a body that ends before its closing boundary. Each is the client's body, not a fault here.
-  if (error instanceof Error && !(error instanceof ApiError) && code === undefined && !('statusCode' in error))
-    return new ApiError(
-      'INVALID_REQUEST',
-      `The multipart body is malformed (${error.message}); send multipart/form-data with the boundary its Content-Type names, ending with that boundary.`,
-    );
-  return error;
-}

@@ -5,14 +5,15 @@ export const GatewayConfigSection = Type.Object({
   BODY_LIMIT_UPLOAD_BYTES: Type.Integer({
     minimum: 1024,
     default: 25 * 1024 * 1024,
-    description: 'Largest uploaded file (multipart audio on `/api/v1/audio/transcriptions`).',
+    description:
+      "Largest upload: a transcription's audio file (`/api/v1/audio/transcriptions`), or an image edit's images and mask together (`/api/v1/images/edits`).",
   }),
   MAX_IMAGES_PER_REQUEST: Type.Integer({
     minimum: 1,
     maximum: 500,
     default: 20,
     description:
-      "Most image parts one chat request may carry (each is held at its model's image-token budget); more is a 400 `TOO_MANY_IMAGES`.",
+      "Most image parts one chat request may carry, and most source images of an image edit when lower than OpenAI's 16 (each is held at its model's image-token budget); more is a 400 `TOO_MANY_IMAGES`.",
   }),
   MIN_AFFORDABLE_OUTPUT_TOKENS: Type.Integer({
     minimum: 1,

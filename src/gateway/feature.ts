@@ -5,11 +5,12 @@ import type { GatewayDeps } from './deps.ts';
 import { registerEmbeddingsRoute } from './embeddings.ts';
 import { registerImagesRoute } from './images.ts';
 import { registerTranscriptionRoute } from './audio.ts';
+import { registerImageEditsRoute } from './image-edits.ts';
 import { registerSpeechRoute } from './speech.ts';
 import { registerRealtimeRoute } from './realtime.ts';
 
 /**
- * The AI API under `/api/v1`: embeddings, images, audio and realtime sessions, each behind
+ * The AI API under `/api/v1`: embeddings, images (generations and edits), audio and realtime sessions, each behind
  * its permission, each billed by a hold for its worst case and a settle for what it used. (`GET /api/v1/models`
  * belongs to the models feature; predictions to their own; each inbound protocol, chat included, to
  * `src/protocols/<name>/`.)
@@ -27,6 +28,7 @@ export function createGatewayFeature(deps: GatewayDeps): Feature {
       await app.register(async (scope) => {
         await scope.register(multipart, { limits: { fileSize: deps.config.BODY_LIMIT_UPLOAD_BYTES, files: 1 } });
         registerTranscriptionRoute(scope as unknown as App, deps);
+        registerImageEditsRoute(scope as unknown as App, deps);
       });
     },
   };

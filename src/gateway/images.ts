@@ -9,7 +9,8 @@ import { countTextTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
 import { worstPromptTokens } from './chat-plan.ts';
 
-const ImagesBody = Type.Object(
+/** The Images API's priced fields, as generations take them in JSON and edits as multipart text fields. */
+export const ImagesBody = Type.Object(
   {
     model: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: 300 }),
     prompt: Type.String({ minLength: 1, maxLength: 32_000 }),
@@ -40,7 +41,8 @@ export const IMAGES_PASSED: readonly string[] = [
   'user',
 ];
 
-type ImagesRequest = {
+/** An Images API request's fields (generations' JSON body, or an edit's text fields). */
+export type ImagesRequest = {
   model: string;
   prompt: string;
   n?: number;
@@ -50,7 +52,7 @@ type ImagesRequest = {
 };
 
 /** The per-image price of this request on `model`, or the 400 naming the quality or size it has no price for. */
-function perImagePrice(body: ImagesRequest, model: CatalogueModel): number | ApiError {
+export function perImagePrice(body: ImagesRequest, model: CatalogueModel): number | ApiError {
   const price = imagePriceOf(model, body.quality, body.size);
   if (price !== null) return price;
   const param = body.size !== undefined ? 'size' : 'quality';

@@ -142,6 +142,11 @@ export interface ProviderAdapter {
   stream(call: ProviderCall, options: CallOptions): Promise<AsyncIterable<CanonicalEvent>>;
   embeddings?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
   images?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
+  /**
+   * An image edit (OpenAI's `/images/edits`): the client's multipart form as sent (its `image`/`image[]` files, its
+   * `mask`, its allow-listed text fields), `model` already the upstream model. Answers the upstream's JSON.
+   */
+  imageEdits?(form: FormData, options: CallOptions): Promise<Record<string, any>>;
   speech?(body: Record<string, unknown>, options: CallOptions): Promise<BinaryResponse>;
   /**
    * Speech asked as an event stream, for a model billed on the tokens it reports: resolves once the upstream

@@ -77,6 +77,15 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
       signal: call.signal,
       dispatcher: options.dispatcher,
     });
+  /** A multipart POST (transcriptions, image edits): the form's own content type, with its boundary. */
+  const postForm = (path: string, form: FormData, call: CallOptions) =>
+    upstreamFetch(joinUrl(options.baseUrl, path), {
+      method: 'POST',
+      headers: headers(false),
+      body: form,
+      signal: call.signal,
+      dispatcher: options.dispatcher,
+    });
 
   /** A non-streaming chat completion, as the upstream sent it. */
   async function chatCompletion(body: ChatBody, call: CallOptions): Promise<ChatCompletion> {
@@ -147,6 +156,10 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
       return readJson(await post('/images/generations', body, call));
     },
 
+    async imageEdits(form, call) {
+      return readJson(await postForm('/images/edits', form, call));
+    },
+
     async speech(body, call): Promise<BinaryResponse> {
       const response = await post('/audio/speech', body, call);
       return { contentType: response.header('content-type') ?? 'application/octet-stream', body: response.body };
@@ -160,13 +173,7 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
     },
 
     async transcription(form, call) {
-      const response = await upstreamFetch(joinUrl(options.baseUrl, '/audio/transcriptions'), {
-        method: 'POST',
-        headers: headers(false),
-        body: form,
-        signal: call.signal,
-        dispatcher: options.dispatcher,
-      });
+      const response = await postForm('/audio/transcriptions', form, call);
       const type = response.header('content-type') ?? '';
       // `response_format: text|srt|vtt` answers plain text; it is wrapped so the gateway can meter it alike.
       return type.includes('json') ? readJson(response) : { text: await response.text(), contentType: type };

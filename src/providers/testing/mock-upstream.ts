@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A real HTTP server that speaks the OpenAI API (`/v1/chat/completions`, embeddings, images, speech,
- * transcriptions, realtime sessions, `/v1/models` with OpenRouter-style prices) and Anthropic Messages
+ * transcriptions, image edits, realtime sessions, `/v1/models` with OpenRouter-style prices) and Anthropic Messages
  * (`/v1/messages`), streams included. Tests and the benchmark point provider base URLs at it.
  *
  * The upstream model name picks a behaviour, so one server serves every scenario at once:
@@ -47,6 +47,16 @@ export interface MockRequest {
   body: any;
   /** True when the client closed the connection before the answer was complete. */
   aborted: boolean;
+  /** An image edit's multipart form as received (`/v1/images/edits` only). */
+  edit?: { fields: Record<string, string>; files: MockEditFile[] };
+}
+
+/** One file of an image edit's form, as the mock received it. */
+export interface MockEditFile {
+  field: string;
+  filename: string;
+  type: string;
+  bytes: Buffer;
 }
 
 /** A running mock upstream. */
@@ -269,6 +279,31 @@ async function route(
     return json(res, 200, {
       created: 1,
       data: Array.from({ length: n }, () => ({ url: 'https://images.example/x.png' })),
+    });
+  }
+  if (path === '/v1/images/edits') {
+    // The form as OpenAI reads it; `entry.edit` keeps its fields and files for the test to check what was forwarded.
+    const form = await new Response(Buffer.from(entry.body.multipart, 'latin1'), {
+      headers: { 'content-type': String(req.headers['content-type']) },
+    }).formData();
+    const fields: Record<string, string> = {};
+    const files: MockEditFile[] = [];
+    for (const [name, value] of form)
+      if (typeof value === 'string') fields[name] = value;
+      else
+        files.push({
+          field: name,
+          filename: value.name,
+          type: value.type,
+          bytes: Buffer.from(await value.arrayBuffer()),
+        });
+    entry.edit = { fields, files };
+    // A prompt with `mock-returns-<k>` is answered k images, whatever `n` asked: an upstream that returns too many.
+    const returns = /mock-returns-(\d+)/.exec(fields.prompt ?? '');
+    const n = Number(returns?.[1] ?? fields.n ?? 1);
+    return json(res, 200, {
+      created: 1,
+      data: Array.from({ length: n }, () => ({ b64_json: Buffer.from('mock-edited-png').toString('base64') })),
     });
   }
   if (path === '/v1/audio/speech') {
