@@ -23,12 +23,12 @@ export const ERROR_CODES = {
   IMAGE_INPUT_UNSUPPORTED: {
     status: 400,
     type: 'invalid_request_error',
-    when: 'A chat sent image parts to a model with no image-token budget in the catalogue.',
+    when: 'A chat sent image parts, or an image edit its images, to a model with no image-token budget in the catalogue.',
   },
   TOO_MANY_IMAGES: {
     status: 400,
     type: 'invalid_request_error',
-    when: 'A chat sent more image parts than `MAX_IMAGES_PER_REQUEST`.',
+    when: 'A chat sent more image parts than `MAX_IMAGES_PER_REQUEST`, or an image edit more source images than 16 (or `MAX_IMAGES_PER_REQUEST` if lower).',
   },
   AUDIO_DURATION_UNREADABLE: {
     status: 400,
