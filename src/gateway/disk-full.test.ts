@@ -223,7 +223,7 @@ for (const kind of selectedDatabases()) {
       await assertChargedOnce(env, streamer, streamerBefore, usage);
     });
 
-    it('a call whose settle cannot be written while the disk stays full is never answered as charged: 503 after the retries (a stream, already sent, ends without its charge); nothing charged, the hold stays until it expires; the ledger verifies', async () => {
+    it('a call whose settle cannot be written while the disk stays full is never answered as complete: 503 after the retries, a stream ends with that error in place of its end; nothing charged, the hold stays until it expires; the ledger verifies', async () => {
       const payer = await fundedUser(env, 10);
       const streamer = await fundedUser(env, 10);
       const [payerBefore, streamerBefore] = [await wallet(env, payer), await wallet(env, streamer)];
@@ -238,7 +238,11 @@ for (const kind of selectedDatabases()) {
       } finally {
         await freeDisk(env);
       }
-      assert.ok(frames.length > 0);
+      const last = frames.at(-1)!;
+      assert.equal(last.event, 'error');
+      assert.equal(last.data.error.code, 'SERVICE_UNAVAILABLE');
+      assert.match(last.data.error.message, DISK_FULL);
+      assert.ok(!frames.some((frame) => frame.data === '[DONE]'), 'no client reads the stream as complete');
       for (const [user, before] of [
         [payer, payerBefore],
         [streamer, streamerBefore],

@@ -1,6 +1,7 @@
 import type { GatewayDeps } from './deps.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import type { ApiError } from '../platform/errors.ts';
+import { toApiError } from '../platform/http/server.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { inputTokens, outputTokens, type UsageBreakdown } from '../models/pricing.ts';
 import { microsToCredits } from '../platform/money.ts';
@@ -240,7 +241,8 @@ export interface CallStream extends AsyncIterable<CanonicalEvent> {
  * Invariant: every exit — the end, an upstream failure, the consumer's `return()` (client gone), a throw in
  * the consumer, a `return()` before any `next()` — settles the hold exactly once for what was produced, before
  * the iterator finishes, so a renderer that ends its response after the iteration lets the client see the
- * charge. A consumer that neither iterates nor returns leaves the hold to expire: always iterate or return.
+ * charge. A stream that ended is settled before its `end` is yielded; a settle that cannot be written yields an
+ * `error` event (SERVICE_UNAVAILABLE) in the end's place. A consumer that neither iterates nor returns leaves the hold to expire: always iterate or return.
  */
 export async function streamCall(
   ctx: GatewayDeps,
@@ -292,16 +294,23 @@ export async function streamCall(
   const failedBeforeOutput = (status: 'ok' | 'client_aborted' | 'upstream_error') =>
     status === 'upstream_error' && produced.total === 0 && !((tokenCount(reported?.completion_tokens) ?? 0) > 0);
   let closed = false;
-  /** Stops the upstream when it may still be producing, and settles for what was produced; once. */
-  const close = async (status: 'ok' | 'client_aborted' | 'upstream_error') => {
-    if (closed) return;
+  /**
+   * Stops the upstream when it may still be producing, and settles for what was produced; once. Resolves with
+   * the error when the settle could not be written (after the meter's own retries), else null.
+   */
+  const close = async (status: 'ok' | 'client_aborted' | 'upstream_error'): Promise<unknown> => {
+    if (closed) return null;
     closed = true;
     if (status === 'client_aborted') await iterator.return?.(undefined).catch(() => {});
     attempt.dispose();
-    await (
+    return (
       failedBeforeOutput(status) ? meter.release(model, status) : meter.settle(outcomeOf(model, account(), status))
-    ).catch((error) =>
-      ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep'),
+    ).then(
+      () => null,
+      (error: unknown) => {
+        ctx.log.error({ err: error }, 'settling a stream failed; the hold expires and is released by the sweep');
+        return error ?? new Error('settling a stream failed');
+      },
     );
   };
 
@@ -359,6 +368,15 @@ export async function streamCall(
         yield { type: 'usage', usage: billedUsage(priced.breakdown, priced.charge, reported) };
       }
       status = 'ok';
+      // Settled before the end goes out: a stream whose charge could not be written (the database's disk full or
+      // the database gone, past the meter's retries) ends with that error instead of its end, so that a client
+      // never reads as complete an answer that was not charged.
+      const unsettled = await close(status);
+      if (unsettled !== null) {
+        const { code, message } = toApiError(unsettled);
+        yield { type: 'error', code, message };
+        return;
+      }
       yield end ?? { type: 'end', finishReason: 'stop' as FinishReason };
     } finally {
       await close(status);

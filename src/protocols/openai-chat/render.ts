@@ -1,6 +1,6 @@
 import type { CanonicalEvent, CanonicalPart, CanonicalResult, FinishReason } from '../../gateway/canonical.ts';
 import { openAiUsageOf } from '../../gateway/chat-usage.ts';
-import { ApiError } from '../../platform/errors.ts';
+import { ApiError, ERROR_CODES, type ErrorCode } from '../../platform/errors.ts';
 import type { ChatChunk, ChatCompletion } from '../../providers/types.ts';
 
 /**
@@ -48,9 +48,14 @@ export function renderCompletion(result: CanonicalResult): ChatCompletion {
   };
 }
 
-/** The SSE error frame of a stream that broke after output began (the contract's envelope as `event: error`). */
+/**
+ * The SSE error frame of a stream that broke after output began (the contract's envelope as `event: error`):
+ * the event's code when the catalogue has it (SERVICE_UNAVAILABLE: the charge could not be written), else
+ * UPSTREAM_ERROR.
+ */
 function errorFrame(event: Extract<CanonicalEvent, { type: 'error' }>): string {
-  return `event: error\ndata: ${JSON.stringify(new ApiError('UPSTREAM_ERROR', event.message).toEnvelope())}\n\n`;
+  const code = event.code in ERROR_CODES ? (event.code as ErrorCode) : 'UPSTREAM_ERROR';
+  return `event: error\ndata: ${JSON.stringify(new ApiError(code, event.message).toEnvelope())}\n\n`;
 }
 
 const data = (chunk: unknown) => `data: ${JSON.stringify(chunk)}\n\n`;
