@@ -2,7 +2,7 @@ import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
-import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import { generateText, isStepCount, jsonSchema, streamText, tool } from 'ai';
 import { describeEachDatabase, type TestEnv } from '../../testing/harness.ts';
 import {
   fundedUser,
@@ -298,7 +298,7 @@ describeEachDatabase(
           model: openai(wire.model),
           prompt: 'weather in Paris?',
           tools,
-          stopWhen: stepCountIs(3),
+          stopWhen: isStepCount(3),
         });
         assert.equal(looped.steps.length, 2);
         assert.equal(looped.text, 'Result: rain in Paris');
@@ -306,7 +306,7 @@ describeEachDatabase(
           model: openai(wire.model),
           prompt: 'weather in Paris?',
           tools,
-          stopWhen: stepCountIs(3),
+          stopWhen: isStepCount(3),
         });
         assert.equal(await streamedLoop.text, 'Result: rain in Paris');
         assert.deepEqual(
@@ -319,7 +319,7 @@ describeEachDatabase(
         const first = await generateText({ model: openai(wire.model), prompt: 'first turn', providerOptions: store });
         const messages = [
           { role: 'user' as const, content: 'first turn' },
-          ...first.response.messages,
+          ...first.responseMessages,
           { role: 'user' as const, content: 'second turn' },
         ];
         const second = await generateText({ model: openai(wire.model), messages, providerOptions: store });
@@ -329,7 +329,7 @@ describeEachDatabase(
         const unstored = await generateText({ model: openai(wire.model), prompt: 'first turn' });
         const replayed = [
           { role: 'user' as const, content: 'first turn' },
-          ...unstored.response.messages,
+          ...unstored.responseMessages,
           { role: 'user' as const, content: 'second turn' },
         ];
         await assert.rejects(
@@ -394,8 +394,7 @@ describeEachDatabase(
         const openai = createOpenAI({ baseURL: `${env.baseUrl}/api/v1`, apiKey: user.key });
         const parts: string[] = [];
         let failure: unknown;
-        for await (const part of streamText({ model: openai(wire.broken), prompt: 'go', onError: () => {} })
-          .fullStream) {
+        for await (const part of streamText({ model: openai(wire.broken), prompt: 'go', onError: () => {} }).stream) {
           parts.push(part.type);
           if (part.type === 'error') failure = part.error;
         }
