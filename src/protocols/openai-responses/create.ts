@@ -10,7 +10,7 @@ import { clientSignal } from '../../gateway/common.ts';
 import { ClientGone, completeCall, streamCall, type CallStream } from '../../gateway/run-call.ts';
 import { openEventStream, relayEvents } from '../../gateway/sse.ts';
 import { newResponseId } from './ids.ts';
-import { inputItems, toCanonicalCall, type InputItem, type ResponsesRequest } from './parse.ts';
+import { inputItems, responsesRefusal, toCanonicalCall, type InputItem, type ResponsesRequest } from './parse.ts';
 import { renderResult, type ResponseFrame, type ResponseObject } from './render.ts';
 import { ApiErrorSchema } from '#wire/errors.ts';
 import { CreateResponseBody, ResponseSchema } from './schemas.ts';
@@ -107,7 +107,9 @@ async function respondWhole(
 ): Promise<ResponseObject | FastifyReply> {
   let result;
   try {
-    result = await completeCall(ctx, principalOf(reply.request), call, clientSignal(reply));
+    result = await completeCall(ctx, principalOf(reply.request), call, clientSignal(reply), {
+      refuses: responsesRefusal(call),
+    });
   } catch (error) {
     // The client left before the answer: the pipeline released the hold; there is no one to answer.
     if (error instanceof ClientGone) return reply.hijack();
@@ -136,7 +138,9 @@ async function respondStreamed(
 ): Promise<FastifyReply> {
   let stream: CallStream;
   try {
-    stream = await streamCall(ctx, principalOf(request), call, clientSignal(reply));
+    stream = await streamCall(ctx, principalOf(request), call, clientSignal(reply), {
+      refuses: responsesRefusal(call),
+    });
   } catch (error) {
     if (error instanceof ClientGone) return reply.hijack();
     throw error;

@@ -1,5 +1,6 @@
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
 import { ApiError } from '../../platform/errors.ts';
+import type { CatalogueModel } from '../../models/catalogue.ts';
 
 /**
  * The Responses request as the gateway reads it (`POST /api/v1/responses`), and its translation into the
@@ -199,6 +200,23 @@ export function parseTextFormat(text: ResponsesRequest['text']): CanonicalCall['
     'text.format',
     `text.format.type must be "text", "json_object" or "json_schema", not "${String(format.type)}".`,
   );
+}
+
+/**
+ * Why a model cannot take this call, or null (the pipeline's `refuses`, checked before the hold): Anthropic's
+ * structured output takes a schema only (`output_config.format`), so `text.format: json_object` has nothing to
+ * become there; sent on without it, the answer would be free text the client then fails to parse. The model asked
+ * for answers a 400 naming `text.format`; a fallback on Anthropic is left out.
+ */
+export function responsesRefusal(call: CanonicalCall): ((model: CatalogueModel) => ApiError | null) | undefined {
+  if (call.responseFormat?.type !== 'json_object') return undefined;
+  return (model) =>
+    model.provider === 'anthropic'
+      ? unsupported(
+          'text.format',
+          `text.format "json_object" is not supported on "${model.id}" (an Anthropic model): give a "json_schema" format instead.`,
+        )
+      : null;
 }
 
 /** `reasoning.effort`: OpenAI's `none` asks for none; `xhigh` is the highest the canonical call knows. */

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
  *
  * Every answer depends on the conversation: when it holds no tool result and the request offers tools, the
  * model calls the first tool with `{"city":"Paris"}`; otherwise it answers `Result: <last tool result>` or,
- * without one, `Seen: <the last user text>` (so a test sees what reached the upstream).
+ * without one, `Seen: <the last user text>` (so a test sees what reached the upstream), or `{"seen":"<the last user
+ * text>"}` when the request asks for a JSON schema (OpenAI's `response_format`, Anthropic's `output_config.format`).
  *
  * The upstream model `stall` streams three words, then nothing until the client goes away (a cut stream);
  * `break` streams three words, then drops the connection (an upstream failing after output began).
@@ -54,7 +55,12 @@ function openaiTurn(body: any): Turn {
           .filter((p: any) => p.type === 'text')
           .map((p: any) => p.text)
           .join(' ');
-  return { kind: 'text', text: `Seen: ${text}` };
+  return seen(text, body.response_format?.type === 'json_schema');
+}
+
+/** The answer to the last user text: `Seen: <text>`, or `{"seen":"<text>"}` when a JSON schema was asked for. */
+function seen(text: string, json: boolean): Turn {
+  return { kind: 'text', text: json ? JSON.stringify({ seen: text }) : `Seen: ${text}` };
 }
 
 function anthropicTurn(body: any): Turn {
@@ -75,7 +81,7 @@ function anthropicTurn(body: any): Turn {
       .filter((b: any) => b.role === 'user' && b.type === 'text')
       .map((b: any) => b.text)
       .at(-1) ?? '';
-  return { kind: 'text', text: `Seen: ${text}` };
+  return seen(text, body.output_config?.format?.type === 'json_schema');
 }
 
 const send = (res: ServerResponse, status: number, body: unknown) => {
