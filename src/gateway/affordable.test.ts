@@ -158,6 +158,7 @@ describe('the affordable output cap', () => {
     inputModalities: ['text'],
     outputModalities: ['text'],
     fallbacks: [],
+    answerTimeoutMs: null,
     isTest: false,
     enabled: true,
     updatedAt: 0,

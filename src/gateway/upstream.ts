@@ -10,7 +10,7 @@ export class ClientGone extends Error {
 
 /**
  * One try against one upstream: an abort signal shared by the client's disconnect and the upstream
- * deadline (`UPSTREAM_TIMEOUT_MS`, the time allowed for the answer to begin). `began()` stops the deadline
+ * deadline (the time allowed for the answer to begin: {@link answerDeadlineOf}). `began()` stops the deadline
  * once output flows; the client's disconnect still aborts until `dispose()`.
  */
 export class UpstreamAttempt {
@@ -19,9 +19,12 @@ export class UpstreamAttempt {
   readonly #client: AbortSignal;
   readonly #onClientAbort = () => this.#controller.abort(new DOMException('The client went away.', 'AbortError'));
   timedOut = false;
+  /** The deadline this attempt was given, for the message of its timeout. */
+  readonly timeoutMs: number;
 
   constructor(client: AbortSignal, timeoutMs: number) {
     this.#client = client;
+    this.timeoutMs = timeoutMs;
     this.#timer = setTimeout(() => {
       this.timedOut = true;
       this.#controller.abort(new DOMException('The upstream deadline passed.', 'TimeoutError'));
@@ -45,10 +48,19 @@ export class UpstreamAttempt {
   }
 }
 
+/**
+ * The time `model`'s answer may take to begin before its attempt is abandoned: the model's own
+ * `answerTimeoutMs` when the operator set one (a model known to answer fast hands over to its fallback in
+ * seconds when its provider hangs), else `UPSTREAM_TIMEOUT_MS`.
+ */
+export function answerDeadlineOf(ctx: Pick<GatewayDeps, 'config'>, model: CatalogueModel): number {
+  return model.answerTimeoutMs ?? ctx.config.UPSTREAM_TIMEOUT_MS;
+}
+
 /** Maps an upstream failure to the error the client gets (decisions.md "Errors the contract leaves open"). */
-export function upstreamFailure(error: unknown, attempt: UpstreamAttempt, timeoutMs: number): ApiError {
+export function upstreamFailure(error: unknown, attempt: UpstreamAttempt): ApiError {
   if (attempt.timedOut)
-    return new ApiError('UPSTREAM_ERROR', `The upstream provider did not answer within ${timeoutMs} ms.`, {
+    return new ApiError('UPSTREAM_ERROR', `The upstream provider did not answer within ${attempt.timeoutMs} ms.`, {
       status: 504,
     });
   if (error instanceof UpstreamError) {
@@ -104,6 +116,8 @@ export interface Answered<T> {
 /**
  * Runs `call` on the model, then on each fallback while the failure is a 5xx, a network failure or a
  * timeout — all before any output reached the client, since `call` resolves only when output is ready.
+ * Each attempt's deadline is its own model's ({@link answerDeadlineOf}), so a fast model that hangs hands
+ * over to its fallback at its own deadline, and a slow fallback still gets its full time.
  * The caller disposes the returned attempt. Throws {@link ClientGone} when the client left, or the
  * mapped ApiError of the last failure.
  */
@@ -113,10 +127,9 @@ export async function callWithFallbacks<T>(
   client: AbortSignal,
   call: (model: CatalogueModel, adapter: ProviderAdapter, signal: AbortSignal) => Promise<T>,
 ): Promise<Answered<T>> {
-  const timeoutMs = ctx.config.UPSTREAM_TIMEOUT_MS;
   for (let i = 0; ; i++) {
     const model = candidates[i];
-    const attempt = new UpstreamAttempt(client, timeoutMs);
+    const attempt = new UpstreamAttempt(client, answerDeadlineOf(ctx, model));
     const startedAt = performance.now();
     try {
       const result = await call(model, adapterOf(ctx, model), attempt.signal);
@@ -139,7 +152,7 @@ export async function callWithFallbacks<T>(
         );
         continue;
       }
-      throw upstreamFailure(error, attempt, timeoutMs);
+      throw upstreamFailure(error, attempt);
     }
   }
 }

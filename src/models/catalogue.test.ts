@@ -339,6 +339,55 @@ describeEachDatabase(
       });
       assert.equal(invalid.status, 400);
     });
+
+    it('answerTimeoutMs is set through PUT (null: UPSTREAM_TIMEOUT_MS), shown by GET /api/admin/models, kept by a sync, and refused with a 400 naming it when not an integer from 100 to 2^31 - 1', async () => {
+      const saved = await putModel(env, 'acme/vision', {
+        provider: 'openrouter',
+        upstreamModel: 'acme/vision',
+        pricing: { prompt: 1 },
+        fallbacks: ['acme/small'],
+        answerTimeoutMs: 15_000,
+      });
+      assert.equal(saved.answerTimeoutMs, 15_000);
+      const adminList = async () =>
+        (await env.admin('GET', '/api/admin/models')).body.data.find((m: any) => m.id === 'acme/vision');
+      assert.equal((await adminList()).answerTimeoutMs, 15_000);
+      // The provider lists acme/vision: the sync refreshes its prices and keeps what the operator set by hand.
+      assert.equal((await env.admin('POST', '/api/admin/models/sync')).status, 200);
+      const synced = await adminList();
+      assert.equal(synced.answerTimeoutMs, 15_000);
+      assert.deepEqual(synced.fallbacks, ['acme/small']);
+      assert.equal(synced.pricing.prompt, 750); // $3 per 1M tokens × 250: the listed price, not the one set
+      for (const value of ['0', '-5', '99', '1.5', '"300"', 'true', '2147483648', '1e308']) {
+        const response = await env.request('PUT', '/api/admin/models/acme/vision', {
+          token: env.adminToken,
+          headers: { 'content-type': 'application/json' },
+          raw: `{"provider":"openrouter","upstreamModel":"acme/vision","pricing":{"prompt":1},"answerTimeoutMs":${value}}`,
+        });
+        assert.equal(response.status, 400, `answerTimeoutMs=${value}: ${response.text}`);
+        assert.equal(response.body.error.code, 'INVALID_REQUEST');
+        assert.match(response.body.error.message, /answerTimeoutMs/);
+      }
+      assert.equal((await adminList()).answerTimeoutMs, 15_000, 'a refused PUT changed nothing');
+      for (const answerTimeoutMs of [100, 2147483647, null])
+        assert.equal(
+          (
+            await putModel(env, 'acme/vision', {
+              provider: 'openrouter',
+              upstreamModel: 'acme/vision',
+              pricing: { prompt: 1 },
+              answerTimeoutMs,
+            })
+          ).answerTimeoutMs,
+          answerTimeoutMs,
+        );
+      const omitted = await putModel(env, 'acme/vision', {
+        provider: 'openrouter',
+        upstreamModel: 'acme/vision',
+        pricing: { prompt: 1 },
+      });
+      assert.equal(omitted.answerTimeoutMs, null, 'a PUT replaces the whole entry');
+    });
   },
   { config: { OPENROUTER_BASE_URL: `${mock.url}/v1`, OPENROUTER_API_KEY: 'sk-or-test', CREDITS_PER_USD: 250 } },
 );

@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { ModelsDb } from './schema.ts';
 import type { ModelsTable } from './schema.ts';
+import { TIMER_MAX_MS } from '../platform/config.ts';
 
 /**
  * Prices in integer micro-credits: token prices per 1M tokens, `request` per call, `second` per compute
@@ -52,10 +53,26 @@ export interface CatalogueModel {
   inputModalities: string[];
   outputModalities: string[];
   fallbacks: string[];
+  /**
+   * Milliseconds this model's answer may take to begin (a non-streaming answer's whole body, a stream's first
+   * output) before the next fallback is tried, or 504 answered; null: `UPSTREAM_TIMEOUT_MS`. The operator knows
+   * which models answer fast: without it a hung provider held the call for the global deadline (10 minutes)
+   * before any fallback was tried.
+   */
+  answerTimeoutMs: number | null;
   isTest: boolean;
   enabled: boolean;
   updatedAt: number;
 }
+
+/**
+ * The most `answerTimeoutMs` may be: the bound of `UPSTREAM_TIMEOUT_MS` (a Node timer's longest delay), which
+ * also fits the PostgreSQL `integer` column.
+ */
+export const MAX_ANSWER_TIMEOUT_MS = TIMER_MAX_MS;
+
+/** The least `answerTimeoutMs` may be: the bound of `UPSTREAM_TIMEOUT_MS`; less could not reach any provider. */
+export const MIN_ANSWER_TIMEOUT_MS = 100;
 
 /** Maps a row of `models` to a {@link CatalogueModel}. */
 export function modelFromRow(row: Selectable<ModelsTable>): CatalogueModel {
@@ -86,6 +103,7 @@ export function modelFromRow(row: Selectable<ModelsTable>): CatalogueModel {
     inputModalities: JSON.parse(row.input_modalities),
     outputModalities: JSON.parse(row.output_modalities),
     fallbacks: JSON.parse(row.fallbacks),
+    answerTimeoutMs: row.answer_timeout_ms ?? null,
     isTest: row.is_test === 1,
     enabled: row.enabled === 1,
     updatedAt: row.updated_at,
@@ -141,9 +159,12 @@ export async function listAllModels(db: ModelsDb): Promise<CatalogueModel[]> {
   return rows.map(modelFromRow);
 }
 
-/** A model as written: the worst-case fields default to none (no images in chat, no per-size image prices). */
-export type ModelInput = Omit<CatalogueModel, 'updatedAt' | 'imageTokens' | 'imagePrices'> &
-  Partial<Pick<CatalogueModel, 'imageTokens' | 'imagePrices'>>;
+/**
+ * A model as written: the worst-case fields default to none (no images in chat, no per-size image prices), the
+ * answer's deadline to `UPSTREAM_TIMEOUT_MS`.
+ */
+export type ModelInput = Omit<CatalogueModel, 'updatedAt' | 'imageTokens' | 'imagePrices' | 'answerTimeoutMs'> &
+  Partial<Pick<CatalogueModel, 'imageTokens' | 'imagePrices' | 'answerTimeoutMs'>>;
 
 /** Inserts or replaces a model. */
 export async function upsertModel(db: ModelsDb, model: ModelInput, now: number): Promise<CatalogueModel> {
@@ -172,6 +193,7 @@ export async function upsertModel(db: ModelsDb, model: ModelInput, now: number):
     input_modalities: JSON.stringify(model.inputModalities),
     output_modalities: JSON.stringify(model.outputModalities),
     fallbacks: JSON.stringify(model.fallbacks),
+    answer_timeout_ms: model.answerTimeoutMs ?? null,
     is_test: model.isTest ? 1 : 0,
     enabled: model.enabled ? 1 : 0,
     updated_at: now,

@@ -70,4 +70,10 @@ export const modelsMigrations: Record<string, Migration> = {
       await db.schema.alterTable('models').addColumn('price_cache_write_1h', 'bigint').execute();
     },
   },
+  '1800_models_answer_timeout': {
+    async up(db: Kysely<any>) {
+      // Nullable: NULL means "wait UPSTREAM_TIMEOUT_MS", the deadline every model had before this migration.
+      await db.schema.alterTable('models').addColumn('answer_timeout_ms', 'integer').execute();
+    },
+  },
 };

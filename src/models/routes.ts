@@ -2,7 +2,15 @@ import Type, { type Static } from 'typebox';
 import type { App } from '../platform/http/server.ts';
 import type { CatalogueDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
-import { getModel, listAllModels, MAX_CATALOGUE_TOKENS, upsertModel, type CatalogueModel } from './catalogue.ts';
+import {
+  getModel,
+  listAllModels,
+  MAX_ANSWER_TIMEOUT_MS,
+  MAX_CATALOGUE_TOKENS,
+  MIN_ANSWER_TIMEOUT_MS,
+  upsertModel,
+  type CatalogueModel,
+} from './catalogue.ts';
 import { pricingFromCredits, pricingToAdminCredits, pricingToCredits } from './pricing.ts';
 import { defaultImageTokens } from './image-budgets.ts';
 import { creditsToMicros, microsToCredits } from '../platform/money.ts';
@@ -35,6 +43,9 @@ const DETAILED_PRICES = {
   audioInput: 'Credits per 1M audio input tokens (unset: the prompt price)',
   audioOutput: 'Credits per 1M audio output tokens (unset: the completion price)',
 } as const;
+
+const ANSWER_TIMEOUT =
+  "Milliseconds this model's answer may take to begin (a non-streaming answer's whole body, a stream's first output) before the next of its `fallbacks` is tried, or 504 answered when none is left. Null: `UPSTREAM_TIMEOUT_MS`. Set it on a model known to answer fast, so that a provider that hangs hands over to a fallback in seconds rather than after the global deadline.";
 
 const Nullable = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
 
@@ -118,6 +129,7 @@ const AdminModelSchema = Type.Object({
   inputModalities: Type.Array(Type.String()),
   outputModalities: Type.Array(Type.String()),
   fallbacks: Type.Array(Type.String()),
+  answerTimeoutMs: Type.Union([Type.Integer(), Type.Null()], { description: ANSWER_TIMEOUT }),
   isTest: Type.Boolean(),
   enabled: Type.Boolean(),
   updatedAt: Type.String({ format: 'date-time' }),
@@ -173,6 +185,11 @@ const PutModelBody = Type.Object(
       Type.Array(Type.String({ enum: ['text', 'image', 'audio', 'embedding', 'video'] })),
     ),
     fallbacks: Type.Optional(Type.Array(Type.String({ pattern: MODEL_ID_PATTERN }), { maxItems: 5 })),
+    answerTimeoutMs: Type.Optional(
+      Type.Union([Type.Integer({ minimum: MIN_ANSWER_TIMEOUT_MS, maximum: MAX_ANSWER_TIMEOUT_MS }), Type.Null()], {
+        description: ANSWER_TIMEOUT,
+      }),
+    ),
     isTest: Type.Optional(Type.Boolean()),
     enabled: Type.Optional(Type.Boolean()),
   },
@@ -312,6 +329,7 @@ export function registerModelRoutes(app: App, ctx: CatalogueDeps): void {
           inputModalities: body.inputModalities ?? ['text'],
           outputModalities: body.outputModalities ?? ['text'],
           fallbacks: body.fallbacks ?? [],
+          answerTimeoutMs: body.answerTimeoutMs ?? null,
           isTest: body.isTest ?? false,
           enabled: body.enabled ?? true,
         },

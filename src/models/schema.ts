@@ -47,6 +47,11 @@ export interface ModelsTable {
   output_modalities: string;
   /** JSON array of model ids tried, in order, on an upstream 5xx or timeout before any output. */
   fallbacks: string;
+  /**
+   * Milliseconds this model's answer may take to begin before the next fallback is tried (or 504 answered);
+   * NULL: `UPSTREAM_TIMEOUT_MS` (migration 1800).
+   */
+  answer_timeout_ms: number | null;
   /** 1 for built-in test models such as `tollgate/echo`. */
   is_test: number;
   enabled: number;

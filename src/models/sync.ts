@@ -26,8 +26,8 @@ function publicId(provider: string, upstreamId: string): string {
  * `CREDITS_PER_USD` exactly (decimal arithmetic, rounded up to the micro-credit).
  *
  * Invariant: a model without a listed price is imported **disabled** (and reported in `needsPricing`) —
- * enabling it at price zero would give it away. What the operator set by hand (fallbacks, the enabled flag
- * of an existing model, an output cap) is kept; listed prices and limits follow the provider.
+ * enabling it at price zero would give it away. What the operator set by hand (fallbacks and the answer's
+ * deadline, the enabled flag of an existing model, an output cap) is kept; listed prices and limits follow the provider.
  */
 export async function syncModels(ctx: CatalogueDeps, timeoutMs = ctx.config.UPSTREAM_TIMEOUT_MS): Promise<SyncReport> {
   const report: SyncReport = { providers: [] };
@@ -102,6 +102,7 @@ function merged(
     inputModalities,
     outputModalities: upstream.outputModalities ?? before?.outputModalities ?? ['text'],
     fallbacks: before?.fallbacks ?? [],
+    answerTimeoutMs: before?.answerTimeoutMs ?? null,
     isTest: before?.isTest ?? false,
     enabled: before ? before.enabled : priced !== null,
   };

@@ -22,7 +22,7 @@ export const ProvidersConfigSection = Type.Object({
     maximum: TIMER_MAX_MS,
     default: 600000,
     description:
-      "Time allowed for an upstream answer to begin: a non-streaming answer's whole body, a stream's first output (10 minutes, what the official OpenAI and Anthropic SDKs wait: a reasoning model may think that long). Past it: 504, or the next fallback.",
+      "Time allowed for an upstream answer to begin: a non-streaming answer's whole body, a stream's first output (10 minutes, what the official OpenAI and Anthropic SDKs wait: a reasoning model may think that long). Past it: 504, or the next fallback. A catalogue model's `answerTimeoutMs` replaces it for that model.",
   }),
   UPSTREAM_IDLE_TIMEOUT_MS: Type.Integer({
     minimum: 100,
