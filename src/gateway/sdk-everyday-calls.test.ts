@@ -134,32 +134,57 @@ describeEachDatabase(
       });
     }
 
-    it('openai chat.completions.create with response_format json_schema: the schema reaches an OpenAI-compatible upstream as sent, streamed or not; an Anthropic model refuses it naming the field', async () => {
+    for (const model of MODELS)
+      it(`openai chat.completions.create with response_format json_schema on ${model}: the schema reaches the upstream (Anthropic: as output_config.format), streamed or not, and the answer is the JSON`, async () => {
+        const user = await fundedUser(env, 1);
+        const client = openaiClient(env, user.key);
+        const responseFormat = {
+          type: 'json_schema' as const,
+          json_schema: { name: 'seen', strict: true, schema: seenSchema },
+        };
+        const ask = {
+          model,
+          messages: [{ role: 'user' as const, content: 'a city' }],
+          response_format: responseFormat,
+        };
+        const sentFormat = () => {
+          const sent = scripted.requests.at(-1)!.body;
+          return model === 'anthropic/claude' ? sent.output_config : sent.response_format;
+        };
+        const expected =
+          model === 'anthropic/claude' ? { format: { type: 'json_schema', schema: seenSchema } } : responseFormat;
+        const answer = await client.chat.completions.create(ask);
+        assert.deepEqual(JSON.parse(answer.choices[0].message.content!), { seen: 'a city' });
+        assert.deepEqual(sentFormat(), expected);
+        let text = '';
+        for await (const chunk of await client.chat.completions.create({ ...ask, stream: true }))
+          text += chunk.choices[0]?.delta?.content ?? '';
+        assert.deepEqual(JSON.parse(text), { seen: 'a city' });
+        assert.deepEqual(sentFormat(), expected);
+        assert.equal(await spent(env, user, 1), 2 * CHARGE[model]);
+      });
+
+    it('openai chat.completions.create with response_format json_object on an Anthropic model is a 400 naming response_format, nothing held or sent; an OpenAI-compatible upstream gets it as sent', async () => {
       const user = await fundedUser(env, 1);
       const client = openaiClient(env, user.key);
-      const responseFormat = {
-        type: 'json_schema' as const,
-        json_schema: { name: 'seen', strict: true, schema: seenSchema },
+      const ask = {
+        messages: [{ role: 'user' as const, content: 'a city as JSON' }],
+        response_format: { type: 'json_object' as const },
       };
-      const ask = { messages: [{ role: 'user' as const, content: 'a city' }], response_format: responseFormat };
-      const answer = await client.chat.completions.create({ model: 'acme/gpt', ...ask });
-      assert.deepEqual(JSON.parse(answer.choices[0].message.content!), { seen: 'a city' });
-      assert.deepEqual(scripted.requests.at(-1)!.body.response_format, responseFormat);
-      let text = '';
-      for await (const chunk of await client.chat.completions.create({ model: 'acme/gpt', ...ask, stream: true }))
-        text += chunk.choices[0]?.delta?.content ?? '';
-      assert.deepEqual(JSON.parse(text), { seen: 'a city' });
-      assert.deepEqual(scripted.requests.at(-1)!.body.response_format, responseFormat);
-
       const sent = scripted.requests.length;
-      await assert.rejects(
-        client.chat.completions.create({ model: 'anthropic/claude', ...ask }),
-        (error: any) =>
-          error instanceof OpenAI.BadRequestError &&
-          error.code === 'UNSUPPORTED_PARAMETER' &&
-          error.param === 'response_format',
-      );
+      for (const stream of [false, true])
+        await assert.rejects(
+          client.chat.completions.create({ model: 'anthropic/claude', ...ask, stream }),
+          (error: any) =>
+            error instanceof OpenAI.BadRequestError &&
+            error.code === 'UNSUPPORTED_PARAMETER' &&
+            error.param === 'response_format' &&
+            /json_schema/.test(error.message),
+        );
       assert.equal(scripted.requests.length, sent);
+      assert.equal(await spent(env, user, 1), 0);
+      await client.chat.completions.create({ model: 'acme/gpt', ...ask });
+      assert.deepEqual(scripted.requests.at(-1)!.body.response_format, { type: 'json_object' });
     });
 
     for (const model of MODELS) {
@@ -225,6 +250,7 @@ describeEachDatabase(
         "openai(...) (Responses, the AI SDK's default)",
         (key, model) => createOpenAI({ baseURL: `${env.baseUrl}/api/v1`, apiKey: key })(model),
       ],
+      ['openai.chat(...)', (key, model) => createOpenAI({ baseURL: `${env.baseUrl}/api/v1`, apiKey: key }).chat(model)],
       ['@ai-sdk/anthropic', (key, model) => createAnthropic({ baseURL: `${env.baseUrl}/api/v1`, apiKey: key })(model)],
     ];
     for (const [kind, make] of objectModels)

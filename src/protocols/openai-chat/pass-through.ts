@@ -102,6 +102,12 @@ const ANTHROPIC_PASSED = [
   'prompt_cache_retention',
 ] as const;
 
+/**
+ * Read by the Anthropic translation when its value has an Anthropic form: a `json_schema` format becomes
+ * `output_config.format` (its schema's tokens are counted into the hold as for any provider).
+ */
+const ANTHROPIC_CHECKED = ['response_format'] as const;
+
 /** Fields known to change the cost beyond what the catalogue prices, refused by name with why. */
 export const REFUSED_FIELDS: Readonly<Record<string, string>> = {
   web_search_options: 'a web search is billed per search on top of tokens, and the catalogue has no price for it here',
@@ -127,6 +133,7 @@ function buildAllowList(provider: string): ReadonlyMap<string, FieldRule> {
   const add = (fields: readonly string[], rule: FieldRule) => fields.forEach((field) => rules.set(field, rule));
   if (provider === 'anthropic') {
     add(ANTHROPIC_PASSED, 'passed');
+    add(ANTHROPIC_CHECKED, 'checked');
     return rules;
   }
   add(OPENAI_PASSED, 'passed');
@@ -141,9 +148,20 @@ function buildAllowList(provider: string): ReadonlyMap<string, FieldRule> {
 /** `service_tier` values billed at (or below) the standard price: OpenAI's `priority` (and `scale`) cost more. */
 export const STANDARD_SERVICE_TIERS: readonly string[] = ['auto', 'default', 'flex'];
 
-/** Why a `checked` field's value is refused, or null when its value is covered by the catalogue price. */
+/**
+ * Why a `checked` field's value is refused, or null when the provider can take it: a value the catalogue price
+ * does not cover, or one the provider has no form for (which would otherwise be dropped unread).
+ */
 function checkedValueProblem(field: string, value: unknown): string | null {
   if (value === undefined || value === null) return null;
+  if (field === 'response_format') {
+    // Checked for Anthropic only (OpenAI-compatible upstreams take every format as sent).
+    const format = value as { type?: unknown; json_schema?: { schema?: unknown } };
+    if (format.type === 'text') return null;
+    if (format.type === 'json_schema' && format.json_schema?.schema && typeof format.json_schema.schema === 'object')
+      return null;
+    return 'Anthropic takes a structured output as a JSON Schema only: give `{ "type": "json_schema", "json_schema": { "name", "schema" } }` (it has no schema-less `json_object` mode)';
+  }
   if (field === 'service_tier') {
     return typeof value === 'string' && STANDARD_SERVICE_TIERS.includes(value)
       ? null

@@ -98,7 +98,8 @@ export function toAnthropicMessages(call: ProviderCall, stream: boolean): Record
   if (call.parallelToolCalls === false && call.tools.length && choice !== 'none')
     request.tool_choice = { ...(request.tool_choice ?? { type: 'auto' }), disable_parallel_tool_use: true };
   // Anthropic's structured output: the schema only (its name and `strict` have no place there). A JSON mode without
-  // a schema has none; the protocols refuse it for Anthropic models before the hold (Responses' `responsesRefusal`).
+  // a schema has none; the protocols refuse it for Anthropic models before the hold (chat's allow-list, Responses'
+  // `responsesRefusal`).
   if (call.responseFormat?.type === 'json_schema')
     request.output_config = { format: { type: 'json_schema', schema: call.responseFormat.schema } };
   // A thinking budget must stay below max_tokens; a larger one is lowered to what the cap leaves.
