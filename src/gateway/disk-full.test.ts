@@ -22,13 +22,23 @@ import {
 // The database's disk fills up under a running Tollgate (src/testing/disk-full.ts: SQLite's own SQLITE_FULL on
 // the server's connection, PostgreSQL's own 53100 disk_full), and is given back without a restart.
 const upstream = await startMockUpstream();
-const slowUpstream = await startMockUpstream({ latencyMs: 1500 });
+// Slow enough that the disk is full well before it answers, however long filling it takes on a loaded machine.
+const slowUpstream = await startMockUpstream({ latencyMs: 4000 });
 const stripe = await new FakeStripe().start();
 const replicate = await new FakeReplicate().start();
 after(() => Promise.all([upstream.close(), slowUpstream.close(), stripe.stop(), replicate.stop()]));
 
 const hi = [{ role: 'user', content: 'hi' }];
 const DISK_FULL = /disk is full/;
+
+/** Waits until `ready()` holds (checked every 50 ms), or fails after `ms`: what the test waits for is named. */
+async function waitUntil(what: string, ready: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await ready())) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
 
 /**
  * A 503 that says the disk is full, with a Retry-After: SERVICE_UNAVAILABLE in the OpenAI/Tollgate envelope,
@@ -89,6 +99,7 @@ for (const kind of selectedDatabases()) {
             .executeTakeFirstOrThrow()
         ).n,
       );
+    const heldBy = async (user: FundedUser) => (await wallet(env, user)).reserved > 0;
     const assertLedgerVerifies = async () => {
       const report = await env.admin('GET', '/api/admin/ledger/verify');
       assert.equal(report.status, 200, report.text);
@@ -209,10 +220,14 @@ for (const kind of selectedDatabases()) {
       const [payerBefore, streamerBefore] = [await wallet(env, payer), await wallet(env, streamer)];
       const call = chat(payer, 'acme/slow');
       const stream = streamedChat(streamer, 'acme/slow');
-      // Held, the upstream thinking: the disk fills, and has room again after the upstream answered.
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      // Held, the upstream thinking: the disk fills; once both settles have met it, it has room again.
+      await waitUntil('both calls hold', async () => (await heldBy(payer)) && (await heldBy(streamer)));
+      const logged = logLines.length;
       await fillDisk(env);
-      await new Promise((resolve) => setTimeout(resolve, 1800));
+      await waitUntil(
+        'both settles met the full disk',
+        () => logLines.slice(logged).filter((line) => line.includes('closing a hold failed; trying again')).length >= 2,
+      );
       await freeDisk(env);
       const answered = await call;
       assert.equal(answered.status, 200, answered.text);
@@ -229,7 +244,7 @@ for (const kind of selectedDatabases()) {
       const [payerBefore, streamerBefore] = [await wallet(env, payer), await wallet(env, streamer)];
       const call = chat(payer, 'acme/slow');
       const stream = streamedChat(streamer, 'acme/slow');
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      await waitUntil('both calls hold', async () => (await heldBy(payer)) && (await heldBy(streamer)));
       await fillDisk(env);
       let frames;
       try {
