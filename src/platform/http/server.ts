@@ -63,6 +63,21 @@ export type App = FastifyInstance<
 /** The `Retry-After` of a request refused for a full database disk: freeing space takes an operator's while. */
 export const DATABASE_FULL_RETRY_AFTER_SECONDS = 30;
 
+/**
+ * The log line of a request that failed on Tollgate's side: the error with its stack, or for a full database
+ * disk, which is the operator's to fix and no fault of Tollgate's, one warning naming the route and no stack
+ * (the database logs once when it fills up and once when it has room again: platform/db/unavailable.ts).
+ * A client's mistake (4xx) logs nothing here.
+ */
+function logFailure(request: FastifyRequest, error: unknown, apiError: ApiError): void {
+  if (isDatabaseFull(error))
+    request.log.warn(
+      { route: request.routeOptions.url, reason: (error as Error).message },
+      'request refused (503): the database disk is full',
+    );
+  else if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+}
+
 /** Maps any thrown value to an ApiError; client mistakes never become a 500. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
@@ -230,14 +245,7 @@ export async function createServer(ctx: ServerContext): Promise<App> {
                 `A part of the URL's path is longer than the ${MAX_PARAM_LENGTH} characters an id or name here can have.`,
               )
             : toApiError(error);
-      // A full disk is the operator's to fix, and its line says so; no stack (nothing in Tollgate broke), and
-      // the database logs once when it fills up and once when it has room again (platform/db/unavailable.ts).
-      if (isDatabaseFull(error))
-        request.log.warn(
-          { route: request.routeOptions.url, reason: (error as Error).message },
-          'request refused (503): the database disk is full',
-        );
-      else if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+      logFailure(request, error, apiError);
       setSecureHeaders(ctx.config, request, reply);
       reply.code(apiError.status).headers(apiError.headers);
       return reply.send(errorBodyByPath(ctx, request.url, apiError));
@@ -415,14 +423,7 @@ export async function createServer(ctx: ServerContext): Promise<App> {
         { details: { limit } },
       );
     }
-    // A full disk is the operator's to fix, and its line says so; no stack (nothing in Tollgate broke), and
-    // the database logs once when it fills up and once when it has room again (platform/db/unavailable.ts).
-    if (isDatabaseFull(error))
-      request.log.warn(
-        { route: request.routeOptions.url, reason: (error as Error).message },
-        'request refused (503): the database disk is full',
-      );
-    else if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+    logFailure(request, error, apiError);
     for (const observe of ctx.errorObservers) observe(apiError);
     return sendError(request, reply, apiError);
   });
