@@ -100,6 +100,16 @@ for (const kind of selectedDatabases()) {
         ).n,
       );
     const heldBy = async (user: FundedUser) => (await wallet(env, user)).reserved > 0;
+    /** Two new users' calls on the slow upstream, one streamed, once both hold (their wallets as before them). */
+    const slowCallsHolding = async () => {
+      const payer = await fundedUser(env, 10);
+      const streamer = await fundedUser(env, 10);
+      const [payerBefore, streamerBefore] = [await wallet(env, payer), await wallet(env, streamer)];
+      const call = chat(payer, 'acme/slow');
+      const stream = streamedChat(streamer, 'acme/slow');
+      await waitUntil('both calls hold', async () => (await heldBy(payer)) && (await heldBy(streamer)));
+      return { payer, payerBefore, streamer, streamerBefore, call, stream };
+    };
     const assertLedgerVerifies = async () => {
       const report = await env.admin('GET', '/api/admin/ledger/verify');
       assert.equal(report.status, 200, report.text);
@@ -215,13 +225,8 @@ for (const kind of selectedDatabases()) {
     });
 
     it('a call whose settle meets the full disk, the upstream having answered, is settled once space is back within the retries: answered and charged exactly once, streaming or not', async () => {
-      const payer = await fundedUser(env, 10);
-      const streamer = await fundedUser(env, 10);
-      const [payerBefore, streamerBefore] = [await wallet(env, payer), await wallet(env, streamer)];
-      const call = chat(payer, 'acme/slow');
-      const stream = streamedChat(streamer, 'acme/slow');
+      const { payer, payerBefore, streamer, streamerBefore, call, stream } = await slowCallsHolding();
       // Held, the upstream thinking: the disk fills; once both settles have met it, it has room again.
-      await waitUntil('both calls hold', async () => (await heldBy(payer)) && (await heldBy(streamer)));
       const logged = logLines.length;
       await fillDisk(env);
       await waitUntil(
@@ -239,12 +244,7 @@ for (const kind of selectedDatabases()) {
     });
 
     it('a call whose settle cannot be written while the disk stays full is never answered as complete: 503 after the retries, a stream ends with that error in place of its end; nothing charged, the hold stays until it expires; the ledger verifies', async () => {
-      const payer = await fundedUser(env, 10);
-      const streamer = await fundedUser(env, 10);
-      const [payerBefore, streamerBefore] = [await wallet(env, payer), await wallet(env, streamer)];
-      const call = chat(payer, 'acme/slow');
-      const stream = streamedChat(streamer, 'acme/slow');
-      await waitUntil('both calls hold', async () => (await heldBy(payer)) && (await heldBy(streamer)));
+      const { payer, payerBefore, streamer, streamerBefore, call, stream } = await slowCallsHolding();
       await fillDisk(env);
       let frames;
       try {

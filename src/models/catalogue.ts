@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import type { ModelsDb } from './schema.ts';
 import type { ModelsTable } from './schema.ts';
 import { TIMER_MAX_MS } from '../platform/config.ts';
+import { MIN_UPSTREAM_TIMEOUT_MS } from '../providers/config.ts';
 
 /**
  * Prices in integer micro-credits: token prices per 1M tokens, `request` per call, `second` per compute
@@ -72,7 +73,7 @@ export interface CatalogueModel {
 export const MAX_ANSWER_TIMEOUT_MS = TIMER_MAX_MS;
 
 /** The least `answerTimeoutMs` may be: the bound of `UPSTREAM_TIMEOUT_MS`; less could not reach any provider. */
-export const MIN_ANSWER_TIMEOUT_MS = 100;
+export const MIN_ANSWER_TIMEOUT_MS = MIN_UPSTREAM_TIMEOUT_MS;
 
 /** Maps a row of `models` to a {@link CatalogueModel}. */
 export function modelFromRow(row: Selectable<ModelsTable>): CatalogueModel {

@@ -4,6 +4,9 @@ import { TIMER_MAX_MS } from '../platform/config.ts';
 /** The default of `UPSTREAM_IDLE_TIMEOUT_MS`, also the idle timeout of an adapter built without a configuration. */
 export const DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS = 600_000;
 
+/** The least an upstream deadline may be (`UPSTREAM_TIMEOUT_MS`, `UPSTREAM_IDLE_TIMEOUT_MS`, a model's `answerTimeoutMs`): less could reach no provider. */
+export const MIN_UPSTREAM_TIMEOUT_MS = 100;
+
 /** The upstream providers' settings: their keys and addresses, the extra OpenAI-compatible upstreams (config file only) and the upstream timeouts. Part of the one configuration schema (src/config.ts). */
 export const ProvidersConfigSection = Type.Object({
   OPENAI_API_KEY: Type.Optional(Type.String({ description: 'OpenAI API key.' })),
@@ -18,14 +21,14 @@ export const ProvidersConfigSection = Type.Object({
   REPLICATE_API_TOKEN: Type.Optional(Type.String({ description: 'Replicate API token.' })),
   REPLICATE_BASE_URL: Type.String({ default: 'https://api.replicate.com/v1', description: 'Replicate base URL.' }),
   UPSTREAM_TIMEOUT_MS: Type.Integer({
-    minimum: 100,
+    minimum: MIN_UPSTREAM_TIMEOUT_MS,
     maximum: TIMER_MAX_MS,
     default: 600000,
     description:
       "Time allowed for an upstream answer to begin: a non-streaming answer's whole body, a stream's first output (10 minutes, what the official OpenAI and Anthropic SDKs wait: a reasoning model may think that long). Past it: 504, or the next fallback. A catalogue model's `answerTimeoutMs` replaces it for that model.",
   }),
   UPSTREAM_IDLE_TIMEOUT_MS: Type.Integer({
-    minimum: 100,
+    minimum: MIN_UPSTREAM_TIMEOUT_MS,
     maximum: TIMER_MAX_MS,
     default: DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS,
     description:
