@@ -54,6 +54,8 @@ export interface CanonicalTool {
   name: string;
   description?: string;
   parameters: Record<string, unknown>;
+  /** true: the call's arguments must follow `parameters` exactly (OpenAI's `strict`, Anthropic's `strict`). */
+  strict?: boolean;
 }
 
 /** A call as every protocol means it. */

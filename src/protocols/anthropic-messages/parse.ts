@@ -371,9 +371,12 @@ function toolResultParts(block: Record<string, unknown>, param: string): Canonic
 }
 
 /**
- * The properties a custom tool may have: its text (name, description, schema: counted into the hold) and
- * switches that add no tokens (`strict`, `eager_input_streaming`; `defer_loading` only removes some, and
- * `allowed_callers` names code execution, which is refused as a tool). `input_examples` would add uncounted text.
+ * The properties a custom tool may have: its text (name, description, schema: counted into the hold, and carried
+ * to an OpenAI-compatible upstream), `strict` (carried there as the function's `strict`), and two that change
+ * nothing about the answer, so a translated call leaves them out: `cache_control` (a caching hint: an
+ * OpenAI-compatible upstream caches prefixes by itself, and every call is billed on the cache reads and writes its
+ * upstream reports) and `eager_input_streaming` (how the tool's input is streamed: the same arguments arrive).
+ * `input_examples` would add uncounted text; `defer_loading` and `allowed_callers` are {@link DEFAULTED_TOOL_FIELDS}.
  */
 const TOOL_FIELDS: ReadonlySet<string> = new Set([
   'name',
@@ -383,9 +386,23 @@ const TOOL_FIELDS: ReadonlySet<string> = new Set([
   'cache_control',
   'strict',
   'eager_input_streaming',
-  'defer_loading',
-  'allowed_callers',
 ]);
+
+/**
+ * Tool properties passed on either wire only at the value that changes nothing, and why another value is refused:
+ * what they ask for needs a tool the gateway refuses (tool search, code execution), so a native call would fail
+ * upstream after its hold and a translated one would silently behave otherwise.
+ */
+const DEFAULTED_TOOL_FIELDS: Readonly<Record<string, { harmless: (value: unknown) => boolean; why: string }>> = {
+  defer_loading: {
+    harmless: (value) => value === false,
+    why: 'a deferred tool is loaded through a tool search tool, which is a server tool the gateway refuses; send the tool without defer_loading',
+  },
+  allowed_callers: {
+    harmless: (value) => Array.isArray(value) && value.length > 0 && value.every((caller) => caller === 'direct'),
+    why: 'only the model calls tools here (code execution is a server tool the gateway refuses); leave it out or send ["direct"]',
+  },
+};
 
 function parseTools(tools: unknown): CanonicalTool[] {
   if (tools === undefined || tools === null) return [];
@@ -399,8 +416,14 @@ function parseTools(tools: unknown): CanonicalTool[] {
       );
     }
     checkCacheControl(tool.cache_control, `${param}.cache_control`);
-    // A tool's other properties (input examples, deferred loading…) would reach Anthropic uncounted.
-    const extra = Object.keys(tool).find((key) => !TOOL_FIELDS.has(key) && tool[key] !== undefined);
+    for (const [field, rule] of Object.entries(DEFAULTED_TOOL_FIELDS)) {
+      if (tool[field] === undefined || rule.harmless(tool[field])) continue;
+      throw unsupported(`${param}.${field}`, `${param}.${field} is refused: ${rule.why}.`);
+    }
+    // A tool's other properties (input examples…) would reach Anthropic uncounted.
+    const extra = Object.keys(tool).find(
+      (key) => !TOOL_FIELDS.has(key) && !(key in DEFAULTED_TOOL_FIELDS) && tool[key] !== undefined,
+    );
     if (extra) {
       throw unsupported(
         `${param}.${extra}`,
@@ -409,6 +432,7 @@ function parseTools(tools: unknown): CanonicalTool[] {
     }
     const parsed: CanonicalTool = { name: String(tool.name), parameters: tool.input_schema as Record<string, unknown> };
     if (typeof tool.description === 'string') parsed.description = tool.description;
+    if (tool.strict === true) parsed.strict = true;
     return parsed;
   });
 }

@@ -3,6 +3,7 @@ import type { CatalogueModel } from '../../models/catalogue.ts';
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
 import type { ChatRequest } from '../../gateway/chat-plan.ts';
 import { passThroughProblem } from './pass-through.ts';
+import { anthropicToolsProblem } from './tools.ts';
 import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
 
 /**
@@ -74,12 +75,14 @@ function cacheControlOf(part: any): { cacheControl?: Record<string, unknown> } {
 }
 
 /**
- * The chat refusal of a model: a field of the body that may not reach its provider (`pass-through.ts`).
+ * The chat refusal of a model: a field of the body that may not reach its provider (`pass-through.ts`), or a
+ * nested field of its tools that the Anthropic translation cannot carry (`tools.ts`).
  * Security invariant: a field on no allow-list never reaches an upstream unread (see pass-through.ts).
  */
 export function chatRefusal(body: ChatRequest): (model: CatalogueModel) => ApiError | null {
   return (model) => {
-    const problem = passThroughProblem(body, model.provider);
+    const problem =
+      passThroughProblem(body, model.provider) ?? (model.provider === 'anthropic' ? anthropicToolsProblem(body) : null);
     return problem
       ? new ApiError('UNSUPPORTED_PARAMETER', problem.message, { details: { param: problem.field } })
       : null;
@@ -159,8 +162,9 @@ function toolsOf(tools: unknown): CanonicalTool[] {
     .filter((tool: any) => tool?.type === 'function' && tool.function?.name)
     .map((tool: any) => ({
       name: String(tool.function.name),
-      ...(tool.function.description !== undefined ? { description: String(tool.function.description) } : {}),
+      ...(typeof tool.function.description === 'string' ? { description: tool.function.description } : {}),
       parameters: tool.function.parameters ?? { type: 'object', properties: {} },
+      ...(tool.function.strict === true ? { strict: true } : {}),
     }));
 }
 

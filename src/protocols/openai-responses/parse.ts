@@ -138,12 +138,13 @@ export function parseTools(tools: Array<Record<string, unknown>> | undefined): C
   return (tools ?? []).flatMap((tool, i) => {
     if (typeof tool.name !== 'string' || tool.name === '')
       throw invalid(`tools[${i}].name`, `tools[${i}] needs a name.`);
-    if (tool.type !== 'namespace') return [functionTool(tool, tool.name)];
+    if (tool.type !== 'namespace') return [functionTool(tool, tool.name, `tools[${i}]`)];
+    checkNamespaceFields(tool, `tools[${i}]`);
     const namespace = tool.name;
     return (tool.tools as Array<Record<string, unknown>>).map((inner, j) => {
       if (typeof inner.name !== 'string' || inner.name === '')
         throw invalid(`tools[${i}].tools[${j}].name`, `tools[${i}].tools[${j}] needs a name.`);
-      const parsed = functionTool(inner, namespacedName(namespace, inner.name));
+      const parsed = functionTool(inner, namespacedName(namespace, inner.name), `tools[${i}].tools[${j}]`);
       // The namespace's description is what the model reads about the group; each function carries it.
       if (typeof tool.description === 'string' && tool.description !== '')
         parsed.description = parsed.description ? `${tool.description}\n\n${parsed.description}` : tool.description;
@@ -152,7 +153,69 @@ export function parseTools(tools: Array<Record<string, unknown>> | undefined): C
   });
 }
 
-function functionTool(tool: Record<string, unknown>, name: string): CanonicalTool {
+/** What a function tool's translation carries to a chat or Anthropic upstream (`strict` only when true). */
+const FUNCTION_FIELDS: ReadonlySet<string> = new Set(['type', 'name', 'description', 'parameters', 'strict']);
+
+/**
+ * A function tool's fields that have no form on a chat or Anthropic upstream but change nothing at their
+ * default (the value a translated call then behaves as), and why another value is refused.
+ */
+const DEFAULTED_FUNCTION_FIELDS: Readonly<Record<string, { harmless: (value: unknown) => boolean; why: string }>> = {
+  defer_loading: {
+    harmless: (value) => value === false,
+    why: 'a deferred function is found through the tool_search tool, which is not supported; send the function without defer_loading',
+  },
+  allowed_callers: {
+    // Only direct calls exist here: programmatic tool calling is a built-in tool, refused.
+    harmless: (value) => Array.isArray(value) && value.length > 0 && value.every((caller) => caller === 'direct'),
+    why: 'only the model calls functions here (programmatic tool calling is a built-in tool, not supported); leave it out or send ["direct"]',
+  },
+  async: {
+    harmless: (value) => value === false,
+    why: 'a function answered asynchronously in a later response has no form on the upstreams the gateway calls; leave it out',
+  },
+  output_schema: {
+    harmless: () => false,
+    why: "the schema of a function's output has no form on the upstreams the gateway calls and would be dropped; describe the output in the description instead",
+  },
+};
+
+/** The fields of a `namespace` tool (its functions are checked one by one). */
+const NAMESPACE_FIELDS: ReadonlySet<string> = new Set(['type', 'name', 'description', 'tools']);
+
+/**
+ * Refuses (400 `UNSUPPORTED_PARAMETER`, `param` the field's path) a field of a function tool that the translation
+ * to a chat or Anthropic upstream would drop: the model would answer a different call than the one sent. A field
+ * at the value that changes nothing (`defer_loading: false`, `allowed_callers: ["direct"]`) passes.
+ */
+function checkFunctionFields(tool: Record<string, unknown>, param: string): void {
+  for (const [field, value] of Object.entries(tool)) {
+    if (value === undefined || value === null || FUNCTION_FIELDS.has(field)) continue;
+    const rule = DEFAULTED_FUNCTION_FIELDS[field];
+    if (rule?.harmless(value)) continue;
+    throw unsupported(
+      `${param}.${field}`,
+      rule
+        ? `${param}.${field} is not supported: ${rule.why}.`
+        : `${param}.${field} is not supported: a function tool reaches the upstream with its name, description, parameters and strict only; leave it out.`,
+    );
+  }
+}
+
+function checkNamespaceFields(tool: Record<string, unknown>, param: string): void {
+  const extra = Object.keys(tool).find(
+    (key) => !NAMESPACE_FIELDS.has(key) && tool[key] !== undefined && tool[key] !== null,
+  );
+  if (extra) {
+    throw unsupported(
+      `${param}.${extra}`,
+      `${param}.${extra} is not supported: a namespace reaches the upstream as its functions, with its description; leave it out.`,
+    );
+  }
+}
+
+function functionTool(tool: Record<string, unknown>, name: string, param: string): CanonicalTool {
+  checkFunctionFields(tool, param);
   const parameters =
     tool.parameters && typeof tool.parameters === 'object'
       ? (tool.parameters as Record<string, unknown>)
@@ -161,6 +224,7 @@ function functionTool(tool: Record<string, unknown>, name: string): CanonicalToo
     name,
     ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
     parameters,
+    ...(tool.strict === true ? { strict: true } : {}),
   };
 }
 
@@ -170,6 +234,12 @@ export function parseToolChoice(choice: unknown, tools: CanonicalTool[]): Canoni
   if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
   const object = choice as Record<string, unknown>;
   if (object && typeof object === 'object' && object.type === 'function' && typeof object.name === 'string') {
+    const extra = Object.keys(object).find((key) => key !== 'type' && key !== 'name' && object[key] != null);
+    if (extra)
+      throw unsupported(
+        `tool_choice.${extra}`,
+        `tool_choice.${extra} is not supported: a function choice names the function only.`,
+      );
     if (!tools.some((tool) => tool.name === object.name))
       throw invalid('tool_choice', `tool_choice names "${object.name}", which is not among the tools.`);
     return { name: object.name };

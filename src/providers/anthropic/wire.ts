@@ -88,6 +88,7 @@ export function toAnthropicMessages(call: ProviderCall, stream: boolean): Record
       name: tool.name,
       description: tool.description,
       input_schema: tool.parameters ?? { type: 'object', properties: {} },
+      ...(tool.strict ? { strict: true } : {}),
     }));
   const choice = call.toolChoice;
   if (choice === 'auto') request.tool_choice = { type: 'auto' };

@@ -152,6 +152,7 @@ function toOpenAiTools(call: CanonicalCall): unknown[] {
       name: tool.name,
       ...(tool.description !== undefined ? { description: tool.description } : {}),
       parameters: tool.parameters,
+      ...(tool.strict ? { strict: true } : {}),
     },
   }));
 }

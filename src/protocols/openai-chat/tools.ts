@@ -1,0 +1,94 @@
+/**
+ * The nested fields of chat's `tools` and `tool_choice` on the way to an Anthropic upstream (README
+ * "Pass-through allow-list"). An OpenAI-compatible upstream gets the body as sent (the tools' whole JSON is
+ * counted into the hold), so nothing here applies to it. The Anthropic translation carries a function tool's
+ * `name`, `description`, `parameters` and `strict`, and the tool choices `auto`, `none`, `required` and one
+ * function by name; anything else in them would be dropped unread, and the model would answer a different call
+ * than the one sent. So it is refused by name instead, with what to send.
+ */
+
+/** What the translation reads of a tool and of its `function`. */
+const TOOL_FIELDS: ReadonlySet<string> = new Set(['type', 'function']);
+const FUNCTION_FIELDS: ReadonlySet<string> = new Set(['name', 'description', 'parameters', 'strict']);
+const CHOICE_FIELDS: ReadonlySet<string> = new Set(['type', 'function']);
+const CHOICE_FUNCTION_FIELDS: ReadonlySet<string> = new Set(['name']);
+
+/** A nested field the Anthropic translation cannot carry: its path (`tools[2].function.defer_loading`) and why. */
+export interface NestedFieldProblem {
+  field: string;
+  message: string;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The first key of `object` off `allowed` that has a value, or undefined. */
+function extraKey(object: Record<string, unknown>, allowed: ReadonlySet<string>): string | undefined {
+  return Object.keys(object).find((key) => !allowed.has(key) && object[key] !== undefined && object[key] !== null);
+}
+
+const noForm = (field: string, what: string): NestedFieldProblem => ({
+  field,
+  message: `The field "${field}" is refused: ${what}.`,
+});
+
+/**
+ * The first nested field of the chat body's `tools` or `tool_choice` that an Anthropic upstream cannot receive,
+ * or null when the translation carries them all.
+ */
+export function anthropicToolsProblem(body: Record<string, unknown>): NestedFieldProblem | null {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  for (let i = 0; i < tools.length; i++) {
+    const tool: unknown = tools[i];
+    const at = `tools[${i}]`;
+    if (!isObject(tool)) continue;
+    if (tool.type !== 'function') {
+      return noForm(
+        `${at}.type`,
+        `a tool of type ${JSON.stringify(tool.type)} has no form on Anthropic models (free-form custom tools take no JSON Schema); declare it as a "function" tool with parameters`,
+      );
+    }
+    const extra = extraKey(tool, TOOL_FIELDS);
+    if (extra)
+      return noForm(`${at}.${extra}`, 'Anthropic models take a function tool\'s "function" only; leave it out');
+    const fn = tool.function;
+    if (!isObject(fn)) continue;
+    const inner = extraKey(fn, FUNCTION_FIELDS);
+    if (inner) {
+      return noForm(
+        `${at}.function.${inner}`,
+        'a function tool reaches Anthropic models with its name, description, parameters and strict only, and this field would be dropped; leave it out or call an OpenAI-compatible model',
+      );
+    }
+  }
+  return toolChoiceProblem(body.tool_choice);
+}
+
+function toolChoiceProblem(choice: unknown): NestedFieldProblem | null {
+  if (choice === undefined || choice === null || choice === 'auto' || choice === 'none' || choice === 'required')
+    return null;
+  if (!isObject(choice)) {
+    return noForm(
+      'tool_choice',
+      `${JSON.stringify(choice)} is not a tool choice; use "auto", "none", "required" or { "type": "function", "function": { "name" } }`,
+    );
+  }
+  if (choice.type === 'allowed_tools') {
+    return noForm(
+      'tool_choice',
+      'an "allowed_tools" choice has no form on Anthropic models; send only the allowed tools in "tools", with tool_choice "auto" or "required"',
+    );
+  }
+  if (choice.type !== 'function') {
+    return noForm(
+      'tool_choice.type',
+      `a tool choice of type ${JSON.stringify(choice.type)} has no form on Anthropic models; name a function tool: { "type": "function", "function": { "name" } }`,
+    );
+  }
+  const extra = extraKey(choice, CHOICE_FIELDS);
+  if (extra) return noForm(`tool_choice.${extra}`, 'a function tool choice takes its "function" only; leave it out');
+  const fn = isObject(choice.function) ? choice.function : {};
+  const inner = extraKey(fn, CHOICE_FUNCTION_FIELDS);
+  if (inner) return noForm(`tool_choice.function.${inner}`, 'a function tool choice names the function only');
+  return null;
+}
