@@ -10,7 +10,8 @@ import { fundedUser, holdsOf, putModel, settled, type FundedUser } from './testi
  * The fields inside tools and tool choices, through the official SDKs (openai 7, @anthropic-ai/sdk 1.14), on both
  * upstream wires: a field the translation to the other vendor's wire carries (`strict`) reaches the upstream; one
  * it cannot carry is a 400 `UNSUPPORTED_PARAMETER` whose `param` is its path, before anything is held or sent; one
- * that changes nothing at the value sent passes; and a same-wire call keeps its body as sent.
+ * that changes nothing at the value sent passes; a same-wire call keeps its body as sent, but a tool the provider
+ * runs itself at a per-use price (OpenRouter's server tools) is refused on that wire too.
  */
 const mock = await startMockUpstream();
 after(() => mock.close());
@@ -60,6 +61,12 @@ describeEachDatabase(
   (env) => {
     before(async () => {
       await putModel(env, 'acme/gpt', { provider: 'mock', upstreamModel: 'gpt', pricing, maxOutputTokens: 100 });
+      await putModel(env, 'openrouter/gpt', {
+        provider: 'openrouter',
+        upstreamModel: 'gpt',
+        pricing,
+        maxOutputTokens: 100,
+      });
       await putModel(env, 'anthropic/claude', {
         provider: 'anthropic',
         upstreamModel: 'claude',
@@ -127,6 +134,29 @@ describeEachDatabase(
       await client.chat.completions.create({ model: 'acme/gpt', messages: [question], ...choice } as any);
       assert.deepEqual(lastSent().tool_choice, choice.tool_choice);
     });
+
+    for (const model of ['openrouter/gpt', 'acme/gpt']) {
+      it(`chat on ${model}: a tool the provider runs itself (OpenRouter's openrouter:web_search, billed per search) is refused by path, nothing held or sent`, async () => {
+        const user = await fundedUser(env, 1);
+        const client = openai(env, user);
+        const weather = { type: 'function' as const, function: { name: 'weather', parameters: schema } };
+        await assertRefused(env, user, 'tools[1].type', () =>
+          client.chat.completions.create({
+            model,
+            messages: [question],
+            tools: [weather, { type: 'openrouter:web_search', parameters: { max_results: 5 } } as any],
+          }),
+        );
+        await assertRefused(env, user, 'tool_choice.type', () =>
+          client.chat.completions.create({
+            model,
+            messages: [question],
+            tools: [weather],
+            tool_choice: { type: 'openrouter:web_search' } as any,
+          }),
+        );
+      });
+    }
 
     for (const model of MODELS) {
       it(`responses.create on ${model}: a function tool with strict: true reaches the upstream as its strict`, async () => {
@@ -221,5 +251,11 @@ describeEachDatabase(
       assert.deepEqual(lastSent().tools, [tool]);
     });
   },
-  { config: { ANTHROPIC_BASE_URL: mock.url, providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }] } },
+  {
+    config: {
+      ANTHROPIC_BASE_URL: mock.url,
+      OPENROUTER_BASE_URL: `${mock.url}/v1`,
+      providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }],
+    },
+  },
 );

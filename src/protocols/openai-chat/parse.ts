@@ -3,7 +3,7 @@ import type { CatalogueModel } from '../../models/catalogue.ts';
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
 import type { ChatRequest } from '../../gateway/chat-plan.ts';
 import { passThroughProblem } from './pass-through.ts';
-import { anthropicToolsProblem } from './tools.ts';
+import { anthropicToolsProblem, providerToolsProblem } from './tools.ts';
 import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
 
 /**
@@ -75,14 +75,16 @@ function cacheControlOf(part: any): { cacheControl?: Record<string, unknown> } {
 }
 
 /**
- * The chat refusal of a model: a field of the body that may not reach its provider (`pass-through.ts`), or a
- * nested field of its tools that the Anthropic translation cannot carry (`tools.ts`).
+ * The chat refusal of a model: a field of the body that may not reach its provider (`pass-through.ts`), a
+ * nested field of its tools that the Anthropic translation cannot carry, or a tool an OpenAI-compatible provider
+ * would run at its own price (`tools.ts`).
  * Security invariant: a field on no allow-list never reaches an upstream unread (see pass-through.ts).
  */
 export function chatRefusal(body: ChatRequest): (model: CatalogueModel) => ApiError | null {
   return (model) => {
     const problem =
-      passThroughProblem(body, model.provider) ?? (model.provider === 'anthropic' ? anthropicToolsProblem(body) : null);
+      passThroughProblem(body, model.provider) ??
+      (model.provider === 'anthropic' ? anthropicToolsProblem(body) : providerToolsProblem(body));
     return problem
       ? new ApiError('UNSUPPORTED_PARAMETER', problem.message, { details: { param: problem.field } })
       : null;

@@ -1,11 +1,20 @@
 /**
- * The nested fields of chat's `tools` and `tool_choice` on the way to an Anthropic upstream (README
- * "Pass-through allow-list"). An OpenAI-compatible upstream gets the body as sent (the tools' whole JSON is
- * counted into the hold), so nothing here applies to it. The Anthropic translation carries a function tool's
- * `name`, `description`, `parameters` and `strict`, and the tool choices `auto`, `none`, `required` and one
- * function by name; anything else in them would be dropped unread, and the model would answer a different call
- * than the one sent. So it is refused by name instead, with what to send.
+ * The nested fields of chat's `tools` and `tool_choice` (README "Pass-through allow-list").
+ *
+ * An OpenAI-compatible upstream gets the body as sent (the tools' whole JSON is counted into the hold), but only
+ * with tools the client runs (`function`, `custom`): a tool of another type runs on the provider's side, billed per
+ * use (OpenRouter's server tools `openrouter:web_search`, `openrouter:image_generation`…), which no hold bounds.
+ *
+ * The Anthropic translation carries a function tool's `name`, `description`, `parameters` and `strict`, and the
+ * tool choices `auto`, `none`, `required` and one function by name; anything else in them would be dropped unread,
+ * and the model would answer a different call than the one sent. So it is refused by name instead, with what to
+ * send.
  */
+
+/** Tool types an OpenAI-compatible upstream receives: the ones the client runs itself. */
+const CLIENT_TOOL_TYPES: ReadonlySet<unknown> = new Set(['function', 'custom']);
+/** Tool choice types that name such tools (or a subset of the request's tools). */
+const CLIENT_CHOICE_TYPES: ReadonlySet<unknown> = new Set(['function', 'custom', 'allowed_tools']);
 
 /** What the translation reads of a tool and of its `function`. */
 const TOOL_FIELDS: ReadonlySet<string> = new Set(['type', 'function']);
@@ -31,6 +40,24 @@ const noForm = (field: string, what: string): NestedFieldProblem => ({
   field,
   message: `The field "${field}" is refused: ${what}.`,
 });
+
+/**
+ * The first tool (or tool choice) of the chat body that an OpenAI-compatible upstream would run on its own side,
+ * billed per use beyond the hold, or null when every tool is one the client runs.
+ */
+export function providerToolsProblem(body: Record<string, unknown>): NestedFieldProblem | null {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  const serverTool = (type: unknown) =>
+    `a tool of type ${JSON.stringify(type)} runs on the provider's side and is billed per use, beyond what the gateway holds for; declare a "function" tool and run it yourself`;
+  for (let i = 0; i < tools.length; i++) {
+    const tool: unknown = tools[i];
+    if (isObject(tool) && !CLIENT_TOOL_TYPES.has(tool.type)) return noForm(`tools[${i}].type`, serverTool(tool.type));
+  }
+  const choice = body.tool_choice;
+  if (isObject(choice) && !CLIENT_CHOICE_TYPES.has(choice.type))
+    return noForm('tool_choice.type', serverTool(choice.type));
+  return null;
+}
 
 /**
  * The first nested field of the chat body's `tools` or `tool_choice` that an Anthropic upstream cannot receive,
