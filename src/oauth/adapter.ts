@@ -129,6 +129,34 @@ function clientAdapter(db: OauthDb): Adapter {
 }
 
 function payloadAdapter(db: OauthDb, model: string, onRevoked: (event: RevocationEvent) => void): Adapter {
+  /**
+   * Security invariant: a client assertion's `jti` is used once (provider.ts, private_key_jwt). oidc-provider
+   * looks the `jti` up, then saves it; two requests racing with one assertion could both find nothing, and an
+   * upsert would let both pass. The row is inserted only when none lives under that id (an expired one not yet
+   * swept is replaced), so exactly one request records it and the other is refused as a replay.
+   */
+  async function recordOnce(id: string, payload: AdapterPayload, expiresIn: number | undefined): Promise<void> {
+    const now = wallClock();
+    const values = {
+      payload: JSON.stringify(storablePayload(model, payload)),
+      grant_id: null,
+      user_code: null,
+      uid: null,
+      account_id: null,
+      client_id: typeof payload.iss === 'string' ? payload.iss : null,
+      expires_at: now + Math.max(1, expiresIn ?? 0) * 1000,
+      consumed_at: null,
+    };
+    const result = await db
+      .insertInto('oidc_payloads')
+      .values({ id: storedPayloadId(model, id), model, ...values })
+      .onConflict((oc) => oc.columns(['model', 'id']).doUpdateSet(values).where('oidc_payloads.expires_at', '<=', now))
+      .executeTakeFirst();
+    if (Number(result.numInsertedOrUpdatedRows ?? 0) === 1) return;
+    const { errors: oidcErrors } = await loadOidcProvider();
+    throw new oidcErrors.InvalidClientAuth('client assertion tokens must only be used once');
+  }
+
   const rows = () =>
     db.selectFrom('oidc_payloads').select(['id', 'payload', 'consumed_at', 'expires_at']).where('model', '=', model);
   const live = (row: { expires_at: number | null } | undefined) =>
@@ -136,6 +164,7 @@ function payloadAdapter(db: OauthDb, model: string, onRevoked: (event: Revocatio
 
   return {
     async upsert(id, payload, expiresIn) {
+      if (model === 'ReplayDetection') return recordOnce(id, payload, expiresIn);
       const values = {
         payload: JSON.stringify(storablePayload(model, payload)),
         grant_id: payload.grantId ?? null,

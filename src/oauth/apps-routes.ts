@@ -6,7 +6,15 @@ import type { OAuthDeps } from './deps.ts';
 import { errors } from '../platform/errors.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { SCOPES } from './scopes.ts';
-import { deleteClient, listOwnedClients, MAX_APPS_PER_OWNER, registerClient, type NewClient } from './clients.ts';
+import {
+  deleteClient,
+  listOwnedClients,
+  MAX_APPS_PER_OWNER,
+  registerClient,
+  replaceClientJwks,
+  type NewClient,
+} from './clients.ts';
+import { CLIENT_ASSERTION_ALGS, MAX_CLIENT_KEYS } from './client-keys.ts';
 import { revokeAuthorization } from './authorizations.ts';
 import type { AccessTokenResolver } from './bearer.ts';
 
@@ -29,21 +37,59 @@ const NewApp = Type.Object({
   }),
   type: Type.Union([Type.Literal('public'), Type.Literal('confidential')], {
     description:
-      '`public` (no secret, PKCE only: browser and native apps) or `confidential` (a server holding a secret).',
+      '`public` (no secret, PKCE only: browser and native apps) or `confidential` (a server holding a secret, or a key pair with `jwks`).',
   }),
+  jwks: Type.Optional(JwkSetInput()),
+});
+
+/**
+ * A JWK Set as sent: its shape only. What each key may hold (public members only, the accepted algorithms
+ * and sizes) is checked by client-keys.ts, whose 400s name the key and member refused.
+ */
+function JwkSetInput() {
+  return Type.Object(
+    {
+      keys: Type.Array(Type.Object({ kty: Type.String({ maxLength: 10 }) }, { additionalProperties: true }), {
+        minItems: 1,
+        maxItems: MAX_CLIENT_KEYS,
+      }),
+    },
+    {
+      description: `Confidential apps only: the public keys (a JWK Set) the app signs its client assertions with (\`private_key_jwt\`, RFC 7523) instead of holding a secret. RSA (2048 to 8192 bits), EC P-256 or OKP Ed25519; algorithms ${CLIENT_ASSERTION_ALGS.join(', ')}; at most ${MAX_CLIENT_KEYS} keys, each with its own \`kid\` when there are several. A private member (\`d\`, \`p\`, \`q\`…) or a symmetric key (\`kty: oct\`) is a 400. Such an app gets no \`clientSecret\`.`,
+      examples: [{ keys: [{ kty: 'EC', crv: 'P-256', kid: 'key-1', x: '…', y: '…' }] }],
+    },
+  );
+}
+
+const AuthMethod = Type.Union(
+  [Type.Literal('none'), Type.Literal('client_secret_basic'), Type.Literal('private_key_jwt')],
+  {
+    description:
+      'How the app authenticates at the token, revocation and introspection endpoints: `none` (public, PKCE only), `client_secret_basic` (its secret, with HTTP Basic or `client_secret` in the body) or `private_key_jwt` (a JWT signed with a key of its `jwks`). Only that method is accepted from it.',
+  },
+);
+
+/** A stored JWK Set: public members only. */
+const PublicJwkSet = Type.Object({
+  keys: Type.Array(Type.Record(Type.String(), Type.String())),
 });
 
 const Registered = Type.Object({
   clientId: Type.String({ examples: ['app_3kT9xQ2mN7pR4sV8wY1z'] }),
   clientSecret: Type.Optional(
-    Type.String({ description: 'Confidential apps only. Shown once: only its hash is kept.' }),
+    Type.String({
+      description: 'Confidential apps registered without `jwks` only. Shown once: only its hash is kept.',
+    }),
   ),
+  tokenEndpointAuthMethod: AuthMethod,
 });
 
 const AppView = Type.Object({
   clientId: Type.String(),
   name: Type.String(),
   type: Type.Union([Type.Literal('public'), Type.Literal('confidential')]),
+  tokenEndpointAuthMethod: AuthMethod,
+  jwks: Type.Optional(PublicJwkSet),
   redirectUris: Type.Array(Type.String()),
   scopes: Type.Array(Type.String()),
   createdAt: Type.String({ format: 'date-time' }),
@@ -100,6 +146,56 @@ export function registerAppRoutes(app: App, ctx: OAuthDeps, tokens: AccessTokenR
     ctx.bus.publish(CLIENTS_CHANGED_CHANNEL, clientId);
     return { success: true as const };
   }
+
+  /** Replaces a `private_key_jwt` app's keys (the operator's, or `ownerUserId`'s own only). */
+  async function rotate(clientId: string, jwks: unknown, ownerUserId?: string) {
+    const replaced = await replaceClientJwks(ctx.db, clientId, jwks, ownerUserId);
+    if (!replaced) throw errors.notFound('App');
+    return { clientId, ...replaced };
+  }
+  const rotation = {
+    description:
+      "Replaces the public keys of an app that authenticates with `private_key_jwt`; its next client assertion is checked against the new set. To rotate without downtime, send the old and the new key together, move the app's server to the new key, then send the new key alone. An app with a secret (or a public app) is a 400: the method is chosen at registration.",
+    params: Type.Object({ clientId: Type.String({ maxLength: 100 }) }),
+    body: Type.Object({ jwks: JwkSetInput() }),
+    response: { 200: Type.Object({ clientId: Type.String(), jwks: PublicJwkSet }) },
+  };
+
+  app.put(
+    '/api/admin/apps/:clientId/jwks',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: "Replace an OAuth app's public keys",
+        security: [{ admin: [] }],
+        ...rotation,
+      },
+      config: { admin: true },
+    },
+    async (request) =>
+      rotate((request.params as { clientId: string }).clientId, (request.body as { jwks: unknown }).jwks),
+  );
+
+  app.put(
+    '/api/user/apps/:clientId/jwks',
+    {
+      schema: {
+        tags: ['user'],
+        summary: 'Replace the public keys of an OAuth app the signed-in user registered (dashboard)',
+        ...rotation,
+        description: `${rotation.description} Another user's app, or the operator's, is a 404.`,
+      },
+      config: { auth: [] },
+    },
+    async (request) => {
+      const { userId } = dashboardOnly(request);
+      return rotate(
+        (request.params as { clientId: string }).clientId,
+        (request.body as { jwks: unknown }).jwks,
+        userId,
+      );
+    },
+  );
 
   app.delete(
     '/api/admin/apps/:clientId',
@@ -158,11 +254,22 @@ export function registerAppRoutes(app: App, ctx: OAuthDeps, tokens: AccessTokenR
       schema: {
         tags: ['user'],
         summary: 'The OAuth apps the signed-in user registered (dashboard)',
-        response: { 200: Type.Object({ apps: Type.Array(AppView) }) },
+        response: {
+          200: Type.Object({
+            apps: Type.Array(AppView),
+            loopbackAnyPort: Type.Boolean({
+              description:
+                "The server's `OAUTH_LOOPBACK_ANY_PORT`: when true, an http redirect URI on 127.0.0.1 or [::1] matches on any port; every other one matches exactly. The dashboard's form says which.",
+            }),
+          }),
+        },
       },
       config: { auth: [] },
     },
-    async (request) => ({ apps: await listOwnedClients(ctx.db, dashboardOnly(request).userId) }),
+    async (request) => ({
+      apps: await listOwnedClients(ctx.db, dashboardOnly(request).userId),
+      loopbackAnyPort: ctx.config.OAUTH_LOOPBACK_ANY_PORT,
+    }),
   );
 
   app.delete(

@@ -2,7 +2,10 @@ import type { FastifyRequest } from 'fastify';
 import type { OAuthDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 
-/** The client a token, revocation or introspection request names: HTTP Basic first, else `client_id` in the form. */
+/**
+ * The client a token, revocation or introspection request names: HTTP Basic first, else `client_id` in the
+ * form, else the issuer of its client assertion.
+ */
 export function requestClientId(request: FastifyRequest): string | null {
   const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(request.headers.authorization ?? '');
   if (basic) {
@@ -13,8 +16,22 @@ export function requestClientId(request: FastifyRequest): string | null {
     } catch {}
     return null;
   }
-  const id = (request.body as Record<string, unknown> | undefined)?.client_id;
+  const body = request.body as Record<string, unknown> | undefined;
+  const id = body?.client_id ?? assertionIssuer(body?.client_assertion);
   return typeof id === 'string' && id ? id.slice(0, 200) : null;
+}
+
+/**
+ * The `iss` a `private_key_jwt` client assertion claims, unverified (client_id is optional beside one): only
+ * to count the request against an app. A forged claim is a failure, counted per address as any other.
+ */
+function assertionIssuer(assertion: unknown): unknown {
+  if (typeof assertion !== 'string' || assertion.length > 8192) return undefined;
+  try {
+    return JSON.parse(Buffer.from(assertion.split('.')[1] ?? '', 'base64url').toString('utf8'))?.iss;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Answers given after the app proved itself with its secret (see {@link markClientProven}). */

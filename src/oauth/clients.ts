@@ -9,6 +9,7 @@ import { errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { SCOPES } from './scopes.ts';
 import { serializeOn } from '../platform/db/serialize-on.ts';
+import { parseClientJwks, type PublicJwkSet } from './client-keys.ts';
 
 /** What registers an app (decisions.md "Operator API": `POST /api/admin/apps`). */
 export interface NewClient {
@@ -16,6 +17,28 @@ export interface NewClient {
   redirectUris: string[];
   scopes: string[];
   type: 'public' | 'confidential';
+  /**
+   * A confidential app's public JWK Set: it then authenticates with `private_key_jwt` and gets no secret.
+   * Checked by {@link parseClientJwks}.
+   */
+  jwks?: unknown;
+}
+
+/**
+ * How an app proves itself at the token, revocation and introspection endpoints (RFC 7591 names): a public
+ * app does not (`none`, PKCE only), a confidential one with its secret or a JWT signed by its private key.
+ */
+export type TokenEndpointAuthMethod = 'none' | 'client_secret_basic' | 'private_key_jwt';
+
+/** The method of a stored app: its keys if it has any, else its secret, else none. */
+function authMethodOf(row: {
+  type: string;
+  client_secret_hash: string | null;
+  jwks: string | null;
+}): TokenEndpointAuthMethod {
+  if (row.type !== 'confidential') return 'none';
+  if (row.jwks !== null) return 'private_key_jwt';
+  return row.client_secret_hash !== null ? 'client_secret_basic' : 'none';
 }
 
 /** An app as its owner sees it (never its secret). */
@@ -23,6 +46,9 @@ export interface ClientView {
   clientId: string;
   name: string;
   type: 'public' | 'confidential';
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod;
+  /** The public keys of a `private_key_jwt` app. */
+  jwks?: PublicJwkSet;
   redirectUris: string[];
   scopes: string[];
   createdAt: string;
@@ -87,14 +113,15 @@ export function loopbackRedirectMatches(requested: string, registered: readonly 
 
 /**
  * Registers an app. A confidential app gets a secret, returned here once: only its SHA-256 is stored,
- * and the provider compares hashes (see provider.ts), so a database reader cannot act as the app.
+ * and the provider compares hashes (see provider.ts), so a database reader cannot act as the app. A
+ * confidential app registered with `jwks` gets no secret at all: it authenticates with `private_key_jwt`.
  */
 export async function registerClient(
   db: OauthDb,
   clock: Clock,
   input: NewClient,
   owner: { userId: string; dialect: 'sqlite' | 'postgres' } | null,
-): Promise<{ clientId: string; clientSecret?: string }> {
+): Promise<{ clientId: string; clientSecret?: string; tokenEndpointAuthMethod: TokenEndpointAuthMethod }> {
   const name = input.name.trim();
   if (!name) throw errors.invalid('The app needs a name.');
   if (NAME_TRICKS.test(name))
@@ -111,8 +138,17 @@ export async function registerClient(
       `Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; the scopes are ${SCOPES.join(', ')}.`,
     );
 
+  // Security invariant: an app has a secret or public keys, never both, so the one it registered is the only
+  // one oidc-provider accepts from it (findClientMetadata gives it one token_endpoint_auth_method).
+  let jwks: PublicJwkSet | undefined;
+  if (input.jwks !== undefined) {
+    if (input.type !== 'confidential')
+      throw errors.invalid('Only a confidential app can register jwks (public keys for private_key_jwt).');
+    jwks = parseClientJwks(input.jwks);
+  }
   const clientId = newId('app');
-  const clientSecret = input.type === 'confidential' ? `tgs_${randomBytes(32).toString('base64url')}` : undefined;
+  const clientSecret =
+    input.type === 'confidential' && !jwks ? `tgs_${randomBytes(32).toString('base64url')}` : undefined;
   await db.transaction().execute(async (trx) => {
     if (owner !== null) {
       // Security invariant: at most MAX_APPS_PER_OWNER per user, also under concurrent registrations (SQLite
@@ -133,6 +169,7 @@ export async function registerClient(
         name,
         type: input.type,
         client_secret_hash: clientSecret ? sha256Hex(clientSecret) : null,
+        jwks: jwks ? JSON.stringify(jwks) : null,
         redirect_uris: JSON.stringify([...new Set(input.redirectUris)]),
         scopes: [...new Set(input.scopes)].join(' '),
         owner_user_id: owner?.userId ?? null,
@@ -140,7 +177,8 @@ export async function registerClient(
       })
       .execute();
   });
-  return clientSecret ? { clientId, clientSecret } : { clientId };
+  const tokenEndpointAuthMethod = jwks ? 'private_key_jwt' : clientSecret ? 'client_secret_basic' : 'none';
+  return clientSecret ? { clientId, clientSecret, tokenEndpointAuthMethod } : { clientId, tokenEndpointAuthMethod };
 }
 
 /** The apps a user registered from the dashboard, newest first. */
@@ -155,10 +193,44 @@ export async function listOwnedClients(db: OauthDb, userId: string): Promise<Cli
     clientId: row.client_id,
     name: row.name,
     type: row.type,
+    tokenEndpointAuthMethod: authMethodOf(row),
+    ...(row.jwks !== null ? { jwks: JSON.parse(row.jwks) as PublicJwkSet } : {}),
     redirectUris: JSON.parse(row.redirect_uris),
     scopes: row.scopes.split(' ').filter(Boolean),
     createdAt: new Date(Number(row.created_at)).toISOString(),
   }));
+}
+
+/**
+ * Replaces the public keys of a `private_key_jwt` app (a rotation: register old and new side by side, move
+ * the app to the new key, then register the new one alone). Takes effect at the app's next request: clients
+ * are read from the database each time. With `ownerUserId`, only that user's app is found. Null when there is
+ * no such app; 400 when the app authenticates otherwise (a secret or none: the method is chosen once, at
+ * registration).
+ */
+export async function replaceClientJwks(
+  db: OauthDb,
+  clientId: string,
+  jwksInput: unknown,
+  ownerUserId?: string,
+): Promise<{ jwks: PublicJwkSet } | null> {
+  const jwks = parseClientJwks(jwksInput);
+  let query = db.selectFrom('oauth_clients').select(['jwks']).where('client_id', '=', clientId);
+  if (ownerUserId !== undefined) query = query.where('owner_user_id', '=', ownerUserId);
+  const row = await query.executeTakeFirst();
+  if (!row) return null;
+  if (row.jwks === null)
+    throw errors.invalid(
+      'This app does not authenticate with private_key_jwt, so it has no keys to replace; register a new app with jwks.',
+    );
+  // The condition repeats the check, so a concurrent delete leaves nothing half-written.
+  await db
+    .updateTable('oauth_clients')
+    .set({ jwks: JSON.stringify(jwks) })
+    .where('client_id', '=', clientId)
+    .where('jwks', 'is not', null)
+    .execute();
+  return { jwks };
 }
 
 /** The display names of the apps among `clientIds` that exist, by client id. */
@@ -194,6 +266,7 @@ export async function ensureFirstPartyPublicClient(
       name: client.name,
       type: 'public',
       client_secret_hash: null,
+      jwks: null,
       redirect_uris: JSON.stringify([client.redirectUri]),
       scopes: client.scopes.join(' '),
       owner_user_id: null,
@@ -240,6 +313,20 @@ export async function clientDisplay(
 }
 
 /**
+ * How oidc-provider authenticates the app: by the hash of its secret (compared in provider.ts), by its
+ * public keys, or not at all. One method per app, so a secret never authenticates a key-pair app, nor an
+ * assertion a secret app (oidc-provider refuses a mechanism other than the registered one with
+ * `invalid_client`).
+ */
+function clientAuthMetadata(row: { type: string; client_secret_hash: string | null; jwks: string | null }) {
+  const method = authMethodOf(row);
+  if (method === 'private_key_jwt') return { token_endpoint_auth_method: method, jwks: JSON.parse(row.jwks!) };
+  if (method === 'client_secret_basic')
+    return { token_endpoint_auth_method: method, client_secret: row.client_secret_hash };
+  return { token_endpoint_auth_method: method };
+}
+
+/**
  * The client metadata oidc-provider validates and runs on. Policy lives here: only the code flow, a
  * refresh token only for an app allowed `offline_access`, `web` application type so that redirect URIs
  * match exactly. oidc-provider relaxes loopback ports only for `native` clients, and for `localhost` too, and
@@ -260,9 +347,7 @@ export async function findClientMetadata(db: OauthDb, clientId: string): Promise
     response_types: ['code'],
     grant_types: scopes.includes('offline_access') ? ['authorization_code', 'refresh_token'] : ['authorization_code'],
     scope: scopes.join(' '),
-    ...(row.type === 'confidential' && row.client_secret_hash
-      ? { token_endpoint_auth_method: 'client_secret_basic', client_secret: row.client_secret_hash }
-      : { token_endpoint_auth_method: 'none' }),
+    ...clientAuthMetadata(row),
   };
 }
 

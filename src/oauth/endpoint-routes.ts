@@ -6,12 +6,15 @@ import { nonJsonResponse } from '../platform/http/openapi.ts';
 import type { OAuthDeps } from './deps.ts';
 import { SCOPES } from './scopes.ts';
 import { STRICT_PAGE_CSP } from '../platform/http/page.ts';
-import { OAUTH_ROUTES, OIDC_CLAIMS } from './provider.ts';
+import { CLIENT_AUTH_METHODS, OAUTH_ROUTES, OIDC_CLAIMS } from './provider.ts';
+import { CLIENT_ASSERTION_ALGS } from './client-keys.ts';
 import { clientThrottle, requestClientId } from './client-throttle.ts';
 import { endStaleProviderSession, hasProviderSessionCookie } from './browser-account.ts';
 import { keepBodyBytes, withBodyReplayed } from './body-replay.ts';
 
-const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'];
+const AUTH_METHODS = [...CLIENT_AUTH_METHODS];
+/** RFC 8414 §2: listed because `private_key_jwt` is among the methods (what a client assertion is signed with). */
+const AUTH_SIGNING_ALGS = [...CLIENT_ASSERTION_ALGS];
 
 /** RFC 8414 authorization server metadata, as Tollgate publishes it. */
 const Metadata = Type.Object({
@@ -29,6 +32,9 @@ const Metadata = Type.Object({
   token_endpoint_auth_methods_supported: Type.Array(Type.String()),
   revocation_endpoint_auth_methods_supported: Type.Array(Type.String()),
   introspection_endpoint_auth_methods_supported: Type.Array(Type.String()),
+  token_endpoint_auth_signing_alg_values_supported: Type.Array(Type.String()),
+  revocation_endpoint_auth_signing_alg_values_supported: Type.Array(Type.String()),
+  introspection_endpoint_auth_signing_alg_values_supported: Type.Array(Type.String()),
   authorization_response_iss_parameter_supported: Type.Boolean(),
 });
 
@@ -63,6 +69,9 @@ export function authorizationServerMetadata(issuer: string) {
     token_endpoint_auth_methods_supported: AUTH_METHODS,
     revocation_endpoint_auth_methods_supported: AUTH_METHODS,
     introspection_endpoint_auth_methods_supported: AUTH_METHODS,
+    token_endpoint_auth_signing_alg_values_supported: AUTH_SIGNING_ALGS,
+    revocation_endpoint_auth_signing_alg_values_supported: AUTH_SIGNING_ALGS,
+    introspection_endpoint_auth_signing_alg_values_supported: AUTH_SIGNING_ALGS,
     authorization_response_iss_parameter_supported: true,
   };
 }
@@ -208,7 +217,9 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
       description:
         'Starts an authorization: `response_type=code`, `client_id`, the exact registered `redirect_uri` (on any port for an http 127.0.0.1 or [::1] one when `OAUTH_LOOPBACK_ANY_PORT` is on), `scope` (space-separated), `state`, `code_challenge` and `code_challenge_method=S256`. Shows the sign-in and consent pages, then redirects to `redirect_uri` with `code`, `state` and `iss` (or `error`). Asking for `offline_access` always shows the consent page and yields a refresh token.',
     },
+    // A browser's navigation: what fails before oidc-provider (the database gone) is a page (error-page.ts).
     config: {
+      envelope: 'page',
       documentedResponses: {
         200: nonJsonResponse(
           'With `response_mode=form_post` (accepted, though the metadata advertises only `query`), an HTML page whose form posts the answer to the `redirect_uri`.',
@@ -231,6 +242,7 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
     onRequest: forward,
     handler: never,
     schema: { hide: true },
+    config: { envelope: 'page' },
   });
   app.route({
     method: ['POST', 'OPTIONS'],
@@ -241,7 +253,7 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
       summary: 'Token endpoint',
       consumes: form,
       description:
-        '`grant_type=authorization_code` (with `code`, `redirect_uri`, `code_verifier`) or `grant_type=refresh_token`. Public apps send `client_id`; confidential apps authenticate with HTTP Basic or `client_secret` in the body. Refresh tokens rotate: each use returns a new one, and using an old one again revokes the whole authorization.',
+        '`grant_type=authorization_code` (with `code`, `redirect_uri`, `code_verifier`) or `grant_type=refresh_token`. Public apps send `client_id`; confidential apps authenticate with HTTP Basic or `client_secret` in the body, or, registered with `jwks`, with `client_assertion_type=urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and a `client_assertion` signed by one of their keys (`private_key_jwt`: `iss` and `sub` the client id, `aud` the issuer, a single-use `jti`, `exp` at most 5 minutes ahead). Refresh tokens rotate: each use returns a new one, and using an old one again revokes the whole authorization.',
     },
     config: {
       ...clientEndpoint.config,

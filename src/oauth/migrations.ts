@@ -80,4 +80,11 @@ export const oauthMigrations: Record<string, Migration> = {
       }
     },
   },
+  // A confidential app authenticates with a secret (client_secret_hash) or with its public keys (jwks,
+  // private_key_jwt: see client-keys.ts); never both, which registerClient keeps.
+  '1830_oauth_clients_jwks': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('oauth_clients').addColumn('jwks', 'text').execute();
+    },
+  },
 };

@@ -104,6 +104,8 @@ declare module 'oidc-provider' {
   export const errors: {
     InvalidGrant: new (description?: string) => Error;
     AccessDenied: new (description?: string) => Error;
+    /** `invalid_client` (401): the client's authentication failed. */
+    InvalidClientAuth: new (detail?: string) => Error;
   };
 
   export default Provider;

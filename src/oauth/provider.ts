@@ -10,6 +10,7 @@ import { markClientProven } from './client-throttle.ts';
 import type { PrivateJwk } from './signing-keys.ts';
 import type { OAuthConfig } from './config.ts';
 import { loopbackRedirectMatches } from './clients.ts';
+import { CLIENT_ASSERTION_ALGS } from './client-keys.ts';
 
 /** Where each endpoint of the authorization server lives (decisions.md "OAuth": under `/api/oauth`). */
 export const OAUTH_ROUTES = {
@@ -51,6 +52,40 @@ export const OAUTH_TTL = {
   Interaction: 30 * MINUTE,
   IdToken: 60 * MINUTE,
 } as const;
+
+/**
+ * How apps may authenticate at the token, revocation and introspection endpoints; the discovery documents
+ * list exactly these (endpoint-routes.ts). Each app has one of them (clients.ts, findClientMetadata).
+ */
+export const CLIENT_AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const;
+
+/** The longest a client assertion may live, `exp` minus now (RFC 7523 §3: "a reasonably short time"). */
+export const MAX_CLIENT_ASSERTION_SECONDS = 300;
+
+/**
+ * Security invariants of `private_key_jwt` (RFC 7523 §3, OpenID Connect Core §9, RFC 9700 §2.5), kept by
+ * oidc-provider's jwt_client_auth with this configuration, the adapter and this check:
+ * - the signature verifies against a key of the app's registered `jwks` (public keys only, client-keys.ts),
+ *   with one of {@link CLIENT_ASSERTION_ALGS} (no `none`, no HS256);
+ * - `iss` and `sub` are the app's client_id, and `aud` is checked: the issuer (`PUBLIC_BASE_URL`), the token
+ *   endpoint's URL or the URL of the endpoint called; an assertion made for another server is refused;
+ * - `jti` is single-use: oidc-provider records each one in the `ReplayDetection` model until the assertion's
+ *   `exp` (plus the clock tolerance), which the adapter stores in the database (insert-once: two requests
+ *   racing with the same `jti` cannot both pass), so a second instance or a restart refuses a replay too;
+ * - `exp` is required and short: at most {@link MAX_CLIENT_ASSERTION_SECONDS} ahead (this function), which
+ *   also bounds how long each replay record is kept;
+ * - an app registered with keys cannot authenticate with a secret, nor one with a secret with an assertion:
+ *   oidc-provider accepts only the app's registered `token_endpoint_auth_method` (`invalid_client` otherwise).
+ */
+async function assertShortLivedAssertion(_ctx: unknown, claims: { exp?: unknown }): Promise<void> {
+  const secondsLeft = Number(claims.exp) - Math.floor(Date.now() / 1000);
+  if (!(secondsLeft <= MAX_CLIENT_ASSERTION_SECONDS)) {
+    const { errors: oidcErrors } = await loadOidcProvider();
+    throw new oidcErrors.InvalidClientAuth(
+      `the client_assertion must expire within ${MAX_CLIENT_ASSERTION_SECONDS} seconds (exp)`,
+    );
+  }
+}
 
 /** Only a client may introspect or revoke its own tokens. */
 async function sameClientOnly(_ctx: unknown, client: ClientInstance, token: { clientId: string }): Promise<boolean> {
@@ -106,7 +141,9 @@ export async function buildProvider(
     scopes: [...SCOPES],
     claims: Object.fromEntries(Object.entries(OIDC_CLAIMS).map(([scope, claims]) => [scope, [...claims]])),
     responseTypes: ['code'],
-    clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
+    clientAuthMethods: [...CLIENT_AUTH_METHODS],
+    enabledJWA: { clientAuthSigningAlgValues: [...CLIENT_ASSERTION_ALGS] },
+    assertJwtClientAuthClaimsAndHeader: assertShortLivedAssertion,
     clientDefaults: {
       grant_types: ['authorization_code'],
       response_types: ['code'],

@@ -10,6 +10,11 @@ export interface OauthClientsTable {
   type: 'public' | 'confidential';
   /** SHA-256 hex of the client secret (confidential clients); the secret itself is shown once. */
   client_secret_hash: string | null;
+  /**
+   * The app's public JWK Set (JSON, see client-keys.ts) when it authenticates with `private_key_jwt`; then
+   * `client_secret_hash` is null. Null for every other app.
+   */
+  jwks: string | null;
   /** JSON array of exact redirect URIs. */
   redirect_uris: string;
   /** Space-separated scopes the client may ask for. */
