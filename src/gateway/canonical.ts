@@ -43,6 +43,23 @@ export type CanonicalPart =
       /** Anthropic's thinking signature or an encrypted reasoning item, replayed verbatim. */ signature?: string;
     };
 
+/**
+ * How hard the model should think: OpenAI's efforts (`none` … `max`, the `openai` SDK's `ReasoningEffort`), which
+ * include Anthropic's (`low`, `medium`, `high`, `xhigh`, `max`).
+ */
+export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+
+/** Every {@link ReasoningEffort}, lowest first. */
+export const REASONING_EFFORTS: readonly ReasoningEffort[] = [
+  'none',
+  'minimal',
+  'low',
+  'medium',
+  'high',
+  'xhigh',
+  'max',
+];
+
 /** One turn of the conversation. System instructions are {@link CanonicalCall.system}, not a message. */
 export interface CanonicalMessage {
   role: 'user' | 'assistant' | 'tool';
@@ -84,8 +101,11 @@ export interface CanonicalCall {
    */
   metadata?: Record<string, unknown>;
   stop?: string[];
-  /** Reasoning asked for: an effort (OpenAI) or a thinking budget (Anthropic). */
-  reasoning?: { effort?: 'minimal' | 'low' | 'medium' | 'high'; budgetTokens?: number };
+  /**
+   * Reasoning asked for: an effort (OpenAI's `reasoning_effort`, Anthropic's `output_config.effort`) and/or a
+   * thinking budget (Anthropic's `budget_tokens`). Each provider says it in its own terms (`providers/reasoning.ts`).
+   */
+  reasoning?: { effort?: ReasoningEffort; budgetTokens?: number };
   /** A JSON output requested: a schema (`json_schema`) or any JSON object (`json_object`). */
   responseFormat?:
     { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean };

@@ -148,7 +148,8 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
       speed: 'standard',
       cache_control: { type: 'ephemeral' },
     });
-    assert.deepEqual(configured.reasoning, { effort: 'high' });
+    // Anthropic's `max` is an OpenAI effort too: kept as sent, not lowered to `high`.
+    assert.deepEqual(configured.reasoning, { effort: 'max' });
     assert.deepEqual(configured.responseFormat, { type: 'json_schema', name: 'output', schema: { type: 'object' } });
     // Claude Code's context_management needs a beta header that is not forwarded: it is left out, the rest kept.
     const claudeCode = parse({

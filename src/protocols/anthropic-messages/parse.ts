@@ -1,5 +1,6 @@
 import { ApiError, errors } from '../../platform/errors.ts';
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
+import type { ReasoningEffort } from '../../gateway/canonical.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
 
@@ -86,14 +87,8 @@ function threadRefused(): ApiError {
  */
 const DROPPED_FIELDS: readonly string[] = ['context_management'];
 
-/** Anthropic's efforts as the canonical ones (its two highest are OpenAI's highest). */
-const EFFORTS: Readonly<Record<string, 'low' | 'medium' | 'high'>> = {
-  low: 'low',
-  medium: 'medium',
-  high: 'high',
-  xhigh: 'high',
-  max: 'high',
-};
+/** Anthropic's efforts (`output_config.effort`): each is an OpenAI effort too, and reaches an OpenAI model as sent. */
+const EFFORTS: readonly ReasoningEffort[] = ['low', 'medium', 'high', 'xhigh', 'max'];
 
 function unsupported(param: string, message: string): ApiError {
   return new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param } });
@@ -164,7 +159,10 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
   }
   const output = body.output_config as
     { effort?: string | null; format?: { schema: Record<string, unknown> } | null } | undefined;
-  if (output?.effort) call.reasoning = { ...call.reasoning, effort: EFFORTS[output.effort] ?? 'medium' };
+  // `thinking: { type: "adaptive" }` lets the model decide how much to think: an OpenAI-compatible model does that at
+  // its own default effort, so it adds nothing here (its `output_config.effort`, when sent, is the effort).
+  if (output?.effort && EFFORTS.includes(output.effort as ReasoningEffort))
+    call.reasoning = { ...call.reasoning, effort: output.effort as ReasoningEffort };
   if (output?.format) call.responseFormat = { type: 'json_schema', name: 'output', schema: output.format.schema };
   return call;
 }
@@ -178,16 +176,44 @@ function dropFields(sent: MessagesRequest): MessagesRequest {
 /**
  * Why a model cannot take this call, or null (the pipeline's `refuses`): a thinking budget must stay below the
  * output cap the upstream receives, and the model's cap may be lower than the client's `max_tokens`, which
- * Anthropic would refuse only after the hold. The model asked for answers a 400; a fallback is skipped.
+ * Anthropic would refuse only after the hold; and reasoning another upstream has no word for (`thinking` of type
+ * `between_tools`, an unknown `output_config.effort`) is refused for a model that is not Anthropic's, never dropped.
+ * The model asked for answers a 400; a fallback is skipped.
  */
 export function messagesRefusal(call: CanonicalCall): ((model: CatalogueModel) => ApiError | null) | undefined {
   const budget = call.reasoning?.budgetTokens;
-  if (budget === undefined) return undefined;
+  const untranslatable = untranslatableReasoning(call);
+  if (budget === undefined && !untranslatable) return undefined;
   return (model) => {
-    if (model.maxOutputTokens === null || budget < model.maxOutputTokens) return null;
+    if (untranslatable && model.provider !== 'anthropic')
+      return unsupported(untranslatable.param, untranslatable.message(model.id));
+    if (budget === undefined || model.maxOutputTokens === null || budget < model.maxOutputTokens) return null;
     const message = `thinking.budget_tokens (${budget}) must be less than the output cap of "${model.id}" (${model.maxOutputTokens} tokens).`;
     return invalid('thinking.budget_tokens', message);
   };
+}
+
+/**
+ * The reasoning of a Messages body that only Anthropic can take, or null: another upstream would have to run the
+ * call without it (an Anthropic model gets the body as sent, and judges it itself).
+ */
+function untranslatableReasoning(call: CanonicalCall): { param: string; message: (model: string) => string } | null {
+  const body = call.native?.body ?? {};
+  const thinking = body.thinking as { type?: unknown } | undefined;
+  if (thinking?.type === 'between_tools')
+    return {
+      param: 'thinking.type',
+      message: (model) =>
+        `thinking "between_tools" has no equivalent on "${model}" (not an Anthropic model): send thinking "enabled" with budget_tokens, "adaptive", or an output_config.effort.`,
+    };
+  const effort = (body.output_config as { effort?: unknown } | undefined)?.effort;
+  if (effort !== undefined && effort !== null && !EFFORTS.includes(effort as ReasoningEffort))
+    return {
+      param: 'output_config.effort',
+      message: (model) =>
+        `output_config.effort ${JSON.stringify(effort)} has no equivalent on "${model}" (not an Anthropic model): use one of ${EFFORTS.join(', ')}.`,
+    };
+  return null;
 }
 
 /**

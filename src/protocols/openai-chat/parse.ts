@@ -1,6 +1,7 @@
 import { ApiError } from '../../platform/errors.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
+import { REASONING_EFFORTS, type ReasoningEffort } from '../../gateway/canonical.ts';
 import type { ChatRequest } from '../../gateway/chat-plan.ts';
 import { passThroughProblem } from './pass-through.ts';
 import { anthropicToolsProblem, providerToolsProblem } from './tools.ts';
@@ -213,8 +214,10 @@ export function parseChat(body: ChatRequest): CanonicalCall {
   if (typeof body.stop === 'string') call.stop = [body.stop];
   else if (Array.isArray(body.stop)) call.stop = body.stop.map(String);
   if (body.metadata && typeof body.metadata === 'object') call.metadata = body.metadata as Record<string, unknown>;
+  // Every effort OpenAI knows (an OpenAI-compatible upstream gets the body as sent; an Anthropic one this, its value
+  // checked by the allow-list).
   const effort = body.reasoning_effort;
-  if (effort === 'minimal' || effort === 'low' || effort === 'medium' || effort === 'high') call.reasoning = { effort };
+  if (REASONING_EFFORTS.includes(effort as ReasoningEffort)) call.reasoning = { effort: effort as ReasoningEffort };
   const format = responseFormatOf(body.response_format);
   if (format) call.responseFormat = format;
   const prediction = (body.prediction as any)?.content;

@@ -1,4 +1,5 @@
 import { ApiError } from '../../platform/errors.ts';
+import { REASONING_EFFORTS, type ReasoningEffort } from '../../gateway/canonical.ts';
 
 /**
  * The chat fields each provider is sent, and what the gateway does with each (README "Pass-through
@@ -104,9 +105,11 @@ const ANTHROPIC_PASSED = [
 
 /**
  * Read by the Anthropic translation when its value has an Anthropic form: a `json_schema` format becomes
- * `output_config.format` (its schema's tokens are counted into the hold as for any provider).
+ * `output_config.format` (its schema's tokens are counted into the hold as for any provider); a
+ * `reasoning_effort` becomes `output_config.effort` (`minimal` as `low`, `none` as disabled thinking), its thinking
+ * tokens output tokens inside the cap held for.
  */
-const ANTHROPIC_CHECKED = ['response_format'] as const;
+const ANTHROPIC_CHECKED = ['response_format', 'reasoning_effort'] as const;
 
 /** Fields known to change the cost beyond what the catalogue prices, refused by name with why. */
 export const REFUSED_FIELDS: Readonly<Record<string, string>> = {
@@ -161,6 +164,12 @@ function checkedValueProblem(field: string, value: unknown): string | null {
     if (format.type === 'json_schema' && format.json_schema?.schema && typeof format.json_schema.schema === 'object')
       return null;
     return 'Anthropic takes a structured output as a JSON Schema only: give `{ "type": "json_schema", "json_schema": { "name", "schema" } }` (it has no schema-less `json_object` mode)';
+  }
+  if (field === 'reasoning_effort') {
+    // Checked for Anthropic only (OpenAI-compatible upstreams get it as sent, and judge it themselves).
+    return REASONING_EFFORTS.includes(value as ReasoningEffort)
+      ? null
+      : `Anthropic's effort has no form for ${JSON.stringify(value)}; use one of ${REASONING_EFFORTS.join(', ')}`;
   }
   if (field === 'service_tier') {
     return typeof value === 'string' && STANDARD_SERVICE_TIERS.includes(value)

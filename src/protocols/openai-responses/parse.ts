@@ -1,4 +1,5 @@
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
+import { REASONING_EFFORTS, type ReasoningEffort } from '../../gateway/canonical.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 
@@ -289,15 +290,18 @@ export function responsesRefusal(call: CanonicalCall): ((model: CatalogueModel) 
       : null;
 }
 
-/** `reasoning.effort`: OpenAI's `none` asks for none; `xhigh` is the highest the canonical call knows. */
+/**
+ * `reasoning.effort`, every value OpenAI knows, kept as sent: an OpenAI-compatible upstream gets it as
+ * `reasoning_effort` (`none` included: it asks for no reasoning, which is not the model's default everywhere), an
+ * Anthropic one as `output_config.effort` or, for `none`, disabled thinking (`providers/reasoning.ts`).
+ */
 export function parseReasoning(reasoning: ResponsesRequest['reasoning']): CanonicalCall['reasoning'] {
   const effort = reasoning?.effort;
-  if (effort === undefined || effort === null || effort === 'none') return undefined;
-  if (effort === 'minimal' || effort === 'low' || effort === 'medium' || effort === 'high') return { effort };
-  if (effort === 'xhigh') return { effort: 'high' };
+  if (effort === undefined || effort === null) return undefined;
+  if (REASONING_EFFORTS.includes(effort as ReasoningEffort)) return { effort: effort as ReasoningEffort };
   throw invalid(
     'reasoning.effort',
-    `reasoning.effort must be one of none, minimal, low, medium, high, xhigh, not "${String(effort)}".`,
+    `reasoning.effort must be one of ${REASONING_EFFORTS.join(', ')}, not "${String(effort)}".`,
   );
 }
 

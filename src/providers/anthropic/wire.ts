@@ -6,6 +6,7 @@ import type {
   FinishReason,
 } from '../../gateway/canonical.ts';
 import { UpstreamError, type ProviderCall, type TokenUsage } from '../types.ts';
+import { anthropicReasoning } from '../reasoning.ts';
 
 /**
  * Canonical calls ⇄ Anthropic Messages. A call that arrived as Anthropic Messages (`native`) is sent as the
@@ -101,12 +102,14 @@ export function toAnthropicMessages(call: ProviderCall, stream: boolean): Record
   // Anthropic's structured output: the schema only (its name and `strict` have no place there). A JSON mode without
   // a schema has none; the protocols refuse it for Anthropic models before the hold (chat's allow-list, Responses'
   // `responsesRefusal`).
+  const outputConfig: Record<string, unknown> = {};
   if (call.responseFormat?.type === 'json_schema')
-    request.output_config = { format: { type: 'json_schema', schema: call.responseFormat.schema } };
-  // A thinking budget must stay below max_tokens; a larger one is lowered to what the cap leaves.
-  const budget = call.reasoning?.budgetTokens;
-  if (budget !== undefined && call.maxOutputTokens > 1024)
-    request.thinking = { type: 'enabled', budget_tokens: Math.max(1024, Math.min(budget, call.maxOutputTokens - 1)) };
+    outputConfig.format = { type: 'json_schema', schema: call.responseFormat.schema };
+  // An OpenAI effort becomes Anthropic's (beside the format, in the one output_config), `none` disabled thinking.
+  const { thinking, effort } = anthropicReasoning(call.reasoning, call.maxOutputTokens);
+  if (effort) outputConfig.effort = effort;
+  if (Object.keys(outputConfig).length) request.output_config = outputConfig;
+  if (thinking) request.thinking = thinking;
   return request;
 }
 

@@ -7,6 +7,7 @@ import type {
   FinishReason,
 } from '../../gateway/canonical.ts';
 import { UpstreamError, type ChatBody, type ChatChunk, type ChatCompletion, type ProviderCall } from '../types.ts';
+import { openAiReasoningFields } from '../reasoning.ts';
 
 /**
  * Canonical calls ⇄ OpenAI chat completions. A call that arrived as OpenAI chat (`native`) is sent as the
@@ -194,7 +195,8 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
     if (call.temperature !== undefined) body.temperature = call.temperature;
     if (call.topP !== undefined) body.top_p = call.topP;
     if (call.stop?.length) body.stop = call.stop;
-    if (call.reasoning?.effort) body.reasoning_effort = call.reasoning.effort;
+    // An effort as sent; an Anthropic thinking budget as the effort it amounts to (or OpenRouter's own budget).
+    Object.assign(body, openAiReasoningFields(call.reasoning, call.maxOutputTokens, provider));
     if (call.responseFormat) body.response_format = toOpenAiResponseFormat(call);
     if (call.prediction !== undefined) body.prediction = { type: 'content', content: call.prediction };
     // The cache routing keeps a conversation's turns on the cached prefix (chat's allow-list passes the same).

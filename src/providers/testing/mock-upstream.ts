@@ -14,7 +14,10 @@ import type { AddressInfo } from 'node:net';
  * - `stall-<n>`: streams n words, then sends nothing more until the client goes away;
  * - `no-usage`: like the default, but reports no usage;
  * - `error-frame-<n>`: streams n words, then an error frame;
- * - `late-end`: like the default, but the stream's last bytes come 30 ms after its `[DONE]`.
+ * - `late-end`: like the default, but the stream's last bytes come 30 ms after its `[DONE]`;
+ * - `reasoner`: like the default, but a request that asks for reasoning (see {@link asksReasoning}) also thinks:
+ *   {@link MOCK_REASONING_TOKENS} more output tokens, reported as OpenAI's `completion_tokens_details.reasoning_tokens`
+ *   inside `completion_tokens` (Anthropic counts thinking in `output_tokens`).
  *
  * A request may dictate the usage reported, verbatim (garbage included), to test how the gateway reads
  * it: the OpenAI chat route reports the body's `metadata.mock_usage` (the embeddings route its `mock_usage`), the
@@ -88,6 +91,21 @@ const DEFAULT_MODELS = [
     pricing: { prompt: '0.000003', completion: '0.000015', request: '0.001', image: '0.0048' },
   },
 ];
+
+/** The output tokens the `reasoner` model spends thinking when a request asks it to. */
+export const MOCK_REASONING_TOKENS = 20;
+
+/**
+ * Whether a request body asks for reasoning in either wire's terms: an effort other than `none` (`reasoning_effort`,
+ * OpenRouter's `reasoning.effort`, Anthropic's `output_config.effort`), OpenRouter's `reasoning.max_tokens`, or
+ * Anthropic's `thinking` enabled or adaptive.
+ */
+function asksReasoning(body: any): boolean {
+  const effort = body?.reasoning_effort ?? body?.reasoning?.effort ?? body?.output_config?.effort;
+  if (typeof effort === 'string' && effort !== 'none') return true;
+  if (typeof body?.reasoning?.max_tokens === 'number') return true;
+  return body?.thinking?.type === 'enabled' || body?.thinking?.type === 'adaptive';
+}
 
 /** Starts a mock upstream on a random loopback port. */
 export async function startMockUpstream(options: MockUpstreamOptions = {}): Promise<MockUpstream> {
@@ -249,11 +267,18 @@ async function route(
   const reply = options.reply ?? 'alpha beta gamma delta';
   const words = reply.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`));
   const promptTokens = options.promptTokens ?? 11;
+  const thought = model === 'reasoner' && asksReasoning(entry.body) ? MOCK_REASONING_TOKENS : 0;
+  const output = words.length + thought;
   const usage =
     entry.body?.metadata?.mock_usage ??
     (model === 'no-usage'
       ? undefined
-      : { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length });
+      : {
+          prompt_tokens: promptTokens,
+          completion_tokens: output,
+          total_tokens: promptTokens + output,
+          ...(thought ? { completion_tokens_details: { reasoning_tokens: thought } } : {}),
+        });
   const cut = /^(cut|stall|error-frame)-(\d+)$/.exec(model);
 
   if (req.method === 'GET' && path === '/v1/models')
@@ -371,7 +396,7 @@ async function route(
   if (anthropic) {
     const anthropicUsage = entry.body?.metadata?.mock_usage ?? {
       input_tokens: promptTokens,
-      output_tokens: words.length,
+      output_tokens: output,
     };
     const { output_tokens: outputTokens, ...inputUsage } = anthropicUsage;
     if (!entry.body.stream) {
