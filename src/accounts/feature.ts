@@ -21,6 +21,8 @@ export function createAccountsFeature(deps: AccountsDeps): AccountsFeature {
     name: 'accounts',
     browserSessions,
     resolveSession: (token) => resolveSession(deps.db, deps.clock, token),
+    // A path next to the pages that is none of them (`/signin/`, a method they do not take) is a page too.
+    errorEnvelopes: { '/signin/': 'page', '/signup/': 'page', '/signout/': 'page' },
     register(app) {
       protectFormPages(app, deps);
       registerAccountRoutes(app, deps, browserSessions);

@@ -16,6 +16,12 @@ const Credentials = Type.Object({
   password: Type.String({ minLength: 1, maxLength: 1024 }),
 });
 
+/**
+ * The routes a browser navigates to (the pages and their form posts): what fails there (a database outage, a
+ * body too large) is an HTML page saying so, not the JSON envelope of their `/api/auth/*` twins (error-page.ts).
+ */
+const PAGE = { envelope: 'page' } as const;
+
 /** A refusal shown on the sign-in or sign-up page; `field` names the one input it is about, if any. */
 interface FormProblem {
   message: string;
@@ -61,12 +67,12 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
 
   const pageQuery = Type.Object({ return_to: Type.Optional(Type.String()) });
   for (const kind of ['signin', 'signup'] as const) {
-    app.get(`/${kind}`, { schema: { hide: true, querystring: pageQuery } }, async (request, reply) =>
+    app.get(`/${kind}`, { schema: { hide: true, querystring: pageQuery }, config: PAGE }, async (request, reply) =>
       reply.type('text/html').send(authForm(kind, safeReturnTo((request.query as any).return_to))),
     );
   }
 
-  app.post('/signup', { schema: { hide: true } }, async (request, reply) => {
+  app.post('/signup', { schema: { hide: true }, config: PAGE }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, string>;
     const returnTo = safeReturnTo(body.return_to);
     const input = { email: String(body.email ?? ''), name: body.name, password: String(body.password ?? '') };
@@ -91,7 +97,7 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
     }
   });
 
-  app.post('/signin', { schema: { hide: true } }, async (request, reply) => {
+  app.post('/signin', { schema: { hide: true }, config: PAGE }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, string>;
     const returnTo = safeReturnTo(body.return_to);
     let user;
@@ -120,7 +126,7 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
     return reply.redirect(returnTo, 303);
   });
 
-  app.post('/signout', { schema: { hide: true } }, async (request, reply) => {
+  app.post('/signout', { schema: { hide: true }, config: PAGE }, async (request, reply) => {
     await sessions.signOut(request, reply);
     return reply.redirect('/signin', 303);
   });

@@ -1,10 +1,11 @@
 import type { Provider } from 'oidc-provider';
 import type { Feature } from '../platform/feature.ts';
+import type { ErrorEnvelope } from '../platform/http/error-envelope.ts';
 import type { CredentialResolver } from '../platform/http/principal.ts';
 import type { OAuthDeps } from './deps.ts';
 import { createAdapterFactory, deleteExpiredPayloads } from './adapter.ts';
 import { createAccessTokenResolver, type AccessTokenResolver } from './bearer.ts';
-import { buildProvider, OAUTH_ROUTES } from './provider.ts';
+import { buildProvider, interactionPath, OAUTH_ROUTES } from './provider.ts';
 import { loadSigningKeys } from './signing-keys.ts';
 import { registerEndpointRoutes } from './endpoint-routes.ts';
 import { registerInteractionRoutes } from './interaction-routes.ts';
@@ -50,7 +51,10 @@ export async function createOAuthFeature(deps: OAuthDeps): Promise<OAuthFeature>
         OAUTH_ROUTES.introspection,
         OAUTH_ROUTES.jwks,
         OAUTH_ROUTES.userinfo,
-      ].map((path) => [path, 'oauth' as const]),
+      ]
+        .map((path): [string, ErrorEnvelope] => [path, 'oauth'])
+        // A path under the sign-in and consent pages that is none of them is a page too (error-page.ts).
+        .concat([[interactionPath(''), 'page']]),
     ),
     resolveAccessToken: (value) => tokens.resolve(value),
     jobs: [

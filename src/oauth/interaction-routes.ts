@@ -42,6 +42,8 @@ const ConsentBody = Type.Object({
   daily_limit: Type.Optional(Type.String({ maxLength: 40 })),
 });
 const CREDITS_TEXT = /^\d{1,12}(\.\d+)?$/;
+/** What fails on these pages (a database outage, a malformed uid) is a page saying so, never JSON (error-page.ts). */
+const PAGE = { envelope: 'page' } as const;
 
 function loginPage(uid: string, appName: string, message?: string, email = ''): string {
   return renderPage(
@@ -202,51 +204,55 @@ export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider:
 
   const expired = 'This authorization request has expired or is not valid.';
 
-  app.get('/api/oauth/interaction/:uid', { schema: { hide: true, params: Params } }, async (request, reply) => {
-    const { uid } = request.params as { uid: string };
-    const found = await interactionOf(request, reply, uid);
-    if (!found) return errorPage(reply, 400, expired);
-    const { provider, details } = found;
-    const appName = (await clientName(ctx.db, details.params.client_id)) ?? 'this app';
+  app.get(
+    '/api/oauth/interaction/:uid',
+    { schema: { hide: true, params: Params }, config: PAGE },
+    async (request, reply) => {
+      const { uid } = request.params as { uid: string };
+      const found = await interactionOf(request, reply, uid);
+      if (!found) return errorPage(reply, 400, expired);
+      const { provider, details } = found;
+      const appName = (await clientName(ctx.db, details.params.client_id)) ?? 'this app';
 
-    if (details.prompt.name === 'login') {
-      // A signed-in dashboard user is not asked for a password again, unless the app asked for a fresh
-      // sign-in (`prompt=login`) or one younger than its `max_age` (OpenID Connect) and the dashboard's is
-      // older. The sign-in is dated when the password was given, not now: it becomes the ID token's
-      // `auth_time` and what later requests' `max_age` is measured against. The consent page still names
-      // the account. The provider session is empty or already the same user's (endpoint-routes.ts ends a
-      // stale one before the request gets here).
-      const signIn = details.prompt.reasons.includes('login_prompt') ? null : await sessions.signInOf(request);
-      const maxAge = details.params.max_age === undefined ? Infinity : Number(details.params.max_age) * 1000;
-      const sessionAccount = details.session?.accountId;
-      if (
-        signIn &&
-        ctx.clock.now() - signIn.signedInAt <= maxAge &&
-        (!sessionAccount || sessionAccount === signIn.userId)
-      ) {
-        const ts = Math.floor(signIn.signedInAt / 1000);
-        return finish(request, reply, provider, { login: { accountId: signIn.userId, ts } });
+      if (details.prompt.name === 'login') {
+        // A signed-in dashboard user is not asked for a password again, unless the app asked for a fresh
+        // sign-in (`prompt=login`) or one younger than its `max_age` (OpenID Connect) and the dashboard's is
+        // older. The sign-in is dated when the password was given, not now: it becomes the ID token's
+        // `auth_time` and what later requests' `max_age` is measured against. The consent page still names
+        // the account. The provider session is empty or already the same user's (endpoint-routes.ts ends a
+        // stale one before the request gets here).
+        const signIn = details.prompt.reasons.includes('login_prompt') ? null : await sessions.signInOf(request);
+        const maxAge = details.params.max_age === undefined ? Infinity : Number(details.params.max_age) * 1000;
+        const sessionAccount = details.session?.accountId;
+        if (
+          signIn &&
+          ctx.clock.now() - signIn.signedInAt <= maxAge &&
+          (!sessionAccount || sessionAccount === signIn.userId)
+        ) {
+          const ts = Math.floor(signIn.signedInAt / 1000);
+          return finish(request, reply, provider, { login: { accountId: signIn.userId, ts } });
+        }
+        return sendPage(reply, 200, loginPage(uid, appName));
       }
-      return sendPage(reply, 200, loginPage(uid, appName));
-    }
-    if (details.prompt.name === 'consent' && details.session?.accountId) {
-      const previous = (await ctx.billing.appLimits(details.session.accountId, details.params.client_id)).daily;
-      return sendPage(
-        reply,
-        200,
-        consentPage(
-          uid,
-          await consentView(details, details.session.accountId),
-          previous === null ? '' : String(microsToCredits(previous)),
-        ),
-      );
-    }
-    return errorPage(reply, 400, expired);
-  });
+      if (details.prompt.name === 'consent' && details.session?.accountId) {
+        const previous = (await ctx.billing.appLimits(details.session.accountId, details.params.client_id)).daily;
+        return sendPage(
+          reply,
+          200,
+          consentPage(
+            uid,
+            await consentView(details, details.session.accountId),
+            previous === null ? '' : String(microsToCredits(previous)),
+          ),
+        );
+      }
+      return errorPage(reply, 400, expired);
+    },
+  );
 
   app.post(
     '/api/oauth/interaction/:uid/login',
-    { schema: { hide: true, params: Params, body: LoginBody } },
+    { schema: { hide: true, params: Params, body: LoginBody }, config: PAGE },
     async (request, reply) => {
       const { uid } = request.params as { uid: string };
       const body = request.body as { email?: string; password?: string };
@@ -281,17 +287,21 @@ export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider:
   // "Not you?": signs the browser out (dashboard and provider session) and starts the authorization again,
   // which then asks for a sign-in. A cross-site POST has no interaction cookie (SameSite=Lax), so it
   // cannot sign anyone out.
-  app.post('/api/oauth/interaction/:uid/switch', { schema: { hide: true, params: Params } }, async (request, reply) => {
-    const { uid } = request.params as { uid: string };
-    const found = await interactionOf(request, reply, uid);
-    if (!found) return errorPage(reply, 400, expired);
-    await sessions.signOut(request, reply);
-    return reply.redirect(restartUrl(found.details), 303);
-  });
+  app.post(
+    '/api/oauth/interaction/:uid/switch',
+    { schema: { hide: true, params: Params }, config: PAGE },
+    async (request, reply) => {
+      const { uid } = request.params as { uid: string };
+      const found = await interactionOf(request, reply, uid);
+      if (!found) return errorPage(reply, 400, expired);
+      await sessions.signOut(request, reply);
+      return reply.redirect(restartUrl(found.details), 303);
+    },
+  );
 
   app.post(
     '/api/oauth/interaction/:uid/consent',
-    { schema: { hide: true, params: Params, body: ConsentBody } },
+    { schema: { hide: true, params: Params, body: ConsentBody }, config: PAGE },
     async (request, reply) => {
       const { uid } = request.params as { uid: string };
       const body = request.body as { decision?: string; daily_limit?: string };

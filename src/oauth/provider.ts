@@ -4,6 +4,8 @@ import type { AppContext } from '../platform/context.ts';
 import { constantTimeEqual, sha256Hex } from '../platform/crypto.ts';
 import { SCOPES } from './scopes.ts';
 import { escapeHtml, renderPage } from '../platform/http/page.ts';
+import { errorPageHtml } from '../platform/http/error-page.ts';
+import { toApiError } from '../platform/http/server.ts';
 import { findUser } from '../accounts/users.ts';
 import { latestGrantId } from './authorizations.ts';
 import { markClientProven } from './client-throttle.ts';
@@ -186,8 +188,25 @@ export async function buildProvider(
     clientBasedCORS(_ctx: unknown, origin: string, client: { clientAuthMethod: string; redirectUris: string[] }) {
       return client.clientAuthMethod === 'none' && client.redirectUris.some((uri) => URL.parse(uri)?.origin === origin);
     },
-    async renderError(koa: any, out: Record<string, string>) {
+    async renderError(koa: any, out: Record<string, string>, error: unknown) {
       koa.type = 'html';
+      // A failure of Tollgate's own (oidc-provider's "server_error": the database gone or its disk full, a
+      // bug) is the page every other route shows for it (error-page.ts): a 503 saying when to try again, with
+      // Retry-After, or the 500 with its request id, instead of "oops! something went wrong". It is shown, never
+      // sent to the app's redirect_uri (oidc-provider redirects only its own OAuth errors): during an outage the
+      // app's registration cannot always be read to check that URI, and reloading this page finishes the same
+      // authorization once the database is back, which an error handed to the app would end (README "OAuth").
+      if (out.error === 'server_error') {
+        const failure = toApiError(error);
+        koa.status = failure.status;
+        for (const [name, value] of Object.entries(failure.headers)) koa.set(name, value);
+        koa.body = errorPageHtml(failure, {
+          method: koa.method,
+          url: koa.originalUrl,
+          id: String(koa.res.getHeader('x-request-id') ?? ''),
+        });
+        return;
+      }
       koa.body = renderPage(
         'Authorization failed',
         `<h1>Authorization failed</h1><p class="error" role="alert">${escapeHtml(out.error_description ?? out.error)}</p><p class="hint">Error: <code>${escapeHtml(out.error)}</code>. Go back to the app and start again.</p>`,

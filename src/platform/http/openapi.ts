@@ -41,12 +41,14 @@ const ERROR_SCHEMAS: Record<ErrorEnvelope, object> = {
   api: ApiErrorSchema,
   keys: KeysErrorSchema,
   oauth: OAuthErrorSchema,
+  page: { content: { 'text/html': { schema: { type: 'string' } } } },
 };
 
 const ERROR_DESCRIPTIONS: Record<ErrorEnvelope, string> = {
   api: "A client error (bad input, missing or insufficient credentials, not found, a limit): `error.code` names it (every code is listed under the document's `x-error-codes`).",
   keys: "A client error, in the API-key routes' envelope (contract §7.1): `error` says what was wrong.",
   oauth: 'An OAuth error (RFC 6749 §5.2): `error` is its code, `error_description` says what was wrong.',
+  page: 'An HTML page saying what is wrong (and, for a 429 or 503, when to try again), for a person in a browser.',
 };
 
 /** `{ error: <one of objects> }` in the API envelope. */

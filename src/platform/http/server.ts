@@ -24,6 +24,7 @@ import { jsonTextOf } from './json-text-encoding.ts';
 import { authenticate, bearerChallenge, bearerCredential, requireScope, type Principal } from './principal.ts';
 import { SECURITY_SCHEMES, transformDocument, transformRoute, type DocumentedResponse } from './openapi.ts';
 import type { ErrorEnvelope, ErrorRenderer } from './error-envelope.ts';
+import { sendErrorPage } from './error-page.ts';
 
 // Not a value `import … from 'node:http'`: Node's ES module facade of a built-in reads every export, and
 // node:http's WebSocket getters then load Node's own copy of undici (~5 MB resident, never used; see
@@ -160,6 +161,7 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
   reply.code(error.status).headers(error.headers);
   const render = request.routeOptions.config?.errorRenderer;
   if (render) return reply.send(render(error));
+  if (envelope === 'page') return sendErrorPage(request, reply, error);
   if (envelope === 'oauth')
     return reply
       .header('cache-control', 'no-store')
@@ -248,6 +250,7 @@ export async function createServer(ctx: ServerContext): Promise<App> {
       logFailure(request, error, apiError);
       setSecureHeaders(ctx.config, request, reply);
       reply.code(apiError.status).headers(apiError.headers);
+      if (envelopeOfPath(ctx, request.url) === 'page') return sendErrorPage(request, reply, apiError);
       return reply.send(errorBodyByPath(ctx, request.url, apiError));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -430,6 +433,7 @@ export async function createServer(ctx: ServerContext): Promise<App> {
   app.setNotFoundHandler((request, reply) => {
     const error = new ApiError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
     reply.code(404);
+    if (envelopeOfPath(ctx, request.url) === 'page') return sendErrorPage(request, reply, error);
     return errorBodyByPath(ctx, request.url, error);
   });
   app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) =>
@@ -528,12 +532,20 @@ function unreadableRequestHint(code: string | undefined): string {
   return 'send a request line such as "GET /api/v1/models HTTP/1.1", then headers, each line ending in CRLF';
 }
 
-/** The body of an error answered before any route was chosen, in the envelope of the family the path belongs to. */
-function errorBodyByPath(ctx: ServerContext, url: string, error: ApiError): unknown {
+/** The envelope of the family a path belongs to, for an error answered before any route was chosen. */
+function envelopeOfPath(ctx: ServerContext, url: string): ErrorEnvelope | ErrorRenderer {
   // A prefix ending in `/` covers the path without it too: `/api/v1/messages/` is also `POST /api/v1/messages`.
   const path = url.split('?')[0]!;
-  const envelope =
-    ctx.errorEnvelopes.find(({ prefix }) => path.startsWith(prefix) || `${path}/` === prefix)?.envelope ?? 'api';
+  return ctx.errorEnvelopes.find(({ prefix }) => path.startsWith(prefix) || `${path}/` === prefix)?.envelope ?? 'api';
+}
+
+/**
+ * The JSON body of an error answered before any route was chosen, in the envelope of the family the path belongs
+ * to. A page family's HTML is sent by the handlers that have a reply (see error-page.ts); what Node's parser
+ * refused never comes from a browser's navigation, and gets the API envelope.
+ */
+function errorBodyByPath(ctx: ServerContext, url: string, error: ApiError): unknown {
+  const envelope = envelopeOfPath(ctx, url);
   if (typeof envelope === 'function') return envelope(error);
   if (envelope === 'oauth') return { error: oauthErrorCode(error), error_description: error.message };
   return envelope === 'keys' ? { success: false, error: error.message } : error.toEnvelope();
