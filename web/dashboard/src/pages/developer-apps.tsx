@@ -40,9 +40,19 @@ const SCOPES: Array<[string, string, boolean]> = [
   ['email', 'Email address (with openid)', false],
 ];
 
+/**
+ * How the server matches a redirect URI, as its `OAUTH_LOOPBACK_ANY_PORT` says (from `GET /api/user/apps`): a
+ * native app that listens on a port the system picks must know whether to register one port or none.
+ */
+function redirectMatching(loopbackAnyPort: boolean): string {
+  return loopbackAnyPort
+    ? 'Matched exactly, except an http one on 127.0.0.1 or [::1], which matches on any port (for apps that listen on a port the system picks).'
+    : 'Matched exactly: scheme, host, port, path and trailing slash.';
+}
+
 /** Register OAuth clients (apps) whose users pay with their own Tollgate credits. The secret is shown once. */
 export function DeveloperAppsPage() {
-  const apps = useLoad(() => api<{ apps: OwnedApp[] }>('GET', '/api/user/apps'));
+  const apps = useLoad(() => api<{ apps: OwnedApp[]; loopbackAnyPort: boolean }>('GET', '/api/user/apps'));
   const [created, setCreated] = useState<{ clientId: string; clientSecret?: string; name: string } | null>(null);
   const { busy, error, run } = useAction();
   const [deleteError, setDeleteError] = useState<string | null>(null);
@@ -96,8 +106,20 @@ export function DeveloperAppsPage() {
             <input name="name" required maxLength={100} placeholder="e.g. My chat app" />
           </label>
           <label>
-            Redirect URIs (one per line, matched exactly)
-            <textarea name="redirectUris" rows={2} required placeholder="https://myapp.example.com/callback" />
+            <span id="redirect-uris-label">Redirect URIs (one per line)</span>
+            <textarea
+              name="redirectUris"
+              rows={2}
+              required
+              placeholder="https://myapp.example.com/callback"
+              aria-labelledby="redirect-uris-label"
+              aria-describedby={apps.data ? 'redirect-uris-hint' : undefined}
+            />
+            {apps.data && (
+              <span class="muted small" id="redirect-uris-hint">
+                {redirectMatching(apps.data.loopbackAnyPort)}
+              </span>
+            )}
           </label>
           <fieldset>
             <legend>Client type</legend>
