@@ -17,6 +17,8 @@ interface OwnedApp {
   clientId: string;
   name: string;
   type: 'public' | 'confidential';
+  /** `private_key_jwt`: a confidential app that signs client assertions with a key pair instead of a secret. */
+  tokenEndpointAuthMethod: 'none' | 'client_secret_basic' | 'private_key_jwt';
   redirectUris: string[];
   scopes: string[];
   createdAt: string;
@@ -50,6 +52,21 @@ function redirectMatching(loopbackAnyPort: boolean): string {
     : 'Matched exactly: scheme, host, port, path and trailing slash.';
 }
 
+/**
+ * The JWK Set pasted for a confidential app (`private_key_jwt`), or undefined when the field is empty (the app
+ * then gets a secret). The server checks the keys themselves and names what it refuses.
+ */
+function publicKeysOf(type: string, text: string): unknown {
+  if (!text.trim()) return undefined;
+  if (type !== 'confidential')
+    throw new Error('Public keys are for a confidential app: choose Confidential or clear them.');
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error('The public keys are not valid JSON: paste a JWK Set, { "keys": [ … ] }.');
+  }
+}
+
 /** Register OAuth clients (apps) whose users pay with their own Tollgate credits. The secret is shown once. */
 export function DeveloperAppsPage() {
   const apps = useLoad(() => api<{ apps: OwnedApp[]; loopbackAnyPort: boolean }>('GET', '/api/user/apps'));
@@ -71,7 +88,11 @@ export function DeveloperAppsPage() {
       scopes: form.getAll('scopes').map(String),
     };
     await run(async () => {
-      const result = await api<{ clientId: string; clientSecret?: string }>('POST', '/api/user/apps', body);
+      const jwks = publicKeysOf(body.type, String(form.get('jwks') ?? ''));
+      const result = await api<{ clientId: string; clientSecret?: string }>('POST', '/api/user/apps', {
+        ...body,
+        ...(jwks === undefined ? {} : { jwks }),
+      });
       setCreated({ ...result, name });
       formElement.reset();
       apps.reload();
@@ -133,11 +154,25 @@ export function DeveloperAppsPage() {
               <label class="check">
                 <input type="radio" name="type" value="confidential" />
                 <span>
-                  Confidential <span class="muted">— has a server that keeps a client secret</span>
+                  Confidential <span class="muted">— has a server that keeps a client secret or a private key</span>
                 </span>
               </label>
             </div>
           </fieldset>
+          <label>
+            <span id="jwks-label">Public keys (optional, confidential apps)</span>
+            <textarea
+              name="jwks"
+              rows={3}
+              placeholder='{ "keys": [ { "kty": "EC", "crv": "P-256", "x": "…", "y": "…", "kid": "key-1" } ] }'
+              aria-labelledby="jwks-label"
+              aria-describedby="jwks-hint"
+            />
+            <span class="muted small" id="jwks-hint">
+              A JWK Set of your server's public keys: it then signs its token requests with its private key
+              (private_key_jwt) and gets no secret. Public keys only; leave empty for a client secret.
+            </span>
+          </label>
           <fieldset>
             <legend>Scopes it may ask for</legend>
             <div class="checks two">
@@ -188,7 +223,10 @@ export function DeveloperAppsPage() {
                     <td data-label="Client ID" class="nowrap">
                       <code>{app.clientId}</code> <CopyButton value={app.clientId} />
                     </td>
-                    <td data-label="Type">{app.type}</td>
+                    <td data-label="Type">
+                      {app.type}
+                      {app.tokenEndpointAuthMethod === 'private_key_jwt' && <span class="muted"> (key pair)</span>}
+                    </td>
                     <td data-label="Redirect URIs">
                       {app.redirectUris.map((uri) => (
                         <div key={uri}>
