@@ -159,6 +159,8 @@ describe('the affordable output cap', () => {
     outputModalities: ['text'],
     fallbacks: [],
     answerTimeoutMs: null,
+    reasons: false,
+    reasonsByOperator: false,
     isTest: false,
     enabled: true,
     updatedAt: 0,

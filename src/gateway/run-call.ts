@@ -74,10 +74,16 @@ async function hold(ctx: GatewayDeps, principal: Principal, call: CanonicalCall,
 
 /**
  * The call as one candidate's provider receives it. Invariant: `maxOutputTokens` is the cap the hold was
- * computed with for this model, so the hold bounds what the upstream can produce.
+ * computed with for this model, so the hold bounds what the upstream can produce. `modelReasons` is this
+ * candidate's own (a fallback may not reason where the model asked for does).
  */
 function providerCall(call: CanonicalCall, model: CatalogueModel, plan: CallPlan): ProviderCall {
-  return { ...call, model: model.upstreamModel, maxOutputTokens: callOutputCap(plan, model) };
+  return {
+    ...call,
+    model: model.upstreamModel,
+    maxOutputTokens: callOutputCap(plan, model),
+    modelReasons: model.reasons,
+  };
 }
 
 /** The prompt's lower bound, for protocols that answer a token count without calling upstream. */

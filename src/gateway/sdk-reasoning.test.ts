@@ -88,9 +88,25 @@ describeEachDatabase(
   (env) => {
     before(async () => {
       const model = { upstreamModel: 'reasoner', pricing: PRICING, maxOutputTokens: 64_000 };
-      await putModel(env, 'acme/gpt', { provider: 'openai', ...model });
-      await putModel(env, 'acme/or', { provider: 'openrouter', ...model });
+      await putModel(env, 'acme/gpt', { provider: 'openai', ...model, reasons: true });
+      await putModel(env, 'acme/or', { provider: 'openrouter', ...model, reasons: true });
       await putModel(env, 'acme/claude', { provider: 'anthropic', ...model });
+      // Models that cannot think, as OpenAI's gpt-4o: the mock answers 400 to any reasoning field (`reasons` is
+      // false by default: no reasoning family in the name).
+      const plain = { upstreamModel: 'no-reasoning', pricing: PRICING, maxOutputTokens: 64_000 };
+      await putModel(env, 'acme/4o', { provider: 'openai', ...plain });
+      await putModel(env, 'acme/or-4o', { provider: 'openrouter', ...plain });
+      // `reasons` by family: gpt-5 reasons, its chat-only variant does not.
+      await putModel(env, 'acme/gpt-5', { provider: 'openai', ...model, upstreamModel: 'gpt-5' });
+      await putModel(env, 'acme/gpt-5-chat', { provider: 'openai', ...model, upstreamModel: 'gpt-5-chat-latest' });
+      // A reasoning model that fails, whose fallback cannot think.
+      await putModel(env, 'acme/down', {
+        provider: 'openai',
+        ...model,
+        upstreamModel: 'status-503',
+        reasons: true,
+        fallbacks: ['acme/4o'],
+      });
     });
 
     it('openai chat.completions.create reasoning_effort on an Anthropic model arrives as output_config.effort (minimal as low, none as disabled thinking), beside a json_schema format, streamed or not', async () => {
@@ -217,6 +233,66 @@ describeEachDatabase(
         assert.equal(sent().reasoning_effort, 'low');
         await message(client, { model: 'acme/gpt', max_tokens: 4000, thinking: { type: 'adaptive' } }, stream);
         assert.equal('reasoning_effort' in sent(), false);
+      }
+    });
+
+    it('anthropic messages.create thinking budget_tokens on a model that does not reason (gpt-4o, reasons false) is left out: no reasoning_effort or reasoning reaches the upstream, which would answer 400, and the call succeeds at the plain charge, streamed or not', async () => {
+      for (const model of ['acme/4o', 'acme/or-4o']) {
+        for (const stream of [false, true]) {
+          const user = await fundedUser(env, 1);
+          const thinking = { type: 'enabled' as const, budget_tokens: 3600 };
+          await message(anthropic(env, user.key), { model, max_tokens: 4000, thinking }, stream);
+          assert.equal('reasoning_effort' in sent(), false, `${model}, stream ${stream}`);
+          assert.equal('reasoning' in sent(), false, `${model}, stream ${stream}`);
+          assert.equal(await spent(env, user), PLAIN_CHARGE);
+        }
+      }
+      // Claude Code's own ask, streamed with a 32,000 cap.
+      const user = await fundedUser(env, 1);
+      const claudeCode = { type: 'enabled' as const, budget_tokens: 31_999 };
+      await message(anthropic(env, user.key), { model: 'acme/4o', max_tokens: 32_000, thinking: claudeCode }, true);
+      assert.equal('reasoning_effort' in sent(), false);
+    });
+
+    it("an effort the client names itself reaches a model that does not reason as sent (the client's own request: the upstream judges it)", async () => {
+      const user = await fundedUser(env, 1);
+      const named = (error: any) => error.status === 400 && /reasoning_effort/.test(error.message);
+      await assert.rejects(
+        message(
+          anthropic(env, user.key),
+          { model: 'acme/4o', max_tokens: 4000, thinking: { type: 'adaptive' }, output_config: { effort: 'low' } },
+          false,
+        ),
+        named,
+      );
+      assert.equal(sent().reasoning_effort, 'low');
+      await assert.rejects(chat(openai(env, user.key), { model: 'acme/4o', reasoning_effort: 'high' }, false), named);
+      assert.equal(sent().reasoning_effort, 'high');
+      await assert.rejects(
+        respond(openai(env, user.key), { model: 'acme/4o', reasoning: { effort: 'medium' } }, false),
+        named,
+      );
+      assert.equal(sent().reasoning_effort, 'medium');
+    });
+
+    it('a thinking budget becomes an effort by the model family when the operator set no reasons (gpt-5 yes, gpt-5-chat-latest no), and by each candidate: a fallback that does not reason gets none', async () => {
+      const user = await fundedUser(env, 1);
+      const client = anthropic(env, user.key);
+      const thinking = { type: 'enabled' as const, budget_tokens: 3600 };
+      await message(client, { model: 'acme/gpt-5', max_tokens: 4000, thinking }, false);
+      assert.equal(sent().model, 'gpt-5');
+      assert.equal(sent().reasoning_effort, 'high');
+      await message(client, { model: 'acme/gpt-5-chat', max_tokens: 4000, thinking }, false);
+      assert.equal(sent().model, 'gpt-5-chat-latest');
+      assert.equal('reasoning_effort' in sent(), false);
+      for (const stream of [false, true]) {
+        const before = mock.requests.length;
+        await message(client, { model: 'acme/down', max_tokens: 4000, thinking }, stream);
+        const [first, second] = mock.requests.slice(before).map((request) => request.body);
+        assert.equal(first.model, 'status-503');
+        assert.equal(first.reasoning_effort, 'high');
+        assert.equal(second.model, 'no-reasoning');
+        assert.equal('reasoning_effort' in second, false);
       }
     });
 

@@ -3,6 +3,7 @@ import type { ModelsDb } from './schema.ts';
 import type { ModelsTable } from './schema.ts';
 import { TIMER_MAX_MS } from '../platform/config.ts';
 import { MIN_UPSTREAM_TIMEOUT_MS } from '../providers/config.ts';
+import { familyReasons } from './reasoning-support.ts';
 
 /**
  * Prices in integer micro-credits: token prices per 1M tokens, `request` per call, `second` per compute
@@ -61,6 +62,13 @@ export interface CatalogueModel {
    * before any fallback was tried.
    */
   answerTimeoutMs: number | null;
+  /**
+   * Whether the model takes a reasoning effort: a Messages `thinking.budget_tokens` reaches an OpenAI-compatible
+   * model as a `reasoning_effort` only when it does (many answer 400 to one). Default: `reasoning-support.ts`.
+   */
+  reasons: boolean;
+  /** True when the operator set {@link reasons} (a sync keeps it); false: a default, which a sync refreshes. */
+  reasonsByOperator: boolean;
   isTest: boolean;
   enabled: boolean;
   updatedAt: number;
@@ -105,6 +113,8 @@ export function modelFromRow(row: Selectable<ModelsTable>): CatalogueModel {
     outputModalities: JSON.parse(row.output_modalities),
     fallbacks: JSON.parse(row.fallbacks),
     answerTimeoutMs: row.answer_timeout_ms ?? null,
+    reasons: row.reasons === 1,
+    reasonsByOperator: row.reasons_by_operator === 1,
     isTest: row.is_test === 1,
     enabled: row.enabled === 1,
     updatedAt: row.updated_at,
@@ -162,10 +172,13 @@ export async function listAllModels(db: ModelsDb): Promise<CatalogueModel[]> {
 
 /**
  * A model as written: the worst-case fields default to none (no images in chat, no per-size image prices), the
- * answer's deadline to `UPSTREAM_TIMEOUT_MS`.
+ * answer's deadline to `UPSTREAM_TIMEOUT_MS`, `reasons` to its family's (not the operator's choice).
  */
-export type ModelInput = Omit<CatalogueModel, 'updatedAt' | 'imageTokens' | 'imagePrices' | 'answerTimeoutMs'> &
-  Partial<Pick<CatalogueModel, 'imageTokens' | 'imagePrices' | 'answerTimeoutMs'>>;
+export type ModelInput = Omit<
+  CatalogueModel,
+  'updatedAt' | 'imageTokens' | 'imagePrices' | 'answerTimeoutMs' | 'reasons' | 'reasonsByOperator'
+> &
+  Partial<Pick<CatalogueModel, 'imageTokens' | 'imagePrices' | 'answerTimeoutMs' | 'reasons' | 'reasonsByOperator'>>;
 
 /** Inserts or replaces a model. */
 export async function upsertModel(db: ModelsDb, model: ModelInput, now: number): Promise<CatalogueModel> {
@@ -195,6 +208,8 @@ export async function upsertModel(db: ModelsDb, model: ModelInput, now: number):
     output_modalities: JSON.stringify(model.outputModalities),
     fallbacks: JSON.stringify(model.fallbacks),
     answer_timeout_ms: model.answerTimeoutMs ?? null,
+    reasons: (model.reasons ?? familyReasons(model.upstreamModel)) ? 1 : 0,
+    reasons_by_operator: model.reasonsByOperator ? 1 : 0,
     is_test: model.isTest ? 1 : 0,
     enabled: model.enabled ? 1 : 0,
     updated_at: now,

@@ -1,5 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 import { defaultImageTokens } from './image-budgets.ts';
+import { familyReasons } from './reasoning-support.ts';
 
 /** This feature's migrations: their names' numbers set the order they apply in (see platform/db/migrate.ts). */
 export const modelsMigrations: Record<string, Migration> = {
@@ -74,6 +75,25 @@ export const modelsMigrations: Record<string, Migration> = {
     async up(db: Kysely<any>) {
       // Nullable: NULL means "wait UPSTREAM_TIMEOUT_MS", the deadline every model had before this migration.
       await db.schema.alterTable('models').addColumn('answer_timeout_ms', 'integer').execute();
+    },
+  },
+  '1840_models_reasons': {
+    async up(db: Kysely<any>) {
+      // `reasons`: the model takes a reasoning effort (a Messages thinking budget becomes one only then);
+      // `reasons_by_operator`: 1 when the operator chose it, which a sync keeps (0: a default the sync may refresh).
+      await db.schema
+        .alterTable('models')
+        .addColumn('reasons', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .alterTable('models')
+        .addColumn('reasons_by_operator', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      // Existing models get their family's default; the next sync refines it from the provider's list.
+      const rows = await db.selectFrom('models').select(['id', 'upstream_model']).execute();
+      for (const row of rows)
+        if (familyReasons(row.upstream_model))
+          await db.updateTable('models').set({ reasons: 1 }).where('id', '=', row.id).execute();
     },
   },
 };

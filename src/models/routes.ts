@@ -13,6 +13,7 @@ import {
 } from './catalogue.ts';
 import { pricingFromCredits, pricingToAdminCredits, pricingToCredits } from './pricing.ts';
 import { defaultImageTokens } from './image-budgets.ts';
+import { familyReasons } from './reasoning-support.ts';
 import { creditsToMicros, microsToCredits } from '../platform/money.ts';
 import { syncModels } from './sync.ts';
 
@@ -46,6 +47,9 @@ const DETAILED_PRICES = {
 
 const ANSWER_TIMEOUT =
   "Milliseconds this model's answer may take to begin (a non-streaming answer's whole body, a stream's first output) before the next of its `fallbacks` is tried, or 504 answered when none is left. Null: `UPSTREAM_TIMEOUT_MS`. Set it on a model known to answer fast, so that a provider that hangs hands over to a fallback in seconds rather than after the global deadline.";
+
+const REASONS =
+  'Whether the model takes a reasoning effort: an Anthropic Messages `thinking.budget_tokens` reaches an OpenAI-compatible model as the `reasoning_effort` it amounts to (OpenRouter: `reasoning.max_tokens`) only when true; when false the budget is left out, since such a model cannot think and many answer 400 to `reasoning_effort`. An effort the client names itself is always sent. Omitted or null: the default, from the provider\'s `/models` list (OpenRouter\'s `supported_parameters`) at a sync, else the model family (README "The catalogue").';
 
 const Nullable = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
 
@@ -130,6 +134,10 @@ const AdminModelSchema = Type.Object({
   outputModalities: Type.Array(Type.String()),
   fallbacks: Type.Array(Type.String()),
   answerTimeoutMs: Type.Union([Type.Integer(), Type.Null()], { description: ANSWER_TIMEOUT }),
+  reasons: Type.Boolean({ description: REASONS }),
+  reasonsByOperator: Type.Boolean({
+    description: '`reasons` was set by the operator (a sync keeps it); false: a default, which a sync refreshes.',
+  }),
   isTest: Type.Boolean(),
   enabled: Type.Boolean(),
   updatedAt: Type.String({ format: 'date-time' }),
@@ -190,6 +198,7 @@ const PutModelBody = Type.Object(
         description: ANSWER_TIMEOUT,
       }),
     ),
+    reasons: Type.Optional(Type.Union([Type.Boolean(), Type.Null()], { description: REASONS })),
     isTest: Type.Optional(Type.Boolean()),
     enabled: Type.Optional(Type.Boolean()),
   },
@@ -239,6 +248,19 @@ function imagePricesFromCredits(prices: Record<string, number>): Record<string, 
       return [key, micros];
     }),
   );
+}
+
+/**
+ * `reasons` as a PUT sets it: the operator's value, or (omitted or null) the default: the one a sync found for the
+ * same upstream model, else the family's.
+ */
+function reasonsOf(
+  body: { upstreamModel: string; reasons?: boolean | null },
+  before: CatalogueModel | null,
+): { reasons: boolean; reasonsByOperator: boolean } {
+  if (typeof body.reasons === 'boolean') return { reasons: body.reasons, reasonsByOperator: true };
+  const found = before && !before.reasonsByOperator && before.upstreamModel === body.upstreamModel;
+  return { reasons: found ? before.reasons : familyReasons(body.upstreamModel), reasonsByOperator: false };
 }
 
 const security = [{ admin: [] }];
@@ -330,6 +352,7 @@ export function registerModelRoutes(app: App, ctx: CatalogueDeps): void {
           outputModalities: body.outputModalities ?? ['text'],
           fallbacks: body.fallbacks ?? [],
           answerTimeoutMs: body.answerTimeoutMs ?? null,
+          ...reasonsOf(body, before),
           isTest: body.isTest ?? false,
           enabled: body.enabled ?? true,
         },

@@ -52,6 +52,13 @@ export interface ModelsTable {
    * NULL: `UPSTREAM_TIMEOUT_MS` (migration 1800).
    */
   answer_timeout_ms: number | null;
+  /**
+   * 1 when the model takes a reasoning effort: a Messages thinking budget is sent to it as one (migration 1840;
+   * see `reasoning-support.ts` for the defaults).
+   */
+  reasons: Generated<number>;
+  /** 1 when the operator set `reasons` (a sync keeps it); 0: a default, which a sync refreshes. */
+  reasons_by_operator: Generated<number>;
   /** 1 for built-in test models such as `tollgate/echo`. */
   is_test: number;
   enabled: number;

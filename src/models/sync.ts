@@ -8,6 +8,7 @@ import {
   type ModelPricing,
 } from './catalogue.ts';
 import { defaultImageTokens } from './image-budgets.ts';
+import { defaultReasons } from './reasoning-support.ts';
 import { usdToMicros } from './pricing.ts';
 import type { UpstreamModel } from '../providers/types.ts';
 
@@ -27,7 +28,8 @@ function publicId(provider: string, upstreamId: string): string {
  *
  * Invariant: a model without a listed price is imported **disabled** (and reported in `needsPricing`) —
  * enabling it at price zero would give it away. What the operator set by hand (fallbacks and the answer's
- * deadline, the enabled flag of an existing model, an output cap) is kept; listed prices and limits follow the provider.
+ * deadline, the enabled flag of an existing model, an output cap, `reasons`) is kept; listed prices and limits
+ * follow the provider, and so does a default `reasons` (the list's `supported_parameters`, else the family).
  */
 export async function syncModels(ctx: CatalogueDeps, timeoutMs = ctx.config.UPSTREAM_TIMEOUT_MS): Promise<SyncReport> {
   const report: SyncReport = { providers: [] };
@@ -103,6 +105,8 @@ function merged(
     outputModalities: upstream.outputModalities ?? before?.outputModalities ?? ['text'],
     fallbacks: before?.fallbacks ?? [],
     answerTimeoutMs: before?.answerTimeoutMs ?? null,
+    reasons: before?.reasonsByOperator ? before.reasons : defaultReasons(upstream.id, upstream.supportedParameters),
+    reasonsByOperator: before?.reasonsByOperator ?? false,
     isTest: before?.isTest ?? false,
     enabled: before ? before.enabled : priced !== null,
   };

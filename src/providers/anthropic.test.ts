@@ -145,7 +145,10 @@ it('tools, tool calls, tool results and images translate to Anthropic blocks and
     tool_choice: 'required',
     max_completion_tokens: 99,
   });
-  const request = toAnthropicMessages({ ...call, model: 'claude-x', maxOutputTokens: call.maxOutputTokens! }, false);
+  const request = toAnthropicMessages(
+    { ...call, model: 'claude-x', maxOutputTokens: call.maxOutputTokens!, modelReasons: true },
+    false,
+  );
   assert.deepEqual(request.messages, [
     {
       role: 'user',

@@ -8,7 +8,9 @@ import type { CanonicalCall, ReasoningEffort } from '../gateway/canonical.ts';
  *
  * - OpenAI-compatible: an effort as `reasoning_effort`, as sent (OpenAI knows every canonical effort). A budget
  *   without an effort becomes the effort whose share of the output cap is nearest (OpenRouter's rule, below);
- *   OpenRouter itself gets the budget as its own `reasoning.max_tokens`.
+ *   OpenRouter itself gets the budget as its own `reasoning.max_tokens`. Both only for a model that reasons (the
+ *   catalogue's `reasons`): on another the budget is left out, since the model cannot think (its answer is the same)
+ *   and OpenAI's non-reasoning models and many compatible servers answer 400 to `reasoning_effort`.
  * - Anthropic: an effort as `output_config.effort` (OpenAI's `minimal` as Anthropic's lowest, `low`; `none` as
  *   `thinking: { type: "disabled" }`); a budget as `thinking: { type: "enabled", budget_tokens }`.
  *
@@ -43,16 +45,18 @@ export function effortOfBudget(budgetTokens: number, cap: number): ReasoningEffo
 
 /**
  * The reasoning fields of an OpenAI-compatible chat body. The effort wins over a budget when a call has both
- * (Anthropic's `thinking` with `output_config.effort`): it is the level the client named.
+ * (Anthropic's `thinking` with `output_config.effort`): it is the level the client named, sent whatever the model
+ * (the client's own request, the upstream judges it). A budget alone is sent only when `modelReasons`.
  */
 export function openAiReasoningFields(
   reasoning: CanonicalCall['reasoning'],
   cap: number,
   provider: string,
+  modelReasons: boolean,
 ): Record<string, unknown> {
   if (reasoning?.effort) return { reasoning_effort: reasoning.effort };
   const budget = reasoning?.budgetTokens;
-  if (budget === undefined) return {};
+  if (budget === undefined || !modelReasons) return {};
   // OpenRouter takes a budget as it is, and converts it for each model behind it by the same rule.
   if (provider === 'openrouter') return { reasoning: { max_tokens: budget } };
   return { reasoning_effort: effortOfBudget(budget, cap) };

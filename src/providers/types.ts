@@ -61,8 +61,12 @@ export interface ChatChunk {
   [extra: string]: unknown;
 }
 
-/** A canonical call as a provider receives it: the upstream model and the output cap are decided. */
-export type ProviderCall = CanonicalCall & { maxOutputTokens: number };
+/**
+ * A canonical call as a provider receives it: the upstream model and the output cap are decided, and what the
+ * catalogue says of the model that the translation needs: `modelReasons`, whether it takes a reasoning effort
+ * (a thinking budget becomes one only then; an effort the client named is sent regardless).
+ */
+export type ProviderCall = CanonicalCall & { maxOutputTokens: number; modelReasons: boolean };
 
 /** What every call receives: the abort signal that the client's disconnect and the upstream deadline share. */
 export interface CallOptions {
@@ -94,6 +98,8 @@ export interface UpstreamModel {
   maxOutputTokens?: number;
   inputModalities?: string[];
   outputModalities?: string[];
+  /** The request parameters the model takes, when the list says (OpenRouter's `supported_parameters`). */
+  supportedParameters?: string[];
   /**
    * USD decimal strings, exactly as listed (OpenRouter: per token for the token prices, per call, per image,
    * per search). `cacheRead`/`cacheWrite`/`cacheWrite1h` are OpenRouter's `input_cache_read`/`input_cache_write`

@@ -16,6 +16,7 @@ const call = (extra: Partial<ProviderCall> = {}): ProviderCall => ({
   messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
   tools: [],
   maxOutputTokens: 4000,
+  modelReasons: true,
   stream: false,
   ...extra,
 });

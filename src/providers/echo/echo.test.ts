@@ -11,6 +11,7 @@ const call = (extra: Partial<ProviderCall> = {}): ProviderCall => ({
   system: [],
   tools: [],
   maxOutputTokens: 1000,
+  modelReasons: false,
   stream: false,
   messages: [{ role: 'user', content: [{ type: 'text', text: 'one two three' }] }],
   ...extra,

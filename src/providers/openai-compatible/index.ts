@@ -239,7 +239,10 @@ async function* plainAudio(body: Readable, signal: AbortSignal): AsyncGenerator<
   }
 }
 
-/** Reads one entry of an OpenAI-style `/models` list; OpenRouter's entries add name, context, modalities and USD prices. */
+/**
+ * Reads one entry of an OpenAI-style `/models` list; OpenRouter's entries add name, context, modalities, USD prices
+ * and `supported_parameters` (only its strings kept: a list of other things says nothing).
+ */
 function upstreamModelFromList(entry: any): UpstreamModel {
   const price = (value: unknown) =>
     typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
@@ -255,6 +258,9 @@ function upstreamModelFromList(entry: any): UpstreamModel {
       : undefined,
     outputModalities: Array.isArray(entry.architecture?.output_modalities)
       ? entry.architecture.output_modalities
+      : undefined,
+    supportedParameters: Array.isArray(entry.supported_parameters)
+      ? entry.supported_parameters.filter((parameter: unknown) => typeof parameter === 'string')
       : undefined,
     usdPricing: entry.pricing
       ? {

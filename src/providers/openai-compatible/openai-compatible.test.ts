@@ -16,6 +16,7 @@ const base: ProviderCall = {
   system: [{ type: 'text', text: 'Be brief.' }],
   tools: [],
   maxOutputTokens: 77,
+  modelReasons: false,
   stream: false,
   messages: [
     {

@@ -195,8 +195,9 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
     if (call.temperature !== undefined) body.temperature = call.temperature;
     if (call.topP !== undefined) body.top_p = call.topP;
     if (call.stop?.length) body.stop = call.stop;
-    // An effort as sent; an Anthropic thinking budget as the effort it amounts to (or OpenRouter's own budget).
-    Object.assign(body, openAiReasoningFields(call.reasoning, call.maxOutputTokens, provider));
+    // An effort as sent; an Anthropic thinking budget as the effort it amounts to (or OpenRouter's own budget), on a
+    // model that reasons.
+    Object.assign(body, openAiReasoningFields(call.reasoning, call.maxOutputTokens, provider, call.modelReasons));
     if (call.responseFormat) body.response_format = toOpenAiResponseFormat(call);
     if (call.prediction !== undefined) body.prediction = { type: 'content', content: call.prediction };
     // The cache routing keeps a conversation's turns on the cached prefix (chat's allow-list passes the same).

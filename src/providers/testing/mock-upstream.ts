@@ -17,7 +17,9 @@ import type { AddressInfo } from 'node:net';
  * - `late-end`: like the default, but the stream's last bytes come 30 ms after its `[DONE]`;
  * - `reasoner`: like the default, but a request that asks for reasoning (see {@link asksReasoning}) also thinks:
  *   {@link MOCK_REASONING_TOKENS} more output tokens, reported as OpenAI's `completion_tokens_details.reasoning_tokens`
- *   inside `completion_tokens` (Anthropic counts thinking in `output_tokens`).
+ *   inside `completion_tokens` (Anthropic counts thinking in `output_tokens`);
+ * - `no-reasoning`: like the default, but a chat request with `reasoning_effort` or `reasoning` is a 400, as OpenAI
+ *   answers it for gpt-4o and gpt-4.1 (and many OpenAI-compatible servers for any model that cannot think).
  *
  * A request may dictate the usage reported, verbatim (garbage included), to test how the gateway reads
  * it: the OpenAI chat route reports the body's `metadata.mock_usage` (the embeddings route its `mock_usage`), the
@@ -263,6 +265,18 @@ async function route(
         ? { type: 'error', error: { type: 'api_error', message: `mock status ${code}` } }
         : { error: { message: `mock status ${code}`, type: 'server_error' } },
     );
+  }
+  if (model === 'no-reasoning' && !anthropic) {
+    const param = ['reasoning_effort', 'reasoning'].find((field) => entry.body?.[field] !== undefined);
+    if (param)
+      return json(res, 400, {
+        error: {
+          message: `Unsupported parameter: '${param}' is not supported with this model.`,
+          type: 'invalid_request_error',
+          param,
+          code: 'unsupported_parameter',
+        },
+      });
   }
   const reply = options.reply ?? 'alpha beta gamma delta';
   const words = reply.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`));
