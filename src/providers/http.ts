@@ -82,7 +82,12 @@ export async function upstreamFetch(url: string, init: UpstreamRequest): Promise
   };
   if (statusCode >= 200 && statusCode < 300) return response;
   const text = await body.text().catch(() => '');
-  throw new UpstreamError(statusCode, `The upstream provider answered ${statusCode}${upstreamMessage(text)}.`);
+  throw new UpstreamError(statusCode, sentence(`The upstream provider answered ${statusCode}${upstreamMessage(text)}`));
+}
+
+/** Ends `text` with a full stop unless the provider's own message already ends a sentence ("…this model."). */
+function sentence(text: string): string {
+  return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
 /**

@@ -3,6 +3,7 @@ import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } fr
 import type { ReasoningEffort } from '../../gateway/canonical.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
+import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/tool-switches.ts';
 
 /**
  * Anthropic's Messages request → the canonical call, with the client's own body kept as `native` so that an
@@ -419,13 +420,13 @@ const TOOL_FIELDS: ReadonlySet<string> = new Set([
  * what they ask for needs a tool the gateway refuses (tool search, code execution), so a native call would fail
  * upstream after its hold and a translated one would silently behave otherwise.
  */
-const DEFAULTED_TOOL_FIELDS: Readonly<Record<string, { harmless: (value: unknown) => boolean; why: string }>> = {
+const DEFAULTED_TOOL_FIELDS: Readonly<Record<string, DefaultedToolField>> = {
   defer_loading: {
-    harmless: (value) => value === false,
+    harmless: isOff,
     why: 'a deferred tool is loaded through a tool search tool, which is a server tool the gateway refuses; send the tool without defer_loading',
   },
   allowed_callers: {
-    harmless: (value) => Array.isArray(value) && value.length > 0 && value.every((caller) => caller === 'direct'),
+    harmless: modelCallsOnly,
     why: 'only the model calls tools here (code execution is a server tool the gateway refuses); leave it out or send ["direct"]',
   },
 };

@@ -1,6 +1,7 @@
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
 import { REASONING_EFFORTS, type ReasoningEffort } from '../../gateway/canonical.ts';
 import { ApiError } from '../../platform/errors.ts';
+import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/tool-switches.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 
 /**
@@ -161,18 +162,18 @@ const FUNCTION_FIELDS: ReadonlySet<string> = new Set(['type', 'name', 'descripti
  * A function tool's fields that have no form on a chat or Anthropic upstream but change nothing at their
  * default (the value a translated call then behaves as), and why another value is refused.
  */
-const DEFAULTED_FUNCTION_FIELDS: Readonly<Record<string, { harmless: (value: unknown) => boolean; why: string }>> = {
+const DEFAULTED_FUNCTION_FIELDS: Readonly<Record<string, DefaultedToolField>> = {
   defer_loading: {
-    harmless: (value) => value === false,
+    harmless: isOff,
     why: 'a deferred function is found through the tool_search tool, which is not supported; send the function without defer_loading',
   },
   allowed_callers: {
     // Only direct calls exist here: programmatic tool calling is a built-in tool, refused.
-    harmless: (value) => Array.isArray(value) && value.length > 0 && value.every((caller) => caller === 'direct'),
+    harmless: modelCallsOnly,
     why: 'only the model calls functions here (programmatic tool calling is a built-in tool, not supported); leave it out or send ["direct"]',
   },
   async: {
-    harmless: (value) => value === false,
+    harmless: isOff,
     why: 'a function answered asynchronously in a later response has no form on the upstreams the gateway calls; leave it out',
   },
   output_schema: {
