@@ -5,7 +5,7 @@ import { constantTimeEqual, sha256Hex } from '../platform/crypto.ts';
 import { SCOPES } from './scopes.ts';
 import { escapeHtml, renderPage } from '../platform/http/page.ts';
 import { errorPageHtml } from '../platform/http/error-page.ts';
-import { toApiError } from '../platform/http/server.ts';
+import { logFailure, toApiError } from '../platform/http/server.ts';
 import { findUser } from '../accounts/users.ts';
 import { latestGrantId } from './authorizations.ts';
 import { markClientProven } from './client-throttle.ts';
@@ -254,7 +254,10 @@ export async function buildProvider(
     const method = koa.oidc?.client?.clientAuthMethod;
     if (error?.error === 'invalid_grant' && method !== undefined && method !== 'none') markClientProven(koa.res);
   });
-  provider.on('server_error', (_koa: unknown, error: unknown) => ctx.log.error({ err: error }, 'oauth server error'));
+  // The rule of every other route (server.ts): a full disk is one warning naming the route, not a stack.
+  provider.on('server_error', (koa: { _matchedRoute?: string }, error: unknown) =>
+    logFailure(ctx.log, error, { status: toApiError(error).status, route: koa._matchedRoute }, 'oauth server error'),
+  );
   provider.on('error', (error: unknown) => ctx.log.error({ err: error }, 'oauth error'));
   return provider;
 }

@@ -64,19 +64,36 @@ export type App = FastifyInstance<
 /** The `Retry-After` of a request refused for a full database disk: freeing space takes an operator's while. */
 export const DATABASE_FULL_RETRY_AFTER_SECONDS = 30;
 
+/** The two levels {@link logFailure} writes at: Fastify's request logger, or the service's. */
+export interface FailureLog {
+  warn(fields: Record<string, unknown>, message: string): void;
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
 /**
- * The log line of a request that failed on Tollgate's side: the error with its stack, or for a full database
- * disk, which is the operator's to fix and no fault of Tollgate's, one warning naming the route and no stack
- * (the database logs once when it fills up and once when it has room again: platform/db/unavailable.ts).
- * A client's mistake (4xx) logs nothing here.
+ * The log line of a request that failed on Tollgate's side (`status`, the one it is answered with): the error
+ * with its stack under `message`, or for a full database disk, which is the operator's to fix and no fault of
+ * Tollgate's, one warning naming the route (a pattern, never a path with ids) and no stack (the database logs
+ * once when it fills up and once when it has room again: platform/db/unavailable.ts). A client's mistake (4xx)
+ * logs nothing here. Every route follows it, oidc-provider's included (oauth/provider.ts).
  */
-function logFailure(request: FastifyRequest, error: unknown, apiError: ApiError): void {
+export function logFailure(
+  log: FailureLog,
+  error: unknown,
+  failure: { status: number; route: string | undefined },
+  message = 'request failed',
+): void {
   if (isDatabaseFull(error))
-    request.log.warn(
-      { route: request.routeOptions.url, reason: (error as Error).message },
+    log.warn(
+      { route: failure.route, reason: (error as Error).message },
       'request refused (503): the database disk is full',
     );
-  else if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+  else if (failure.status >= 500) log.error({ err: error }, message);
+}
+
+/** {@link logFailure} for a Fastify request. */
+function logRequestFailure(request: FastifyRequest, error: unknown, apiError: ApiError): void {
+  logFailure(request.log, error, { status: apiError.status, route: request.routeOptions.url });
 }
 
 /** Maps any thrown value to an ApiError; client mistakes never become a 500. */
@@ -247,7 +264,7 @@ export async function createServer(ctx: ServerContext): Promise<App> {
                 `A part of the URL's path is longer than the ${MAX_PARAM_LENGTH} characters an id or name here can have.`,
               )
             : toApiError(error);
-      logFailure(request, error, apiError);
+      logRequestFailure(request, error, apiError);
       setSecureHeaders(ctx.config, request, reply);
       reply.code(apiError.status).headers(apiError.headers);
       if (envelopeOfPath(ctx, request.url) === 'page') return sendErrorPage(request, reply, apiError);
@@ -426,7 +443,7 @@ export async function createServer(ctx: ServerContext): Promise<App> {
         { details: { limit } },
       );
     }
-    logFailure(request, error, apiError);
+    logRequestFailure(request, error, apiError);
     for (const observe of ctx.errorObservers) observe(apiError);
     return sendError(request, reply, apiError);
   });
