@@ -1,9 +1,10 @@
 import { it, describe, after, before } from 'node:test';
 import pg from 'pg';
-import { selectedDatabases, TEST_POSTGRES_URL, TestDatabaseSpace } from './testing/harness.ts';
+import { describeEachDatabase, selectedDatabases, TEST_POSTGRES_URL, TestDatabaseSpace } from './testing/harness.ts';
+import { newTestClientKey, tokenEndpointErrorWithKey, type TestClientKey } from './oauth/testing.ts';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -314,6 +315,108 @@ describe('operator CLI', () => {
         }),
       (error: any) => /PORT: .*integer/s.test(error.stderr),
     );
+  });
+});
+
+// Key-pair apps from the CLI, on the database of a running server, which then authenticates them.
+describeEachDatabase('operator CLI: key-pair apps (private_key_jwt)', (server) => {
+  const files = mkdtempSync(join(tmpdir(), 'tollgate-cli-jwks-'));
+  after(() => rmSync(files, { recursive: true, force: true }));
+  const run = (args: string[], input?: string) =>
+    spawnSync(process.execPath, ['src/cli.ts', ...args], {
+      cwd: root,
+      env: { ...env, ...server.space.env(), TOLLGATE_ADMIN_TOKEN: server.adminToken },
+      encoding: 'utf8',
+      input,
+    });
+  /** A file holding the public JWK Set of `keys`. */
+  const jwksFile = (name: string, keys: TestClientKey[]) => {
+    const file = join(files, name);
+    writeFileSync(file, JSON.stringify({ keys: keys.map((key) => key.publicJwk) }));
+    return file;
+  };
+  const createApp = (name: string, ...extra: string[]) =>
+    run(['create-app', '--name', name, '--redirect-uri', 'http://127.0.0.1:9/callback', ...extra]);
+  const appCount = async () => (await server.db.selectFrom('oauth_clients').select('client_id').execute()).length;
+
+  it('create-app --jwks FILE registers an app with no secret whose method is private_key_jwt; rotate-app-keys replaces its keys, so the new key authenticates at the token endpoint and the old one no longer does', async () => {
+    const [oldKey, newKey] = [await newTestClientKey(), await newTestClientKey()];
+    const created = createApp('Backend with keys', '--jwks', jwksFile('old.json', [oldKey]));
+    assert.equal(created.status, 0, created.stderr);
+    const app = JSON.parse(created.stdout);
+    assert.equal(app.clientSecret, undefined, 'a key-pair app gets no secret');
+    assert.equal(app.tokenEndpointAuthMethod, 'private_key_jwt');
+    assert.equal(
+      await tokenEndpointErrorWithKey(server, app.clientId, oldKey),
+      'invalid_grant',
+      'the key authenticates',
+    );
+    assert.equal(await tokenEndpointErrorWithKey(server, app.clientId, newKey), 'invalid_client');
+
+    const rotated = run(['rotate-app-keys', '--client-id', app.clientId, '--jwks', jwksFile('new.json', [newKey])]);
+    assert.equal(rotated.status, 0, rotated.stderr);
+    assert.deepEqual(JSON.parse(rotated.stdout), { clientId: app.clientId, jwks: { keys: [newKey.publicJwk] } });
+    assert.equal(await tokenEndpointErrorWithKey(server, app.clientId, newKey), 'invalid_grant');
+    assert.equal(await tokenEndpointErrorWithKey(server, app.clientId, oldKey), 'invalid_client');
+
+    // `-` reads the set from standard input, as a pipe from a key tool gives it.
+    const piped = run(
+      ['rotate-app-keys', '--client-id', app.clientId, '--jwks', '-'],
+      readFileSync(jwksFile('both.json', [oldKey, newKey]), 'utf8'),
+    );
+    assert.equal(piped.status, 0, piped.stderr);
+    assert.equal(await tokenEndpointErrorWithKey(server, app.clientId, oldKey), 'invalid_grant');
+  });
+
+  it("a --jwks file that is missing or not JSON is the CLI's own message naming it, a key set the server refuses is the operator API's 400 text; nothing is registered or replaced", async () => {
+    const key = await newTestClientKey();
+    const before = await appCount();
+    const missing = join(files, 'no-such.json');
+    const notJson = join(files, 'not.json');
+    writeFileSync(notJson, '-----BEGIN PUBLIC KEY-----');
+    const privateKey = join(files, 'private.json');
+    const { d } = await crypto.subtle.exportKey('jwk', key.privateKey);
+    writeFileSync(privateKey, JSON.stringify({ keys: [{ ...key.publicJwk, d }] }));
+
+    const refusals: Array<[string[], RegExp]> = [
+      [['--jwks', missing], new RegExp(`^tollgate: --jwks: cannot read ${missing} \\(ENOENT`, 'm')],
+      [
+        ['--jwks', notJson],
+        new RegExp(`^tollgate: --jwks: ${notJson} is not JSON \\(.*\\); it must hold a JWK Set`, 'm'),
+      ],
+      [['--jwks', privateKey], /^tollgate: jwks\.keys\[0\].*private key material/m],
+    ];
+    for (const [args, message] of refusals) {
+      const result = createApp('Refused', ...args);
+      assert.equal(result.status, 1, result.stdout);
+      assert.equal(result.stdout, '');
+      assert.match(result.stderr, message);
+    }
+    assert.equal(await appCount(), before, 'nothing was registered');
+
+    const secretApp = JSON.parse(createApp('With a secret', '--confidential').stdout);
+    const keyFile = jwksFile('key.json', [key]);
+    for (const [args, message] of [
+      [
+        ['--client-id', secretApp.clientId, '--jwks', keyFile],
+        /^tollgate: This app does not authenticate with private_key_jwt/m,
+      ],
+      [['--client-id', 'app_nosuch', '--jwks', keyFile], /^tollgate: no app with client id app_nosuch$/m],
+      [['--client-id', secretApp.clientId, '--jwks', missing], /^tollgate: --jwks: cannot read/m],
+      [['--jwks', keyFile], /^tollgate: --client-id is required/m],
+    ] as Array<[string[], RegExp]>) {
+      const result = run(['rotate-app-keys', ...args]);
+      assert.equal(result.status, 1, result.stdout);
+      assert.equal(result.stdout, '');
+      assert.match(result.stderr, message);
+    }
+    const stored = await server.db
+      .selectFrom('oauth_clients')
+      .select(['jwks', 'client_secret_hash'])
+      .where('client_id', '=', secretApp.clientId)
+      .executeTakeFirstOrThrow();
+    assert.equal(stored.jwks, null, 'the secret app was left as it was');
+    assert.ok(stored.client_secret_hash);
   });
 });
 

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { flushCompileCache } from 'node:module';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -265,6 +265,28 @@ function required(values: Record<string, unknown>, name: string): string {
   return value;
 }
 
+/**
+ * The JWK Set in the file `--jwks` names (`-`: standard input), parsed. A file that cannot be read or is not
+ * JSON is said here, naming it; what the keys may be is the server's to check (oauth/client-keys.ts), with
+ * the operator API's 400 text.
+ */
+export function readJwksFile(path: string): unknown {
+  const name = path === '-' ? 'standard input' : path;
+  let text: string;
+  try {
+    text = readFileSync(path === '-' ? 0 : path, 'utf8');
+  } catch (error) {
+    throw new Error(`--jwks: cannot read ${name} (${(error as Error).message}); give the path of a JWK Set file`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new Error(
+      `--jwks: ${name} is not JSON (${(error as Error).message}); it must hold a JWK Set: { "keys": [ <public JWK>, … ] }`,
+    );
+  }
+}
+
 export const commands: Record<string, Command> = {
   serve: {
     usage: 'serve                         run the HTTP service (migrations applied at start)',
@@ -362,12 +384,13 @@ export const commands: Record<string, Command> = {
   },
   'create-app': {
     usage:
-      'create-app --name N --redirect-uri URI [--redirect-uri URI…] [--scope S…] [--confidential]   register an OAuth app',
+      'create-app --name N --redirect-uri URI [--redirect-uri URI…] [--scope S…] [--confidential] [--jwks FILE]   register an OAuth app (--jwks: a confidential app that signs with a key pair, private_key_jwt, and gets no secret; FILE holds its public JWK Set, - reads stdin)',
     options: {
       name: { type: 'string' },
       'redirect-uri': { type: 'string', multiple: true },
       scope: { type: 'string', multiple: true },
       confidential: { type: 'boolean' },
+      jwks: { type: 'string' },
     },
     async run(values) {
       const { registerClient } = await import('./oauth/clients.ts');
@@ -375,6 +398,9 @@ export const commands: Record<string, Command> = {
       const redirectUris: string[] = values['redirect-uri'] ?? [];
       if (redirectUris.length === 0)
         throw new Error('--redirect-uri is required (the URI the app receives its codes at)');
+      // Read before the service starts, so a wrong path is said at once. Keys make the app confidential: only a
+      // server can keep the private key.
+      const jwks = values.jwks === undefined ? undefined : readJwksFile(values.jwks);
       const app = await withService((s) =>
         registerClient(
           s.ctx.db,
@@ -383,12 +409,26 @@ export const commands: Record<string, Command> = {
             name: required(values, 'name'),
             redirectUris,
             scopes: values.scope ?? ['read', 'billing:read', 'ai:chat', 'ai:models', 'offline_access'],
-            type: values.confidential ? 'confidential' : 'public',
+            type: values.confidential || jwks !== undefined ? 'confidential' : 'public',
+            ...(jwks === undefined ? {} : { jwks }),
           },
           null,
         ),
       );
       console.log(JSON.stringify(app, null, 2));
+    },
+  },
+  'rotate-app-keys': {
+    usage:
+      "rotate-app-keys --client-id ID --jwks FILE   replace the public keys of a key-pair app (private_key_jwt) with FILE's JWK Set (- reads stdin); its next assertion is checked against them",
+    options: { 'client-id': { type: 'string' }, jwks: { type: 'string' } },
+    async run(values) {
+      const { replaceClientJwks } = await import('./oauth/clients.ts');
+      const clientId = required(values, 'client-id');
+      const jwks = readJwksFile(required(values, 'jwks'));
+      const replaced = await withService((s) => replaceClientJwks(s.ctx.db, clientId, jwks));
+      if (!replaced) throw new Error(`no app with client id ${clientId}`);
+      console.log(JSON.stringify({ clientId, ...replaced }, null, 2));
     },
   },
   'repack-sqlite': {

@@ -292,3 +292,44 @@ export function discoverWithOpenidClient(env: TestEnv, app: TestApp): Promise<cl
     { execute: [client.allowInsecureRequests] },
   );
 }
+
+/** An ES256 key pair a key-pair app (`private_key_jwt`) signs its client assertions with. */
+export interface TestClientKey {
+  kid: string;
+  privateKey: CryptoKey;
+  /** What the app registers: public members only, with `kid`. */
+  publicJwk: Record<string, string>;
+}
+
+/** A fresh {@link TestClientKey}. */
+export async function newTestClientKey(kid = `key-${randomText(8)}`): Promise<TestClientKey> {
+  const pair = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
+  const { kty, crv, x, y } = await crypto.subtle.exportKey('jwk', pair.publicKey);
+  return { kid, privateKey: pair.privateKey, publicJwk: { kty: kty!, crv: crv!, x: x!, y: y!, kid } };
+}
+
+/**
+ * What the token endpoint answers a client assertion for `clientId` signed with `key` (fresh `jti`, a minute's
+ * `exp`), sent with a made-up code: `invalid_grant` once the app authenticated (the code is checked after the
+ * client), `invalid_client` when the key is not the app's.
+ */
+export async function tokenEndpointErrorWithKey(env: TestEnv, clientId: string, key: TestClientKey): Promise<string> {
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const now = Math.floor(Date.now() / 1000);
+  const claims = { iss: clientId, sub: clientId, aud: env.baseUrl, jti: randomText(16), iat: now, exp: now + 60 };
+  const input = `${part({ alg: 'ES256', kid: key.kid, typ: 'JWT' })}.${part(claims)}`;
+  const signature = await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key.privateKey, Buffer.from(input));
+  const response = await fetch(`${env.baseUrl}/api/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: 'not-a-code',
+      redirect_uri: 'http://127.0.0.1:9/callback',
+      client_id: clientId,
+      client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+      client_assertion: `${input}.${Buffer.from(signature).toString('base64url')}`,
+    }),
+  });
+  return ((await response.json()) as { error: string }).error;
+}
