@@ -196,7 +196,7 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
           messages: [{ role: 'user', content: 'x' }],
           tools: [{ type: 'web_search_20250305', name: 'web_search', input_schema: {} }],
         },
-        'tools[0]',
+        'tools[0].type',
       ],
       [
         {

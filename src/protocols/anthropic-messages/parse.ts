@@ -4,6 +4,7 @@ import type { ReasoningEffort } from '../../gateway/canonical.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
 import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/tool-switches.ts';
+import { toolTypeRefusal } from './tool-types.ts';
 
 /**
  * Anthropic's Messages request → the canonical call, with the client's own body kept as `native` so that an
@@ -12,9 +13,10 @@ import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/to
  * Security invariant: the native body reaches an Anthropic upstream without another look, so every field
  * and block that can make the upstream charge more than the hold bounds is refused here, before anything
  * is held: only the top-level fields of {@link ALLOWED_FIELDS} pass, tools must be custom tools (server
- * tools such as web search are billed per use), and blocks must be of a type the canonical call carries,
- * so that the pipeline counts every one of them into the hold. A field on no list is a 400
- * `UNSUPPORTED_PARAMETER` naming it, never passed on unread (as chat's pass-through allow-list).
+ * tools such as web search are billed per use; `tool-types.ts` says why each other type is refused), and blocks
+ * must be of a type the canonical call carries, so that the pipeline counts every one of them into the hold. A
+ * field on no list is a 400 `UNSUPPORTED_PARAMETER` naming it, never passed on unread (as chat's pass-through
+ * allow-list).
  */
 
 /** The request body as the route validated it (the parser checks the blocks). */
@@ -435,11 +437,14 @@ function parseTools(tools: unknown): CanonicalTool[] {
   if (tools === undefined || tools === null) return [];
   return (tools as Array<Record<string, unknown>>).map((tool, i) => {
     const param = `tools[${i}]`;
-    if (tool.type !== undefined && tool.type !== 'custom') {
-      throw unsupported(
-        param,
-        `${param}: tools of type ${JSON.stringify(tool.type)} are refused: server and Anthropic-defined tools are billed or run ` +
-          'beyond what the gateway holds for; declare a custom tool (name, description, input_schema).',
+    if (tool.type !== undefined && tool.type !== 'custom') throw toolTypeRefusal(tool.type, param);
+    // The route's schema leaves these to here, so that a server tool (which has neither) is told its type.
+    if (typeof tool.name !== 'string')
+      throw invalid(`${param}.name`, `${param}.name is missing: a custom tool needs the name the model calls it by.`);
+    if (typeof tool.input_schema !== 'object' || tool.input_schema === null || Array.isArray(tool.input_schema)) {
+      throw invalid(
+        `${param}.input_schema`,
+        `${param}.input_schema is missing: a custom tool needs the JSON Schema of its input, e.g. { "type": "object", "properties": {} }.`,
       );
     }
     checkCacheControl(tool.cache_control, `${param}.cache_control`);

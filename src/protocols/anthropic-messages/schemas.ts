@@ -40,13 +40,20 @@ const Message = Type.Object(
   { additionalProperties: false },
 );
 
+// name and input_schema are required of a custom tool by the parser, which first refuses another type by name
+// (a server tool has no input_schema, a toolset no name).
 const Tool = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 128 }),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "The tool's name (required)." })),
     description: Type.Optional(Type.String()),
-    input_schema: Type.Object({}, { additionalProperties: true, description: "A JSON Schema of the tool's input." }),
+    input_schema: Type.Optional(
+      Type.Object({}, { additionalProperties: true, description: "A JSON Schema of the tool's input (required)." }),
+    ),
     type: Type.Optional(
-      Type.String({ description: 'Only `custom` (or none): server tools are billed beyond tokens and refused.' }),
+      Type.String({
+        description:
+          'Only `custom` (or none): server tools and Anthropic-defined tools (bash, text_editor…) are a 400 UNSUPPORTED_PARAMETER naming `tools[i].type`.',
+      }),
     ),
     cache_control: Type.Optional(Type.Union([CacheControl, Type.Null()])),
   },

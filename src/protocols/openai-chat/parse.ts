@@ -4,7 +4,7 @@ import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } fr
 import { REASONING_EFFORTS, type ReasoningEffort } from '../../gateway/canonical.ts';
 import type { ChatRequest } from '../../gateway/chat-plan.ts';
 import { passThroughProblem } from './pass-through.ts';
-import { anthropicToolsProblem, providerToolsProblem } from './tools.ts';
+import { anthropicToolsProblem, malformedToolProblem, providerToolsProblem } from './tools.ts';
 import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
 
 /**
@@ -190,9 +190,14 @@ function responseFormatOf(format: any): CanonicalCall['responseFormat'] {
   return undefined;
 }
 
-/** The canonical call of a validated chat request (its content parts checked: 400 for one nothing bounds). */
+/**
+ * The canonical call of a validated chat request (its content parts checked: 400 for one nothing bounds; its tools
+ * checked: 400 `INVALID_REQUEST` naming a malformed one, which no provider would run).
+ */
 export function parseChat(body: ChatRequest): CanonicalCall {
   checkContentParts(body.messages);
+  const malformed = malformedToolProblem(body);
+  if (malformed) throw new ApiError('INVALID_REQUEST', malformed.message, { details: { param: malformed.field } });
   const { system, messages } = messagesOf(body);
   const call: CanonicalCall = {
     model: body.model,

@@ -41,6 +41,51 @@ const noForm = (field: string, what: string): NestedFieldProblem => ({
   message: `The field "${field}" is refused: ${what}.`,
 });
 
+/** The tool types whose definition sits under a key of the type's name (`{ type: "function", function: {…} }`). */
+const NAMED_TOOL_TYPES: ReadonlySet<unknown> = new Set(['function', 'custom']);
+
+/**
+ * The first malformed tool or tool choice of the chat body, or null: `tools` that is not a list, an entry that is
+ * not an object, a `function` (or `custom`) tool or tool choice without its `function` object or without a
+ * non-empty `name` in it. Every provider needs these, so they are a client's mistake (400 `INVALID_REQUEST`)
+ * before anything is held: the Anthropic translation would otherwise leave the tool or the choice out unread (the
+ * model answering without it), and an OpenAI-compatible upstream would refuse the call only after the hold.
+ */
+export function malformedToolProblem(body: Record<string, unknown>): NestedFieldProblem | null {
+  const tools = body.tools;
+  if (tools !== undefined && tools !== null && !Array.isArray(tools))
+    return { field: 'tools', message: 'The field "tools" must be a list of tools, e.g. [{ "type": "function", … }].' };
+  const list: unknown[] = Array.isArray(tools) ? tools : [];
+  for (let i = 0; i < list.length; i++) {
+    const tool = list[i];
+    const at = `tools[${i}]`;
+    if (!isObject(tool))
+      return {
+        field: at,
+        message: `${at} must be a tool object, e.g. { "type": "function", "function": { "name" } }.`,
+      };
+    const problem = unnamed(tool, at, 'every tool needs the name the model calls it by');
+    if (problem) return problem;
+  }
+  const choice = body.tool_choice;
+  return isObject(choice) ? unnamed(choice, 'tool_choice', 'a tool choice names the tool the model must call') : null;
+}
+
+/** A `function` or `custom` tool (or tool choice) at `at` without its object or a non-empty name in it. */
+function unnamed(tool: Record<string, unknown>, at: string, why: string): NestedFieldProblem | null {
+  if (!NAMED_TOOL_TYPES.has(tool.type)) return null;
+  const kind = String(tool.type);
+  const definition = tool[kind];
+  if (!isObject(definition)) {
+    return {
+      field: `${at}.${kind}`,
+      message: `${at}.${kind} is missing: send { "type": "${kind}", "${kind}": { "name": … } }.`,
+    };
+  }
+  if (typeof definition.name === 'string' && definition.name !== '') return null;
+  return { field: `${at}.${kind}.name`, message: `${at}.${kind}.name is missing or empty: ${why}.` };
+}
+
 /**
  * The first tool (or tool choice) of the chat body that an OpenAI-compatible upstream would run on its own side,
  * billed per use beyond the hold, or null when every tool is one the client runs.

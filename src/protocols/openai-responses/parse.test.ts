@@ -173,7 +173,7 @@ describe('parsing a Responses request into the canonical call', () => {
       () => parse({ input: 'x', tools: [{ type: 'web_search' }, { type: 'file_search', vector_store_ids: [] }] }),
       (error: any) => {
         assert.equal(error.code, 'UNSUPPORTED_PARAMETER');
-        assert.equal(error.details.param, 'tools');
+        assert.equal(error.details.param, 'tools[0].type');
         assert.match(error.message, /web_search, file_search/);
         return true;
       },

@@ -3,6 +3,7 @@ import { REASONING_EFFORTS, type ReasoningEffort } from '../../gateway/canonical
 import { ApiError } from '../../platform/errors.ts';
 import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/tool-switches.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
+import { BUILT_IN_TOOL_TYPES, toolTypeRefusal } from './tool-types.ts';
 
 /**
  * The Responses request as the gateway reads it (`POST /api/v1/responses`), and its translation into the
@@ -123,20 +124,33 @@ export function namespacedCalls(
   return calls;
 }
 
-/** Function tools (and the functions of `namespace` tools) into canonical tools; any other tool type is refused by name. */
+/**
+ * Function tools (and the functions of `namespace` tools) into canonical tools; any other tool type is refused
+ * (400 `UNSUPPORTED_PARAMETER`, `param` its path `tools[i].type` or `tools[i].tools[j].type`) saying what it is.
+ */
 export function parseTools(tools: Array<Record<string, unknown>> | undefined): CanonicalTool[] {
-  const builtIn = (tools ?? [])
-    .flatMap((tool) =>
-      tool.type === 'namespace' && Array.isArray(tool.tools) ? (tool.tools as Array<Record<string, unknown>>) : [tool],
-    )
-    .filter((tool) => tool?.type !== 'function')
-    .map((tool) => String(tool?.type));
-  if (builtIn.length > 0) {
-    throw unsupported(
-      'tools',
-      `Built-in tools are not supported (${[...new Set(builtIn)].join(', ')}): only tools of type "function" are, which the client runs.`,
-    );
-  }
+  const list = tools ?? [];
+  const inner = (tool: Record<string, unknown>) =>
+    tool.type === 'namespace' && Array.isArray(tool.tools) ? (tool.tools as Array<Record<string, unknown>>) : [];
+  // Every built-in type of the request in the message, so a client (Codex…) turns them all off at once.
+  const builtIns = [
+    ...new Set(
+      list
+        .flatMap((tool) => [tool, ...inner(tool)])
+        .flatMap((tool) => (BUILT_IN_TOOL_TYPES.has(tool?.type) ? [String(tool.type)] : [])),
+    ),
+  ];
+  list.forEach((tool, i) => {
+    if (tool.type !== 'function' && tool.type !== 'namespace')
+      throw toolTypeRefusal(tool.type, `tools[${i}]`, builtIns);
+    if (tool.type === 'namespace' && !Array.isArray(tool.tools))
+      throw invalid(`tools[${i}].tools`, `tools[${i}] is a namespace without "tools", the list of its functions.`);
+    inner(tool).forEach((member, j) => {
+      const at = `tools[${i}].tools[${j}]`;
+      if (typeof member !== 'object' || member === null) throw invalid(at, `${at} must be a function tool object.`);
+      if (member.type !== 'function') throw toolTypeRefusal(member.type, at, builtIns);
+    });
+  });
   return (tools ?? []).flatMap((tool, i) => {
     if (typeof tool.name !== 'string' || tool.name === '')
       throw invalid(`tools[${i}].name`, `tools[${i}] needs a name.`);

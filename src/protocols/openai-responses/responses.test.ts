@@ -654,7 +654,7 @@ describeEachDatabase(
         env.request('POST', '/api/v1/responses', { token, body: { model: 'acme/gpt', ...body } });
       const builtIn = await post({ input: 'hi', tools: [{ type: 'web_search' }] });
       assert.equal(builtIn.status, 400);
-      assert.deepEqual([builtIn.body.error.code, builtIn.body.error.param], ['UNSUPPORTED_PARAMETER', 'tools']);
+      assert.deepEqual([builtIn.body.error.code, builtIn.body.error.param], ['UNSUPPORTED_PARAMETER', 'tools[0].type']);
       assert.match(builtIn.body.error.message, /web_search/);
       const unknown = await post({ input: 'hi', background: true });
       assert.deepEqual([unknown.status, unknown.body.error.param], [400, 'background']);

@@ -38,7 +38,8 @@ export const CreateResponseBody = Type.Object(
         Type.Object(
           {
             type: Type.String({
-              description: 'Only `function` is supported; built-in tools are a 400 UNSUPPORTED_PARAMETER.',
+              description:
+                'Only `function` (and `namespace`, grouping functions) is supported; another type (a built-in tool, `custom`) is a 400 UNSUPPORTED_PARAMETER naming `tools[i].type`.',
             }),
           },
           Loose,

@@ -1,0 +1,40 @@
+import { ApiError } from '../../platform/errors.ts';
+
+/**
+ * The Messages tool types other than a custom tool, and why each is refused on both wires (the `ToolUnion` of
+ * @anthropic-ai/sdk 1.14 and its beta tools). Only a custom tool (no `type`, or `"custom"`) is accepted: its name,
+ * description and schema are all the model reads of it, counted into the hold, and an OpenAI-compatible upstream
+ * gets them as a function.
+ */
+
+/**
+ * Server tools: Anthropic runs them on its side and bills each use (web search), or puts what they fetch, run or
+ * find into the prompt (web fetch, code execution, tool search, MCP), beyond the tokens the gateway holds for.
+ */
+const SERVER_TOOL =
+  /^(?:(?:web_search|web_fetch|code_execution)_\d{8}|tool_search_tool_(?:bm25|regex)(?:_\d{8})?|mcp_toolset)$/;
+
+/**
+ * Anthropic-defined client tools: the client runs them, but Anthropic defines their input and adds their
+ * definition and instructions to the prompt (hundreds of tokens the request does not show, so the hold does not
+ * count them), and no OpenAI-compatible model knows them, so the translation would drop them.
+ */
+const ANTHROPIC_DEFINED_TOOL = /^(?:bash|text_editor|memory|computer|computer_toolset|browser_toolset)_\d{8}$/;
+
+const INSTEAD = 'declare a custom tool (name, description, input_schema) and run it yourself';
+
+/**
+ * The refusal (400 `UNSUPPORTED_PARAMETER`, `param` `tools[i].type`) of a tool of `type`, saying what it is and
+ * what to send instead; a type the gateway does not know is refused too, never passed on unread.
+ */
+export function toolTypeRefusal(type: unknown, param: string): ApiError {
+  const at = `${param}.type`;
+  const named = `${at} ${JSON.stringify(type)}`;
+  const message =
+    typeof type === 'string' && SERVER_TOOL.test(type)
+      ? `${named} is refused: it is a server tool, which Anthropic runs and bills per use or whose results enter the prompt beyond what the gateway holds for, and which no OpenAI-compatible model has; ${INSTEAD}.`
+      : typeof type === 'string' && ANTHROPIC_DEFINED_TOOL.test(type)
+        ? `${named} is refused: it is an Anthropic-defined client tool, whose definition Anthropic adds to the prompt uncounted by the hold, and which no OpenAI-compatible model has; ${INSTEAD}.`
+        : `${named} is not a tool type Tollgate knows: only custom tools (no type, or "custom") are accepted; ${INSTEAD}.`;
+  return new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param: at } });
+}
