@@ -12,6 +12,7 @@ import {
   useLoad,
 } from '../components.tsx';
 import { when } from '../format.ts';
+import { keysFormId, parsePublicKeys, ReplaceKeysForm } from './replace-app-keys.tsx';
 
 interface OwnedApp {
   clientId: string;
@@ -60,11 +61,7 @@ function publicKeysOf(type: string, text: string): unknown {
   if (!text.trim()) return undefined;
   if (type !== 'confidential')
     throw new Error('Public keys are for a confidential app: choose Confidential or clear them.');
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new Error('The public keys are not valid JSON: paste a JWK Set, { "keys": [ … ] }.');
-  }
+  return parsePublicKeys(text);
 }
 
 /** Register OAuth clients (apps) whose users pay with their own Tollgate credits. The secret is shown once. */
@@ -73,6 +70,9 @@ export function DeveloperAppsPage() {
   const [created, setCreated] = useState<{ clientId: string; clientSecret?: string; name: string } | null>(null);
   const { busy, error, run } = useAction();
   const [deleteError, setDeleteError] = useState<string | null>(null);
+  // The key-pair app whose keys are being replaced, and the name of the one whose keys were just replaced.
+  const [replacing, setReplacing] = useState<OwnedApp | null>(null);
+  const [keysReplaced, setKeysReplaced] = useState<string | null>(null);
 
   async function submit(event: Event) {
     event.preventDefault();
@@ -196,6 +196,11 @@ export function DeveloperAppsPage() {
       </Card>
       <Card title="Your apps">
         <ErrorNote error={apps.error ?? deleteError} />
+        {keysReplaced && (
+          <div class="notice success" role="status">
+            <strong>Keys of “{keysReplaced}” replaced.</strong> Its next token request is checked against them.
+          </div>
+        )}
         {!apps.data ? null : apps.data.apps.length === 0 ? (
           <Empty>You have not registered an app yet.</Empty>
         ) : (
@@ -241,6 +246,20 @@ export function DeveloperAppsPage() {
                       {when(app.createdAt)}
                     </td>
                     <td class="actions-cell">
+                      {app.tokenEndpointAuthMethod === 'private_key_jwt' && (
+                        <button
+                          type="button"
+                          class="btn small"
+                          onClick={() => {
+                            setKeysReplaced(null);
+                            setReplacing(replacing?.clientId === app.clientId ? null : app);
+                          }}
+                          aria-expanded={replacing?.clientId === app.clientId}
+                          aria-controls={keysFormId(app)}
+                        >
+                          Replace keys
+                        </button>
+                      )}{' '}
                       {/* The only way out of the cap of 20 apps, whose refusal says "delete one first". */}
                       <ConfirmButton
                         label="Delete"
@@ -250,6 +269,7 @@ export function DeveloperAppsPage() {
                           try {
                             await api('DELETE', `/api/user/apps/${encodeURIComponent(app.clientId)}`);
                             if (created?.clientId === app.clientId) setCreated(null);
+                            if (replacing?.clientId === app.clientId) setReplacing(null);
                             apps.reload();
                           } catch (e) {
                             setDeleteError((e as Error).message);
@@ -262,6 +282,16 @@ export function DeveloperAppsPage() {
               </tbody>
             </table>
           </div>
+        )}
+        {replacing && (
+          <ReplaceKeysForm
+            key={replacing.clientId}
+            app={replacing}
+            onClose={(replaced) => {
+              if (replaced) setKeysReplaced(replacing.name);
+              setReplacing(null);
+            }}
+          />
         )}
       </Card>
     </>
