@@ -9,10 +9,11 @@ import { fundedUser, holdsOf, putModel, settled, type FundedUser } from './testi
 /**
  * Tools no upstream would run as the client meant, through the official SDKs (openai 7, @anthropic-ai/sdk 1.14) on
  * both upstream wires, each refused for its own reason before anything is held or sent: a chat function tool
- * without its name (left out unread on the way to Anthropic, refused by OpenAI only after the hold); a Responses
- * custom tool (the client's own, with free-form input) and each of OpenAI's built-in tools; each Messages tool type
- * of the SDK's `ToolUnion` other than a custom tool (server tools, Anthropic-defined client tools) and a type
- * nobody knows.
+ * without its name (left out unread on the way to Anthropic, refused by OpenAI only after the hold), a chat
+ * tool_choice naming none of the tools or "required" with none; a Responses custom tool or tool_choice (the
+ * client's own, with free-form input) and each of OpenAI's built-in tools; each Messages tool type of the SDK's
+ * `ToolUnion` other than a custom tool (server tools, Anthropic-defined client tools) and a type nobody knows (and,
+ * already refused, a Messages tool_choice naming no tool).
  */
 const mock = await startMockUpstream();
 after(() => mock.close());
@@ -162,6 +163,92 @@ describeEachDatabase(
         const choice = { type: 'function' as const, function: { name: 'weather' } };
         await client.chat.completions.create({ model, messages: [question], tools: [weather], tool_choice: choice });
         assert.equal(mock.requests.at(-1)!.body.tools.length, 1);
+      });
+
+      it(`chat on ${model}: a function tool_choice naming none of the tools, or "required" with no tools, is a 400 INVALID_REQUEST naming it and the tools' names, nothing held or sent`, async () => {
+        const user = await fundedUser(env, 1);
+        const client = openai(env, user);
+        const weather = { type: 'function' as const, function: { name: 'weather', parameters: schema } };
+        const nope = { type: 'function' as const, function: { name: 'nope' } };
+        const refused: Array<[string, RegExp, Record<string, unknown>]> = [
+          [
+            'tool_choice.function.name',
+            /"nope", which is not among the tools \(the tools are named "weather"\)/,
+            { tools: [weather], tool_choice: nope },
+          ],
+          [
+            'tool_choice.function.name',
+            /"nope", which is not among the tools \(the request has no tools\)/,
+            { tool_choice: nope },
+          ],
+          ['tool_choice', /"required" needs tools, and the request has none/, { tool_choice: 'required' }],
+          ['tool_choice', /"required" needs tools/, { tools: [], tool_choice: 'required' }],
+        ];
+        for (const [param, says, fields] of refused) {
+          for (const stream of [false, true]) {
+            await assertRefused(env, user, ['INVALID_REQUEST', param, says], async () => {
+              const answer = await client.chat.completions.create({
+                model,
+                messages: [question],
+                ...fields,
+                stream,
+              } as any);
+              if (stream) for await (const _ of answer as any);
+            });
+          }
+        }
+        // "required" with a tool still reaches the upstream.
+        await client.chat.completions.create({
+          model,
+          messages: [question],
+          tools: [weather],
+          tool_choice: 'required',
+        });
+        assert.equal(mock.requests.at(-1)!.body.tools.length, 1);
+      });
+
+      it(`responses.create on ${model}: a custom tool_choice is refused as the client's tool with free-form input, saying to declare a function; nothing held or sent`, async () => {
+        const user = await fundedUser(env, 1);
+        const client = openai(env, user);
+        const weather = { type: 'function' as const, name: 'weather', parameters: schema, strict: false };
+        const says = [/custom tool is one your client runs/, /free-form/, /"function" tool with "parameters"/];
+        await assertRefused(env, user, ['UNSUPPORTED_PARAMETER', 'tool_choice.type', ...says], () =>
+          client.responses.create({
+            model,
+            input: 'Weather?',
+            tools: [weather],
+            tool_choice: { type: 'custom', name: 'sql' },
+          }),
+        );
+      });
+
+      it(`messages.create on ${model}: a tool_choice naming none of the tools is a 400 INVALID_REQUEST by tool_choice.name, nothing held or sent`, async () => {
+        const user = await fundedUser(env, 1);
+        const client = anthropic(env, user);
+        const weather: Anthropic.Tool = { name: 'weather', input_schema: schema };
+        const sent = mock.requests.length;
+        for (const tools of [[weather], undefined]) {
+          await assert.rejects(
+            client.messages.create({
+              model,
+              max_tokens: 20,
+              messages: [question],
+              tools,
+              tool_choice: { type: 'tool', name: 'nope' },
+            }),
+            (error: any) => {
+              assert.equal(error?.status, 400, String(error));
+              assert.equal(
+                error.error?.error?.param ?? error.error?.param,
+                'tool_choice.name',
+                JSON.stringify(error.error),
+              );
+              return true;
+            },
+          );
+        }
+        assert.equal(mock.requests.length, sent, 'nothing reached the upstream');
+        assert.equal((await holdsOf(env, user)).length, 0, 'nothing was held');
       });
 
       it(`responses.create on ${model}: a custom tool is refused as the client's tool with free-form input, by its path, saying to declare a function; nothing held or sent`, async () => {

@@ -47,8 +47,8 @@ const NAMED_TOOL_TYPES: ReadonlySet<unknown> = new Set(['function', 'custom']);
 /**
  * The first malformed tool or tool choice of the chat body, or null: `tools` that is not a list, an entry that is
  * not an object, a `function` (or `custom`) tool or tool choice without its `function` object or without a
- * non-empty `name` in it. Every provider needs these, so they are a client's mistake (400 `INVALID_REQUEST`)
- * before anything is held: the Anthropic translation would otherwise leave the tool or the choice out unread (the
+ * non-empty `name` in it, a function tool choice naming none of the tools, `"required"` with no tools. Every
+ * provider needs these, so they are a client's mistake (400 `INVALID_REQUEST`) before anything is held: the Anthropic translation would otherwise leave the tool or the choice out unread (the
  * model answering without it), and an OpenAI-compatible upstream would refuse the call only after the hold.
  */
 export function malformedToolProblem(body: Record<string, unknown>): NestedFieldProblem | null {
@@ -68,7 +68,40 @@ export function malformedToolProblem(body: Record<string, unknown>): NestedField
     if (problem) return problem;
   }
   const choice = body.tool_choice;
-  return isObject(choice) ? unnamed(choice, 'tool_choice', 'a tool choice names the tool the model must call') : null;
+  if (isObject(choice)) {
+    const problem = unnamed(choice, 'tool_choice', 'a tool choice names the tool the model must call');
+    if (problem) return problem;
+  }
+  return choiceWithoutToolProblem(choice, list);
+}
+
+/**
+ * A `tool_choice` that no tool of the body can answer: a function choice naming none of the tools, or `"required"`
+ * with no tools. OpenAI refuses both (after the hold, had it been sent), and the Anthropic translation would send a
+ * choice Anthropic refuses; the client's fix is to add the tool or correct the name.
+ */
+function choiceWithoutToolProblem(choice: unknown, tools: unknown[]): NestedFieldProblem | null {
+  if (choice === 'required' && tools.length === 0) {
+    return {
+      field: 'tool_choice',
+      message: 'tool_choice "required" needs tools, and the request has none: send "tools", or leave tool_choice out.',
+    };
+  }
+  if (!isObject(choice) || choice.type !== 'function' || !isObject(choice.function)) return null;
+  const name = choice.function.name;
+  // A custom tool's name counts too: whether a function choice may pick one is the upstream's to say.
+  const names = tools.flatMap((tool) => {
+    const definition = isObject(tool) && NAMED_TOOL_TYPES.has(tool.type) ? tool[String(tool.type)] : undefined;
+    return isObject(definition) ? [String(definition.name)] : [];
+  });
+  if (names.includes(String(name))) return null;
+  const among = names.length
+    ? `the tools are named ${names.map((n) => JSON.stringify(n)).join(', ')}`
+    : 'the request has no tools';
+  return {
+    field: 'tool_choice.function.name',
+    message: `tool_choice.function.name names ${JSON.stringify(name)}, which is not among the tools (${among}): name one of them, or add the tool.`,
+  };
 }
 
 /** A `function` or `custom` tool (or tool choice) at `at` without its object or a non-empty name in it. */

@@ -260,6 +260,9 @@ export function parseToolChoice(choice: unknown, tools: CanonicalTool[]): Canoni
       throw invalid('tool_choice', `tool_choice names "${object.name}", which is not among the tools.`);
     return { name: object.name };
   }
+  // The client's own tool, but free-form: told as such (as in `tools`), not as an unsupported choice.
+  if (object && typeof object === 'object' && object.type === 'custom')
+    throw toolTypeRefusal('custom', 'tool_choice', []);
   throw unsupported(
     'tool_choice',
     'tool_choice must be "auto", "none", "required" or { "type": "function", "name": … }: only function tools are supported.',
