@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
 import { selectedDatabases, TEST_POSTGRES_URL, TestEnv } from '../testing/harness.ts';
 import { startTcpRelay, type Relay } from '../testing/redis-relay.ts';
 import { assertChargedOnce, fundedUser, putModel, wallet, type FundedUser } from '../gateway/testing.ts';
@@ -17,7 +18,11 @@ if (selectedDatabases().includes('postgres')) {
   after(() => slowUpstream.close());
 
   describe('calls while PostgreSQL is unreachable [postgres]', () => {
+    const logLines: string[] = [];
+    const logStream = new PassThrough();
+    logStream.on('data', (chunk) => logLines.push(...String(chunk).split('\n').filter(Boolean)));
     const env = new TestEnv('postgres', {
+      logDestination: logStream,
       config: {
         DATABASE_URL: relayed.toString(),
         providers: [{ name: 'slow', baseUrl: `${slowUpstream.url}/v1` }],
@@ -35,8 +40,9 @@ if (selectedDatabases().includes('postgres')) {
         body: { model: 'tollgate/echo', messages: [{ role: 'user', content: 'hi' }] },
       });
 
-    it('an AI call and a wallet read are a 503 SERVICE_UNAVAILABLE naming the database, in their envelopes, not a 500 "Internal error"; served again once it is back', async () => {
+    it('an AI call and a wallet read are a 503 SERVICE_UNAVAILABLE naming the database, in their envelopes, not a 500 "Internal error", each logged as one warning line without a stack; served again once it is back', async () => {
       assert.equal((await chat()).status, 200);
+      const logged = logLines.length;
       relay.cut();
       try {
         const refused = await chat();
@@ -48,6 +54,17 @@ if (selectedDatabases().includes('postgres')) {
         assert.equal(wallet.status, 503, wallet.text);
         assert.equal(wallet.body.error.code, 'SERVICE_UNAVAILABLE');
         assert.equal((await env.request('GET', '/readyz')).status, 503);
+        // The operator reads why in one line a request, not an error with a stack as if Tollgate had a bug.
+        const entries = logLines.slice(logged).map((line) => JSON.parse(line));
+        const refusals = entries.filter((e) => e.msg === 'request refused (503): the database is not reachable');
+        assert.deepEqual(
+          refusals.map((e) => [e.level, e.route, 'err' in e]),
+          [
+            [40, '/api/v1/chat/completions', false],
+            [40, '/api/wallet/balance', false],
+          ],
+        );
+        assert.ok(!entries.some((e) => e.msg === 'request failed'), 'no "request failed" with a stack');
       } finally {
         relay.restore();
       }

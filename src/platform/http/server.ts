@@ -88,6 +88,13 @@ export function logFailure(
       { route: failure.route, reason: (error as Error).message },
       'request refused (503): the database disk is full',
     );
+  // A database away is not a fault of Tollgate's code: its stack says nothing, and every request in an outage
+  // would log one. One warning line a request, with the driver's reason, as for a full disk.
+  else if (isDatabaseUnavailable(error))
+    log.warn(
+      { route: failure.route, reason: (error as Error).message },
+      'request refused (503): the database is not reachable',
+    );
   else if (failure.status >= 500) log.error({ err: error }, message);
 }
 
