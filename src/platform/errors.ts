@@ -186,6 +186,9 @@ export class ApiError extends Error {
 export const errors = {
   invalid: (message: string, details?: Record<string, unknown>) =>
     new ApiError('INVALID_REQUEST', message, { details }),
+  /** A request field (`param`, its path) that cannot reach the upstream as sent, refused by name. */
+  unsupported: (param: string, message: string) =>
+    new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param } }),
   unauthenticated: (message = 'A valid bearer token, API key or session is required.') =>
     new ApiError('UNAUTHENTICATED', message),
   forbidden: (message: string) => new ApiError('PERMISSION_DENIED', message),

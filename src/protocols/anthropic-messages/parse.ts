@@ -93,9 +93,7 @@ const DROPPED_FIELDS: readonly string[] = ['context_management'];
 /** Anthropic's efforts (`output_config.effort`): each is an OpenAI effort too, and reaches an OpenAI model as sent. */
 const EFFORTS: readonly ReasoningEffort[] = ['low', 'medium', 'high', 'xhigh', 'max'];
 
-function unsupported(param: string, message: string): ApiError {
-  return new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param } });
-}
+const unsupported = errors.unsupported;
 
 function invalid(param: string, message: string): ApiError {
   return errors.invalid(message, { param });

@@ -1,4 +1,4 @@
-import { ApiError } from '../../platform/errors.ts';
+import { errors, type ApiError } from '../../platform/errors.ts';
 
 /**
  * The Messages tool types other than a custom tool, and why each is refused on both wires (the `ToolUnion` of
@@ -36,5 +36,5 @@ export function toolTypeRefusal(type: unknown, param: string): ApiError {
       : typeof type === 'string' && ANTHROPIC_DEFINED_TOOL.test(type)
         ? `${named} is refused: it is an Anthropic-defined client tool, whose definition Anthropic adds to the prompt uncounted by the hold, and which no OpenAI-compatible model has; ${INSTEAD}.`
         : `${named} is not a tool type Tollgate knows: only custom tools (no type, or "custom") are accepted; ${INSTEAD}.`;
-  return new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param: at } });
+  return errors.unsupported(at, message);
 }

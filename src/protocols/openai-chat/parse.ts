@@ -1,4 +1,4 @@
-import { ApiError } from '../../platform/errors.ts';
+import { ApiError, errors } from '../../platform/errors.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
 import { REASONING_EFFORTS, type ReasoningEffort } from '../../gateway/canonical.ts';
@@ -86,9 +86,7 @@ export function chatRefusal(body: ChatRequest): (model: CatalogueModel) => ApiEr
     const problem =
       passThroughProblem(body, model.provider) ??
       (model.provider === 'anthropic' ? anthropicToolsProblem(body) : providerToolsProblem(body));
-    return problem
-      ? new ApiError('UNSUPPORTED_PARAMETER', problem.message, { details: { param: problem.field } })
-      : null;
+    return problem ? errors.unsupported(problem.field, problem.message) : null;
   };
 }
 

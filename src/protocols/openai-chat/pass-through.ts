@@ -1,4 +1,4 @@
-import { ApiError } from '../../platform/errors.ts';
+import { errors } from '../../platform/errors.ts';
 import { REASONING_EFFORTS, type ReasoningEffort } from '../../gateway/canonical.ts';
 
 /**
@@ -190,7 +190,7 @@ function checkedValueProblem(field: string, value: unknown): string | null {
  */
 export function checkPassThrough(body: Record<string, unknown>, provider: string): void {
   const problem = passThroughProblem(body, provider);
-  if (problem) throw new ApiError('UNSUPPORTED_PARAMETER', problem.message, { details: { param: problem.field } });
+  if (problem) throw errors.unsupported(problem.field, problem.message);
 }
 
 /** The first field of `body` that may not reach `provider`, and why; null when all may. */

@@ -41,8 +41,8 @@ const noForm = (field: string, what: string): NestedFieldProblem => ({
   message: `The field "${field}" is refused: ${what}.`,
 });
 
-/** The tool types whose definition sits under a key of the type's name (`{ type: "function", function: {…} }`). */
-const NAMED_TOOL_TYPES: ReadonlySet<unknown> = new Set(['function', 'custom']);
+/** Those same types keep their definition under a key of the type's name (`{ type: "function", function: {…} }`). */
+const NAMED_TOOL_TYPES = CLIENT_TOOL_TYPES;
 
 /**
  * The first malformed tool or tool choice of the chat body, or null: `tools` that is not a list, an entry that is

@@ -1,6 +1,6 @@
 import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } from '../../gateway/canonical.ts';
 import { REASONING_EFFORTS, type ReasoningEffort } from '../../gateway/canonical.ts';
-import { ApiError } from '../../platform/errors.ts';
+import { ApiError, errors } from '../../platform/errors.ts';
 import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/tool-switches.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 import { BUILT_IN_TOOL_TYPES, toolTypeRefusal } from './tool-types.ts';
@@ -81,8 +81,7 @@ const REFUSED_FIELDS: Record<string, string> = {
   max_tool_calls: 'only function tools are supported, and the client runs them: limit the calls in the client',
 };
 
-const unsupported = (param: string, message: string) =>
-  new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param } });
+const unsupported = errors.unsupported;
 const invalid = (param: string, message: string) => new ApiError('INVALID_REQUEST', message, { details: { param } });
 
 /** Refuses fields the gateway does not implement, naming each (400 UNSUPPORTED_PARAMETER, never silently dropped). */

@@ -1,4 +1,4 @@
-import { ApiError } from '../../platform/errors.ts';
+import { errors, type ApiError } from '../../platform/errors.ts';
 
 /**
  * The Responses tool types other than `function` and `namespace`, and why each is refused: the gateway reaches
@@ -6,8 +6,7 @@ import { ApiError } from '../../platform/errors.ts';
  * JSON arguments.
  */
 
-const unsupported = (param: string, message: string) =>
-  new ApiError('UNSUPPORTED_PARAMETER', message, { details: { param } });
+const unsupported = errors.unsupported;
 
 /**
  * OpenAI's built-in tools (the `Tool` union of openai 7.59): OpenAI defines them and, for most, runs them on its side
