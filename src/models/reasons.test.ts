@@ -31,6 +31,8 @@ const mock = await startMockUpstream({
     { id: 'anthropic/claude-3.5-sonnet', pricing: priced },
     { id: 'google/gemini-2.5-flash', pricing: priced },
     { id: 'google/gemini-2.0-flash-001', pricing: priced },
+    { id: 'google/gemini-2.5-flash-image', pricing: priced },
+    { id: 'google/gemini-2.5-flash-preview-tts', pricing: priced },
   ],
 });
 after(() => mock.close());
@@ -48,6 +50,8 @@ const EXPECTED: Record<string, boolean> = {
   'anthropic/claude-3.5-sonnet': false,
   'google/gemini-2.5-flash': true,
   'google/gemini-2.0-flash-001': false,
+  'google/gemini-2.5-flash-image': false,
+  'google/gemini-2.5-flash-preview-tts': false,
 };
 
 describeEachDatabase(
