@@ -90,7 +90,8 @@ describeEachDatabase(
       const model = { upstreamModel: 'reasoner', pricing: PRICING, maxOutputTokens: 64_000 };
       await putModel(env, 'acme/gpt', { provider: 'openai', ...model, reasons: true });
       await putModel(env, 'acme/or', { provider: 'openrouter', ...model, reasons: true });
-      await putModel(env, 'acme/claude', { provider: 'anthropic', ...model });
+      // An upstream id that names no Claude version is taken as the newest kind (adaptive thinking only).
+      await putModel(env, 'acme/claude', { provider: 'anthropic', ...model, reasons: true });
       // Models that cannot think, as OpenAI's gpt-4o: the mock answers 400 to any reasoning field (`reasons` is
       // false by default: no reasoning family in the name).
       const plain = { upstreamModel: 'no-reasoning', pricing: PRICING, maxOutputTokens: 64_000 };
@@ -98,6 +99,10 @@ describeEachDatabase(
       await putModel(env, 'acme/or-4o', { provider: 'openrouter', ...plain });
       // `reasons` by family: gpt-5 reasons, its chat-only variant does not.
       await putModel(env, 'acme/gpt-5', { provider: 'openai', ...model, upstreamModel: 'gpt-5' });
+      await putModel(env, 'acme/gpt-5.1', { provider: 'openai', ...model, upstreamModel: 'gpt-5.1' });
+      await putModel(env, 'acme/o3', { provider: 'openai', ...model, upstreamModel: 'o3' });
+      await putModel(env, 'acme/o4-mini', { provider: 'openai', ...model, upstreamModel: 'o4-mini' });
+      await putModel(env, 'acme/or-gpt-5', { provider: 'openrouter', ...model, upstreamModel: 'openai/gpt-5' });
       await putModel(env, 'acme/gpt-5-chat', { provider: 'openai', ...model, upstreamModel: 'gpt-5-chat-latest' });
       // A reasoning model that fails, whose fallback cannot think.
       await putModel(env, 'acme/down', {
@@ -109,7 +114,7 @@ describeEachDatabase(
       });
     });
 
-    it('openai chat.completions.create reasoning_effort on an Anthropic model arrives as output_config.effort (minimal as low, none as disabled thinking), beside a json_schema format, streamed or not', async () => {
+    it('openai chat.completions.create reasoning_effort on an Anthropic model arrives as adaptive thinking with output_config.effort (minimal as low, none as disabled thinking), beside a json_schema format, streamed or not', async () => {
       const user = await fundedUser(env, 1);
       const client = openai(env, user.key);
       for (const stream of [false, true]) {
@@ -122,7 +127,7 @@ describeEachDatabase(
         ] as const) {
           await chat(client, { model: 'acme/claude', reasoning_effort: effort }, stream);
           assert.deepEqual(sent().output_config, { effort: expected }, `${effort}, stream ${stream}`);
-          assert.equal(sent().thinking, undefined);
+          assert.deepEqual(sent().thinking, { type: 'adaptive' });
         }
         await chat(client, { model: 'acme/claude', reasoning_effort: 'none' }, stream);
         assert.deepEqual(sent().thinking, { type: 'disabled' });
@@ -137,6 +142,7 @@ describeEachDatabase(
           stream,
         );
         assert.deepEqual(sent().output_config, { format: { type: 'json_schema', schema }, effort: 'medium' });
+        assert.deepEqual(sent().thinking, { type: 'adaptive' });
       }
     });
 
@@ -161,12 +167,13 @@ describeEachDatabase(
       }
     });
 
-    it('openai responses.create reasoning.effort reaches an Anthropic model as output_config.effort (merged with text.format) and an OpenAI-compatible one as reasoning_effort, none and xhigh included, streamed or not', async () => {
+    it('openai responses.create reasoning.effort reaches an Anthropic model as adaptive thinking with output_config.effort (merged with text.format) and an OpenAI-compatible one as reasoning_effort, none and xhigh included, streamed or not', async () => {
       const user = await fundedUser(env, 1);
       const client = openai(env, user.key);
       for (const stream of [false, true]) {
         await respond(client, { model: 'acme/claude', reasoning: { effort: 'medium' } }, stream);
         assert.deepEqual(sent().output_config, { effort: 'medium' });
+        assert.deepEqual(sent().thinking, { type: 'adaptive' });
         await respond(
           client,
           {
@@ -187,6 +194,29 @@ describeEachDatabase(
           assert.equal(sent().reasoning_effort, effort, `${effort}, stream ${stream}`);
         }
       }
+    });
+
+    it('an effort an OpenAI model lacks reaches it as the nearest it takes, chat (sent natively) and Responses, streamed or not: none as minimal on gpt-5 (gpt-5.1 keeps none), the o-series none and minimal as low, xhigh and max as high', async () => {
+      const user = await fundedUser(env, 1);
+      const client = openai(env, user.key);
+      const table = [
+        ['acme/gpt-5', 'none', 'minimal'],
+        ['acme/or-gpt-5', 'none', 'minimal'],
+        ['acme/gpt-5', 'minimal', 'minimal'],
+        ['acme/gpt-5.1', 'none', 'none'],
+        ['acme/o3', 'none', 'low'],
+        ['acme/o3', 'minimal', 'low'],
+        ['acme/o3', 'xhigh', 'high'],
+        ['acme/o4-mini', 'max', 'high'],
+        ['acme/o4-mini', 'medium', 'medium'],
+      ] as const;
+      for (const stream of [false, true])
+        for (const [model, effort, expected] of table) {
+          await chat(client, { model, reasoning_effort: effort }, stream);
+          assert.equal(sent().reasoning_effort, expected, `chat ${model} ${effort}, stream ${stream}`);
+          await respond(client, { model, reasoning: { effort } }, stream);
+          assert.equal(sent().reasoning_effort, expected, `responses ${model} ${effort}, stream ${stream}`);
+        }
     });
 
     it('anthropic messages.create thinking on an OpenAI-compatible model: budget_tokens becomes the reasoning_effort of its share of max_tokens (OpenRouter gets reasoning.max_tokens), output_config.effort as sent, adaptive alone the model default, streamed or not', async () => {

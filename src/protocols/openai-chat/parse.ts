@@ -6,6 +6,7 @@ import type { ChatRequest } from '../../gateway/chat-plan.ts';
 import { passThroughProblem } from './pass-through.ts';
 import { anthropicToolsProblem, malformedToolProblem, providerToolsProblem } from './tools.ts';
 import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
+import { claudeThinkingConflict } from '../../providers/reasoning.ts';
 
 /**
  * An OpenAI chat request as a canonical call. The body itself travels as `native`: an OpenAI-compatible
@@ -77,16 +78,19 @@ function cacheControlOf(part: any): { cacheControl?: Record<string, unknown> } {
 
 /**
  * The chat refusal of a model: a field of the body that may not reach its provider (`pass-through.ts`), a
- * nested field of its tools that the Anthropic translation cannot carry, or a tool an OpenAI-compatible provider
- * would run at its own price (`tools.ts`).
+ * nested field of its tools that the Anthropic translation cannot carry, a tool an OpenAI-compatible provider
+ * would run at its own price (`tools.ts`), or, on a Claude model where `reasoning_effort` turns thinking on, a
+ * `temperature`, `top_k`, `top_p` or forced `tool_choice` Anthropic refuses beside thinking
+ * (`providers/reasoning.ts`). `call` is the body's canonical call.
  * Security invariant: a field on no allow-list never reaches an upstream unread (see pass-through.ts).
  */
-export function chatRefusal(body: ChatRequest): (model: CatalogueModel) => ApiError | null {
+export function chatRefusal(body: ChatRequest, call: CanonicalCall): (model: CatalogueModel) => ApiError | null {
   return (model) => {
     const problem =
       passThroughProblem(body, model.provider) ??
       (model.provider === 'anthropic' ? anthropicToolsProblem(body) : providerToolsProblem(body));
-    return problem ? errors.unsupported(problem.field, problem.message) : null;
+    if (problem) return errors.unsupported(problem.field, problem.message);
+    return claudeThinkingConflict(call, model, 'reasoning_effort');
   };
 }
 

@@ -80,7 +80,7 @@ export function registerChatRoute(app: App, ctx: GatewayDeps): void {
         tags: ['ai'],
         summary: 'Create a chat completion (OpenAI-compatible; `stream: true` answers Server-Sent Events)',
         description:
-          "The OpenAI chat fields on the provider's pass-through allow-list (tools, response_format, vision parts, …) reach the provider; another field is a 400 UNSUPPORTED_PARAMETER naming it. The call holds its worst-case cost before going upstream (each image part at the model's image-token budget) and is charged what it used; without max_tokens, the output cap is lowered to what the payer can afford.",
+          "The OpenAI chat fields on the provider's pass-through allow-list (tools, response_format, vision parts, …) reach the provider; another field is a 400 UNSUPPORTED_PARAMETER naming it. The call holds its worst-case cost before going upstream (each image part at the model's image-token budget) and is charged what it used; without max_tokens, the output cap is lowered to what the payer can afford. reasoning_effort reaches an OpenAI model in a level it has (none as minimal on gpt-5; the o-series low to high) and turns a Claude model's thinking on as its generation takes it (adaptive with output_config.effort from Claude 4.6 on, a budget_tokens share of the cap before); with a temperature other than 1, top_k, top_p below 0.95 or a forced tool_choice, which Anthropic refuses beside thinking, it is a 400 UNSUPPORTED_PARAMETER naming that field. Claude's thinking comes back as the message's `reasoning`.",
         security: [{ bearer: [] }],
         body: ChatBodySchema,
         response: {
@@ -108,7 +108,7 @@ export function registerChatRoute(app: App, ctx: GatewayDeps): void {
       const body = request.body as ChatRequest;
       const call = parseChat(body);
       const signal = clientSignal(reply);
-      const options = { refuses: chatRefusal(body) };
+      const options = { refuses: chatRefusal(body, call) };
       try {
         if (!body.stream) return renderCompletion(await completeCall(ctx, principalOf(request), call, signal, options));
         return await relay(reply, body, await streamCall(ctx, principalOf(request), call, signal, options));

@@ -4,6 +4,7 @@ import { ApiError, errors } from '../../platform/errors.ts';
 import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/tool-switches.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 import { BUILT_IN_TOOL_TYPES, toolTypeRefusal } from './tool-types.ts';
+import { claudeThinkingConflict } from '../../providers/reasoning.ts';
 
 /**
  * The Responses request as the gateway reads it (`POST /api/v1/responses`), and its translation into the
@@ -291,20 +292,26 @@ export function parseTextFormat(text: ResponsesRequest['text']): CanonicalCall['
 }
 
 /**
- * Why a model cannot take this call, or null (the pipeline's `refuses`, checked before the hold): Anthropic's
- * structured output takes a schema only (`output_config.format`), so `text.format: json_object` has nothing to
- * become there; sent on without it, the answer would be free text the client then fails to parse. The model asked
- * for answers a 400 naming `text.format`; a fallback on Anthropic is left out.
+ * Why a model cannot take this call, or null (the pipeline's `refuses`, checked before the hold), both on Anthropic
+ * models: its structured output takes a schema only (`output_config.format`), so `text.format: json_object` has
+ * nothing to become there (sent on without it, the answer would be free text the client then fails to parse); and
+ * where `reasoning.effort` turns Claude's thinking on, a `temperature` other than 1, a `top_p` below 0.95 or a
+ * forced `tool_choice` is refused beside it by Anthropic (`providers/reasoning.ts`). The model asked for answers a
+ * 400 naming the field; a fallback on Anthropic is left out.
  */
 export function responsesRefusal(call: CanonicalCall): ((model: CatalogueModel) => ApiError | null) | undefined {
-  if (call.responseFormat?.type !== 'json_object') return undefined;
-  return (model) =>
-    model.provider === 'anthropic'
-      ? unsupported(
-          'text.format',
-          `text.format "json_object" is not supported on "${model.id}" (an Anthropic model): give a "json_schema" format instead.`,
-        )
-      : null;
+  const jsonObject = call.responseFormat?.type === 'json_object';
+  const effort = call.reasoning?.effort;
+  if (!jsonObject && (effort === undefined || effort === 'none')) return undefined;
+  return (model) => {
+    if (model.provider !== 'anthropic') return null;
+    if (jsonObject)
+      return unsupported(
+        'text.format',
+        `text.format "json_object" is not supported on "${model.id}" (an Anthropic model): give a "json_schema" format instead.`,
+      );
+    return claudeThinkingConflict(call, model, 'reasoning.effort');
+  };
 }
 
 /**

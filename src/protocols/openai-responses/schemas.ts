@@ -57,10 +57,13 @@ export const CreateResponseBody = Type.Object(
       ]),
     ),
     reasoning: Type.Optional(
-      Type.Union([
-        Type.Object({ effort: Type.Optional(Type.Union([Type.String(), Type.Null()])) }, Loose),
-        Type.Null(),
-      ]),
+      Type.Union(
+        [Type.Object({ effort: Type.Optional(Type.Union([Type.String(), Type.Null()])) }, Loose), Type.Null()],
+        {
+          description:
+            '`effort` (`none` to `max`): an OpenAI model gets it in a level it has (`none` as `minimal` on gpt-5; the o-series `low` to `high`); a Claude model gets thinking as its generation takes it (adaptive with `output_config.effort` from Claude 4.6 on, a `budget_tokens` share of the cap before), and its thinking comes back as `reasoning` items. With a `temperature` other than 1, a `top_p` below 0.95 or a forced `tool_choice` (which Anthropic refuses beside thinking) that is a 400 UNSUPPORTED_PARAMETER naming the field.',
+        },
+      ),
     ),
     parallel_tool_calls: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
     metadata: Type.Optional(

@@ -25,6 +25,8 @@ describe('the Anthropic provider against a real Messages-format server', () => {
   it('a canonical call: cached system blocks, thinking budget under the cap, tool choice, sampling, stop sequences', async () => {
     await adapter.complete(
       call({
+        // A generation that takes a budget (Claude 4.5); a newer one takes adaptive thinking only (below).
+        model: 'claude-sonnet-4-5-20250929',
         system: [{ type: 'text', text: 'Rules', cacheControl: { type: 'ephemeral' } }],
         tools: [{ name: 'f', description: 'F', parameters: { type: 'object' } }],
         toolChoice: 'required',
@@ -44,6 +46,32 @@ describe('the Anthropic provider against a real Messages-format server', () => {
     assert.equal(sent.body.max_tokens, 4000);
     assert.equal(sent.body.top_k, 5);
     assert.deepEqual(sent.body.stop_sequences, ['END']);
+  });
+
+  it('a thinking budget to a model that takes adaptive thinking only (Opus 4.7, Claude 5, an id that names no version) is adaptive thinking with the effort of its share of the cap; 4.6 keeps the budget; a model that does not reason gets neither', async () => {
+    const thinkingOf = async (model: string, budgetTokens: number, modelReasons = true) => {
+      await adapter.complete(call({ model, reasoning: { budgetTokens }, modelReasons }), { signal: signal() });
+      const { thinking, output_config } = mock.requests.at(-1)!.body;
+      return { thinking, output_config };
+    };
+    for (const model of ['claude-opus-4-7', 'claude-opus-5', 'claude-x']) {
+      assert.deepEqual(await thinkingOf(model, 3600), {
+        thinking: { type: 'adaptive' },
+        output_config: { effort: 'high' },
+      });
+      assert.deepEqual(await thinkingOf(model, 2000), {
+        thinking: { type: 'adaptive' },
+        output_config: { effort: 'medium' },
+      });
+    }
+    assert.deepEqual(await thinkingOf('claude-opus-4-6', 3600), {
+      thinking: { type: 'enabled', budget_tokens: 3600 },
+      output_config: undefined,
+    });
+    assert.deepEqual(await thinkingOf('claude-opus-4-7', 3600, false), {
+      thinking: undefined,
+      output_config: undefined,
+    });
   });
 
   it('usage: input_tokens excludes the cache, so the canonical input is their sum; the result carries the native answer when native', async () => {

@@ -105,8 +105,9 @@ export function toAnthropicMessages(call: ProviderCall, stream: boolean): Record
   const outputConfig: Record<string, unknown> = {};
   if (call.responseFormat?.type === 'json_schema')
     outputConfig.format = { type: 'json_schema', schema: call.responseFormat.schema };
-  // An OpenAI effort becomes Anthropic's (beside the format, in the one output_config), `none` disabled thinking.
-  const { thinking, effort } = anthropicReasoning(call.reasoning, call.maxOutputTokens);
+  // An OpenAI effort turns thinking on as this Claude generation takes it (its effort beside the format, in the one
+  // output_config), `none` disabled thinking; nothing for a model that does not reason.
+  const { thinking, effort } = anthropicReasoning(call.reasoning, call.maxOutputTokens, call.model, call.modelReasons);
   if (effort) outputConfig.effort = effort;
   if (Object.keys(outputConfig).length) request.output_config = outputConfig;
   if (thinking) request.thinking = thinking;

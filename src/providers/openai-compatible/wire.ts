@@ -5,9 +5,10 @@ import type {
   CanonicalResult,
   CanonicalUsage,
   FinishReason,
+  ReasoningEffort,
 } from '../../gateway/canonical.ts';
 import { UpstreamError, type ChatBody, type ChatChunk, type ChatCompletion, type ProviderCall } from '../types.ts';
-import { openAiReasoningFields } from '../reasoning.ts';
+import { openAiEffortOf, openAiReasoningFields } from '../reasoning.ts';
 
 /**
  * Canonical calls ⇄ OpenAI chat completions. A call that arrived as OpenAI chat (`native`) is sent as the
@@ -182,6 +183,9 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
   let body: ChatBody;
   if (call.native?.protocol === 'openai-chat') {
     body = { ...(call.native.body as ChatBody), model: call.model };
+    // The client's effort in a level the model has (gpt-5 has no `none`, the o-series no `minimal` or `xhigh`).
+    if (typeof body.reasoning_effort === 'string')
+      body.reasoning_effort = openAiEffortOf(call.model, body.reasoning_effort as ReasoningEffort);
   } else {
     body = { model: call.model, messages: toOpenAiMessages(call, { cacheControl: provider === 'openrouter' }) };
     if (call.tools.length) body.tools = toOpenAiTools(call);
@@ -195,9 +199,12 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
     if (call.temperature !== undefined) body.temperature = call.temperature;
     if (call.topP !== undefined) body.top_p = call.topP;
     if (call.stop?.length) body.stop = call.stop;
-    // An effort as sent; an Anthropic thinking budget as the effort it amounts to (or OpenRouter's own budget), on a
-    // model that reasons.
-    Object.assign(body, openAiReasoningFields(call.reasoning, call.maxOutputTokens, provider, call.modelReasons));
+    // An effort as sent (in a level the model has); an Anthropic thinking budget as the effort it amounts to (or
+    // OpenRouter's own budget), on a model that reasons.
+    Object.assign(
+      body,
+      openAiReasoningFields(call.reasoning, call.maxOutputTokens, provider, call.model, call.modelReasons),
+    );
     if (call.responseFormat) body.response_format = toOpenAiResponseFormat(call);
     if (call.prediction !== undefined) body.prediction = { type: 'content', content: call.prediction };
     // The cache routing keeps a conversation's turns on the cached prefix (chat's allow-list passes the same).
