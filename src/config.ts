@@ -8,6 +8,7 @@ import { ProvidersConfigSection } from './providers/config.ts';
 import { ModelsConfigSection } from './models/config.ts';
 import { GatewayConfigSection } from './gateway/config.ts';
 import { ResponsesConfigSection } from './protocols/openai-responses/config.ts';
+import { MessagesConfigSection } from './protocols/anthropic-messages/config.ts';
 import { PredictionsConfigSection } from './predictions/config.ts';
 import { WebhooksConfigSection } from './webhooks/config.ts';
 import { TopupsConfigSection } from './topups/config.ts';
@@ -30,6 +31,7 @@ export const ConfigSchema = Type.Object({
   ...ModelsConfigSection.properties,
   ...GatewayConfigSection.properties,
   ...ResponsesConfigSection.properties,
+  ...MessagesConfigSection.properties,
   ...PredictionsConfigSection.properties,
   ...WebhooksConfigSection.properties,
   ...TopupsConfigSection.properties,

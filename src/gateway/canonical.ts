@@ -129,6 +129,18 @@ export interface CanonicalCall {
    * upstream reports without a lifetime (OpenRouter's `cache_write_tokens`) is billed at it (`gateway/long-cache.ts`).
    */
   longCache?: string;
+  /**
+   * A server-side web search the upstream runs and bills per search (Anthropic's web search tool, passed in the
+   * native body): at most `maxUses` searches (the `max_uses` sent upstream), each held at the model's `webSearch`
+   * price plus `inputTokensPerUse` input tokens for the results it brings into the prompt (`chat-plan.ts`).
+   */
+  webSearch?: { maxUses: number; inputTokensPerUse: number };
+  /**
+   * Texts of the input only a native upstream receives (Anthropic's replayed `server_tool_use` and
+   * `web_search_tool_result` blocks, citations), which the canonical messages do not carry: counted into the prompt
+   * as the hold counts it, since the upstream bills them as input.
+   */
+  nativeInput?: string[];
   /** The client's own body, for a provider that speaks `protocol` natively (see the module comment). */
   native?: { protocol: WireProtocol; body: Record<string, unknown> };
 }

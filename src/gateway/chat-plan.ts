@@ -54,6 +54,8 @@ export interface CallPlan extends ChatPlan {
   asked: number | null;
   /** Answers asked for (OpenAI's `n`); each may produce the whole cap. */
   choices: number;
+  /** The server-side web searches the call allows (the canonical call's `webSearch`): held in full, see {@link callWorstCase}. */
+  webSearch?: { maxUses: number; inputTokensPerUse: number };
 }
 
 /** The plan of an OpenAI chat request (its `max_tokens`/`max_completion_tokens` and `n`). */
@@ -128,6 +130,7 @@ export function planCall(
     asked: call.maxOutputTokens,
     choices,
     ...(longCache !== undefined ? { longCache: true } : {}),
+    ...(call.webSearch ? { webSearch: call.webSearch } : {}),
   };
 }
 
@@ -184,13 +187,23 @@ export function chatWorstCase(request: ChatRequest, plan: ChatPlan): number {
  * tokenizer margin, each image at the model's image-token budget, the output cap for every choice, and the
  * predicted-output tokens; a call that asks for a 1-hour cache has its input at the highest input price with
  * `cacheWrite1h` among them.
+ *
+ * A call with a server-side web search (`plan.webSearch`, Anthropic's tool with its `max_uses` = N) adds
+ * N × `webSearch` (every search's fee in full: the upstream runs at most N) and N × `inputTokensPerUse` input
+ * tokens at that same highest input price (the results each search brings into the prompt, which Anthropic bills
+ * as input: thousands to tens of thousands a search). Why a fixed allowance: what a search reads is unknown before
+ * it runs, and the output stays within the cap as without searches. What a call reports beyond its hold is
+ * recorded as `uncollected` by the meter (the wallet is never overspent), so this allowance sets who bears a
+ * search heavier than it: the payer up to the hold, the operator past it.
  */
 export function callWorstCase(plan: CallPlan): number {
   let worst = 0;
+  const searches = plan.webSearch?.maxUses ?? 0;
+  const searchTokens = searches * (plan.webSearch?.inputTokensPerUse ?? 0);
   for (const model of plan.candidates) {
-    const promptTokens = worstPromptTokens(plan.promptTokens) + plan.images * (model.imageTokens ?? 0);
+    const promptTokens = worstPromptTokens(plan.promptTokens) + plan.images * (model.imageTokens ?? 0) + searchTokens;
     const completionTokens = callOutputCap(plan, model) * plan.choices + plan.predictionTokens;
-    const usage = { promptTokens, completionTokens, requests: 1 };
+    const usage = { promptTokens, completionTokens, requests: 1, webSearches: searches };
     worst = Math.max(worst, worstCaseCostMicros(model.pricing, usage, plan.longCache === true));
   }
   return worst;

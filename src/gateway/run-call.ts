@@ -96,13 +96,18 @@ export function countCallPromptTokens(call: CanonicalCall, count: TextTokenCount
   return promptTokensOf(call, toOpenAiPromptFields(call), count);
 }
 
-/** The one count the hold and `count_tokens` share: the OpenAI-shaped prompt's tokens plus the replayed reasoning. */
+/**
+ * The one count the hold and `count_tokens` share: the OpenAI-shaped prompt's tokens plus the replayed reasoning
+ * and the input only a native upstream reads (`nativeInput`: replayed server-tool blocks, which it bills as input).
+ */
 function promptTokensOf(
   call: CanonicalCall,
   prompt: ReturnType<typeof toOpenAiPromptFields>,
   count: TextTokenCounter,
 ): number {
-  return countChatPromptTokens(prompt, count) + reasoningPromptTokens(call, count);
+  let nativeInput = 0;
+  for (const text of call.nativeInput ?? []) nativeInput += count(text);
+  return countChatPromptTokens(prompt, count) + reasoningPromptTokens(call, count) + nativeInput;
 }
 
 /**

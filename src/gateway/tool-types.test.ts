@@ -62,26 +62,33 @@ const ANTHROPIC_TOOLS = {
   text_editor_20250124: ['str_replace_editor', 'client'],
   text_editor_20250429: ['str_replace_based_edit_tool', 'client'],
   text_editor_20250728: ['str_replace_based_edit_tool', 'client'],
-  web_search_20250305: ['web_search', 'server'],
+  web_search_20250305: ['web_search', 'search'],
   web_fetch_20250910: ['web_fetch', 'server'],
-  web_search_20260209: ['web_search', 'server'],
+  web_search_20260209: ['web_search', 'filtering'],
   web_fetch_20260209: ['web_fetch', 'server'],
   web_fetch_20260309: ['web_fetch', 'server'],
-  web_search_20260318: ['web_search', 'server'],
+  web_search_20260318: ['web_search', 'filtering'],
   web_fetch_20260318: ['web_fetch', 'server'],
   tool_search_tool_bm25_20251119: ['tool_search_tool_bm25', 'server'],
   tool_search_tool_bm25: ['tool_search_tool_bm25', 'server'],
   tool_search_tool_regex_20251119: ['tool_search_tool_regex', 'server'],
   tool_search_tool_regex: ['tool_search_tool_regex', 'server'],
-} satisfies Record<
-  Exclude<Anthropic.ToolUnion['type'], 'custom' | null | undefined>,
-  [string | null, 'server' | 'client']
->;
+} satisfies Record<Exclude<Anthropic.ToolUnion['type'], 'custom' | null | undefined>, [string | null, Kind]>;
+
+/**
+ * The kinds of Messages refusal: a server tool, an Anthropic-defined client tool, Anthropic's web search on a model
+ * that cannot take it (acme/gpt is not Anthropic's, anthropic/claude prices no search: `web-search.test.ts` has the
+ * model that takes it), and the later web search versions, which run code execution.
+ */
+type Kind = 'server' | 'client' | 'search' | 'filtering';
 
 /** What each kind of Messages refusal says the tool is. */
-const ANTHROPIC_KIND: Record<'server' | 'client', RegExp> = {
+const ANTHROPIC_KIND: Record<Kind, RegExp> = {
   server: /is a server tool, which Anthropic runs/,
   client: /is an Anthropic-defined client tool/,
+  search:
+    /runs only on a model of the anthropic provider|has no web search price.*the operator sets pricing\.webSearch/,
+  filtering: /filters its results by running Anthropic's code execution/,
 };
 
 const openai = (env: TestEnv, user: FundedUser) =>

@@ -1,4 +1,4 @@
-import type { GatewayDeps } from '../../gateway/deps.ts';
+import type { MessagesDeps } from './deps.ts';
 import { principalOf, type App } from '../../platform/http/server.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { resolveModel } from '../../gateway/common.ts';
@@ -20,7 +20,7 @@ function imageParts(call: CanonicalCall): number {
  * own counts differ by a few percent; a call is billed on the upstream's). Not billed, nothing held; the
  * same credentials and permissions as the Messages route, and the model must exist (404 otherwise).
  */
-export function registerCountTokensRoute(app: App, ctx: GatewayDeps): void {
+export function registerCountTokensRoute(app: App, ctx: MessagesDeps): void {
   app.post(
     '/api/v1/messages/count_tokens',
     {
@@ -37,7 +37,7 @@ export function registerCountTokensRoute(app: App, ctx: GatewayDeps): void {
     },
     async (request) => {
       const body = request.body as MessagesRequest;
-      const call = parseMessagesRequest(body, { requireMaxTokens: false });
+      const call = parseMessagesRequest(body, { requireMaxTokens: false, webSearch: ctx.config });
       const model = await resolveModel(ctx, call.model);
       const tokens = await ctx.promptCounts.countPrompt(principalOf(request), (count) =>
         countCallPromptTokens(call, count),

@@ -1,6 +1,6 @@
 import type { Feature } from '../../platform/feature.ts';
 import type { App } from '../../platform/http/server.ts';
-import type { GatewayDeps } from '../../gateway/deps.ts';
+import type { MessagesDeps } from './deps.ts';
 import { registerMessagesRoute } from './messages.ts';
 import { registerCountTokensRoute } from './count-tokens.ts';
 import { anthropicErrorBody } from './errors.ts';
@@ -10,7 +10,7 @@ import { anthropicErrorBody } from './errors.ts';
  * Anthropic SDK, the Vercel AI SDK's Anthropic provider and Claude Code. Same permissions (`ai:chat` or
  * `ai:completions`), billing and limits as chat; errors in Anthropic's envelope (each route's `errorRenderer`).
  */
-export function createAnthropicMessagesFeature(deps: GatewayDeps): Feature {
+export function createAnthropicMessagesFeature(deps: MessagesDeps): Feature {
   return {
     name: 'anthropic-messages',
     // What the SDK calls beyond these two routes (`messages.batches`, …) is a 404 in Anthropic's envelope too.

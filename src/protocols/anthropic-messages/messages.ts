@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { GatewayDeps } from '../../gateway/deps.ts';
+import type { MessagesDeps } from './deps.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { principalOf, type App } from '../../platform/http/server.ts';
 import { jsonOrEventStream } from '../../platform/http/openapi.ts';
@@ -18,7 +18,7 @@ import { anthropicErrorBody } from './errors.ts';
  * and settle like chat. The Anthropic SDK reaches it with `baseURL: <tollgate>/api`, Claude Code with
  * `ANTHROPIC_BASE_URL=<tollgate>/api` (which adds `?beta=true`: any query string is accepted).
  */
-export function registerMessagesRoute(app: App, ctx: GatewayDeps): void {
+export function registerMessagesRoute(app: App, ctx: MessagesDeps): void {
   app.post(
     '/api/v1/messages',
     {
@@ -49,7 +49,10 @@ export function registerMessagesRoute(app: App, ctx: GatewayDeps): void {
       },
     },
     async (request, reply) => {
-      const call = parseMessagesRequest(request.body as MessagesRequest, { requireMaxTokens: true });
+      const call = parseMessagesRequest(request.body as MessagesRequest, {
+        requireMaxTokens: true,
+        webSearch: ctx.config,
+      });
       const signal = clientSignal(reply);
       const options = { refuses: messagesRefusal(call) };
       if (!call.stream) {
@@ -74,7 +77,7 @@ export function registerMessagesRoute(app: App, ctx: GatewayDeps): void {
  * response ends only after that, so a client that reads its wallet after the stream sees the charge.
  */
 async function streamMessage(
-  ctx: GatewayDeps,
+  ctx: MessagesDeps,
   request: FastifyRequest,
   reply: FastifyReply,
   call: CanonicalCall,

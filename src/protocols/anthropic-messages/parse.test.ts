@@ -194,7 +194,7 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
       [
         {
           messages: [{ role: 'user', content: 'x' }],
-          tools: [{ type: 'web_search_20250305', name: 'web_search', input_schema: {} }],
+          tools: [{ type: 'web_search_20260209', name: 'web_search' }],
         },
         'tools[0].type',
       ],

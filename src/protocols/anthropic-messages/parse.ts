@@ -5,6 +5,7 @@ import type { CatalogueModel } from '../../models/catalogue.ts';
 import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
 import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/tool-switches.ts';
 import { toolTypeRefusal } from './tool-types.ts';
+import * as webSearch from './web-search.ts';
 
 /**
  * Anthropic's Messages request → the canonical call, with the client's own body kept as `native` so that an
@@ -12,9 +13,10 @@ import { toolTypeRefusal } from './tool-types.ts';
  *
  * Security invariant: the native body reaches an Anthropic upstream without another look, so every field
  * and block that can make the upstream charge more than the hold bounds is refused here, before anything
- * is held: only the top-level fields of {@link ALLOWED_FIELDS} pass, tools must be custom tools (server
- * tools such as web search are billed per use; `tool-types.ts` says why each other type is refused), and blocks
- * must be of a type the canonical call carries, so that the pipeline counts every one of them into the hold. A
+ * is held: only the top-level fields of {@link ALLOWED_FIELDS} pass, tools must be custom tools or Anthropic's
+ * web search (its `max_uses` set or lowered and every allowed search held for, `web-search.ts`; `tool-types.ts`
+ * says why each other type is refused), and blocks must be of a type the canonical call carries (or replayed web
+ * search blocks, carried as its `nativeInput`), so that the pipeline counts every one of them into the hold. A
  * field on no list is a 400 `UNSUPPORTED_PARAMETER` naming it, never passed on unread (as chat's pass-through
  * allow-list).
  */
@@ -103,7 +105,10 @@ function invalid(param: string, message: string): ApiError {
  * Parses a Messages (or count_tokens) body into the canonical call. `requireMaxTokens`: `/messages` needs
  * `max_tokens` as Anthropic does (its clients always send it); count_tokens ignores it.
  */
-export function parseMessagesRequest(sent: MessagesRequest, options: { requireMaxTokens: boolean }): CanonicalCall {
+export function parseMessagesRequest(
+  sent: MessagesRequest,
+  options: { requireMaxTokens: boolean; webSearch?: webSearch.WebSearchLimits },
+): CanonicalCall {
   const body = DROPPED_FIELDS.some((field) => field in sent) ? dropFields(sent) : sent;
   for (const [field, value] of Object.entries(body)) {
     const checked = CHECKED_FIELDS[field];
@@ -127,18 +132,25 @@ export function parseMessagesRequest(sent: MessagesRequest, options: { requireMa
     );
   }
   const cacheControl = checkCacheControl(body.cache_control, 'cache_control');
+  // Web search: its tools go upstream with their max_uses set (web-search.ts), and are held for.
+  const searchLimits = options.webSearch ?? webSearch.DEFAULT_WEB_SEARCH_LIMITS;
+  const search = webSearch.webSearchTools(body.tools, searchLimits);
   const call: CanonicalCall = {
     model: body.model,
     ...parseConversation(body.system, body.messages),
     tools: parseTools(body.tools),
     maxOutputTokens: options.requireMaxTokens ? body.max_tokens! : null,
     stream: body.stream === true,
-    native: { protocol: 'anthropic-messages', body },
+    native: { protocol: 'anthropic-messages', body: search ? { ...body, tools: search.tools } : body },
     ...(cacheControl ? { cacheControl } : {}),
   };
+  const searches = (search?.maxUses ?? 0) + webSearch.pendingSearches(body);
+  if (searches) call.webSearch = { maxUses: searches, inputTokensPerUse: searchLimits.WEB_SEARCH_HOLD_TOKENS };
+  const nativeInput = webSearch.nativeInputOf(body, search?.tools);
+  if (nativeInput.length) call.nativeInput = nativeInput;
   const longCache = findLongCache(body, '');
   if (longCache) call.longCache = longCache;
-  const toolChoice = parseToolChoice(body.tool_choice, call.tools);
+  const toolChoice = parseToolChoice(body.tool_choice, call.tools, search?.names);
   if (toolChoice) call.toolChoice = toolChoice;
   if ((body.tool_choice as { disable_parallel_tool_use?: unknown } | undefined)?.disable_parallel_tool_use === true)
     call.parallelToolCalls = false;
@@ -184,8 +196,11 @@ function dropFields(sent: MessagesRequest): MessagesRequest {
 export function messagesRefusal(call: CanonicalCall): ((model: CatalogueModel) => ApiError | null) | undefined {
   const budget = call.reasoning?.budgetTokens;
   const untranslatable = untranslatableReasoning(call);
-  if (budget === undefined && !untranslatable) return undefined;
+  const serverTools = webSearch.serverToolRefusal(call);
+  if (budget === undefined && !untranslatable && !serverTools) return undefined;
   return (model) => {
+    const refused = serverTools?.(model);
+    if (refused) return refused;
     if (untranslatable && model.provider !== 'anthropic')
       return unsupported(untranslatable.param, untranslatable.message(model.id));
     if (budget === undefined || model.maxOutputTokens === null || budget < model.maxOutputTokens) return null;
@@ -366,6 +381,13 @@ function parseBlock(block: Record<string, unknown>, role: 'user' | 'assistant', 
       if (typeof block.data !== 'string') throw invalid(`${param}.data`, `${param}.data must be a string.`);
       // The encrypted reasoning travels as the signature; its text is unknown, and held for as its data.
       return [{ type: 'reasoning', text: '', signature: block.data }];
+    case 'server_tool_use':
+    case 'web_search_tool_result':
+      // An earlier web search, replayed: Anthropic's only (web-search.ts), counted into the hold as nativeInput.
+      onlyIn('assistant');
+      checkCacheControl(block.cache_control, `${param}.cache_control`);
+      webSearch.checkReplayedBlock(block, param);
+      return [];
     default:
       throw unsupported(
         param,
@@ -433,8 +455,13 @@ const DEFAULTED_TOOL_FIELDS: Readonly<Record<string, DefaultedToolField>> = {
 
 function parseTools(tools: unknown): CanonicalTool[] {
   if (tools === undefined || tools === null) return [];
-  return (tools as Array<Record<string, unknown>>).map((tool, i) => {
+  return (tools as Array<Record<string, unknown>>).flatMap((tool, i) => {
     const param = `tools[${i}]`;
+    // Anthropic's web search: no canonical tool (only an Anthropic model takes it), checked by web-search.ts.
+    if (webSearch.isWebSearchTool(tool)) {
+      checkCacheControl(tool.cache_control, `${param}.cache_control`);
+      return [];
+    }
     if (tool.type !== undefined && tool.type !== 'custom') throw toolTypeRefusal(tool.type, param);
     // The route's schema leaves these to here, so that a server tool (which has neither) is told its type.
     if (typeof tool.name !== 'string')
@@ -463,11 +490,15 @@ function parseTools(tools: unknown): CanonicalTool[] {
     const parsed: CanonicalTool = { name: String(tool.name), parameters: tool.input_schema as Record<string, unknown> };
     if (typeof tool.description === 'string') parsed.description = tool.description;
     if (tool.strict === true) parsed.strict = true;
-    return parsed;
+    return [parsed];
   });
 }
 
-function parseToolChoice(choice: unknown, tools: CanonicalTool[]): CanonicalCall['toolChoice'] {
+function parseToolChoice(
+  choice: unknown,
+  tools: CanonicalTool[],
+  serverTools: string[] = [],
+): CanonicalCall['toolChoice'] {
   if (!choice) return undefined;
   const { type, name } = choice as { type: string; name?: string };
   switch (type) {
@@ -476,7 +507,7 @@ function parseToolChoice(choice: unknown, tools: CanonicalTool[]): CanonicalCall
     case 'none':
       return 'none';
     case 'tool':
-      if (!name || !tools.some((t) => t.name === name)) {
+      if (!name || !(tools.some((t) => t.name === name) || serverTools.includes(name))) {
         throw invalid('tool_choice.name', 'tool_choice { type: "tool" } must name one of the tools given.');
       }
       return { name };

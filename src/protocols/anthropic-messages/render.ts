@@ -18,6 +18,8 @@ export interface AnthropicUsage {
   cache_read_input_tokens: number;
   /** The cache writes by lifetime (their sum is `cache_creation_input_tokens`), when some were for 1 hour. */
   cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
+  /** The web searches billed (each at the model's `webSearch` price), when the upstream ran some. */
+  server_tool_use?: { web_search_requests: number };
   /** What the call cost, in credits. */
   cost: number;
 }
@@ -37,6 +39,8 @@ export function anthropicUsage(usage: CanonicalUsage): AnthropicUsage {
     cache_creation_input_tokens: cacheWrite,
     cache_read_input_tokens: cacheRead,
     ...(oneHour > 0 ? { cache_creation: cacheCreation(cacheWrite, oneHour) } : {}),
+    // Anthropic's count of searches (Claude Code reads it), shown when some were billed: other usages keep their shape.
+    ...(usage.webSearches ? { server_tool_use: { web_search_requests: usage.webSearches } } : {}),
     cost: usage.cost ?? 0,
   };
 }

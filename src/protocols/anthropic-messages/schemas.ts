@@ -22,7 +22,7 @@ const ContentBlock = Type.Object(
   {
     type: Type.String({
       description:
-        '`text`, `image` (source `base64` or `url`), `tool_use`, `tool_result`, `thinking` or `redacted_thinking`.',
+        '`text`, `image` (source `base64` or `url`), `tool_use`, `tool_result`, `thinking` or `redacted_thinking`; an earlier web search replayed in an assistant turn (`server_tool_use`, `web_search_tool_result`) on an Anthropic model only.',
     }),
     cache_control: Type.Optional(Type.Union([CacheControl, Type.Null()])),
   },
@@ -52,7 +52,7 @@ const Tool = Type.Object(
     type: Type.Optional(
       Type.String({
         description:
-          'Only `custom` (or none): server tools and Anthropic-defined tools (bash, text_editor…) are a 400 UNSUPPORTED_PARAMETER naming `tools[i].type`.',
+          "`custom` (or none), or `web_search_20250305`: Anthropic's web search, on a model of the `anthropic` provider with a `pricing.webSearch` price, its `max_uses` set to `WEB_SEARCH_DEFAULT_MAX_USES` when absent and lowered to `WEB_SEARCH_MAX_USES`, each allowed search held for. Other server tools and Anthropic-defined tools (bash, text_editor…) are a 400 UNSUPPORTED_PARAMETER naming `tools[i].type`.",
       }),
     ),
     cache_control: Type.Optional(Type.Union([CacheControl, Type.Null()])),
@@ -145,6 +145,12 @@ const Usage = Type.Object(
     output_tokens: Type.Integer(),
     cache_creation_input_tokens: Type.Integer(),
     cache_read_input_tokens: Type.Integer(),
+    server_tool_use: Type.Optional(
+      Type.Object(
+        { web_search_requests: Type.Integer() },
+        { additionalProperties: true, description: 'The web searches billed (at `pricing.webSearch`), when some ran.' },
+      ),
+    ),
     cost: Type.Number({ description: 'What the call cost, in credits.' }),
   },
   { additionalProperties: true },
@@ -158,7 +164,8 @@ export const MessageSchema = Type.Object(
     role: Type.Literal('assistant'),
     model: Type.String({ description: 'The public model id that answered.' }),
     content: Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), {
-      description: '`text`, `thinking`, `redacted_thinking` and `tool_use` blocks.',
+      description:
+        '`text`, `thinking`, `redacted_thinking` and `tool_use` blocks; with web search, `server_tool_use`, `web_search_tool_result` and text `citations` as Anthropic sent them.',
     }),
     stop_reason: Type.Union([
       Type.String({ description: '`end_turn`, `max_tokens`, `stop_sequence`, `tool_use` or `refusal`.' }),

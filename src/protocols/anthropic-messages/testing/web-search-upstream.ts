@@ -1,0 +1,140 @@
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A real HTTP server answering Anthropic Messages (`/v1/messages`) as Anthropic does with its web search tool,
+ * streamed or not: a `server_tool_use` (the query), its `web_search_tool_result` (one result, encrypted content), and
+ * a text citing it (`web_search_result_location`), with {@link SEARCH_USAGE} (`server_tool_use.web_search_requests`
+ * {@link SEARCHES}). Every request body is kept. {@link WebSearchUpstream.gate} keeps the next answer from
+ * starting until released, so a test can read what the call holds while it runs.
+ */
+export interface WebSearchUpstream {
+  /** `http://127.0.0.1:<port>` (an Anthropic base URL). */
+  url: string;
+  /** Request bodies received, in order. */
+  bodies: any[];
+  /** Holds the next answer back: `arrived` resolves when its request is in, `release()` lets it answer. */
+  gate(): { arrived: Promise<void>; release: () => void };
+  close(): Promise<void>;
+}
+
+/** The searches every answer reports. */
+export const SEARCHES = 2;
+/** The counts every answer reports (the results read are in `input_tokens`, as Anthropic bills them). */
+export const SEARCH_USAGE = { input_tokens: 3_000, output_tokens: 40 };
+/** The answer's text. */
+export const SEARCH_ANSWER = 'Paris is sunny today.';
+/** The query of the search. */
+export const SEARCH_QUERY = 'weather Paris';
+
+const RESULT = {
+  type: 'web_search_result',
+  url: 'https://weather.example.com/paris',
+  title: 'Paris weather',
+  encrypted_content: 'EnCrYpTeD'.repeat(40),
+  page_age: '1 hour ago',
+};
+const CITATION = {
+  type: 'web_search_result_location',
+  url: RESULT.url,
+  title: RESULT.title,
+  encrypted_index: 'EnCiNdEx',
+  cited_text: 'Sunny, 21 °C.',
+};
+
+/** The blocks of an answer, as a non-streamed message holds them. */
+export const SEARCH_BLOCKS = [
+  { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: SEARCH_QUERY } },
+  { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [RESULT] },
+  { type: 'text', text: SEARCH_ANSWER, citations: [CITATION] },
+];
+
+/** Starts the upstream on a random loopback port. */
+export async function startWebSearchUpstream(): Promise<WebSearchUpstream> {
+  const bodies: any[] = [];
+  let gate: { arrived: PromiseWithResolvers<void>; released: PromiseWithResolvers<void> } | null = null;
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const body = JSON.parse(Buffer.concat(chunks).toString() || '{}');
+    bodies.push(body);
+    if ((req.url ?? '').split('?')[0] !== '/v1/messages') return void res.writeHead(404).end();
+    const waiting = gate;
+    gate = null;
+    if (waiting) {
+      waiting.arrived.resolve();
+      await waiting.released.promise;
+    }
+    answer(body, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    bodies,
+    gate() {
+      gate = { arrived: Promise.withResolvers<void>(), released: Promise.withResolvers<void>() };
+      const { arrived, released } = gate;
+      return { arrived: arrived.promise, release: () => released.resolve() };
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function answer(body: any, res: ServerResponse): void {
+  const usage = {
+    input_tokens: SEARCH_USAGE.input_tokens,
+    output_tokens: SEARCH_USAGE.output_tokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    server_tool_use: { web_search_requests: SEARCHES },
+  };
+  const message = {
+    id: 'msg_search1',
+    type: 'message',
+    role: 'assistant',
+    model: body.model,
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+  };
+  if (!body.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    return void res.end(JSON.stringify({ ...message, content: SEARCH_BLOCKS, usage }));
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const event = (type: string, data: object) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  event('message_start', {
+    message: {
+      ...message,
+      content: [],
+      stop_reason: null,
+      usage: { ...usage, output_tokens: 1, server_tool_use: { web_search_requests: 0 } },
+    },
+  });
+  event('content_block_start', { index: 0, content_block: { ...SEARCH_BLOCKS[0], input: {} } });
+  event('content_block_delta', {
+    index: 0,
+    delta: { type: 'input_json_delta', partial_json: JSON.stringify({ query: SEARCH_QUERY }) },
+  });
+  event('content_block_stop', { index: 0 });
+  event('content_block_start', { index: 1, content_block: SEARCH_BLOCKS[1] });
+  event('content_block_stop', { index: 1 });
+  event('content_block_start', { index: 2, content_block: { type: 'text', text: '', citations: [] } });
+  event('content_block_delta', { index: 2, delta: { type: 'citations_delta', citation: CITATION } });
+  event('content_block_delta', { index: 2, delta: { type: 'text_delta', text: SEARCH_ANSWER } });
+  event('content_block_stop', { index: 2 });
+  event('message_delta', {
+    delta: { stop_reason: 'end_turn', stop_sequence: null },
+    usage: {
+      input_tokens: usage.input_tokens,
+      output_tokens: usage.output_tokens,
+      server_tool_use: usage.server_tool_use,
+    },
+  });
+  event('message_stop', {});
+  res.end();
+}
