@@ -64,7 +64,8 @@ export interface ChatChunk {
 /**
  * A canonical call as a provider receives it: the upstream model and the output cap are decided, and what the
  * catalogue says of the model that the translation needs: `modelReasons`, whether it takes a reasoning effort
- * (a thinking budget becomes one only then; an effort the client named is sent regardless).
+ * (a thinking budget becomes one only then; an effort the client named is sent regardless to an OpenAI-compatible
+ * model, and turns a Claude model's thinking on only then: `reasoning.ts`).
  */
 export type ProviderCall = CanonicalCall & { maxOutputTokens: number; modelReasons: boolean };
 

@@ -221,8 +221,8 @@ export function parseChat(body: ChatRequest): CanonicalCall {
   if (typeof body.stop === 'string') call.stop = [body.stop];
   else if (Array.isArray(body.stop)) call.stop = body.stop.map(String);
   if (body.metadata && typeof body.metadata === 'object') call.metadata = body.metadata as Record<string, unknown>;
-  // Every effort OpenAI knows (an OpenAI-compatible upstream gets the body as sent; an Anthropic one this, its value
-  // checked by the allow-list).
+  // Every effort OpenAI knows (an OpenAI-compatible upstream gets the body as sent, the effort in a level the model
+  // has; an Anthropic one this, its value checked by the allow-list, as thinking: `providers/reasoning.ts`).
   const effort = body.reasoning_effort;
   if (REASONING_EFFORTS.includes(effort as ReasoningEffort)) call.reasoning = { effort: effort as ReasoningEffort };
   const format = responseFormatOf(body.response_format);

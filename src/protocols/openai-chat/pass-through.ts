@@ -106,8 +106,9 @@ const ANTHROPIC_PASSED = [
 /**
  * Read by the Anthropic translation when its value has an Anthropic form: a `json_schema` format becomes
  * `output_config.format` (its schema's tokens are counted into the hold as for any provider); a
- * `reasoning_effort` becomes `output_config.effort` (`minimal` as `low`, `none` as disabled thinking), its thinking
- * tokens output tokens inside the cap held for.
+ * `reasoning_effort` turns thinking on as the model's Claude generation takes it (adaptive with `output_config.effort`,
+ * or a `budget_tokens`; `none` as disabled thinking; `providers/reasoning.ts`), its thinking tokens output tokens
+ * inside the cap held for.
  */
 const ANTHROPIC_CHECKED = ['response_format', 'reasoning_effort'] as const;
 

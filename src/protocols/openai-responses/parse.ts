@@ -316,8 +316,9 @@ export function responsesRefusal(call: CanonicalCall): ((model: CatalogueModel) 
 
 /**
  * `reasoning.effort`, every value OpenAI knows, kept as sent: an OpenAI-compatible upstream gets it as
- * `reasoning_effort` (`none` included: it asks for no reasoning, which is not the model's default everywhere), an
- * Anthropic one as `output_config.effort` or, for `none`, disabled thinking (`providers/reasoning.ts`).
+ * `reasoning_effort` (`none` included: it asks for no reasoning, which is not the model's default everywhere; in a
+ * level the model has), an Anthropic one as the thinking its Claude generation takes or, for `none`, disabled
+ * thinking (`providers/reasoning.ts`).
  */
 export function parseReasoning(reasoning: ResponsesRequest['reasoning']): CanonicalCall['reasoning'] {
   const effort = reasoning?.effort;
