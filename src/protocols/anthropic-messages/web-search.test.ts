@@ -200,6 +200,35 @@ describeEachDatabase(
       });
     });
 
+    it('the tool is checked field by field: a tool_choice naming web_search passes, a max_uses below 1 or a field the tool does not have is a 400 naming it, nothing held', async () => {
+      const user = await fundedUser(env, 10);
+      const client = sdk(env, user);
+      const call = (tool: object, extra: object = {}) =>
+        client.messages.create({
+          model: 'acme/claude',
+          max_tokens: MAX_TOKENS,
+          messages: [question],
+          tools: [tool as any],
+          ...extra,
+        });
+      await call(webSearch, { tool_choice: { type: 'tool', name: 'web_search' } });
+      assert.deepEqual(upstream.bodies.at(-1).tool_choice, { type: 'tool', name: 'web_search' });
+      const holds = (await holdsOf(env, user)).length;
+      const refused: Array<[object, string, string]> = [
+        [{ ...webSearch, max_uses: 0 }, 'INVALID_REQUEST', 'tools[0].max_uses'],
+        [{ ...webSearch, input_schema: {} }, 'UNSUPPORTED_PARAMETER', 'tools[0].input_schema'],
+        [{ ...webSearch, defer_loading: true }, 'UNSUPPORTED_PARAMETER', 'tools[0].defer_loading'],
+      ];
+      for (const [tool, code, param] of refused)
+        await assert.rejects(call(tool), (error: any) => {
+          assert.equal(error.status, 400);
+          assert.equal(error.error.error.code, code);
+          assert.equal(error.error.error.param, param);
+          return true;
+        });
+      assert.equal((await holdsOf(env, user)).length, holds, 'nothing more was held');
+    });
+
     it('count_tokens with the web search tool answers 200, counting the tool', async () => {
       const user = await fundedUser(env, 1);
       const without = await counted(env, user, { model: 'acme/claude', messages: [question] });

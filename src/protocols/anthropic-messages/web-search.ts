@@ -2,7 +2,7 @@ import { errors, type ApiError } from '../../platform/errors.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/tool-switches.ts';
-import type { MessagesConfig } from './config.ts';
+import { MessagesConfigSection, type MessagesConfig } from './config.ts';
 
 /**
  * Anthropic's web search server tool on the Messages route: Anthropic runs the searches, bills each one
@@ -36,11 +36,15 @@ export type WebSearchLimits = Pick<
   'WEB_SEARCH_DEFAULT_MAX_USES' | 'WEB_SEARCH_MAX_USES' | 'WEB_SEARCH_HOLD_TOKENS'
 >;
 
-/** The configuration's defaults, for a parse without a configuration (unit tests). */
+/** A setting's default, as the configuration schema gives it. */
+const defaultOf = (key: keyof WebSearchLimits): number =>
+  (MessagesConfigSection.properties[key] as { default?: unknown }).default as number;
+
+/** The configuration's defaults (read from its schema), for a parse without a configuration (unit tests). */
 export const DEFAULT_WEB_SEARCH_LIMITS: WebSearchLimits = {
-  WEB_SEARCH_DEFAULT_MAX_USES: 5,
-  WEB_SEARCH_MAX_USES: 10,
-  WEB_SEARCH_HOLD_TOKENS: 20_000,
+  WEB_SEARCH_DEFAULT_MAX_USES: defaultOf('WEB_SEARCH_DEFAULT_MAX_USES'),
+  WEB_SEARCH_MAX_USES: defaultOf('WEB_SEARCH_MAX_USES'),
+  WEB_SEARCH_HOLD_TOKENS: defaultOf('WEB_SEARCH_HOLD_TOKENS'),
 };
 
 /** True for a tool of the accepted web search type. */
