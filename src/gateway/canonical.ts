@@ -41,7 +41,28 @@ export type CanonicalPart =
       type: 'reasoning';
       text: string;
       /** Anthropic's thinking signature or an encrypted reasoning item, replayed verbatim. */ signature?: string;
-    };
+    }
+  | CanonicalDocument;
+
+/**
+ * A document the model reads (Anthropic's `document` block; chat's `file` part upstream): a PDF (`pdf`: a
+ * `data:application/pdf;base64,…` URL or an http(s) one) or a text (`text`). A PDF's input tokens (each page's
+ * text and each page as an image) cannot be known from its bytes, so a call carrying one is held for its model's
+ * whole context (`gateway/chat-plan.ts`); a text document is counted as its title, context and text, and held
+ * for the whole context too when `citations` is on (Anthropic chunks it and adds instructions, uncounted here).
+ */
+export interface CanonicalDocument {
+  type: 'document';
+  source: { type: 'pdf'; url: string } | { type: 'text'; text: string };
+  /** Anthropic's `title` (chat's `filename` on an OpenAI-compatible upstream). */
+  title?: string;
+  /** Anthropic's `context`: text about the document the model reads with it. */
+  context?: string;
+  /** Anthropic's `citations.enabled`: the answer cites passages of the document. */
+  citations?: boolean;
+  /** Anthropic prompt caching marker, kept for Anthropic upstreams. */
+  cacheControl?: Record<string, unknown>;
+}
 
 /**
  * How hard the model should think: OpenAI's efforts (`none` … `max`, the `openai` SDK's `ReasoningEffort`), which

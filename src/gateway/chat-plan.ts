@@ -3,7 +3,7 @@ import { worstCaseCostMicros } from '../models/pricing.ts';
 import { ApiError } from '../platform/errors.ts';
 import { countTextTokens } from '../providers/tokens.ts';
 import { longCacheRefusal } from './long-cache.ts';
-import type { CanonicalCall } from './canonical.ts';
+import type { CanonicalCall, CanonicalPart } from './canonical.ts';
 
 /** The output cap when neither the request, the model's cap nor its context length gives one. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4_096;
@@ -46,6 +46,11 @@ export interface ChatPlan {
   ceiling: number | null;
   /** The call asks for a 1-hour prompt cache: its input is held at the highest input price `cacheWrite1h` included. */
   longCache?: boolean;
+  /**
+   * The call carries a document whose input tokens only the model's context bounds (a PDF, a text document with
+   * citations: see {@link documentHeldAtContext}): its input is held at the model's whole context.
+   */
+  wholeContext?: boolean;
 }
 
 /** A plan for any protocol's call: the chat plan plus the client's own output cap and its number of choices. */
@@ -71,9 +76,9 @@ export function chatCallPlan(request: ChatRequest, plan: ChatPlan): CallPlan {
  * tools, response format; images apart).
  *
  * Security invariant: everything in the call that can make the upstream charge more is either counted into
- * the plan (text, tools, images at each model's budget, predicted output, every choice of an OpenAI `n`) or
- * refused here (or by the protocol's parser and `refuses`), before any hold is placed, so the hold computed
- * from the plan bounds what the call can cost.
+ * the plan (text, tools, images at each model's budget, documents at its context, predicted output, every
+ * choice of an OpenAI `n`) or refused here (or by the protocol's parser and `refuses`), before any hold is
+ * placed, so the hold computed from the plan bounds what the call can cost.
  */
 export function planCall(
   call: CanonicalCall,
@@ -92,7 +97,17 @@ export function planCall(
       { details: { param: 'messages', images, maxImages } },
     );
   }
+  const wholeContext = [call.system, ...call.messages.map((message) => message.content)].some((parts) =>
+    parts.some(documentHeldAtContext),
+  );
   const [model] = candidates;
+  if (wholeContext && model.contextLength === null) {
+    throw new ApiError(
+      'UNSUPPORTED_PARAMETER',
+      `The model "${model.id}" states no context length in the catalogue, which is the only bound of what a PDF (or a document with citations) costs; send it to a model with a context length, or ask the operator to set this one's.`,
+      { details: { param: 'messages' } },
+    );
+  }
   if (images > 0 && model.imageTokens === null) {
     throw new ApiError(
       'IMAGE_INPUT_UNSUPPORTED',
@@ -110,6 +125,7 @@ export function planCall(
   const accepting = candidates.filter(
     (m) =>
       (images === 0 || m.imageTokens !== null) &&
+      (!wholeContext || m.contextLength !== null) &&
       (!refuses || refuses(m) === null) &&
       (longCache === undefined || longCacheRefusal(m, longCache) === null),
   );
@@ -130,8 +146,25 @@ export function planCall(
     asked: call.maxOutputTokens,
     choices,
     ...(longCache !== undefined ? { longCache: true } : {}),
+    ...(wholeContext ? { wholeContext: true } : {}),
     ...(call.webSearch ? { webSearch: call.webSearch } : {}),
   };
+}
+
+/**
+ * Whether a part is a document held at the model's whole context rather than counted.
+ *
+ * Why the context, and not the count of a PDF's base64 text (chat's rule for its `file` parts): Anthropic (and
+ * OpenAI) bill a PDF as each page's extracted text plus each page as an image (~1,500–3,000 text tokens and up to
+ * ~1,600 image tokens a page, at most 100 pages), and neither is bounded by the file's bytes: a content stream
+ * compressed with Flate expands a thousandfold, a font's ToUnicode map turns one byte into a long string, and a
+ * page of a few bytes is still an image of ~1,600 tokens. What always bounds the input is the model's context
+ * window: a call whose input exceeds it is refused by the upstream, and billed nothing. A URL document's size is
+ * unknowable before the call, and a text document with citations is chunked into sentences with instructions added
+ * by Anthropic (uncounted here): both are held the same way.
+ */
+export function documentHeldAtContext(part: CanonicalPart): boolean {
+  return part.type === 'document' && (part.source.type === 'pdf' || part.citations === true);
 }
 
 /** Tokens of an OpenAI `prediction` (`{ type: "content", content: string | text parts }`); 0 when absent. */
@@ -148,8 +181,18 @@ export function countPredictionTokens(prediction: unknown): number {
   return countTextTokens(JSON.stringify(prediction));
 }
 
-/** Prompt tokens of the plan on one model: the counted text plus each image at the model's budget. */
+/**
+ * Prompt tokens of the plan on one model: the counted text plus each image at the model's budget; a call with a
+ * document held at the context ({@link documentHeldAtContext}) at least the model's context (its own count of a
+ * call whose upstream reports no usage).
+ */
 export function planPromptTokens(plan: ChatPlan, model: CatalogueModel): number {
+  const counted = countedPromptTokens(plan, model);
+  return plan.wholeContext && model.contextLength !== null ? Math.max(counted, model.contextLength) : counted;
+}
+
+/** The counted text plus each image at the model's budget (documents held at the context apart). */
+function countedPromptTokens(plan: ChatPlan, model: CatalogueModel): number {
   return plan.promptTokens + plan.images * (model.imageTokens ?? 0);
 }
 
@@ -158,7 +201,8 @@ export function planPromptTokens(plan: ChatPlan, model: CatalogueModel): number 
  * the plan's affordable ceiling when the client set none.
  */
 export function callOutputCap(plan: CallPlan, model: CatalogueModel): number {
-  const promptTokens = planPromptTokens(plan, model);
+  // A document held at the context is not known to fill it: the cap leaves room for what was counted only.
+  const promptTokens = countedPromptTokens(plan, model);
   const asked = plan.asked ?? undefined;
   const contextLeft = model.contextLength ? Math.max(1, model.contextLength - promptTokens) : null;
   const modelCap =
@@ -185,8 +229,8 @@ export function chatWorstCase(request: ChatRequest, plan: ChatPlan): number {
 /**
  * The most a call can cost on any of its candidate models, in micro-credits: the counted text with the
  * tokenizer margin, each image at the model's image-token budget, the output cap for every choice, and the
- * predicted-output tokens; a call that asks for a 1-hour cache has its input at the highest input price with
- * `cacheWrite1h` among them.
+ * predicted-output tokens (a call with a PDF: its input at least the model's whole context); a call that asks
+ * for a 1-hour cache has its input at the highest input price with `cacheWrite1h` among them.
  *
  * A call with a server-side web search (`plan.webSearch`, Anthropic's tool with its `max_uses` = N) adds
  * N × `webSearch` (every search's fee in full: the upstream runs at most N) and N × `inputTokensPerUse` input
@@ -201,7 +245,10 @@ export function callWorstCase(plan: CallPlan): number {
   const searches = plan.webSearch?.maxUses ?? 0;
   const searchTokens = searches * (plan.webSearch?.inputTokensPerUse ?? 0);
   for (const model of plan.candidates) {
-    const promptTokens = worstPromptTokens(plan.promptTokens) + plan.images * (model.imageTokens ?? 0) + searchTokens;
+    const counted = worstPromptTokens(plan.promptTokens) + plan.images * (model.imageTokens ?? 0);
+    // The input a call sends can never exceed the model's context (the upstream refuses it, billing nothing).
+    const sent = plan.wholeContext && model.contextLength !== null ? Math.max(counted, model.contextLength) : counted;
+    const promptTokens = sent + searchTokens;
     const completionTokens = callOutputCap(plan, model) * plan.choices + plan.predictionTokens;
     const usage = { promptTokens, completionTokens, requests: 1, webSearches: searches };
     worst = Math.max(worst, worstCaseCostMicros(model.pricing, usage, plan.longCache === true));

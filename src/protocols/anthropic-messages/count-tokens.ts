@@ -3,6 +3,7 @@ import { principalOf, type App } from '../../platform/http/server.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { resolveModel } from '../../gateway/common.ts';
 import { countCallPromptTokens } from '../../gateway/run-call.ts';
+import { documentHeldAtContext } from '../../gateway/chat-plan.ts';
 import { parseMessagesRequest, type MessagesRequest } from './parse.ts';
 import { CountTokensBodySchema, CountTokensSchema, ERROR_RESPONSES } from './schemas.ts';
 import { anthropicErrorBody } from './errors.ts';
@@ -29,7 +30,8 @@ export function registerCountTokensRoute(app: App, ctx: MessagesDeps): void {
         summary: 'Count the input tokens of an Anthropic Messages request (not billed)',
         description:
           "The body of `POST /api/v1/messages` without `max_tokens`. Counted with Tollgate's tokenizer (o200k), " +
-          "images at the model's image-token budget.",
+          "images at the model's image-token budget, a text document as its title, context and text; a PDF (base64 or URL) or a document with " +
+          "citations as the model's whole context, which is what a call holds for it (nothing smaller bounds what Anthropic bills for it).",
         body: CountTokensBodySchema,
         response: { 200: CountTokensSchema, ...ERROR_RESPONSES },
       },
@@ -42,7 +44,12 @@ export function registerCountTokensRoute(app: App, ctx: MessagesDeps): void {
       const tokens = await ctx.promptCounts.countPrompt(principalOf(request), (count) =>
         countCallPromptTokens(call, count),
       );
-      return { input_tokens: tokens + imageParts(call) * (model.imageTokens ?? 0) };
+      const counted = tokens + imageParts(call) * (model.imageTokens ?? 0);
+      // A PDF (or a document with citations) counts as the hold counts it: the model's whole context.
+      const whole = [call.system, ...call.messages.map((message) => message.content)].some((parts) =>
+        parts.some(documentHeldAtContext),
+      );
+      return { input_tokens: whole && model.contextLength !== null ? Math.max(counted, model.contextLength) : counted };
     },
   );
 }

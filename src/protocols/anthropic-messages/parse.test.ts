@@ -206,8 +206,16 @@ describe('parsing an Anthropic Messages request into the canonical call', () => 
         'tools[0].input_examples',
       ],
       [
-        { messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', data: 'x' } }] }] },
+        {
+          messages: [
+            { role: 'user', content: [{ type: 'search_result', source: 'https://x', title: 't', content: [] }] },
+          ],
+        },
         'messages[0].content[0]',
+      ],
+      [
+        { messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: 'file_1' } }] }] },
+        'messages[0].content[0].source',
       ],
       [
         {

@@ -4,6 +4,7 @@ import type { ReasoningEffort } from '../../gateway/canonical.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
 import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/tool-switches.ts';
+import { documentParts } from './documents.ts';
 import { toolTypeRefusal } from './tool-types.ts';
 import * as webSearch from './web-search.ts';
 
@@ -311,8 +312,8 @@ function parseConversation(
 /**
  * Anthropic's turns → canonical messages. A user turn's `tool_result` blocks become `tool` messages (one
  * per result, in order, as OpenAI-shaped upstreams want them), followed by the turn's other blocks as one
- * user message; an image inside a tool result joins that user message, so that it is held for and reaches
- * a cross-protocol upstream too. Consecutive turns of one role stay apart, as the client sent them.
+ * user message; an image or a document inside a tool result joins that user message, so that it is held for and
+ * reaches a cross-protocol upstream too. Consecutive turns of one role stay apart, as the client sent them.
  */
 function parseMessages(messages: MessagesRequest['messages']): CanonicalMessage[] {
   const out: CanonicalMessage[] = [];
@@ -352,6 +353,9 @@ function parseBlock(block: Record<string, unknown>, role: 'user' | 'assistant', 
     case 'image':
       onlyIn('user');
       return [imagePart(block, param)];
+    case 'document':
+      onlyIn('user');
+      return documentParts(block, param, { imagePart, checkCacheControl });
     case 'tool_use': {
       onlyIn('assistant');
       checkCacheControl(block.cache_control, `${param}.cache_control`);
@@ -391,7 +395,7 @@ function parseBlock(block: Record<string, unknown>, role: 'user' | 'assistant', 
     default:
       throw unsupported(
         param,
-        `${param}: blocks of type ${JSON.stringify(block.type)} are not accepted (text, image, tool_use, tool_result, ` +
+        `${param}: blocks of type ${JSON.stringify(block.type)} are not accepted (text, image, document, tool_use, tool_result, ` +
           'thinking and redacted_thinking are): the gateway cannot hold for their cost.',
       );
   }
@@ -410,9 +414,14 @@ function toolResultParts(block: Record<string, unknown>, param: string): Canonic
       const at = `${param}.content[${i}]`;
       if (inner?.type === 'text') texts.push((textPart(inner, at) as { text: string }).text);
       else if (inner?.type === 'image') images.push(imagePart(inner, at));
-      else throw unsupported(at, `${at}: a tool result may hold text and image blocks only.`);
+      else if (inner?.type === 'document') images.push(...documentParts(inner, at, { imagePart, checkCacheControl }));
+      else throw unsupported(at, `${at}: a tool result may hold text, image and document blocks only.`);
     });
-  } else throw invalid(`${param}.content`, `${param}.content must be a string or an array of text and image blocks.`);
+  } else
+    throw invalid(
+      `${param}.content`,
+      `${param}.content must be a string or an array of text, image and document blocks.`,
+    );
   const result: CanonicalPart = { type: 'tool_result', callId: block.tool_use_id, content: texts.join('\n') };
   if (block.is_error === true) result.isError = true;
   if (cacheControl) result.cacheControl = cacheControl;

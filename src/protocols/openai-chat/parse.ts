@@ -87,11 +87,34 @@ function cacheControlOf(part: any): { cacheControl?: Record<string, unknown> } {
 export function chatRefusal(body: ChatRequest, call: CanonicalCall): (model: CatalogueModel) => ApiError | null {
   return (model) => {
     const problem =
+      (model.provider === 'anthropic' ? anthropicFileProblem(body) : null) ??
       passThroughProblem(body, model.provider) ??
       (model.provider === 'anthropic' ? anthropicToolsProblem(body) : providerToolsProblem(body));
     if (problem) return errors.unsupported(problem.field, problem.message);
     return claudeThinkingConflict(call, model, 'reasoning_effort');
   };
+}
+
+/**
+ * A `file` part cannot reach a Claude model through chat: the canonical call the Anthropic request is built from
+ * has no file in it (it would be left out, and the model answer without the document), and a PDF translated into a
+ * `document` block would have to be held at the model's whole context, as the Messages route holds one, not at the
+ * count of its base64 text as chat holds it for an OpenAI-compatible model. Refused by name instead; the Messages
+ * route (`POST /api/v1/messages`) takes the PDF as a `document` block.
+ */
+function anthropicFileProblem(body: ChatRequest): { field: string; message: string } | null {
+  for (const [m, message] of (body.messages as any[]).entries()) {
+    if (!Array.isArray(message?.content)) continue;
+    for (const [p, part] of message.content.entries()) {
+      if (part?.type !== 'file') continue;
+      const field = `messages[${m}].content[${p}]`;
+      return {
+        field,
+        message: `${field}: a file part does not reach Claude models through chat completions; send the PDF to POST /api/v1/messages as a document block ({ type: "document", source: { type: "base64", media_type: "application/pdf", data } }).`,
+      };
+    }
+  }
+  return null;
 }
 
 /** Text of an OpenAI content value (a string or text parts). */

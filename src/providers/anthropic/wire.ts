@@ -1,4 +1,5 @@
 import type {
+  CanonicalDocument,
   CanonicalEvent,
   CanonicalPart,
   CanonicalResult,
@@ -54,7 +55,28 @@ function toBlocks(part: CanonicalPart): unknown[] {
     case 'reasoning':
       // Anthropic accepts a replayed thinking block only with its signature; one from another vendor is dropped.
       return part.signature ? [{ type: 'thinking', thinking: part.text, signature: part.signature }] : [];
+    case 'document':
+      return [documentBlock(part)];
   }
+}
+
+/** A canonical document as Anthropic's `document` block (a PDF as base64 data or by URL, or a text). */
+function documentBlock(part: CanonicalDocument): Record<string, unknown> {
+  const data = part.source.type === 'pdf' ? /^data:([^;,]+);base64,(.*)$/s.exec(part.source.url) : null;
+  const source =
+    part.source.type === 'text'
+      ? { type: 'text', media_type: 'text/plain', data: part.source.text }
+      : data
+        ? { type: 'base64', media_type: data[1], data: data[2] }
+        : { type: 'url', url: part.source.url };
+  return {
+    type: 'document',
+    source,
+    ...(part.title ? { title: part.title } : {}),
+    ...(part.context ? { context: part.context } : {}),
+    ...(part.citations ? { citations: { enabled: true } } : {}),
+    ...(part.cacheControl ? { cache_control: part.cacheControl } : {}),
+  };
 }
 
 /** The Messages request of a call; `call.maxOutputTokens` is the `max_tokens` sent (the hold's cap). */

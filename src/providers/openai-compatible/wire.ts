@@ -1,5 +1,6 @@
 import type {
   CanonicalCall,
+  CanonicalDocument,
   CanonicalEvent,
   CanonicalPart,
   CanonicalResult,
@@ -36,8 +37,39 @@ function markedTextParts(parts: CanonicalPart[]): unknown[] {
   );
 }
 
-/** User content: a plain string when it is only text (the common case, and the cheapest to count), else parts. */
-function userContent(parts: CanonicalPart[], cacheControl = false): string | unknown[] {
+/**
+ * A text document as the text the model reads: its title and context in front, each a paragraph (Anthropic's
+ * `document` block has no chat equivalent, and these are what the model is told of it).
+ */
+function documentText(part: CanonicalDocument & { source: { type: 'text' } }): CanonicalPart {
+  const text = [part.title, part.context, part.source.text].filter((piece) => piece).join('\n\n');
+  return { type: 'text', text, ...(part.cacheControl ? { cacheControl: part.cacheControl } : {}) };
+}
+
+/**
+ * A PDF as chat's inline `file` part (its context, when given, as a text part in front). Only a `data:` URL gets
+ * here: a PDF by http(s) URL has no chat form, and the Messages parser refuses it for such a model before the hold.
+ */
+function pdfParts(part: CanonicalDocument & { source: { type: 'pdf' } }): unknown[] {
+  const file = { type: 'file', file: { filename: part.title || 'document.pdf', file_data: part.source.url } };
+  return part.context ? [{ type: 'text', text: part.context }, file] : [file];
+}
+
+/**
+ * User content: a plain string when it is only text (the common case, and the cheapest to count), else parts.
+ * `pdfs: false` leaves PDFs out (the prompt counted for the hold, which holds a call with a PDF at the model's
+ * whole context instead: `gateway/chat-plan.ts`).
+ */
+function userContent(sent: CanonicalPart[], cacheControl = false, pdfs = true): string | unknown[] {
+  const parts = sent.flatMap((part) =>
+    part.type !== 'document'
+      ? [part]
+      : part.source.type === 'text'
+        ? [documentText({ ...part, source: part.source })]
+        : pdfs
+          ? [part]
+          : [],
+  );
   if (parts.every((part) => part.type === 'text') && !(cacheControl && parts.some(marked))) return textOf(parts);
   return parts.flatMap((part): unknown[] => {
     if (part.type === 'text')
@@ -50,6 +82,7 @@ function userContent(parts: CanonicalPart[], cacheControl = false): string | unk
       ];
     if (part.type === 'image')
       return [{ type: 'image_url', image_url: { url: part.url, ...(part.detail ? { detail: part.detail } : {}) } }];
+    if (part.type === 'document' && part.source.type === 'pdf') return pdfParts({ ...part, source: part.source });
     return [];
   });
 }
@@ -84,7 +117,7 @@ function withAutomaticBreakpoint(call: Pick<CanonicalCall, 'system' | 'messages'
  */
 export function toOpenAiMessages(
   sent: Pick<CanonicalCall, 'system' | 'messages' | 'cacheControl'>,
-  options: { cacheControl?: boolean } = {},
+  options: { cacheControl?: boolean; pdfs?: boolean } = {},
 ): Array<Record<string, unknown>> {
   const cache = options.cacheControl === true;
   const call = cache ? withAutomaticBreakpoint(sent) : sent;
@@ -127,7 +160,7 @@ export function toOpenAiMessages(
           : {}),
       });
     } else if (rest.length || !results.length) {
-      messages.push({ role: 'user', content: userContent(rest, cache) });
+      messages.push({ role: 'user', content: userContent(rest, cache, options.pdfs !== false) });
     }
   }
   return messages;
@@ -141,7 +174,7 @@ export function toOpenAiPromptFields(call: CanonicalCall): {
 } {
   if (call.native?.protocol === 'openai-chat') return call.native.body as { messages: unknown[] };
   return {
-    messages: toOpenAiMessages(call),
+    messages: toOpenAiMessages(call, { pdfs: false }),
     ...(call.tools.length ? { tools: toOpenAiTools(call) } : {}),
     ...(call.responseFormat ? { response_format: toOpenAiResponseFormat(call) } : {}),
   };

@@ -1,0 +1,318 @@
+import { after, before, it } from 'node:test';
+import assert from 'node:assert/strict';
+import Anthropic from '@anthropic-ai/sdk';
+import { describeEachDatabase, type TestEnv } from '../../testing/harness.ts';
+import { fundedUser, holdsOf, putModel, settled, usageOf, wallet } from '../../gateway/testing.ts';
+import { DOCUMENT_ANSWER, DOCUMENT_USAGE, startDocumentUpstream } from './testing/document-upstream.ts';
+
+const upstream = await startDocumentUpstream();
+after(() => upstream.close());
+
+/** Credits per 1M tokens, i.e. micro-credits per token: every hold and charge below is exact. */
+const PRICING = { prompt: 10, completion: 20 };
+/** The context of the models below: what a call with a PDF holds as input. */
+const CONTEXT = 50_000;
+/** What every call is charged: the usage the upstream reports, 3,210 input and 7 output tokens. */
+const CHARGE = DOCUMENT_USAGE.input * 10 + DOCUMENT_USAGE.output * 20;
+
+/** A real one-page PDF showing `text` (its cross-reference table at the right byte offsets), as base64. */
+function tinyPdf(text: string): string {
+  const stream = `BT /F1 24 Tf 72 720 Td (${text}) Tj ET`;
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
+    `<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+  ];
+  let pdf = '%PDF-1.4\n';
+  const offsets = objects.map((object, i) => {
+    const offset = pdf.length;
+    pdf += `${i + 1} 0 obj\n${object}\nendobj\n`;
+    return offset;
+  });
+  const xref = pdf.length;
+  pdf += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
+  for (const offset of offsets) pdf += `${String(offset).padStart(10, '0')} 00000 n \n`;
+  pdf += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(pdf, 'latin1').toString('base64');
+}
+
+const PDF = tinyPdf('The grass is green.');
+
+const pdfDocument: Anthropic.DocumentBlockParam = {
+  type: 'document',
+  source: { type: 'base64', media_type: 'application/pdf', data: PDF },
+  title: 'Facts',
+  cache_control: { type: 'ephemeral' },
+};
+const textDocument: Anthropic.DocumentBlockParam = {
+  type: 'document',
+  source: { type: 'text', media_type: 'text/plain', data: 'The grass is green. The sky is blue.' },
+  title: 'Colours',
+  context: 'A note about colours.',
+};
+const urlDocument: Anthropic.DocumentBlockParam = {
+  type: 'document',
+  source: { type: 'url', url: 'https://example.com/report.pdf' },
+};
+const citedDocument: Anthropic.DocumentBlockParam = { ...textDocument, citations: { enabled: true } };
+
+/** The SDK as a developer builds it: `baseURL` is Tollgate's `/api` (the SDK adds `/v1/messages`). */
+function sdk(env: TestEnv, key: string): Anthropic {
+  return new Anthropic({ apiKey: key, authToken: null, baseURL: `${env.baseUrl}/api`, maxRetries: 0 });
+}
+
+/** The 400 a call is refused with, as the SDK throws it. */
+async function refusal(call: Promise<unknown>): Promise<{ code: string; param: string; message: string }> {
+  const error = await call.then(
+    () => assert.fail('the call was accepted'),
+    (thrown) => thrown,
+  );
+  assert.ok(error instanceof Anthropic.BadRequestError, String(error));
+  return (error.error as any).error;
+}
+
+async function assertLedgerVerifies(env: TestEnv): Promise<void> {
+  const report = await env.admin('GET', '/api/admin/ledger/verify');
+  assert.equal(report.body.ok, true, report.text);
+}
+
+describeEachDatabase(
+  'documents (PDFs and texts) in Anthropic Messages calls',
+  (env) => {
+    before(async () => {
+      for (const [id, provider] of [
+        ['acme/claude', 'anthropic'],
+        ['acme/gpt', 'docs'],
+      ] as const)
+        await putModel(env, id, {
+          provider,
+          upstreamModel: 'reader',
+          pricing: PRICING,
+          contextLength: CONTEXT,
+          maxOutputTokens: 1000,
+        });
+      await putModel(env, 'acme/claude-unbounded', {
+        provider: 'anthropic',
+        upstreamModel: 'reader',
+        pricing: PRICING,
+        maxOutputTokens: 1000,
+      });
+    });
+
+    it('a base64 PDF, a text document, a URL document and a document in a tool result reach Anthropic as sent, charged what it reports', async () => {
+      const user = await fundedUser(env, 10);
+      const start = (await wallet(env, user)).balance;
+      const messages: Anthropic.MessageParam[] = [
+        {
+          role: 'user',
+          content: [pdfDocument, textDocument, urlDocument, { type: 'text', text: 'What colour is the grass?' }],
+        },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'fetch', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [pdfDocument] }] },
+      ];
+      const tools: Anthropic.Tool[] = [{ name: 'fetch', input_schema: { type: 'object', properties: {} } }];
+      const message = await sdk(env, user.key).messages.create({
+        model: 'acme/claude',
+        max_tokens: 200,
+        messages,
+        tools,
+      });
+      assert.deepEqual(message.content, [{ type: 'text', text: DOCUMENT_ANSWER }]);
+      const sent = upstream.bodies.at(-1);
+      assert.deepEqual(sent.messages, messages);
+      assert.equal(sent.max_tokens, 200);
+      assert.equal((await settled(env, user)).balance, start - CHARGE);
+      const [record] = await usageOf(env, user);
+      assert.deepEqual(
+        [record!.status, Number(record!.cost), record!.prompt_tokens, record!.completion_tokens],
+        ['ok', CHARGE, DOCUMENT_USAGE.input, DOCUMENT_USAGE.output],
+      );
+      await assertLedgerVerifies(env);
+    });
+
+    it("a call with a PDF holds the model's whole context as input while it is upstream; its max_tokens goes up unlowered", async () => {
+      for (const document of [pdfDocument, urlDocument, citedDocument]) {
+        const user = await fundedUser(env, 10);
+        const start = (await wallet(env, user)).balance;
+        const gate = upstream.gate();
+        const call = sdk(env, user.key).messages.create({
+          model: 'acme/claude',
+          max_tokens: 200,
+          messages: [{ role: 'user', content: [document, { type: 'text', text: 'Summarize.' }] }],
+        });
+        await gate.received;
+        // Input at the context (50,000 tokens at 10) and the output cap (200 at 20).
+        assert.deepEqual(await holdsOf(env, user), [CONTEXT * 10 + 200 * 20], document.source.type);
+        gate.open();
+        await call;
+        assert.equal(upstream.bodies.at(-1).max_tokens, 200);
+        assert.equal((await settled(env, user)).balance, start - CHARGE);
+      }
+      await assertLedgerVerifies(env);
+    });
+
+    it('a text document without citations is held as its counted text, title and context included', async () => {
+      const user = await fundedUser(env, 10);
+      const gate = upstream.gate();
+      const call = sdk(env, user.key).messages.create({
+        model: 'acme/claude',
+        max_tokens: 200,
+        messages: [{ role: 'user', content: [textDocument, { type: 'text', text: 'Summarize.' }] }],
+      });
+      await gate.received;
+      const [hold] = await holdsOf(env, user);
+      const counted = await sdk(env, user.key).messages.countTokens({
+        model: 'acme/claude',
+        messages: [{ role: 'user', content: [textDocument, { type: 'text', text: 'Summarize.' }] }],
+      });
+      const bare = await sdk(env, user.key).messages.countTokens({
+        model: 'acme/claude',
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarize.' }] }],
+      });
+      // The title, context and text are counted (a dozen tokens and more), and held with the tokenizer's margin.
+      assert.ok(counted.input_tokens > bare.input_tokens + 15, `${counted.input_tokens} vs ${bare.input_tokens}`);
+      assert.ok(hold! >= counted.input_tokens * 10 + 200 * 20 && hold! < CONTEXT * 10, String(hold));
+      gate.open();
+      await call;
+      await settled(env, user);
+    });
+
+    it('count_tokens answers 200 with the count the hold uses: the whole context for a PDF', async () => {
+      const user = await fundedUser(env, 10);
+      const start = (await wallet(env, user)).balance;
+      for (const document of [pdfDocument, urlDocument, citedDocument]) {
+        const counted = await sdk(env, user.key).messages.countTokens({
+          model: 'acme/claude',
+          messages: [{ role: 'user', content: [document, { type: 'text', text: 'Summarize.' }] }],
+        });
+        assert.equal(counted.input_tokens, CONTEXT, document.source.type);
+      }
+      assert.equal((await wallet(env, user)).balance, start);
+    });
+
+    it('cited text comes back as Anthropic sends it (streamed and not), and the cited answer replayed is accepted on the next turn', async () => {
+      const user = await fundedUser(env, 10);
+      const first: Anthropic.MessageParam = {
+        role: 'user',
+        content: [citedDocument, { type: 'text', text: 'What colour is the grass?' }],
+      };
+      const expected = {
+        type: 'char_location',
+        cited_text: DOCUMENT_ANSWER,
+        document_index: 0,
+        document_title: 'Colours',
+        start_char_index: 0,
+        end_char_index: DOCUMENT_ANSWER.length,
+      };
+      const client = sdk(env, user.key);
+      const message = await client.messages.create({ model: 'acme/claude', max_tokens: 200, messages: [first] });
+      assert.deepEqual(message.content, [{ type: 'text', text: DOCUMENT_ANSWER, citations: [expected] }]);
+      assert.deepEqual(upstream.bodies.at(-1).messages[0].content[0].citations, { enabled: true });
+      const streamed = await client.messages
+        .stream({ model: 'acme/claude', max_tokens: 200, messages: [first] })
+        .finalMessage();
+      assert.deepEqual(streamed.content, [{ type: 'text', text: DOCUMENT_ANSWER, citations: [expected] }]);
+      const replayed: Anthropic.MessageParam[] = [
+        first,
+        { role: 'assistant', content: message.content as Anthropic.TextBlockParam[] },
+        { role: 'user', content: 'And the sky?' },
+      ];
+      await client.messages.create({ model: 'acme/claude', max_tokens: 200, messages: replayed });
+      assert.deepEqual(upstream.bodies.at(-1).messages[1].content[0].citations, [expected]);
+      await settled(env, user);
+    });
+
+    it('a document by file_id is refused by its path before anything is held or sent', async () => {
+      const user = await fundedUser(env, 10);
+      const sent = upstream.bodies.length;
+      const body = await refusal(
+        sdk(env, user.key).messages.create({
+          model: 'acme/claude',
+          max_tokens: 200,
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'Read this.' },
+                { type: 'document', source: { type: 'file', file_id: 'file_1' } },
+              ],
+            },
+          ],
+        }),
+      );
+      assert.equal(body.code, 'UNSUPPORTED_PARAMETER');
+      assert.equal(body.param, 'messages[0].content[1].source');
+      assert.match(body.message, /Files API/);
+      assert.equal(upstream.bodies.length, sent);
+      assert.deepEqual(await holdsOf(env, user), []);
+    });
+
+    it('a PDF for a model with no context length in the catalogue is refused: nothing bounds what it costs', async () => {
+      const user = await fundedUser(env, 10);
+      const body = await refusal(
+        sdk(env, user.key).messages.create({
+          model: 'acme/claude-unbounded',
+          max_tokens: 200,
+          messages: [{ role: 'user', content: [pdfDocument, { type: 'text', text: 'Summarize.' }] }],
+        }),
+      );
+      assert.equal(body.code, 'UNSUPPORTED_PARAMETER');
+      assert.match(body.message, /context length/);
+      assert.deepEqual(await holdsOf(env, user), []);
+    });
+
+    it("an OpenAI-compatible model gets a PDF as chat's file part and a text document as text; a URL PDF and citations are refused by path", async () => {
+      const user = await fundedUser(env, 10);
+      const start = (await wallet(env, user)).balance;
+      const gate = upstream.gate();
+      const call = sdk(env, user.key).messages.create({
+        model: 'acme/gpt',
+        max_tokens: 200,
+        messages: [{ role: 'user', content: [pdfDocument, textDocument, { type: 'text', text: 'Summarize.' }] }],
+      });
+      await gate.received;
+      assert.deepEqual(await holdsOf(env, user), [CONTEXT * 10 + 200 * 20]);
+      gate.open();
+      const message = await call;
+      assert.deepEqual(message.content, [{ type: 'text', text: DOCUMENT_ANSWER }]);
+      assert.deepEqual(upstream.bodies.at(-1).messages, [
+        {
+          role: 'user',
+          content: [
+            { type: 'file', file: { filename: 'Facts', file_data: `data:application/pdf;base64,${PDF}` } },
+            { type: 'text', text: 'Colours\n\nA note about colours.\n\nThe grass is green. The sky is blue.' },
+            { type: 'text', text: 'Summarize.' },
+          ],
+        },
+      ]);
+      assert.equal((await settled(env, user)).balance, start - CHARGE);
+      const sent = upstream.bodies.length;
+      for (const [document, param] of [
+        [urlDocument, 'messages[0].content[1].source'],
+        [citedDocument, 'messages[0].content[1].citations'],
+      ] as const) {
+        const body = await refusal(
+          sdk(env, user.key).messages.create({
+            model: 'acme/gpt',
+            max_tokens: 200,
+            messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarize.' }, document] }],
+          }),
+        );
+        assert.equal(body.code, 'UNSUPPORTED_PARAMETER');
+        assert.equal(body.param, param);
+        assert.match(body.message, /acme\/gpt/);
+      }
+      assert.equal(upstream.bodies.length, sent);
+      assert.equal((await settled(env, user)).balance, start - CHARGE);
+      await assertLedgerVerifies(env);
+    });
+  },
+  {
+    config: {
+      ANTHROPIC_BASE_URL: upstream.url,
+      providers: [{ name: 'docs', baseUrl: `${upstream.url}/v1` }],
+    },
+  },
+);

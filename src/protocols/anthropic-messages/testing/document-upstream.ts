@@ -1,0 +1,149 @@
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A real HTTP server reading documents, in both wire formats: Anthropic Messages at `/v1/messages` (streamed or
+ * not) and OpenAI chat at `/v1/chat/completions`. It answers {@link DOCUMENT_ANSWER}, which on the Anthropic route
+ * cites the first document (a `char_location` citation, as Anthropic answers a document with citations enabled)
+ * when that document asked for citations, and reports {@link DOCUMENT_USAGE} (a PDF is thousands of input tokens).
+ * `gate()` holds the next answer until its `open()`, so that a test can read the hold while the call is upstream.
+ */
+export interface DocumentUpstream {
+  /** `http://127.0.0.1:<port>` (Anthropic base URL; the OpenAI one is `${url}/v1`). */
+  url: string;
+  /** Request bodies received, in order. */
+  bodies: any[];
+  /** Holds the next answer: `received` resolves once its request arrived, `open()` lets it answer. */
+  gate(): { received: Promise<void>; open: () => void };
+  close(): Promise<void>;
+}
+
+/** The answer's text. */
+export const DOCUMENT_ANSWER = 'The grass is green.';
+/** The counts every answer reports. */
+export const DOCUMENT_USAGE = { input: 3210, output: 7 };
+
+/** The citation of the first document's opening, as Anthropic returns it. */
+export function citationOf(body: any): Record<string, unknown> | null {
+  const documents = (body.messages ?? []).flatMap((message: any) =>
+    Array.isArray(message.content) ? message.content.filter((block: any) => block?.type === 'document') : [],
+  );
+  const first = documents[0];
+  if (!first?.citations?.enabled) return null;
+  return {
+    type: 'char_location',
+    cited_text: DOCUMENT_ANSWER,
+    document_index: 0,
+    document_title: first.title ?? null,
+    start_char_index: 0,
+    end_char_index: DOCUMENT_ANSWER.length,
+  };
+}
+
+/** Starts the document upstream on a random loopback port. */
+export async function startDocumentUpstream(): Promise<DocumentUpstream> {
+  const bodies: any[] = [];
+  let gate: { received: PromiseWithResolvers<void>; opened: PromiseWithResolvers<void> } | null = null;
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const body = JSON.parse(Buffer.concat(chunks).toString() || '{}');
+    bodies.push(body);
+    const held = gate;
+    gate = null;
+    if (held) {
+      held.received.resolve();
+      await held.opened.promise;
+    }
+    const path = (req.url ?? '').split('?')[0];
+    if (path === '/v1/messages') return anthropic(body, res);
+    if (path === '/v1/chat/completions') return openai(body, res);
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    bodies,
+    gate() {
+      const next = { received: Promise.withResolvers<void>(), opened: Promise.withResolvers<void>() };
+      gate = next;
+      return { received: next.received.promise, open: () => next.opened.resolve() };
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function anthropic(body: any, res: ServerResponse): void {
+  const usage = {
+    input_tokens: DOCUMENT_USAGE.input,
+    output_tokens: DOCUMENT_USAGE.output,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+  };
+  const citation = citationOf(body);
+  const text = { type: 'text', text: DOCUMENT_ANSWER, ...(citation ? { citations: [citation] } : {}) };
+  if (!body.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        id: 'msg_doc1',
+        type: 'message',
+        role: 'assistant',
+        model: body.model,
+        content: [text],
+        stop_reason: 'end_turn',
+        stop_sequence: null,
+        usage,
+      }),
+    );
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const event = (type: string, data: object) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  event('message_start', {
+    message: {
+      id: 'msg_doc1',
+      type: 'message',
+      role: 'assistant',
+      model: body.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { ...usage, output_tokens: 1 },
+    },
+  });
+  event('content_block_start', {
+    index: 0,
+    content_block: { type: 'text', text: '', ...(citation ? { citations: [] } : {}) },
+  });
+  if (citation) event('content_block_delta', { index: 0, delta: { type: 'citations_delta', citation } });
+  event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: DOCUMENT_ANSWER } });
+  event('content_block_stop', { index: 0 });
+  event('message_delta', {
+    delta: { stop_reason: 'end_turn', stop_sequence: null },
+    usage: { output_tokens: usage.output_tokens },
+  });
+  event('message_stop', {});
+  res.end();
+}
+
+function openai(body: any, res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'application/json' }).end(
+    JSON.stringify({
+      id: 'chatcmpl-doc1',
+      object: 'chat.completion',
+      created: 1,
+      model: body.model,
+      choices: [{ index: 0, message: { role: 'assistant', content: DOCUMENT_ANSWER }, finish_reason: 'stop' }],
+      usage: {
+        prompt_tokens: DOCUMENT_USAGE.input,
+        completion_tokens: DOCUMENT_USAGE.output,
+        total_tokens: DOCUMENT_USAGE.input + DOCUMENT_USAGE.output,
+      },
+    }),
+  );
+}
