@@ -18,7 +18,8 @@ const REASONING_PARAMETERS: readonly string[] = ['reasoning', 'reasoning_effort'
  * - OpenAI ("Reasoning models"): o1 (not o1-mini or o1-preview, which refuse `reasoning_effort`), o3, o4-mini, the
  *   gpt-5 family but its chat-only variants (`gpt-5-chat-latest`, `gpt-5.1-chat-latest`: no reasoning parameters),
  *   and the open-weight gpt-oss;
- * - Anthropic ("Extended thinking"): Claude 3.7 Sonnet and every later Claude (4, 4.1, 4.5…);
+ * - Anthropic ("Extended thinking"): Claude 3.7 Sonnet and every later Claude (4, 4.1, 4.5…), whatever its line
+ *   (opus, sonnet, haiku, fable…);
  * - Google ("Gemini thinking"): Gemini 2.5 and later, but 2.5's image, speech and live-audio variants
  *   (`gemini-2.5-flash-image`, `-preview-tts`, `-native-audio`, `-live`), which take no thinking settings;
  * - DeepSeek ("Reasoning model"): R1, as `deepseek-r1` or the API's `deepseek-reasoner`.
@@ -28,7 +29,7 @@ const FAMILIES: ReadonlyArray<readonly [RegExp, boolean]> = [
   [/(^|\/)gpt-5[^/]*-chat/i, false],
   [/gemini-2\.5-[^/]*-(image|tts|audio|live)/i, false],
   [/(^|\/)(o1|o3|o4-mini|gpt-5|gpt-oss)/i, true],
-  [/claude-(3[.-]7|(opus|sonnet|haiku)-[4-9]|[4-9])/i, true],
+  [/claude-(3[.-]7|[a-z]+-[4-9]|[4-9])/i, true],
   [/gemini-(2\.5|[3-9])/i, true],
   [/deepseek-(r1|reasoner)/i, true],
 ];
