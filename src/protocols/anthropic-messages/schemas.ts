@@ -22,7 +22,7 @@ const ContentBlock = Type.Object(
   {
     type: Type.String({
       description:
-        '`text`, `image` (source `base64` or `url`), `tool_use`, `tool_result`, `thinking` or `redacted_thinking`; an earlier web search replayed in an assistant turn (`server_tool_use`, `web_search_tool_result`) on an Anthropic model only.',
+        "`text`, `image` (source `base64` or `url`), `document` (source `base64` PDF, `text`, `content` or `url`; a PDF or a document with citations holds the model's whole context, a `file` source is refused), `tool_use`, `tool_result`, `thinking` or `redacted_thinking`; an earlier web search replayed in an assistant turn (`server_tool_use`, `web_search_tool_result`) on an Anthropic model only.",
     }),
     cache_control: Type.Optional(Type.Union([CacheControl, Type.Null()])),
   },
