@@ -93,6 +93,18 @@ describeEachDatabase(
           contextLength: CONTEXT,
           maxOutputTokens: 1000,
         });
+      for (const [id, inputModalities] of [
+        ['acme/or-reader', ['text', 'file']],
+        ['acme/or-text', ['text']],
+      ] as const)
+        await putModel(env, id, {
+          provider: 'openrouter',
+          upstreamModel: 'reader',
+          pricing: PRICING,
+          contextLength: CONTEXT,
+          maxOutputTokens: 1000,
+          inputModalities,
+        });
       await putModel(env, 'acme/claude-unbounded', {
         provider: 'anthropic',
         upstreamModel: 'reader',
@@ -308,10 +320,42 @@ describeEachDatabase(
       assert.equal((await settled(env, user)).balance, start - CHARGE);
       await assertLedgerVerifies(env);
     });
+
+    it('an OpenRouter model gets a PDF only when it reads files itself; for one that does not (a per-page parsing fee) it is refused by path', async () => {
+      const user = await fundedUser(env, 10);
+      const start = (await wallet(env, user)).balance;
+      const content: Anthropic.ContentBlockParam[] = [{ type: 'text', text: 'Summarize.' }, pdfDocument];
+      const sent = upstream.bodies.length;
+      const body = await refusal(
+        sdk(env, user.key).messages.create({
+          model: 'acme/or-text',
+          max_tokens: 200,
+          messages: [{ role: 'user', content }],
+        }),
+      );
+      assert.equal(body.code, 'UNSUPPORTED_PARAMETER');
+      assert.equal(body.param, 'messages[0].content[1]');
+      assert.match(body.message, /per-page fee/);
+      assert.equal(upstream.bodies.length, sent);
+      assert.deepEqual(await holdsOf(env, user), []);
+      await sdk(env, user.key).messages.create({
+        model: 'acme/or-reader',
+        max_tokens: 200,
+        messages: [{ role: 'user', content }],
+      });
+      const file = upstream.bodies.at(-1).messages[0].content[1];
+      assert.deepEqual(file, {
+        type: 'file',
+        file: { filename: 'Facts', file_data: `data:application/pdf;base64,${PDF}` },
+      });
+      assert.equal((await settled(env, user)).balance, start - CHARGE);
+    });
   },
   {
     config: {
       ANTHROPIC_BASE_URL: upstream.url,
+      OPENROUTER_BASE_URL: `${upstream.url}/v1`,
+      OPENROUTER_API_KEY: 'sk-or-test',
       providers: [{ name: 'docs', baseUrl: `${upstream.url}/v1` }],
     },
   },

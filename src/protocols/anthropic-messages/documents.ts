@@ -100,30 +100,48 @@ function contentDocument(
   return [{ ...document, source: { type: 'text', text: texts.join('\n\n') } }, ...images];
 }
 
+/** A document a model may refuse: where it is, and why, for the model's id. */
+interface DocumentProblem {
+  param: string;
+  message: (model: string) => string;
+}
+
 /**
  * Why a model that is not Anthropic's cannot take the call's documents, or null. A text document reaches an
  * OpenAI-compatible model as text (title and context in front), a base64 PDF as chat's `file` part; a PDF by URL has
  * no chat form (chat's file part carries data only), and citations have none either (the answer could not cite):
  * both are refused there by the block's path, never dropped. An Anthropic model takes the body as sent.
+ *
+ * Billing invariant: OpenRouter parses a PDF for a model that does not read files itself with its file-parser
+ * plugin, by default at a fee per page (Mistral OCR) that is not in the tokens the call is billed on (the reason
+ * chat's `plugins` is refused). So a PDF goes to an `openrouter` model only when its catalogue `inputModalities`
+ * has `file` (the model reads it, billed as input tokens); any other is refused by the block's path.
  */
 export function documentRefusal(call: CanonicalCall): ((model: CatalogueModel) => ApiError | null) | undefined {
   const messages = (call.native?.body as { messages?: unknown } | undefined)?.messages;
   if (!Array.isArray(messages)) return undefined;
-  let problem: { param: string; message: (model: string) => string } | null = null;
+  let untranslatable: DocumentProblem | null = null;
+  let pdf: DocumentProblem | null = null;
   const look = (block: Record<string, unknown>, param: string) => {
-    if (problem || block?.type !== 'document') return;
+    if (block?.type !== 'document') return;
     const source = block.source as { type?: unknown } | undefined;
-    if (source?.type === 'url')
-      problem = {
+    if (!untranslatable && source?.type === 'url')
+      untranslatable = {
         param: `${param}.source`,
         message: (model) =>
           `${param}.source: a PDF by URL cannot reach "${model}" (not an Anthropic model): chat's file part carries the data only; send the PDF as base64 data.`,
       };
-    else if ((block.citations as { enabled?: unknown } | null | undefined)?.enabled === true)
-      problem = {
+    else if (!untranslatable && (block.citations as { enabled?: unknown } | null | undefined)?.enabled === true)
+      untranslatable = {
         param: `${param}.citations`,
         message: (model) =>
           `${param}.citations: citations are Anthropic's; "${model}" (not an Anthropic model) cannot cite a document. Leave citations out for this model.`,
+      };
+    if (!pdf && source?.type === 'base64')
+      pdf = {
+        param,
+        message: (model) =>
+          `${param}: "${model}" does not read PDFs itself (its catalogue inputModalities has no "file"), and OpenRouter would parse this one at a per-page fee the gateway does not bill; send it to a model that reads files.`,
       };
   };
   messages.forEach((message: { content?: unknown }, m) => {
@@ -136,9 +154,16 @@ export function documentRefusal(call: CanonicalCall): ((model: CatalogueModel) =
         inner.forEach((nested: Record<string, unknown>, i) => look(nested, `${param}.content[${i}]`));
     });
   });
-  if (!problem) return undefined;
-  const found: { param: string; message: (model: string) => string } = problem;
-  return (model) => (model.provider === 'anthropic' ? null : errors.unsupported(found.param, found.message(model.id)));
+  const found = untranslatable as DocumentProblem | null;
+  const parsed = pdf as DocumentProblem | null;
+  if (!found && !parsed) return undefined;
+  return (model) => {
+    if (model.provider === 'anthropic') return null;
+    if (found) return errors.unsupported(found.param, found.message(model.id));
+    if (parsed && model.provider === 'openrouter' && !model.inputModalities.includes('file'))
+      return errors.unsupported(parsed.param, parsed.message(model.id));
+    return null;
+  };
 }
 
 /** The protocol's refusal of a model joined with {@link documentRefusal}: the first that refuses answers. */
