@@ -107,16 +107,15 @@ describeEachDatabase(
   "an OpenAI reasoning effort turns Claude's thinking on as each Claude generation takes it",
   (env) => {
     before(async () => {
-      const put = (id: string, upstreamModel: string, extra: Record<string, unknown> = {}) =>
-        putModel(env, id, { provider: 'anthropic', upstreamModel, pricing: PRICING, maxOutputTokens: 8000, ...extra });
-      // `reasons` by family (models/reasoning-support.ts): 3.5 does not reason, 3.7 and later do.
+      const put = (id: string, upstreamModel: string) =>
+        putModel(env, id, { provider: 'anthropic', upstreamModel, pricing: PRICING, maxOutputTokens: 8000 });
+      // `reasons` by family (models/reasoning-support.ts): 3.5 does not reason, 3.7 and later do, whatever the line.
       await put(CLAUDE['3.5'], 'claude-3-5-sonnet-20241022');
       await put(CLAUDE['3.7'], 'claude-3-7-sonnet-20250219');
       await put(CLAUDE['4.5'], 'claude-sonnet-4-5-20250929');
       await put(CLAUDE['4.6'], 'claude-opus-4-6');
       await put(CLAUDE['4.7'], 'claude-opus-4-7');
-      // The family table does not know the Fable line: the operator says it reasons.
-      await put(CLAUDE.fable5, 'claude-fable-5', { reasons: true });
+      await put(CLAUDE.fable5, 'claude-fable-5');
     });
 
     it('chat reasoning_effort: adaptive thinking with the effort on 4.6, Opus 4.7 and Fable 5; a budget of its share of max_tokens on 3.7 and 4.5; nothing on 3.5; the thinking comes back as reasoning, streamed or not', async () => {
