@@ -3,9 +3,8 @@ import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } fr
 import type { ReasoningEffort } from '../../gateway/canonical.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
-import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/tool-switches.ts';
 import { documentParts } from './documents.ts';
-import { toolTypeRefusal } from './tool-types.ts';
+import { DEFAULTED_TOOL_FIELDS, toolTypeRefusal } from './tool-types.ts';
 import * as webSearch from './web-search.ts';
 
 /**
@@ -445,22 +444,6 @@ const TOOL_FIELDS: ReadonlySet<string> = new Set([
   'strict',
   'eager_input_streaming',
 ]);
-
-/**
- * Tool properties passed on either wire only at the value that changes nothing, and why another value is refused:
- * what they ask for needs a tool the gateway refuses (tool search, code execution), so a native call would fail
- * upstream after its hold and a translated one would silently behave otherwise.
- */
-const DEFAULTED_TOOL_FIELDS: Readonly<Record<string, DefaultedToolField>> = {
-  defer_loading: {
-    harmless: isOff,
-    why: 'a deferred tool is loaded through a tool search tool, which is a server tool the gateway refuses; send the tool without defer_loading',
-  },
-  allowed_callers: {
-    harmless: modelCallsOnly,
-    why: 'only the model calls tools here (code execution is a server tool the gateway refuses); leave it out or send ["direct"]',
-  },
-};
 
 function parseTools(tools: unknown): CanonicalTool[] {
   if (tools === undefined || tools === null) return [];

@@ -1,4 +1,5 @@
 import { errors, type ApiError } from '../../platform/errors.ts';
+import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/tool-switches.ts';
 
 /**
  * The Messages tool types other than a custom tool, and why each is refused on both wires (the `ToolUnion` of
@@ -47,3 +48,20 @@ export function toolTypeRefusal(type: unknown, param: string): ApiError {
           : `${named} is not a tool type Tollgate knows: only custom tools (no type, or "custom") and Anthropic's web search (web_search_20250305) are accepted; ${INSTEAD}.`;
   return errors.unsupported(at, message);
 }
+
+/**
+ * Tool properties passed on either wire only at the value that changes nothing, and why another value is refused:
+ * what they ask for needs a tool the gateway refuses (tool search, code execution), so a native call would fail
+ * upstream after its hold and a translated one would silently behave otherwise. Custom tools and the web search
+ * tool alike.
+ */
+export const DEFAULTED_TOOL_FIELDS: Readonly<Record<string, DefaultedToolField>> = {
+  defer_loading: {
+    harmless: isOff,
+    why: 'a deferred tool is loaded through a tool search tool, which is a server tool the gateway refuses; send the tool without defer_loading',
+  },
+  allowed_callers: {
+    harmless: modelCallsOnly,
+    why: 'only the model calls tools here (code execution is a server tool the gateway refuses); leave it out or send ["direct"]',
+  },
+};

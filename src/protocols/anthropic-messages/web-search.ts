@@ -1,7 +1,7 @@
 import { errors, type ApiError } from '../../platform/errors.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
-import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/tool-switches.ts';
+import { DEFAULTED_TOOL_FIELDS } from './tool-types.ts';
 import { MessagesConfigSection, type MessagesConfig } from './config.ts';
 
 /**
@@ -68,17 +68,6 @@ const FIELDS: ReadonlySet<string> = new Set([
   'strict',
 ]);
 
-const SWITCHES: Readonly<Record<string, DefaultedToolField>> = {
-  defer_loading: {
-    harmless: isOff,
-    why: 'a deferred tool is loaded through a tool search tool, which is a server tool the gateway refuses; send the tool without defer_loading',
-  },
-  allowed_callers: {
-    harmless: modelCallsOnly,
-    why: 'only the model calls tools here (code execution is a server tool the gateway refuses); leave it out or send ["direct"]',
-  },
-};
-
 const invalid = (param: string, message: string): ApiError => errors.invalid(message, { param });
 
 function domains(value: unknown, param: string): void {
@@ -104,11 +93,13 @@ export function webSearchTools(
     const param = `tools[${i}]`;
     if (tool.name !== 'web_search')
       throw invalid(`${param}.name`, `${param}.name must be "web_search" for a tool of type ${WEB_SEARCH_TOOL_TYPE}.`);
-    for (const [field, rule] of Object.entries(SWITCHES)) {
+    for (const [field, rule] of Object.entries(DEFAULTED_TOOL_FIELDS)) {
       if (tool[field] === undefined || rule.harmless(tool[field])) continue;
       throw errors.unsupported(`${param}.${field}`, `${param}.${field} is refused: ${rule.why}.`);
     }
-    const extra = Object.keys(tool).find((key) => !FIELDS.has(key) && !(key in SWITCHES) && tool[key] !== undefined);
+    const extra = Object.keys(tool).find(
+      (key) => !FIELDS.has(key) && !(key in DEFAULTED_TOOL_FIELDS) && tool[key] !== undefined,
+    );
     if (extra)
       throw errors.unsupported(
         `${param}.${extra}`,
