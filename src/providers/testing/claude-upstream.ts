@@ -1,5 +1,5 @@
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { startRecordingUpstream, type RecordingUpstream } from '../../testing/recording-upstream.ts';
 
 /**
  * A real HTTP server speaking Anthropic Messages (`/v1/messages`, streamed or not) that holds each request to what
@@ -14,13 +14,7 @@ import type { AddressInfo } from 'node:net';
  * A request that thinks is answered a thinking block ({@link CLAUDE_THOUGHT}, signed {@link CLAUDE_SIGNATURE}) before
  * the text {@link CLAUDE_ANSWER}; usage {@link CLAUDE_USAGE} (thinking counted in `output_tokens`, as Anthropic does).
  */
-export interface ClaudeUpstream {
-  /** `http://127.0.0.1:<port>`, the Anthropic base URL. */
-  url: string;
-  /** Request bodies received, in order (refused ones included). */
-  bodies: any[];
-  close(): Promise<void>;
-}
+export type ClaudeUpstream = RecordingUpstream;
 
 /** The upstream ids served, and how each takes thinking. */
 export const CLAUDE_MODELS: Readonly<Record<string, 'none' | 'budget' | 'adaptive' | 'adaptive-only'>> = {
@@ -39,14 +33,9 @@ export const CLAUDE_ANSWER = 'Because of Rayleigh scattering.';
 export const CLAUDE_USAGE = { input: 10, output: 6, thinking: 12 };
 
 /** Starts the upstream on a random loopback port. */
-export async function startClaudeUpstream(): Promise<ClaudeUpstream> {
-  const bodies: any[] = [];
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk);
-    const body = JSON.parse(Buffer.concat(chunks).toString() || '{}');
-    bodies.push(body);
-    if ((req.url ?? '').split('?')[0] !== '/v1/messages') return void res.writeHead(404).end();
+export function startClaudeUpstream(): Promise<ClaudeUpstream> {
+  return startRecordingUpstream((path, body, res) => {
+    if (path !== '/v1/messages') return void res.writeHead(404).end();
     const kind = CLAUDE_MODELS[body.model];
     if (!kind) return refuse(res, 404, 'not_found_error', `model: ${body.model}`);
     const problem = refusalOf(body, kind);
@@ -54,16 +43,6 @@ export async function startClaudeUpstream(): Promise<ClaudeUpstream> {
     const thinks = body.thinking?.type === 'enabled' || body.thinking?.type === 'adaptive';
     return body.stream ? stream(res, body, thinks) : whole(res, body, thinks);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    bodies,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 /** What Anthropic says to a request this model's generation does not take, or null. */

@@ -1,5 +1,5 @@
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { startRecordingUpstream, type RecordingUpstream } from '../../../testing/recording-upstream.ts';
 
 /**
  * A real HTTP server answering tool calls in both wire formats, for round trips through Tollgate: Anthropic
@@ -8,14 +8,9 @@ import type { AddressInfo } from 'node:net';
  * does, it answers {@link TOOL_UPSTREAM_ANSWER}. Usage is {@link TOOL_UPSTREAM_USAGE}, except for the model
  * `cache-report` on the OpenAI route, which reports {@link OPENAI_CACHE_USAGE} (cache reads and writes). On the
  * Anthropic route, the model `thinker` thinks first: a thinking block signed {@link THINKING_SIGNATURE}, then the text.
+ * Its `url` is the Anthropic base URL; the OpenAI one is `${url}/v1`.
  */
-export interface ToolUpstream {
-  /** `http://127.0.0.1:<port>` (Anthropic base URL; the OpenAI one is `${url}/v1`). */
-  url: string;
-  /** Request bodies received, in order. */
-  bodies: any[];
-  close(): Promise<void>;
-}
+export type ToolUpstream = RecordingUpstream;
 
 /** The text answered after a tool result. */
 export const TOOL_UPSTREAM_ANSWER = 'It is sunny in Paris.';
@@ -38,28 +33,12 @@ export const THINKING = 'The user asks about Paris.';
 export const THINKING_SIGNATURE = 'sig-thinker-1';
 
 /** Starts the scripted upstream on a random loopback port. */
-export async function startToolUpstream(): Promise<ToolUpstream> {
-  const bodies: any[] = [];
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk);
-    const body = JSON.parse(Buffer.concat(chunks).toString() || '{}');
-    bodies.push(body);
-    const path = (req.url ?? '').split('?')[0];
+export function startToolUpstream(): Promise<ToolUpstream> {
+  return startRecordingUpstream((path, body, res) => {
     if (path === '/v1/messages') return anthropic(body, res);
     if (path === '/v1/chat/completions') return openai(body, res);
     res.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    bodies,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 function sse(res: ServerResponse): (text: string) => void {

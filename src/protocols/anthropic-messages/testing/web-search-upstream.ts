@@ -1,22 +1,14 @@
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { startRecordingUpstream, type RecordingUpstream } from '../../../testing/recording-upstream.ts';
 
 /**
  * A real HTTP server answering Anthropic Messages (`/v1/messages`) as Anthropic does with its web search tool,
  * streamed or not: a `server_tool_use` (the query), its `web_search_tool_result` (one result, encrypted content), and
  * a text citing it (`web_search_result_location`), with {@link SEARCH_USAGE} (`server_tool_use.web_search_requests`
- * {@link SEARCHES}). Every request body is kept. {@link WebSearchUpstream.gate} keeps the next answer from
+ * {@link SEARCHES}). Every request body is kept. {@link RecordingUpstream.gate} keeps the next answer from
  * starting until released, so a test can read what the call holds while it runs.
  */
-export interface WebSearchUpstream {
-  /** `http://127.0.0.1:<port>` (an Anthropic base URL). */
-  url: string;
-  /** Request bodies received, in order. */
-  bodies: any[];
-  /** Holds the next answer back: `arrived` resolves when its request is in, `release()` lets it answer. */
-  gate(): { arrived: Promise<void>; release: () => void };
-  close(): Promise<void>;
-}
+export type WebSearchUpstream = RecordingUpstream;
 
 /** The searches every answer reports. */
 export const SEARCHES = 2;
@@ -50,38 +42,11 @@ export const SEARCH_BLOCKS = [
 ];
 
 /** Starts the upstream on a random loopback port. */
-export async function startWebSearchUpstream(): Promise<WebSearchUpstream> {
-  const bodies: any[] = [];
-  let gate: { arrived: PromiseWithResolvers<void>; released: PromiseWithResolvers<void> } | null = null;
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk);
-    const body = JSON.parse(Buffer.concat(chunks).toString() || '{}');
-    bodies.push(body);
-    if ((req.url ?? '').split('?')[0] !== '/v1/messages') return void res.writeHead(404).end();
-    const waiting = gate;
-    gate = null;
-    if (waiting) {
-      waiting.arrived.resolve();
-      await waiting.released.promise;
-    }
+export function startWebSearchUpstream(): Promise<WebSearchUpstream> {
+  return startRecordingUpstream((path, body, res) => {
+    if (path !== '/v1/messages') return void res.writeHead(404).end();
     answer(body, res);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    bodies,
-    gate() {
-      gate = { arrived: Promise.withResolvers<void>(), released: Promise.withResolvers<void>() };
-      const { arrived, released } = gate;
-      return { arrived: arrived.promise, release: () => released.resolve() };
-    },
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 function answer(body: any, res: ServerResponse): void {
