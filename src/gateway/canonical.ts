@@ -45,11 +45,13 @@ export type CanonicalPart =
   | CanonicalDocument;
 
 /**
- * A document the model reads (Anthropic's `document` block; chat's `file` part upstream): a PDF (`pdf`: a
- * `data:application/pdf;base64,…` URL or an http(s) one) or a text (`text`). A PDF's input tokens (each page's
- * text and each page as an image) cannot be known from its bytes, so a call carrying one is held for its model's
- * whole context (`gateway/chat-plan.ts`); a text document is counted as its title, context and text, and held
- * for the whole context too when `citations` is on (Anthropic chunks it and adds instructions, uncounted here).
+ * A document the model reads (Anthropic's `document` block; chat's `file` part, Responses' `input_file`): a PDF
+ * (`pdf`: a `data:application/pdf;base64,…` URL or an http(s) one; also a chat or Responses inline file of
+ * another media type, as its `data:` URL, which a model reads by its bytes the same way) or a text (`text`). A
+ * PDF's input tokens (each page's text and each page as an image) cannot be known from its bytes, so a call
+ * carrying one is held for its model's whole context (`gateway/chat-plan.ts`); a text document is counted as its
+ * title, context and text, and held for the whole context too when `citations` is on (Anthropic chunks it and
+ * adds instructions, uncounted here).
  */
 export interface CanonicalDocument {
   type: 'document';
@@ -62,6 +64,11 @@ export interface CanonicalDocument {
   citations?: boolean;
   /** Anthropic prompt caching marker, kept for Anthropic upstreams. */
   cacheControl?: Record<string, unknown>;
+  /**
+   * Where the client sent it (chat's `messages[i].content[j]`, Responses' `input[i].content[j]`), for the 400s
+   * that name it; absent (Anthropic's blocks), they name `messages`.
+   */
+  param?: string;
 }
 
 /**

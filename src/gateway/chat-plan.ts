@@ -97,15 +97,17 @@ export function planCall(
       { details: { param: 'messages', images, maxImages } },
     );
   }
-  const wholeContext = [call.system, ...call.messages.map((message) => message.content)].some((parts) =>
-    parts.some(documentHeldAtContext),
-  );
+  const held = [call.system, ...call.messages.map((message) => message.content)].flat().find(documentHeldAtContext);
+  const wholeContext = held !== undefined;
   const [model] = candidates;
   if (wholeContext && model.contextLength === null) {
+    // Named by its path where the protocol knows it (chat's file part, Responses' input_file), else `messages`.
+    const param = (held.type === 'document' && held.param) || 'messages';
+    const at = param === 'messages' ? '' : `${param}: `;
     throw new ApiError(
       'UNSUPPORTED_PARAMETER',
-      `The model "${model.id}" states no context length in the catalogue, which is the only bound of what a PDF (or a document with citations) costs; send it to a model with a context length, or ask the operator to set this one's.`,
-      { details: { param: 'messages' } },
+      `${at}The model "${model.id}" states no context length in the catalogue, which is the only bound of what a PDF (or a document with citations) costs; send it to a model with a context length, or ask the operator to set this one's.`,
+      { details: { param } },
     );
   }
   if (images > 0 && model.imageTokens === null) {
@@ -154,7 +156,8 @@ export function planCall(
 /**
  * Whether a part is a document held at the model's whole context rather than counted.
  *
- * Why the context, and not the count of a PDF's base64 text (chat's rule for its `file` parts): Anthropic (and
+ * Why the context, and not the count of a PDF's base64 text (chat's rule for its `file` parts once, which
+ * crushed the output cap to 1 token when that count passed the context): Anthropic (and
  * OpenAI) bill a PDF as each page's extracted text plus each page as an image (~1,500–3,000 text tokens and up to
  * ~1,600 image tokens a page, at most 100 pages), and neither is bounded by the file's bytes: a content stream
  * compressed with Flate expands a thousandfold, a font's ToUnicode map turns one byte into a long string, and a

@@ -166,7 +166,7 @@ describeEachDatabase(
       assert.deepEqual(await holdsOf(env, user), []);
     });
 
-    it('content parts whose cost the request does not show (a file by file_id, an unknown part type) are refused', async () => {
+    it('content parts whose cost the request does not show (a file by file_id, an unknown part type, inline file data on a model without a context length) are refused', async () => {
       const user = await fundedUser(env, 5);
       for (const part of [
         { type: 'file', file: { file_id: 'file-abc123' } },
@@ -191,8 +191,11 @@ describeEachDatabase(
           },
         ],
       });
-      assert.equal(inline.status, 200, inline.text);
-      assert.equal((await holdsOf(env, user)).length, 1);
+      // Inline data is a document held at the model's whole context: this model states none, so none bounds it.
+      assert.equal(inline.status, 400, inline.text);
+      assert.equal(inline.body.error.code, 'UNSUPPORTED_PARAMETER');
+      assert.equal(inline.body.error.param, 'messages[0].content[0]');
+      assert.deepEqual(await holdsOf(env, user), []);
     });
 
     it('fields whose cost the catalogue price covers pass: service_tier flex, text modalities, OpenRouter sampling and transforms', async () => {

@@ -1,6 +1,7 @@
 import { ApiError, errors } from '../../platform/errors.ts';
 import type { CanonicalCall, CanonicalDocument, CanonicalPart } from '../../gateway/canonical.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
+import { fileParserRefusal } from '../../gateway/documents.ts';
 
 /**
  * Anthropic's `document` blocks (a PDF as base64 data or by URL, a plain text, a list of text and image blocks) as
@@ -112,16 +113,15 @@ interface DocumentProblem {
  * no chat form (chat's file part carries data only), and citations have none either (the answer could not cite):
  * both are refused there by the block's path, never dropped. An Anthropic model takes the body as sent.
  *
- * Billing invariant: OpenRouter parses a PDF for a model that does not read files itself with its file-parser
- * plugin, by default at a fee per page (Mistral OCR) that is not in the tokens the call is billed on (the reason
- * chat's `plugins` is refused). So a PDF goes to an `openrouter` model only when its catalogue `inputModalities`
- * has `file` (the model reads it, billed as input tokens); any other is refused by the block's path.
+ * Billing invariant: a base64 PDF goes to an `openrouter` model only when the model reads files itself; for any
+ * other OpenRouter would parse it at a per-page fee the call is not billed for (`gateway/documents.ts`,
+ * `fileParserRefusal`, shared with chat's and Responses' files), so it is refused by the block's path.
  */
 export function documentRefusal(call: CanonicalCall): ((model: CatalogueModel) => ApiError | null) | undefined {
   const messages = (call.native?.body as { messages?: unknown } | undefined)?.messages;
   if (!Array.isArray(messages)) return undefined;
   let untranslatable: DocumentProblem | null = null;
-  let pdf: DocumentProblem | null = null;
+  let pdf: string | null = null;
   const look = (block: Record<string, unknown>, param: string) => {
     if (block?.type !== 'document') return;
     const source = block.source as { type?: unknown } | undefined;
@@ -137,12 +137,7 @@ export function documentRefusal(call: CanonicalCall): ((model: CatalogueModel) =
         message: (model) =>
           `${param}.citations: citations are Anthropic's; "${model}" (not an Anthropic model) cannot cite a document. Leave citations out for this model.`,
       };
-    if (!pdf && source?.type === 'base64')
-      pdf = {
-        param,
-        message: (model) =>
-          `${param}: "${model}" does not read PDFs itself (its catalogue inputModalities has no "file"), and OpenRouter would parse this one at a per-page fee the gateway does not bill; send it to a model that reads files.`,
-      };
+    if (!pdf && source?.type === 'base64') pdf = param;
   };
   messages.forEach((message: { content?: unknown }, m) => {
     if (!Array.isArray(message?.content)) return;
@@ -155,14 +150,12 @@ export function documentRefusal(call: CanonicalCall): ((model: CatalogueModel) =
     });
   });
   const found = untranslatable as DocumentProblem | null;
-  const parsed = pdf as DocumentProblem | null;
+  const parsed = pdf as string | null;
   if (!found && !parsed) return undefined;
   return (model) => {
     if (model.provider === 'anthropic') return null;
     if (found) return errors.unsupported(found.param, found.message(model.id));
-    if (parsed && model.provider === 'openrouter' && !model.inputModalities.includes('file'))
-      return errors.unsupported(parsed.param, parsed.message(model.id));
-    return null;
+    return parsed ? fileParserRefusal(model, parsed) : null;
   };
 }
 

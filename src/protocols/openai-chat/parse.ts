@@ -7,6 +7,7 @@ import { passThroughProblem } from './pass-through.ts';
 import { anthropicToolsProblem, malformedToolProblem, providerToolsProblem } from './tools.ts';
 import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
 import { claudeThinkingConflict } from '../../providers/reasoning.ts';
+import { inlineFileDocument, inlineFileRefusal } from '../../gateway/documents.ts';
 
 /**
  * An OpenAI chat request as a canonical call. The body itself travels as `native`: an OpenAI-compatible
@@ -16,21 +17,37 @@ import { claudeThinkingConflict } from '../../providers/reasoning.ts';
 
 /**
  * Content part types whose cost the hold bounds: text and refusals are counted; images are held at the
- * model's budget; `input_audio` and inline `file_data` are counted as the text of their base64 data, far
- * more tokens than the audio or document they carry.
+ * model's budget; `input_audio` is counted as the text of its base64 data, far more tokens than the audio it
+ * carries; an inline `file` (`file_data`) is a document held at the model's whole context
+ * (`gateway/documents.ts`: its tokens are not bounded by its bytes).
  */
 const HELD_PART_TYPES: ReadonlySet<string> = new Set(['text', 'refusal', 'image_url', 'input_audio', 'file']);
+
+/** Parts only a user message takes (as in OpenAI's API): elsewhere they would reach no canonical message. */
+const USER_ONLY_PART_TYPES: ReadonlySet<string> = new Set(['input_audio', 'file']);
+
+/** The roles whose content becomes something other than a user turn (see `messagesOf`). */
+const NON_USER_ROLES: ReadonlySet<string> = new Set(['system', 'developer', 'assistant', 'tool']);
 
 /**
  * Refuses (400 `UNSUPPORTED_PARAMETER`, `param: "messages"`) a content part whose cost nothing here bounds:
  * an unknown part type, or a `file` given by `file_id` (an uploaded document of any length, which the
- * request's own bytes do not show).
+ * request's own bytes do not show); and (naming `messages[i].content[j]`) an audio or file part outside a user
+ * message, which no canonical message would carry: the document would reach an OpenAI-compatible upstream
+ * without being held for.
  */
 export function checkContentParts(messages: unknown[]): void {
-  for (const message of messages as any[]) {
+  for (const [m, message] of (messages as any[]).entries()) {
     if (!Array.isArray(message?.content)) continue;
-    for (const part of message.content) {
+    for (const [p, part] of message.content.entries()) {
       const type = typeof part?.type === 'string' ? part.type : String(part?.type);
+      if (USER_ONLY_PART_TYPES.has(type) && NON_USER_ROLES.has(message.role)) {
+        const field = `messages[${m}].content[${p}]`;
+        throw errors.unsupported(
+          field,
+          `${field}: a ${type} part is accepted in a user message only, not in a ${String(message.role)} message.`,
+        );
+      }
       if (!HELD_PART_TYPES.has(type)) {
         throw new ApiError(
           'UNSUPPORTED_PARAMETER',
@@ -85,32 +102,31 @@ function cacheControlOf(part: any): { cacheControl?: Record<string, unknown> } {
  * Security invariant: a field on no allow-list never reaches an upstream unread (see pass-through.ts).
  */
 export function chatRefusal(body: ChatRequest, call: CanonicalCall): (model: CatalogueModel) => ApiError | null {
+  const files = inlineFileRefusal(call);
   return (model) => {
     const problem =
-      (model.provider === 'anthropic' ? anthropicFileProblem(body) : null) ??
+      (model.provider === 'anthropic' ? anthropicAudioProblem(body) : null) ??
       passThroughProblem(body, model.provider) ??
       (model.provider === 'anthropic' ? anthropicToolsProblem(body) : providerToolsProblem(body));
     if (problem) return errors.unsupported(problem.field, problem.message);
-    return claudeThinkingConflict(call, model, 'reasoning_effort');
+    return files?.(model) ?? claudeThinkingConflict(call, model, 'reasoning_effort');
   };
 }
 
 /**
- * A `file` part cannot reach a Claude model through chat: the canonical call the Anthropic request is built from
- * has no file in it (it would be left out, and the model answer without the document), and a PDF translated into a
- * `document` block would have to be held at the model's whole context, as the Messages route holds one, not at the
- * count of its base64 text as chat holds it for an OpenAI-compatible model. Refused by name instead; the Messages
- * route (`POST /api/v1/messages`) takes the PDF as a `document` block.
+ * An `input_audio` part cannot reach a Claude model: Anthropic's Messages API takes no audio, so the translation
+ * has nothing to put it in (it was left out, and the model answered without hearing it). Refused by its path,
+ * before anything is held, saying what to do instead. (A `file` part reaches Claude as a `document` block.)
  */
-function anthropicFileProblem(body: ChatRequest): { field: string; message: string } | null {
+function anthropicAudioProblem(body: ChatRequest): { field: string; message: string } | null {
   for (const [m, message] of (body.messages as any[]).entries()) {
     if (!Array.isArray(message?.content)) continue;
     for (const [p, part] of message.content.entries()) {
-      if (part?.type !== 'file') continue;
+      if (part?.type !== 'input_audio') continue;
       const field = `messages[${m}].content[${p}]`;
       return {
         field,
-        message: `${field}: a file part does not reach Claude models through chat completions; send the PDF to POST /api/v1/messages as a document block ({ type: "document", source: { type: "base64", media_type: "application/pdf", data } }).`,
+        message: `${field}: Claude models take no audio input (Anthropic's API has none), so the model would answer without hearing it; transcribe the audio first (POST /api/v1/audio/transcriptions) and send its text, or send the call to a model that takes audio input.`,
       };
     }
   }
@@ -125,11 +141,15 @@ function textOf(content: unknown): string {
   return '';
 }
 
-/** User content as canonical parts: text and images (audio and files reach only OpenAI-compatible upstreams, natively). */
-function partsOf(content: unknown): CanonicalPart[] {
+/**
+ * User content as canonical parts: text, images and inline files (documents held at the model's context, which
+ * reach Claude as `document` blocks; `at` is the message's path, `messages[i]`, that names them). Audio reaches
+ * only OpenAI-compatible upstreams, natively (an Anthropic model refuses it: {@link chatRefusal}).
+ */
+function partsOf(content: unknown, at: string): CanonicalPart[] {
   if (typeof content === 'string') return content ? [{ type: 'text', text: content }] : [];
   if (!Array.isArray(content)) return [];
-  return content.flatMap((part: any): CanonicalPart[] => {
+  return content.flatMap((part: any, j): CanonicalPart[] => {
     if (part?.type === 'text') return [{ type: 'text', text: String(part.text ?? ''), ...cacheControlOf(part) }];
     if (part?.type === 'image_url') {
       const url: string = typeof part.image_url === 'string' ? part.image_url : String(part.image_url?.url ?? '');
@@ -138,6 +158,10 @@ function partsOf(content: unknown): CanonicalPart[] {
         { type: 'image', url, ...(detail === 'auto' || detail === 'low' || detail === 'high' ? { detail } : {}) },
       ];
     }
+    if (part?.type === 'file' && typeof part.file?.file_data === 'string') {
+      const file = { fileData: part.file.file_data, filename: part.file.filename, ...cacheControlOf(part) };
+      return [inlineFileDocument(file, `${at}.content[${j}]`)];
+    }
     return [];
   });
 }
@@ -145,17 +169,18 @@ function partsOf(content: unknown): CanonicalPart[] {
 function messagesOf(body: ChatRequest): { system: CanonicalPart[]; messages: CanonicalMessage[] } {
   const system: CanonicalPart[] = [];
   const messages: CanonicalMessage[] = [];
-  for (const message of body.messages as any[]) {
+  for (const [m, message] of (body.messages as any[]).entries()) {
+    const at = `messages[${m}]`;
     switch (message?.role) {
       case 'system':
       case 'developer':
         // A part marked for caching stays its own block (Anthropic caches up to the marked block).
         if (Array.isArray(message.content) && message.content.some((part: any) => part?.cache_control))
-          system.push(...partsOf(message.content).filter((part) => part.type === 'text'));
+          system.push(...partsOf(message.content, at).filter((part) => part.type === 'text'));
         else system.push({ type: 'text', text: textOf(message.content) });
         break;
       case 'assistant': {
-        const content = partsOf(message.content);
+        const content = partsOf(message.content, at);
         const reasoning = message.reasoning ?? message.reasoning_content;
         if (typeof reasoning === 'string' && reasoning) content.unshift({ type: 'reasoning', text: reasoning });
         for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
@@ -178,7 +203,7 @@ function messagesOf(body: ChatRequest): { system: CanonicalPart[]; messages: Can
         break;
       }
       default:
-        messages.push({ role: 'user', content: partsOf(message?.content) });
+        messages.push({ role: 'user', content: partsOf(message?.content, at) });
     }
   }
   return { system, messages };

@@ -191,7 +191,28 @@ describe('parsing a Responses request into the canonical call', () => {
       refusal('UNSUPPORTED_PARAMETER', 'input[0].content[0]'),
     );
     assert.throws(
-      () => parse({ input: [{ role: 'user', content: [{ type: 'input_file', file_data: 'x' }] }] }),
+      () => parse({ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file_1' }] }] }),
+      refusal('UNSUPPORTED_PARAMETER', 'input[0].content[0]'),
+    );
+    assert.throws(
+      () =>
+        parse({ input: [{ role: 'user', content: [{ type: 'input_file', file_url: 'https://a.example/a.pdf' }] }] }),
+      refusal('UNSUPPORTED_PARAMETER', 'input[0].content[0]'),
+    );
+    assert.throws(
+      () =>
+        parse({
+          input: [
+            { role: 'assistant', content: [{ type: 'input_file', file_data: 'data:application/pdf;base64,JVBE' }] },
+          ],
+        }),
+      refusal('UNSUPPORTED_PARAMETER', 'input[0].content[0]'),
+    );
+    assert.throws(
+      () =>
+        parse({
+          input: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'UklG', format: 'wav' } }] }],
+        }),
       refusal('UNSUPPORTED_PARAMETER', 'input[0].content[0]'),
     );
     assert.throws(

@@ -5,6 +5,7 @@ import { isOff, modelCallsOnly, type DefaultedToolField } from '../../gateway/to
 import type { CatalogueModel } from '../../models/catalogue.ts';
 import { BUILT_IN_TOOL_TYPES, toolTypeRefusal } from './tool-types.ts';
 import { claudeThinkingConflict } from '../../providers/reasoning.ts';
+import { inlineFileDocument, inlineFileRefusal } from '../../gateway/documents.ts';
 
 /**
  * The Responses request as the gateway reads it (`POST /api/v1/responses`), and its translation into the
@@ -296,14 +297,19 @@ export function parseTextFormat(text: ResponsesRequest['text']): CanonicalCall['
  * models: its structured output takes a schema only (`output_config.format`), so `text.format: json_object` has
  * nothing to become there (sent on without it, the answer would be free text the client then fails to parse); and
  * where `reasoning.effort` turns Claude's thinking on, a `temperature` other than 1, a `top_p` below 0.95 or a
- * forced `tool_choice` is refused beside it by Anthropic (`providers/reasoning.ts`). The model asked for answers a
- * 400 naming the field; a fallback on Anthropic is left out.
+ * forced `tool_choice` is refused beside it by Anthropic (`providers/reasoning.ts`); and an `input_file` a model
+ * cannot take (`gateway/documents.ts`: not a PDF on Anthropic, a PDF on an OpenRouter model that does not read files,
+ * which OpenRouter would parse at a per-page fee). The model asked for answers a 400 naming the field; a fallback
+ * that cannot take the call is left out.
  */
 export function responsesRefusal(call: CanonicalCall): ((model: CatalogueModel) => ApiError | null) | undefined {
   const jsonObject = call.responseFormat?.type === 'json_object';
   const effort = call.reasoning?.effort;
-  if (!jsonObject && (effort === undefined || effort === 'none')) return undefined;
+  const files = inlineFileRefusal(call);
+  if (!jsonObject && (effort === undefined || effort === 'none')) return files;
   return (model) => {
+    const file = files?.(model);
+    if (file) return file;
     if (model.provider !== 'anthropic') return null;
     if (jsonObject)
       return unsupported(
@@ -365,12 +371,36 @@ function contentPart(part: any, param: string): CanonicalPart {
         part.detail === 'low' || part.detail === 'high' || part.detail === 'auto' ? part.detail : undefined;
       return { type: 'image', url: part.image_url, ...(detail ? { detail } : {}) };
     }
+    case 'input_file':
+      return inputFile(part, param);
+    case 'input_audio':
+      // Translated to an upstream (chat or Anthropic) the canonical call has no audio: refused, never dropped.
+      throw unsupported(
+        param,
+        `${param}: audio input is not supported on the Responses route (the model would answer without hearing it); transcribe it first (POST /api/v1/audio/transcriptions) and send its text, or send the audio through chat completions to a model that takes audio input.`,
+      );
     default:
       throw unsupported(
         param,
-        `Content parts of type "${String(part?.type)}" are not supported: use input_text, input_image (with image_url) or output_text.`,
+        `Content parts of type "${String(part?.type)}" are not supported: use input_text, input_image (with image_url), input_file (with file_data) or output_text.`,
       );
   }
+}
+
+/**
+ * An `input_file` part (a PDF as the OpenAI SDKs send it: `file_data` a `data:` URL, `filename`) as a document
+ * held at the model's whole context (`gateway/documents.ts`); an OpenAI-compatible upstream gets it as chat's `file`
+ * part, an Anthropic one as a `document` block. A `file_id` (an upload of any length, which the request does not
+ * show) or a `file_url` (of a size unknown before the call, and no chat form) is refused by the part's path.
+ */
+function inputFile(part: any, param: string): CanonicalPart {
+  if (typeof part.file_data !== 'string' || part.file_data === '') {
+    throw unsupported(
+      param,
+      `${param}: an input_file must carry its data inline (file_data, a data:application/pdf;base64,… URL): a file_id refers to an upload of any length and a file_url to a file of unknown size, whose cost the request does not show.`,
+    );
+  }
+  return inlineFileDocument({ fileData: part.file_data, filename: part.filename }, param);
 }
 
 /** A message item's content (a string or parts) as canonical parts. */
@@ -422,6 +452,9 @@ export function parseInput(
             throw unsupported(`${param}.content`, 'System and developer messages take text only.');
           system.push(...parts);
         } else if (role === 'user' || role === 'assistant') {
+          const file = parts.findIndex((part) => part.type === 'document');
+          if (role === 'assistant' && file >= 0)
+            throw unsupported(`${param}.content[${file}]`, 'An input_file is accepted in a user message only.');
           push(role, parts);
         } else {
           throw invalid(

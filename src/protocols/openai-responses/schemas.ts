@@ -26,7 +26,7 @@ export const CreateResponseBody = Type.Object(
             {
               ...Loose,
               description:
-                'A `message` (role user/assistant/system/developer; content `input_text`, `input_image` with `image_url`, `output_text`), `function_call`, `function_call_output`, `reasoning` or `item_reference` item.',
+                "A `message` (role user/assistant/system/developer; content `input_text`, `input_image` with `image_url`, `input_file` with inline `file_data` (a PDF held at the model's whole context length), `output_text`), `function_call`, `function_call_output`, `reasoning` or `item_reference` item.",
             },
           ),
         ),

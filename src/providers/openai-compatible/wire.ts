@@ -166,18 +166,33 @@ export function toOpenAiMessages(
   return messages;
 }
 
-/** The OpenAI chat fields of a canonical call that count as prompt (tools and response format are sent as text). */
+/**
+ * The OpenAI chat fields of a canonical call that count as prompt (tools and response format are sent as text).
+ * PDFs are left out, and so are a chat body's `file` parts (each is a document the hold holds at the model's whole
+ * context instead, `gateway/documents.ts`): counted as their base64 text they would lower the output cap, to a
+ * single token once that count passed the context.
+ */
 export function toOpenAiPromptFields(call: CanonicalCall): {
   messages: unknown[];
   tools?: unknown;
   response_format?: unknown;
 } {
-  if (call.native?.protocol === 'openai-chat') return call.native.body as { messages: unknown[] };
+  if (call.native?.protocol === 'openai-chat') {
+    const body = call.native.body as { messages: unknown[] };
+    return { ...body, messages: body.messages.map(withoutFileParts) };
+  }
   return {
     messages: toOpenAiMessages(call, { pdfs: false }),
     ...(call.tools.length ? { tools: toOpenAiTools(call) } : {}),
     ...(call.responseFormat ? { response_format: toOpenAiResponseFormat(call) } : {}),
   };
+}
+
+/** A chat message without its `file` parts (the same message when it has none). */
+function withoutFileParts(message: unknown): unknown {
+  const content = (message as { content?: unknown } | null)?.content;
+  if (!Array.isArray(content) || !content.some((part) => part?.type === 'file')) return message;
+  return { ...(message as object), content: content.filter((part) => part?.type !== 'file') };
 }
 
 function toOpenAiTools(call: CanonicalCall): unknown[] {
