@@ -132,7 +132,7 @@ describeEachDatabase(
       await settled(env, user);
     });
 
-    it('refused by path before anything is held or sent: a PDF on a model without a context length, a file or audio part outside a user message, an audio part for a Claude model (which would not hear it); an OpenAI-compatible model still gets the audio', async () => {
+    it('refused by path before anything is held or sent: a PDF on a model without a context length, a file part in a system message or an image in a tool result (no canonical message carries them, so nothing held for them), an audio part for a Claude model (which would not hear it); an OpenAI-compatible model still gets the audio', async () => {
       const user = await fundedUser(env, 10);
       const start = (await wallet(env, user)).balance;
       const sent = upstream.bodies.length;
@@ -145,6 +145,23 @@ describeEachDatabase(
           /user message only, not in a system message/,
         ],
         ['acme/claude', turn(audioPart), 'messages[0].content[1]', /take no audio input.*transcribe/],
+        [
+          'acme/gpt',
+          [
+            ...turn({ type: 'text', text: 'Look.' }),
+            {
+              role: 'assistant',
+              tool_calls: [{ id: 'c1', type: 'function', function: { name: 'shot', arguments: '{}' } }],
+            },
+            {
+              role: 'tool',
+              tool_call_id: 'c1',
+              content: [{ type: 'image_url', image_url: { url: 'https://a.example/a.png' } }],
+            } as any,
+          ],
+          'messages[2].content[0]',
+          /user message only, not in a tool message/,
+        ],
       ];
       for (const [model, messages, param, message] of cases) {
         const body = await refusal(sdk(env, user).chat.completions.create({ model, max_tokens: 200, messages }));

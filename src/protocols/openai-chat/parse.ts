@@ -23,29 +23,35 @@ import { inlineFileDocument, inlineFileRefusal } from '../../gateway/documents.t
  */
 const HELD_PART_TYPES: ReadonlySet<string> = new Set(['text', 'refusal', 'image_url', 'input_audio', 'file']);
 
-/** Parts only a user message takes (as in OpenAI's API): elsewhere they would reach no canonical message. */
-const USER_ONLY_PART_TYPES: ReadonlySet<string> = new Set(['input_audio', 'file']);
-
-/** The roles whose content becomes something other than a user turn (see `messagesOf`). */
-const NON_USER_ROLES: ReadonlySet<string> = new Set(['system', 'developer', 'assistant', 'tool']);
+/**
+ * Parts a role other than the user's may not carry (as in OpenAI's API, where only a user message takes them): its
+ * content becomes text only (system, developer and tool messages: `messagesOf`) or text, images and tool calls
+ * (assistant), so such a part would reach no canonical message, and a native upstream without being held for (an
+ * image is held only as a canonical image part; a file's bytes are left out of the count, held as a document).
+ */
+const REFUSED_PARTS_BY_ROLE: Readonly<Record<string, ReadonlySet<string>>> = {
+  system: new Set(['input_audio', 'file', 'image_url']),
+  developer: new Set(['input_audio', 'file', 'image_url']),
+  tool: new Set(['input_audio', 'file', 'image_url']),
+  assistant: new Set(['input_audio', 'file']),
+};
 
 /**
  * Refuses (400 `UNSUPPORTED_PARAMETER`, `param: "messages"`) a content part whose cost nothing here bounds:
  * an unknown part type, or a `file` given by `file_id` (an uploaded document of any length, which the
- * request's own bytes do not show); and (naming `messages[i].content[j]`) an audio or file part outside a user
- * message, which no canonical message would carry: the document would reach an OpenAI-compatible upstream
- * without being held for.
+ * request's own bytes do not show); and (naming `messages[i].content[j]`) an audio, file or image part where
+ * only a user message takes it ({@link REFUSED_PARTS_BY_ROLE}).
  */
 export function checkContentParts(messages: unknown[]): void {
   for (const [m, message] of (messages as any[]).entries()) {
     if (!Array.isArray(message?.content)) continue;
     for (const [p, part] of message.content.entries()) {
       const type = typeof part?.type === 'string' ? part.type : String(part?.type);
-      if (USER_ONLY_PART_TYPES.has(type) && NON_USER_ROLES.has(message.role)) {
+      if (Object.hasOwn(REFUSED_PARTS_BY_ROLE, message.role) && REFUSED_PARTS_BY_ROLE[message.role]!.has(type)) {
         const field = `messages[${m}].content[${p}]`;
         throw errors.unsupported(
           field,
-          `${field}: a ${type} part is accepted in a user message only, not in a ${String(message.role)} message.`,
+          `${field}: a part of type "${type}" is accepted in a user message only, not in a ${message.role} message.`,
         );
       }
       if (!HELD_PART_TYPES.has(type)) {
