@@ -131,10 +131,10 @@ describeEachDatabase(
           max_tokens: 200,
           messages: [{ role: 'user', content: [document, { type: 'text', text: 'Summarize.' }] }],
         });
-        await gate.received;
+        await gate.arrived;
         // Input at the context (50,000 tokens at 10) and the output cap (200 at 20).
         assert.deepEqual(await holdsOf(env, user), [CONTEXT * 10 + 200 * 20], document.source.type);
-        gate.open();
+        gate.release();
         await call;
         assert.equal(upstream.bodies.at(-1).max_tokens, 200);
         assert.equal((await settled(env, user)).balance, start - CHARGE);
@@ -150,7 +150,7 @@ describeEachDatabase(
         max_tokens: 200,
         messages: [{ role: 'user', content: [textDocument, { type: 'text', text: 'Summarize.' }] }],
       });
-      await gate.received;
+      await gate.arrived;
       const [hold] = await holdsOf(env, user);
       const counted = await sdk(env, user.key).messages.countTokens({
         model: 'acme/claude',
@@ -163,7 +163,7 @@ describeEachDatabase(
       // The title, context and text are counted (a dozen tokens and more), and held with the tokenizer's margin.
       assert.ok(counted.input_tokens > bare.input_tokens + 15, `${counted.input_tokens} vs ${bare.input_tokens}`);
       assert.ok(hold! >= counted.input_tokens * 10 + 200 * 20 && hold! < CONTEXT * 10, String(hold));
-      gate.open();
+      gate.release();
       await call;
       await settled(env, user);
     });
@@ -261,9 +261,9 @@ describeEachDatabase(
         max_tokens: 200,
         messages: [{ role: 'user', content: [pdfDocument, textDocument, { type: 'text', text: 'Summarize.' }] }],
       });
-      await gate.received;
+      await gate.arrived;
       assert.deepEqual(await holdsOf(env, user), [CONTEXT * 10 + 200 * 20]);
-      gate.open();
+      gate.release();
       const message = await call;
       assert.deepEqual(message.content, [{ type: 'text', text: DOCUMENT_ANSWER }]);
       assert.deepEqual(upstream.bodies.at(-1).messages, [

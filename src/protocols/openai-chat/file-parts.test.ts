@@ -88,9 +88,9 @@ describeEachDatabase(
         const start = (await wallet(env, user)).balance;
         const gate = upstream.gate();
         const call = sdk(env, user).chat.completions.create({ model, max_tokens: 200, messages });
-        await gate.received;
+        await gate.arrived;
         assert.deepEqual(await holdsOf(env, user), [CONTEXT * 10 + 200 * 20], model);
-        gate.open();
+        gate.release();
         const completion = await call;
         assert.equal(completion.choices[0]!.message.content, DOCUMENT_ANSWER);
         assert.equal((await settled(env, user)).balance, start - CHARGE, model);
@@ -124,9 +124,9 @@ describeEachDatabase(
         max_tokens: 200,
         messages: turn({ type: 'file', file: { filename: 'long.pdf', file_data: LONG_FILE_DATA } }),
       });
-      await gate.received;
+      await gate.arrived;
       assert.deepEqual(await holdsOf(env, user), [SMALL_CONTEXT * 10 + 200 * 20]);
-      gate.open();
+      gate.release();
       await call;
       assert.equal(upstream.bodies.at(-1).max_tokens, 200);
       await settled(env, user);

@@ -61,9 +61,9 @@ describeEachDatabase(
         const start = (await wallet(env, user)).balance;
         const gate = upstream.gate();
         const call = sdk(env, user).responses.create({ model, max_output_tokens: 200, input: input(filePart) });
-        await gate.received;
+        await gate.arrived;
         assert.deepEqual(await holdsOf(env, user), [CONTEXT * 10 + 200 * 20], model);
-        gate.open();
+        gate.release();
         const response = await call;
         assert.equal(response.output_text, DOCUMENT_ANSWER);
         const sent = upstream.bodies.at(-1);

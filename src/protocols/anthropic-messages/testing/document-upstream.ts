@@ -1,22 +1,15 @@
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { startRecordingUpstream, type RecordingUpstream } from '../../../testing/recording-upstream.ts';
 
 /**
  * A real HTTP server reading documents, in both wire formats: Anthropic Messages at `/v1/messages` (streamed or
  * not) and OpenAI chat at `/v1/chat/completions`. It answers {@link DOCUMENT_ANSWER}, which on the Anthropic route
  * cites the first document (a `char_location` citation, as Anthropic answers a document with citations enabled)
  * when that document asked for citations, and reports {@link DOCUMENT_USAGE} (a PDF is thousands of input tokens).
- * `gate()` holds the next answer until its `open()`, so that a test can read the hold while the call is upstream.
+ * `gate()` holds the next answer until its `release()`, so that a test can read the hold while the call is upstream.
+ * Its `url` is the Anthropic base URL; the OpenAI one is `${url}/v1`.
  */
-export interface DocumentUpstream {
-  /** `http://127.0.0.1:<port>` (Anthropic base URL; the OpenAI one is `${url}/v1`). */
-  url: string;
-  /** Request bodies received, in order. */
-  bodies: any[];
-  /** Holds the next answer: `received` resolves once its request arrived, `open()` lets it answer. */
-  gate(): { received: Promise<void>; open: () => void };
-  close(): Promise<void>;
-}
+export type DocumentUpstream = RecordingUpstream;
 
 /** The answer's text. */
 export const DOCUMENT_ANSWER = 'The grass is green.';
@@ -64,40 +57,12 @@ export function tinyPdf(text: string): string {
 }
 
 /** Starts the document upstream on a random loopback port. */
-export async function startDocumentUpstream(): Promise<DocumentUpstream> {
-  const bodies: any[] = [];
-  let gate: { received: PromiseWithResolvers<void>; opened: PromiseWithResolvers<void> } | null = null;
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk);
-    const body = JSON.parse(Buffer.concat(chunks).toString() || '{}');
-    bodies.push(body);
-    const held = gate;
-    gate = null;
-    if (held) {
-      held.received.resolve();
-      await held.opened.promise;
-    }
-    const path = (req.url ?? '').split('?')[0];
+export function startDocumentUpstream(): Promise<DocumentUpstream> {
+  return startRecordingUpstream((path, body, res) => {
     if (path === '/v1/messages') return anthropic(body, res);
     if (path === '/v1/chat/completions') return openai(body, res);
     res.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    bodies,
-    gate() {
-      const next = { received: Promise.withResolvers<void>(), opened: Promise.withResolvers<void>() };
-      gate = next;
-      return { received: next.received.promise, open: () => next.opened.resolve() };
-    },
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 function anthropic(body: any, res: ServerResponse): void {
