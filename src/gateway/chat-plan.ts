@@ -194,8 +194,12 @@ export function planPromptTokens(plan: ChatPlan, model: CatalogueModel): number 
   return plan.wholeContext && model.contextLength !== null ? Math.max(counted, model.contextLength) : counted;
 }
 
-/** The counted text plus each image at the model's budget (documents held at the context apart). */
-function countedPromptTokens(plan: ChatPlan, model: CatalogueModel): number {
+/**
+ * The counted text plus each image at the model's budget (documents held at the context apart): what the gateway
+ * knows of a prompt before the upstream reports, without the context a PDF is held at (a stream shows it before
+ * that report: Anthropic's `message_start`).
+ */
+export function countedPromptTokens(plan: ChatPlan, model: CatalogueModel): number {
   return plan.promptTokens + plan.images * (model.imageTokens ?? 0);
 }
 

@@ -6,12 +6,21 @@ import { principalOf } from '../platform/http/server.ts';
 import type { ProviderAdapter } from '../providers/types.ts';
 import { Meter, type UsageKind } from '../billing/meter.ts';
 import { callWithFallbacks, candidatesOf, ClientGone } from './upstream.ts';
+import { requireModelAllowed } from '../models/allowed.ts';
+import type { Principal } from '../platform/http/principal.ts';
 
-/** The catalogue model of a public id (cached); 404 MODEL_NOT_FOUND when it is unknown or disabled. */
-export async function resolveModel(ctx: GatewayDeps, id: string): Promise<CatalogueModel> {
+/**
+ * The catalogue model of a public id (cached) that `principal` may call: 404 MODEL_NOT_FOUND when it is unknown
+ * or disabled, 403 PERMISSION_DENIED when the caller's API key is limited to other models (models/allowed.ts).
+ *
+ * Security invariant: every call resolves its model here (and its fallbacks in `candidatesOf`) before anything
+ * is held or sent upstream, so a key limited to some models can neither call nor be held for another.
+ */
+export async function resolveModel(ctx: GatewayDeps, id: string, principal: Principal): Promise<CatalogueModel> {
   const model = await ctx.models.get(id);
   if (!model)
     throw new ApiError('MODEL_NOT_FOUND', `The model "${id}" does not exist; GET /api/v1/models lists the models.`);
+  requireModelAllowed(principal, model.id);
   return model;
 }
 
@@ -56,8 +65,9 @@ export async function meteredCall<T>(
     usage: (result: T, model: CatalogueModel) => OneShotUsage;
   },
 ): Promise<{ result: T; model: CatalogueModel; used: OneShotUsage; charged: number } | null> {
-  const model = await resolveModel(ctx, options.modelId);
-  const candidates = (await candidatesOf(ctx, model)).filter((m) => {
+  const principal = principalOf(request);
+  const model = await resolveModel(ctx, options.modelId, principal);
+  const candidates = (await candidatesOf(ctx, model, principal)).filter((m) => {
     const adapter = ctx.providers.get(m.provider);
     return adapter && options.supports(adapter);
   });
@@ -71,7 +81,7 @@ export async function meteredCall<T>(
   }
   const meter = await Meter.open(
     ctx,
-    principalOf(request),
+    principal,
     options.kind,
     model.id,
     Math.max(...candidates.map(options.worstCase)),

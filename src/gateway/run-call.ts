@@ -23,7 +23,7 @@ import type {
   CanonicalUsage,
   FinishReason,
 } from './canonical.ts';
-import { callOutputCap, planCall, planPromptTokens, type CallPlan } from './chat-plan.ts';
+import { callOutputCap, countedPromptTokens, planCall, planPromptTokens, type CallPlan } from './chat-plan.ts';
 import { openCallMeter } from './affordable.ts';
 import { refuseBeforeCounting } from './count-guard.ts';
 import { accountChat, chatBreakdown, recordedDetails, tokenCount, type ChatAccount } from './chat-usage.ts';
@@ -59,12 +59,13 @@ interface Held {
 }
 
 /**
- * Resolves, plans and holds. Cheap refusals come first: an unknown model (404), a prompt beyond every
- * context or an empty wallet for a long prompt (`count-guard.ts`), before the prompt is counted exactly.
+ * Resolves, plans and holds. Cheap refusals come first: an unknown model (404), a model the API key may not
+ * call (403; a fallback it may not call is left out), a prompt beyond every context or an empty wallet for a
+ * long prompt (`count-guard.ts`), before the prompt is counted exactly.
  */
 async function hold(ctx: GatewayDeps, principal: Principal, call: CanonicalCall, options: RunOptions): Promise<Held> {
-  const model = await resolveModel(ctx, call.model);
-  const candidates = await candidatesOf(ctx, model);
+  const model = await resolveModel(ctx, call.model, principal);
+  const candidates = await candidatesOf(ctx, model, principal);
   const prompt = toOpenAiPromptFields(call);
   await refuseBeforeCounting(ctx, principal, prompt, candidates);
   const promptTokens = await ctx.promptCounts.countPrompt(principal, (count) => promptTokensOf(call, prompt, count));
@@ -238,7 +239,12 @@ export interface CallStream extends AsyncIterable<CanonicalEvent> {
    * `native`, and an event without one has no frame of its own (a renderer relaying frames skips it).
    */
   readonly native: boolean;
-  /** The prompt's tokens as the gateway counted them (what the hold was sized on), before any upstream report. */
+  /**
+   * The prompt's tokens as the gateway counted them (text, and images at the model's budget), before any upstream
+   * report. A document held at the model's context (a PDF) is not in it: its size is unknown until the upstream
+   * reports, and the context it is held at is no count of it (a renderer showing this number, as Anthropic's
+   * `message_start` does, would tell a context meter the whole window was used).
+   */
   readonly promptTokens: number;
 }
 
@@ -410,5 +416,10 @@ export async function streamCall(
     },
     [Symbol.asyncIterator]: () => iterator_,
   };
-  return { model, native, promptTokens, [Symbol.asyncIterator]: () => iterator_ };
+  return {
+    model,
+    native,
+    promptTokens: countedPromptTokens(plan, model),
+    [Symbol.asyncIterator]: () => iterator_,
+  };
 }

@@ -84,8 +84,9 @@ export function registerSpeechRoute(app: App, ctx: GatewayDeps): void {
       // gpt-4o-mini-tts bills its `instructions` as input text too.
       const promptTokens =
         countTextTokens(body.input) + (typeof body.instructions === 'string' ? countTextTokens(body.instructions) : 0);
-      const model = await resolveModel(ctx, body.model);
-      const candidates = (await candidatesOf(ctx, model)).filter((m) => {
+      const principal = principalOf(request);
+      const model = await resolveModel(ctx, body.model, principal);
+      const candidates = (await candidatesOf(ctx, model, principal)).filter((m) => {
         const adapter = ctx.providers.get(m.provider);
         return billsSpeechTokens(m) ? !!adapter?.speechEvents : !!adapter?.speech;
       });
@@ -93,7 +94,7 @@ export function registerSpeechRoute(app: App, ctx: GatewayDeps): void {
         throw new ApiError('INVALID_REQUEST', `The model "${model.id}" does not support speech.`);
       const meter = await Meter.open(
         ctx,
-        principalOf(request),
+        principal,
         'speech',
         model.id,
         Math.max(...candidates.map((m) => speechWorstCase(m, promptTokens))),

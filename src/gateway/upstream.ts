@@ -2,6 +2,8 @@ import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { isAbortError, UpstreamError, type ProviderAdapter } from '../providers/types.ts';
+import type { Principal } from '../platform/http/principal.ts';
+import { allowsModel } from '../models/allowed.ts';
 
 /** The client went away: nothing is answered, the call is settled for what was produced. */
 export class ClientGone extends Error {
@@ -88,12 +90,21 @@ function retryable(error: unknown, attempt: UpstreamAttempt): boolean {
   return attempt.timedOut || (error instanceof UpstreamError && error.retryable);
 }
 
-/** The model and its fallbacks (those still in the catalogue and enabled), in the order they are tried. */
-export async function candidatesOf(ctx: GatewayDeps, model: CatalogueModel): Promise<CatalogueModel[]> {
+/**
+ * The model and its fallbacks (those still in the catalogue, enabled, and that `principal` may call), in the order
+ * they are tried. Security invariant: a fallback that the caller's API key may not call (models/allowed.ts) is
+ * left out, so it is neither held for nor tried; `model` itself was checked by `resolveModel`.
+ */
+export async function candidatesOf(
+  ctx: GatewayDeps,
+  model: CatalogueModel,
+  principal: Principal,
+): Promise<CatalogueModel[]> {
   const candidates = [model];
   for (const id of model.fallbacks) {
     const fallback = await ctx.models.get(id);
-    if (fallback && !candidates.some((c) => c.id === fallback.id)) candidates.push(fallback);
+    if (fallback && allowsModel(principal.models, fallback.id) && !candidates.some((c) => c.id === fallback.id))
+      candidates.push(fallback);
   }
   return candidates;
 }

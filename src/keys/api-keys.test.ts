@@ -73,6 +73,7 @@ describeEachDatabase('API keys endpoints', (env) => {
       limit: null,
       limitPeriod: null,
       expiresAt: null,
+      models: null,
     });
     assert.deepEqual(byId.get(second.id), {
       id: second.id,
@@ -84,6 +85,7 @@ describeEachDatabase('API keys endpoints', (env) => {
       limit: 12.5,
       limitPeriod: 'daily',
       expiresAt: null,
+      models: null,
     });
     if (first.createdAt !== second.createdAt) assert.equal(listed[0].id, second.id);
   });

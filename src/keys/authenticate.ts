@@ -147,6 +147,8 @@ export function createKeyAuthenticator({ db, clock, log, bus }: KeyAuthDeps): Ke
           appId: row.app_id,
           keyId: row.id,
           scopes: new Set(JSON.parse(row.permissions) as string[]),
+          // The list is fixed at creation (no route changes it), so a cached principal never holds a stale one.
+          ...(row.models === null ? {} : { models: JSON.parse(row.models) as string[] }),
         };
         // A revocation that landed while the row was being read may be this key's: answer, but do not
         // keep an answer that could outlive the revocation.

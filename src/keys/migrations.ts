@@ -28,4 +28,10 @@ export const keysMigrations: Record<string, Migration> = {
       await db.schema.alterTable('api_keys').addColumn('expires_at', 'bigint').execute();
     },
   },
+  '1850_keys_models': {
+    async up(db: Kysely<any>) {
+      // Nullable: NULL means the key may call every model, as every key could before this migration.
+      await db.schema.alterTable('api_keys').addColumn('models', 'text').execute();
+    },
+  },
 };

@@ -11,6 +11,7 @@ import { errors } from '../platform/errors.ts';
 import { creditsToMicros, CREDITS_RULE } from '../platform/money.ts';
 import { createApiKey, listApiKeys, revokeApiKey, type NewApiKey } from './store.ts';
 import type { KeyAuthenticator } from './authenticate.ts';
+import { isModelEntry, MAX_KEY_MODEL_LENGTH, MAX_KEY_MODELS, MODEL_ENTRY_RULE } from '../models/allowed.ts';
 
 const NAME_MAX_LENGTH = 100;
 
@@ -24,6 +25,7 @@ const TIMESTAMP =
 const TIMESTAMP_RULE = 'an ISO 8601 timestamp with seconds and a time zone, such as 2027-01-31T00:00:00Z';
 
 const Permission = Type.Enum(KEY_PERMISSIONS, { description: 'Contract §5.3' });
+const ModelEntry = Type.String({ maxLength: MAX_KEY_MODEL_LENGTH, examples: ['openai/gpt-4o-mini', 'anthropic/*'] });
 const CreateBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH, description: 'A descriptive name' }),
@@ -37,6 +39,11 @@ const CreateBody = Type.Object(
     expiresAt: Type.Optional(
       Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
         description: `When the key stops authenticating: ${TIMESTAMP_RULE}, in the future and at most ${MAX_KEY_LIFETIME_TEXT} ahead. Null or absent: never`,
+      }),
+    ),
+    models: Type.Optional(
+      Type.Union([Type.Array(ModelEntry, { maxItems: MAX_KEY_MODELS }), Type.Null()], {
+        description: `The models the key may call: up to ${MAX_KEY_MODELS} entries, each ${MODEL_ENTRY_RULE} (a deeper prefix such as openrouter/anthropic/* too). Not checked against the catalogue: an entry that matches no model allows nothing. Another model is a 403 PERMISSION_DENIED on every call, is left out of GET /api/v1/models, and is never tried as a fallback. Null, absent or empty: every model. Fixed at creation`,
       }),
     ),
   },
@@ -74,9 +81,30 @@ function parseExpiresAt(value: unknown, now: number): number | null {
 }
 
 /**
+ * A `models` as stored: null when absent, null or empty (every model); else its distinct entries in the order given.
+ * A 400 names the first entry that is neither a model id nor a wildcard, and says so when there are too many.
+ */
+function parseModels(value: unknown): string[] | null {
+  if (value === undefined || value === null) return null;
+  if (!Array.isArray(value))
+    throw errors.invalid(`models must be an array of model ids or vendor wildcards (such as ["openai/*"]), or null`);
+  if (value.length > MAX_KEY_MODELS)
+    throw errors.invalid(
+      `models holds ${value.length} entries; a key takes at most ${MAX_KEY_MODELS} (a vendor wildcard such as "openai/*" covers a vendor's every model)`,
+    );
+  value.forEach((entry, index) => {
+    if (!isModelEntry(entry))
+      throw errors.invalid(
+        `models[${index}] ${JSON.stringify(entry)} is not ${MODEL_ENTRY_RULE}, of at most ${MAX_KEY_MODEL_LENGTH} characters`,
+      );
+  });
+  return value.length === 0 ? null : [...new Set(value as string[])];
+}
+
+/**
  * Reads the create body. The contract's two texts (§7.1) come first, name before permissions, so a body
- * missing both is told about the name; then `expiresAt` (its own texts, not the validator's); everything
- * else the schema checks is reported after them.
+ * missing both is told about the name; then `expiresAt` and `models` (their own texts, not the validator's);
+ * everything else the schema checks is reported after them.
  */
 function parseCreateBody(request: FastifyRequest, now: number): NewApiKey {
   // JSON only (contract §4.2): a text or form body is refused with 415 by the server before this runs
@@ -95,6 +123,7 @@ function parseCreateBody(request: FastifyRequest, now: number): NewApiKey {
     }
   }
   const expiresAt = parseExpiresAt(body.expiresAt, now);
+  const models = parseModels(body.models);
   if (request.validationError) throw toApiError(request.validationError);
 
   const limit = body.limit as number | null | undefined;
@@ -109,6 +138,7 @@ function parseCreateBody(request: FastifyRequest, now: number): NewApiKey {
     limitMicro,
     limitPeriod: limitMicro === null ? null : (period ?? 'total'),
     expiresAt,
+    models,
   };
 }
 
@@ -153,7 +183,7 @@ export function registerKeyRoutes(app: App, ctx: KeysDeps, keyAuth: KeyAuthentic
         summary: 'Create an API key',
         security,
         description:
-          "Answers 200 with `success: true`. The permissions must lie within the calling token's scopes (403 otherwise). `limit` (credits) and `limitPeriod` set an optional spending limit for the key; `expiresAt` an optional expiry, from which the key is refused (401) while it stays listed until revoked.",
+          "Answers 200 with `success: true`. The permissions must lie within the calling token's scopes (403 otherwise). `limit` (credits) and `limitPeriod` set an optional spending limit for the key; `expiresAt` an optional expiry, from which the key is refused (401) while it stays listed until revoked; `models` the models it may call (403 for another; every model when absent). The answer keeps the contract's five fields: the list shows the limit, expiry and models.",
         body: CreateBody,
         response: { 200: ApiKeyCreatedSchema, ...errorResponses },
       },

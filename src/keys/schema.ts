@@ -20,6 +20,11 @@ export interface ApiKeysTable {
   created_at: number;
   /** When the key stops authenticating (epoch ms); null when it never expires. It stays listed until revoked. */
   expires_at: number | null;
+  /**
+   * JSON array of the model ids and `<vendor>/*` wildcards the key may call (models/allowed.ts); null: every model.
+   * Never empty, and never changed after creation (so the key cache holds no stale list).
+   */
+  models: string | null;
   revoked_at: number | null;
 }
 

@@ -27,6 +27,8 @@ export interface ListedApiKey {
   limitPeriod: LimitPeriod | null;
   /** When the key stops authenticating; null when never. An expired key stays listed until revoked. */
   expiresAt: string | null;
+  /** The model ids and `<vendor>/*` wildcards the key may call; null when every model. */
+  models: string[] | null;
 }
 
 /** A key as creation returns it (contract §2.1: no lastUsed). */
@@ -47,6 +49,8 @@ export interface NewApiKey {
   limitPeriod: LimitPeriod | null;
   /** When the key stops authenticating (epoch ms, in the future); null when it never expires. */
   expiresAt: number | null;
+  /** The model ids and `<vendor>/*` wildcards the key may call (valid, distinct, at least one); null: every model. */
+  models: string[] | null;
 }
 
 /**
@@ -118,6 +122,7 @@ export async function createApiKey(
         last_used_at: null,
         created_at: createdAt,
         expires_at: input.expiresAt,
+        models: input.models === null ? null : JSON.stringify(input.models),
         revoked_at: null,
       })
       .execute();
@@ -136,7 +141,7 @@ export async function listApiKeys(
 ): Promise<ListedApiKey[]> {
   const rows = await db
     .selectFrom('api_keys')
-    .select(['id', 'name', 'key_sealed', 'permissions', 'last_used_at', 'created_at', 'expires_at'])
+    .select(['id', 'name', 'key_sealed', 'permissions', 'last_used_at', 'created_at', 'expires_at', 'models'])
     .where(visibleTo(principal))
     .orderBy('created_at', 'desc')
     .orderBy('id')
@@ -152,6 +157,7 @@ export async function listApiKeys(
     limit: limits.get(row.id) ? microsToCredits(limits.get(row.id)!.amount) : null,
     limitPeriod: limits.get(row.id)?.period ?? null,
     expiresAt: row.expires_at === null ? null : iso(row.expires_at),
+    models: row.models === null ? null : (JSON.parse(row.models) as string[]),
   }));
 }
 
@@ -180,7 +186,7 @@ export async function revokeApiKey(db: KeysDb, clock: Clock, principal: Principa
 export async function findLiveKeyByValue(db: KeysDb, value: string) {
   return db
     .selectFrom('api_keys')
-    .select(['id', 'user_id', 'app_id', 'permissions', 'expires_at'])
+    .select(['id', 'user_id', 'app_id', 'permissions', 'expires_at', 'models'])
     .where('key_hash', '=', sha256Hex(value))
     .where('revoked_at', 'is', null)
     .where((eb) => eb.or([eb('app_id', 'is', null), authorizationStands(eb, 'api_keys.user_id', 'api_keys.app_id')]))

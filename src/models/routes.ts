@@ -16,9 +16,12 @@ import { defaultImageTokens } from './image-budgets.ts';
 import { familyReasons } from './reasoning-support.ts';
 import { creditsToMicros, microsToCredits } from '../platform/money.ts';
 import { syncModels } from './sync.ts';
+import { MODEL_ID_PATTERN } from './ids.ts';
+import { allowsModel } from './allowed.ts';
+import { principalOf } from '../platform/http/server.ts';
 
-/** A public model id: `<vendor>/<model>`. */
-export const MODEL_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]*/[^\\s]+$';
+/** A public model id: `<vendor>/<model>` (see `ids.ts`). */
+export { MODEL_ID_PATTERN };
 
 const Credits = Type.Number({ minimum: 0, description: 'Credits' });
 /** A key of `imagePrices`: `<quality>/<size>`, either part `*`. */
@@ -273,13 +276,17 @@ export function registerModelRoutes(app: App, ctx: CatalogueDeps): void {
       schema: {
         tags: ['ai'],
         summary: "List the models (OpenAI format, with prices in credits, and Anthropic's fields)",
+        description:
+          'Every enabled model of the catalogue; with an API key created with `models`, only the models that key may call (README "API keys").',
         security: [{ bearer: [] }],
         response: { 200: ModelListSchema },
       },
       config: { auth: ['ai:models'] },
     },
-    async () => {
-      const data = (await ctx.models.list()).map(publicModel);
+    async (request) => {
+      // A key limited to some models lists only those: what it may call is what it sees.
+      const allowed = principalOf(request).models;
+      const data = (await ctx.models.list()).filter((model) => allowsModel(allowed, model.id)).map(publicModel);
       return {
         object: 'list' as const,
         data,

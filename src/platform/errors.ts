@@ -49,7 +49,7 @@ export const ERROR_CODES = {
   PERMISSION_DENIED: {
     status: 403,
     type: 'permission_error',
-    when: 'The caller is authenticated but lacks the scope or permission the route needs.',
+    when: 'The caller is authenticated but lacks the scope or permission the route needs, or an API key created with `models` names another model.',
   },
   NOT_FOUND: { status: 404, type: 'not_found_error', when: 'The object does not exist or belongs to someone else.' },
   MODEL_NOT_FOUND: { status: 404, type: 'not_found_error', when: 'The model id is not in the catalogue.' },

@@ -8,6 +8,7 @@ import { requireScope } from '../platform/http/principal.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { getModel, modelsPinnedToVersion } from '../models/catalogue.ts';
+import { requireModelAllowed } from '../models/allowed.ts';
 import { Meter } from '../billing/meter.ts';
 import { applyPredictionUpdate, settlePrediction } from './finalize.ts';
 import {
@@ -137,6 +138,8 @@ async function createPrediction(
   const principal = principalOf(request);
   const model = await getModel(ctx.db, modelId);
   if (!model || !model.enabled) throw new ApiError('MODEL_NOT_FOUND', `The model ${modelId} does not exist.`);
+  // Security invariant: an API key limited to some models starts no prediction of another (before any hold).
+  requireModelAllowed(principal, model.id);
   if (model.provider !== 'replicate')
     throw errors.invalid(`The model ${modelId} is not a Replicate model; predictions run only on Replicate models.`);
   requireScope(principal, [permissionForOutputs(model.outputModalities)]);

@@ -5,7 +5,7 @@ export const KeyLimitPeriodSchema = Type.Enum(['daily', 'monthly', 'total'] as c
 
 const IsoDate = Type.String({ format: 'date-time' });
 
-/** An API key as listed (contract §2.1), with its optional spending limit and expiry. */
+/** An API key as listed (contract §2.1), with its optional spending limit, expiry and models. */
 export const ListedApiKeySchema = Type.Object({
   id: Type.String({ examples: ['key_3kT9xQ2mN7pR4sV8wY1z'] }),
   name: Type.String(),
@@ -22,6 +22,10 @@ export const ListedApiKeySchema = Type.Object({
   expiresAt: Type.Union([IsoDate, Type.Null()], {
     description:
       'When the key stops authenticating (401 from then on); null when it never expires. An expired key stays listed until revoked',
+  }),
+  models: Type.Union([Type.Array(Type.String()), Type.Null()], {
+    description:
+      'The model ids and vendor wildcards (`<vendor>/*`) the key may call, as created; null when it may call every model',
   }),
 });
 

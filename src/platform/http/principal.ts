@@ -16,6 +16,11 @@ export interface Principal {
   /** The API key used, when the credential is a key. */
   keyId: string | null;
   scopes: ReadonlySet<string>;
+  /**
+   * API key only, when its owner limited it to some models: the catalogue ids and `<vendor>/*` wildcards it may
+   * call (the keys feature's; the models feature's `allowed.ts` applies them). Absent: every model.
+   */
+  models?: readonly string[];
   /** Session only: the CSRF token that writes must echo in `x-csrf-token`. */
   csrfToken?: string;
 }

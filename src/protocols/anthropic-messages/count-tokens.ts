@@ -40,10 +40,9 @@ export function registerCountTokensRoute(app: App, ctx: MessagesDeps): void {
     async (request) => {
       const body = request.body as MessagesRequest;
       const call = parseMessagesRequest(body, { requireMaxTokens: false, webSearch: ctx.config });
-      const model = await resolveModel(ctx, call.model);
-      const tokens = await ctx.promptCounts.countPrompt(principalOf(request), (count) =>
-        countCallPromptTokens(call, count),
-      );
+      const principal = principalOf(request);
+      const model = await resolveModel(ctx, call.model, principal);
+      const tokens = await ctx.promptCounts.countPrompt(principal, (count) => countCallPromptTokens(call, count));
       const counted = tokens + imageParts(call) * (model.imageTokens ?? 0);
       // A PDF (or a document with citations) counts as the hold counts it: the model's whole context.
       const whole = [call.system, ...call.messages.map((message) => message.content)].some((parts) =>
