@@ -7,6 +7,8 @@ import { addSessionCookie, ensureWebBuilt, launchChromium } from './browser.ts';
 // The gateway's (manual) clock and the page's are the same instant, so "in 30 days" is exact.
 const NOW = '2030-03-01T10:00:00.000Z';
 const DAY_MS = 86_400_000;
+/** A model id as long as OpenRouter's get, for the phone layout. */
+const LONG_MODEL = 'openrouter/anthropic/claude-3.5-sonnet-20241022:beta';
 const WIDTHS = { desktop: { width: 1280, height: 860 }, phone: { width: 390, height: 844 } } as const;
 
 /** A browser context signed in as `session`, in UTC (a date input's day ends at UTC midnight), at `width`. */
@@ -107,6 +109,44 @@ describeEachDatabase(
       await context.close();
     });
 
+    test('the form creates a key limited to the models typed (commas or spaces); the list shows them, "All models" for an unlimited key, and a bad entry is said in the form', async () => {
+      const session = await env.createUser();
+      const context = await signedIn(browser, env.baseUrl, session, 'desktop');
+      const page = await keysPage(context, env.baseUrl);
+      assert.equal(await page.getByLabel('Models (optional)').getAttribute('placeholder'), 'All models');
+      await page.getByLabel('Name').fill('ci job');
+      await page.getByLabel('Models (optional)').fill(' acme/cheap,anthropic/*  openai/gpt-4o-mini, acme/cheap ');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.locator('tr', { hasText: 'ci job' }).waitFor();
+      assert.equal(await page.getByLabel('Models (optional)').inputValue(), '', 'the form resets');
+      await page.getByLabel('Name').fill('everything');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.locator('tr', { hasText: 'everything' }).waitFor();
+
+      const keys = await listed(session);
+      assert.deepEqual(keys.get('ci job').models, ['acme/cheap', 'anthropic/*', 'openai/gpt-4o-mini']);
+      assert.equal(keys.get('everything').models, null);
+      const modelsCell = (name: string) => page.locator('tr', { hasText: name }).getByTestId('key-models');
+      assert.deepEqual(await modelsCell('ci job').locator('.chip').allTextContents(), [
+        'acme/cheap',
+        'anthropic/*',
+        'openai/gpt-4o-mini',
+      ]);
+      assert.equal((await modelsCell('everything').textContent())!.trim(), 'All models');
+      assert.deepEqual(
+        await overflow(page),
+        { page: 0, tables: [] },
+        'the list with the models under the permissions fits a laptop',
+      );
+
+      await page.getByLabel('Name').fill('typo');
+      await page.getByLabel('Models (optional)').fill('gpt-4o');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.getByText('models[0] "gpt-4o" is not a catalogue model id').waitFor();
+      assert.equal((await listed(session)).has('typo'), false);
+      await context.close();
+    });
+
     test('an expired key stays in the list, marked "Expired", and can still be revoked', async () => {
       const session = await env.createUser();
       const expiresAt = new Date(Date.parse(NOW) + 60_000).toISOString();
@@ -131,7 +171,7 @@ describeEachDatabase(
       await context.close();
     });
 
-    test('at phone width (390 px) the form and the list fit, every field of the form is labelled, the date field too', async () => {
+    test('at phone width (390 px) the form and the list fit (a long model id too), every field of the form is labelled, the date field too', async () => {
       const session = await env.createUser();
       for (const [name, expiresAt] of [
         ['a key for the contractor', new Date(Date.parse(NOW) + 90 * DAY_MS).toISOString()],
@@ -141,6 +181,7 @@ describeEachDatabase(
           name,
           permissions: ['ai:chat'],
           expiresAt,
+          ...(name === 'a key for the contractor' ? { models: [LONG_MODEL, 'acme/*'] } : {}),
         });
         assert.equal(response.status, 200, response.text);
       }
@@ -159,6 +200,15 @@ describeEachDatabase(
           .getByTestId('key-expires')
           .getAttribute('data-label'),
         'Expires',
+      );
+      // A long model id breaks inside its chip rather than widen the stacked row (the overflow above).
+      assert.deepEqual(
+        await page
+          .locator('tr', { hasText: 'a key for the contractor' })
+          .getByTestId('key-models')
+          .locator('.chip')
+          .allTextContents(),
+        [LONG_MODEL, 'acme/*'],
       );
       await context.close();
     });

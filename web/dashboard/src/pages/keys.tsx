@@ -82,6 +82,35 @@ function Expiry(props: { expiresAt: string | null }) {
   return <span title={`Stops working ${when(props.expiresAt)}`}>{expiryDay(props.expiresAt)}</span>;
 }
 
+/**
+ * The `models` the form asks for: the ids and `vendor/*` wildcards typed, split at commas (or spaces), each once;
+ * none typed is none sent (every model). The server checks each entry's shape and names a bad one.
+ */
+function modelsOf(form: FormData): string[] {
+  const typed = String(form.get('models') ?? '')
+    .split(/[\s,]+/)
+    .filter((entry) => entry !== '');
+  return [...new Set(typed)];
+}
+
+/**
+ * A key's models, under its permissions (a column of their own would not fit a laptop): "All models" for a key
+ * that may call every model, else each id or wildcard.
+ */
+function KeyModels(props: { models: string[] | null }) {
+  return (
+    <div class="key-models small" data-testid="key-models">
+      {props.models === null ? (
+        <span class="muted">All models</span>
+      ) : (
+        <>
+          <span class="muted">Models:</span> <Chips items={props.models} />
+        </>
+      )}
+    </div>
+  );
+}
+
 function masked(key: string): string {
   return key.length > 12 ? `${key.slice(0, 7)}…${key.slice(-4)}` : key;
 }
@@ -104,6 +133,8 @@ function CreateKey(props: { onCreated: (key: CreatedApiKey) => void }) {
     }
     const expiresAt = expiryOf(form);
     if (expiresAt) body.expiresAt = expiresAt;
+    const models = modelsOf(form);
+    if (models.length > 0) body.models = models;
     await run(async () => {
       const created = await api<ApiKeyCreated>('POST', '/api/user/api-keys', body);
       formElement.reset();
@@ -164,6 +195,21 @@ function CreateKey(props: { onCreated: (key: CreatedApiKey) => void }) {
           </label>
         )}
       </div>
+      <label>
+        <span id="key-models-label">Models (optional)</span>
+        <input
+          name="models"
+          placeholder="All models"
+          autoComplete="off"
+          spellcheck={false}
+          aria-labelledby="key-models-label"
+          aria-describedby="key-models-hint"
+        />
+        <span class="muted small" id="key-models-hint">
+          Model ids or vendor wildcards, separated by commas (<code>openai/gpt-4o-mini, anthropic/*</code>): the key may
+          call only these. Empty: every model.
+        </span>
+      </label>
       <ErrorNote error={error} />
       <div>
         <button class="btn primary" type="submit" disabled={busy}>
@@ -186,7 +232,7 @@ export function KeysPage() {
     <>
       <PageHeader
         title="API keys"
-        lead="Keys call the OpenAI-compatible API at /api/v1 with your credits. Give each its own permissions, limit and expiry."
+        lead="Keys call the OpenAI-compatible API at /api/v1 with your credits. Give each its own permissions, models, limit and expiry."
       />
       {created && (
         <div class="notice success" role="status">
@@ -239,7 +285,10 @@ export function KeysPage() {
                       <code title="Use Copy for the whole key">{masked(k.key)}</code> <CopyButton value={k.key} />
                     </td>
                     <td data-label="Permissions">
-                      <Chips items={k.permissions} />
+                      <div>
+                        <Chips items={k.permissions} />
+                        <KeyModels models={k.models} />
+                      </div>
                     </td>
                     <td data-label="Limit" class="nowrap">
                       {k.limit === null ? (
