@@ -164,6 +164,12 @@ export interface ProviderAdapter {
   speechEvents?(body: Record<string, unknown>, options: CallOptions): Promise<AsyncIterable<SpeechEvent>>;
   transcription?(form: FormData, options: CallOptions): Promise<Record<string, any>>;
   realtimeSession?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
+  /**
+   * The input tokens of an Anthropic Messages body as the provider counts them (Anthropic's free
+   * `/v1/messages/count_tokens`, exact for every block type); `body.model` is already the upstream model. Absent:
+   * the provider has no such endpoint, and `count_tokens` counts with the gateway's tokenizer.
+   */
+  countTokens?(body: Record<string, unknown>, options: CallOptions): Promise<number>;
   /** The upstream's model list, for `POST /api/admin/models/sync`. */
   listModels?(options: CallOptions): Promise<UpstreamModel[]>;
 }

@@ -3,7 +3,14 @@ import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { describeEachDatabase, type TestEnv } from '../../testing/harness.ts';
 import { fundedUser, holdsOf, putModel, settled, usageOf, wallet } from '../../gateway/testing.ts';
-import { DOCUMENT_ANSWER, DOCUMENT_USAGE, startDocumentUpstream, tinyPdf } from './testing/document-upstream.ts';
+import {
+  DOCUMENT_ANSWER,
+  DOCUMENT_COUNT,
+  DOCUMENT_USAGE,
+  startDocumentUpstream,
+  tinyPdf,
+} from './testing/document-upstream.ts';
+import { PDF_PAGE_TOKENS } from './document-estimate.ts';
 
 const upstream = await startDocumentUpstream();
 after(() => upstream.close());
@@ -152,12 +159,14 @@ describeEachDatabase(
       });
       await gate.arrived;
       const [hold] = await holdsOf(env, user);
+      // The gateway's own count, which the hold is planned from: count_tokens on the OpenAI-compatible model (on
+      // acme/claude it would be Anthropic's).
       const counted = await sdk(env, user.key).messages.countTokens({
-        model: 'acme/claude',
+        model: 'acme/gpt',
         messages: [{ role: 'user', content: [textDocument, { type: 'text', text: 'Summarize.' }] }],
       });
       const bare = await sdk(env, user.key).messages.countTokens({
-        model: 'acme/claude',
+        model: 'acme/gpt',
         messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarize.' }] }],
       });
       // The title, context and text are counted (a dozen tokens and more), and held with the tokenizer's margin.
@@ -168,17 +177,28 @@ describeEachDatabase(
       await settled(env, user);
     });
 
-    it('count_tokens answers 200 with the count the hold uses: the whole context for a PDF', async () => {
+    it("count_tokens answers Anthropic's count on an Anthropic model and the gateway's estimate on another, never the whole context a call holds for a PDF", async () => {
       const user = await fundedUser(env, 10);
       const start = (await wallet(env, user)).balance;
-      for (const document of [pdfDocument, urlDocument, citedDocument]) {
-        const counted = await sdk(env, user.key).messages.countTokens({
-          model: 'acme/claude',
-          messages: [{ role: 'user', content: [document, { type: 'text', text: 'Summarize.' }] }],
-        });
-        assert.equal(counted.input_tokens, CONTEXT, document.source.type);
-      }
+      const count = async (model: string, ...blocks: Anthropic.ContentBlockParam[]) =>
+        (
+          await sdk(env, user.key).messages.countTokens({
+            model,
+            messages: [{ role: 'user', content: [...blocks, { type: 'text', text: 'Summarize.' }] }],
+          })
+        ).input_tokens;
+      for (const document of [pdfDocument, urlDocument, citedDocument])
+        assert.equal(await count('acme/claude', document), DOCUMENT_COUNT, document.source.type);
+      // The gateway's estimate: a one-page PDF (base64, or by URL, which is not fetched) at PDF_PAGE_TOKENS, a
+      // document with citations as its text; the title and context are counted as text.
+      const bare = await count('acme/gpt');
+      const title = (await count('acme/gpt', pdfDocument)) - bare - PDF_PAGE_TOKENS;
+      assert.ok(title >= 0 && title < 10, String(title));
+      assert.equal(await count('acme/gpt', urlDocument), bare + PDF_PAGE_TOKENS);
+      assert.equal(await count('acme/gpt', citedDocument), await count('acme/gpt', textDocument));
+      assert.ok((await count('acme/gpt', citedDocument)) < bare + 100);
       assert.equal((await wallet(env, user)).balance, start);
+      assert.deepEqual(await holdsOf(env, user), []);
     });
 
     it('cited text comes back as Anthropic sends it (streamed and not), and the cited answer replayed is accepted on the next turn', async () => {

@@ -5,7 +5,7 @@ type Config = PlatformConfig & ProvidersConfig;
 import { joinUrl, readJson, readSse, upstreamDispatcher, upstreamFetch } from '../http.ts';
 import type { Dispatcher } from 'undici';
 import { anthropicEvents, fromAnthropicResult, toAnthropicMessages } from './wire.ts';
-import type { CallOptions, ProviderAdapter, UpstreamModel } from '../types.ts';
+import { UpstreamError, type CallOptions, type ProviderAdapter, type UpstreamModel } from '../types.ts';
 
 /** The Anthropic API version the translation follows. */
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -22,7 +22,8 @@ export function anthropicProvider(config: Config): ProviderAdapter {
 /**
  * Anthropic's Messages API. It speaks Anthropic Messages natively (a Messages call's body and SSE events are
  * relayed as sent, model and `max_tokens` replaced); a call from another protocol is built from its
- * canonical fields and answered in canonical events (`wire.ts`).
+ * canonical fields and answered in canonical events (`wire.ts`). A Messages body's tokens are counted by
+ * Anthropic's `count_tokens` (free; what the gateway's `count_tokens` answers for an Anthropic model).
  */
 export function anthropicAdapter(options: {
   name?: string;
@@ -36,8 +37,8 @@ export function anthropicAdapter(options: {
     'anthropic-version': ANTHROPIC_VERSION,
     ...(options.apiKey ? { 'x-api-key': options.apiKey } : {}),
   };
-  const post = (body: unknown, call: CallOptions) =>
-    upstreamFetch(joinUrl(options.baseUrl, '/v1/messages'), {
+  const post = (body: unknown, call: CallOptions, path = '/v1/messages') =>
+    upstreamFetch(joinUrl(options.baseUrl, path), {
       method: 'POST',
       headers,
       body: JSON.stringify(body),
@@ -57,6 +58,14 @@ export function anthropicAdapter(options: {
     async stream(canonical, call) {
       const response = await post(toAnthropicMessages(canonical, true), call);
       return anthropicEvents(readSse(response.body, call.signal), canonical.native?.protocol === 'anthropic-messages');
+    },
+
+    async countTokens(body, call) {
+      const counted = await readJson(await post(body, call, '/v1/messages/count_tokens'));
+      const tokens = counted?.input_tokens;
+      if (!Number.isSafeInteger(tokens) || tokens < 0)
+        throw new UpstreamError(502, 'The upstream provider answered a count without input_tokens.');
+      return tokens;
     },
 
     async listModels(call): Promise<UpstreamModel[]> {
