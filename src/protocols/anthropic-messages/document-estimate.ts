@@ -25,41 +25,48 @@ export const PDF_PAGE_TOKENS = 1_500 + 1_600;
 export const PDF_BYTES_PER_PAGE = 50_000;
 
 /**
- * The most bytes an object stream is inflated to, and all of a PDF's together: the page objects they hide are a
- * few hundred bytes each, and a deflate bomb must not make a count allocate gigabytes.
+ * The most bytes the object streams of one count's PDFs are inflated to, all together: the page objects they hide
+ * are a few hundred bytes each, and deflate bombs (many PDFs of them, too) must not make a count allocate gigabytes
+ * or hold the event loop.
  */
 const INFLATED_LIMIT = 8 * 1024 * 1024;
+
+/** What is left of {@link INFLATED_LIMIT} for a count. */
+interface InflateBudget {
+  left: number;
+}
 
 /** A page object's type (`/Type /Page`, never the page tree's `/Type /Pages`). */
 const PAGE_TYPE = /\/Type\s*\/Page(?![A-Za-z0-9])/g;
 
 /** Tokens the PDFs of a call are estimated at (0 without one): {@link PDF_PAGE_TOKENS} a page. */
 export function estimatedPdfTokens(call: CanonicalCall): number {
+  const budget: InflateBudget = { left: INFLATED_LIMIT };
   let pages = 0;
   for (const message of [{ content: call.system }, ...call.messages])
     for (const part of message.content) {
       if (part.type !== 'document' || part.source.type !== 'pdf') continue;
       const data = /^data:[^;,]*;base64,/.exec(part.source.url);
-      pages += data ? pdfPages(Buffer.from(part.source.url.slice(data[0].length), 'base64')) : 1;
+      pages += data ? pdfPages(Buffer.from(part.source.url.slice(data[0].length), 'base64'), budget) : 1;
     }
   return pages * PDF_PAGE_TOKENS;
 }
 
 /** The pages of a PDF: read from it, else by its size (at least one). */
-function pdfPages(pdf: Buffer): number {
-  return pdfPageCount(pdf) ?? Math.max(1, Math.ceil(pdf.length / PDF_BYTES_PER_PAGE));
+function pdfPages(pdf: Buffer, budget: InflateBudget): number {
+  return pdfPageCount(pdf, budget) ?? Math.max(1, Math.ceil(pdf.length / PDF_BYTES_PER_PAGE));
 }
 
 /**
  * The page objects of a PDF, or null when none can be found: each `/Type /Page` in the file, and in its object
  * streams (PDF 1.5 and later may compress the page objects into `/Type /ObjStm` streams, Flate-encoded: those are
- * inflated, up to {@link INFLATED_LIMIT}). An estimate: a page replaced by an incremental update counts twice.
+ * inflated, within `budget`, shared by the PDFs of a count). An estimate: a page replaced by an incremental update
+ * counts twice.
  */
-export function pdfPageCount(pdf: Buffer): number | null {
+export function pdfPageCount(pdf: Buffer, budget: InflateBudget = { left: INFLATED_LIMIT }): number | null {
   const text = pdf.toString('latin1');
   let pages = text.match(PAGE_TYPE)?.length ?? 0;
-  let budget = INFLATED_LIMIT;
-  for (let at = text.indexOf('/ObjStm'); at !== -1 && budget > 0; at = text.indexOf('/ObjStm', at + 1)) {
+  for (let at = text.indexOf('/ObjStm'); at !== -1 && budget.left > 0; at = text.indexOf('/ObjStm', at + 1)) {
     const start = /stream\r?\n/g;
     start.lastIndex = at;
     const opened = start.exec(text);
@@ -70,12 +77,14 @@ export function pdfPageCount(pdf: Buffer): number | null {
     try {
       const inflated = inflateSync(pdf.subarray(start.lastIndex, end), {
         finishFlush: constants.Z_SYNC_FLUSH,
-        maxOutputLength: budget,
+        maxOutputLength: budget.left,
       });
-      budget -= inflated.length;
+      budget.left -= inflated.length;
       pages += inflated.toString('latin1').match(PAGE_TYPE)?.length ?? 0;
-    } catch {
-      // Not Flate after all, encrypted, or past the budget: this stream's pages are unknown.
+    } catch (error) {
+      // Past the budget: it is spent (a bomb inflates it whole before failing, each time). Not Flate after all, or
+      // encrypted: this stream's pages are unknown, and its bytes are taken from the budget.
+      budget.left = error instanceof RangeError ? 0 : budget.left - (end - start.lastIndex);
     }
   }
   return pages > 0 ? pages : null;
