@@ -27,7 +27,7 @@ import {
   SEARCHES,
   startWebSearchUpstream,
 } from '../protocols/anthropic-messages/testing/web-search-upstream.ts';
-import { PDF_PAGE_TOKENS } from '../protocols/anthropic-messages/document-estimate.ts';
+import { PDF_PAGE_TOKENS } from './document-estimate.ts';
 import { fundedUser, putModel, settled, wallet, type FundedUser } from './testing.ts';
 
 /**

@@ -24,6 +24,7 @@ import type {
   FinishReason,
 } from './canonical.ts';
 import { callOutputCap, countedPromptTokens, planCall, planPromptTokens, type CallPlan } from './chat-plan.ts';
+import { estimatedPdfTokens } from './document-estimate.ts';
 import { openCallMeter } from './affordable.ts';
 import { refuseBeforeCounting } from './count-guard.ts';
 import { accountChat, chatBreakdown, recordedDetails, tokenCount, type ChatAccount } from './chat-usage.ts';
@@ -240,10 +241,10 @@ export interface CallStream extends AsyncIterable<CanonicalEvent> {
    */
   readonly native: boolean;
   /**
-   * The prompt's tokens as the gateway counted them (text, and images at the model's budget), before any upstream
-   * report. A document held at the model's context (a PDF) is not in it: its size is unknown until the upstream
-   * reports, and the context it is held at is no count of it (a renderer showing this number, as Anthropic's
-   * `message_start` does, would tell a context meter the whole window was used).
+   * The prompt's tokens as the gateway knows them before any upstream report: text and images as counted, and a
+   * PDF at its page estimate (`document-estimate.ts`, the number count_tokens gives), never at the model's context
+   * it is held at (a renderer showing this number, as Anthropic's `message_start` does, would tell a context meter
+   * the whole window was used).
    */
   readonly promptTokens: number;
 }
@@ -419,7 +420,9 @@ export async function streamCall(
   return {
     model,
     native,
-    promptTokens: countedPromptTokens(plan, model),
+    // What the gateway knows of the input before the upstream reports: the counted prompt and its PDFs' estimate,
+    // as count_tokens answers it (the hold is the context: chat-plan.ts).
+    promptTokens: countedPromptTokens(plan, model) + (plan.wholeContext ? estimatedPdfTokens(call) : 0),
     [Symbol.asyncIterator]: () => iterator_,
   };
 }

@@ -12,7 +12,7 @@ import {
   startDocumentUpstream,
   tinyPdf,
 } from './testing/document-upstream.ts';
-import { PDF_PAGE_TOKENS } from './document-estimate.ts';
+import { PDF_PAGE_TOKENS } from '../../gateway/document-estimate.ts';
 
 const upstream = await startDocumentUpstream();
 after(() => upstream.close());

@@ -9,7 +9,7 @@ import { countCallPromptTokens } from '../../gateway/run-call.ts';
 import { answerDeadlineOf, ClientGone, UpstreamAttempt, upstreamFailure } from '../../gateway/upstream.ts';
 import { UpstreamError } from '../../providers/types.ts';
 import { parseMessagesRequest, type MessagesRequest } from './parse.ts';
-import { estimatedPdfTokens, PDF_BYTES_PER_PAGE, PDF_PAGE_TOKENS } from './document-estimate.ts';
+import { estimatedPdfTokens, PDF_BYTES_PER_PAGE, PDF_PAGE_TOKENS } from '../../gateway/document-estimate.ts';
 import { CountTokensBodySchema, CountTokensSchema, ERROR_RESPONSES } from './schemas.ts';
 import { anthropicErrorBody } from './errors.ts';
 

@@ -5,10 +5,12 @@ import { describeEachDatabase, type TestEnv } from '../../testing/harness.ts';
 import { startMockUpstream } from '../../providers/testing/mock-upstream.ts';
 import { fundedUser, holdsOf, putModel, settled, wallet, type FundedUser } from '../../gateway/testing.ts';
 import { tinyPdf } from './testing/document-upstream.ts';
+import { PDF_PAGE_TOKENS } from '../../gateway/document-estimate.ts';
 
 /**
  * A Messages stream with a PDF on a translated (OpenAI-compatible) model: its `message_start` shows the prompt the
- * gateway counted, not the model's whole context the call is held at. Claude Code reads that `usage.input_tokens`
+ * gateway counted with the PDF at its page estimate (what count_tokens answers), not the model's whole context the
+ * call is held at. Claude Code reads that `usage.input_tokens`
  * for its context meter: a PDF of a few hundred tokens showed the window full (200,000 of 200,000).
  */
 const mock = await startMockUpstream();
@@ -45,16 +47,19 @@ describeEachDatabase(
       });
     });
 
-    it("shows the counted prompt text as input_tokens, not the context the PDF is held at; the final usage is the upstream's, charged exactly", async () => {
+    it("shows count_tokens' number as input_tokens (the text counted, the PDF at its page estimate), not the context the PDF is held at; the final usage is the upstream's, charged exactly", async () => {
       const user = await fundedUser(env, 10);
       const start = (await wallet(env, user)).balance;
       const client = sdk(env, user);
       const messages: Anthropic.MessageParam[] = [{ role: 'user', content: [pdf, question] }];
-      // The question alone, as counted: what the gateway knows of this prompt before the upstream reports.
+      // What the gateway knows of this prompt before the upstream reports, as count_tokens says it: the question as
+      // counted and the one-page PDF at its page estimate.
       const { input_tokens: text } = await client.messages.countTokens({
         model: 'acme/gpt',
         messages: [{ role: 'user', content: [question] }],
       });
+      const { input_tokens: counted } = await client.messages.countTokens({ model: 'acme/gpt', messages });
+      assert.equal(counted, text + PDF_PAGE_TOKENS);
       const events = await client.messages.create({
         model: 'acme/gpt',
         max_tokens: MAX_TOKENS,
@@ -69,7 +74,7 @@ describeEachDatabase(
       assert.deepEqual(
         usages.map(([type, usage]) => [type, usage.input_tokens]),
         [
-          ['message_start', text],
+          ['message_start', counted],
           ['message_delta', UPSTREAM.input],
         ],
       );

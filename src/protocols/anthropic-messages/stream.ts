@@ -55,8 +55,9 @@ export class AnthropicStreamRenderer {
   /**
    * `countedInputTokens`: the prompt as the gateway counted it, shown in a rendered `message_start` (Anthropic
    * puts the input there, and some clients, LangChain's among them, read it only there; Claude Code's context
-   * meter too); the last `message_delta` carries the count billed. A PDF is not in it (`CallStream.promptTokens`:
-   * the context it is held at would show the window full).
+   * meter too); the last `message_delta` carries the count billed. A PDF is in it at its page estimate, as
+   * count_tokens answers, not at the context it is held at, which would show the window full
+   * (`CallStream.promptTokens`).
    */
   constructor(publicModel: string, countedInputTokens = 0) {
     this.#publicModel = publicModel;

@@ -1,10 +1,11 @@
 import { constants, inflateSync } from 'node:zlib';
-import type { CanonicalCall } from '../../gateway/canonical.ts';
+import type { CanonicalCall } from './canonical.ts';
 
 /**
  * An ESTIMATE of what the PDFs of a call add to its input, for `count_tokens` when the gateway counts itself (a
- * model whose provider has no counting endpoint, or Anthropic's failing): a count is the best guess at the input,
- * for a client's context meter (Claude Code's), not the worst case. The HOLD does not use it: a call with a PDF is
+ * model whose provider has no counting endpoint, or Anthropic's failing) and for the input a translated Messages
+ * stream shows in its `message_start` before the upstream reports (`run-call.ts`, `CallStream.promptTokens`): the
+ * best guess at the input, for a client's context meter (Claude Code's), not the worst case. The HOLD does not use it: a call with a PDF is
  * still held at the model's whole context (`gateway/chat-plan.ts`, `documentHeldAtContext`), since nothing in a
  * PDF's bytes bounds what the upstream bills for it.
  *
