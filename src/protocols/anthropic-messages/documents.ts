@@ -158,13 +158,3 @@ export function documentRefusal(call: CanonicalCall): ((model: CatalogueModel) =
     return parsed ? fileParserRefusal(model, parsed) : null;
   };
 }
-
-/** The protocol's refusal of a model joined with {@link documentRefusal}: the first that refuses answers. */
-export function withDocumentRefusal(
-  call: CanonicalCall,
-  refuses: ((model: CatalogueModel) => ApiError | null) | undefined,
-): ((model: CatalogueModel) => ApiError | null) | undefined {
-  const documents = documentRefusal(call);
-  if (!documents) return refuses;
-  return (model) => documents(model) ?? refuses?.(model) ?? null;
-}

@@ -9,7 +9,6 @@ import { ClientGone, completeCall, streamCall, type RunOptions } from '../../gat
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { messagesRefusal, parseMessagesRequest, type MessagesRequest } from './parse.ts';
 import { renderMessage } from './render.ts';
-import { withDocumentRefusal } from './documents.ts';
 import { AnthropicStreamRenderer } from './stream.ts';
 import { ERROR_RESPONSES, MessageSchema, MessagesBodySchema } from './schemas.ts';
 import { anthropicErrorBody } from './errors.ts';
@@ -55,7 +54,7 @@ export function registerMessagesRoute(app: App, ctx: MessagesDeps): void {
         webSearch: ctx.config,
       });
       const signal = clientSignal(reply);
-      const options = { refuses: withDocumentRefusal(call, messagesRefusal(call)) };
+      const options = { refuses: messagesRefusal(call) };
       if (!call.stream) {
         try {
           return renderMessage(await completeCall(ctx, principalOf(request), call, signal, options));

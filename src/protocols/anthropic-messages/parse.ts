@@ -3,7 +3,7 @@ import type { CanonicalCall, CanonicalMessage, CanonicalPart, CanonicalTool } fr
 import type { ReasoningEffort } from '../../gateway/canonical.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
 import { findLongCache, isPricedCacheTtl } from '../../gateway/long-cache.ts';
-import { documentParts } from './documents.ts';
+import { documentParts, documentRefusal } from './documents.ts';
 import { DEFAULTED_TOOL_FIELDS, toolTypeRefusal } from './tool-types.ts';
 import * as webSearch from './web-search.ts';
 
@@ -144,10 +144,10 @@ export function parseMessagesRequest(
     native: { protocol: 'anthropic-messages', body: search ? { ...body, tools: search.tools } : body },
     ...(cacheControl ? { cacheControl } : {}),
   };
-  const searches = (search?.maxUses ?? 0) + webSearch.pendingSearches(body);
+  const replayed = webSearch.replayedSearches(body, search?.tools);
+  const searches = (search?.maxUses ?? 0) + replayed.pending;
   if (searches) call.webSearch = { maxUses: searches, inputTokensPerUse: searchLimits.WEB_SEARCH_HOLD_TOKENS };
-  const nativeInput = webSearch.nativeInputOf(body, search?.tools);
-  if (nativeInput.length) call.nativeInput = nativeInput;
+  if (replayed.nativeInput.length) call.nativeInput = replayed.nativeInput;
   const longCache = findLongCache(body, '');
   if (longCache) call.longCache = longCache;
   const toolChoice = parseToolChoice(body.tool_choice, call.tools, search?.names);
@@ -187,19 +187,21 @@ function dropFields(sent: MessagesRequest): MessagesRequest {
 }
 
 /**
- * Why a model cannot take this call, or null (the pipeline's `refuses`): a thinking budget must stay below the
- * output cap the upstream receives, and the model's cap may be lower than the client's `max_tokens`, which
- * Anthropic would refuse only after the hold; and reasoning another upstream has no word for (`thinking` of type
- * `between_tools`, an unknown `output_config.effort`) is refused for a model that is not Anthropic's, never dropped.
- * The model asked for answers a 400; a fallback is skipped.
+ * Why a model cannot take this call, or null (the pipeline's `refuses`): documents another upstream cannot take
+ * (`documents.ts`), Anthropic's web search on a model that cannot run or price it (`web-search.ts`); a thinking
+ * budget must stay below the output cap the upstream receives, and the model's cap may be lower than the client's
+ * `max_tokens`, which Anthropic would refuse only after the hold; and reasoning another upstream has no word for
+ * (`thinking` of type `between_tools`, an unknown `output_config.effort`) is refused for a model that is not
+ * Anthropic's, never dropped. The model asked for answers a 400; a fallback is skipped.
  */
 export function messagesRefusal(call: CanonicalCall): ((model: CatalogueModel) => ApiError | null) | undefined {
   const budget = call.reasoning?.budgetTokens;
   const untranslatable = untranslatableReasoning(call);
+  const documents = documentRefusal(call);
   const serverTools = webSearch.serverToolRefusal(call);
-  if (budget === undefined && !untranslatable && !serverTools) return undefined;
+  if (budget === undefined && !untranslatable && !documents && !serverTools) return undefined;
   return (model) => {
-    const refused = serverTools?.(model);
+    const refused = documents?.(model) ?? serverTools?.(model);
     if (refused) return refused;
     if (untranslatable && model.provider !== 'anthropic')
       return unsupported(untranslatable.param, untranslatable.message(model.id));

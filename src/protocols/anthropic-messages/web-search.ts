@@ -152,50 +152,43 @@ export function checkReplayedBlock(block: Record<string, unknown>, param: string
     );
 }
 
+/** The block types {@link checkReplayedBlock} takes. */
+export const REPLAYED_BLOCKS: ReadonlySet<string> = new Set(['server_tool_use', 'web_search_tool_result']);
+
 /**
- * Replayed `server_tool_use` blocks without their `web_search_tool_result` (an answer that stopped with
- * `pause_turn` mid-search, sent back to be continued): Anthropic runs each such search in this call, so each is held
- * for and needs what a search needs (an Anthropic model that prices it), as the tool's own searches do.
+ * What a body replays of earlier web searches, in one pass over its blocks:
+ * - `nativeInput`: the input only an Anthropic upstream reads, as texts for the hold's count: every replayed
+ *   server-tool block whole (its JSON: the query, the encrypted results), the `citations` of text blocks, and the
+ *   web search tools' definitions (Anthropic adds the tool to the prompt);
+ * - `pending`: replayed `server_tool_use` blocks without their `web_search_tool_result` (an answer that stopped with
+ *   `pause_turn` mid-search, sent back to be continued): Anthropic runs each such search in this call, so each is
+ *   held for and needs what a search needs (an Anthropic model that prices it), as the tool's own searches do.
  */
-export function pendingSearches(body: Record<string, unknown>): number {
+export function replayedSearches(
+  body: Record<string, unknown>,
+  tools: unknown[] | undefined,
+): { nativeInput: string[]; pending: number } {
+  const nativeInput: string[] = [];
+  for (const tool of tools ?? [])
+    if (tool && typeof tool === 'object' && isWebSearchTool(tool as Record<string, unknown>))
+      nativeInput.push(JSON.stringify(tool));
   const uses = new Set<string>();
   const results = new Set<string>();
   const messages = Array.isArray(body.messages) ? (body.messages as Array<{ content?: unknown }>) : [];
   for (const message of messages) {
     if (!Array.isArray(message?.content)) continue;
     for (const block of message.content as Array<Record<string, unknown>>) {
-      if (block?.type === 'server_tool_use') uses.add(String(block.id));
-      else if (block?.type === 'web_search_tool_result') results.add(String(block.tool_use_id));
+      if (REPLAYED_BLOCKS.has(block?.type as string)) {
+        nativeInput.push(JSON.stringify(block));
+        if (block.type === 'server_tool_use') uses.add(String(block.id));
+        else results.add(String(block.tool_use_id));
+      } else if (block?.type === 'text' && Array.isArray(block.citations) && block.citations.length)
+        nativeInput.push(JSON.stringify(block.citations));
     }
   }
   let pending = 0;
   for (const id of uses) if (!results.has(id)) pending++;
-  return pending;
-}
-
-/** The block types {@link checkReplayedBlock} takes. */
-export const REPLAYED_BLOCKS: ReadonlySet<string> = new Set(['server_tool_use', 'web_search_tool_result']);
-
-/**
- * The input of a body that only an Anthropic upstream reads, as texts for the hold's count: every replayed
- * server-tool block whole (its JSON: the query, the encrypted results), the `citations` of text blocks, and the
- * web search tools' definitions (Anthropic adds the tool to the prompt).
- */
-export function nativeInputOf(body: Record<string, unknown>, tools: unknown[] | undefined): string[] {
-  const texts: string[] = [];
-  for (const tool of tools ?? [])
-    if (tool && typeof tool === 'object' && isWebSearchTool(tool as Record<string, unknown>))
-      texts.push(JSON.stringify(tool));
-  const messages = Array.isArray(body.messages) ? (body.messages as Array<{ content?: unknown }>) : [];
-  for (const message of messages) {
-    if (!Array.isArray(message?.content)) continue;
-    for (const block of message.content as Array<Record<string, unknown>>) {
-      if (REPLAYED_BLOCKS.has(block?.type as string)) texts.push(JSON.stringify(block));
-      else if (block?.type === 'text' && Array.isArray(block.citations) && block.citations.length)
-        texts.push(JSON.stringify(block.citations));
-    }
-  }
-  return texts;
+  return { nativeInput, pending };
 }
 
 /** Where a body first uses what only Anthropic runs: a web search tool, or else a replayed server-tool block. */

@@ -19,6 +19,9 @@ import { anthropicReasoning } from '../reasoning.ts';
 const objectOr = (value: unknown): Record<string, any> =>
   value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, any>) : {};
 
+/** A `data:` URL of base64 data (an image's, a PDF's): its media type and its data, as Anthropic's `base64` source. */
+const BASE64_DATA_URL = /^data:([^;,]+);base64,(.*)$/s;
+
 /** A canonical part as Anthropic content blocks (none for a part Anthropic cannot take). */
 function toBlocks(part: CanonicalPart): unknown[] {
   switch (part.type) {
@@ -28,7 +31,7 @@ function toBlocks(part: CanonicalPart): unknown[] {
         ? [{ type: 'text', text: part.text, ...(part.cacheControl ? { cache_control: part.cacheControl } : {}) }]
         : [];
     case 'image': {
-      const data = /^data:([^;,]+);base64,(.*)$/s.exec(part.url);
+      const data = BASE64_DATA_URL.exec(part.url);
       return [
         data
           ? { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } }
@@ -62,7 +65,7 @@ function toBlocks(part: CanonicalPart): unknown[] {
 
 /** A canonical document as Anthropic's `document` block (a PDF as base64 data or by URL, or a text). */
 function documentBlock(part: CanonicalDocument): Record<string, unknown> {
-  const data = part.source.type === 'pdf' ? /^data:([^;,]+);base64,(.*)$/s.exec(part.source.url) : null;
+  const data = part.source.type === 'pdf' ? BASE64_DATA_URL.exec(part.source.url) : null;
   const source =
     part.source.type === 'text'
       ? { type: 'text', media_type: 'text/plain', data: part.source.text }
