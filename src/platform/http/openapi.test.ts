@@ -1,7 +1,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +41,12 @@ describeEachDatabase('the OpenAPI document', (env) => {
     assert.equal(status, 0, output);
     assert.doesNotMatch(output, /\b(error|warning)\s+[a-z0-9-]+\s/, output);
     assert.match(output, /valid/i, output);
+  });
+
+  it("names the repository's licence (package.json, LICENSE) in info.license, which redocly's info-license rule asks for", async () => {
+    const document = (await env.request('GET', '/api/openapi.json')).body;
+    const { license } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    assert.deepEqual(document.info.license, { name: license, url: `https://opensource.org/licenses/${license}` });
   });
 
   it('gives every operation an operationId, a client-error answer and security, and lists no OPTIONS operation', async () => {

@@ -310,6 +310,8 @@ export async function createServer(ctx: ServerContext): Promise<App> {
         title: 'Tollgate API',
         version: '0.1.0',
         description: 'OpenAI-compatible AI gateway with credits, OAuth apps and spending limits.',
+        // The LICENSE at the root (package.json's "license"), so a client generated from the document says it too.
+        license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
       },
       servers: [{ url: ctx.config.PUBLIC_BASE_URL }],
       components: { securitySchemes: SECURITY_SCHEMES },
