@@ -372,6 +372,17 @@ describeEachDatabase(
       await context.close();
     });
 
+    test("after a key is created, the key form's Period is back to total, not daily", async () => {
+      const context = await signedIn(browser, env.baseUrl, session, 'desktop');
+      const page = await open(context, `${env.baseUrl}/#/keys`);
+      await page.getByLabel('Name').fill('period reset key');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.getByTestId('new-key').waitFor();
+      // A limit typed for the next key must not become a daily one unasked: the form showed Daily here.
+      assert.equal(await page.getByLabel('Period').inputValue(), 'total');
+      await context.close();
+    });
+
     test('the theme follows the system, also after a visit, until the user picks one; picking the system’s own follows it again', async () => {
       const context = await signedIn(browser, env.baseUrl, session, 'desktop', 'dark');
       const page = await open(context, `${env.baseUrl}/#/wallet`);

@@ -167,13 +167,13 @@ function CreateKey(props: { onCreated: (key: CreatedApiKey) => void }) {
           <input name="limit" type="number" min="0" step="0.000001" inputMode="decimal" placeholder="No limit" />
         </label>
         <label>
-          Period{/* `selected`, not the select's defaultValue, which Preact does not apply: the form showed Daily. */}
+          Period
+          {/* Total first, the API's default: Preact's `selected` sets no attribute, so the form's reset() after a
+              key is created went back to the first option, and the next limit typed became a daily one. */}
           <select name="limitPeriod">
+            <option value="total">Total (never resets)</option>
             <option value="daily">Daily</option>
             <option value="monthly">Monthly</option>
-            <option value="total" selected>
-              Total (never resets)
-            </option>
           </select>
         </label>
       </div>
