@@ -9,6 +9,7 @@ import {
   SEARCH_BLOCKS,
   SEARCH_USAGE,
   SEARCHES,
+  STALL_AFTER_SEARCH,
   startWebSearchUpstream,
 } from './testing/web-search-upstream.ts';
 
@@ -62,6 +63,11 @@ describeEachDatabase(
   (env) => {
     before(async () => {
       await putModel(env, 'acme/claude', { provider: 'anthropic', upstreamModel: 'claude-x', pricing: PRICING });
+      await putModel(env, 'acme/claude-stall', {
+        provider: 'anthropic',
+        upstreamModel: STALL_AFTER_SEARCH,
+        pricing: PRICING,
+      });
       await putModel(env, 'acme/claude-unpriced', {
         provider: 'anthropic',
         upstreamModel: 'claude-x',
@@ -108,6 +114,32 @@ describeEachDatabase(
       const [record] = await usageOf(env, user);
       assert.equal(Number(record!.cost), CHARGE);
       assert.equal(JSON.parse(String(record!.details)).webSearches, SEARCHES);
+    });
+
+    it('messages.stream abandoned after a search ran (its result arrived, then the first words): charged the input, the output produced and that search', async () => {
+      const user = await fundedUser(env, 10);
+      const start = (await wallet(env, user)).balance;
+      const stream = sdk(env, user).messages.stream({
+        model: 'acme/claude-stall',
+        max_tokens: MAX_TOKENS,
+        messages: [question],
+        tools: [webSearch],
+      });
+      const blocks: string[] = [];
+      stream.on('streamEvent', (event) => {
+        if (event.type === 'content_block_start') blocks.push(event.content_block.type);
+      });
+      await new Promise<void>((resolve) => stream.on('text', () => resolve()));
+      stream.abort();
+      await stream.done().catch(() => {});
+      assert.deepEqual(blocks, ['server_tool_use', 'web_search_tool_result', 'text']);
+      const [record] = await usageOf(env, user);
+      assert.equal(record!.status, 'client_aborted');
+      // Anthropic bills a search once it ran, whether or not its answer was read to the end.
+      assert.equal(JSON.parse(String(record!.details)).webSearches, 1);
+      const cost = SEARCH_USAGE.input_tokens * 10 + Number(record!.completion_tokens) * 20 + SEARCH_PRICE;
+      assert.equal(Number(record!.cost), cost);
+      assert.equal(await charged(env, user, start), cost);
     });
 
     it('a max_uses within the ceiling goes upstream as sent and is held for; one above it is lowered to the ceiling (4) and held for 4', async () => {

@@ -232,7 +232,10 @@ export function fromAnthropicResult(message: any, native: boolean): CanonicalRes
  * SSE event name): `message_delta` is the `usage` event, `message_stop` the `end` event, and an event with
  * nothing canonical in it is an empty text delta; `message_start` is the `start` event, followed by a `usage` event
  * of its input counts (no frame of its own). Usage: `message_start` carries the input counts, `message_delta` the
- * output count (newer API versions restate the input there too).
+ * output count (newer API versions restate the input there too). A web search that ran (its
+ * `web_search_tool_result` block began with results; an error result is not billed) is counted as it arrives and
+ * reported in a `usage` event of its own (no frame): Anthropic bills it then, so a stream cut before its
+ * `message_delta` (the client gone, the upstream broken) is charged for it; `message_delta`'s count replaces ours.
  */
 export async function* anthropicEvents(
   events: AsyncIterable<{ event: string; data: string }>,
@@ -241,6 +244,7 @@ export async function* anthropicEvents(
   let inputUsage: Record<string, unknown> = {};
   let finish: FinishReason = 'stop';
   const toolIndexByBlock = new Map<number, number>();
+  let searchesRun = 0;
   for await (const event of events) {
     let data: any;
     try {
@@ -267,6 +271,12 @@ export async function* anthropicEvents(
         continue;
       }
       case 'content_block_start':
+        if (data.content_block?.type === 'web_search_tool_result' && Array.isArray(data.content_block.content)) {
+          searchesRun++;
+          const used = { ...objectOr(inputUsage.server_tool_use), web_search_requests: searchesRun };
+          inputUsage = { ...inputUsage, server_tool_use: used };
+          yield { type: 'usage', usage: canonicalUsageOfAnthropic(inputUsage, Number.NaN) };
+        }
         if (data.content_block?.type === 'tool_use') {
           const index = toolIndexByBlock.size;
           toolIndexByBlock.set(data.index, index);

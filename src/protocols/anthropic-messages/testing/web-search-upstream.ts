@@ -6,7 +6,9 @@ import { startRecordingUpstream, type RecordingUpstream } from '../../../testing
  * streamed or not: a `server_tool_use` (the query), its `web_search_tool_result` (one result, encrypted content), and
  * a text citing it (`web_search_result_location`), with {@link SEARCH_USAGE} (`server_tool_use.web_search_requests`
  * {@link SEARCHES}). Every request body is kept. {@link RecordingUpstream.gate} keeps the next answer from
- * starting until released, so a test can read what the call holds while it runs.
+ * starting until released, so a test can read what the call holds while it runs. The upstream model
+ * {@link STALL_AFTER_SEARCH} streams the search, its result and the first words of the text, then nothing more
+ * until the client goes away (a stream the client abandons after a search ran).
  */
 export type WebSearchUpstream = RecordingUpstream;
 
@@ -16,6 +18,8 @@ export const SEARCHES = 2;
 export const SEARCH_USAGE = { input_tokens: 3_000, output_tokens: 40 };
 /** The answer's text. */
 export const SEARCH_ANSWER = 'Paris is sunny today.';
+/** The upstream model whose stream stops after its search and the first words of its text. */
+export const STALL_AFTER_SEARCH = 'claude-x-stall';
 /** The query of the search. */
 export const SEARCH_QUERY = 'weather Paris';
 
@@ -89,6 +93,10 @@ function answer(body: any, res: ServerResponse): void {
   event('content_block_start', { index: 1, content_block: SEARCH_BLOCKS[1] });
   event('content_block_stop', { index: 1 });
   event('content_block_start', { index: 2, content_block: { type: 'text', text: '', citations: [] } });
+  if (body.model === STALL_AFTER_SEARCH) {
+    event('content_block_delta', { index: 2, delta: { type: 'text_delta', text: 'Paris is' } });
+    return;
+  }
   event('content_block_delta', { index: 2, delta: { type: 'citations_delta', citation: CITATION } });
   event('content_block_delta', { index: 2, delta: { type: 'text_delta', text: SEARCH_ANSWER } });
   event('content_block_stop', { index: 2 });
