@@ -229,6 +229,30 @@ describeEachDatabase(
       assert.equal((await settled(env, user)).balance, 1_000_000);
     });
 
+    it("a chat tool's cache_control (OpenRouter caches tool definitions for Anthropic models) is held to the content parts' rules on an OpenRouter model: a 1-hour ttl without a cacheWrite1h price, or a lifetime with no price, is refused naming it, nothing held or sent", async () => {
+      const user = await fundedUser(env, 1);
+      const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
+      const count = received.length;
+      const refusals: Array<[object, RegExp]> = [
+        [
+          { type: 'ephemeral', ttl: '1h' },
+          /^tools\[0\]\.cache_control\.ttl "1h" is refused for "openrouter\/claude": the model has no 1-hour cache-write price/,
+        ],
+        [{ type: 'ephemeral', ttl: '24h' }, /cache_control\.ttl "24h" is refused/],
+      ];
+      for (const [control, says] of refusals) {
+        const error: any = await client.chat.completions
+          .create({ model: 'openrouter/claude', messages, tools: [{ ...tools[0], cache_control: control } as any] })
+          .catch((e) => e);
+        assert.equal(error.status, 400, JSON.stringify(control));
+        assert.equal(error.error.code, 'UNSUPPORTED_PARAMETER');
+        assert.equal(error.error.param, 'tools[0].cache_control');
+        assert.match(error.error.message, says);
+      }
+      assert.equal(received.length, count);
+      assert.equal((await settled(env, user)).balance, 1_000_000);
+    });
+
     it('a chat cache_control whose ttl is not a string ("1h" in an array) is refused, never sent on as a lifetime the hold did not price', async () => {
       const user = await fundedUser(env, 1);
       const client = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });

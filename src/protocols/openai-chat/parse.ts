@@ -74,23 +74,36 @@ export function checkContentParts(messages: unknown[]): void {
 }
 
 /**
- * A content part's `cache_control` (the prompt-caching marker OpenRouter takes in chat for Anthropic models, and
- * that reaches an Anthropic upstream from here): `{ type: "ephemeral" }`, with the 5-minute lifetime (the
- * default, priced by `cacheWrite`) or the 1-hour one (priced by `cacheWrite1h`; a model without that price
- * refuses it when the call is planned, `gateway/long-cache.ts`). Any other lifetime has no price.
+ * A content part's or a tool's `cache_control` (the prompt-caching marker OpenRouter takes in chat for Anthropic
+ * models, on content parts and on tool definitions, and that reaches an Anthropic upstream from a content part):
+ * `{ type: "ephemeral" }`, with the 5-minute lifetime (the default, priced by `cacheWrite`) or the 1-hour one
+ * (priced by `cacheWrite1h`; a model without that price refuses it when the call is planned,
+ * `gateway/long-cache.ts`). Any other lifetime has no price. `owner` and `param` say where it is.
  */
-function checkCacheControl(control: any): void {
-  const param = 'messages';
+function checkCacheControl(control: any, owner = 'A content part', param = 'messages'): void {
   if (control?.type !== 'ephemeral')
-    throw new ApiError('INVALID_REQUEST', 'A content part\'s cache_control.type must be "ephemeral".', {
+    throw new ApiError('INVALID_REQUEST', `${owner}'s cache_control.type must be "ephemeral".`, {
       details: { param },
     });
   if (control.ttl !== undefined && !isPricedCacheTtl(control.ttl)) {
     throw new ApiError(
       'UNSUPPORTED_PARAMETER',
-      `A content part's cache_control.ttl ${JSON.stringify(control.ttl)} is refused: the catalogue prices cache writes of 5 minutes and 1 hour only; use "5m" (the default) or "1h".`,
+      `${owner}'s cache_control.ttl ${JSON.stringify(control.ttl)} is refused: the catalogue prices cache writes of 5 minutes and 1 hour only; use "5m" (the default) or "1h".`,
       { details: { param } },
     );
+  }
+}
+
+/**
+ * The `cache_control` of each tool definition, which OpenRouter passes to Anthropic (its tool caching): checked as
+ * a content part's is. A 1-hour one is found with the messages' ({@link parseChat}), so that it is held and priced at
+ * `cacheWrite1h`, or refused on a model without that price; an Anthropic model refuses the field itself.
+ */
+function checkToolCacheControls(tools: unknown): void {
+  if (!Array.isArray(tools)) return;
+  for (const [i, tool] of tools.entries()) {
+    const control = (tool as { cache_control?: unknown } | null)?.cache_control;
+    if (control !== undefined && control !== null) checkCacheControl(control, 'A tool', `tools[${i}].cache_control`);
   }
 }
 
@@ -252,6 +265,7 @@ function responseFormatOf(format: any): CanonicalCall['responseFormat'] {
  */
 export function parseChat(body: ChatRequest): CanonicalCall {
   checkContentParts(body.messages);
+  checkToolCacheControls(body.tools);
   const malformed = malformedToolProblem(body);
   if (malformed) throw new ApiError('INVALID_REQUEST', malformed.message, { details: { param: malformed.field } });
   const { system, messages } = messagesOf(body);
@@ -264,7 +278,7 @@ export function parseChat(body: ChatRequest): CanonicalCall {
     stream: body.stream === true,
     native: { protocol: 'openai-chat', body },
   };
-  const longCache = findLongCache(body.messages, 'messages');
+  const longCache = findLongCache(body.messages, 'messages') ?? findLongCache(body.tools, 'tools');
   if (longCache) call.longCache = longCache;
   const choice = toolChoiceOf(body.tool_choice);
   if (choice) call.toolChoice = choice;
