@@ -1,7 +1,7 @@
 import type { App } from '../platform/http/server.ts';
 import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
-import { costMicros } from '../models/pricing.ts';
+import { costMicros, effectivePrice } from '../models/pricing.ts';
 import { tokenCount } from './chat-usage.ts';
 import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import { countTextTokens } from '../providers/tokens.ts';
@@ -124,10 +124,11 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
             audioIn: Math.ceil(measured * AUDIO_TOKENS_PER_SECOND),
             completion: countTextTokens(text),
           });
+          // A duration report (whisper-1's) counts no tokens: a model priced on them is charged the estimate for them.
           const tokens =
             usage?.type === 'tokens'
               ? reportedTokens(usage, estimate)
-              : usage?.type === 'duration'
+              : usage?.type === 'duration' && !pricesTokens(model)
                 ? { prompt: 0, audioIn: 0, completion: 0 }
                 : estimate();
           return {
@@ -143,6 +144,11 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
       return typeof contentType === 'string' ? reply.type(contentType).send(json.text) : json;
     },
   );
+}
+
+/** Whether a transcription on `model` costs anything by its tokens (text or audio in, text out). */
+function pricesTokens(model: CatalogueModel): boolean {
+  return (['prompt', 'audioInput', 'completion'] as const).some((key) => effectivePrice(model.pricing, key) > 0);
 }
 
 /**

@@ -114,6 +114,18 @@ describeEachDatabase(
       assert.equal((await wallet(env, user)).balance, 10_000_000 - 500 * 300 - 2 * 400);
     });
 
+    it("a duration usage (whisper-1's kind) on this token-priced model says no token count: charged that same estimate, never nothing", async () => {
+      const user = await fundedUser(env, 10);
+      next = {
+        type: 'application/json',
+        body: JSON.stringify({ text: 'hello there', usage: { type: 'duration', seconds: 10 } }),
+      };
+      await sdk(user.key).audio.transcriptions.create({ model: 'acme/transcribe', file: clip() });
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - 500 * 300 - 2 * 400);
+      const [record] = await usageOf(env, user);
+      assert.equal(Number(record!.cost), 500 * 300 + 2 * 400);
+    });
+
     it('a token usage whose counts are missing or unusable is charged that same estimate for them, never nothing', async () => {
       for (const usage of [
         { type: 'tokens' },
