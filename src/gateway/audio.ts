@@ -34,6 +34,7 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
         throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Send the audio as multipart/form-data.');
       const form = new FormData();
       const fields: Record<string, string> = {};
+      const lists: Array<[string, string]> = [];
       let audio: Buffer | null = null;
       // Only the parser's work is inside: anything else it throws is about the body the client sent.
       try {
@@ -49,6 +50,8 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
               new Blob([new Uint8Array(buffer)], { type: part.mimetype }),
               part.filename || 'audio',
             );
+          } else if (isListOption(part.fieldname)) {
+            lists.push([part.fieldname, String(part.value)]);
           } else {
             fields[part.fieldname] = String(part.value);
           }
@@ -109,6 +112,7 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
               name,
               name === 'model' ? model.upstreamModel : name === 'response_format' && asksText ? 'json' : value,
             );
+          for (const [name, value] of lists) upstreamForm.append(name, value);
           return adapter.transcription!(upstreamForm, { signal });
         },
         usage: (result, model) => {
@@ -144,6 +148,16 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
       return typeof contentType === 'string' ? reply.type(contentType).send(json.text) : json;
     },
   );
+}
+
+/**
+ * Whether a multipart field is one value of an array option, which the openai SDK sends as one `name[]` field per
+ * value (`timestamp_granularities[]: word` and `: segment`, `include[]`): every value goes upstream, in order. Any
+ * other field is sent once (its last value), as the hold read it. `known_speaker_references[]` stays one value: each
+ * is a clip of audio the upstream reads, which the hold (the file's duration) does not count.
+ */
+function isListOption(name: string): boolean {
+  return name.endsWith('[]') && name !== 'known_speaker_references[]';
 }
 
 /** Whether a transcription on `model` costs anything by its tokens (text or audio in, text out). */

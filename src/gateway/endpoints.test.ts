@@ -1,6 +1,7 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
+import OpenAI from 'openai';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { startMockUpstream } from '../providers/testing/mock-upstream.ts';
 import { fundedUser, putModel, usageOf, wallet, wavFile } from './testing.ts';
@@ -212,6 +213,30 @@ describeEachDatabase(
       assert.equal((await wallet(env, user)).balance, 10_000_000 - 1000 - 70_000);
       const [record] = await usageOf(env, user);
       assert.equal(record.kind, 'transcriptions');
+    });
+
+    it("the openai SDK's array options (timestamp_granularities[], include[]) reach the upstream whole; a plain field once", async () => {
+      const user = await fundedUser(env, 10);
+      await new OpenAI({
+        apiKey: user.key,
+        baseURL: `${env.baseUrl}/api/v1`,
+        maxRetries: 0,
+      }).audio.transcriptions.create({
+        model: 'acme/listen',
+        file: new File([wavFile(10)], 'clip.wav', { type: 'audio/wav' }),
+        response_format: 'verbose_json',
+        timestamp_granularities: ['word', 'segment'],
+        include: ['logprobs'],
+      });
+      const sent = mock.requests.at(-1)!.body.multipart as string;
+      const values = (name: string) =>
+        [...sent.matchAll(new RegExp(`name="${name.replace(/[[\]]/g, '\\$&')}"\r\n\r\n([^\r]*)\r\n`, 'g'))].map(
+          (match) => match[1],
+        );
+      assert.deepEqual(values('timestamp_granularities[]'), ['word', 'segment']);
+      assert.deepEqual(values('include[]'), ['logprobs']);
+      assert.deepEqual(values('response_format'), ['verbose_json']);
+      assert.deepEqual(values('model'), ['whisper-1']);
     });
 
     it("a transcription reaches the upstream when the npm undici made the global dispatcher (as in the served bundle), not Node's own", async () => {
