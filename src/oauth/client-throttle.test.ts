@@ -256,6 +256,47 @@ describeEachDatabase(
       assert.equal((await exchange(other)).status, 200);
     });
 
+    it("a stranger revoking and introspecting made-up tokens in a public app's name (answered 200, RFC 7009) uses up only its own address's rate: the app's users still get tokens", async () => {
+      env.manualClock.advance(60_000);
+      // A public app's client_id is public (it is in every authorization URL) and it has no secret to prove.
+      const app = await registerTestApp(env, { scopes: ['read', 'offline_access'] });
+      const stranger = '203.0.113.9';
+      const send = (path: string, token: string) =>
+        env.request('POST', path, {
+          raw: new URLSearchParams({ client_id: app.clientId, token }).toString(),
+          headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': stranger },
+        });
+      for (let i = 0; i < 2; i++) {
+        assert.equal((await send('/api/oauth/revoke', `made-up-${i}`)).status, 200);
+        const introspected = await send('/api/oauth/introspect', `made-up-${i}`);
+        assert.equal(introspected.status, 200);
+        assert.deepEqual(introspected.body, { active: false });
+      }
+      const limited = await send('/api/oauth/revoke', 'made-up-more');
+      assert.equal(limited.status, 429);
+      assert.match(limited.body.error_description, /from your address/);
+
+      // A user of the app, from their own address, signs in and refreshes as if nothing happened.
+      const user = await newUser(env);
+      const request = await authorizationRequest(env, app, ['read', 'offline_access']);
+      const outcome = await runAuthorization(env, new TestBrowser(), request, { user });
+      const code = (outcome as { url: URL }).url.searchParams.get('code')!;
+      const exchanged = await tokenRequest(
+        env,
+        app,
+        { grant_type: 'authorization_code', code, redirect_uri: app.redirectUri, code_verifier: request.codeVerifier },
+        { address: '198.51.100.3' },
+      );
+      assert.equal(exchanged.status, 200, exchanged.text);
+      const refreshed = await tokenRequest(
+        env,
+        app,
+        { grant_type: 'refresh_token', refresh_token: exchanged.body.refresh_token },
+        { address: '198.51.100.3' },
+      );
+      assert.equal(refreshed.status, 200, refreshed.text);
+    });
+
     it('an oversized token request is refused with 413 in RFC 6749 shape', async () => {
       const app = await registerTestApp(env, { scopes: ['read'] });
       const response = await tokenRequest(env, app, {

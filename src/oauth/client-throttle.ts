@@ -34,6 +34,18 @@ function assertionIssuer(assertion: unknown): unknown {
   }
 }
 
+/**
+ * Whether the request carries client credentials (a secret in HTTP Basic or the form, or a client assertion).
+ * A 2xx to such a request means the app proved itself; one without them came from a public app, or from
+ * anyone at all in its name: its client_id is public, and revocation and introspection answer 200 for any
+ * token, made-up ones included (RFC 7009 §2.2, RFC 7662 §2.2).
+ */
+export function presentsClientCredentials(request: FastifyRequest): boolean {
+  if (/^Basic /i.test(request.headers.authorization ?? '')) return true;
+  const body = request.body as Record<string, unknown> | undefined;
+  return body?.client_secret !== undefined || body?.client_assertion !== undefined;
+}
+
 /** Answers given after the app proved itself with its secret (see {@link markClientProven}). */
 const provenAnswers = new WeakSet<object>();
 
@@ -71,19 +83,27 @@ function limited(message: string, seconds: number): ApiError {
  *   a server-side app refreshes for thousands of users from one address, and the tokens of those who revoked
  *   it are refused; counted per address, 30 of them would lock every other user out for the minute. Only the
  *   app can send these, so they count against its own rate, like successes;
- * - successful answers count only against the app's generous `RATE_LIMIT_OAUTH_CLIENT_PER_MINUTE`, which a
- *   stranger cannot use up (a success needs the app's own codes, tokens or secret); nothing is counted per
+ * - successful answers of an app that proved itself (its secret or key) count only against the app's
+ *   generous `RATE_LIMIT_OAUTH_CLIENT_PER_MINUTE`, which a stranger cannot use up; nothing is counted per
  *   address, so one app's server can serve any number of users;
+ * - successful answers without client credentials (a public app's) count against that rate per app *and*
+ *   address: anyone can send them in a public app's name (revoking or introspecting made-up tokens is a 200,
+ *   and any of its users can refresh their own token in a loop), and counted per app alone 6,000 of them a
+ *   minute locked every user of the app out of the token endpoint;
  * - a refused request never reaches oidc-provider: it costs no client lookup and no grant lookup.
  */
 export function clientThrottle(ctx: OAuthDeps) {
   const failures = ctx.config.OAUTH_CLIENT_FAILURES_PER_MINUTE;
   const successes = ctx.config.RATE_LIMIT_OAUTH_CLIENT_PER_MINUTE;
   const failureKey = (clientId: string | null, address: string) => `oauth-fail:${clientId ?? '-'}:${address}`;
-  const successKey = (clientId: string) => `oauth-ok:${clientId}`;
+  const successKey = (clientId: string, authenticated: boolean, address: string) =>
+    authenticated ? `oauth-ok:${clientId}` : `oauth-ok:${clientId}:${address}`;
   return {
-    /** Throws 429 RATE_LIMITED when this app (from this address) must wait. */
-    async admit(clientId: string | null, address: string): Promise<void> {
+    /**
+     * Throws 429 RATE_LIMITED when this app (from this address) must wait; `authenticated` says whether the
+     * request carries client credentials ({@link presentsClientCredentials}).
+     */
+    async admit(clientId: string | null, address: string, authenticated: boolean): Promise<void> {
       const { windows } = ctx.throttles;
       const now = ctx.clock.now();
       if (failures > 0 && (await windows.peek(failureKey(clientId, address), now)) >= failures) {
@@ -92,17 +112,31 @@ export function clientThrottle(ctx: OAuthDeps) {
           secondsLeftInMinute(now),
         );
       }
-      if (successes > 0 && clientId && (await windows.peek(successKey(clientId), now)) >= successes) {
-        throw limited(`This app reached its ${successes} token requests a minute.`, secondsLeftInMinute(now));
+      if (
+        successes > 0 &&
+        clientId &&
+        (await windows.peek(successKey(clientId, authenticated, address), now)) >= successes
+      ) {
+        throw limited(
+          `This app reached its ${successes} token requests a minute${authenticated ? '' : ' from your address'}.`,
+          secondsLeftInMinute(now),
+        );
       }
     },
     /** Counts the answer oidc-provider gave (`response`, to know whether the app proved itself first). */
-    async record(clientId: string | null, address: string, status: number, response: object): Promise<void> {
+    async record(
+      clientId: string | null,
+      address: string,
+      authenticated: boolean,
+      status: number,
+      response: object,
+    ): Promise<void> {
       const { windows } = ctx.throttles;
       const now = ctx.clock.now();
       // A success, or a refusal only the app could have asked for: the app's own rate, not its address's.
       if ((status >= 200 && status < 300) || provenAnswers.has(response)) {
-        if (clientId && successes > 0) await windows.take(successKey(clientId), 1, successes, now);
+        if (clientId && successes > 0)
+          await windows.take(successKey(clientId, authenticated, address), 1, successes, now);
       } else if (status >= 400 && status < 500 && failures > 0)
         await windows.take(failureKey(clientId, address), 1, failures, now);
     },

@@ -6,7 +6,7 @@ export const OAuthConfigSection = Type.Object({
     minimum: 0,
     default: 6000,
     description:
-      'Successful token, revocation and introspection answers per minute per OAuth app (and refused grants of a confidential app that gave its right secret); 0 turns it off.',
+      "Successful token, revocation and introspection answers per minute per OAuth app (and refused grants of a confidential app that gave its right secret); a public app's, which carry no secret, per app and client address; 0 turns it off.",
   }),
   OAUTH_CLIENT_FAILURES_PER_MINUTE: Type.Integer({
     minimum: 0,

@@ -8,7 +8,7 @@ import { SCOPES } from './scopes.ts';
 import { STRICT_PAGE_CSP } from '../platform/http/page.ts';
 import { CLIENT_AUTH_METHODS, OAUTH_ROUTES, OIDC_CLAIMS } from './provider.ts';
 import { CLIENT_ASSERTION_ALGS } from './client-keys.ts';
-import { clientThrottle, requestClientId } from './client-throttle.ts';
+import { clientThrottle, presentsClientCredentials, requestClientId } from './client-throttle.ts';
 import { endStaleProviderSession, hasProviderSessionCookie } from './browser-account.ts';
 import { keepBodyBytes, withBodyReplayed } from './body-replay.ts';
 
@@ -192,9 +192,11 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
   const throttle = clientThrottle(ctx);
   async function forwardThrottled(request: FastifyRequest, reply: FastifyReply) {
     const clientId = request.method === 'POST' ? requestClientId(request) : null;
-    if (request.method === 'POST') await throttle.admit(clientId, request.ip);
+    const authenticated = presentsClientCredentials(request);
+    if (request.method === 'POST') await throttle.admit(clientId, request.ip, authenticated);
     await forwardAs(request, reply, withBodyReplayed(request));
-    if (request.method === 'POST') await throttle.record(clientId, request.ip, reply.raw.statusCode, reply.raw);
+    if (request.method === 'POST')
+      await throttle.record(clientId, request.ip, authenticated, reply.raw.statusCode, reply.raw);
   }
   // RFC 6749 error bodies for what Fastify refuses before oidc-provider (oversized form, rate limit…);
   // oidc-provider's own limit for a form is 56 KiB.
