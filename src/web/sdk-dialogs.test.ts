@@ -74,6 +74,35 @@ describe("the SDK's dialogs on a third-party page, in Chromium", () => {
     await page.close();
   });
 
+  it('a request bigger than the whole limit is not called "limit reached": the dialog says the limit must be raised', async () => {
+    const page = await newPage(390);
+    // Nothing used yet, and a request (its worst case) of 4 credits against a daily limit of 2.5: waiting for the
+    // reset and retrying, all "limit reached" suggested, refuses it again.
+    const tooBig = { error: { ...SPENDING_LIMIT.error, current: 0, requested: 4 } };
+    await page.evaluate((error) => {
+      (document.querySelector('tollgate-restriction-dialog') as HTMLElement & { error: unknown }).error = error;
+    }, tooBig);
+    const dialog = page.getByRole('dialog', { name: 'Daily spending limit too low for this request' });
+    await dialog.waitFor();
+    assert.equal(
+      await dialog.locator('#description').textContent(),
+      'This request needs up to 4.00 credits, more than the whole daily limit of 2.50 credits you set for this app: ' +
+        'it is refused after the reset too. Raise the limit to send it.',
+    );
+    await page.close();
+  });
+
+  it('a request that would go over a limit not yet reached says so, not that the limit is reached', async () => {
+    const page = await newPage(1280);
+    await openDialog(page, 'restriction');
+    // 2 of 2.5 used and 1 more requested: the limit is not reached, this request would pass it.
+    assert.equal(
+      await page.locator('tollgate-restriction-dialog #description').textContent(),
+      'This request would take this app over the daily spending limit you set for it.',
+    );
+    await page.close();
+  });
+
   for (const which of ['signin', 'restriction'] as const) {
     it(`at 390 px the ${which} dialog stacks its actions, each as wide as the dialog's and easy to tap`, async () => {
       const page = await newPage(390);

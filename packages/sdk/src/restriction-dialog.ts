@@ -41,10 +41,34 @@ function titleOf(restriction: Restriction): string {
       restriction.limitType === 'total'
         ? 'Spending'
         : `${restriction.limitType[0].toUpperCase()}${restriction.limitType.slice(1)} spending`;
-    return `${period} limit reached`;
+    return restriction.requested > restriction.limit
+      ? `${period} limit too low for this request`
+      : `${period} limit reached`;
   }
   if (restriction.kind === 'insufficient_credits') return 'Not enough credits';
   return 'Request refused';
+}
+
+/**
+ * What a spending limit's refusal asks of the user. A request whose worst case alone is more than the whole limit
+ * is refused after the reset too (only a higher limit lets it through), and a limit not yet reached is not
+ * "reached": this request would go over it.
+ */
+function spendingLimitText(
+  restriction: Restriction & { kind: 'spending_limit' },
+  period: string,
+  appName: string,
+  appInText: string,
+): string {
+  if (restriction.requested > restriction.limit)
+    return (
+      `This request needs up to ${formatCredits(restriction.requested)} credits, more than the whole ${period} limit ` +
+      `of ${formatCredits(restriction.limit)} credits you set for ${appInText}: ` +
+      `${period === 'total' ? 'it is refused' : 'it is refused after the reset too'}. Raise the limit to send it.`
+    );
+  if (restriction.current >= restriction.limit)
+    return `${appName} has reached the ${period} spending limit you set for it.`;
+  return `This request would take ${appInText} over the ${period} spending limit you set for it.`;
 }
 
 /** Defines `<tollgate-restriction-dialog>` once (browser only). */
@@ -131,6 +155,8 @@ export function defineRestrictionDialog(): void {
       const { user, balance, app } = this.#loaded;
       const base = (this.gatewayUrl || '').replace(/\/+$/, '');
       const appName = app?.name ?? 'This app';
+      // The app's name, or "this app" within a sentence.
+      const appInText = app?.name ?? 'this app';
       let content = '';
       let link = '';
       if (restriction.kind === 'spending_limit') {
@@ -140,7 +166,7 @@ export function defineRestrictionDialog(): void {
         const period = restriction.limitType === 'total' ? 'total' : restriction.limitType;
         const current = app?.limits?.[restriction.limitType as keyof AuthorizedApp['limits']];
         content = `
-<p id="description">${escapeHtml(appName)} has reached the ${escapeHtml(period)} spending limit you set for it.</p>
+<p id="description">${escapeHtml(spendingLimitText(restriction, period, appName, appInText))}</p>
 <div class="bar" role="img" aria-label="${escapeHtml(`${formatCredits(restriction.current)} of ${formatCredits(restriction.limit)} credits used; this request needs ${formatCredits(restriction.requested)} more`)}"><span data-width="${used}"></span><span class="need" data-width="${needed}"></span></div>
 <div class="legend"><span>Used ${formatCredits(restriction.current)}</span><span>Limit ${formatCredits(restriction.limit)}</span></div>
 <dl>
