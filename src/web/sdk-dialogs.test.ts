@@ -103,6 +103,41 @@ describe("the SDK's dialogs on a third-party page, in Chromium", () => {
     await page.close();
   });
 
+  it('when the sign-in cannot start (a plain-http page has no Web Crypto), the dialog says why and Continue works again', async (t) => {
+    // A third-party page with the SDK's own client, as an app wires it.
+    const app = await startSdkSourcePage(`<!doctype html><meta charset="utf-8"><title>app</title>
+<tollgate-signin-dialog app-name="Acme"></tollgate-signin-dialog>
+<script type="module">
+import { createTollgateClient, defineTollgateElements } from '/sdk/index.ts';
+defineTollgateElements();
+const dialog = document.querySelector('tollgate-signin-dialog');
+dialog.client = createTollgateClient({ baseUrl: 'https://tollgate.example', clientId: 'app_x', redirectUri: location.href, scopes: ['read'] });
+window.ready = true;
+</script>`);
+    t.after(() => app.close());
+    const page = await browser.newPage();
+    const failures: string[] = [];
+    page.on('pageerror', (error) => failures.push(error.message));
+    // What a page served over plain http from a host other than localhost gets: no crypto.subtle (PKCE's SHA-256).
+    await page.addInitScript(() => Object.defineProperty(Crypto.prototype, 'subtle', { get: () => undefined }));
+    await page.goto(`${app.origin}/`);
+    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+    await page.evaluate(() =>
+      (document.querySelector('tollgate-signin-dialog') as HTMLElement & { show(): void }).show(),
+    );
+    const dialog = page.getByRole('dialog', { name: 'Sign in with Tollgate' });
+    await dialog.getByRole('button', { name: 'Continue with Tollgate' }).click();
+    // Before: the button stayed disabled, nothing was said, and the rejection went to the console.
+    await dialog.getByRole('alert').waitFor();
+    assert.equal(
+      await dialog.getByRole('alert').textContent(),
+      'Sign-in needs a secure page (https, or localhost while developing).',
+    );
+    assert.equal(await dialog.getByRole('button', { name: 'Continue with Tollgate' }).isEnabled(), true);
+    assert.deepEqual(failures, []);
+    await page.close();
+  });
+
   for (const which of ['signin', 'restriction'] as const) {
     it(`at 390 px the ${which} dialog stacks its actions, each as wide as the dialog's and easy to tap`, async () => {
       const page = await newPage(390);

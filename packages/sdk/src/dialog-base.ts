@@ -15,7 +15,7 @@ dialog{border:1px solid var(--tg-line);border-radius:16px;padding:0;width:min(44
 dialog::backdrop{background:rgba(15,17,23,.55);backdrop-filter:blur(2px)}
 .body{padding:24px 24px 8px}h2{font-size:18px;margin:0 0 6px;display:flex;gap:10px;align-items:center}
 .badge{display:inline-grid;place-items:center;width:32px;height:32px;border-radius:10px;background:color-mix(in srgb,var(--tg-warn) 16%,transparent);color:var(--tg-warn);font-weight:800;flex:none}
-p{margin:0 0 12px;color:var(--tg-muted)}
+p{margin:0 0 12px;color:var(--tg-muted)}p.error{color:var(--tg-warn);font-weight:600}
 dl{display:grid;grid-template-columns:1fr auto;gap:6px 16px;margin:14px 0}dt{color:var(--tg-muted)}dd{margin:0;font-weight:600;font-variant-numeric:tabular-nums;text-align:right}
 .bar{height:10px;border-radius:99px;background:var(--tg-track);overflow:hidden;margin:6px 0 4px;display:flex}
 .bar span{display:block;height:100%;background:var(--tg-accent)}.bar span.need{background:var(--tg-warn);opacity:.75}

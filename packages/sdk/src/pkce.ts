@@ -11,8 +11,13 @@ export function randomToken(bytes = 32): string {
   return base64Url(crypto.getRandomValues(new Uint8Array(bytes)));
 }
 
-/** The S256 code challenge of a verifier: base64url(SHA-256(ASCII(verifier))). */
+/**
+ * The S256 code challenge of a verifier: base64url(SHA-256(ASCII(verifier))). Browsers give Web Crypto's digest
+ * to secure pages only (https, localhost): a plain-http page is told so, not "cannot read properties of undefined".
+ */
 export async function s256Challenge(verifier: string): Promise<string> {
+  if (!globalThis.crypto?.subtle)
+    throw new Error('Sign-in needs a secure page (https, or localhost while developing).');
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier));
   return base64Url(new Uint8Array(digest));
 }

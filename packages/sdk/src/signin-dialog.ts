@@ -40,15 +40,27 @@ export function defineSignInDialog(): void {
 <div class="body">
 <h2 id="title"><span class="badge" aria-hidden="true">T</span>Sign in with Tollgate</h2>
 <p id="description">${subject} uses your Tollgate account for AI. You will go to Tollgate to sign in, choose what ${name} may do and set a daily spending limit for it. You can change that limit or revoke ${name} at any time.</p>
+<p class="error" part="error" role="alert" hidden></p>
 </div>
 <div class="actions"><button type="button" data-action="close">Cancel</button><button type="button" class="primary" data-action="continue" autofocus>Continue with Tollgate</button></div>`;
       this.#modal.dialog.querySelector('[data-action=close]')!.addEventListener('click', () => this.close());
       const proceed = this.#modal.dialog.querySelector<HTMLButtonElement>('[data-action=continue]')!;
+      const problem = this.#modal.dialog.querySelector<HTMLElement>('[part=error]')!;
       proceed.addEventListener('click', async () => {
         proceed.disabled = true;
+        problem.hidden = true;
         this.dispatchEvent(new CustomEvent('tollgate-signin', { bubbles: true, composed: true }));
         // No REST call here (contract §1): signIn() only builds the authorize URL and navigates to it.
-        await this.client?.signIn();
+        try {
+          await this.client?.signIn();
+        } catch (error) {
+          // It could not start (a plain-http page has no Web Crypto for PKCE, a navigation refused): say why and
+          // let the user try again, rather than leave a dead, disabled button and the rejection in the console.
+          problem.textContent = (error as Error)?.message || 'Sign-in could not start. Try again.';
+          problem.hidden = false;
+          proceed.disabled = false;
+          proceed.focus();
+        }
       });
       this.#modal.open();
     }
