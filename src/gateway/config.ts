@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { TIMER_MAX_MS } from '../platform/config.ts';
 
 /** The AI API's settings: upload size, images, affordable output, transcriptions, realtime. Part of the one configuration schema (src/config.ts). */
 export const GatewayConfigSection = Type.Object({
@@ -34,6 +35,13 @@ export const GatewayConfigSection = Type.Object({
     default: 16_384,
     description:
       'Token counts of long prompt texts (1 K characters or more) remembered per credential (user, app and key), so that a conversation resent whole each turn is counted only for what is new (each entry ~180 bytes); 0 counts every text every time.',
+  }),
+  STREAM_OPEN_AFTER_MS: Type.Integer({
+    minimum: 0,
+    maximum: TIMER_MAX_MS,
+    default: 10_000,
+    description:
+      "How long a streamed call (chat, Responses, Messages), its hold placed, waits for its upstream's first event before its stream is opened anyway: status 200, the event-stream headers, then a `: keep-alive` comment at once and each 15 s until the first event. A reasoning model may take minutes to begin, while Node's `fetch` (the official SDKs') gives up after 300 s without headers and a proxy in front often after 60 s. A failure before it is an ordinary JSON error with its status; after it, an SSE `event: error` frame (fallbacks are tried either way).",
   }),
   REALTIME_ENABLED: Type.Boolean({
     default: false,

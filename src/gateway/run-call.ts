@@ -51,6 +51,13 @@ export interface RunOptions {
    * asked for answers the error (before any hold); a fallback that refuses is left out.
    */
   refuses?: (model: CatalogueModel) => ApiError | null;
+  /**
+   * Streams only: called once when the call, its hold placed, has waited `STREAM_OPEN_AFTER_MS` for its upstream's
+   * first event (its fallbacks' included), so that the protocol opens its event stream before a slow upstream's
+   * client gives up (`startEventStream` in `sse.ts`). Never called for a call whose first event or failure came
+   * sooner.
+   */
+  onSlowStart?: () => void;
 }
 
 /** A planned and held call, ready to go upstream. */
@@ -251,7 +258,8 @@ export interface CallStream extends AsyncIterable<CanonicalEvent> {
 
 /**
  * A streamed call. Resolves once the first upstream event arrived (so a failure before output is a thrown
- * ApiError with the hold released and the fallbacks tried, or {@link ClientGone}); then yields the provider's
+ * ApiError with the hold released and the fallbacks tried, or {@link ClientGone}, whether or not
+ * `options.onSlowStart` had the protocol open its stream meanwhile); then yields the provider's
  * events with `usage` replaced by the billed usage (its `cost` filled; our own count when the upstream sent
  * none, as a last `usage` event without `native`), then `end` — or an `error` event when the upstream broke
  * after output began.
@@ -270,6 +278,10 @@ export async function streamCall(
   options: RunOptions = {},
 ): Promise<CallStream> {
   const { plan, meter } = await hold(ctx, principal, call, options);
+  // One timer per call, not per attempt (a fallback does not restart the wait the client sees), cleared at the
+  // first event or the failure: a stream that begins sooner costs one timer armed and cleared. The attempts'
+  // deadline timers cannot carry it: each fallback has its own, of its own model's length.
+  const slowStart = options.onSlowStart && setTimeout(options.onSlowStart, ctx.config.STREAM_OPEN_AFTER_MS);
   let answered;
   try {
     answered = await callWithFallbacks(ctx, plan.candidates, signal, async (model, adapter, attempt) => {
@@ -283,9 +295,11 @@ export async function streamCall(
       };
     });
   } catch (error) {
+    clearTimeout(slowStart);
     await meter.release(plan.candidates[0], error instanceof ClientGone ? 'client_aborted' : 'upstream_error');
     throw error;
   }
+  clearTimeout(slowStart);
   const {
     result: { iterator, first, native },
     model,

@@ -1,11 +1,15 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { CanonicalEvent } from './canonical.ts';
+import type { ApiError } from '../platform/errors.ts';
+import { logFailure, toApiError } from '../platform/http/server.ts';
+import { ClientGone } from './upstream.ts';
 
 /**
  * Server-Sent Events as every inbound protocol writes them: the response is taken from Fastify once the
- * first upstream event is in hand (a failure before it is an ordinary JSON error), then frames are written
- * as they come, never buffered whole.
+ * first upstream event is in hand, or once the upstream has been slow to begin for `STREAM_OPEN_AFTER_MS`
+ * ({@link startEventStream}; a failure while nothing was written is an ordinary JSON error), then frames are
+ * written as they come, never buffered whole.
  */
 
 /** Takes the raw response from Fastify and writes the event-stream head (with any headers set on the reply). */
@@ -119,4 +123,76 @@ export async function relayEvents(
     await iterator.return?.(undefined).catch(() => {});
     if (!raw.writableEnded) raw.end();
   }
+}
+
+/** A streamed call's opened response and its pipeline stream, its first event in hand. */
+export interface StartedStream<S> {
+  raw: ServerResponse;
+  stream: S;
+}
+
+/**
+ * Starts a streamed call and the event stream it is relayed on. `start` runs the call (the protocol's `streamCall`,
+ * given `onSlowStart` in its options); `failureFrame` is the protocol's own frame of an error after its stream
+ * began. Answers the response, opened, and the call's stream once its first event is in hand; or null when the call
+ * ended here: the client gone, or a failure written on the already opened stream as `failureFrame`.
+ *
+ * Security and behaviour invariant: while nothing was written, every failure — a restriction's 402/429, a validation
+ * error, an upstream's after its fallbacks — is thrown, for Fastify to answer as the JSON error with its status. The
+ * response is opened early only when `onSlowStart` fires (the hold placed, still no first event after
+ * `STREAM_OPEN_AFTER_MS`): status 200, the event-stream headers and a comment at once, then a comment each
+ * `keepAliveMs`, so that a client (Node's `fetch` waits 300 s for headers) or a proxy (often 60 s) does not give up
+ * on a model that thinks for minutes. From then on comments are all that is written until the first event, so the
+ * pipeline still tries the fallbacks; its failure is the protocol's SSE error frame with the same envelope (its
+ * status was sent already). Billing stays the pipeline's: a failure before output, or a client gone while only
+ * comments were written, released the hold before `start` settled.
+ */
+export async function startEventStream<S>(
+  reply: FastifyReply,
+  start: (onSlowStart: () => void) => Promise<S>,
+  failureFrame: (error: ApiError) => string,
+  keepAliveMs = KEEPALIVE_INTERVAL_MS,
+): Promise<StartedStream<S> | null> {
+  let opened = null as ServerResponse | null;
+  let keepAlive: NodeJS.Timeout | undefined;
+  const onSlowStart = () => {
+    // A client already gone aborted the call: the pipeline ends it (ClientGone) without a stream to open.
+    if (reply.raw.destroyed) return;
+    const raw = openEventStream(reply);
+    opened = raw;
+    // At once: the head leaves with the first bytes written, and the client knows the call is under way.
+    writeFrame(raw, KEEPALIVE_FRAME);
+    keepAlive = setInterval(() => {
+      if (!raw.writableNeedDrain) writeFrame(raw, KEEPALIVE_FRAME);
+    }, keepAliveMs);
+    keepAlive.unref();
+  };
+  let stream: S;
+  try {
+    stream = await start(onSlowStart);
+  } catch (error) {
+    clearInterval(keepAlive);
+    if (opened === null) {
+      // The client left before the answer: the hold is released, and there is no one to answer.
+      if (error instanceof ClientGone) {
+        reply.hijack();
+        return null;
+      }
+      throw error;
+    }
+    if (!(error instanceof ClientGone)) {
+      const apiError = toApiError(error);
+      logFailure(
+        reply.request.log,
+        error,
+        { status: apiError.status, route: reply.request.routeOptions.url },
+        'a streamed call failed before its first event, its stream already opened',
+      );
+      await writeFrame(opened, failureFrame(apiError));
+    }
+    if (!opened.writableEnded) opened.end();
+    return null;
+  }
+  clearInterval(keepAlive);
+  return { raw: opened ?? openEventStream(reply), stream };
 }

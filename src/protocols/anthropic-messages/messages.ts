@@ -4,14 +4,14 @@ import { ApiError } from '../../platform/errors.ts';
 import { principalOf, type App } from '../../platform/http/server.ts';
 import { jsonOrEventStream } from '../../platform/http/openapi.ts';
 import { clientSignal } from '../../gateway/common.ts';
-import { openEventStream, relayEvents } from '../../gateway/sse.ts';
+import { relayEvents, startEventStream } from '../../gateway/sse.ts';
 import { ClientGone, completeCall, streamCall, type RunOptions } from '../../gateway/run-call.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { messagesRefusal, parseMessagesRequest, type MessagesRequest } from './parse.ts';
 import { renderMessage } from './render.ts';
 import { AnthropicStreamRenderer } from './stream.ts';
 import { ERROR_RESPONSES, MessageSchema, MessagesBodySchema } from './schemas.ts';
-import { anthropicErrorBody } from './errors.ts';
+import { anthropicErrorBody, anthropicErrorFrame } from './errors.ts';
 
 /**
  * `POST /api/v1/messages`: Anthropic's Messages API on the gateway's pipeline (any provider), billed by hold
@@ -43,7 +43,7 @@ export function registerMessagesRoute(app: App, ctx: MessagesDeps): void {
           200: jsonOrEventStream(
             MessageSchema,
             'The message, or with `stream: true` its events as Server-Sent Events.',
-            "Anthropic's named events: `message_start`, `content_block_start` / `_delta` / `_stop`, `message_delta` (with `usage`), `message_stop`, and `ping`; a failure after output began is an `error` event in Anthropic's envelope.",
+            "Anthropic's named events: `message_start`, `content_block_start` / `_delta` / `_stop`, `message_delta` (with `usage`), `message_stop`, and `ping`; a failure after output began, or after a slow upstream had the stream opened (`STREAM_OPEN_AFTER_MS`; until then only `: keep-alive` comments), is an `error` event in Anthropic's envelope.",
           ),
         },
       },
@@ -71,10 +71,13 @@ export function registerMessagesRoute(app: App, ctx: MessagesDeps): void {
 /**
  * A streamed message, written event by event as the upstream produces them.
  *
- * Invariants: (1) nothing is written before the pipeline has the upstream's first event, so a failure before
- * output is an ordinary JSON error (hold released, fallbacks tried); (2) once output began, the pipeline
- * settles every exit (end, upstream broken, client gone) exactly once before its iterator finishes, and the
- * response ends only after that, so a client that reads its wallet after the stream sees the charge.
+ * Invariants: (1) nothing is written before the pipeline has the upstream's first event, unless the upstream is
+ * slow to begin (`STREAM_OPEN_AFTER_MS`, `startEventStream`): then the stream opens with `: keep-alive` comments
+ * only, and a failure before the first event is Anthropic's `event: error` frame, as after output; a failure
+ * while nothing was written is an ordinary JSON error; either way the hold is released and the fallbacks tried;
+ * (2) once output began, the pipeline settles every exit (end, upstream broken, client gone) exactly once before
+ * its iterator finishes, and the response ends only after that, so a client that reads its wallet after the
+ * stream sees the charge.
  */
 async function streamMessage(
   ctx: MessagesDeps,
@@ -84,14 +87,13 @@ async function streamMessage(
   signal: AbortSignal,
   options: RunOptions,
 ): Promise<FastifyReply> {
-  let stream;
-  try {
-    stream = await streamCall(ctx, principalOf(request), call, signal, options);
-  } catch (error) {
-    if (error instanceof ClientGone) return reply.hijack();
-    throw error;
-  }
-  const raw = openEventStream(reply);
+  const started = await startEventStream(
+    reply,
+    (onSlowStart) => streamCall(ctx, principalOf(request), call, signal, { ...options, onSlowStart }),
+    anthropicErrorFrame,
+  );
+  if (!started) return reply;
+  const { raw, stream } = started;
   const renderer = new AnthropicStreamRenderer(stream.model.id, stream.promptTokens);
   await relayEvents(raw, stream, {
     render: (event) => renderer.render(event),

@@ -55,7 +55,12 @@ export function renderCompletion(result: CanonicalResult): ChatCompletion {
  */
 function errorFrame(event: Extract<CanonicalEvent, { type: 'error' }>): string {
   const code = event.code in ERROR_CODES ? (event.code as ErrorCode) : 'UPSTREAM_ERROR';
-  return `event: error\ndata: ${JSON.stringify(new ApiError(code, event.message).toEnvelope())}\n\n`;
+  return chatErrorFrame(new ApiError(code, event.message));
+}
+
+/** The SSE error frame of `error`: the contract's envelope as `event: error` (also a failure once a slow stream was opened). */
+export function chatErrorFrame(error: ApiError): string {
+  return `event: error\ndata: ${JSON.stringify(error.toEnvelope())}\n\n`;
 }
 
 const data = (chunk: unknown) => `data: ${JSON.stringify(chunk)}\n\n`;

@@ -8,10 +8,10 @@ import type { GatewayDeps } from '../../gateway/deps.ts';
 import { MODEL_ID_PATTERN } from '../../models/routes.ts';
 import type { ChatRequest } from '../../gateway/chat-plan.ts';
 import { clientSignal } from '../../gateway/common.ts';
-import { openEventStream, relayEvents } from '../../gateway/sse.ts';
+import { relayEvents, startEventStream, type StartedStream } from '../../gateway/sse.ts';
 import { ClientGone, completeCall, streamCall, type CallStream } from '../../gateway/run-call.ts';
 import { chatRefusal, parseChat } from './parse.ts';
-import { ChatStreamRenderer, renderCompletion } from './render.ts';
+import { chatErrorFrame, ChatStreamRenderer, renderCompletion } from './render.ts';
 
 /** The chat request as validated: only what the gateway must read; every other OpenAI field passes through. */
 const ChatBodySchema = Type.Object(
@@ -99,7 +99,7 @@ export function registerChatRoute(app: App, ctx: GatewayDeps): void {
           200: jsonOrEventStream(
             ChatCompletionSchema,
             'The completion, or with `stream: true` its chunks as Server-Sent Events.',
-            '`data:` frames of `chat.completion.chunk` objects (with `stream_options.include_usage`, a last one carrying `usage`), then `data: [DONE]`; a failure after output began is a last frame `{"error": {…}}`.',
+            '`data:` frames of `chat.completion.chunk` objects (with `stream_options.include_usage`, a last one carrying `usage`), then `data: [DONE]`; a failure after output began, or after a slow upstream had the stream opened (`STREAM_OPEN_AFTER_MS`; until then only `: keep-alive` comments), is a last `event: error` frame `{"error": {…}}`.',
           ),
         },
       },
@@ -109,9 +109,16 @@ export function registerChatRoute(app: App, ctx: GatewayDeps): void {
       const call = parseChat(body);
       const signal = clientSignal(reply);
       const options = { refuses: chatRefusal(body, call) };
+      if (body.stream) {
+        const started = await startEventStream(
+          reply,
+          (onSlowStart) => streamCall(ctx, principalOf(request), call, signal, { ...options, onSlowStart }),
+          chatErrorFrame,
+        );
+        return started ? relay(reply, body, started) : reply;
+      }
       try {
-        if (!body.stream) return renderCompletion(await completeCall(ctx, principalOf(request), call, signal, options));
-        return await relay(reply, body, await streamCall(ctx, principalOf(request), call, signal, options));
+        return renderCompletion(await completeCall(ctx, principalOf(request), call, signal, options));
       } catch (error) {
         // The client left before the answer: the hold is released, and there is no one to answer.
         if (error instanceof ClientGone) return reply.hijack();
@@ -122,13 +129,17 @@ export function registerChatRoute(app: App, ctx: GatewayDeps): void {
 }
 
 /**
- * Relays a stream as chat SSE frames as they come. Invariant: leaving the loop (the client gone: a write
- * failed) returns the pipeline's iterator, which settles the call for what was produced; the response ends
- * only after the iteration finished, i.e. after the settle, so a client reading its wallet once the stream
- * closed sees the charge.
+ * Relays a stream as chat SSE frames as they come. Invariants: the stream was started by `startEventStream`
+ * (a failure while nothing was written is a JSON error; once a slow upstream had the response opened, an
+ * `event: error` frame); leaving the loop (the client gone: a write failed) returns the pipeline's iterator,
+ * which settles the call for what was produced; the response ends only after the iteration finished, i.e.
+ * after the settle, so a client reading its wallet once the stream closed sees the charge.
  */
-async function relay(reply: FastifyReply, body: ChatRequest, stream: CallStream): Promise<FastifyReply> {
-  const raw = openEventStream(reply);
+async function relay(
+  reply: FastifyReply,
+  body: ChatRequest,
+  { raw, stream }: StartedStream<CallStream>,
+): Promise<FastifyReply> {
   const renderer = new ChatStreamRenderer(stream.model.id, body.stream_options?.include_usage === true, stream.native);
   await relayEvents(raw, stream, { render: (event) => renderer.frames(event).join('') });
   return reply;

@@ -7,8 +7,8 @@ import type { Principal } from '../../platform/http/principal.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { clientSignal } from '../../gateway/common.ts';
-import { ClientGone, completeCall, streamCall, type CallStream } from '../../gateway/run-call.ts';
-import { openEventStream, relayEvents } from '../../gateway/sse.ts';
+import { ClientGone, completeCall, streamCall } from '../../gateway/run-call.ts';
+import { relayEvents, startEventStream } from '../../gateway/sse.ts';
 import { newResponseId } from './ids.ts';
 import { inputItems, responsesRefusal, toCanonicalCall, type InputItem, type ResponsesRequest } from './parse.ts';
 import { renderResult, type ResponseFrame, type ResponseObject } from './render.ts';
@@ -49,7 +49,7 @@ export function registerCreateResponseRoute(app: App, ctx: ResponsesDeps): void 
           200: jsonOrEventStream(
             ResponseSchema,
             'The response, or with `stream: true` its events as Server-Sent Events.',
-            'Named events (`response.created`, `response.output_text.delta`, …, `response.completed`), each `data:` a JSON object with its `type` and an increasing `sequence_number`; a failure after output began is a `response.failed` event.',
+            'Named events (`response.created`, `response.output_text.delta`, …, `response.completed`), each `data:` a JSON object with its `type` and an increasing `sequence_number`; a failure after output began, or after a slow upstream had the stream opened (`STREAM_OPEN_AFTER_MS`; until then only `: keep-alive` comments), is a `response.failed` event, then `error`.',
           ),
         },
       },
@@ -124,9 +124,12 @@ async function respondWhole(
  * A streamed answer, written event by event as the pipeline yields them.
  *
  * Invariants: (1) nothing is written before the pipeline's stream resolved, so a failure before output
- * (restriction, upstream) is an ordinary JSON error in the OpenAI envelope; (2) once output began, the
- * pipeline owns billing: ending its iterator (`return()`) when the client goes away settles the call for
- * what was produced, and a failure is rendered as `response.failed` + `error` here, never thrown to Fastify.
+ * (restriction, upstream) is an ordinary JSON error in the OpenAI envelope — unless the upstream is slow to begin
+ * (`STREAM_OPEN_AFTER_MS`, `startEventStream`): then the stream opens with `: keep-alive` comments only, and a
+ * failure before the first event (fallbacks tried, hold released) is `response.created`, `response.failed` and
+ * `error` in the requested model's name; (2) once output began, the pipeline owns billing: ending its iterator
+ * (`return()`) when the client goes away settles the call for what was produced, and a failure is rendered as
+ * `response.failed` + `error` here, never thrown to Fastify.
  */
 async function respondStreamed(
   ctx: ResponsesDeps,
@@ -136,16 +139,22 @@ async function respondStreamed(
   frame: ResponseFrame,
   keep: Keep,
 ): Promise<FastifyReply> {
-  let stream: CallStream;
-  try {
-    stream = await streamCall(ctx, principalOf(request), call, clientSignal(reply), {
-      refuses: responsesRefusal(call),
-    });
-  } catch (error) {
-    if (error instanceof ClientGone) return reply.hijack();
-    throw error;
-  }
-  const raw = openEventStream(reply);
+  const started = await startEventStream(
+    reply,
+    (onSlowStart) =>
+      streamCall(ctx, principalOf(request), call, clientSignal(reply), {
+        refuses: responsesRefusal(call),
+        onSlowStart,
+      }),
+    // No model answered: the Response is the one asked for, created and failed at once (SDK helpers that
+    // accumulate the stream expect `response.created` first).
+    (error) => {
+      const writer = new ResponsesEventWriter(frame);
+      return writer.begin() + writer.fail(error.code, error.message, error.toEnvelope().error);
+    },
+  );
+  if (!started) return reply;
+  const { raw, stream } = started;
   // The model that answers (a fallback's, when one did) is the one the Response names.
   const writer = new ResponsesEventWriter({ ...frame, model: stream.model.id });
   await relayEvents(raw, stream, {
