@@ -35,6 +35,23 @@ describe('configuration', () => {
     );
   });
 
+  it("an upstream's base URL without http(s):// (a copied host name) stops the start, naming it, instead of failing each call", () => {
+    const names = ['OPENAI_BASE_URL', 'OPENROUTER_BASE_URL', 'ANTHROPIC_BASE_URL', 'REPLICATE_BASE_URL'] as const;
+    for (const name of names) {
+      for (const value of ['api.example.com/v1', 'ftp://api.example.com', 'https://', 'https://api.example.com/ v1']) {
+        assert.throws(
+          () => loadConfig({ [name]: value }),
+          new RegExp(
+            `${name}: is not valid — expected: .*http\\(s\\) URL.*\\(got "${value.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}"\\)`,
+            's',
+          ),
+          `${name}=${value}`,
+        );
+      }
+      assert.equal(loadConfig({ [name]: 'http://127.0.0.1:8080/v1' })[name], 'http://127.0.0.1:8080/v1');
+    }
+  });
+
   it('a bad secret stops the start without the message showing it: keys, tokens, a password in a URL, a provider key', () => {
     const cases: [Record<string, string>, RegExp, string][] = [
       [{ STRIPE_SECRET_KEY: 'sk_live_51Hsecretvalue ' }, /STRIPE_SECRET_KEY: .*not shown/, 'sk_live_51Hsecretvalue'],

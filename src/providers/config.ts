@@ -7,19 +7,28 @@ export const DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS = 600_000;
 /** The least an upstream deadline may be (`UPSTREAM_TIMEOUT_MS`, `UPSTREAM_IDLE_TIMEOUT_MS`, a model's `answerTimeoutMs`): less could reach no provider. */
 export const MIN_UPSTREAM_TIMEOUT_MS = 100;
 
+/**
+ * An upstream's base URL: `http(s)://host[/path]`. Checked at start-up because a value without its scheme (a
+ * host name copied from a provider's page) was accepted and then failed every call to that provider.
+ */
+function upstreamBaseUrl(defaultUrl: string, what: string) {
+  return Type.String({
+    pattern: '^https?://[^/\\s]+(/\\S*)?$',
+    default: defaultUrl,
+    description: `${what}: an http(s) URL, such as \`${defaultUrl}\`.`,
+  });
+}
+
 /** The upstream providers' settings: their keys and addresses, the extra OpenAI-compatible upstreams (config file only) and the upstream timeouts. Part of the one configuration schema (src/config.ts). */
 export const ProvidersConfigSection = Type.Object({
   OPENAI_API_KEY: Type.Optional(Type.String({ description: 'OpenAI API key.' })),
-  OPENAI_BASE_URL: Type.String({ default: 'https://api.openai.com/v1', description: 'OpenAI-compatible base URL.' }),
+  OPENAI_BASE_URL: upstreamBaseUrl('https://api.openai.com/v1', 'OpenAI-compatible base URL'),
   OPENROUTER_API_KEY: Type.Optional(Type.String({ description: 'OpenRouter API key.' })),
-  OPENROUTER_BASE_URL: Type.String({ default: 'https://openrouter.ai/api/v1', description: 'OpenRouter base URL.' }),
+  OPENROUTER_BASE_URL: upstreamBaseUrl('https://openrouter.ai/api/v1', 'OpenRouter base URL'),
   ANTHROPIC_API_KEY: Type.Optional(Type.String({ description: 'Anthropic API key.' })),
-  ANTHROPIC_BASE_URL: Type.String({
-    default: 'https://api.anthropic.com',
-    description: 'Anthropic base URL (without `/v1`).',
-  }),
+  ANTHROPIC_BASE_URL: upstreamBaseUrl('https://api.anthropic.com', 'Anthropic base URL (without `/v1`)'),
   REPLICATE_API_TOKEN: Type.Optional(Type.String({ description: 'Replicate API token.' })),
-  REPLICATE_BASE_URL: Type.String({ default: 'https://api.replicate.com/v1', description: 'Replicate base URL.' }),
+  REPLICATE_BASE_URL: upstreamBaseUrl('https://api.replicate.com/v1', 'Replicate base URL'),
   UPSTREAM_TIMEOUT_MS: Type.Integer({
     minimum: MIN_UPSTREAM_TIMEOUT_MS,
     maximum: TIMER_MAX_MS,
