@@ -99,6 +99,30 @@ describe('the restriction dialog in Chromium', () => {
     await page.close();
   });
 
+  it('a token that cannot be had (a refresh failing offline) leaves the reads out, without an uncaught error', async () => {
+    const page = await browser.newPage();
+    const failures: string[] = [];
+    page.on('pageerror', (error) => failures.push(error.message));
+    await page.goto(`${origin}/`);
+    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+    await page.evaluate(() => {
+      const dialog = document.querySelector('tollgate-restriction-dialog') as HTMLElement & {
+        error: unknown;
+        getToken: () => Promise<string | null>;
+      };
+      // What client.getAccessToken() does when its refresh cannot reach the gateway.
+      dialog.getToken = () => Promise.reject(new TypeError('Failed to fetch'));
+      dialog.error = {
+        error: { code: 'INSUFFICIENT_CREDITS', message: 'Insufficient credits', available: 0.5, required: 1 },
+      };
+    });
+    await page.getByRole('dialog', { name: 'Not enough credits' }).waitFor();
+    await page.waitForTimeout(200);
+    // Before, the rejection escaped the dialog's reads: "Uncaught (in promise) TypeError: Failed to fetch".
+    assert.deepEqual(failures, []);
+    await page.close();
+  });
+
   it('the Add credits link asks for exactly the credits missing, with no floating-point tail', async () => {
     const page = await browser.newPage();
     await page.goto(`${origin}/`);

@@ -127,7 +127,10 @@ export function defineRestrictionDialog(): void {
 
     async #load() {
       const generation = ++this.#generation;
-      const token = await this.getToken?.();
+      // A token that cannot be had (its refresh failed, offline) leaves the reads out, as a failed read does.
+      const token = await Promise.resolve()
+        .then(() => this.getToken?.())
+        .catch(() => null);
       const base = (this.gatewayUrl || '').replace(/\/+$/, '');
       if (!token) return;
       const read = async <T>(path: string): Promise<T | undefined> => {
