@@ -19,8 +19,19 @@ export interface TopupsFeature extends Feature {
 export async function createTopupsFeature(deps: TopupsDeps): Promise<TopupsFeature> {
   const StripeClass = await loadStripe(deps.config);
   const topups = createTopups(deps, StripeClass);
-  if (!topups.settings.enabled)
-    deps.log.info('Top-ups are off: STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are not both set.');
+  if (!topups.settings.enabled) {
+    // One of the two set is a setup left half done (the webhook's secret forgotten): said as a warning that
+    // names the missing one, where an info line among the start's went unseen.
+    const { STRIPE_SECRET_KEY: key, STRIPE_WEBHOOK_SECRET: secret } = deps.config;
+    if (key || secret) {
+      const [set, missing] = key
+        ? ['STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET']
+        : ['STRIPE_WEBHOOK_SECRET', 'STRIPE_SECRET_KEY'];
+      deps.log.warn(
+        `Top-ups are off: ${set} is set but ${missing} is not; top-ups need both (see the README, "Top-ups").`,
+      );
+    } else deps.log.info('Top-ups are off: STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are not set.');
+  }
   const routes = { ...deps, topups };
   return {
     name: 'topups',
