@@ -86,6 +86,26 @@ describe('configuration', () => {
     );
   });
 
+  it("an extra provider's bad field is told with what that field expects and its own value, not the whole list's", () => {
+    const refusal = (provider: Record<string, unknown>) => {
+      try {
+        loadConfig({}, { providers: [provider as { name: string; baseUrl: string }] });
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'accepted';
+    };
+    assert.equal(
+      refusal({ name: 'local', baseUrl: '127.0.0.1:8000/v1', apiKey: 'sk-provider-secret' }),
+      'Invalid configuration:\n  providers/0/baseUrl: is not valid — expected: the upstream\'s OpenAI-compatible base URL, an http(s) URL such as `http://127.0.0.1:8000/v1` (got "127.0.0.1:8000/v1")',
+    );
+    assert.equal(
+      refusal({ name: 'Local AI', baseUrl: 'http://127.0.0.1:8000/v1' }),
+      'Invalid configuration:\n  providers/0/name: is not valid — expected: the provider name catalogue models refer to: lower-case letters, digits and dashes (got "Local AI")',
+    );
+    assert.doesNotMatch(refusal({ name: 'local', baseUrl: 'http://127.0.0.1:8000/v1', apiKey: 42 }), /42/);
+  });
+
   it('the TOLLGATE_CONFIG file is read, and a name in it that is no setting (a typo) stops the start, naming it', () => {
     const folder = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
     try {

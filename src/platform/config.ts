@@ -195,6 +195,14 @@ function shownValue(name: string, value: unknown): string {
   return `got ${text?.replace(/(\/\/[^/@:\s]*:)[^@/\s]*@/g, '$1***@')}`;
 }
 
+/** What a refusal reads of a setting's schema (or of a field's, inside an array or object setting). */
+interface SettingSchema {
+  description?: string;
+  anyOf?: unknown[];
+  items?: SettingSchema;
+  properties?: Record<string, SettingSchema>;
+}
+
 /** Raised when the configuration is invalid; its message names each bad variable and what it expects. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -250,10 +258,15 @@ export function parseConfig<S extends typeof PlatformConfigSection>(
         error.instancePath.replace(/^\//, '') ||
         (error.params as { requiredProperties?: string[] }).requiredProperties?.join(', ') ||
         '(config)';
-      const schema = (ConfigSchema.properties as Record<string, { description?: string; anyOf?: unknown[] }>)[
-        name.split('/')[0]!
-      ];
-      const got = `(${shownValue(name.split('/')[0]!, given[name.split('/')[0]!])})`;
+      // A field inside a setting (`providers/0/baseUrl`) is told with its own description and value.
+      const [setting, ...path] = name.split('/') as [string, ...string[]];
+      let schema = (ConfigSchema.properties as Record<string, SettingSchema | undefined>)[setting];
+      let value = given[setting];
+      for (const step of path) {
+        schema = schema?.items ?? schema?.properties?.[step];
+        value = (value as Record<string, unknown> | undefined)?.[step];
+      }
+      const got = `(${shownValue(path.at(-1) === 'apiKey' ? 'API_KEY' : setting, value)})`;
       // A choice among fixed values says them all, once, rather than the validator's one line per branch.
       const choices = schema?.anyOf?.map((branch) => (branch as { const?: unknown }).const);
       if (choices?.length && choices.every((choice) => choice !== undefined))

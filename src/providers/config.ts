@@ -7,13 +7,16 @@ export const DEFAULT_UPSTREAM_IDLE_TIMEOUT_MS = 600_000;
 /** The least an upstream deadline may be (`UPSTREAM_TIMEOUT_MS`, `UPSTREAM_IDLE_TIMEOUT_MS`, a model's `answerTimeoutMs`): less could reach no provider. */
 export const MIN_UPSTREAM_TIMEOUT_MS = 100;
 
+/** `http(s)://host[/path]`: the form of every upstream's base URL (the four settings, the extra providers'). */
+const UPSTREAM_BASE_URL = '^https?://[^/\\s]+(/\\S*)?$';
+
 /**
  * An upstream's base URL: `http(s)://host[/path]`. Checked at start-up because a value without its scheme (a
  * host name copied from a provider's page) was accepted and then failed every call to that provider.
  */
 function upstreamBaseUrl(defaultUrl: string, what: string) {
   return Type.String({
-    pattern: '^https?://[^/\\s]+(/\\S*)?$',
+    pattern: UPSTREAM_BASE_URL,
     default: defaultUrl,
     description: `${what}: an http(s) URL, such as \`${defaultUrl}\`.`,
   });
@@ -45,9 +48,15 @@ export const ProvidersConfigSection = Type.Object({
   }),
   providers: Type.Array(
     Type.Object({
-      name: Type.String({ pattern: '^[a-z0-9][a-z0-9-]*$' }),
-      baseUrl: Type.String({ pattern: '^https?://' }),
-      apiKey: Type.Optional(Type.String()),
+      name: Type.String({
+        pattern: '^[a-z0-9][a-z0-9-]*$',
+        description: 'the provider name catalogue models refer to: lower-case letters, digits and dashes',
+      }),
+      baseUrl: Type.String({
+        pattern: UPSTREAM_BASE_URL,
+        description: "the upstream's OpenAI-compatible base URL, an http(s) URL such as `http://127.0.0.1:8000/v1`",
+      }),
+      apiKey: Type.Optional(Type.String({ description: "the upstream's API key (a string)" })),
     }),
     { default: [], description: 'Extra OpenAI-compatible upstreams (config file only).' },
   ),
