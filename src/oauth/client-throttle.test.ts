@@ -261,14 +261,16 @@ describeEachDatabase(
       // A public app's client_id is public (it is in every authorization URL) and it has no secret to prove.
       const app = await registerTestApp(env, { scopes: ['read', 'offline_access'] });
       const stranger = '203.0.113.9';
-      const send = (path: string, token: string) =>
+      // oidc-provider takes an empty client_secret or client_assertion for none at all: no proof either.
+      const disguises: Array<Record<string, string>> = [{}, { client_secret: '', client_assertion: '' }];
+      const send = (path: string, token: string, disguise: Record<string, string> = {}) =>
         env.request('POST', path, {
-          raw: new URLSearchParams({ client_id: app.clientId, token }).toString(),
+          raw: new URLSearchParams({ client_id: app.clientId, token, ...disguise }).toString(),
           headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': stranger },
         });
-      for (let i = 0; i < 2; i++) {
-        assert.equal((await send('/api/oauth/revoke', `made-up-${i}`)).status, 200);
-        const introspected = await send('/api/oauth/introspect', `made-up-${i}`);
+      for (const [i, disguise] of disguises.entries()) {
+        assert.equal((await send('/api/oauth/revoke', `made-up-${i}`, disguise)).status, 200);
+        const introspected = await send('/api/oauth/introspect', `made-up-${i}`, disguise);
         assert.equal(introspected.status, 200);
         assert.deepEqual(introspected.body, { active: false });
       }

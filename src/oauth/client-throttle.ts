@@ -41,9 +41,12 @@ function assertionIssuer(assertion: unknown): unknown {
  * token, made-up ones included (RFC 7009 §2.2, RFC 7662 §2.2).
  */
 export function presentsClientCredentials(request: FastifyRequest): boolean {
+  // oidc-provider refuses a Basic header without a secret, but takes an empty client_secret or
+  // client_assertion in the form for none at all: those prove nothing, so they do not count here.
   if (/^Basic /i.test(request.headers.authorization ?? '')) return true;
   const body = request.body as Record<string, unknown> | undefined;
-  return body?.client_secret !== undefined || body?.client_assertion !== undefined;
+  const given = (value: unknown) => typeof value === 'string' && value !== '';
+  return given(body?.client_secret) || given(body?.client_assertion);
 }
 
 /** Answers given after the app proved itself with its secret (see {@link markClientProven}). */
