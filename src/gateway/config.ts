@@ -41,7 +41,7 @@ export const GatewayConfigSection = Type.Object({
     maximum: TIMER_MAX_MS,
     default: 10_000,
     description:
-      "How long a streamed call (chat, Responses, Messages), its hold placed, waits for its upstream's first event before its stream is opened anyway: status 200, the event-stream headers, then a `: keep-alive` comment at once and each 15 s until the first event. A reasoning model may take minutes to begin, while Node's `fetch` (the official SDKs') gives up after 300 s without headers and a proxy in front often after 60 s. A failure before it is an ordinary JSON error with its status; after it, an SSE `event: error` frame (fallbacks are tried either way).",
+      "How long a streamed call (chat, Responses, Messages), its hold placed, waits for its upstream's first event before its stream is opened anyway: status 200, the event-stream headers, then a `: keep-alive` comment at once and each 15 s until the first event. A reasoning model may take minutes to begin, while Node's `fetch` (the official SDKs') gives up after 300 s without headers and a proxy in front often after 60 s. A failure before it is an ordinary JSON error with its status; after it, an SSE `event: error` frame (fallbacks are tried either way). 0 opens every stream as soon as its hold is placed, so even an immediate upstream failure is then an error frame.",
   }),
   REALTIME_ENABLED: Type.Boolean({
     default: false,
