@@ -104,6 +104,51 @@ async function whileTheUpstreamIsSilent<T>(call: Promise<T>, what: string): Prom
   }
 }
 
+/**
+ * Starts `call` with the upstream's gate shut, checks that its stream object comes while the upstream is still
+ * silent, then opens the gate and hands the stream to `read`.
+ */
+async function readOpenedEarly<T>(what: string, call: () => Promise<T>, read: (stream: T) => Promise<unknown>) {
+  const open = gated.shut();
+  try {
+    const stream = await whileTheUpstreamIsSilent(call(), what);
+    open();
+    await read(stream);
+  } finally {
+    open();
+  }
+}
+
+/** A Messages call streamed through the Anthropic SDK. */
+const streamedMessage = (client: Anthropic, model: string) =>
+  client.messages.create({ model, max_tokens: 100, messages: hi, stream: true });
+
+/** The text of a chat stream; `each` sees every chunk. */
+async function chatText(
+  stream: AsyncIterable<OpenAI.ChatCompletionChunk>,
+  each: (chunk: OpenAI.ChatCompletionChunk) => unknown = () => {},
+) {
+  let text = '';
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.delta?.content ?? '';
+    each(chunk);
+  }
+  return text;
+}
+
+/** The text of a Messages stream; `each` sees every event. */
+async function messagesText(
+  stream: AsyncIterable<Anthropic.RawMessageStreamEvent>,
+  each: (event: Anthropic.RawMessageStreamEvent) => unknown = () => {},
+) {
+  let text = '';
+  for await (const event of stream) {
+    if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') text += event.delta.text;
+    each(event);
+  }
+  return text;
+}
+
 /** The three protocols' streamed calls as raw requests, with the text that ends a whole answer. */
 const rawCalls = (model: string, claude: string) => [
   {
@@ -216,73 +261,45 @@ describeEachDatabase(
     it('the openai SDK (chat and Responses streams) and @anthropic-ai/sdk (Messages stream) get their stream object while the upstream is silent, then the whole answer, charged once', async () => {
       const user = await fundedUser(env, 1000);
       const client = openai(env, user);
-      let open = gated.shut();
-      try {
-        const chat = await whileTheUpstreamIsSilent(
+      await readOpenedEarly(
+        'chat',
+        () =>
           client.chat.completions.create({
             model: 'acme/slow',
             messages: hi,
             stream: true,
             stream_options: { include_usage: true },
           }),
-          'chat',
-        );
-        open();
-        let text = '';
-        let usage: OpenAI.CompletionUsage | null | undefined;
-        for await (const chunk of chat) {
-          text += chunk.choices[0]?.delta?.content ?? '';
-          usage = chunk.usage ?? usage;
-        }
-        assert.equal(text, REPLY);
-        assert.equal(usage?.completion_tokens, 4);
-      } finally {
-        open();
-      }
-
-      open = gated.shut();
-      try {
-        const responses = await whileTheUpstreamIsSilent(
-          client.responses.create({ model: 'acme/slow', input: 'hi', stream: true, store: false }),
-          'responses',
-        );
-        open();
-        let text = '';
-        let completed: OpenAI.Responses.Response | undefined;
-        for await (const event of responses) {
-          if (event.type === 'response.output_text.delta') text += event.delta;
-          if (event.type === 'response.completed') completed = event.response;
-        }
-        assert.equal(text, REPLY);
-        assert.equal(completed?.status, 'completed');
-        assert.equal(completed?.usage?.output_tokens, 4);
-      } finally {
-        open();
-      }
-
-      open = gated.shut();
-      try {
-        const messages = await whileTheUpstreamIsSilent(
-          anthropic(env, user).messages.create({
-            model: 'acme/claude-slow',
-            max_tokens: 100,
-            messages: hi,
-            stream: true,
-          }),
-          'messages',
-        );
-        open();
-        let text = '';
-        let stopped = false;
-        for await (const event of messages) {
-          if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') text += event.delta.text;
-          if (event.type === 'message_stop') stopped = true;
-        }
-        assert.equal(text, REPLY);
-        assert.ok(stopped);
-      } finally {
-        open();
-      }
+        async (chat) => {
+          let usage: OpenAI.CompletionUsage | null | undefined;
+          assert.equal(await chatText(chat, (chunk) => (usage = chunk.usage ?? usage)), REPLY);
+          assert.equal(usage?.completion_tokens, 4);
+        },
+      );
+      await readOpenedEarly(
+        'responses',
+        () => client.responses.create({ model: 'acme/slow', input: 'hi', stream: true, store: false }),
+        async (responses) => {
+          let text = '';
+          let completed: OpenAI.Responses.Response | undefined;
+          for await (const event of responses) {
+            if (event.type === 'response.output_text.delta') text += event.delta;
+            if (event.type === 'response.completed') completed = event.response;
+          }
+          assert.equal(text, REPLY);
+          assert.equal(completed?.status, 'completed');
+          assert.equal(completed?.usage?.output_tokens, 4);
+        },
+      );
+      await readOpenedEarly(
+        'messages',
+        () => streamedMessage(anthropic(env, user), 'acme/claude-slow'),
+        async (messages) => {
+          let stopped = false;
+          assert.equal(await messagesText(messages, (event) => (stopped ||= event.type === 'message_stop')), REPLY);
+          assert.ok(stopped);
+        },
+      );
       await assertChargedOncePerCall(env, user, 3);
     });
 
@@ -292,110 +309,66 @@ describeEachDatabase(
       const drain = async (stream: AsyncIterable<unknown>) => {
         for await (const _ of stream);
       };
-      let open = gated.shut();
-      try {
-        const chat = await whileTheUpstreamIsSilent(
-          client.chat.completions.create({ model: 'acme/slow-fails', messages: hi, stream: true }),
-          'chat',
-        );
-        open();
-        await assert.rejects(drain(chat), (error: any) => {
-          assert.ok(error instanceof OpenAI.APIError, String(error));
-          assert.equal(error.code, 'UPSTREAM_ERROR');
-          assert.equal(error.error.type, 'upstream_error');
-          assert.match(error.message, /mock status 502/);
-          return true;
-        });
-      } finally {
-        open();
-      }
-
-      open = gated.shut();
-      try {
-        const responses = await whileTheUpstreamIsSilent(
-          client.responses.create({ model: 'acme/slow-fails', input: 'hi', stream: true, store: false }),
-          'responses',
-        );
-        open();
-        const seen: string[] = [];
-        await assert.rejects(
-          (async () => {
-            for await (const event of responses) seen.push(event.type);
-          })(),
-          (error: any) => {
+      await readOpenedEarly(
+        'chat',
+        () => client.chat.completions.create({ model: 'acme/slow-fails', messages: hi, stream: true }),
+        (chat) =>
+          assert.rejects(drain(chat), (error: any) => {
             assert.ok(error instanceof OpenAI.APIError, String(error));
             assert.equal(error.code, 'UPSTREAM_ERROR');
+            assert.equal(error.error.type, 'upstream_error');
             assert.match(error.message, /mock status 502/);
             return true;
-          },
-        );
-        assert.deepEqual(seen, ['response.created', 'response.in_progress', 'response.failed']);
-      } finally {
-        open();
-      }
-
-      open = gated.shut();
-      try {
-        const messages = await whileTheUpstreamIsSilent(
-          anthropic(env, user).messages.create({
-            model: 'acme/claude-slow-fails',
-            max_tokens: 100,
-            messages: hi,
-            stream: true,
           }),
-          'messages',
-        );
-        open();
-        await assert.rejects(drain(messages), (error: any) => {
-          assert.ok(error instanceof Anthropic.APIError, String(error));
-          assert.equal(error.error.type, 'error');
-          assert.equal(error.error.error.type, 'api_error');
-          assert.equal(error.error.error.code, 'UPSTREAM_ERROR');
-          assert.match(error.error.error.message, /mock status 502/);
-          return true;
-        });
-      } finally {
-        open();
-      }
+      );
+      await readOpenedEarly(
+        'responses',
+        () => client.responses.create({ model: 'acme/slow-fails', input: 'hi', stream: true, store: false }),
+        async (responses) => {
+          const seen: string[] = [];
+          await assert.rejects(
+            (async () => {
+              for await (const event of responses) seen.push(event.type);
+            })(),
+            (error: any) => {
+              assert.ok(error instanceof OpenAI.APIError, String(error));
+              assert.equal(error.code, 'UPSTREAM_ERROR');
+              assert.match(error.message, /mock status 502/);
+              return true;
+            },
+          );
+          assert.deepEqual(seen, ['response.created', 'response.in_progress', 'response.failed']);
+        },
+      );
+      await readOpenedEarly(
+        'messages',
+        () => streamedMessage(anthropic(env, user), 'acme/claude-slow-fails'),
+        (messages) =>
+          assert.rejects(drain(messages), (error: any) => {
+            assert.ok(error instanceof Anthropic.APIError, String(error));
+            assert.equal(error.error.type, 'error');
+            assert.equal(error.error.error.type, 'api_error');
+            assert.equal(error.error.error.code, 'UPSTREAM_ERROR');
+            assert.match(error.error.error.message, /mock status 502/);
+            return true;
+          }),
+      );
       await assertReleased(env, user, 3);
     });
 
     it('a model that fails after the stream opened, with only comments written, still hands over to its fallback: the answer is whole and charged once', async () => {
       const user = await fundedUser(env, 1000);
-      const client = openai(env, user);
-      let open = gated.shut();
-      try {
-        const chat = await whileTheUpstreamIsSilent(
-          client.chat.completions.create({ model: 'acme/slow-fails-then-ok', messages: hi, stream: true }),
-          'chat',
-        );
-        open();
-        let text = '';
-        for await (const chunk of chat) text += chunk.choices[0]?.delta?.content ?? '';
-        assert.equal(text, REPLY);
-      } finally {
-        open();
-      }
-
-      open = gated.shut();
-      try {
-        const messages = await whileTheUpstreamIsSilent(
-          anthropic(env, user).messages.create({
-            model: 'acme/claude-slow-fails-then-ok',
-            max_tokens: 100,
-            messages: hi,
-            stream: true,
-          }),
-          'messages',
-        );
-        open();
-        let text = '';
-        for await (const event of messages)
-          if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') text += event.delta.text;
-        assert.equal(text, REPLY);
-      } finally {
-        open();
-      }
+      await readOpenedEarly(
+        'chat',
+        () =>
+          openai(env, user).chat.completions.create({ model: 'acme/slow-fails-then-ok', messages: hi, stream: true }),
+        async (chat) => assert.equal(await chatText(chat), REPLY),
+      );
+      await readOpenedEarly(
+        'messages',
+        () => streamedMessage(anthropic(env, user), 'acme/claude-slow-fails-then-ok'),
+        async (messages) => assert.equal(await messagesText(messages), REPLY),
+      );
       await assertChargedOncePerCall(env, user, 2);
     });
 

@@ -48,6 +48,25 @@ async function tokenRequest(
   return env.request('POST', '/api/oauth/token', { raw: new URLSearchParams(fields).toString(), headers });
 }
 
+/** A user signs in to `app` for `scopes` (a new user unless given) and the app exchanges the code, from `address` when given. */
+async function signInAndExchange(
+  env: TestEnv,
+  app: TestApp,
+  scopes: string[],
+  options: { user?: TestUser; address?: string } = {},
+) {
+  const request = await authorizationRequest(env, app, scopes);
+  const user = options.user ?? (await newUser(env));
+  const outcome = await runAuthorization(env, new TestBrowser(), request, { user });
+  const code = (outcome as { url: URL }).url.searchParams.get('code')!;
+  return tokenRequest(
+    env,
+    app,
+    { grant_type: 'authorization_code', code, redirect_uri: app.redirectUri, code_verifier: request.codeVerifier },
+    { address: options.address },
+  );
+}
+
 describeEachDatabase(
   'a busy app signing in an office (production limits)',
   (env) => {
@@ -188,16 +207,7 @@ describeEachDatabase(
       assert.ok(retryAfter >= 1 && retryAfter <= 60);
 
       // The app's own server, at another address, is not locked out by a stranger's failures.
-      const user = await newUser(env);
-      const request = await authorizationRequest(env, app, ['read']);
-      const outcome = await runAuthorization(env, new TestBrowser(), request, { user });
-      const code = (outcome as { url: URL }).url.searchParams.get('code')!;
-      const exchanged = await tokenRequest(
-        env,
-        app,
-        { grant_type: 'authorization_code', code, redirect_uri: app.redirectUri, code_verifier: request.codeVerifier },
-        { address: '198.51.100.2' },
-      );
+      const exchanged = await signInAndExchange(env, app, ['read'], { address: '198.51.100.2' });
       assert.equal(exchanged.status, 200, exchanged.text);
 
       // Once the minute is over, the address may try again.
@@ -237,17 +247,7 @@ describeEachDatabase(
       const busy = await registerTestApp(env, { type: 'confidential', scopes: ['read'] });
       const other = await registerTestApp(env, { type: 'confidential', scopes: ['read'] });
       const user = await newUser(env);
-      const exchange = async (app: TestApp) => {
-        const request = await authorizationRequest(env, app, ['read']);
-        const outcome = await runAuthorization(env, new TestBrowser(), request, { user });
-        const code = (outcome as { url: URL }).url.searchParams.get('code')!;
-        return tokenRequest(env, app, {
-          grant_type: 'authorization_code',
-          code,
-          redirect_uri: app.redirectUri,
-          code_verifier: request.codeVerifier,
-        });
-      };
+      const exchange = (app: TestApp) => signInAndExchange(env, app, ['read'], { user });
       for (let i = 0; i < 4; i++) assert.equal((await exchange(busy)).status, 200);
       const limited = await exchange(busy);
       assert.equal(limited.status, 429);
@@ -279,16 +279,7 @@ describeEachDatabase(
       assert.match(limited.body.error_description, /from your address/);
 
       // A user of the app, from their own address, signs in and refreshes as if nothing happened.
-      const user = await newUser(env);
-      const request = await authorizationRequest(env, app, ['read', 'offline_access']);
-      const outcome = await runAuthorization(env, new TestBrowser(), request, { user });
-      const code = (outcome as { url: URL }).url.searchParams.get('code')!;
-      const exchanged = await tokenRequest(
-        env,
-        app,
-        { grant_type: 'authorization_code', code, redirect_uri: app.redirectUri, code_verifier: request.codeVerifier },
-        { address: '198.51.100.3' },
-      );
+      const exchanged = await signInAndExchange(env, app, ['read', 'offline_access'], { address: '198.51.100.3' });
       assert.equal(exchanged.status, 200, exchanged.text);
       const refreshed = await tokenRequest(
         env,
