@@ -70,6 +70,28 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
     await context.close();
   });
 
+  test("each key's Copy button is named for its key, so a screen reader tells the rows apart", async () => {
+    const user = await env.createUser();
+    for (const name of ['laptop', 'server']) {
+      const created = await env.dashboard(user, 'POST', '/api/user/api-keys', { name, permissions: ['ai:chat'] });
+      assert.equal(created.status, 200, created.text);
+    }
+    const context = await withCookie(browser, env.baseUrl, user);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`${env.baseUrl}/#/keys`);
+    await page.locator('tr', { hasText: 'server' }).waitFor();
+    for (const name of ['laptop', 'server']) {
+      const copy = page.getByRole('button', { name: `Copy key ${name}`, exact: true });
+      assert.equal(await copy.count(), 1, `one button named "Copy key ${name}"`);
+      // What a sighted user sees stays Copy: the key's name is in a visually hidden part.
+      const hidden = await copy.locator('.sr-only').boundingBox();
+      assert.ok(hidden && hidden.width <= 1 && hidden.height <= 1, JSON.stringify(hidden));
+      assert.match((await copy.textContent()) ?? '', new RegExp(`^Copy key ${name}$`));
+    }
+    await context.close();
+  });
+
   test('Change limits puts the focus in the first field; Escape, Cancel and Save give it back, and Save sends once', async () => {
     const user = await env.createUser();
     const app = await registerTestApp(env, { name: 'Keyboard App', scopes: ['read', 'ai:chat'] });

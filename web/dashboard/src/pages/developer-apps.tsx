@@ -226,7 +226,8 @@ export function DeveloperAppsPage() {
                       <strong>{app.name}</strong>
                     </td>
                     <td data-label="Client ID" class="nowrap">
-                      <code>{app.clientId}</code> <CopyButton value={app.clientId} />
+                      <code>{app.clientId}</code>{' '}
+                      <CopyButton value={app.clientId} subject={`client ID of ${app.name}`} />
                     </td>
                     <td data-label="Type">
                       {app.type}

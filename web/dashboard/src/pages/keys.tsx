@@ -282,7 +282,8 @@ export function KeysPage() {
                       <strong>{k.name}</strong>
                     </td>
                     <td data-label="Key" class="nowrap">
-                      <code title="Use Copy for the whole key">{masked(k.key)}</code> <CopyButton value={k.key} />
+                      <code title="Use Copy for the whole key">{masked(k.key)}</code>{' '}
+                      <CopyButton value={k.key} subject={`key ${k.name}`} />
                     </td>
                     <td data-label="Permissions">
                       <div>
