@@ -375,23 +375,19 @@ describeEachDatabase(
     it('a failure before STREAM_OPEN_AFTER_MS is still the JSON error with its status (502), in each SDK', async () => {
       const user = await fundedUser(env, 1000);
       const client = openai(env, user);
+      const openaiJson502 = (error: any) => {
+        assert.ok(error instanceof OpenAI.APIError, String(error));
+        assert.equal(error.status, 502);
+        assert.equal(error.code, 'UPSTREAM_ERROR');
+        return true;
+      };
       await assert.rejects(
         client.chat.completions.create({ model: 'acme/fast-fails', messages: hi, stream: true }),
-        (error: any) => {
-          assert.ok(error instanceof OpenAI.APIError, String(error));
-          assert.equal(error.status, 502);
-          assert.equal(error.code, 'UPSTREAM_ERROR');
-          return true;
-        },
+        openaiJson502,
       );
       await assert.rejects(
         client.responses.create({ model: 'acme/fast-fails', input: 'hi', stream: true, store: false }),
-        (error: any) => {
-          assert.ok(error instanceof OpenAI.APIError, String(error));
-          assert.equal(error.status, 502);
-          assert.equal(error.code, 'UPSTREAM_ERROR');
-          return true;
-        },
+        openaiJson502,
       );
       await assert.rejects(
         anthropic(env, user).messages.create({ model: 'acme/fast-fails', max_tokens: 100, messages: hi, stream: true }),
