@@ -180,8 +180,11 @@ export const PROJECT_DATA_DIR = fileURLToPath(new URL('../../data', import.meta.
 /** The platform's settings, validated (what every feature is handed as `config`, at least). */
 export type PlatformConfig = Static<typeof PlatformConfigSection> & { PUBLIC_BASE_URL: string };
 
-/** Settings that hold a secret (API keys, tokens, signing secrets): a refusal never shows their value. */
-const SECRET_SETTING = /_(KEY|SECRET|TOKEN)$/;
+/**
+ * Settings that hold a secret (API keys, tokens, signing secrets), and the `apiKey` field of a setting's entries:
+ * a refusal never shows their value.
+ */
+const SECRET_SETTING = /_(KEY|SECRET|TOKEN)$|^apiKey$/;
 
 /**
  * What a refusal says of the value it refused: the value itself, to spot the mistake, but never a secret, which
@@ -266,7 +269,7 @@ export function parseConfig<S extends typeof PlatformConfigSection>(
         schema = schema?.items ?? schema?.properties?.[step];
         value = (value as Record<string, unknown> | undefined)?.[step];
       }
-      const got = `(${shownValue(path.at(-1) === 'apiKey' ? 'API_KEY' : setting, value)})`;
+      const got = `(${shownValue(path.at(-1) ?? setting, value)})`;
       // A choice among fixed values says them all, once, rather than the validator's one line per branch.
       const choices = schema?.anyOf?.map((branch) => (branch as { const?: unknown }).const);
       if (choices?.length && choices.every((choice) => choice !== undefined))
