@@ -3,7 +3,7 @@ import { billingDb, type BillingDb } from './schema.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { userExists } from '../accounts/users.ts';
-import { microsToCredits, CREDITS_RULE, MAX_CREDITS, MICROS_PER_CREDIT } from '../platform/money.ts';
+import { microsToCredits, CREDITS_RULE, groupThousands, MAX_CREDITS, MICROS_PER_CREDIT } from '../platform/money.ts';
 import { accounts, lockWallet, postMovement, type BillingContext } from './ledger.ts';
 
 /**
@@ -90,7 +90,7 @@ export async function creditWallet(
           // Past 2^53 micro-credits a balance is no longer exact, and every read of the wallet would fail.
           return {
             refused: errors.invalid(
-              `The ${kind} would take the balance past ${MAX_CREDITS.toLocaleString('en-US')} credits, the most a wallet holds: it holds ${microsToCredits(wallet.balance)} credits.`,
+              `The ${kind} would take the balance past ${groupThousands(MAX_CREDITS)} credits, the most a wallet holds: it holds ${microsToCredits(wallet.balance)} credits.`,
               { balance: microsToCredits(wallet.balance) },
             ),
           };

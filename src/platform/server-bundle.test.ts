@@ -107,6 +107,55 @@ describe("the service leaves Node's own copy of undici unloaded", () => {
   });
 });
 
+describe('the service leaves ICU untouched', () => {
+  it('starting the service and answering a chat, a stream and a Messages call format nothing through Intl', () => {
+    // The first toLocaleString or Intl call of a process maps ~5 MiB of the node binary's ICU data (docs/scaling.md,
+    // twenty-fourth pass); the server's few grouped numbers use groupThousands (platform/money.ts) instead.
+    const tracer = `
+      const uses = (globalThis.__intlUses = []);
+      const note = (name) => uses.push(name + ' ' + new Error().stack.split('\\n').slice(3, 5).join(' | ').trim());
+      const wrap = (proto, names) => { for (const name of names) { const original = proto[name];
+        proto[name] = function (...args) { note(name); return original.apply(this, args); }; } };
+      wrap(Number.prototype, ['toLocaleString']); wrap(BigInt.prototype, ['toLocaleString']);
+      wrap(Date.prototype, ['toLocaleString', 'toLocaleDateString', 'toLocaleTimeString']);
+      wrap(String.prototype, ['localeCompare', 'toLocaleLowerCase', 'toLocaleUpperCase']);
+      wrap(Array.prototype, ['toLocaleString']);
+      for (const name of Object.getOwnPropertyNames(Intl)) { const original = Intl[name];
+        if (typeof original === 'function') Intl[name] = new Proxy(original, {
+          construct: (target, args) => (note('Intl.' + name), Reflect.construct(target, args)),
+          apply: (target, self, args) => (note('Intl.' + name), Reflect.apply(target, self, args)) }); }`;
+    const probe = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        `data:text/javascript,${encodeURIComponent(tracer)}`,
+        '--input-type=module',
+        '-e',
+        `const { TestEnv } = await import(${JSON.stringify(join(PROJECT_DIR, 'src/testing/harness.ts'))});
+         const env = new TestEnv('sqlite');
+         await env.start();
+         try {
+           const session = await env.createUser();
+           await env.admin('POST', '/api/admin/users/' + session.userId + '/credits', { amount: 5 });
+           const { key } = (await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'icu', permissions: ['ai:chat'] })).body.apiKey;
+           const ask = (path, body) => env.request('POST', path, { token: key, body });
+           const answers = [
+             await ask('/api/v1/chat/completions', { model: 'tollgate/echo', messages: [{ role: 'user', content: 'Hello' }] }),
+             await ask('/api/v1/chat/completions', { model: 'tollgate/echo', stream: true, messages: [{ role: 'user', content: 'Hello' }] }),
+             await ask('/api/v1/messages', { model: 'tollgate/echo', max_tokens: 16, messages: [{ role: 'user', content: 'Hello' }] }),
+           ];
+           console.log(JSON.stringify({ statuses: answers.map((a) => a.status), uses: globalThis.__intlUses }));
+         } finally { await env.stop(); }`,
+      ],
+      { cwd: PROJECT_DIR, encoding: 'utf8' },
+    );
+    assert.equal(probe.status, 0, probe.stderr);
+    const { statuses, uses } = JSON.parse(probe.stdout.trim().split('\n').at(-1)!);
+    assert.deepEqual(statuses, [200, 200, 200]);
+    assert.deepEqual(uses, []);
+  });
+});
+
 describeEachDatabase('serve runs the server bundle built by npm run build', (env) => {
   let served: Awaited<ReturnType<typeof startServeProcess>>;
   before(async () => {

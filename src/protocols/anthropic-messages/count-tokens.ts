@@ -8,6 +8,7 @@ import { clientSignal, resolveModel } from '../../gateway/common.ts';
 import { countCallPromptTokens } from '../../gateway/run-call.ts';
 import { answerDeadlineOf, ClientGone, UpstreamAttempt, upstreamFailure } from '../../gateway/upstream.ts';
 import { UpstreamError } from '../../providers/types.ts';
+import { groupThousands } from '../../platform/money.ts';
 import { parseMessagesRequest, type MessagesRequest } from './parse.ts';
 import { estimatedPdfTokens, PDF_BYTES_PER_PAGE, PDF_PAGE_TOKENS } from '../../gateway/document-estimate.ts';
 import { CountTokensBodySchema, CountTokensSchema, ERROR_RESPONSES } from './schemas.ts';
@@ -121,7 +122,7 @@ export function registerCountTokensRoute(app: App, ctx: MessagesDeps): void {
           '(its `count_tokens` endpoint, exact for PDFs, images, tools and thinking); a 400 from it about the body is answered as a 400. ' +
           `On another model, or when Anthropic's count fails (unreachable, no answer within ${UPSTREAM_COUNT_TIMEOUT_MS / 1000} seconds, 429, 5xx, another 4xx), Tollgate's ` +
           "estimate: its tokenizer (o200k), images at the model's image-token budget, a text document as its title, context and text, and a PDF " +
-          `at ${PDF_PAGE_TOKENS.toLocaleString('en-US')} tokens a page (its pages read from the file, else one per ${PDF_BYTES_PER_PAGE / 1000} KB; one page for a PDF by URL). A count is not what a call ` +
+          `at ${groupThousands(PDF_PAGE_TOKENS)} tokens a page (its pages read from the file, else one per ${PDF_BYTES_PER_PAGE / 1000} KB; one page for a PDF by URL). A count is not what a call ` +
           "holds: a call with a PDF still holds the model's whole context.",
         body: CountTokensBodySchema,
         response: { 200: CountTokensSchema, ...ERROR_RESPONSES },
