@@ -51,16 +51,16 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
 
     await row.getByRole('button', { name: 'Revoke' }).focus();
     await page.keyboard.press('Enter');
-    assert.equal(await focused(page), 'button Revoke key', 'the question has the focus');
+    assert.equal(await focused(page), 'button Revoke key laptop', 'the question has the focus');
     await page.keyboard.press('Tab');
     assert.equal(await focused(page), 'button Cancel');
     await page.keyboard.press('Enter');
-    assert.equal(await focused(page), 'button Revoke', 'Cancel gives the focus back');
+    assert.equal(await focused(page), 'button Revoke key laptop', 'Cancel gives the focus back');
 
     await page.keyboard.press('Enter');
     await page.keyboard.press('Escape');
-    assert.equal(await focused(page), 'button Revoke', 'Escape cancels and gives the focus back');
-    assert.equal(await row.getByRole('button', { name: 'Revoke key' }).count(), 0);
+    assert.equal(await focused(page), 'button Revoke key laptop', 'Escape cancels and gives the focus back');
+    assert.equal(await row.getByRole('button', { name: 'Cancel' }).count(), 0, 'the question is gone');
 
     await page.keyboard.press('Enter');
     await page.keyboard.press('Enter');
@@ -91,6 +91,98 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
     }
     await context.close();
   });
+
+  test("each row's Revoke button is named for its key or app, and its visible text stays Revoke", async () => {
+    const user = await env.createUser();
+    for (const name of ['laptop', 'server']) {
+      const created = await env.dashboard(user, 'POST', '/api/user/api-keys', { name, permissions: ['ai:chat'] });
+      assert.equal(created.status, 200, created.text);
+    }
+    for (const name of ['Alpha App', 'Beta App']) {
+      const app = await registerTestApp(env, { name, scopes: ['read', 'ai:chat'] });
+      await authorizeForTest(env, { user, app, scopes: ['read', 'ai:chat'] });
+    }
+    const context = await withCookie(browser, env.baseUrl, user);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    const named = async (name: string, visible: string) => {
+      const button = page.getByRole('button', { name, exact: true });
+      assert.equal(await button.count(), 1, `one button named "${name}"`);
+      // The visually hidden part (1px, clipped) completes the name; the rest is what is seen.
+      const seen = await button.evaluate((element) => {
+        const copy = element.cloneNode(true) as HTMLElement;
+        copy.querySelectorAll('.sr-only').forEach((hidden) => hidden.remove());
+        return copy.textContent?.trim();
+      });
+      assert.equal(seen, visible, `what a sighted user reads on "${name}"`);
+      return button;
+    };
+    await page.goto(`${env.baseUrl}/#/keys`);
+    await page.locator('tr', { hasText: 'server' }).waitFor();
+    for (const name of ['laptop', 'server']) await named(`Revoke key ${name}`, 'Revoke');
+    await (await named('Revoke key laptop', 'Revoke')).focus();
+    await page.keyboard.press('Enter');
+    await named('Revoke key laptop', 'Revoke key');
+
+    await page.goto(`${env.baseUrl}/#/apps`);
+    await page.getByRole('region', { name: 'Beta App' }).waitFor();
+    for (const name of ['Alpha App', 'Beta App']) await named(`Revoke ${name}`, 'Revoke');
+    await (await named('Revoke Alpha App', 'Revoke')).focus();
+    await page.keyboard.press('Enter');
+    await named('Revoke access of Alpha App', 'Revoke access');
+    await context.close();
+  });
+
+  for (const viewport of [
+    { width: 390, height: 844 },
+    { width: 1280, height: 860 },
+  ]) {
+    test(`at ${viewport.width}px, a key or app revoked by keyboard hands the focus to the next row's Revoke, else the previous, else the empty-state text`, async () => {
+      const user = await env.createUser();
+      for (const name of ['one', 'two', 'three']) {
+        const created = await env.dashboard(user, 'POST', '/api/user/api-keys', { name, permissions: ['ai:chat'] });
+        assert.equal(created.status, 200, created.text);
+      }
+      for (const name of ['Alpha App', 'Beta App']) {
+        const app = await registerTestApp(env, { name, scopes: ['read', 'ai:chat'] });
+        await authorizeForTest(env, { user, app, scopes: ['read', 'ai:chat'] });
+      }
+      const context = await withCookie(browser, env.baseUrl, user, viewport);
+      const page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      const revoke = async (name: string) => {
+        const rows = await page.locator('[data-row-action]').count();
+        await page.getByRole('button', { name, exact: true }).focus();
+        await page.keyboard.press('Enter');
+        await page.keyboard.press('Enter');
+        // The row is gone when the list has one action fewer (the question's button bears the same name).
+        await page.waitForFunction(
+          (before) => document.querySelectorAll('[data-row-action]').length === before - 1,
+          rows,
+        );
+        await page.waitForFunction(() => document.activeElement !== document.body);
+      };
+
+      await page.goto(`${env.baseUrl}/#/keys`);
+      await page.locator('tr', { hasText: 'three' }).waitFor();
+      const order = await page.locator('tbody tr td[data-label="Name"]').allInnerTexts();
+      assert.equal(order.length, 3);
+      await revoke(`Revoke key ${order[1]}`);
+      assert.equal(await focused(page), `button Revoke key ${order[2]}`, 'the next row');
+      await revoke(`Revoke key ${order[2]}`);
+      assert.equal(await focused(page), `button Revoke key ${order[0]}`, 'the previous row');
+      await revoke(`Revoke key ${order[0]}`);
+      assert.equal(await focused(page), 'div No keys yet. Create one above.', 'the empty-state text');
+
+      await page.goto(`${env.baseUrl}/#/apps`);
+      await page.getByRole('region', { name: 'Beta App' }).waitFor();
+      await revoke('Revoke Alpha App');
+      assert.equal(await focused(page), 'button Revoke Beta App');
+      await revoke('Revoke Beta App');
+      assert.match(await focused(page), /^div No app is authorized\./);
+      await context.close();
+    });
+  }
 
   test('Change limits puts the focus in the first field; Escape, Cancel and Save give it back, and Save sends once', async () => {
     const user = await env.createUser();
@@ -155,7 +247,7 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
     const row = page.locator('tr', { hasText: 'App 7' }).filter({ hasText: 'app7.example.com' });
     await row.getByRole('button', { name: 'Delete' }).focus();
     await page.keyboard.press('Enter');
-    assert.equal(await focused(page), 'button Delete app');
+    assert.equal(await focused(page), 'button Delete app App 7');
     await page.keyboard.press('Enter');
     await row.waitFor({ state: 'detached' });
     const apps = await env.dashboard(user, 'GET', '/api/user/apps');

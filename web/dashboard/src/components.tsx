@@ -98,9 +98,20 @@ export function PageHeader(props: { title: string; lead?: string; children?: Com
   );
 }
 
-export function Card(props: { title?: string; children: ComponentChildren; class?: string; label?: string }) {
+/** A titled section. `list` marks it as the home of a list whose rows a ConfirmButton removes (see there). */
+export function Card(props: {
+  title?: string;
+  children: ComponentChildren;
+  class?: string;
+  label?: string;
+  list?: boolean;
+}) {
   return (
-    <section class={`card ${props.class ?? ''}`} aria-label={props.label ?? props.title}>
+    <section
+      class={`card ${props.class ?? ''}`}
+      aria-label={props.label ?? props.title}
+      data-row-list={props.list ? '' : undefined}
+    >
       {props.title && <h2>{props.title}</h2>}
       {props.children}
     </section>
@@ -178,54 +189,104 @@ export function CopyButton(props: { value: string; label?: string; subject?: str
 }
 
 /**
+ * Where the focus goes when the row of `wrapper` (a ConfirmButton's) has gone: the next row's action, else the
+ * previous row's (among `rows`, the list's actions when the user confirmed), else the list's empty-state text,
+ * else its heading. Without this the focus fell to the page's start with the removed button.
+ */
+function focusAfterRemoval(wrapper: HTMLElement, rows: HTMLElement[], scope: HTMLElement | null) {
+  if (document.activeElement && document.activeElement !== document.body) return;
+  const at = rows.indexOf(wrapper);
+  const live = (row: HTMLElement | undefined) => row?.isConnected && row.querySelector<HTMLElement>('button');
+  for (const row of [...rows.slice(at + 1), ...rows.slice(0, Math.max(at, 0)).reverse()]) {
+    const button = live(row);
+    if (button) return button.focus();
+  }
+  const place = scope?.isConnected ? scope : document.getElementById('content');
+  const target = place?.querySelector<HTMLElement>('.empty') ?? place?.querySelector<HTMLElement>('h1, h2') ?? place;
+  if (!target) return;
+  if (!target.hasAttribute('tabindex')) target.tabIndex = -1;
+  target.focus();
+}
+
+/**
  * A destructive action that asks once more inline before it runs. The question takes the focus (the button
  * pressed is gone, and the focus with it), and Cancel or Escape gives it back to the button, so that a
  * keyboard or screen-reader user lands on what they act on rather than on the page's start.
+ *
+ * `subject` completes the names a screen reader gives both buttons ("Revoke" + "key laptop"), so that the rows'
+ * buttons are told apart; `confirmSubject` (default `subject`) does so for the question ("Revoke key" +
+ * "laptop"). Sighted users read the row. When a confirmed action removes the row (its list, `[data-row-list]`,
+ * re-renders without it), the focus moves to a neighbouring row's action rather than to the page's start.
  */
-export function ConfirmButton(props: { label: string; confirm: string; onConfirm: () => Promise<void> | void }) {
+export function ConfirmButton(props: {
+  label: string;
+  confirm: string;
+  subject?: string;
+  confirmSubject?: string;
+  onConfirm: () => Promise<void> | void;
+}) {
   const [asking, setAsking] = useState(false);
   const [busy, setBusy] = useState(false);
+  const wrapper = useRef<HTMLSpanElement>(null);
   const ask = useRef<HTMLButtonElement>(null);
   const confirm = useRef<HTMLButtonElement>(null);
   const answered = useRef(false);
+  const confirmed = useRef<{ rows: HTMLElement[]; scope: HTMLElement | null } | null>(null);
   // A layout effect: the focus moves in the same task as the click, before anything else can read it.
   useLayoutEffect(() => {
     if (asking) confirm.current?.focus();
     else if (answered.current) ask.current?.focus();
     answered.current = false;
   }, [asking]);
+  useLayoutEffect(() => {
+    const own = wrapper.current;
+    return () => {
+      const removal = confirmed.current;
+      // After the unmount: the list's new state (the empty-state text) is in the page by then.
+      if (own && removal) setTimeout(() => focusAfterRemoval(own, removal.rows, removal.scope));
+    };
+  }, []);
   const stopAsking = () => {
     answered.current = true;
     setAsking(false);
   };
-  if (!asking)
-    return (
-      <button type="button" class="btn small danger-ghost" ref={ask} onClick={() => setAsking(true)}>
-        {props.label}
-      </button>
-    );
+  const subject = (text: string | undefined) => (text ? <span class="sr-only"> {text}</span> : null);
   return (
-    <span class="confirm" onKeyDown={(event) => event.key === 'Escape' && !busy && stopAsking()}>
-      <button
-        type="button"
-        class="btn small danger"
-        ref={confirm}
-        disabled={busy}
-        onClick={async () => {
-          setBusy(true);
-          try {
-            await props.onConfirm();
-          } finally {
-            setBusy(false);
-            stopAsking();
-          }
-        }}
-      >
-        {props.confirm}
-      </button>
-      <button type="button" class="btn small" onClick={stopAsking}>
-        Cancel
-      </button>
+    <span class="confirm-wrap" ref={wrapper} data-row-action="">
+      {!asking ? (
+        <button type="button" class="btn small danger-ghost" ref={ask} onClick={() => setAsking(true)}>
+          {props.label}
+          {subject(props.subject)}
+        </button>
+      ) : (
+        <span class="confirm" onKeyDown={(event) => event.key === 'Escape' && !busy && stopAsking()}>
+          <button
+            type="button"
+            class="btn small danger"
+            ref={confirm}
+            disabled={busy}
+            onClick={async () => {
+              const own = wrapper.current;
+              const scope = own?.closest<HTMLElement>('[data-row-list]') ?? null;
+              const rows = Array.from((scope ?? document).querySelectorAll<HTMLElement>('[data-row-action]'));
+              setBusy(true);
+              try {
+                await props.onConfirm();
+                confirmed.current = { rows, scope };
+              } finally {
+                setBusy(false);
+                stopAsking();
+              }
+            }}
+          >
+            {props.confirm}
+            {subject(props.confirmSubject ?? props.subject)}
+          </button>
+          <button type="button" class="btn small" onClick={stopAsking}>
+            Cancel
+          </button>
+        </span>
+      )}
     </span>
   );
 }

@@ -129,6 +129,8 @@ export function AuthorizedAppsPage() {
                 <ConfirmButton
                   label="Revoke"
                   confirm="Revoke access"
+                  subject={app.name}
+                  confirmSubject={`of ${app.name}`}
                   onConfirm={async () => {
                     try {
                       await api('DELETE', `/api/user/authorized-apps/${encodeURIComponent(app.clientId)}`);

@@ -194,7 +194,7 @@ export function DeveloperAppsPage() {
           </div>
         </form>
       </Card>
-      <Card title="Your apps">
+      <Card title="Your apps" list>
         <ErrorNote error={apps.error ?? deleteError} />
         {keysReplaced && (
           <div class="notice success" role="status">
@@ -265,6 +265,8 @@ export function DeveloperAppsPage() {
                       <ConfirmButton
                         label="Delete"
                         confirm="Delete app"
+                        subject={`app ${app.name}`}
+                        confirmSubject={app.name}
                         onConfirm={async () => {
                           setDeleteError(null);
                           try {

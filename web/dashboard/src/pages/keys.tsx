@@ -253,7 +253,7 @@ export function KeysPage() {
           }}
         />
       </Card>
-      <Card title="Your keys">
+      <Card title="Your keys" list>
         <ErrorNote error={keys.error ?? error} />
         {keys.data?.apiKeys.length === 0 ? (
           <Empty>No keys yet. Create one above.</Empty>
@@ -319,6 +319,8 @@ export function KeysPage() {
                       <ConfirmButton
                         label="Revoke"
                         confirm="Revoke key"
+                        subject={`key ${k.name}`}
+                        confirmSubject={k.name}
                         onConfirm={async () => {
                           try {
                             await api('DELETE', `/api/user/api-keys/${encodeURIComponent(k.id)}`);

@@ -253,7 +253,7 @@ export function WebhooksPage() {
           }}
         />
       </Card>
-      <Card title="Your endpoints">
+      <Card title="Your endpoints" list>
         <ErrorNote error={endpoints.error ?? error} />
         {endpoints.data?.webhooks.length === 0 ? (
           <Empty>No endpoints yet. Add one above.</Empty>
@@ -301,6 +301,8 @@ export function WebhooksPage() {
                 <ConfirmButton
                   label="Delete"
                   confirm="Delete endpoint"
+                  subject={`endpoint ${e.url}`}
+                  confirmSubject={e.url}
                   onConfirm={() => act(() => api('DELETE', `/api/user/webhooks/${encodeURIComponent(e.id)}`))}
                 />
               </div>
