@@ -3,11 +3,26 @@ import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, startSdkSourcePage } from './browser.ts';
 
-/** A third-party app's page with both dialogs, neither given the app's name (`app-name` is optional). */
+/**
+ * A third-party app's page with both dialogs, neither given the app's name (`app-name` is optional); the sign-in
+ * dialog has a client (one that goes nowhere), as it must to offer Continue.
+ */
 const PAGE = `<!doctype html><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>app</title>
 <tollgate-signin-dialog></tollgate-signin-dialog>
 <tollgate-restriction-dialog gateway-url="https://tollgate.example"></tollgate-restriction-dialog>
+<script type="module">
+import { defineTollgateElements } from '/sdk/index.ts';
+defineTollgateElements();
+document.querySelector('tollgate-signin-dialog').client = { signIn: async () => {} };
+window.ready = true;
+</script>`;
+
+/** A page whose developer forgot the sign-in dialog's client and the restriction dialog's gateway-url. */
+const MISCONFIGURED = `<!doctype html><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>app</title>
+<tollgate-signin-dialog app-name="Acme"></tollgate-signin-dialog>
+<tollgate-restriction-dialog></tollgate-restriction-dialog>
 <script type="module">
 import { defineTollgateElements } from '/sdk/index.ts';
 defineTollgateElements();
@@ -137,6 +152,64 @@ window.ready = true;
     assert.deepEqual(failures, []);
     await page.close();
   });
+
+  for (const width of [390, 1280]) {
+    it(`at ${width} px, a dialog missing its client or gateway-url says so in the console and shows no dead button or wrong link`, async (t) => {
+      const app = await startSdkSourcePage(MISCONFIGURED);
+      t.after(() => app.close());
+      const page = await browser.newPage({ viewport: { width, height: 844 } });
+      const errors: string[] = [];
+      page.on('console', (message) => void (message.type() === 'error' && errors.push(message.text())));
+      await page.goto(`${app.origin}/`);
+      await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+
+      await openDialog(page, 'signin');
+      const signIn = page.getByRole('dialog', { name: 'Sign in with Tollgate' });
+      // Before: Continue was there, and stayed disabled once pressed, with nothing said anywhere.
+      assert.equal(await signIn.getByRole('button', { name: 'Continue with Tollgate' }).count(), 0);
+      assert.equal(await signIn.getByRole('alert').textContent(), 'Sign-in is not set up on this page yet.');
+      assert.ok(
+        errors.some((text) => text.includes('<tollgate-signin-dialog>') && text.includes('client')),
+        JSON.stringify(errors),
+      );
+      await page.evaluate(() =>
+        (document.querySelector('tollgate-signin-dialog') as HTMLElement & { close(): void }).close(),
+      );
+
+      for (const [error, name] of [
+        [SPENDING_LIMIT, 'Change this limit'],
+        [
+          {
+            error: {
+              code: 'INSUFFICIENT_CREDITS',
+              message: 'Insufficient credits',
+              type: 'insufficient_credits_error',
+              available: 0.5,
+              required: 1,
+            },
+          },
+          'Add credits',
+        ],
+      ] as const) {
+        errors.length = 0;
+        await page.evaluate((error) => {
+          (document.querySelector('tollgate-restriction-dialog') as HTMLElement & { error: unknown }).error = error;
+        }, error);
+        const dialog = page.locator('tollgate-restriction-dialog dialog');
+        await dialog.waitFor({ state: 'visible' });
+        // Before: a link to /#/apps or /#/wallet on the app's own origin, a 404 there.
+        assert.equal(await dialog.getByRole('link').count(), 0, `no ${name} link`);
+        assert.match((await dialog.locator('[part=setup-error]').textContent()) ?? '', /not set the Tollgate address/);
+        assert.ok(
+          errors.some((text) => text.includes('<tollgate-restriction-dialog>') && text.includes('gateway-url')),
+          JSON.stringify(errors),
+        );
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+        assert.equal(overflow, false, 'no sideways scroll');
+      }
+      await page.close();
+    });
+  }
 
   for (const which of ['signin', 'restriction'] as const) {
     it(`at 390 px the ${which} dialog stacks its actions, each as wide as the dialog's and easy to tap`, async () => {

@@ -116,6 +116,11 @@ export function defineRestrictionDialog(): void {
         return;
       }
       this.#loaded = {};
+      // Without the gateway's address the links would lead to the embedding app's own site (its 404s).
+      if (!this.gatewayUrl)
+        console.error(
+          '<tollgate-restriction-dialog>: no gateway-url attribute (or gatewayUrl property); its top-up and limit links are left out.',
+        );
       this.#render();
       this.#modal.open();
       void this.#load();
@@ -201,6 +206,9 @@ ${restriction.owed ? `<dt>Owed</dt><dd part="owed">${formatCredits(restriction.o
       } else {
         content = `<p id="description">${escapeHtml(restriction.message)}</p>`;
       }
+      // No address, no link: a relative one would lead to a page of the embedding app's own site.
+      if (link && !base)
+        link = `<p class="error" part="setup-error">This app has not set the Tollgate address: open your Tollgate dashboard to ${restriction.kind === 'spending_limit' ? 'change this limit' : 'add credits'}.</p>`;
       // Re-rendering (once the reads arrive) must not drop the keyboard focus.
       const focused = (this.shadowRoot?.activeElement as HTMLElement | null)?.dataset?.action;
       this.#modal.dialog.innerHTML = `

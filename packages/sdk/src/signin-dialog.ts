@@ -44,6 +44,18 @@ export function defineSignInDialog(): void {
 </div>
 <div class="actions"><button type="button" data-action="close">Cancel</button><button type="button" class="primary" data-action="continue" autofocus>Continue with Tollgate</button></div>`;
       this.#modal.dialog.querySelector('[data-action=close]')!.addEventListener('click', () => this.close());
+      if (!this.client) {
+        // Continue would do nothing: say so to the developer, and show the user no dead button.
+        console.error(
+          '<tollgate-signin-dialog>: no client set; set its client property (createTollgateClient(…)) before show().',
+        );
+        const note = this.#modal.dialog.querySelector<HTMLElement>('[part=error]')!;
+        note.textContent = 'Sign-in is not set up on this page yet.';
+        note.hidden = false;
+        this.#modal.dialog.querySelector('[data-action=continue]')!.remove();
+        this.#modal.open();
+        return;
+      }
       const proceed = this.#modal.dialog.querySelector<HTMLButtonElement>('[data-action=continue]')!;
       const problem = this.#modal.dialog.querySelector<HTMLElement>('[part=error]')!;
       proceed.addEventListener('click', async () => {
