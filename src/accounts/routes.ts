@@ -175,10 +175,17 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
 
   app.post(
     '/api/auth/signout',
-    { schema: { tags: ['accounts'], summary: 'End the dashboard session' }, config: { auth: [] } },
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: 'End the dashboard session',
+        response: { 200: Type.Object({ success: Type.Literal(true) }) },
+      },
+      config: { auth: [] },
+    },
     async (request, reply) => {
       await sessions.signOut(request, reply);
-      return { success: true };
+      return { success: true } as const;
     },
   );
 

@@ -44,7 +44,19 @@ export function createAdminFeature(ctx: AdminDeps): Feature {
 
       app.post(
         '/api/admin/migrate',
-        { schema: { tags: ['admin'], summary: 'Apply pending migrations', security }, config: admin },
+        {
+          schema: {
+            tags: ['admin'],
+            summary: 'Apply pending migrations',
+            security,
+            response: {
+              200: Type.Object({
+                applied: Type.Array(Type.String(), { description: 'The migrations applied now, in order.' }),
+              }),
+            },
+          },
+          config: admin,
+        },
         async () => {
           const result = await migrateToLatest(ctx.db, ctx.migrations, ctx.config);
           return { applied: (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) };
@@ -53,7 +65,17 @@ export function createAdminFeature(ctx: AdminDeps): Feature {
 
       app.get(
         '/api/admin/cron',
-        { schema: { tags: ['admin'], summary: 'List the cron jobs', security }, config: admin },
+        {
+          schema: {
+            tags: ['admin'],
+            summary: 'List the cron jobs',
+            security,
+            response: {
+              200: Type.Object({ jobs: Type.Array(Type.Object({ name: Type.String(), description: Type.String() })) }),
+            },
+          },
+          config: admin,
+        },
         async () => ({
           jobs: [...ctx.jobs.values()].map((job) => ({ name: job.name, description: job.description })),
         }),
@@ -67,6 +89,15 @@ export function createAdminFeature(ctx: AdminDeps): Feature {
             summary: 'Run a cron job now',
             security,
             params: Type.Object({ job: Type.String({ maxLength: 100 }) }),
+            response: {
+              200: Type.Object({
+                job: Type.String(),
+                // Each job reports its own counts (what it released, deleted, sent): an object, its keys the job's.
+                result: Type.Record(Type.String(), Type.Unknown(), {
+                  description: "What the run did, in the job's own terms.",
+                }),
+              }),
+            },
           },
           config: admin,
         },

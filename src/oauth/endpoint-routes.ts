@@ -227,10 +227,12 @@ export function registerEndpointRoutes(app: App, ctx: OAuthDeps, getProvider: ()
           'With `response_mode=form_post` (accepted, though the metadata advertises only `query`), an HTML page whose form posts the answer to the `redirect_uri`.',
           ['text/html'],
         ),
-        303: {
-          description:
-            "A redirect: to the sign-in or consent page, or back to the app's `redirect_uri` with `code`, `state` and `iss` (or `error` and `error_description`).",
-        },
+        // oidc-provider (koa) sends a short HTML "Redirecting to <url>." body with the redirect; a client that
+        // reads the body must find that content type documented.
+        303: nonJsonResponse(
+          "A redirect: to the sign-in or consent page, or back to the app's `redirect_uri` with `code`, `state` and `iss` (or `error` and `error_description`). The body is a short HTML text naming the `Location`.",
+          ['text/html'],
+        ),
         '4XX': nonJsonResponse(
           'An HTML page saying what is wrong, when the request cannot be sent back to the app (an unknown `client_id`, a `redirect_uri` that is not registered).',
           ['text/html'],

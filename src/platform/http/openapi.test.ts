@@ -116,7 +116,8 @@ describeEachDatabase('the OpenAPI document', (env) => {
     const unknownApp = await env.request('GET', '/api/oauth/authorize?client_id=nobody&response_type=code');
     assert.equal(Math.floor(unknownApp.status / 100), 4, unknownApp.text);
     assert.deepEqual(documented('/api/oauth/authorize', 'get', unknownApp.status), [mediaType(unknownApp.headers)]);
-    assert.deepEqual(documented('/api/oauth/authorize', 'get', 303), []);
+    // The redirect carries oidc-provider's short HTML "Redirecting to …" body (openapi-answers.test checks a real one).
+    assert.deepEqual(documented('/api/oauth/authorize', 'get', 303), ['text/html']);
   });
 
   it('documents every status and body it answers: a bad token on chat and on a model, OAuth errors at userinfo, the token, revocation and JWK set answers', async () => {
