@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, realpathSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 
 /**
@@ -17,12 +17,14 @@ if (!Number.isInteger(pid) || pid <= 0) {
   process.exit(2);
 }
 const binary = binaryArgument ?? readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]!;
+/** The path /proc/<pid>/maps names the binary by (symbolic links resolved). */
+const mappedPath = realpathSync(binary);
 
 /** The process's mappings of the binary: start, end and file offset of each. */
 const mappings = readFileSync(`/proc/${pid}/maps`, 'utf8')
   .split('\n')
   .map((line) => line.split(/\s+/))
-  .filter((fields) => fields[5] && fields[5] === readlinkTarget(binary))
+  .filter((fields) => fields[5] === mappedPath)
   .map(([range, , offset]) => {
     const [start, end] = range!.split('-').map((hex) => parseInt(hex, 16));
     return { start: start!, end: end!, offset: parseInt(offset!, 16) };
@@ -68,8 +70,3 @@ if (icu) {
   console.log(`  of which ICU's data (${icu[3]}): ${MiB(resident)} of ${MiB(size)} MiB`);
 }
 closeSync(pagemap);
-
-/** The path /proc/<pid>/maps names for `path` (symbolic links resolved). */
-function readlinkTarget(path: string): string {
-  return execFileSync('readlink', ['-f', path], { encoding: 'utf8' }).trim();
-}
