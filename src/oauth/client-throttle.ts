@@ -93,7 +93,12 @@ function limited(message: string, seconds: number): ApiError {
  *   address: anyone can send them in a public app's name (revoking or introspecting made-up tokens is a 200,
  *   and any of its users can refresh their own token in a loop), and counted per app alone 6,000 of them a
  *   minute locked every user of the app out of the token endpoint;
- * - a refused request never reaches oidc-provider: it costs no client lookup and no grant lookup.
+ * - a refused request never reaches oidc-provider: it costs no client lookup and no grant lookup;
+ * - an answer is counted once it is given, so requests already in flight when the count is reached still go
+ *   ahead (as many as were sent at once). Unlike the sign-in throttle, which counts a password guess before
+ *   checking it, nothing checked here can be guessed: client secrets (`tgs_`), codes and refresh tokens carry
+ *   256 random bits. Counting first would instead refuse a busy app's server whenever more than
+ *   `OAUTH_CLIENT_FAILURES_PER_MINUTE` of its requests were in flight at once, though none of them failed.
  */
 export function clientThrottle(ctx: OAuthDeps) {
   const failures = ctx.config.OAUTH_CLIENT_FAILURES_PER_MINUTE;
