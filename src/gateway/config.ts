@@ -46,7 +46,7 @@ export const GatewayConfigSection = Type.Object({
   REALTIME_ENABLED: Type.Boolean({
     default: false,
     description:
-      'Enables `POST /api/v1/realtime/sessions` (off: 404). Each session is charged its worst case, set by the two caps below.',
+      'Enables `POST /api/v1/realtime/client_secrets` and `POST /api/v1/realtime/sessions` (off: 404). Each session is charged its worst case, set by the two caps below.',
   }),
   REALTIME_MAX_SESSION_SECONDS: Type.Integer({
     minimum: 10,
@@ -59,7 +59,8 @@ export const GatewayConfigSection = Type.Object({
     minimum: 1,
     maximum: 4096,
     default: 1024,
-    description: 'Realtime: `max_response_output_tokens` set on the upstream session.',
+    description:
+      "Realtime: the output tokens per response set on the upstream session (`max_output_tokens` of a client secret's session, `max_response_output_tokens` of `/realtime/sessions`); a client may ask for fewer.",
   }),
 });
 

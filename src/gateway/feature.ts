@@ -8,6 +8,7 @@ import { registerTranscriptionRoute } from './audio.ts';
 import { registerImageEditsRoute } from './image-edits.ts';
 import { registerSpeechRoute } from './speech.ts';
 import { registerRealtimeRoute } from './realtime.ts';
+import { registerRealtimeClientSecretRoute } from './realtime-client-secrets.ts';
 
 /**
  * The AI API under `/api/v1`: embeddings, images (generations and edits), audio and realtime sessions, each behind
@@ -24,6 +25,7 @@ export function createGatewayFeature(deps: GatewayDeps): Feature {
       registerImagesRoute(typed, deps);
       registerSpeechRoute(typed, deps);
       registerRealtimeRoute(typed, deps);
+      registerRealtimeClientSecretRoute(typed, deps);
       // Multipart parsing exists only inside this scope, so no other route accepts a multipart body.
       await app.register(async (scope) => {
         await scope.register(multipart, { limits: { fileSize: deps.config.BODY_LIMIT_UPLOAD_BYTES, files: 1 } });

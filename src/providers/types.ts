@@ -164,6 +164,8 @@ export interface ProviderAdapter {
   speechEvents?(body: Record<string, unknown>, options: CallOptions): Promise<AsyncIterable<SpeechEvent>>;
   transcription?(form: FormData, options: CallOptions): Promise<Record<string, any>>;
   realtimeSession?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
+  /** The Realtime API's ephemeral key for a session (`POST /realtime/client_secrets`): `{ value, expires_at, session }`. */
+  realtimeClientSecret?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
   /**
    * The input tokens of an Anthropic Messages body as the provider counts them (Anthropic's free
    * `/v1/messages/count_tokens`, exact for every block type); `body.model` is already the upstream model. Absent:

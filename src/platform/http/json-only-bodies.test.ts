@@ -16,6 +16,7 @@ const AI_ROUTES: Array<[string, unknown]> = [
   ['/api/v1/images/generations', { model: 'tollgate/echo', prompt: 'a cat' }],
   ['/api/v1/audio/speech', { model: 'tollgate/echo', input: 'hi', voice: 'alloy' }],
   ['/api/v1/realtime/sessions', { model: 'tollgate/echo' }],
+  ['/api/v1/realtime/client_secrets', { session: { type: 'realtime', model: 'tollgate/echo' } }],
   ['/api/v1/predictions', { version: 'acme/model', input: { prompt: 'hi' } }],
   ['/api/v1/models/acme/model/predictions', { input: { prompt: 'hi' } }],
   ['/api/v1/messages', { ...CHAT, max_tokens: 10 }],

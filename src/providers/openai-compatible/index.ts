@@ -183,6 +183,10 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
       return readJson(await post('/realtime/sessions', body, call));
     },
 
+    async realtimeClientSecret(body, call) {
+      return readJson(await post('/realtime/client_secrets', body, call));
+    },
+
     async listModels(call): Promise<UpstreamModel[]> {
       const response = await upstreamFetch(joinUrl(options.baseUrl, '/models'), {
         headers: headers(false),

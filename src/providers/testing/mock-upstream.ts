@@ -362,6 +362,14 @@ async function route(
       });
     return json(res, 200, { text: reply, usage: { type: 'duration', seconds: 7 } });
   }
+  if (path === '/v1/realtime/client_secrets')
+    return json(res, 200, {
+      // A session model named `no-value`: a provider answering 200 without the key.
+      ...(entry.body.session?.model === 'no-value' ? {} : { value: 'ek_mock_secret' }),
+      expires_at: 1,
+      session: { ...entry.body.session, object: 'realtime.session', id: 'sess_mock', upstream_extra: 'kept' },
+    });
+
   if (path === '/v1/realtime/sessions')
     return json(res, 200, {
       id: 'sess_mock',
