@@ -12,6 +12,7 @@ const CHAT = { model: 'tollgate/echo', messages: [{ role: 'user', content: 'hi' 
 const AI_ROUTES: Array<[string, unknown]> = [
   ['/api/v1/chat/completions', CHAT],
   ['/api/v1/responses', { model: 'tollgate/echo', input: 'hi' }],
+  ['/api/v1/responses/input_tokens', { model: 'tollgate/echo', input: 'hi' }],
   ['/api/v1/embeddings', { model: 'tollgate/echo', input: 'hi' }],
   ['/api/v1/images/generations', { model: 'tollgate/echo', prompt: 'a cat' }],
   ['/api/v1/audio/speech', { model: 'tollgate/echo', input: 'hi', voice: 'alloy' }],

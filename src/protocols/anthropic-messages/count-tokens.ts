@@ -3,14 +3,13 @@ import type { MessagesDeps } from './deps.ts';
 import { principalOf, type App } from '../../platform/http/server.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import type { CatalogueModel } from '../../models/catalogue.ts';
-import type { Principal } from '../../platform/http/principal.ts';
 import { clientSignal, resolveModel } from '../../gateway/common.ts';
-import { countCallPromptTokens } from '../../gateway/run-call.ts';
+import { estimateInputTokens } from '../../gateway/input-estimate.ts';
 import { answerDeadlineOf, ClientGone, UpstreamAttempt, upstreamFailure } from '../../gateway/upstream.ts';
 import { UpstreamError } from '../../providers/types.ts';
 import { groupThousands } from '../../platform/money.ts';
 import { parseMessagesRequest, type MessagesRequest } from './parse.ts';
-import { estimatedPdfTokens, PDF_BYTES_PER_PAGE, PDF_PAGE_TOKENS } from '../../gateway/document-estimate.ts';
+import { PDF_BYTES_PER_PAGE, PDF_PAGE_TOKENS } from '../../gateway/document-estimate.ts';
 import { CountTokensBodySchema, CountTokensSchema, ERROR_RESPONSES } from './schemas.ts';
 import { anthropicErrorBody } from './errors.ts';
 
@@ -36,29 +35,6 @@ const COUNTED_FIELDS = [
  * the minutes a generation may take to begin.
  */
 export const UPSTREAM_COUNT_TIMEOUT_MS = 10_000;
-
-/** Images of a call (system and messages): each counts at the model's image-token budget, as the hold does. */
-function imageParts(call: CanonicalCall): number {
-  let images = 0;
-  for (const message of [{ content: call.system }, ...call.messages])
-    for (const part of message.content) if (part.type === 'image') images++;
-  return images;
-}
-
-/**
- * The gateway's own count: the text, tools and replayed input by our tokenizer (o200k), images at the model's
- * image-token budget, and each PDF ESTIMATED by its pages (`document-estimate.ts`), not held at the context: a
- * count is the best guess at the input, not the worst case the hold takes.
- */
-async function localCount(
-  ctx: MessagesDeps,
-  principal: Principal,
-  call: CanonicalCall,
-  model: CatalogueModel,
-): Promise<number> {
-  const tokens = await ctx.promptCounts.countPrompt(principal, (count) => countCallPromptTokens(call, count));
-  return tokens + imageParts(call) * (model.imageTokens ?? 0) + estimatedPdfTokens(call);
-}
 
 /**
  * The provider's own count of the body (Anthropic's `count_tokens`), or null when its provider has none or it failed
@@ -107,7 +83,7 @@ async function providerCount(
 /**
  * `POST /api/v1/messages/count_tokens`: the input tokens of a Messages body. On a model whose provider counts
  * (Anthropic's), the provider's exact count; otherwise, or when that fails, the gateway's own (see
- * {@link localCount}). Not billed, nothing held; the same credentials and permissions as the Messages route, and
+ * {@link estimateInputTokens}). Not billed, nothing held; the same credentials and permissions as the Messages route, and
  * the model must exist (404 otherwise).
  */
 export function registerCountTokensRoute(app: App, ctx: MessagesDeps): void {
@@ -141,7 +117,7 @@ export function registerCountTokensRoute(app: App, ctx: MessagesDeps): void {
         if (error instanceof ClientGone) return reply.hijack();
         throw error;
       }
-      return { input_tokens: counted ?? (await localCount(ctx, principal, call, model)) };
+      return { input_tokens: counted ?? (await estimateInputTokens(ctx, principal, call, model)) };
     },
   );
 }

@@ -76,7 +76,7 @@ export function registerCreateResponseRoute(app: App, ctx: ResponsesDeps): void 
  * The canonical call, and the conversation it answers as items (the previous response's input and output
  * first, `item_reference`s replaced by the items they name), which is what `store: true` keeps.
  */
-async function prepare(
+export async function prepare(
   ctx: ResponsesDeps,
   principal: Principal,
   body: ResponsesRequest,

@@ -5,6 +5,7 @@ import { registerCreateResponseRoute } from './create.ts';
 import { registerRetrieveResponseRoute } from './retrieve.ts';
 import { registerDeleteResponseRoute } from './delete.ts';
 import { registerInputItemsRoute } from './input-items.ts';
+import { registerInputTokensRoute } from './input-tokens.ts';
 import { expireResponsesJob } from './store.ts';
 
 /**
@@ -21,6 +22,7 @@ export function createResponsesFeature(deps: ResponsesDeps): Feature {
       registerRetrieveResponseRoute(typed, deps);
       registerDeleteResponseRoute(typed, deps);
       registerInputItemsRoute(typed, deps);
+      registerInputTokensRoute(typed, deps);
     },
   };
 }
