@@ -72,7 +72,9 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
         );
       }
       const measured = durationSeconds;
-      const heldSeconds = Math.ceil(measured) + DURATION_MARGIN_SECONDS;
+      // The speaker references of a diarizing model are audio the upstream reads and bills as input too.
+      const referenceSeconds = speakerReferenceSeconds(lists);
+      const heldSeconds = Math.ceil(measured) + DURATION_MARGIN_SECONDS + referenceSeconds;
       // A text `prompt` (a glossary, the previous segment) is billed as input tokens by token-priced models.
       const textPromptTokens = fields.prompt ? countTextTokens(fields.prompt) : 0;
       // `text` answers carry no usage, so they are asked as JSON (which does) and answered as the bare text.
@@ -125,7 +127,7 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
           // Nothing reported: the audio at the hold's rate and the transcript counted, never nothing.
           const estimate = () => ({
             prompt: textPromptTokens,
-            audioIn: Math.ceil(measured * AUDIO_TOKENS_PER_SECOND),
+            audioIn: Math.ceil((measured + referenceSeconds) * AUDIO_TOKENS_PER_SECOND),
             completion: countTextTokens(text),
           });
           // A duration report (whisper-1's) counts no tokens: a model priced on them is charged the estimate for them.
@@ -152,12 +154,43 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
 
 /**
  * Whether a multipart field is one value of an array option, which the openai SDK sends as one `name[]` field per
- * value (`timestamp_granularities[]: word` and `: segment`, `include[]`): every value goes upstream, in order. Any
- * other field is sent once (its last value), as the hold read it. `known_speaker_references[]` stays one value: each
- * is a clip of audio the upstream reads, which the hold (the file's duration) does not count.
+ * value (`timestamp_granularities[]: word` and `: segment`, `include[]`, `known_speaker_names[]` and
+ * `known_speaker_references[]`): every value goes upstream, in order. Any other field is sent once (its last value),
+ * as the hold read it.
  */
 function isListOption(name: string): boolean {
-  return name.endsWith('[]') && name !== 'known_speaker_references[]';
+  return name.endsWith('[]');
+}
+
+const SPEAKER_REFERENCE = 'known_speaker_references[]';
+/** A speaker reference as OpenAI takes it: a data URL of base64 audio. */
+const AUDIO_DATA_URL = /^data:[^,;]*(?:;[^,;]*)*;base64,([A-Za-z0-9+/=\s]*)$/;
+
+/**
+ * The seconds of audio in the request's speaker references (a diarizing model's `known_speaker_references[]`),
+ * each rounded up, for the hold and the estimate: the upstream reads them as input audio, so they are held as the
+ * file is.
+ *
+ * Billing invariant: a reference whose duration cannot be read is refused (400 naming it), never let through
+ * unheld: before, only the last reference was sent, so that the others could not cost what the hold left out.
+ */
+function speakerReferenceSeconds(lists: Array<[string, string]>): number {
+  let seconds = 0;
+  let index = 0;
+  for (const [name, value] of lists) {
+    if (name !== SPEAKER_REFERENCE) continue;
+    const param = `known_speaker_references[${index++}]`;
+    const data = AUDIO_DATA_URL.exec(value);
+    const duration = data ? audioDurationSeconds(Buffer.from(data[1]!, 'base64')) : null;
+    if (duration === null)
+      throw new ApiError(
+        'AUDIO_DURATION_UNREADABLE',
+        `The speaker reference ${param} must be a data URL of WAV (PCM) or MP3 audio (data:audio/wav;base64,…) whose duration can be read from its header.`,
+        { details: { param } },
+      );
+    seconds += Math.ceil(duration);
+  }
+  return seconds;
 }
 
 /** Whether a transcription on `model` costs anything by its tokens (text or audio in, text out). */

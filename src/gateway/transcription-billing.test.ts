@@ -149,6 +149,57 @@ describeEachDatabase(
       await sdk(user.key).audio.transcriptions.create({ model: 'acme/transcribe', file: clip() });
       assert.equal((await wallet(env, user)).balance, 10_000_000 - 10 * 100 - 500 * 300 - 2 * 400);
     });
+
+    it("a diarizing call's speaker references all reach the upstream, in order, and are held and estimated as input audio", async () => {
+      const user = await fundedUser(env, 10);
+      const reference = (seconds: number) =>
+        `data:audio/wav;base64,${Buffer.from(wavFile(seconds)).toString('base64')}`;
+      next = { type: 'application/json', body: JSON.stringify({ text: 'hello there' }) };
+      await sdk(user.key).audio.transcriptions.create({
+        model: 'acme/transcribe',
+        file: clip(),
+        known_speaker_names: ['agent', 'customer'],
+        known_speaker_references: [reference(5), reference(3)],
+      });
+      const sent = received.at(-1)!;
+      const values = (name: string) =>
+        [...sent.matchAll(new RegExp(`name="${name.replace(/[[\]]/g, '\\$&')}"\r\n\r\n([^\r]*)\r\n`, 'g'))].map(
+          (match) => match[1],
+        );
+      assert.deepEqual(values('known_speaker_names[]'), ['agent', 'customer']);
+      assert.deepEqual(values('known_speaker_references[]'), [reference(5), reference(3)]);
+      // Held: (10 s + 1 + 5 + 3) at 50 audio tokens a second, with the prompt margin, at the dearer input price.
+      assert.deepEqual(await holdsOf(env, user), [Math.ceil(950 * 1.25 + 16) * 300 + 100 * 400]);
+      // No usage reported: the file's and the references' 18 s × 50 audio tokens at 300, the transcript at 400.
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - 900 * 300 - 2 * 400);
+    });
+
+    it('a speaker reference whose duration cannot be read is a 400 naming it; nothing held, nothing sent upstream', async () => {
+      const user = await fundedUser(env, 10);
+      const sentBefore = received.length;
+      for (const bad of ['https://example.com/agent.wav', 'data:audio/wav;base64,AAAA', 'not audio']) {
+        const form = new FormData();
+        form.append('model', 'acme/transcribe');
+        form.append('file', clip());
+        form.append(
+          'known_speaker_references[]',
+          `data:audio/wav;base64,${Buffer.from(wavFile(2)).toString('base64')}`,
+        );
+        form.append('known_speaker_references[]', bad);
+        const response = await fetch(`${env.baseUrl}/api/v1/audio/transcriptions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${user.key}` },
+          body: form,
+        });
+        const body = (await response.json()) as any;
+        assert.equal(response.status, 400, JSON.stringify(body));
+        assert.equal(body.error.code, 'AUDIO_DURATION_UNREADABLE');
+        assert.equal(body.error.param, 'known_speaker_references[1]');
+      }
+      assert.equal(received.length, sentBefore);
+      assert.deepEqual(await holdsOf(env, user), []);
+      assert.equal((await wallet(env, user)).balance, 10_000_000);
+    });
   },
   {
     config: {
