@@ -13,7 +13,8 @@ import { recordUsage, usageOfClose, type UsageDraft } from './usage-records.ts';
 const CLOSE_RETRY_DELAYS_MS = [250, 1000, 3000, 10_000];
 
 /** What a metered call is for; stored as the usage record's `kind`. */
-export type UsageKind = 'chat' | 'embeddings' | 'images' | 'speech' | 'transcriptions' | 'realtime' | 'prediction';
+export type UsageKind =
+  'chat' | 'embeddings' | 'images' | 'speech' | 'transcriptions' | 'translations' | 'realtime' | 'prediction';
 
 /** How a call ended; stored as the usage record's `status`. */
 export type UsageStatus = 'ok' | 'client_aborted' | 'upstream_error' | 'failed' | 'canceled';

@@ -138,7 +138,7 @@ export interface UsageRecordsTable {
   app_id: string | null;
   key_id: string | null;
   model: string;
-  /** `chat`, `embeddings`, `images`, `speech`, `transcriptions`, `realtime`, `prediction`. */
+  /** `chat`, `embeddings`, `images`, `speech`, `transcriptions`, `translations`, `realtime`, `prediction`. */
   kind: string;
   prompt_tokens: number;
   completion_tokens: number;

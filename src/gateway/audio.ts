@@ -9,6 +9,7 @@ import { meteredCall } from './common.ts';
 import { DEFAULT_MAX_OUTPUT_TOKENS, worstPromptTokens } from './chat-plan.ts';
 import { audioDurationSeconds } from './audio-duration.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
+import type { UsageKind } from '../billing/meter.ts';
 import { fileTooLarge, multipartRefusal, type MultipartWording } from './multipart.ts';
 
 /** Audio tokens per second a token-priced transcription model is assumed to read, for the hold. */
@@ -16,14 +17,49 @@ const AUDIO_TOKENS_PER_SECOND = 50;
 /** Seconds added to the header's duration for the hold: providers round a started second up. */
 const DURATION_MARGIN_SECONDS = 1;
 
+/** One of OpenAI's audio-to-text endpoints: where it is served, and how it reaches the provider. */
+interface AudioTextEndpoint {
+  path: string;
+  summary: string;
+  kind: UsageKind;
+  /** The adapter's method for it (absent on a provider without the endpoint). */
+  method: 'transcription' | 'translation';
+}
+
+const TRANSCRIPTIONS: AudioTextEndpoint = {
+  path: '/api/v1/audio/transcriptions',
+  summary: 'Transcribe audio (OpenAI-compatible multipart: file, model, …)',
+  kind: 'transcriptions',
+  method: 'transcription',
+};
+
+const TRANSLATIONS: AudioTextEndpoint = {
+  path: '/api/v1/audio/translations',
+  summary: 'Translate audio into English text (OpenAI-compatible multipart: file, model, …)',
+  kind: 'translations',
+  method: 'translation',
+};
+
 /** `POST /api/v1/audio/transcriptions`; registered in the one scope that parses multipart bodies. */
 export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
+  registerAudioTextRoute(app, ctx, TRANSCRIPTIONS);
+}
+
+/**
+ * `POST /api/v1/audio/translations` (the SDK's `audio.translations.create`: whisper-1 turns speech in any language
+ * into English text): held, charged and refused exactly as a transcription, whose route it shares.
+ */
+export function registerTranslationRoute(app: App, ctx: GatewayDeps): void {
+  registerAudioTextRoute(app, ctx, TRANSLATIONS);
+}
+
+function registerAudioTextRoute(app: App, ctx: GatewayDeps, endpoint: AudioTextEndpoint): void {
   app.post(
-    '/api/v1/audio/transcriptions',
+    endpoint.path,
     {
       schema: {
         tags: ['ai'],
-        summary: 'Transcribe audio (OpenAI-compatible multipart: file, model, …)',
+        summary: endpoint.summary,
         security: [{ bearer: [] }],
         consumes: ['multipart/form-data'],
       },
@@ -82,9 +118,9 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
       const capOf = (model: CatalogueModel) =>
         Math.min(ctx.config.MAX_TRANSCRIPTION_SECONDS, model.maxPredictSeconds ?? Infinity);
       const answered = await meteredCall(ctx, request, reply, {
-        kind: 'transcriptions',
+        kind: endpoint.kind,
         modelId: fields.model,
-        supports: (adapter) => !!adapter.transcription,
+        supports: (adapter) => !!adapter[endpoint.method],
         refuses: (model) =>
           measured > capOf(model)
             ? new ApiError(
@@ -115,7 +151,7 @@ export function registerTranscriptionRoute(app: App, ctx: GatewayDeps): void {
               name === 'model' ? model.upstreamModel : name === 'response_format' && asksText ? 'json' : value,
             );
           for (const [name, value] of lists) upstreamForm.append(name, value);
-          return adapter.transcription!(upstreamForm, { signal });
+          return adapter[endpoint.method]!(upstreamForm, { signal });
         },
         usage: (result, model) => {
           const { usage, text } = reportedUsage(result);

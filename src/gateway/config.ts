@@ -7,7 +7,7 @@ export const GatewayConfigSection = Type.Object({
     minimum: 1024,
     default: 25 * 1024 * 1024,
     description:
-      "Largest upload: a transcription's audio file (`/api/v1/audio/transcriptions`), or an image edit's images and mask together (`/api/v1/images/edits`).",
+      "Largest upload: a transcription's or translation's audio file (`/api/v1/audio/transcriptions`, `/api/v1/audio/translations`), or an image edit's images and mask together (`/api/v1/images/edits`).",
   }),
   MAX_IMAGES_PER_REQUEST: Type.Integer({
     minimum: 1,

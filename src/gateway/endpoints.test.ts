@@ -215,6 +215,36 @@ describeEachDatabase(
       assert.equal(record.kind, 'transcriptions');
     });
 
+    it("a translation (the openai SDK's audio.translations.create) reaches the upstream's /audio/translations, needs ai:audio and, reporting no duration, is charged the file's", async () => {
+      const user = await fundedUser(env, 10);
+      const openai = new OpenAI({ apiKey: user.key, baseURL: `${env.baseUrl}/api/v1`, maxRetries: 0 });
+      const answer = await openai.audio.translations.create({
+        model: 'acme/listen',
+        file: new File([wavFile(10)], 'clip.wav', { type: 'audio/wav' }),
+        prompt: 'A greeting.',
+      });
+      assert.equal(answer.text, 'good morning');
+      const sent = mock.requests.at(-1)!;
+      assert.equal(sent.path, '/v1/audio/translations');
+      assert.match(sent.body.multipart, /name="model"\r\n\r\nwhisper-1\r\n/);
+      assert.match(sent.body.multipart, /name="prompt"\r\n\r\nA greeting.\r\n/);
+      // The file's 10 seconds (read from its header) × 0.01 + 0.001 per request.
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - 1000 - 100_000);
+      const [record] = await usageOf(env, user);
+      assert.equal(record.kind, 'translations');
+      const chatOnly = await fundedUser(env, 10, ['ai:chat']);
+      const form = new FormData();
+      form.append('model', 'acme/listen');
+      form.append('file', new File([wavFile(1)], 'clip.wav', { type: 'audio/wav' }));
+      const denied = await fetch(`${env.baseUrl}/api/v1/audio/translations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${chatOnly.key}` },
+        body: form,
+      });
+      assert.equal(denied.status, 403);
+      assert.equal((await wallet(env, chatOnly)).balance, 10_000_000);
+    });
+
     it("the openai SDK's array options (timestamp_granularities[], include[]) reach the upstream whole; a plain field once", async () => {
       const user = await fundedUser(env, 10);
       await new OpenAI({

@@ -4,7 +4,7 @@ import type { App } from '../platform/http/server.ts';
 import type { GatewayDeps } from './deps.ts';
 import { registerEmbeddingsRoute } from './embeddings.ts';
 import { registerImagesRoute } from './images.ts';
-import { registerTranscriptionRoute } from './audio.ts';
+import { registerTranscriptionRoute, registerTranslationRoute } from './audio.ts';
 import { registerImageEditsRoute } from './image-edits.ts';
 import { registerSpeechRoute } from './speech.ts';
 import { registerRealtimeRoute } from './realtime.ts';
@@ -30,6 +30,7 @@ export function createGatewayFeature(deps: GatewayDeps): Feature {
       await app.register(async (scope) => {
         await scope.register(multipart, { limits: { fileSize: deps.config.BODY_LIMIT_UPLOAD_BYTES, files: 1 } });
         registerTranscriptionRoute(scope as unknown as App, deps);
+        registerTranslationRoute(scope as unknown as App, deps);
         registerImageEditsRoute(scope as unknown as App, deps);
       });
     },

@@ -163,6 +163,8 @@ export interface ProviderAdapter {
    */
   speechEvents?(body: Record<string, unknown>, options: CallOptions): Promise<AsyncIterable<SpeechEvent>>;
   transcription?(form: FormData, options: CallOptions): Promise<Record<string, any>>;
+  /** OpenAI's `/audio/translations` (speech in any language to English text), answered as a transcription is. */
+  translation?(form: FormData, options: CallOptions): Promise<Record<string, any>>;
   realtimeSession?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;
   /** The Realtime API's ephemeral key for a session (`POST /realtime/client_secrets`): `{ value, expires_at, session }`. */
   realtimeClientSecret?(body: Record<string, unknown>, options: CallOptions): Promise<Record<string, any>>;

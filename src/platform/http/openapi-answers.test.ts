@@ -14,6 +14,7 @@ const PASSED_THROUGH = new Set([
   'POST /api/v1/images/generations',
   'POST /api/v1/images/edits',
   'POST /api/v1/audio/transcriptions',
+  'POST /api/v1/audio/translations',
   'POST /api/v1/realtime/sessions',
 ]);
 

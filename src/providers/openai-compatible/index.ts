@@ -2,7 +2,7 @@ import type { PlatformConfig } from '../../platform/config.ts';
 import type { ProvidersConfig } from '../config.ts';
 
 type Config = PlatformConfig & ProvidersConfig;
-import { joinUrl, readJson, readSse, upstreamDispatcher, upstreamFetch } from '../http.ts';
+import { joinUrl, readJson, readSse, upstreamDispatcher, upstreamFetch, type UpstreamResponse } from '../http.ts';
 import type { Dispatcher } from 'undici';
 import type { Readable } from 'node:stream';
 import {
@@ -173,10 +173,11 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
     },
 
     async transcription(form, call) {
-      const response = await postForm('/audio/transcriptions', form, call);
-      const type = response.header('content-type') ?? '';
-      // `response_format: text|srt|vtt` answers plain text; it is wrapped so the gateway can meter it alike.
-      return type.includes('json') ? readJson(response) : { text: await response.text(), contentType: type };
+      return audioText(await postForm('/audio/transcriptions', form, call));
+    },
+
+    async translation(form, call) {
+      return audioText(await postForm('/audio/translations', form, call));
     },
 
     async realtimeSession(body, call) {
@@ -247,6 +248,15 @@ async function* plainAudio(body: Readable, signal: AbortSignal): AsyncGenerator<
  * Reads one entry of an OpenAI-style `/models` list; OpenRouter's entries add name, context, modalities, USD prices
  * and `supported_parameters` (only its strings kept: a list of other things says nothing).
  */
+/**
+ * An audio-to-text answer (transcription, translation): its JSON, or, for `response_format: text|srt|vtt` (plain
+ * text), the text wrapped with its content type, so the gateway can meter it alike.
+ */
+async function audioText(response: UpstreamResponse): Promise<Record<string, any>> {
+  const type = response.header('content-type') ?? '';
+  return type.includes('json') ? readJson(response) : { text: await response.text(), contentType: type };
+}
+
 function upstreamModelFromList(entry: any): UpstreamModel {
   const price = (value: unknown) =>
     typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;

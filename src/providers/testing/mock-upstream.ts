@@ -362,6 +362,8 @@ async function route(
       });
     return json(res, 200, { text: reply, usage: { type: 'duration', seconds: 7 } });
   }
+  // As OpenAI's whisper-1 answers a translation in JSON: the English text, no usage, no duration.
+  if (path === '/v1/audio/translations') return json(res, 200, { text: 'good morning' });
   if (path === '/v1/realtime/client_secrets')
     return json(res, 200, {
       // A session model named `no-value`: a provider answering 200 without the key.
