@@ -5,7 +5,7 @@ import { ApiError } from '../platform/errors.ts';
 import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import { UpstreamError } from '../providers/types.ts';
 import { meteredCall } from './common.ts';
-import { realtimeSessionCost } from './realtime.ts';
+import { realtimeCaps, realtimeSessionCost } from './realtime.ts';
 
 const ClientSecretBody = Type.Object(
   {
@@ -110,16 +110,7 @@ export function registerRealtimeClientSecretRoute(app: App, ctx: GatewayDeps): v
       config: { auth: ['ai:audio'] },
     },
     async (request, reply) => {
-      const {
-        REALTIME_ENABLED,
-        REALTIME_MAX_SESSION_SECONDS: maxSeconds,
-        REALTIME_MAX_RESPONSE_OUTPUT_TOKENS: maxTokens,
-      } = ctx.config;
-      if (!REALTIME_ENABLED)
-        throw new ApiError(
-          'NOT_FOUND',
-          'Realtime sessions are not enabled on this deployment (the operator sets REALTIME_ENABLED).',
-        );
+      const { maxSeconds, maxTokens } = realtimeCaps(ctx);
       const body = request.body as ClientSecretRequest;
       const asked = cappedSession(body, maxSeconds, maxTokens);
       const answered = await meteredCall(ctx, request, reply, {

@@ -28,6 +28,22 @@ export function realtimeSessionCost(model: CatalogueModel, maxSessionSeconds: nu
 }
 
 /**
+ * The deployment's realtime caps (`REALTIME_MAX_SESSION_SECONDS`, `REALTIME_MAX_RESPONSE_OUTPUT_TOKENS`); throws 404
+ * unless the operator set `REALTIME_ENABLED`, since an unmetered upstream session must be a deliberate choice.
+ */
+export function realtimeCaps(ctx: GatewayDeps): { maxSeconds: number; maxTokens: number } {
+  if (!ctx.config.REALTIME_ENABLED)
+    throw new ApiError(
+      'NOT_FOUND',
+      'Realtime sessions are not enabled on this deployment (the operator sets REALTIME_ENABLED).',
+    );
+  return {
+    maxSeconds: ctx.config.REALTIME_MAX_SESSION_SECONDS,
+    maxTokens: ctx.config.REALTIME_MAX_RESPONSE_OUTPUT_TOKENS,
+  };
+}
+
+/**
  * `POST /api/v1/realtime/sessions`: mints an ephemeral upstream session (OpenAI's `client_secret`) that the
  * client then uses directly with the provider.
  *
@@ -49,16 +65,7 @@ export function registerRealtimeRoute(app: App, ctx: GatewayDeps): void {
       config: { auth: ['ai:audio'] },
     },
     async (request, reply) => {
-      const {
-        REALTIME_ENABLED,
-        REALTIME_MAX_SESSION_SECONDS: maxSeconds,
-        REALTIME_MAX_RESPONSE_OUTPUT_TOKENS: maxTokens,
-      } = ctx.config;
-      if (!REALTIME_ENABLED)
-        throw new ApiError(
-          'NOT_FOUND',
-          'Realtime sessions are not enabled on this deployment (the operator sets REALTIME_ENABLED).',
-        );
+      const { maxSeconds, maxTokens } = realtimeCaps(ctx);
       const body = request.body as { model: string; [k: string]: unknown };
       const capped = CAPPED_FIELDS.find((field) => body[field] !== undefined);
       if (capped)
