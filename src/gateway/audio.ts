@@ -10,6 +10,7 @@ import { DEFAULT_MAX_OUTPUT_TOKENS, worstPromptTokens } from './chat-plan.ts';
 import { audioDurationSeconds } from './audio-duration.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import type { UsageKind } from '../billing/meter.ts';
+import { AUDIO_TEXT_ANSWERS } from './openai-answers.ts';
 import { fileTooLarge, multipartRefusal, type MultipartWording } from './multipart.ts';
 
 /** Audio tokens per second a token-priced transcription model is assumed to read, for the hold. */
@@ -63,7 +64,7 @@ function registerAudioTextRoute(app: App, ctx: GatewayDeps, endpoint: AudioTextE
         security: [{ bearer: [] }],
         consumes: ['multipart/form-data'],
       },
-      config: { auth: ['ai:audio'] },
+      config: { auth: ['ai:audio'], documentedResponses: AUDIO_TEXT_ANSWERS },
     },
     async (request, reply) => {
       if (!request.isMultipart())

@@ -8,6 +8,7 @@ import { countEmbeddingInputTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
 import { microsToCredits } from '../platform/money.ts';
 import { worstPromptTokens } from './chat-plan.ts';
+import { EMBEDDINGS_ANSWERS } from './openai-answers.ts';
 
 const EmbeddingsBody = Type.Object(
   {
@@ -34,7 +35,7 @@ export function registerEmbeddingsRoute(app: App, ctx: GatewayDeps): void {
         security: [{ bearer: [] }],
         body: EmbeddingsBody,
       },
-      config: { auth: ['ai:embeddings'] },
+      config: { auth: ['ai:embeddings'], documentedResponses: EMBEDDINGS_ANSWERS },
     },
     async (request, reply) => {
       const body = request.body as { model: string; input: unknown; [k: string]: unknown };

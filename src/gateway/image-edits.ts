@@ -8,6 +8,7 @@ import { countTextTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
 import { worstPromptTokens } from './chat-plan.ts';
 import { ImagesBody, perImagePrice, type ImagesRequest } from './images.ts';
+import { IMAGES_ANSWERS } from './openai-answers.ts';
 import { fileTooLarge, multipartRefusal, type MultipartWording } from './multipart.ts';
 
 /** OpenAI's own bound on the source images of one edit; `MAX_IMAGES_PER_REQUEST` may lower it. */
@@ -86,7 +87,7 @@ export function registerImageEditsRoute(app: App, ctx: GatewayDeps): void {
         security: [{ bearer: [] }],
         consumes: ['multipart/form-data'],
       },
-      config: { auth: ['ai:images'] },
+      config: { auth: ['ai:images'], documentedResponses: IMAGES_ANSWERS },
     },
     async (request, reply) => {
       if (!request.isMultipart())

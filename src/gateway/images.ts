@@ -8,6 +8,7 @@ import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import { countTextTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
 import { worstPromptTokens } from './chat-plan.ts';
+import { IMAGES_ANSWERS } from './openai-answers.ts';
 
 /** The Images API's priced fields, as generations take them in JSON and edits as multipart text fields. */
 export const ImagesBody = Type.Object(
@@ -80,7 +81,7 @@ export function registerImagesRoute(app: App, ctx: GatewayDeps): void {
         security: [{ bearer: [] }],
         body: ImagesBody,
       },
-      config: { auth: ['ai:images'] },
+      config: { auth: ['ai:images'], documentedResponses: IMAGES_ANSWERS },
     },
     async (request, reply) => {
       const body = request.body as ImagesRequest;

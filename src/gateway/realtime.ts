@@ -6,6 +6,7 @@ import { costMicros } from '../models/pricing.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import { meteredCall } from './common.ts';
+import { REALTIME_SESSION_ANSWERS } from './openai-answers.ts';
 
 const RealtimeBody = Type.Object(
   { model: Type.String({ pattern: MODEL_ID_PATTERN, maxLength: 300 }) },
@@ -62,7 +63,7 @@ export function registerRealtimeRoute(app: App, ctx: GatewayDeps): void {
         security: [{ bearer: [] }],
         body: RealtimeBody,
       },
-      config: { auth: ['ai:audio'] },
+      config: { auth: ['ai:audio'], documentedResponses: REALTIME_SESSION_ANSWERS },
     },
     async (request, reply) => {
       const { maxSeconds, maxTokens } = realtimeCaps(ctx);

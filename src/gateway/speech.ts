@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
-import { nonJsonResponse } from '../platform/http/openapi.ts';
+import { nonJsonResponse, type DocumentedResponse } from '../platform/http/openapi.ts';
 import { ApiError } from '../platform/errors.ts';
 import { Meter } from '../billing/meter.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
@@ -42,6 +42,23 @@ const AUDIO_TYPES: Record<string, string> = {
   pcm: 'audio/pcm',
 };
 
+/**
+ * The audio (bytes: `format: binary`) in the content type of its `response_format`, or with `stream_format: "sse"`
+ * the provider's events, which are text.
+ */
+const SPEECH_ANSWER: DocumentedResponse = (() => {
+  const audio = nonJsonResponse(
+    'The audio, relayed as the provider sends it, in the `response_format` asked for (the provider\'s default: mp3); with `stream_format: "sse"`, the provider\'s `speech.audio.delta` and `speech.audio.done` events.',
+    Object.values(AUDIO_TYPES),
+    true,
+  );
+  const events = {
+    type: 'string',
+    description: '`speech.audio.delta` events (base64 audio), then `speech.audio.done`.',
+  };
+  return { ...audio, content: { ...audio.content, 'text/event-stream': { schema: events } } };
+})();
+
 type SpeechRequest = { model: string; input: string; [k: string]: unknown };
 
 /** What the upstream that answered sent: the audio itself (per-character models), or its event stream. */
@@ -71,11 +88,7 @@ export function registerSpeechRoute(app: App, ctx: GatewayDeps): void {
       config: {
         auth: ['ai:audio'],
         documentedResponses: {
-          200: nonJsonResponse(
-            'The audio, relayed as the provider sends it, in the `response_format` asked for (the provider\'s default: mp3); with `stream_format: "sse"`, the provider\'s `speech.audio.delta` and `speech.audio.done` events.',
-            ['audio/mpeg', 'audio/opus', 'audio/aac', 'audio/flac', 'audio/wav', 'audio/pcm', 'text/event-stream'],
-            true,
-          ),
+          200: SPEECH_ANSWER,
         },
       },
     },
