@@ -156,6 +156,12 @@ export class ApiError extends Error {
    * code the catalogue marks `retryable: false`.
    */
   readonly headers: Record<string, string>;
+  /**
+   * The deployment setting whose absence this refusal reports (`REPLICATE_API_TOKEN`…): a state of the deployment
+   * that the operator chose or has yet to fix, not a fault, so it is logged as one warning naming the setting,
+   * without a stack. Never sent to the client beyond what the message says.
+   */
+  readonly missingSetting: string | undefined;
 
   constructor(
     code: ErrorCode,
@@ -165,9 +171,11 @@ export class ApiError extends Error {
       status?: number;
       headers?: Record<string, string>;
       cause?: unknown;
+      missingSetting?: string;
     } = {},
   ) {
     super(message, { cause: options.cause });
+    this.missingSetting = options.missingSetting;
     this.code = code;
     this.status = options.status ?? ERROR_CODES[code].status;
     this.type = ERROR_CODES[code].type;

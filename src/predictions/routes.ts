@@ -144,7 +144,10 @@ async function createPrediction(
     throw errors.invalid(`The model ${modelId} is not a Replicate model; predictions run only on Replicate models.`);
   requireScope(principal, [permissionForOutputs(model.outputModalities)]);
   const client = replicateClientOf(ctx);
-  if (!client) throw new ApiError('SERVICE_UNAVAILABLE', 'Replicate is not configured (REPLICATE_API_TOKEN).');
+  if (!client)
+    throw new ApiError('SERVICE_UNAVAILABLE', 'Replicate is not configured (REPLICATE_API_TOKEN).', {
+      missingSetting: 'REPLICATE_API_TOKEN',
+    });
 
   const pricing = { request: model.pricing.request, second: model.pricing.second, image: model.pricing.image };
   const heldSeconds = model.maxPredictSeconds ?? DEFAULT_MAX_PREDICT_SECONDS;
@@ -344,7 +347,10 @@ export function registerPredictionRoutes(app: App, ctx: PredictionsDeps): void {
       if (!row) throw errors.notFound('Prediction');
       if (row.finalized_at !== null) return predictionResource(row, ctx.config.PUBLIC_BASE_URL);
       const client = replicateClientOf(ctx);
-      if (!client) throw new ApiError('SERVICE_UNAVAILABLE', 'Replicate is not configured (REPLICATE_API_TOKEN).');
+      if (!client)
+        throw new ApiError('SERVICE_UNAVAILABLE', 'Replicate is not configured (REPLICATE_API_TOKEN).', {
+          missingSetting: 'REPLICATE_API_TOKEN',
+        });
       // Invariant: the request is recorded before Replicate is asked, so that whichever update finalizes the
       // prediction (this answer, its webhook, a read, reconciliation) knows the caller stopped it.
       await predictionsDb(ctx.db)

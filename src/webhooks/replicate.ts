@@ -178,11 +178,12 @@ export async function registerReplicateWebhook(
       async (request: FastifyRequest) => {
         const count = (outcome: string) => metrics.webhookDeliveries.inc({ outcome });
         if (keys.length === 0) {
-          request.log.warn(unconfigured);
+          // Logged once per request by the error handler, as a warning naming the setting (no stack).
           count('unconfigured');
           throw new ApiError(
             'SERVICE_UNAVAILABLE',
             'The Replicate webhook is not configured (REPLICATE_WEBHOOK_SECRET).',
+            { missingSetting: 'REPLICATE_WEBHOOK_SECRET' },
           );
         }
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);

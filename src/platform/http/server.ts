@@ -74,7 +74,8 @@ export interface FailureLog {
  * The log line of a request that failed on Tollgate's side (`status`, the one it is answered with): the error
  * with its stack under `message`, or for a full database disk, which is the operator's to fix and no fault of
  * Tollgate's, one warning naming the route (a pattern, never a path with ids) and no stack (the database logs
- * once when it fills up and once when it has room again: platform/db/unavailable.ts). A client's mistake (4xx)
+ * once when it fills up and once when it has room again: platform/db/unavailable.ts); a feature the deployment has
+ * not set up (an {@link ApiError} with `missingSetting`) is one warning naming the setting. A client's mistake (4xx)
  * logs nothing here. Every route follows it, oidc-provider's included (oauth/provider.ts).
  */
 export function logFailure(
@@ -94,6 +95,11 @@ export function logFailure(
     log.warn(
       { route: failure.route, reason: (error as Error).message },
       'request refused (503): the database is not reachable',
+    );
+  else if (error instanceof ApiError && error.missingSetting)
+    log.warn(
+      { route: failure.route, setting: error.missingSetting },
+      `request refused (${failure.status}): ${error.missingSetting} is not set`,
     );
   else if (failure.status >= 500) log.error({ err: error }, message);
 }

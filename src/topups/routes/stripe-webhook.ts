@@ -66,7 +66,9 @@ export async function registerStripeWebhook(
       async (request: FastifyRequest) => {
         // Unconfigured: 503, so Stripe keeps the event and delivers it again once the operator sets the secrets.
         if (!secret || !StripeClass || !ctx.topups.settings.enabled)
-          throw new ApiError('SERVICE_UNAVAILABLE', HOW_TO_ENABLE);
+          throw new ApiError('SERVICE_UNAVAILABLE', HOW_TO_ENABLE, {
+            missingSetting: secret ? 'STRIPE_SECRET_KEY' : 'STRIPE_WEBHOOK_SECRET',
+          });
         const header = request.headers['stripe-signature'];
         if (typeof header !== 'string' || !SIGNATURE_HEADER.test(header)) {
           throw new ApiError('WEBHOOK_INVALID', 'The Stripe-Signature header is missing or malformed.');
