@@ -96,6 +96,23 @@ describe('operator CLI', () => {
     }
   });
 
+  it('sync-models with no provider configured in its environment says so on stderr and exits 1, so a cron job notices', () => {
+    // It printed {"providers": []} and exited 0: a shell without the server's keys looked like a sync that worked.
+    tollgate('migrate');
+    const bare: NodeJS.ProcessEnv = { ...env };
+    for (const name of ['OPENAI_API_KEY', 'OPENROUTER_API_KEY', 'ANTHROPIC_API_KEY', 'TOLLGATE_CONFIG'])
+      delete bare[name];
+    const result = spawnSync(process.execPath, ['src/cli.ts', 'sync-models'], {
+      cwd: root,
+      env: bare,
+      encoding: 'utf8',
+    });
+    assert.equal(result.status, 1, result.stderr);
+    assert.deepEqual(JSON.parse(result.stdout), { providers: [] });
+    assert.match(result.stderr, /^tollgate: sync-models: no provider is configured in this environment/);
+    assert.match(result.stderr, /OPENAI_API_KEY, OPENROUTER_API_KEY or ANTHROPIC_API_KEY and TOLLGATE_CONFIG/);
+  });
+
   it('run from another folder, every command opens the same database (an absolute DATA_DIR), and prints no warning', () => {
     const elsewhere = mkdtempSync(join(tmpdir(), 'tollgate-cli-elsewhere-'));
     try {

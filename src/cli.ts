@@ -357,6 +357,14 @@ export const commands: Record<string, Command> = {
       const { syncModels } = await import('./models/sync.ts');
       const report = await withService((s) => syncModels(s.ctx));
       console.log(JSON.stringify(report, null, 2));
+      // Nothing to sync is a shell without the server's keys (the CLI reads its own environment): said, and exit 1.
+      if (report.providers.length === 0) {
+        console.error(
+          'tollgate: sync-models: no provider is configured in this environment, so nothing was imported. The command reads its own environment, not the running server\'s: run it with the server\'s OPENAI_API_KEY, OPENROUTER_API_KEY or ANTHROPIC_API_KEY and TOLLGATE_CONFIG (its "providers").',
+        );
+        process.exitCode = 1;
+        return;
+      }
       // A provider that could not be listed is a failed sync: a cron job or release step must see it.
       const failed = report.providers.filter((entry) => entry.error !== undefined);
       if (failed.length > 0) {
