@@ -2,40 +2,9 @@ import { after, before, it } from 'node:test';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import assert from 'node:assert/strict';
-import { Ajv } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import { describeEachDatabase, type TestResponse } from '../../testing/harness.ts';
 import { fundedUser, putModel, wavFile } from '../../gateway/testing.ts';
-
-// ajv-formats is CommonJS: its default export is the plugin under Node's ESM interop.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-
-/**
- * What a client generated from `document` would find wrong in `response` to `method templatePath`: an
- * undocumented status or content type, a body where none is documented, or a body its schema refuses.
- */
-function mismatches(document: any, method: string, templatePath: string, response: TestResponse): string[] {
-  const operation = document.paths[templatePath]?.[method.toLowerCase()];
-  const where = `${method} ${templatePath} -> ${response.status}`;
-  if (!operation) return [`${where}: no such operation in the document`];
-  const status = String(response.status);
-  const documented = operation.responses[status] ?? operation.responses[`${status[0]}XX`];
-  if (!documented) return [`${where}: status not documented (${Object.keys(operation.responses)})`];
-  const type = (response.headers.get('content-type') ?? '').split(';')[0]!.trim();
-  if (!documented.content) return response.text ? [`${where}: a ${type} body where none is documented`] : [];
-  const media = documented.content[type];
-  if (!media) return [`${where}: content type ${type} not documented (${Object.keys(documented.content)})`];
-  if (!type.endsWith('json') || !media.schema) return [];
-  const ajv = new Ajv({ strict: false, allErrors: true });
-  addFormats(ajv);
-  ajv.addSchema({ components: document.components }, 'document');
-  const validate = ajv.compile(
-    JSON.parse(JSON.stringify(media.schema).replaceAll('"#/components', '"document#/components')),
-  );
-  return validate(response.body)
-    ? []
-    : [`${where}: ${ajv.errorsText(validate.errors)}; body ${response.text.slice(0, 300)}`];
-}
+import { mismatches, postForm } from '../../testing/openapi-answers.ts';
 
 /** A field OpenAI might add to any answer tomorrow: a pass-through must hand it on, and the document allow it. */
 const NEW_FIELD = { upstream_new_field: 'kept' };
@@ -156,25 +125,6 @@ const openai = createServer(async (req, res) => {
 await new Promise<void>((resolve) => openai.listen(0, '127.0.0.1', resolve));
 after(() => new Promise((resolve) => openai.close(resolve)));
 const OPENAI_URL = `http://127.0.0.1:${(openai.address() as AddressInfo).port}/v1`;
-
-/** A multipart POST (as the official SDKs send audio and image edits), read whole as the harness reads answers. */
-async function postForm(baseUrl: string, path: string, key: string, fields: Record<string, string | Blob>) {
-  const form = new FormData();
-  for (const [name, value] of Object.entries(fields)) form.append(name, value);
-  const response = await fetch(`${baseUrl}${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}` },
-    body: form,
-  });
-  const text = await response.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // Not JSON (a text transcript): the text itself.
-  }
-  return { status: response.status, headers: response.headers, text, body } satisfies TestResponse;
-}
 
 describeEachDatabase(
   'the answers against the OpenAPI document',
