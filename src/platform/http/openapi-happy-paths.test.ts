@@ -1,6 +1,6 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { describeEachDatabase, type TestResponse } from '../../testing/harness.ts';
+import { describeEachDatabase, type TestEnv, type TestResponse } from '../../testing/harness.ts';
 import { happyPathProblems, type DocumentedCall } from '../../testing/openapi-answers.ts';
 import { fundedUser, putModel, type FundedUser } from '../../gateway/testing.ts';
 import {
@@ -12,6 +12,10 @@ import {
   TestBrowser,
 } from '../../oauth/testing.ts';
 import { startMockUpstream } from '../../providers/testing/mock-upstream.ts';
+import Stripe from 'stripe';
+import { FakeReplicate } from '../../predictions/testing/replicate-server.ts';
+import { addReplicateModels, IMAGE_MODEL } from '../../predictions/testing/scenario.ts';
+import { FakeStripe } from '../../topups/testing/stripe-server.ts';
 
 /**
  * The 2XX answers of the routes that were checked only on their errors, taken for real and validated against the
@@ -19,7 +23,15 @@ import { startMockUpstream } from '../../providers/testing/mock-upstream.ts';
  */
 
 const mock = await startMockUpstream();
-after(() => mock.close());
+const replicate = await new FakeReplicate().start();
+const stripe = await new FakeStripe().start();
+after(() => Promise.all([mock.close(), replicate.stop(), stripe.stop()]));
+
+/** Posts `delivery`, the exact bytes and headers a provider's webhook carries, to `url` of the service. */
+const deliver = (env: TestEnv, url: string, delivery: { body: string; headers: Record<string, string> }) => {
+  const { pathname, search } = new URL(url, env.baseUrl);
+  return env.request('POST', `${pathname}${search}`, { raw: delivery.body, headers: delivery.headers });
+};
 
 /** A form-encoded POST, as OAuth clients send to the token, introspection and revocation endpoints. */
 const form = (fields: Record<string, string>) => ({
@@ -37,6 +49,8 @@ describeEachDatabase(
     before(async () => {
       document = (await env.request('GET', '/api/openapi.json')).body;
       user = await fundedUser(env, 100);
+      stripe.webhookUrl = `${env.baseUrl}/api/webhooks/stripe`;
+      await addReplicateModels(env);
       await putModel(env, 'acme/live', {
         provider: 'mock',
         upstreamModel: 'realtime-1',
@@ -247,6 +261,66 @@ describeEachDatabase(
       assert.deepEqual(happyPathProblems(document, calls), []);
     });
 
+    it('answers the prediction routes and the Replicate webhook as documented', async () => {
+      const created = await dashboard('POST', '/api/v1/predictions', {
+        model: IMAGE_MODEL.id,
+        input: { prompt: 'a lighthouse', num_outputs: 1 },
+      });
+      const byModel = await dashboard('POST', `/api/v1/models/${IMAGE_MODEL.id}/predictions`, {
+        input: { prompt: 'a harbour' },
+      });
+      const replicateId = created.body.replicate_id;
+      replicate.update(replicateId, {
+        status: 'succeeded',
+        output: ['https://replicate.delivery/a.png'],
+        metrics: { predict_time: 1.5 },
+      });
+      const webhook = await deliver(
+        env,
+        replicate.predictions.get(replicateId)!.webhook!,
+        replicate.webhookFor(replicateId),
+      );
+      const calls: DocumentedCall[] = [
+        ['POST', '/api/v1/predictions', created],
+        ['POST', '/api/v1/models/{vendor}/{model}/predictions', byModel],
+        ['POST', '/api/webhooks/replicate', webhook],
+        ['GET', '/api/v1/predictions/{id}', await dashboard('GET', `/api/v1/predictions/${created.body.id}`)],
+        [
+          'POST',
+          '/api/v1/predictions/{id}/cancel',
+          await dashboard('POST', `/api/v1/predictions/${byModel.body.id}/cancel`),
+        ],
+      ];
+      assert.deepEqual(happyPathProblems(document, calls), []);
+    });
+
+    it('answers the top-up, auto top-up and Stripe webhook routes as documented', async () => {
+      const topup = await dashboard('POST', '/api/wallet/topups', { amount: 10 });
+      const setup = await dashboard('POST', '/api/wallet/auto-topup/setup', { threshold: 250, amount: 10 });
+      const session = stripe.pay(new URL(setup.body.url).pathname.split('/').at(-1)!);
+      const payload = JSON.stringify(stripe.event('checkout.session.completed', session));
+      const signature = Stripe.webhooks.generateTestHeaderString({
+        payload,
+        secret: stripe.config().STRIPE_WEBHOOK_SECRET,
+      });
+      const webhook = await deliver(env, '/api/webhooks/stripe', {
+        body: payload,
+        headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': signature },
+      });
+      const calls: DocumentedCall[] = [
+        ['POST', '/api/wallet/topups', topup],
+        ['POST', '/api/wallet/auto-topup/setup', setup],
+        ['POST', '/api/webhooks/stripe', webhook],
+        [
+          'PUT',
+          '/api/wallet/auto-topup',
+          await dashboard('PUT', '/api/wallet/auto-topup', { enabled: true, threshold: 250, amount: 10 }),
+        ],
+        ['GET', '/api/wallet/auto-topup', await dashboard('GET', '/api/wallet/auto-topup')],
+      ];
+      assert.deepEqual(happyPathProblems(document, calls), []);
+    });
+
     it('answers the AI protocol routes (chat, Responses, Messages, models, client secrets) as documented', async () => {
       const ai = (method: string, path: string, body?: unknown): Promise<TestResponse> =>
         env.request(method, path, { token: user.key, body });
@@ -295,6 +369,10 @@ describeEachDatabase(
     config: {
       providers: [{ name: 'mock', baseUrl: `${mock.url}/v1` }],
       REALTIME_ENABLED: true,
+      REPLICATE_WEBHOOK_SECRET: replicate.secret,
+      REPLICATE_BASE_URL: replicate.baseUrl,
+      REPLICATE_API_TOKEN: replicate.token,
+      ...stripe.config(),
       WEBHOOK_ALLOW_HTTP: true,
       WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true,
     },
