@@ -579,7 +579,8 @@ describe('serve runtime settings', () => {
   });
 
   it('re-executes serve onto a fresh server bundle once, with or without settings to apply, and never under a profiler', async () => {
-    const { serveReexecution, SERVE_RUNTIME, SERVE_RUNTIME_MARK, SERVE_CODE_MARK } = await import('./cli.ts');
+    const { serveReexecution, servedCode, SERVE_RUNTIME, SERVE_RUNTIME_MARK, SERVE_CODE_MARK } =
+      await import('./cli.ts');
     const fresh = () => ({ state: 'fresh', entry: '/app/dist/server/cli.js' }) as const;
     const stale = () => ({ state: 'stale', reason: 'the sources changed after it was built' }) as const;
     const absent = () => ({ state: 'absent' }) as const;
@@ -595,9 +596,16 @@ describe('serve runtime settings', () => {
     const off = serveReexecution([], argv, { [SERVE_RUNTIME_MARK]: 'off' }, fresh)!;
     assert.deepEqual(off.args, ['/app/dist/server/cli.js', 'serve']);
     assert.equal(off.env[SERVE_RUNTIME_MARK], 'off');
-    // Nothing to apply and no fresh bundle: this process goes on.
+    // Nothing to apply and no fresh bundle: this process goes on, and its start-up line still says why it runs the
+    // sources (it said only `source`).
     assert.equal(serveReexecution([], argv, settled, stale), null);
     assert.equal(serveReexecution([], argv, settled, absent), null);
+    assert.match(servedCode(settled, stale), /^source \(server bundle stale: .*npm run build rebuilds it\)$/);
+    assert.match(
+      servedCode({ [SERVE_RUNTIME_MARK]: 'off' }, absent),
+      /^source \(server bundle absent: npm run build makes it\)$/,
+    );
+    assert.equal(servedCode({ ...settled, [SERVE_CODE_MARK]: 'bundle' }, stale), 'bundle');
 
     // Settings to apply: the sources when the bundle is not fresh, with the reason for the start-up line.
     const withSettings = serveReexecution([], argv, {}, stale)!;

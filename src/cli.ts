@@ -133,12 +133,7 @@ export function serveReexecution(
   const settingsMissing = missing.nodeFlags.length > 0 || Object.keys(missing.env).length > 0;
   const bundle = env[SERVE_CODE_MARK] === undefined ? bundleState() : null;
   if (!settingsMissing && bundle?.state !== 'fresh') return null;
-  const code =
-    bundle === null
-      ? env[SERVE_CODE_MARK]!
-      : bundle.state === 'fresh'
-        ? 'bundle'
-        : `source (server bundle ${bundle.state === 'stale' ? `stale: ${bundle.reason}; npm run build rebuilds it` : 'absent: npm run build makes it'})`;
+  const code = bundle === null ? env[SERVE_CODE_MARK]! : bundle.state === 'fresh' ? 'bundle' : sourceCode(bundle);
   return {
     args: [...missing.nodeFlags, ...execArgv, bundle?.state === 'fresh' ? bundle.entry : argv[1]!, ...argv.slice(2)],
     env: {
@@ -148,6 +143,21 @@ export function serveReexecution(
       [SERVE_CODE_MARK]: code,
     },
   };
+}
+
+/** `source`, and why the server bundle is not served (stale, absent), as the start-up line says it. */
+function sourceCode(bundle: ServerBundleState): string {
+  if (bundle.state === 'fresh') return 'source';
+  return `source (server bundle ${bundle.state === 'stale' ? `stale: ${bundle.reason}; npm run build rebuilds it` : 'absent: npm run build makes it'})`;
+}
+
+/**
+ * What code a started `serve` runs, for its start-up line: the re-execution's {@link SERVE_CODE_MARK}, or, when
+ * there was none (the runtime settings already applied, `TOLLGATE_SERVE_RUNTIME` set by the operator), the
+ * sources and why the bundle was not taken.
+ */
+export function servedCode(env: NodeJS.ProcessEnv, bundleState: () => ServerBundleState): string {
+  return env[SERVE_CODE_MARK] ?? sourceCode(bundleState());
 }
 
 /**
@@ -296,7 +306,7 @@ export const commands: Record<string, Command> = {
       restartFromCompileCache();
       const service = await createService();
       const url = await service.listen();
-      service.ctx.log.info({ url, code: process.env[SERVE_CODE_MARK] ?? 'source' }, `Tollgate listening on ${url}`);
+      service.ctx.log.info({ url, code: servedCode(process.env, serverBundleState) }, `Tollgate listening on ${url}`);
       let stopping = false;
       const stop = async (signal: string) => {
         // A second signal (Ctrl-C again, or an orchestrator's impatience) ends the grace period now: the
