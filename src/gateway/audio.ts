@@ -11,7 +11,13 @@ import { audioDurationSeconds } from './audio-duration.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import type { UsageKind } from '../billing/meter.ts';
 import { AUDIO_TEXT_ANSWERS } from './openai-answers.ts';
-import { fileTooLarge, multipartRefusal, type MultipartWording } from './multipart.ts';
+import {
+  fieldTooLong,
+  fileTooLarge,
+  MULTIPART_FIELD_BYTES,
+  multipartRefusal,
+  type MultipartWording,
+} from './multipart.ts';
 
 /** Audio tokens per second a token-priced transcription model is assumed to read, for the hold. */
 const AUDIO_TOKENS_PER_SECOND = 50;
@@ -76,7 +82,12 @@ function registerAudioTextRoute(app: App, ctx: GatewayDeps, endpoint: AudioTextE
       // Only the parser's work is inside: anything else it throws is about the body the client sent.
       try {
         for await (const part of request.parts({
-          limits: { fileSize: ctx.config.BODY_LIMIT_UPLOAD_BYTES, files: 1, fields: 32 },
+          limits: {
+            fileSize: ctx.config.BODY_LIMIT_UPLOAD_BYTES,
+            files: 1,
+            fields: 32,
+            fieldSize: MULTIPART_FIELD_BYTES,
+          },
         })) {
           if (part.type === 'file') {
             const buffer = await part.toBuffer();
@@ -87,6 +98,8 @@ function registerAudioTextRoute(app: App, ctx: GatewayDeps, endpoint: AudioTextE
               new Blob([new Uint8Array(buffer)], { type: part.mimetype }),
               part.filename || 'audio',
             );
+          } else if (part.valueTruncated) {
+            throw fieldTooLong(part.fieldname);
           } else if (isListOption(part.fieldname)) {
             lists.push([part.fieldname, String(part.value)]);
           } else {

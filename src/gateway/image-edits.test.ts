@@ -136,6 +136,16 @@ describeEachDatabase(
       return form;
     };
 
+    it('a field longer than 1 MiB (a prompt) is a 413 naming it, not cut short and sent; nothing held', async () => {
+      const user = await fundedUser(env, 10);
+      const refused = await post(user.key, editForm(1, { prompt: 'x'.repeat(1024 * 1024 + 1) }));
+      assert.equal(refused.status, 413);
+      assert.equal(refused.error.code, 'PAYLOAD_TOO_LARGE');
+      assert.equal(refused.error.param, 'prompt');
+      assert.equal((await wallet(env, user)).reserved, 0);
+      assert.equal((await wallet(env, user)).balance, 10_000_000);
+    });
+
     it('refusals are clear 4xx with nothing held or charged: no image, too many, a field off the allow-list, an unpriced quality, a model without image input or without image support', async () => {
       const user = await fundedUser(env, 10);
       const before = mock.requests.length;

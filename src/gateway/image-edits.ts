@@ -9,7 +9,13 @@ import { meteredCall } from './common.ts';
 import { worstPromptTokens } from './chat-plan.ts';
 import { ImagesBody, perImagePrice, type ImagesRequest } from './images.ts';
 import { IMAGES_ANSWERS } from './openai-answers.ts';
-import { fileTooLarge, multipartRefusal, type MultipartWording } from './multipart.ts';
+import {
+  fieldTooLong,
+  fileTooLarge,
+  MULTIPART_FIELD_BYTES,
+  multipartRefusal,
+  type MultipartWording,
+} from './multipart.ts';
 
 /** OpenAI's own bound on the source images of one edit; `MAX_IMAGES_PER_REQUEST` may lower it. */
 const OPENAI_MAX_EDIT_IMAGES = 16;
@@ -99,7 +105,7 @@ export function registerImageEditsRoute(app: App, ctx: GatewayDeps): void {
       try {
         for await (const part of request.parts({
           // The most an edit takes, source images and a mask: one file more is refused before it is buffered.
-          limits: { fileSize: limit, files: maxImages + 1, fields: 32 },
+          limits: { fileSize: limit, files: maxImages + 1, fields: 32, fieldSize: MULTIPART_FIELD_BYTES },
         })) {
           if (part.type === 'file') {
             const bytes = await part.toBuffer();
@@ -114,6 +120,7 @@ export function registerImageEditsRoute(app: App, ctx: GatewayDeps): void {
               type: part.mimetype || 'application/octet-stream',
             });
           } else {
+            if (part.valueTruncated) throw fieldTooLong(part.fieldname);
             fields[part.fieldname] = String(part.value);
           }
         }

@@ -20,6 +20,22 @@ export function fileTooLarge(limit: number, file: string): ApiError {
   );
 }
 
+/** The longest value a multipart field (not a file) may have: the parser's default, given explicitly. */
+export const MULTIPART_FIELD_BYTES = 1024 * 1024;
+
+/**
+ * The 413 of a multipart field longer than {@link MULTIPART_FIELD_BYTES}. The parser cuts such a value short
+ * without a word, so a long `prompt` or a speaker reference's audio went upstream truncated (the audio corrupt)
+ * and held for what was left; refused, nothing is held or sent, and the client is told which field and how long.
+ */
+export function fieldTooLong(name: string): ApiError {
+  return new ApiError(
+    'PAYLOAD_TOO_LARGE',
+    `The field "${name}" is longer than the ${MULTIPART_FIELD_BYTES} bytes a multipart field may hold; send less${name === 'known_speaker_references[]' ? ' (a speaker reference is a clip of 2 to 10 seconds: a shorter one, or MP3)' : ''}.`,
+    { details: { param: name, limit: MULTIPART_FIELD_BYTES } },
+  );
+}
+
 /**
  * A refusal of the multipart parser as the error a person can act on: a file over the limit names it (413), and
  * a count limit says what to send (400, or the route's own error) — not the parser's own "reach files limit"

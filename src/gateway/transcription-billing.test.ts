@@ -174,6 +174,46 @@ describeEachDatabase(
       assert.equal((await wallet(env, user)).balance, 10_000_000 - 900 * 300 - 2 * 400);
     });
 
+    it('a field longer than 1 MiB (a prompt, a speaker reference) is a 413 naming it, not cut short and sent; nothing held or sent', async () => {
+      // Enough for the hold of a 1 MiB prompt, which the last call sends.
+      const user = await fundedUser(env, 100);
+      const sentBefore = received.length;
+      const long = 'x'.repeat(1024 * 1024 + 1);
+      for (const [name, value] of [
+        ['prompt', long],
+        ['known_speaker_references[]', `data:audio/wav;base64,${long}`],
+      ]) {
+        const form = new FormData();
+        form.append('model', 'acme/transcribe');
+        form.append('file', clip());
+        form.append(name!, value!);
+        const response = await fetch(`${env.baseUrl}/api/v1/audio/transcriptions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${user.key}` },
+          body: form,
+        });
+        const body = (await response.json()) as any;
+        assert.equal(response.status, 413, JSON.stringify(body));
+        assert.equal(body.error.code, 'PAYLOAD_TOO_LARGE');
+        assert.equal(body.error.param, name);
+        assert.match(body.error.message, /longer than the 1048576 bytes/);
+      }
+      // Exactly the limit still goes through.
+      next = { type: 'application/json', body: JSON.stringify({ text: 'hello there', usage: TOKEN_USAGE }) };
+      const form = new FormData();
+      form.append('model', 'acme/transcribe');
+      form.append('file', clip());
+      form.append('prompt', 'x'.repeat(1024 * 1024));
+      const ok = await fetch(`${env.baseUrl}/api/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.key}` },
+        body: form,
+      });
+      assert.equal(ok.status, 200, await ok.text());
+      assert.equal(received.length, sentBefore + 1);
+      assert.ok(received.at(-1)!.includes('x'.repeat(1024 * 1024)), 'the whole prompt was sent');
+    });
+
     it('a speaker reference whose duration cannot be read is a 400 naming it; nothing held, nothing sent upstream', async () => {
       const user = await fundedUser(env, 10);
       const sentBefore = received.length;
