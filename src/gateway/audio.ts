@@ -70,7 +70,7 @@ function registerAudioTextRoute(app: App, ctx: GatewayDeps, endpoint: AudioTextE
         security: [{ bearer: [] }],
         consumes: ['multipart/form-data'],
       },
-      config: { auth: ['ai:audio'], documentedResponses: AUDIO_TEXT_ANSWERS },
+      config: { auth: ['ai:audio'], billed: true, documentedResponses: AUDIO_TEXT_ANSWERS },
     },
     async (request, reply) => {
       if (!request.isMultipart())

@@ -35,7 +35,7 @@ export function registerEmbeddingsRoute(app: App, ctx: GatewayDeps): void {
         security: [{ bearer: [] }],
         body: EmbeddingsBody,
       },
-      config: { auth: ['ai:embeddings'], documentedResponses: EMBEDDINGS_ANSWERS },
+      config: { auth: ['ai:embeddings'], billed: true, documentedResponses: EMBEDDINGS_ANSWERS },
     },
     async (request, reply) => {
       const body = request.body as { model: string; input: unknown; [k: string]: unknown };

@@ -93,7 +93,7 @@ export function registerImageEditsRoute(app: App, ctx: GatewayDeps): void {
         security: [{ bearer: [] }],
         consumes: ['multipart/form-data'],
       },
-      config: { auth: ['ai:images'], documentedResponses: IMAGES_ANSWERS },
+      config: { auth: ['ai:images'], billed: true, documentedResponses: IMAGES_ANSWERS },
     },
     async (request, reply) => {
       if (!request.isMultipart())

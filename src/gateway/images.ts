@@ -81,7 +81,7 @@ export function registerImagesRoute(app: App, ctx: GatewayDeps): void {
         security: [{ bearer: [] }],
         body: ImagesBody,
       },
-      config: { auth: ['ai:images'], documentedResponses: IMAGES_ANSWERS },
+      config: { auth: ['ai:images'], billed: true, documentedResponses: IMAGES_ANSWERS },
     },
     async (request, reply) => {
       const body = request.body as ImagesRequest;

@@ -107,7 +107,7 @@ export function registerRealtimeClientSecretRoute(app: App, ctx: GatewayDeps): v
         body: ClientSecretBody,
         response: { 200: ClientSecretAnswer },
       },
-      config: { auth: ['ai:audio'] },
+      config: { auth: ['ai:audio'], billed: true },
     },
     async (request, reply) => {
       const { maxSeconds, maxTokens } = realtimeCaps(ctx);

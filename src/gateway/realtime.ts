@@ -63,7 +63,7 @@ export function registerRealtimeRoute(app: App, ctx: GatewayDeps): void {
         security: [{ bearer: [] }],
         body: RealtimeBody,
       },
-      config: { auth: ['ai:audio'], documentedResponses: REALTIME_SESSION_ANSWERS },
+      config: { auth: ['ai:audio'], billed: true, documentedResponses: REALTIME_SESSION_ANSWERS },
     },
     async (request, reply) => {
       const { maxSeconds, maxTokens } = realtimeCaps(ctx);

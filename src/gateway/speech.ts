@@ -87,6 +87,7 @@ export function registerSpeechRoute(app: App, ctx: GatewayDeps): void {
       },
       config: {
         auth: ['ai:audio'],
+        billed: true,
         documentedResponses: {
           200: SPEECH_ANSWER,
         },

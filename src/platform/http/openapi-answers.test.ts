@@ -236,6 +236,63 @@ describeEachDatabase(
       assert.equal(speech['text/event-stream'].schema.type, 'string');
     });
 
+    it("documents the wallet's 402 and the limits' 429 of every billed pass-through with the contract's fields, and answers a 402 as documented", async () => {
+      const document = (await env.request('GET', '/api/openapi.json')).body;
+      const broke = await fundedUser(env, 0);
+      const json = (path: string, body: unknown) => env.request('POST', path, { token: broke.key, body });
+      const audio = (path: string) =>
+        postForm(env.baseUrl, path, broke.key, {
+          model: 'standin/listen',
+          file: new Blob([wavFile(2)], { type: 'audio/wav' }),
+        });
+      const refusals: [string, TestResponse][] = [
+        ['/api/v1/embeddings', await json('/api/v1/embeddings', { model: 'standin/embed', input: 'hi' })],
+        [
+          '/api/v1/images/generations',
+          await json('/api/v1/images/generations', {
+            model: 'standin/draw',
+            prompt: 'a cat',
+            quality: 'low',
+            size: '1024x1024',
+          }),
+        ],
+        [
+          '/api/v1/images/edits',
+          await postForm(env.baseUrl, '/api/v1/images/edits', broke.key, {
+            model: 'standin/draw',
+            prompt: 'a hat',
+            quality: 'low',
+            size: '1024x1024',
+            image: new Blob([Buffer.from('\x89PNG\r\n\x1a\n', 'latin1')], { type: 'image/png' }),
+          }),
+        ],
+        ['/api/v1/audio/transcriptions', await audio('/api/v1/audio/transcriptions')],
+        ['/api/v1/audio/translations', await audio('/api/v1/audio/translations')],
+        [
+          '/api/v1/audio/speech',
+          await json('/api/v1/audio/speech', { model: 'standin/voice', input: 'hi', voice: 'alloy' }),
+        ],
+        ['/api/v1/realtime/sessions', await json('/api/v1/realtime/sessions', { model: 'standin/live' })],
+        [
+          '/api/v1/realtime/client_secrets',
+          await json('/api/v1/realtime/client_secrets', { session: { type: 'realtime', model: 'standin/live' } }),
+        ],
+      ];
+      for (const [path, response] of refusals) {
+        assert.equal(response.status, 402, `${path}: ${response.text}`);
+        assert.equal(response.body.error.code, 'INSUFFICIENT_CREDITS', path);
+        const answers = document.paths[path].post.responses;
+        // Listed by status, not left to the generic 4XX: a generated client gets `available`/`required` and
+        // `limitType`/`limit`/`current`/`requested`/`resetsAt` typed.
+        assert.match(JSON.stringify(answers['402'] ?? null), /required/, path);
+        assert.match(JSON.stringify(answers['429'] ?? null), /resetsAt/, path);
+      }
+      assert.deepEqual(
+        refusals.flatMap(([path, response]) => mismatches(document, 'POST', path, response)),
+        [],
+      );
+    });
+
     it('documents the shape of every 2XX JSON answer, so that generated clients get a type and not unknown', async () => {
       const document = (await env.request('GET', '/api/openapi.json')).body;
       const shapeless: string[] = [];

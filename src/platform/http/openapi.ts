@@ -119,6 +119,7 @@ interface RouteLike {
     errorRenderer?: unknown;
     apiKeyHeader?: boolean;
     documentedResponses?: Record<string, DocumentedResponse>;
+    billed?: boolean;
   };
 }
 
@@ -128,7 +129,8 @@ interface RouteLike {
  * route's `config.documentedResponses` over its schema's (what Fastify does not serialise: streams, text,
  * audio, redirects), and a `4XX` answer in the route's error envelope for every client error not listed
  * (a route that lists its own, say 400 and 404, still answers 401, 403, 413 or 415 from the layers before its
- * handler; a route with its own `errorRenderer` lists each of its errors in its own envelope).
+ * handler; a route with its own `errorRenderer` lists each of its errors in its own envelope), and the restriction
+ * answers (402, 429 with the contract's fields) of a route that lists them or is `billed`.
  */
 export function transformRoute({ schema, url, route }: { schema: any; url: string; route: RouteLike }): {
   schema: any;
@@ -166,7 +168,8 @@ export function transformRoute({ schema, url, route }: { schema: any; url: strin
     response['4XX'] = { description: ERROR_DESCRIPTIONS[envelope], ...ERROR_SCHEMAS[envelope] };
   }
   if (envelope === 'api' && !config.errorRenderer)
-    for (const status of ['402', '429'] as const) if (response[status]) response[status] = RESTRICTION_ANSWERS[status];
+    for (const status of ['402', '429'] as const)
+      if (response[status] || config.billed) response[status] = RESTRICTION_ANSWERS[status];
   return { schema: { ...schema, security, response }, url };
 }
 

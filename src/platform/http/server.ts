@@ -49,6 +49,11 @@ declare module 'fastify' {
      * not serialise: a stream of events, plain text, audio, a redirect, an HTML page (see openapi.ts).
      */
     documentedResponses?: Record<string, DocumentedResponse>;
+    /**
+     * The route places a billing hold, so the wallet (402) and the spending limits (429) may refuse it: the
+     * OpenAPI document gives those two answers with the contract's fields, as it does for a route that lists them.
+     */
+    billed?: boolean;
   }
 }
 
