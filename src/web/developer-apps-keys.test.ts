@@ -34,7 +34,10 @@ describeEachDatabase("the dashboard's Developer apps page registers a key-pair a
     const { kty, crv, x, y, d } = await crypto.subtle.exportKey('jwk', pair.privateKey);
 
     await register(page, 'Leaky keys', JSON.stringify({ keys: [{ kty, crv, x, y, d }] }));
-    await page.getByRole('alert').filter({ hasText: 'private key material' }).waitFor();
+    // Said at the field, named as the form names it (the API says jwks.keys[0]).
+    await page.locator('.field-error', { hasText: 'Public keys (keys[0]) holds private key material' }).waitFor();
+    const keysField = page.getByLabel('Public keys (optional, confidential apps)');
+    assert.equal(await keysField.getAttribute('aria-invalid'), 'true');
 
     await page.getByLabel('Public keys (optional, confidential apps)').fill('');
     await register(page, 'Backend with keys', JSON.stringify({ keys: [{ kty, crv, x, y, kid: 'key-1' }] }));
@@ -95,7 +98,8 @@ describeEachDatabase("the dashboard's Developer apps page registers a key-pair a
     const { d } = await crypto.subtle.exportKey('jwk', newKey.privateKey);
     await page.keyboard.insertText(JSON.stringify({ keys: [{ ...newKey.publicJwk, d }] }));
     await page.getByRole('button', { name: 'Save keys' }).click();
-    await page.getByRole('alert').filter({ hasText: 'private key material' }).waitFor();
+    await page.locator('.field-error', { hasText: 'New public keys (keys[0]) holds private key material' }).waitFor();
+    assert.equal(await field.getAttribute('aria-invalid'), 'true');
     await field.fill('{ "keys": [');
     await page.getByRole('button', { name: 'Save keys' }).click();
     await page.getByRole('alert').filter({ hasText: 'not valid JSON' }).waitFor();

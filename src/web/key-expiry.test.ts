@@ -142,7 +142,12 @@ describeEachDatabase(
       await page.getByLabel('Name').fill('typo');
       await page.getByLabel('Models (optional)').fill('gpt-4o');
       await page.getByRole('button', { name: 'Create key' }).click();
-      await page.getByText('models[0] "gpt-4o" is not a catalogue model id').waitFor();
+      // Said at the field, in the form's word for it (the API's is models[0]), and the field has the focus.
+      await page.getByText('Models: "gpt-4o" is not a catalogue model id').waitFor();
+      const models = page.getByLabel('Models (optional)');
+      assert.equal(await models.getAttribute('aria-invalid'), 'true');
+      assert.equal(await models.evaluate((input) => input === document.activeElement), true);
+      assert.equal(await models.inputValue(), 'gpt-4o', 'what was typed stays');
       assert.equal((await listed(session)).has('typo'), false);
       await context.close();
     });

@@ -51,7 +51,7 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
 
     await row.getByRole('button', { name: 'Revoke' }).focus();
     await page.keyboard.press('Enter');
-    assert.equal(await focused(page), 'button Revoke key laptop', 'the question has the focus');
+    assert.equal(await focused(page), 'button Confirm Revoke key laptop', 'the question has the focus');
     await page.keyboard.press('Tab');
     assert.equal(await focused(page), 'button Cancel');
     await page.keyboard.press('Enter');
@@ -122,14 +122,14 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
     for (const name of ['laptop', 'server']) await named(`Revoke key ${name}`, 'Revoke');
     await (await named('Revoke key laptop', 'Revoke')).focus();
     await page.keyboard.press('Enter');
-    await named('Revoke key laptop', 'Revoke key');
+    await named('Confirm Revoke key laptop', 'Revoke key');
 
     await page.goto(`${env.baseUrl}/#/apps`);
     await page.getByRole('region', { name: 'Beta App' }).waitFor();
     for (const name of ['Alpha App', 'Beta App']) await named(`Revoke ${name}`, 'Revoke');
     await (await named('Revoke Alpha App', 'Revoke')).focus();
     await page.keyboard.press('Enter');
-    await named('Revoke access of Alpha App', 'Revoke access');
+    await named('Confirm Revoke access of Alpha App', 'Revoke access');
     await context.close();
   });
 
@@ -155,7 +155,7 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
         await page.getByRole('button', { name, exact: true }).focus();
         await page.keyboard.press('Enter');
         await page.keyboard.press('Enter');
-        // The row is gone when the list has one action fewer (the question's button bears the same name).
+        // The row is gone when the list has one action fewer.
         await page.waitForFunction(
           (before) => document.querySelectorAll('[data-row-action]').length === before - 1,
           rows,
@@ -247,7 +247,7 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
     const row = page.locator('tr', { hasText: 'App 7' }).filter({ hasText: 'app7.example.com' });
     await row.getByRole('button', { name: 'Delete' }).focus();
     await page.keyboard.press('Enter');
-    assert.equal(await focused(page), 'button Delete app App 7');
+    assert.equal(await focused(page), 'button Confirm Delete app App 7');
     await page.keyboard.press('Enter');
     await row.waitFor({ state: 'detached' });
     const apps = await env.dashboard(user, 'GET', '/api/user/apps');

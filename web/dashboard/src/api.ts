@@ -8,14 +8,19 @@ export function setCsrfToken(token: string): void {
   csrfToken = token;
 }
 
-/** A failed call: the status and the text to show (from either error envelope). */
+/**
+ * A failed call: the status and the text to show (from either error envelope), with the code and the request
+ * field at fault (`param`) when the envelope gives them, so that a form can show the refusal at its field.
+ */
 export class ApiFailure extends Error {
   readonly status: number;
   readonly code: string | undefined;
-  constructor(status: number, message: string, code?: string) {
+  readonly param: string | undefined;
+  constructor(status: number, message: string, code?: string, param?: string) {
     super(message);
     this.status = status;
     this.code = code;
+    this.param = param;
   }
 }
 
@@ -62,7 +67,8 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
       typeof error === 'string'
         ? error
         : (error?.message ?? parsed?.message ?? `The gateway answered ${response.status}.`);
-    throw new ApiFailure(response.status, message, typeof error === 'object' ? error?.code : undefined);
+    const object = typeof error === 'object' ? error : undefined;
+    throw new ApiFailure(response.status, message, object?.code, object?.param);
   }
   return parsed as T;
 }

@@ -2,6 +2,7 @@ import type { ComponentChildren } from 'preact';
 import type { AppLimit } from '@tollgate/wire';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { formatCredits, percentOf, resetsIn } from './format.ts';
+import { fieldErrorOf, type FieldError, type FormFields } from './field-errors.ts';
 
 /** Loads data once (and on `reload`), keeping the last value while a reload runs. */
 export function useLoad<T>(
@@ -26,6 +27,9 @@ export function useLoad<T>(
   return { ...state, reload: useCallback(() => setTick((t) => t + 1), []) };
 }
 
+// Numbers the actions' field-message ids: a page can hold several forms (Webhooks: the alert's and the endpoint's).
+let actions = 0;
+
 /** What {@link useAction} gives a form or a button. */
 export interface Action {
   /** True while the action runs: its controls disable themselves on it. */
@@ -34,6 +38,15 @@ export interface Action {
   error: string | null;
   /** Shows a message of the action's own (a refusal that is not an exception). */
   setError: (error: string | null) => void;
+  /** The last failure when it was about one of the form's `fields`: shown at that field, not in `error`. */
+  fieldError: FieldError | null;
+  /** The id of the element showing `fieldError` ({@link FieldMessage}). */
+  messageId: string;
+  /**
+   * What the input named `name` takes so that a refusal of it is told there: aria-invalid, and aria-describedby
+   * naming the message (after `describedBy`, the input's own hint). Spread it on each input of a group.
+   */
+  field: (name: string, describedBy?: string) => Record<string, string | undefined>;
   /**
    * Runs `work` once: busy meanwhile, and its failure shown in `error`, never thrown. While it runs (and after a
    * success that leaves the page) a further call starts nothing, whatever the controls' `disabled` says yet.
@@ -53,10 +66,12 @@ export interface Action {
  * A button disabled while it has the focus loses it to the page's start: once the work is done, the focus goes
  * back to the control that started it (Load more, Create key) if nothing else took it meanwhile.
  */
-export function useAction(options: { leavesPage?: boolean } = {}): Action {
+export function useAction(options: { leavesPage?: boolean; fields?: FormFields } = {}): Action {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const [fieldError, setFieldError] = useState<FieldError | null>(null);
   const running = useRef(false);
+  const [messageId] = useState(() => `field-error-${++actions}`);
   const startedFrom = useRef<HTMLElement | null>(null);
   useLayoutEffect(() => {
     const control = startedFrom.current;
@@ -65,12 +80,17 @@ export function useAction(options: { leavesPage?: boolean } = {}): Action {
     const lost = !document.activeElement || document.activeElement === document.body;
     if (lost && control.isConnected) control.focus();
   }, [busy]);
+  // After the effect above: the first (and only) field refused takes the focus from the control pressed.
+  useLayoutEffect(() => {
+    if (fieldError) document.querySelector<HTMLElement>(`[aria-describedby~="${messageId}"]`)?.focus();
+  }, [fieldError]);
   const run = async (work: () => Promise<unknown>) => {
     if (running.current) return;
     running.current = true;
     startedFrom.current = document.activeElement instanceof HTMLElement ? document.activeElement : null;
     setBusy(true);
     setError(null);
+    setFieldError(null);
     try {
       await work();
       if (!options.leavesPage) {
@@ -78,12 +98,30 @@ export function useAction(options: { leavesPage?: boolean } = {}): Action {
         setBusy(false);
       }
     } catch (failure) {
-      setError((failure as Error).message);
+      const atField = options.fields ? fieldErrorOf(failure, options.fields) : null;
+      if (atField) setFieldError(atField);
+      else setError((failure as Error).message);
       running.current = false;
       setBusy(false);
     }
   };
-  return { busy, error, setError, run };
+  const field = (name: string, describedBy?: string) => {
+    const refused = fieldError?.field === name;
+    const described = [describedBy, refused ? messageId : undefined].filter(Boolean).join(' ');
+    return { 'aria-invalid': refused ? 'true' : undefined, 'aria-describedby': described || undefined };
+  };
+  return { busy, error, setError, fieldError, messageId, field, run };
+}
+
+/** The message of a refusal of the field `name` of `action`'s form, placed next to the field (see useAction). */
+export function FieldMessage(props: { action: Action; name: string }) {
+  const { fieldError, messageId } = props.action;
+  if (fieldError?.field !== props.name) return null;
+  return (
+    <span class="field-error" id={messageId}>
+      {fieldError.message}
+    </span>
+  );
 }
 
 export function PageHeader(props: { title: string; lead?: string; children?: ComponentChildren }) {
@@ -209,14 +247,41 @@ function focusAfterRemoval(wrapper: HTMLElement, rows: HTMLElement[], scope: HTM
 }
 
 /**
+ * The page's polite status region (made once, kept in the body so that it is in place before anything is said
+ * in it: a region added with its text is not read). Removing a row removes its own notices with it, so what a
+ * removal did is said here.
+ */
+function statusRegion(): HTMLElement {
+  let region = document.getElementById('announcements');
+  if (!region) {
+    region = document.createElement('div');
+    region.id = 'announcements';
+    region.className = 'sr-only';
+    region.setAttribute('role', 'status');
+    region.setAttribute('aria-live', 'polite');
+    document.body.append(region);
+  }
+  return region;
+}
+
+/** Says `text` to a screen reader, politely ("Key laptop revoked."); the same text twice is said twice. */
+export function announce(text: string): void {
+  const region = statusRegion();
+  region.textContent = '';
+  setTimeout(() => (region.textContent = text), 50);
+}
+
+/**
  * A destructive action that asks once more inline before it runs. The question takes the focus (the button
  * pressed is gone, and the focus with it), and Cancel or Escape gives it back to the button, so that a
  * keyboard or screen-reader user lands on what they act on rather than on the page's start.
  *
  * `subject` completes the names a screen reader gives both buttons ("Revoke" + "key laptop"), so that the rows'
  * buttons are told apart; `confirmSubject` (default `subject`) does so for the question ("Revoke key" +
- * "laptop"). Sighted users read the row. When a confirmed action removes the row (its list, `[data-row-list]`,
- * re-renders without it), the focus moves to a neighbouring row's action rather than to the page's start.
+ * "laptop"), whose name also starts with a hidden "Confirm", so that "ask" and "do" are told apart. Sighted
+ * users read the row. When a confirmed action removes the row (its list, `[data-row-list]`, re-renders without
+ * it), the focus moves to a neighbouring row's action rather than to the page's start; the page says what was
+ * removed with {@link announce}.
  */
 export function ConfirmButton(props: {
   label: string;
@@ -231,6 +296,8 @@ export function ConfirmButton(props: {
   const ask = useRef<HTMLButtonElement>(null);
   const confirm = useRef<HTMLButtonElement>(null);
   const answered = useRef(false);
+  // The status region exists before a removal speaks in it, or the first announcement would not be read.
+  useEffect(() => void statusRegion(), []);
   const confirmed = useRef<{ rows: HTMLElement[]; scope: HTMLElement | null } | null>(null);
   // A layout effect: the focus moves in the same task as the click, before anything else can read it.
   useLayoutEffect(() => {
@@ -279,6 +346,7 @@ export function ConfirmButton(props: {
               }
             }}
           >
+            <span class="sr-only">Confirm </span>
             {props.confirm}
             {subject(props.confirmSubject ?? props.subject)}
           </button>

@@ -1,12 +1,15 @@
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { AuthorizedApp, AuthorizedApps } from '@tollgate/wire';
 import { api } from '../api.ts';
+import type { FormFields } from '../field-errors.ts';
 import {
   Card,
   Chips,
+  announce,
   ConfirmButton,
   Empty,
   ErrorNote,
+  FieldMessage,
   LimitBar,
   PageHeader,
   useAction,
@@ -21,6 +24,11 @@ const PERIODS = [
   ['total', 'Total'],
 ] as const;
 
+/** The limits form's fields: the API names them `limits.daily` … in a refusal. */
+const LIMIT_FIELDS: FormFields = Object.fromEntries(
+  PERIODS.map(([period, label]) => [period, { label: `${label} limit`, api: [`limits.${period}`] }]),
+);
+
 /** The id of an app's limits form, which its "Change limits" button controls. */
 const formId = (app: AuthorizedApp) => `limits-${app.clientId}`;
 
@@ -30,7 +38,8 @@ const formId = (app: AuthorizedApp) => `limits-${app.clientId}`;
  * Save runs once however often it is pressed.
  */
 function LimitsForm(props: { app: AuthorizedApp; onClose: (saved: boolean) => void }) {
-  const { busy, error, run } = useAction();
+  const action = useAction({ fields: LIMIT_FIELDS });
+  const { busy, error, run, field } = action;
   const form = useRef<HTMLFormElement>(null);
   useLayoutEffect(() => form.current?.querySelector('input')?.focus(), []);
   const close = (saved: boolean) => {
@@ -71,7 +80,9 @@ function LimitsForm(props: { app: AuthorizedApp; onClose: (saved: boolean) => vo
               inputMode="decimal"
               placeholder="No limit"
               defaultValue={props.app.limits[period]?.limit?.toString() ?? ''}
+              {...field(period)}
             />
+            <FieldMessage action={action} name={period} />
           </label>
         ))}
       </div>
@@ -134,6 +145,7 @@ export function AuthorizedAppsPage() {
                   onConfirm={async () => {
                     try {
                       await api('DELETE', `/api/user/authorized-apps/${encodeURIComponent(app.clientId)}`);
+                      announce(`Access of ${app.name} revoked.`);
                       apps.reload();
                     } catch (e) {
                       setError((e as Error).message);

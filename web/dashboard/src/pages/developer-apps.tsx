@@ -1,12 +1,15 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
+import type { FormFields } from '../field-errors.ts';
 import {
   Card,
   Chips,
+  announce,
   ConfirmButton,
   CopyButton,
   Empty,
   ErrorNote,
+  FieldMessage,
   PageHeader,
   useAction,
   useLoad,
@@ -64,11 +67,20 @@ function publicKeysOf(type: string, text: string): unknown {
   return parsePublicKeys(text);
 }
 
+/** The register form's fields; a refused redirect URI is named in the sentence ("The redirect URI …"), not by path. */
+const APP_FIELDS: FormFields = {
+  name: { label: 'App name' },
+  redirectUris: { label: 'Redirect URIs', mentions: /redirect URI/i },
+  jwks: { label: 'Public keys' },
+  scopes: { label: 'Scopes', mentions: /\bscope/i },
+};
+
 /** Register OAuth clients (apps) whose users pay with their own Tollgate credits. The secret is shown once. */
 export function DeveloperAppsPage() {
   const apps = useLoad(() => api<{ apps: OwnedApp[]; loopbackAnyPort: boolean }>('GET', '/api/user/apps'));
   const [created, setCreated] = useState<{ clientId: string; clientSecret?: string; name: string } | null>(null);
-  const { busy, error, run } = useAction();
+  const action = useAction({ fields: APP_FIELDS });
+  const { busy, error, run, field } = action;
   const [deleteError, setDeleteError] = useState<string | null>(null);
   // The key-pair app whose keys are being replaced, and the name of the one whose keys were just replaced.
   const [replacing, setReplacing] = useState<OwnedApp | null>(null);
@@ -124,7 +136,8 @@ export function DeveloperAppsPage() {
         <form class="form-grid" onSubmit={submit} aria-label="Register an app">
           <label>
             App name
-            <input name="name" required maxLength={100} placeholder="e.g. My chat app" />
+            <input name="name" required maxLength={100} placeholder="e.g. My chat app" {...field('name')} />
+            <FieldMessage action={action} name="name" />
           </label>
           <label>
             <span id="redirect-uris-label">Redirect URIs (one per line)</span>
@@ -134,13 +147,14 @@ export function DeveloperAppsPage() {
               required
               placeholder="https://myapp.example.com/callback"
               aria-labelledby="redirect-uris-label"
-              aria-describedby={apps.data ? 'redirect-uris-hint' : undefined}
+              {...field('redirectUris', apps.data ? 'redirect-uris-hint' : undefined)}
             />
             {apps.data && (
               <span class="muted small" id="redirect-uris-hint">
                 {redirectMatching(apps.data.loopbackAnyPort)}
               </span>
             )}
+            <FieldMessage action={action} name="redirectUris" />
           </label>
           <fieldset>
             <legend>Client type</legend>
@@ -166,25 +180,27 @@ export function DeveloperAppsPage() {
               rows={3}
               placeholder='{ "keys": [ { "kty": "EC", "crv": "P-256", "x": "…", "y": "…", "kid": "key-1" } ] }'
               aria-labelledby="jwks-label"
-              aria-describedby="jwks-hint"
+              {...field('jwks', 'jwks-hint')}
             />
             <span class="muted small" id="jwks-hint">
               A JWK Set of your server's public keys: it then signs its token requests with its private key
               (private_key_jwt) and gets no secret. Public keys only; leave empty for a client secret.
             </span>
+            <FieldMessage action={action} name="jwks" />
           </label>
           <fieldset>
             <legend>Scopes it may ask for</legend>
             <div class="checks two">
               {SCOPES.map(([scope, text, checked]) => (
                 <label class="check" key={scope}>
-                  <input type="checkbox" name="scopes" value={scope} defaultChecked={checked} />
+                  <input type="checkbox" name="scopes" value={scope} defaultChecked={checked} {...field('scopes')} />
                   <span>
                     <code>{scope}</code> <span class="muted">{text}</span>
                   </span>
                 </label>
               ))}
             </div>
+            <FieldMessage action={action} name="scopes" />
           </fieldset>
           <ErrorNote error={error} />
           <div>
@@ -272,6 +288,7 @@ export function DeveloperAppsPage() {
                           try {
                             await api('DELETE', `/api/user/apps/${encodeURIComponent(app.clientId)}`);
                             if (created?.clientId === app.clientId) setCreated(null);
+                            announce(`App ${app.name} deleted.`);
                             if (replacing?.clientId === app.clientId) setReplacing(null);
                             apps.reload();
                           } catch (e) {

@@ -1,13 +1,16 @@
 import { useState } from 'preact/hooks';
 import type { ApiKeyCreated, ApiKeyList, CreatedApiKey } from '@tollgate/wire';
 import { api } from '../api.ts';
+import type { FormFields } from '../field-errors.ts';
 import {
   Card,
   Chips,
+  announce,
   ConfirmButton,
   CopyButton,
   Empty,
   ErrorNote,
+  FieldMessage,
   PageHeader,
   useAction,
   useLoad,
@@ -115,8 +118,18 @@ function masked(key: string): string {
   return key.length > 12 ? `${key.slice(0, 7)}…${key.slice(-4)}` : key;
 }
 
+/** The create form's fields, as the API names them in a refusal. */
+const KEY_FIELDS: FormFields = {
+  name: { label: 'Name' },
+  permissions: { label: 'Permissions', mentions: /permission/i },
+  limit: { label: 'Spending limit', api: ['limit', 'limitPeriod'] },
+  expires: { label: 'Expires', api: ['expiresAt'] },
+  models: { label: 'Models' },
+};
+
 function CreateKey(props: { onCreated: (key: CreatedApiKey) => void }) {
-  const { busy, error, run } = useAction();
+  const action = useAction({ fields: KEY_FIELDS });
+  const { busy, error, run, field } = action;
   const [expires, setExpires] = useState('never');
   async function submit(event: Event) {
     event.preventDefault();
@@ -146,25 +159,42 @@ function CreateKey(props: { onCreated: (key: CreatedApiKey) => void }) {
     <form class="form-grid" onSubmit={submit} aria-label="Create an API key">
       <label>
         Name
-        <input name="name" placeholder="e.g. Laptop scripts" required maxLength={100} />
+        <input name="name" placeholder="e.g. Laptop scripts" required maxLength={100} {...field('name')} />
+        <FieldMessage action={action} name="name" />
       </label>
       <fieldset>
         <legend>Permissions</legend>
         <div class="checks">
           {PERMISSIONS.map(([value, text]) => (
             <label class="check" key={value}>
-              <input type="checkbox" name="permissions" value={value} defaultChecked={value === 'ai:chat'} />
+              <input
+                type="checkbox"
+                name="permissions"
+                value={value}
+                defaultChecked={value === 'ai:chat'}
+                {...field('permissions')}
+              />
               <span>
                 <code>{value}</code> <span class="muted">{text}</span>
               </span>
             </label>
           ))}
         </div>
+        <FieldMessage action={action} name="permissions" />
       </fieldset>
       <div class="row">
         <label>
           Spending limit (credits, optional)
-          <input name="limit" type="number" min="0" step="0.000001" inputMode="decimal" placeholder="No limit" />
+          <input
+            name="limit"
+            type="number"
+            min="0"
+            step="0.000001"
+            inputMode="decimal"
+            placeholder="No limit"
+            {...field('limit')}
+          />
+          <FieldMessage action={action} name="limit" />
         </label>
         <label>
           Period
@@ -180,13 +210,19 @@ function CreateKey(props: { onCreated: (key: CreatedApiKey) => void }) {
       <div class="row">
         <label>
           Expires
-          <select name="expires" value={expires} onChange={(e) => setExpires(e.currentTarget.value)}>
+          <select
+            name="expires"
+            value={expires}
+            onChange={(e) => setExpires(e.currentTarget.value)}
+            {...field('expires')}
+          >
             <option value="never">Never</option>
             <option value="7">In 7 days</option>
             <option value="30">In 30 days</option>
             <option value="90">In 90 days</option>
             <option value="date">On a date…</option>
           </select>
+          <FieldMessage action={action} name="expires" />
         </label>
         {expires === 'date' && (
           <label>
@@ -203,12 +239,13 @@ function CreateKey(props: { onCreated: (key: CreatedApiKey) => void }) {
           autoComplete="off"
           spellcheck={false}
           aria-labelledby="key-models-label"
-          aria-describedby="key-models-hint"
+          {...field('models', 'key-models-hint')}
         />
         <span class="muted small" id="key-models-hint">
           Model ids or vendor wildcards, separated by commas (<code>openai/gpt-4o-mini, anthropic/*</code>): the key may
           call only these. Empty: every model.
         </span>
+        <FieldMessage action={action} name="models" />
       </label>
       <ErrorNote error={error} />
       <div>
@@ -325,6 +362,7 @@ export function KeysPage() {
                           try {
                             await api('DELETE', `/api/user/api-keys/${encodeURIComponent(k.id)}`);
                             if (created?.id === k.id) setCreated(null);
+                            announce(`Key ${k.name} revoked.`);
                             keys.reload();
                           } catch (e) {
                             setError((e as Error).message);

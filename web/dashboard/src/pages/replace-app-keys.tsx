@@ -1,6 +1,6 @@
 import { useLayoutEffect, useRef } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ErrorNote, useAction } from '../components.tsx';
+import { ErrorNote, FieldMessage, useAction } from '../components.tsx';
 
 /** An app of the user's own whose keys can be replaced (one that authenticates with `private_key_jwt`). */
 export interface KeyPairApp {
@@ -29,7 +29,8 @@ export function parsePublicKeys(text: string): unknown {
  * button. What the server refuses stays in the form's alert, the pasted set kept for mending.
  */
 export function ReplaceKeysForm(props: { app: KeyPairApp; onClose: (replaced: boolean) => void }) {
-  const { busy, error, run } = useAction();
+  const action = useAction({ fields: { jwks: { label: 'New public keys' } } });
+  const { busy, error, run } = action;
   const form = useRef<HTMLFormElement>(null);
   useLayoutEffect(() => form.current?.querySelector('textarea')?.focus(), []);
   const id = keysFormId(props.app);
@@ -63,13 +64,14 @@ export function ReplaceKeysForm(props: { app: KeyPairApp; onClose: (replaced: bo
           rows={4}
           placeholder='{ "keys": [ { "kty": "EC", "crv": "P-256", "x": "…", "y": "…", "kid": "key-2" } ] }'
           aria-labelledby={`${id}-label`}
-          aria-describedby={`${id}-hint`}
+          {...action.field('jwks', `${id}-hint`)}
         />
         <span class="muted small" id={`${id}-hint`}>
           They replace all of the app's keys: its next token request is checked against them. To switch without a
           refused request, paste the old and the new key together, move your server to the new key, then paste the new
           one alone.
         </span>
+        <FieldMessage action={action} name="jwks" />
       </label>
       <ErrorNote error={error} />
       <div class="row-actions">

@@ -1,7 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { AutoTopup, Topup, TopupsPage, TopupStarted } from '@tollgate/wire';
 import { api } from '../api.ts';
-import { Card, Command, Empty, ErrorNote, useAction } from '../components.tsx';
+import type { FormFields } from '../field-errors.ts';
+import { Card, Command, Empty, ErrorNote, FieldMessage, useAction } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 
 /** The query of the wallet route (`#/wallet?topup=…&need=…`). */
@@ -23,7 +24,8 @@ export function AddCredits(props: { page: TopupsPage; need: number | null }) {
       : null;
   const [custom, setCustom] = useState(needed !== null ? String(needed) : '');
   // Busy after a success too: the page is leaving for Checkout.
-  const { busy, error, run } = useAction({ leavesPage: true });
+  const action = useAction({ leavesPage: true, fields: { amount: { label: 'The amount' } } });
+  const { busy, error, run } = action;
   if (!page.enabled) {
     return (
       <Card title="Add credits">
@@ -80,7 +82,9 @@ export function AddCredits(props: { page: TopupsPage; need: number | null }) {
             required
             value={custom}
             onInput={(e) => setCustom((e.target as HTMLInputElement).value)}
+            {...action.field('amount')}
           />
+          <FieldMessage action={action} name="amount" />
         </label>
         <div class="row-actions bottom">
           <button type="submit" class="btn primary" disabled={busy}>
@@ -230,14 +234,22 @@ export function TopupHistory(props: { page: TopupsPage }) {
   );
 }
 
+/** The auto top-up fields: the API calls the one to buy `amount`. */
+const AUTO_TOPUP_FIELDS: FormFields = {
+  threshold: { label: 'The threshold' },
+  autoAmount: { label: 'The amount to buy', api: ['amount'] },
+};
+
 /** Auto top-up: its failure notice, the threshold and amount, and saving a card (Checkout in setup mode). */
 export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChange: () => void }) {
   const { page, auto } = props;
   const [threshold, setThreshold] = useState(String(auto.threshold || page.lowBalance));
   const [amount, setAmount] = useState(String(auto.amount || page.amounts[1] || page.minAmount));
   // The setup leaves for Checkout (busy until the page has left), the switch reloads the card; one at a time.
-  const setup = useAction({ leavesPage: true });
-  const toggle = useAction();
+  const setup = useAction({ leavesPage: true, fields: AUTO_TOPUP_FIELDS });
+  const toggle = useAction({ fields: AUTO_TOPUP_FIELDS });
+  // Both actions send the two fields: the one that was refused marks them.
+  const refused = toggle.fieldError ? toggle : setup;
   const busy = setup.busy || toggle.busy;
   if (!page.enabled) return null;
   const values = () => ({ threshold: Number(threshold), amount: Number(amount) });
@@ -265,7 +277,9 @@ export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChan
             step="0.000001"
             value={threshold}
             onInput={(e) => setThreshold((e.target as HTMLInputElement).value)}
+            {...refused.field('threshold')}
           />
+          <FieldMessage action={refused} name="threshold" />
         </label>
         <label>
           Buy ({page.currency.toUpperCase()})
@@ -277,7 +291,9 @@ export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChan
             step="0.01"
             value={amount}
             onInput={(e) => setAmount((e.target as HTMLInputElement).value)}
+            {...refused.field('autoAmount')}
           />
+          <FieldMessage action={refused} name="autoAmount" />
         </label>
       </div>
       <div class="row-actions spaced">

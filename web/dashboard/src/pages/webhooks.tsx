@@ -1,12 +1,15 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
+import type { FormFields } from '../field-errors.ts';
 import {
   Card,
   Chips,
+  announce,
   ConfirmButton,
   CopyButton,
   Empty,
   ErrorNote,
+  FieldMessage,
   PageHeader,
   useAction,
   useLoad,
@@ -44,9 +47,19 @@ const EVENTS: Array<[string, string]> = [
   ['wallet.topup_failed', 'A top-up failed'],
 ];
 
+/** The alert form's one field. */
+const ALERT_FIELDS: FormFields = { threshold: { label: 'The alert threshold' } };
+
+/** The endpoint form's fields; a URL refused for where it points names no field, only its code. */
+const ENDPOINT_FIELDS: FormFields = {
+  url: { label: 'Endpoint URL', codes: ['WEBHOOK_URL_REFUSED'] },
+  eventTypes: { label: 'Events' },
+};
+
 function LowBalance() {
   const alert = useLoad(() => api<Alert>('GET', '/api/user/low-balance-alert'));
-  const { busy, error, run } = useAction();
+  const action = useAction({ fields: ALERT_FIELDS });
+  const { busy, error, run } = action;
   const [saved, setSaved] = useState(false);
   async function submit(event: Event) {
     event.preventDefault();
@@ -71,7 +84,9 @@ function LowBalance() {
           placeholder="No alert"
           defaultValue={alert.data?.threshold?.toString() ?? ''}
           key={String(alert.data?.threshold)}
+          {...action.field('threshold')}
         />
+        <FieldMessage action={action} name="threshold" />
       </label>
       <p class="muted">
         {alert.data?.threshold == null
@@ -95,7 +110,8 @@ function LowBalance() {
 }
 
 function CreateEndpoint(props: { onCreated: (secret: string) => void }) {
-  const { busy, error, run } = useAction();
+  const action = useAction({ fields: ENDPOINT_FIELDS });
+  const { busy, error, run, field } = action;
   async function submit(event: Event) {
     event.preventDefault();
     const formElement = event.currentTarget as HTMLFormElement;
@@ -113,20 +129,29 @@ function CreateEndpoint(props: { onCreated: (secret: string) => void }) {
     <form class="form-grid" onSubmit={submit} aria-label="Add a webhook endpoint">
       <label>
         Endpoint URL
-        <input name="url" type="url" placeholder="https://example.com/tollgate-events" required maxLength={2048} />
+        <input
+          name="url"
+          type="url"
+          placeholder="https://example.com/tollgate-events"
+          required
+          maxLength={2048}
+          {...field('url')}
+        />
+        <FieldMessage action={action} name="url" />
       </label>
       <fieldset>
         <legend>Events</legend>
         <div class="checks">
           {EVENTS.map(([value, text]) => (
             <label class="check" key={value}>
-              <input type="checkbox" name="eventTypes" value={value} defaultChecked />
+              <input type="checkbox" name="eventTypes" value={value} defaultChecked {...field('eventTypes')} />
               <span>
                 <code>{value}</code> <span class="muted">{text}</span>
               </span>
             </label>
           ))}
         </div>
+        <FieldMessage action={action} name="eventTypes" />
       </fieldset>
       <ErrorNote error={error} />
       <div>
@@ -303,7 +328,12 @@ export function WebhooksPage() {
                   confirm="Delete endpoint"
                   subject={`endpoint ${e.url}`}
                   confirmSubject={e.url}
-                  onConfirm={() => act(() => api('DELETE', `/api/user/webhooks/${encodeURIComponent(e.id)}`))}
+                  onConfirm={() =>
+                    act(async () => {
+                      await api('DELETE', `/api/user/webhooks/${encodeURIComponent(e.id)}`);
+                      announce(`Endpoint ${e.url} deleted.`);
+                    })
+                  }
                 />
               </div>
               {open === e.id && <Deliveries endpoint={e} />}
