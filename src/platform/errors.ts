@@ -8,7 +8,7 @@ export const ERROR_CODES = {
   INVALID_REQUEST: {
     status: 400,
     type: 'invalid_request_error',
-    when: 'The request body, query or path is malformed or fails validation.',
+    when: 'The request body, query or path is malformed or fails validation; the field, when there is one, is named in `param` (`limits.daily`, `messages[0].role`).',
   },
   UNAUTHENTICATED: {
     status: 401,

@@ -26,4 +26,33 @@ describeEachDatabase('authentication comes before body validation', (env) => {
     // A root-level failure reads "Invalid body: must have …", not with the validator's path left as a gap.
     assert.match(validated.body.error.message, /^Invalid body: must have required property '\w+'$/);
   });
+
+  it('a schema refusal names its field in param, as every other refusal does: nested, in an array, or missing', async () => {
+    const user = await fundedUser(env, 1);
+    const chat = (body: unknown) => env.request('POST', '/api/v1/chat/completions', { token: user.key, body });
+    const cases: Array<[unknown, string]> = [
+      [{ messages: [{ role: 'user', content: 'hi' }] }, 'model'],
+      [{ model: 5, messages: [{ role: 'user', content: 'hi' }] }, 'model'],
+      [{ model: 'tollgate/echo', messages: [{ content: 'hi' }] }, 'messages[0].role'],
+      [{ model: 'tollgate/echo', messages: [{ role: 'user', content: 'hi' }], max_tokens: -1 }, 'max_tokens'],
+    ];
+    for (const [body, param] of cases) {
+      const response = await chat(body);
+      assert.equal(response.status, 400, response.text);
+      assert.equal(response.body.error.code, 'INVALID_REQUEST');
+      assert.equal(response.body.error.param, param, response.text);
+    }
+    const app = await env.dashboard(user.session, 'POST', '/api/user/apps', {
+      name: 'app',
+      redirectUris: ['http://127.0.0.1:9/cb'],
+      scopes: ['ai:chat'],
+      type: 'public',
+    });
+    assert.equal(app.status, 201, app.text);
+    const limits = await env.dashboard(user.session, 'PATCH', `/api/user/authorized-apps/${app.body.clientId}`, {
+      limits: { daily: -1 },
+    });
+    assert.equal(limits.status, 400, limits.text);
+    assert.equal(limits.body.error.param, 'limits.daily', limits.text);
+  });
 });

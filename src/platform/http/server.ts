@@ -114,14 +114,37 @@ function logRequestFailure(request: FastifyRequest, error: unknown, apiError: Ap
   logFailure(request.log, error, { status: apiError.status, route: request.routeOptions.url });
 }
 
+/**
+ * The field a schema refusal is about, as the other refusals name theirs (`param`: `limits.daily`,
+ * `messages[0].role`): the first failure's path in the body or query string, and the property it misses. Clients
+ * (the dashboard's forms, an SDK) then point at the field without reading the sentence. Absent for a failure of
+ * the whole body, or of headers and path parameters.
+ */
+function validationParam(validation: unknown, context: string | undefined): string | undefined {
+  if (context !== 'body' && context !== 'querystring') return undefined;
+  const first = (Array.isArray(validation) ? validation[0] : undefined) as
+    { instancePath?: unknown; params?: { missingProperty?: unknown } } | undefined;
+  const path = String(first?.instancePath ?? '')
+    .split('/')
+    .filter(Boolean)
+    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
+  const missing = first?.params?.missingProperty;
+  if (typeof missing === 'string' && missing) path.push(missing.replace(/^\./, ''));
+  return path.length === 0
+    ? undefined
+    : path.map((segment, i) => (/^\d+$/.test(segment) ? `[${segment}]` : i === 0 ? segment : `.${segment}`)).join('');
+}
+
 /** Maps any thrown value to an ApiError; client mistakes never become a 500. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   const fastifyError = error as FastifyError & { validation?: unknown; validationContext?: string };
   if (fastifyError?.validation) {
+    const param = validationParam(fastifyError.validation, fastifyError.validationContext);
     return new ApiError(
       'INVALID_REQUEST',
       `Invalid ${fastifyError.validationContext ?? 'request'}: ${fastifyError.message.replace(/^(body|querystring|params|headers)(\/| +)?/, '')}`.trim(),
+      param ? { details: { param } } : {},
     );
   }
   switch (fastifyError?.code) {
