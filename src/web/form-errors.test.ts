@@ -79,6 +79,20 @@ describeEachDatabase("the dashboard's forms and removals, in Chromium", (env) =>
       await page.context().close();
     });
 
+    test(`a limit the API's schema refuses (its param dotted, its sentence the validator's path) is told at its field in the form's words (${width} px)`, async () => {
+      const user = await env.createUser();
+      const app = await registerTestApp(env, { name: 'Acme', scopes: ['read', 'ai:chat'] });
+      await authorizeForTest(env, { user, app, scopes: ['read', 'ai:chat'] });
+      const page = await open(user, 'apps', width);
+      await page.getByRole('button', { name: 'Change limits' }).click();
+      // What the input's own min stops in a browser, a script or an older page can still send.
+      await page.locator('input[name="monthly"]').evaluate((input) => input.removeAttribute('min'));
+      await page.locator('input[name="monthly"]').fill('-1');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await assertRefusedAt(page, 'monthly', /^Monthly limit must be 0 or more\./, '-1', /limits/);
+      await page.context().close();
+    });
+
     test(`a webhook URL without https and a threshold too large are told at their fields (${width} px)`, async () => {
       const user = await env.createUser();
       const page = await open(user, 'webhooks', width);

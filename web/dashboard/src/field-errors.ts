@@ -88,14 +88,17 @@ export function fieldErrorOf(failure: unknown, fields: FormFields): FieldError |
  */
 function worded(message: string, label: string, apiPath: string, apiName: string): string {
   const body = message.replace(/^Invalid body: /, '');
-  if (!body.startsWith(apiPath)) return message;
+  // A schema refusal's `param` is dotted (`limits.daily`, `messages[0].role`), its sentence the validator's path.
+  const slashed = apiPath.replace(/\[(\d+)\]/g, '/$1').replace(/\./g, '/');
+  const start = [apiPath, slashed].find((path) => body.startsWith(path));
+  if (start === undefined) return message;
   const part = apiPath
     .replace(/^body\//, '')
     .replace(/\//g, '.')
     .slice(apiName.length)
     .replace(/^\./, '');
   const named = part === '' || /^\[\d+\]$/.test(part) ? label : `${label} (${part})`;
-  const rest = plain(body.slice(apiPath.length).replace(/^:?\s*/, ''));
+  const rest = plain(body.slice(start.length).replace(/^:?\s*/, ''));
   // A quoted value first (`models[0] "x" is not …`) reads as the field's entry: "Models: "x" is not …".
   return rest.startsWith('"') ? `${named}: ${rest}` : `${named} ${rest}`;
 }
