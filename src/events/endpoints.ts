@@ -52,10 +52,13 @@ function urlPolicy(ctx: EventsPlatform) {
 
 function eventTypesText(types: readonly string[] | undefined): string {
   const chosen = types === undefined ? [...EVENT_TYPES] : [...new Set(types)];
-  if (chosen.length === 0) throw errors.invalid(`eventTypes must name at least one of ${EVENT_TYPES.join(', ')}.`);
+  if (chosen.length === 0)
+    throw errors.invalid(`eventTypes must name at least one of ${EVENT_TYPES.join(', ')}.`, { param: 'eventTypes' });
   for (const type of chosen) {
     if (!(EVENT_TYPES as readonly string[]).includes(type))
-      throw errors.invalid(`Unknown event type ${JSON.stringify(type)}; the types are ${EVENT_TYPES.join(', ')}.`);
+      throw errors.invalid(`Unknown event type ${JSON.stringify(type)}; the types are ${EVENT_TYPES.join(', ')}.`, {
+        param: 'eventTypes',
+      });
   }
   return JSON.stringify(chosen);
 }

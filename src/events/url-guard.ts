@@ -65,7 +65,7 @@ export function isPrivateAddress(address: string): boolean {
 }
 
 function refused(message: string): ApiError {
-  return new ApiError('WEBHOOK_URL_REFUSED', message);
+  return new ApiError('WEBHOOK_URL_REFUSED', message, { details: { param: 'url' } });
 }
 
 /** Longest URL an endpoint may have. */

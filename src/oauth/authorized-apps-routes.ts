@@ -75,7 +75,10 @@ export function registerAuthorizedAppRoutes(app: App, ctx: OAuthDeps): void {
           continue;
         }
         const micros = creditsToMicros(value);
-        if (micros === null) throw errors.invalid(`limits.${period} must be a number of credits ${CREDITS_RULE}.`);
+        if (micros === null)
+          throw errors.invalid(`limits.${period} must be a number of credits ${CREDITS_RULE}.`, {
+            param: `limits.${period}`,
+          });
         changes[period] = micros;
       }
       return setAuthorizedAppLimits(ctx, principal.userId, (request.params as { clientId: string }).clientId, changes);

@@ -54,10 +54,15 @@ export interface PublicJwkSet {
   keys: PublicJwk[];
 }
 
+/** A refusal of the key at `where` (`jwks.keys[0]`), named in `param` as the other refusals name their field. */
+function invalidKey(where: string, message: string) {
+  return errors.invalid(message, { param: where });
+}
+
 function stringMember(jwk: Record<string, unknown>, name: string, where: string, maxLength = 2048): string {
   const value = jwk[name];
   if (typeof value !== 'string' || !value || value.length > maxLength)
-    throw errors.invalid(`${where}.${name} must be a non-empty string of at most ${maxLength} characters.`);
+    throw invalidKey(where, `${where}.${name} must be a non-empty string of at most ${maxLength} characters.`);
   return value;
 }
 
@@ -69,16 +74,18 @@ function optionalMember(jwk: Record<string, unknown>, name: string, where: strin
 function parseKey(value: unknown, i: number): PublicJwk {
   const where = `jwks.keys[${i}]`;
   if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw errors.invalid(`${where} must be a JSON Web Key (an object).`);
+    throw invalidKey(where, `${where} must be a JSON Web Key (an object).`);
   const jwk = value as Record<string, unknown>;
   const found = PRIVATE_MEMBERS.filter((member) => jwk[member] !== undefined);
   if (found.length)
-    throw errors.invalid(
+    throw invalidKey(
+      where,
       `${where} holds private key material (${found.map((m) => `"${m}"`).join(', ')}): register the public key only and keep the private key on your server.`,
     );
   const kty = stringMember(jwk, 'kty', where, 10);
   if (kty === 'oct')
-    throw errors.invalid(
+    throw invalidKey(
+      where,
       `${where} is a symmetric key (kty "oct"): private_key_jwt needs a public key (RSA, EC or OKP).`,
     );
 
@@ -94,29 +101,31 @@ function parseKey(value: unknown, i: number): PublicJwk {
     if (kty === 'EC') kept.y = stringMember(jwk, 'y', where, 200);
     family = `${kty} ${kept.crv}`;
     if (!ALGS_OF[family])
-      throw errors.invalid(
+      throw invalidKey(
+        where,
         `${where} uses the curve "${kept.crv}"; accepted are EC P-256 (ES256) and OKP Ed25519 (EdDSA).`,
       );
   } else {
-    throw errors.invalid(`${where} has kty "${kty}"; accepted are RSA, EC (P-256) and OKP (Ed25519).`);
+    throw invalidKey(where, `${where} has kty "${kty}"; accepted are RSA, EC (P-256) and OKP (Ed25519).`);
   }
 
   const alg = optionalMember(jwk, 'alg', where);
   if (alg !== undefined) {
     if (!(CLIENT_ASSERTION_ALGS as readonly string[]).includes(alg))
-      throw errors.invalid(
+      throw invalidKey(
+        where,
         `${where}.alg "${alg}" is not accepted; client assertions are signed with one of ${CLIENT_ASSERTION_ALGS.join(', ')}.`,
       );
-    if (!ALGS_OF[family]!.includes(alg)) throw errors.invalid(`${where}.alg "${alg}" does not fit a ${family} key.`);
+    if (!ALGS_OF[family]!.includes(alg)) throw invalidKey(where, `${where}.alg "${alg}" does not fit a ${family} key.`);
     kept.alg = alg;
   }
   const use = optionalMember(jwk, 'use', where);
   if (use !== undefined && use !== 'sig')
-    throw errors.invalid(`${where}.use is "${use}"; a key for client assertions has use "sig" (or none).`);
+    throw invalidKey(where, `${where}.use is "${use}"; a key for client assertions has use "sig" (or none).`);
   if (use) kept.use = use;
   const ops = jwk.key_ops;
   if (ops !== undefined && !(Array.isArray(ops) && ops.includes('verify')))
-    throw errors.invalid(`${where}.key_ops must include "verify" (or be left out).`);
+    throw invalidKey(where, `${where}.key_ops must include "verify" (or be left out).`);
   const kid = optionalMember(jwk, 'kid', where);
   if (kid) kept.kid = kid;
 
@@ -126,11 +135,11 @@ function parseKey(value: unknown, i: number): PublicJwk {
     // rather than at the app's first token request. (Each member's length was bounded above.)
     key = createPublicKey({ key: kept, format: 'jwk' });
   } catch {
-    throw errors.invalid(`${where} is not a valid ${family} public key.`);
+    throw invalidKey(where, `${where} is not a valid ${family} public key.`);
   }
   const bits = key.asymmetricKeyDetails?.modulusLength;
   if (kty === 'RSA' && (bits === undefined || bits < MIN_RSA_BITS || bits > MAX_RSA_BITS))
-    throw errors.invalid(`${where} is an RSA key of ${bits} bits; use ${MIN_RSA_BITS} to ${MAX_RSA_BITS} bits.`);
+    throw invalidKey(where, `${where} is an RSA key of ${bits} bits; use ${MIN_RSA_BITS} to ${MAX_RSA_BITS} bits.`);
   return kept;
 }
 
@@ -142,13 +151,16 @@ function parseKey(value: unknown, i: number): PublicJwk {
 export function parseClientJwks(value: unknown): PublicJwkSet {
   const keys = (value as { keys?: unknown } | null)?.keys;
   if (typeof value !== 'object' || value === null || !Array.isArray(keys))
-    throw errors.invalid('jwks must be a JSON Web Key Set: { "keys": [ <public JWK>, … ] }.');
+    throw errors.invalid('jwks must be a JSON Web Key Set: { "keys": [ <public JWK>, … ] }.', { param: 'jwks' });
   if (keys.length === 0 || keys.length > MAX_CLIENT_KEYS)
-    throw errors.invalid(`jwks must hold 1 to ${MAX_CLIENT_KEYS} keys; it holds ${keys.length}.`);
+    throw errors.invalid(`jwks must hold 1 to ${MAX_CLIENT_KEYS} keys; it holds ${keys.length}.`, { param: 'jwks' });
   const parsed = keys.map(parseKey);
   const kids = parsed.map((key) => key.kid).filter((kid) => kid !== undefined);
-  if (new Set(kids).size !== kids.length) throw errors.invalid('Each key in jwks needs its own kid.');
+  if (new Set(kids).size !== kids.length)
+    throw errors.invalid('Each key in jwks needs its own kid.', { param: 'jwks' });
   if (parsed.length > 1 && kids.length !== parsed.length)
-    throw errors.invalid('With more than one key in jwks, each needs a kid (the assertion header names it).');
+    throw errors.invalid('With more than one key in jwks, each needs a kid (the assertion header names it).', {
+      param: 'jwks',
+    });
   return { keys: parsed };
 }

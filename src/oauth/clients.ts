@@ -123,19 +123,22 @@ export async function registerClient(
   owner: { userId: string; dialect: 'sqlite' | 'postgres' } | null,
 ): Promise<{ clientId: string; clientSecret?: string; tokenEndpointAuthMethod: TokenEndpointAuthMethod }> {
   const name = input.name.trim();
-  if (!name) throw errors.invalid('The app needs a name.');
+  if (!name) throw errors.invalid('The app needs a name.', { param: 'name' });
   if (NAME_TRICKS.test(name))
     throw errors.invalid(
       'The app name must not contain control characters or bidirectional formatting characters (such as U+202E).',
+      { param: 'name' },
     );
-  for (const uri of input.redirectUris) {
+  for (const [index, uri] of input.redirectUris.entries()) {
     const problem = redirectUriProblem(uri);
-    if (problem) throw errors.invalid(`The redirect URI ${JSON.stringify(uri)} ${problem}.`);
+    if (problem)
+      throw errors.invalid(`The redirect URI ${JSON.stringify(uri)} ${problem}.`, { param: `redirectUris[${index}]` });
   }
   const unknown = input.scopes.filter((scope) => !(SCOPES as readonly string[]).includes(scope));
   if (unknown.length)
     throw errors.invalid(
       `Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; the scopes are ${SCOPES.join(', ')}.`,
+      { param: 'scopes' },
     );
 
   // Security invariant: an app has a secret or public keys, never both, so the one it registered is the only
@@ -143,7 +146,9 @@ export async function registerClient(
   let jwks: PublicJwkSet | undefined;
   if (input.jwks !== undefined) {
     if (input.type !== 'confidential')
-      throw errors.invalid('Only a confidential app can register jwks (public keys for private_key_jwt).');
+      throw errors.invalid('Only a confidential app can register jwks (public keys for private_key_jwt).', {
+        param: 'jwks',
+      });
     jwks = parseClientJwks(input.jwks);
   }
   const clientId = newId('app');

@@ -39,7 +39,9 @@ export async function autoTopupState(rt: TopupRuntime, userId: string): Promise<
 function autoValues(rt: TopupRuntime, threshold: number, amount: number): { threshold: number; amountMinor: number } {
   const micros = creditsToMicros(threshold);
   if (micros === null || micros < 0)
-    throw errors.invalid('The threshold must be a non-negative number of credits with at most 6 decimals.');
+    throw errors.invalid('The threshold must be a non-negative number of credits with at most 6 decimals.', {
+      param: 'threshold',
+    });
   return { threshold: micros, amountMinor: priceOf(rt.settings, amount).amountMinor };
 }
 

@@ -71,11 +71,17 @@ export function priceOf(settings: TopupSettings, amount: number): { amountMinor:
     currency: settings.currency,
   };
   if (!Number.isFinite(amount) || Math.abs(amountMinor - amount * 100) > 1e-6) {
-    throw errors.invalid('The amount must be a number of currency units with at most 2 decimals.', bounds);
+    throw errors.invalid('The amount must be a number of currency units with at most 2 decimals.', {
+      ...bounds,
+      param: 'amount',
+    });
   }
   if (!settings.amounts.includes(amount) && (amount < settings.minAmount || amount > settings.maxAmount)) {
     const range = `between ${settings.minAmount} and ${settings.maxAmount} ${settings.currency.toUpperCase()}`;
-    throw errors.invalid(`The amount must be one of ${settings.amounts.join(', ')} or ${range}.`, bounds);
+    throw errors.invalid(`The amount must be one of ${settings.amounts.join(', ')} or ${range}.`, {
+      ...bounds,
+      param: 'amount',
+    });
   }
   return { amountMinor, credits: amountMinor * settings.creditsPerUnit * MICROS_PER_CREDIT_PER_MINOR };
 }

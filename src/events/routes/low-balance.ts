@@ -77,7 +77,7 @@ export function registerLowBalanceRoutes(app: App, ctx: EventRoutesDeps): void {
       const { threshold } = request.body as { threshold: number | null };
       const micros = threshold === null ? null : creditsToMicros(threshold);
       if (threshold !== null && micros === null)
-        throw errors.invalid(`threshold must be a number of credits ${CREDITS_RULE}.`);
+        throw errors.invalid(`threshold must be a number of credits ${CREDITS_RULE}.`, { param: 'threshold' });
       const alert = await writeAlert(ctx, userId, micros);
       await ctx.events.subscriptions.changed(userId);
       return view(alert);

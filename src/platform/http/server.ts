@@ -135,15 +135,39 @@ function validationParam(validation: unknown, context: string | undefined): stri
     : path.map((segment, i) => (/^\d+$/.test(segment) ? `[${segment}]` : i === 0 ? segment : `.${segment}`)).join('');
 }
 
+/**
+ * A value outside a list of choices (a union of constants, such as a scope, or an enum), said as the list: the
+ * validator reports one "must be equal to constant" per choice, then "must match a schema in anyOf" (or "must be
+ * equal to one of the allowed values"), which named nothing a person could pick. Null for any other failure.
+ */
+function choiceReason(validation: unknown): string | null {
+  if (!Array.isArray(validation) || validation.length === 0) return null;
+  const errors = validation as Array<{
+    keyword?: string;
+    instancePath?: string;
+    params?: { allowedValue?: unknown; allowedValues?: unknown };
+  }>;
+  const path = errors[0]!.instancePath;
+  // An enum says "must be equal to one of the allowed values" without them.
+  const allowed = errors[0]!.params?.allowedValues;
+  if (errors[0]!.keyword === 'enum' && Array.isArray(allowed))
+    return `${String(path ?? '').replace(/^\//, '')} must be one of ${allowed.map((value) => JSON.stringify(value)).join(', ')}`;
+  if (!errors.every((e) => e.instancePath === path && (e.keyword === 'const' || e.keyword === 'anyOf'))) return null;
+  const choices = errors.filter((e) => e.keyword === 'const').map((e) => JSON.stringify(e.params?.allowedValue));
+  if (choices.length === 0) return null;
+  return `${String(path ?? '').replace(/^\//, '')} must be one of ${choices.join(', ')}`;
+}
+
 /** Maps any thrown value to an ApiError; client mistakes never become a 500. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   const fastifyError = error as FastifyError & { validation?: unknown; validationContext?: string };
   if (fastifyError?.validation) {
     const param = validationParam(fastifyError.validation, fastifyError.validationContext);
+    const reason = choiceReason(fastifyError.validation) ?? fastifyError.message;
     return new ApiError(
       'INVALID_REQUEST',
-      `Invalid ${fastifyError.validationContext ?? 'request'}: ${fastifyError.message.replace(/^(body|querystring|params|headers)(\/| +)?/, '')}`.trim(),
+      `Invalid ${fastifyError.validationContext ?? 'request'}: ${reason.replace(/^(body|querystring|params|headers)(\/| +)?/, '')}`.trim(),
       param ? { details: { param } } : {},
     );
   }
