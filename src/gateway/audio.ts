@@ -99,7 +99,12 @@ function registerAudioTextRoute(app: App, ctx: GatewayDeps, endpoint: AudioTextE
               part.filename || 'audio',
             );
           } else if (part.valueTruncated) {
-            throw fieldTooLong(part.fieldname);
+            throw fieldTooLong(
+              part.fieldname,
+              part.fieldname === SPEAKER_REFERENCE
+                ? 'a speaker reference is a clip of 2 to 10 seconds: a shorter one, or MP3'
+                : '',
+            );
           } else if (isListOption(part.fieldname)) {
             lists.push([part.fieldname, String(part.value)]);
           } else {

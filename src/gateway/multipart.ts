@@ -26,12 +26,13 @@ export const MULTIPART_FIELD_BYTES = 1024 * 1024;
 /**
  * The 413 of a multipart field longer than {@link MULTIPART_FIELD_BYTES}. The parser cuts such a value short
  * without a word, so a long `prompt` or a speaker reference's audio went upstream truncated (the audio corrupt)
- * and held for what was left; refused, nothing is held or sent, and the client is told which field and how long.
+ * and held for what was left; refused, nothing is held or sent, and the client is told which field and how long
+ * (and, with `hint`, the route's own advice).
  */
-export function fieldTooLong(name: string): ApiError {
+export function fieldTooLong(name: string, hint = ''): ApiError {
   return new ApiError(
     'PAYLOAD_TOO_LARGE',
-    `The field "${name}" is longer than the ${MULTIPART_FIELD_BYTES} bytes a multipart field may hold; send less${name === 'known_speaker_references[]' ? ' (a speaker reference is a clip of 2 to 10 seconds: a shorter one, or MP3)' : ''}.`,
+    `The field "${name}" is longer than the ${MULTIPART_FIELD_BYTES} bytes a multipart field may hold; send less${hint ? ` (${hint})` : ''}.`,
     { details: { param: name, limit: MULTIPART_FIELD_BYTES } },
   );
 }

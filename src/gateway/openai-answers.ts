@@ -166,3 +166,18 @@ export const REALTIME_SESSION_ANSWERS = json(
   "The session the provider minted, with its `client_secret`; `model` is Tollgate's id and the caps are the gateway's.",
   RealtimeSessionAnswer,
 );
+
+const RealtimeClientSecretAnswer = open({
+  value: Type.String({ description: 'The ephemeral key (`ek_…`) the client connects to the provider with.' }),
+  expires_at: Integer('When the key expires, in seconds since the epoch.'),
+  session: open(
+    { model: Type.Optional(Type.String({ description: "Tollgate's model id, as asked." })) },
+    "The provider's effective session, its caps included; the model named by Tollgate's id.",
+  ),
+});
+
+/** `POST /api/v1/realtime/client_secrets`: OpenAI's `ClientSecretCreateResponse`, its session's model Tollgate's id. */
+export const REALTIME_CLIENT_SECRET_ANSWERS = json(
+  "The ephemeral key the provider minted and the session it opens; the session's `model` is Tollgate's id and the caps are the gateway's.",
+  RealtimeClientSecretAnswer,
+);

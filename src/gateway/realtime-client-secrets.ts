@@ -1,4 +1,4 @@
-import Type, { type Static } from 'typebox';
+import Type from 'typebox';
 import type { App } from '../platform/http/server.ts';
 import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
@@ -6,6 +6,7 @@ import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import { UpstreamError } from '../providers/types.ts';
 import { meteredCall } from './common.ts';
 import { realtimeCaps, realtimeSessionCost } from './realtime.ts';
+import { REALTIME_CLIENT_SECRET_ANSWERS } from './openai-answers.ts';
 
 const ClientSecretBody = Type.Object(
   {
@@ -33,21 +34,6 @@ type ClientSecretRequest = {
   session?: { type?: string; model?: string; max_output_tokens?: unknown; [field: string]: unknown };
   [field: string]: unknown;
 };
-
-const ClientSecretAnswer = Type.Object(
-  {
-    value: Type.String({ description: 'The ephemeral key (`ek_…`) the client connects to the provider with.' }),
-    expires_at: Type.Integer({ description: 'When the key expires, in seconds since the epoch.' }),
-    session: Type.Object(
-      { model: Type.Optional(Type.String({ description: "Tollgate's model id, as asked." })) },
-      {
-        additionalProperties: true,
-        description: "The provider's effective session, its caps included; the model named by Tollgate's id.",
-      },
-    ),
-  },
-  { additionalProperties: true },
-);
 
 /**
  * The caps of the session asked for, within the operator's: a client may ask for less (a key that expires
@@ -105,9 +91,8 @@ export function registerRealtimeClientSecretRoute(app: App, ctx: GatewayDeps): v
           'Creates an ephemeral key for a `realtime` session of `session.model` (required), charged whole as `/realtime/sessions` is. `expires_after.seconds` and `session.max_output_tokens` may be lower than the deployment caps, not higher; left out, the caps are set.',
         security: [{ bearer: [] }],
         body: ClientSecretBody,
-        response: { 200: ClientSecretAnswer },
       },
-      config: { auth: ['ai:audio'], billed: true },
+      config: { auth: ['ai:audio'], billed: true, documentedResponses: REALTIME_CLIENT_SECRET_ANSWERS },
     },
     async (request, reply) => {
       const { maxSeconds, maxTokens } = realtimeCaps(ctx);
@@ -146,7 +131,7 @@ export function registerRealtimeClientSecretRoute(app: App, ctx: GatewayDeps): v
       if (!answered) return reply;
       const { result, model } = answered;
       const session = typeof result.session === 'object' && result.session !== null ? result.session : {};
-      return { ...result, session: { ...session, model: model.id } } as Static<typeof ClientSecretAnswer>;
+      return { ...result, session: { ...session, model: model.id } };
     },
   );
 }

@@ -25,6 +25,22 @@ function focusedField(page: Page): Promise<{ name: string; invalid: string | nul
   });
 }
 
+/** The dashboard page `route` signed in as `user`, in a new context `width` pixels wide. */
+async function openDashboard(
+  browser: Browser,
+  baseUrl: string,
+  user: DashboardSession,
+  route: string,
+  width: number,
+): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width, height: 860 } });
+  await addSessionCookie(context, baseUrl, user);
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  await page.goto(`${baseUrl}/#/${route}`);
+  return page;
+}
+
 describeEachDatabase("the dashboard's forms and removals, in Chromium", (env) => {
   let browser: Browser;
   before(async () => {
@@ -33,14 +49,8 @@ describeEachDatabase("the dashboard's forms and removals, in Chromium", (env) =>
   });
   after(() => browser?.close());
 
-  async function open(user: DashboardSession, route: string, width: number): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width, height: 860 } });
-    await addSessionCookie(context, env.baseUrl, user);
-    const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    await page.goto(`${env.baseUrl}/#/${route}`);
-    return page;
-  }
+  const open = (user: DashboardSession, route: string, width: number) =>
+    openDashboard(browser, env.baseUrl, user, route, width);
 
   /** Asserts a refusal told at the field `name`, in the form's words, with the focus there and the input kept. */
   async function assertRefusedAt(page: Page, name: string, words: RegExp, kept: string, apiWords: RegExp) {
@@ -152,14 +162,8 @@ describeEachDatabase(
       browser = await launchChromium();
     });
     after(() => browser?.close());
-    const open = async (user: DashboardSession, route: string, width: number) => {
-      const context = await browser.newContext({ viewport: { width, height: 860 } });
-      await addSessionCookie(context, env.baseUrl, user);
-      const page = await context.newPage();
-      page.setDefaultTimeout(15_000);
-      await page.goto(`${env.baseUrl}/#/${route}`);
-      return page;
-    };
+    const open = (user: DashboardSession, route: string, width: number) =>
+      openDashboard(browser, env.baseUrl, user, route, width);
 
     test('deleting an app, an endpoint and revoking an authorized app are announced', async () => {
       const user = await env.createUser();

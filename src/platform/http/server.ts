@@ -148,14 +148,14 @@ function choiceReason(validation: unknown): string | null {
     params?: { allowedValue?: unknown; allowedValues?: unknown };
   }>;
   const path = errors[0]!.instancePath;
+  const oneOf = (values: unknown[]) =>
+    `${String(path ?? '').replace(/^\//, '')} must be one of ${values.map((value) => JSON.stringify(value)).join(', ')}`;
   // An enum says "must be equal to one of the allowed values" without them.
   const allowed = errors[0]!.params?.allowedValues;
-  if (errors[0]!.keyword === 'enum' && Array.isArray(allowed))
-    return `${String(path ?? '').replace(/^\//, '')} must be one of ${allowed.map((value) => JSON.stringify(value)).join(', ')}`;
+  if (errors[0]!.keyword === 'enum' && Array.isArray(allowed)) return oneOf(allowed);
   if (!errors.every((e) => e.instancePath === path && (e.keyword === 'const' || e.keyword === 'anyOf'))) return null;
-  const choices = errors.filter((e) => e.keyword === 'const').map((e) => JSON.stringify(e.params?.allowedValue));
-  if (choices.length === 0) return null;
-  return `${String(path ?? '').replace(/^\//, '')} must be one of ${choices.join(', ')}`;
+  const choices = errors.filter((e) => e.keyword === 'const').map((e) => e.params?.allowedValue);
+  return choices.length === 0 ? null : oneOf(choices);
 }
 
 /** Maps any thrown value to an ApiError; client mistakes never become a 500. */
