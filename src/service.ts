@@ -37,6 +37,7 @@ import { createGatewayFeature } from './gateway/feature.ts';
 import { createGatewayMetrics } from './gateway/metrics.ts';
 import { PromptTokenCounts } from './gateway/prompt-counts.ts';
 import { createOpenAiChatFeature } from './protocols/openai-chat/feature.ts';
+import { createOpenAiCompletionsFeature } from './protocols/openai-completions/feature.ts';
 import { createResponsesFeature } from './protocols/openai-responses/feature.ts';
 import { createAnthropicMessagesFeature } from './protocols/anthropic-messages/feature.ts';
 import { createAdminFeature } from './admin/feature.ts';
@@ -291,6 +292,7 @@ async function composeFeatures(base: RootContext): Promise<{
       createUsageFeature(base),
       createGatewayFeature(gateway),
       createOpenAiChatFeature(gateway),
+      createOpenAiCompletionsFeature(gateway),
       createResponsesFeature(gateway),
       createAnthropicMessagesFeature(gateway),
       createAdminFeature({ ...base, migrations }),

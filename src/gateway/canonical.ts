@@ -13,8 +13,11 @@
  * always filled too: billing, the stream tally and every cross-protocol pair read only those.
  */
 
-/** The wire protocols a call can arrive in or a provider can speak. */
-export type WireProtocol = 'openai-chat' | 'openai-responses' | 'anthropic-messages';
+/**
+ * The wire protocols a call can arrive in or a provider can speak (`openai-completions`: OpenAI's legacy text
+ * completions, `POST /v1/completions`).
+ */
+export type WireProtocol = 'openai-chat' | 'openai-completions' | 'openai-responses' | 'anthropic-messages';
 
 /** One piece of a message's content. */
 export type CanonicalPart =
@@ -169,6 +172,11 @@ export interface CanonicalCall {
    * as the hold counts it, since the upstream bills them as input.
    */
   nativeInput?: string[];
+  /**
+   * Answers the upstream generates, each of which may produce the whole output cap (legacy completions'
+   * `n` or `best_of` per prompt); absent: OpenAI chat's `n` from its native body, else 1.
+   */
+  choices?: number;
   /** The client's own body, for a provider that speaks `protocol` natively (see the module comment). */
   native?: { protocol: WireProtocol; body: Record<string, unknown> };
 }

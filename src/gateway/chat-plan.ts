@@ -138,7 +138,7 @@ export function planCall(
     : call.prediction !== undefined
       ? countTextTokens(call.prediction)
       : 0;
-  const choices = typeof chat?.n === 'number' ? chat.n : 1;
+  const choices = call.choices ?? (typeof chat?.n === 'number' ? chat.n : 1);
   return {
     candidates: accepting,
     promptTokens,

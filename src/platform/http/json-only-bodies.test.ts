@@ -11,6 +11,7 @@ const CHAT = { model: 'tollgate/echo', messages: [{ role: 'user', content: 'hi' 
 /** Every JSON route of the AI API, with a body it would take as JSON. */
 const AI_ROUTES: Array<[string, unknown]> = [
   ['/api/v1/chat/completions', CHAT],
+  ['/api/v1/completions', { model: 'tollgate/echo', prompt: 'hi' }],
   ['/api/v1/responses', { model: 'tollgate/echo', input: 'hi' }],
   ['/api/v1/responses/input_tokens', { model: 'tollgate/echo', input: 'hi' }],
   ['/api/v1/embeddings', { model: 'tollgate/echo', input: 'hi' }],

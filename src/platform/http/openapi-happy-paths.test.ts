@@ -321,7 +321,7 @@ describeEachDatabase(
       assert.deepEqual(happyPathProblems(document, calls), []);
     });
 
-    it('answers the AI protocol routes (chat, Responses, Messages, models, client secrets) as documented', async () => {
+    it('answers the AI protocol routes (chat, legacy completions, Responses, Messages, models, client secrets) as documented', async () => {
       const ai = (method: string, path: string, body?: unknown): Promise<TestResponse> =>
         env.request(method, path, { token: user.key, body });
       const messages = [{ role: 'user', content: 'hi' }];
@@ -332,6 +332,11 @@ describeEachDatabase(
           'POST',
           '/api/v1/chat/completions',
           await ai('POST', '/api/v1/chat/completions', { model: 'tollgate/echo', messages }),
+        ],
+        [
+          'POST',
+          '/api/v1/completions',
+          await ai('POST', '/api/v1/completions', { model: 'tollgate/echo', prompt: 'hi' }),
         ],
         ['POST', '/api/v1/responses', response],
         ['GET', '/api/v1/responses/{id}', await ai('GET', `/api/v1/responses/${id}`)],

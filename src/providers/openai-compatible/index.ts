@@ -18,6 +18,7 @@ import {
 } from '../types.ts';
 import type { CanonicalEvent } from '../../gateway/canonical.ts';
 import { fromOpenAiCompletion, OpenAiStreamReader, toOpenAiChatBody } from './wire.ts';
+import { fromTextCompletion, toTextCompletionBody, type TextCompletion } from './text-completions.ts';
 
 /**
  * The OpenAI-compatible providers the configuration names: `openai`, `openrouter` (with its attribution
@@ -61,7 +62,8 @@ export interface OpenAiCompatibleOptions {
  * Any upstream that speaks the OpenAI API (OpenAI, OpenRouter, Groq, Together, vLLM, Ollama…). It speaks
  * OpenAI chat natively: a chat's body passes through untouched (whatever allow-listed OpenAI field the client
  * sent reaches the provider as sent), except `model` and the output cap, which the gateway has decided. A
- * call from another protocol is built from its canonical fields (`wire.ts`).
+ * call from another protocol is built from its canonical fields (`wire.ts`). A legacy completion goes to the
+ * upstream's `/completions` the same way (`text-completions.ts`).
  */
 export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): ProviderAdapter {
   const headers = (json: boolean): Record<string, string> => ({
@@ -95,17 +97,26 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
     return completion;
   }
 
+  /** A non-streaming legacy completion, as the upstream sent it. */
+  async function textCompletion(body: Record<string, unknown>, call: CallOptions): Promise<TextCompletion> {
+    const completion = await readJson(await post('/completions', body, call));
+    if (!Array.isArray(completion?.choices))
+      throw new UpstreamError(502, 'The upstream provider answered a completion without choices.');
+    return completion;
+  }
+
   /**
-   * A streaming chat completion: resolves once the upstream accepted it, then yields each chunk's canonical
+   * A streaming chat completion (or legacy completion, on `path` `/completions`): resolves once the upstream accepted it, then yields each chunk's canonical
    * events and the `end`. One generator from the SSE events to the canonical ones: each layer of async
    * generators costs promises and microtask turns per token.
    */
   async function chatStream(
-    body: ChatBody,
+    body: ChatBody | Record<string, unknown>,
     call: CallOptions,
     reader: OpenAiStreamReader,
+    path = '/chat/completions',
   ): Promise<AsyncIterable<CanonicalEvent>> {
-    const response = await post('/chat/completions', { ...body, stream: true }, call);
+    const response = await post(path, { ...body, stream: true }, call);
     return (async function* () {
       let finished = false;
       let done = false;
@@ -136,14 +147,20 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
 
   const adapter: ProviderAdapter = {
     name: options.name,
-    speaks: ['openai-chat'],
+    speaks: ['openai-chat', 'openai-completions'],
 
     async complete(canonical, call) {
+      if (canonical.native?.protocol === 'openai-completions')
+        return fromTextCompletion(await textCompletion(toTextCompletionBody(canonical, false), call));
       const native = canonical.native?.protocol === 'openai-chat';
       return fromOpenAiCompletion(await chatCompletion(toOpenAiChatBody(canonical, options.name, false), call), native);
     },
 
     async stream(canonical, call): Promise<AsyncIterable<CanonicalEvent>> {
+      if (canonical.native?.protocol === 'openai-completions') {
+        const reader = new OpenAiStreamReader(true, 'openai-completions');
+        return chatStream(toTextCompletionBody(canonical, true), call, reader, '/completions');
+      }
       const reader = new OpenAiStreamReader(canonical.native?.protocol === 'openai-chat');
       return chatStream(toOpenAiChatBody(canonical, options.name, true), call, reader);
     },

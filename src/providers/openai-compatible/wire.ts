@@ -359,9 +359,15 @@ export class OpenAiStreamReader {
   finish: FinishReason | null = null;
   #started = false;
   readonly #native: boolean;
+  readonly #protocol: 'openai-chat' | 'openai-completions';
 
-  constructor(native: boolean) {
+  /**
+   * `protocol`: the stream's wire, chat's chunks (`choices[].delta`) or legacy completions' (`choices[].text`,
+   * read as a content delta); a native event's frame is tagged with it.
+   */
+  constructor(native: boolean, protocol: 'openai-chat' | 'openai-completions' = 'openai-chat') {
     this.#native = native;
+    this.#protocol = protocol;
   }
 
   events(chunk: ChatChunk): CanonicalEvent[] {
@@ -380,7 +386,8 @@ export class OpenAiStreamReader {
     for (const choice of chunk.choices ?? []) {
       const number = typeof choice?.index === 'number' ? choice.index : 0;
       if (choice?.finish_reason && number === 0) this.finish = finishOf(choice.finish_reason);
-      const delta = choice?.delta as Record<string, any> | undefined;
+      const delta = (this.#protocol === 'openai-chat' ? choice?.delta : textDelta(choice)) as
+        Record<string, any> | undefined;
       // Other choices (`n` > 1) exist only in a native chat, whose renderer relays the frames: they are kept
       // (tagged `choice`) so the call is billed for them when the upstream reports no usage.
       if (!delta || (number !== 0 && !this.#native)) continue;
@@ -407,7 +414,13 @@ export class OpenAiStreamReader {
     if (!this.#native) return events;
     // One frame, one event: the usage event when there is one (its renderer replaces the usage), else the last.
     if (events.length === contentFrom) events.push({ type: 'text', delta: '' });
-    events[events.length - 1]!.native = { protocol: 'openai-chat', frame: chunk };
+    events[events.length - 1]!.native = { protocol: this.#protocol, frame: chunk };
     return events;
   }
+}
+
+/** A legacy completion chunk's choice as a chat delta: its `text` is the content. */
+function textDelta(choice: unknown): { content: string } | undefined {
+  const text = (choice as { text?: unknown } | null)?.text;
+  return typeof text === 'string' ? { content: text } : undefined;
 }

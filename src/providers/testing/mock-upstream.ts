@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 
 /**
- * A real HTTP server that speaks the OpenAI API (`/v1/chat/completions`, embeddings, images, speech,
+ * A real HTTP server that speaks the OpenAI API (`/v1/chat/completions`, legacy `/v1/completions`, embeddings, images, speech,
  * transcriptions, image edits, realtime sessions, `/v1/models` with OpenRouter-style prices) and Anthropic Messages
  * (`/v1/messages`), streams included. Tests and the benchmark point provider base URLs at it.
  *
@@ -380,6 +380,9 @@ async function route(
       client_secret: { value: 'ek_mock_secret', expires_at: 1 },
     });
 
+  if (path === '/v1/completions')
+    return legacyCompletion(res, entry.body, { model, words, promptTokens, cut, options });
+
   if (path === '/v1/chat/completions' && !anthropic) {
     if (!entry.body.stream) {
       if (cut) return void res.destroy();
@@ -469,4 +472,69 @@ async function route(
     return void res.end();
   }
   json(res, 404, { error: { message: `mock has no route ${req.method} ${path}` } });
+}
+
+/**
+ * `/v1/completions` (OpenAI's legacy text completions): the reply (after the prompt with `echo`) for each of `n`
+ * per prompt, usage 11 prompt tokens per prompt and a token per word of each choice; streamed, one word per chunk
+ * (every choice's word in turn), with `cut-<n>`/`stall-<n>` as for chat.
+ */
+async function legacyCompletion(
+  res: ServerResponse,
+  body: any,
+  scene: {
+    model: string;
+    words: string[];
+    promptTokens: number;
+    cut: RegExpExecArray | null;
+    options: MockUpstreamOptions;
+  },
+): Promise<void> {
+  const { model, words, cut } = scene;
+  const prompts: string[] = Array.isArray(body.prompt) ? body.prompt.map(String) : [String(body.prompt ?? '')];
+  const n = typeof body.n === 'number' ? body.n : 1;
+  const choices = prompts.flatMap((prompt, p) =>
+    Array.from({ length: n }, (_, j) => ({ index: p * n + j, echo: body.echo === true ? prompt : '' })),
+  );
+  const usage =
+    model === 'no-usage'
+      ? undefined
+      : {
+          prompt_tokens: scene.promptTokens * prompts.length,
+          completion_tokens: words.length * choices.length,
+          total_tokens: scene.promptTokens * prompts.length + words.length * choices.length,
+        };
+  const base = { id: 'cmpl-mock', object: 'text_completion', created: 1, model };
+  if (!body.stream) {
+    if (cut) return void res.destroy();
+    return json(res, 200, {
+      ...base,
+      system_fingerprint: 'fp_mock',
+      choices: choices.map(({ index, echo }) => ({
+        index,
+        text: echo + words.join(''),
+        logprobs: null,
+        finish_reason: 'stop',
+      })),
+      ...(usage ? { usage } : {}),
+    });
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const frame = (data: unknown) => write(res, `data: ${JSON.stringify(data)}\n\n`);
+  const count = cut ? Number(cut[2]) : words.length;
+  for (let i = 0; i < count; i++) {
+    await sleep(scene.options.chunkDelayMs ?? 0);
+    for (const { index } of choices)
+      await frame({
+        ...base,
+        choices: [{ index, text: words[i % words.length], logprobs: null, finish_reason: null }],
+      });
+  }
+  if (cut?.[1] === 'cut') return cutAfterFlush(res);
+  if (cut?.[1] === 'stall') return;
+  for (const { index } of choices)
+    await frame({ ...base, choices: [{ index, text: '', logprobs: null, finish_reason: 'stop' }] });
+  if (usage && body.stream_options?.include_usage) await frame({ ...base, choices: [], usage });
+  await write(res, 'data: [DONE]\n\n');
+  res.end();
 }
