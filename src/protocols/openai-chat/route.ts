@@ -1,17 +1,14 @@
 import Type from 'typebox';
 import { ApiErrorSchema } from '#wire/errors.ts';
-import type { FastifyReply } from 'fastify';
 import type { App } from '../../platform/http/server.ts';
-import { principalOf } from '../../platform/http/server.ts';
 import { jsonOrEventStream } from '../../platform/http/openapi.ts';
 import type { GatewayDeps } from '../../gateway/deps.ts';
 import { MODEL_ID_PATTERN } from '../../models/routes.ts';
 import type { ChatRequest } from '../../gateway/chat-plan.ts';
-import { clientSignal } from '../../gateway/common.ts';
-import { relayEvents, startEventStream, type StartedStream } from '../../gateway/sse.ts';
-import { ClientGone, completeCall, streamCall, type CallStream } from '../../gateway/run-call.ts';
+import { answerCall } from '../../gateway/answer-call.ts';
 import { chatRefusal, parseChat } from './parse.ts';
-import { chatErrorFrame, ChatStreamRenderer, renderCompletion } from './render.ts';
+import { ChatStreamRenderer, renderCompletion } from './render.ts';
+import { openAiStyleWire } from './stream-render.ts';
 
 /** The chat request as validated: only what the gateway must read; every other OpenAI field passes through. */
 const ChatBodySchema = Type.Object(
@@ -107,40 +104,8 @@ export function registerChatRoute(app: App, ctx: GatewayDeps): void {
     async (request, reply) => {
       const body = request.body as ChatRequest;
       const call = parseChat(body);
-      const signal = clientSignal(reply);
-      const options = { refuses: chatRefusal(body, call) };
-      if (body.stream) {
-        const started = await startEventStream(
-          reply,
-          (onSlowStart) => streamCall(ctx, principalOf(request), call, signal, { ...options, onSlowStart }),
-          chatErrorFrame,
-        );
-        return started ? relay(reply, body, started) : reply;
-      }
-      try {
-        return renderCompletion(await completeCall(ctx, principalOf(request), call, signal, options));
-      } catch (error) {
-        // The client left before the answer: the hold is released, and there is no one to answer.
-        if (error instanceof ClientGone) return reply.hijack();
-        throw error;
-      }
+      const wire = openAiStyleWire(renderCompletion, ChatStreamRenderer, body);
+      return answerCall(ctx, request, reply, call, { refuses: chatRefusal(body, call) }, wire);
     },
   );
-}
-
-/**
- * Relays a stream as chat SSE frames as they come. Invariants: the stream was started by `startEventStream`
- * (a failure while nothing was written is a JSON error; once a slow upstream had the response opened, an
- * `event: error` frame); leaving the loop (the client gone: a write failed) returns the pipeline's iterator,
- * which settles the call for what was produced; the response ends only after the iteration finished, i.e.
- * after the settle, so a client reading its wallet once the stream closed sees the charge.
- */
-async function relay(
-  reply: FastifyReply,
-  body: ChatRequest,
-  { raw, stream }: StartedStream<CallStream>,
-): Promise<FastifyReply> {
-  const renderer = new ChatStreamRenderer(stream.model.id, body.stream_options?.include_usage === true, stream.native);
-  await relayEvents(raw, stream, { render: (event) => renderer.frames(event).join('') });
-  return reply;
 }

@@ -1,15 +1,11 @@
 import Type from 'typebox';
 import { ApiErrorSchema } from '#wire/errors.ts';
-import type { FastifyReply } from 'fastify';
 import type { App } from '../../platform/http/server.ts';
-import { principalOf } from '../../platform/http/server.ts';
 import { jsonOrEventStream } from '../../platform/http/openapi.ts';
 import type { GatewayDeps } from '../../gateway/deps.ts';
 import { MODEL_ID_PATTERN } from '../../models/routes.ts';
-import { clientSignal } from '../../gateway/common.ts';
-import { relayEvents, startEventStream, type StartedStream } from '../../gateway/sse.ts';
-import { ClientGone, completeCall, streamCall, type CallStream } from '../../gateway/run-call.ts';
-import { chatErrorFrame } from '../openai-chat/render.ts';
+import { answerCall } from '../../gateway/answer-call.ts';
+import { openAiStyleWire } from '../openai-chat/stream-render.ts';
 import { completionRefusal, DEFAULT_COMPLETION_MAX_TOKENS, parseCompletion, type CompletionRequest } from './parse.ts';
 import { renderTextCompletion, TextCompletionStreamRenderer } from './render.ts';
 
@@ -112,39 +108,8 @@ export function registerCompletionsRoute(app: App, ctx: GatewayDeps): void {
     async (request, reply) => {
       const body = request.body as CompletionRequest;
       const call = parseCompletion(body);
-      const signal = clientSignal(reply);
-      const options = { refuses: completionRefusal(body, speaksCompletions) };
-      if (body.stream) {
-        const started = await startEventStream(
-          reply,
-          (onSlowStart) => streamCall(ctx, principalOf(request), call, signal, { ...options, onSlowStart }),
-          chatErrorFrame,
-        );
-        return started ? relay(reply, body, started) : reply;
-      }
-      try {
-        return renderTextCompletion(await completeCall(ctx, principalOf(request), call, signal, options));
-      } catch (error) {
-        // The client left before the answer: the hold is released, and there is no one to answer.
-        if (error instanceof ClientGone) return reply.hijack();
-        throw error;
-      }
+      const wire = openAiStyleWire(renderTextCompletion, TextCompletionStreamRenderer, body);
+      return answerCall(ctx, request, reply, call, { refuses: completionRefusal(body, speaksCompletions) }, wire);
     },
   );
-}
-
-/**
- * Relays a stream as legacy completion SSE frames as they come. Invariants as chat's relay: leaving the loop (the
- * client gone) returns the pipeline's iterator, which settles the call for what was produced, and the response
- * ends only after the settle.
- */
-async function relay(
-  reply: FastifyReply,
-  body: CompletionRequest,
-  { raw, stream }: StartedStream<CallStream>,
-): Promise<FastifyReply> {
-  const wantsUsage = body.stream_options?.include_usage === true;
-  const renderer = new TextCompletionStreamRenderer(stream.model.id, wantsUsage, stream.native);
-  await relayEvents(raw, stream, { render: (event) => renderer.frames(event).join('') });
-  return reply;
 }
