@@ -171,6 +171,40 @@ export async function readSpend(
   return spend;
 }
 
+/**
+ * Reads the counters of several subjects for the periods that contain `at`, in one query (the key list shows
+ * each key's spend), by subject key; a subject without counters spent nothing.
+ */
+export async function readSpends(
+  db: Trx | BillingDb,
+  subjects: LimitSubject[],
+  at: number,
+): Promise<Map<string, Record<LimitPeriod, PeriodSpend>>> {
+  const starts = Object.fromEntries(LIMIT_PERIODS.map((period) => [period, periodAt(period, at).start])) as Record<
+    LimitPeriod,
+    number
+  >;
+  const keys = [...new Set(subjects.map(subjectKey))];
+  const spends = new Map<string, Record<LimitPeriod, PeriodSpend>>(
+    keys.map((key) => [
+      key,
+      { daily: { spent: 0, held: 0 }, monthly: { spent: 0, held: 0 }, total: { spent: 0, held: 0 } },
+    ]),
+  );
+  if (keys.length === 0) return spends;
+  const rows = await db
+    .selectFrom('spend_counters')
+    .select(['subject', 'period', 'period_start', 'spent', 'held'])
+    .where('subject', 'in', keys)
+    .where('period_start', 'in', [starts.daily, starts.monthly, starts.total])
+    .execute();
+  for (const row of rows) {
+    if (starts[row.period] === row.period_start)
+      spends.get(row.subject)![row.period] = { spent: Number(row.spent), held: Number(row.held) };
+  }
+  return spends;
+}
+
 // The three period starts are always three values (the day and the month start together on the 1st), so
 // the query keeps one shape.
 const spendCounters = preparedQuery(

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db, DialectName } from '../platform/db/connect.ts';
 import { billingDb, OPEN } from './schema.ts';
+import { periodAt } from './periods.ts';
 
 /*
  * Billing's read-only reports for other features: ops' metrics and the usage report read billing's tables
@@ -95,4 +96,30 @@ export async function usageAggregates(db: Db, dialect: DialectName, scope: Usage
       .execute(),
   ]);
   return { all, byModel, byApp, byKey, byDay };
+}
+
+/** What one API key was charged (micro-credits) in the current UTC day and month, from its usage records. */
+export interface KeySpend {
+  daily: number;
+  monthly: number;
+}
+
+/**
+ * What `keyId` of `userId` was charged since the start of the UTC day and month that contain `at`, summed from its
+ * usage records (refunds apart): one read over the user's records of this month (the `user_id, created_at` index).
+ */
+export async function keySpend(db: Db, userId: string, keyId: string, at: number): Promise<KeySpend> {
+  const day = periodAt('daily', at).start;
+  const month = periodAt('monthly', at).start;
+  const row = await billingDb(db)
+    .selectFrom('usage_records')
+    .select([
+      sql<number | string | null>`sum(case when created_at >= ${day} then cost else 0 end)`.as('daily'),
+      sql<number | string | null>`sum(cost)`.as('monthly'),
+    ])
+    .where('user_id', '=', userId)
+    .where('created_at', '>=', month)
+    .where('key_id', '=', keyId)
+    .executeTakeFirst();
+  return { daily: Number(row?.daily ?? 0), monthly: Number(row?.monthly ?? 0) };
 }

@@ -17,8 +17,8 @@ import { verifyLedger, type LedgerReport } from './verify.ts';
 import type { BillingContext } from './ledger.ts';
 import type { Db } from '../platform/db/connect.ts';
 import { billingDb } from './schema.ts';
-import { readLimits, SpendingLimitError, subjectKey, writeLimits, type LimitsByPeriod } from './limits.ts';
-import { LIMIT_PERIODS, type LimitPeriod } from './periods.ts';
+import { readLimits, readSpends, SpendingLimitError, subjectKey, writeLimits, type LimitsByPeriod } from './limits.ts';
+import { LIMIT_PERIODS, periodAt, type LimitPeriod } from './periods.ts';
 import { spendable, type Payer, type Spendable } from './headroom.ts';
 import {
   creditFromProcessor,
@@ -131,8 +131,12 @@ export interface Billing {
    * limit. On `db` (the caller's transaction, handed over with `asDb`) when given.
    */
   setAppLimits(userId: string, clientId: string, changes: Partial<LimitsByPeriod>, db?: Db): Promise<void>;
-  /** The limits of API keys, by key id: the one period a key's limit has, or null. */
-  keyLimits(keyIds: string[]): Promise<Map<string, { amount: number; period: LimitPeriod } | null>>;
+  /**
+   * The limits of API keys, by key id: the one period a key's limit has, with what the key's current period has
+   * spent (captured, net of refunds) and holds, in micro-credits, and when that period ends (null: `total`); or
+   * null when the key has no limit. One read for any number of keys.
+   */
+  keyLimits(keyIds: string[]): Promise<Map<string, KeyLimit | null>>;
   /** Sets (or, with null, removes) a key's one limit; on `db` (the caller's transaction, handed over with `asDb`) when given. */
   setKeyLimit(keyId: string, limit: { amount: number; period: LimitPeriod } | null, db?: Db): Promise<void>;
   /**
@@ -141,6 +145,15 @@ export interface Billing {
    * listener's error is logged, never the caller's.
    */
   observe(listener: BillingObserver): void;
+}
+
+/** An API key's one spending limit and its current period's spend (micro-credits; `resetsAt` epoch ms or null). */
+export interface KeyLimit {
+  amount: number;
+  period: LimitPeriod;
+  spent: number;
+  held: number;
+  resetsAt: number | null;
 }
 
 /** How {@link Billing.placeHold} reports a refusal. */
@@ -240,15 +253,19 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
     setAppLimits: (userId, clientId, changes, db) =>
       writeLimits(billingDb(db ?? ctx.db), { kind: 'app', userId, appId: clientId }, changes),
     keyLimits: async (keyIds) => {
-      const limits = await readLimits(
-        ctx.db,
-        keyIds.map((keyId) => ({ kind: 'key', keyId })),
-      );
+      const subjects = keyIds.map((keyId) => ({ kind: 'key' as const, keyId }));
+      const limits = await readLimits(ctx.db, subjects);
+      const limited = subjects.filter((subject) => LIMIT_PERIODS.some((p) => limits.get(subjectKey(subject))![p]));
+      const now = ctx.clock.now();
+      const spends = await readSpends(billingDb(ctx.db), limited, now);
       return new Map(
-        keyIds.map((keyId) => {
-          const periods = limits.get(subjectKey({ kind: 'key', keyId }))!;
+        subjects.map((subject): [string, KeyLimit | null] => {
+          const periods = limits.get(subjectKey(subject))!;
           const period = LIMIT_PERIODS.find((p) => periods[p] !== null);
-          return [keyId, period ? { amount: periods[period]!, period } : null];
+          if (!period) return [subject.keyId, null];
+          const spend = spends.get(subjectKey(subject))![period];
+          const { resetsAt } = periodAt(period, now);
+          return [subject.keyId, { amount: periods[period]!, period, ...spend, resetsAt }];
         }),
       );
     },

@@ -72,9 +72,12 @@ describeEachDatabase('API keys endpoints', (env) => {
       createdAt: first.createdAt,
       limit: null,
       limitPeriod: null,
+      limitUsage: null,
       expiresAt: null,
       models: null,
     });
+    const now = new Date(env.clock.now());
+    const midnight = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
     assert.deepEqual(byId.get(second.id), {
       id: second.id,
       name: 'second',
@@ -84,6 +87,7 @@ describeEachDatabase('API keys endpoints', (env) => {
       createdAt: second.createdAt,
       limit: 12.5,
       limitPeriod: 'daily',
+      limitUsage: { spent: 0, reserved: 0, remaining: 12.5, resetsAt: midnight.toISOString() },
       expiresAt: null,
       models: null,
     });

@@ -3,6 +3,7 @@ import type { CredentialResolver } from '../platform/http/principal.ts';
 import type { KeysDeps } from './deps.ts';
 import { createKeyAuthenticator, type KeyAuthenticator } from './authenticate.ts';
 import { registerKeyRoutes } from './routes.ts';
+import { registerKeyInfoRoute } from './key-info.ts';
 import { API_KEY_PREFIX } from './format.ts';
 
 /** Keys as the composition root and the features built after it use them. */
@@ -29,6 +30,7 @@ export function createKeysFeature(deps: KeysDeps): KeysFeature {
     isApiKey: (credential) => credential.startsWith(API_KEY_PREFIX),
     register(app) {
       registerKeyRoutes(app, deps, authenticator);
+      registerKeyInfoRoute(app, deps);
     },
   };
 }

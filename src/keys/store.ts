@@ -10,7 +10,7 @@ import { generateApiKey } from './format.ts';
 import { errors } from '../platform/errors.ts';
 import type { DialectName } from '../platform/db/connect.ts';
 import { authorizationStands } from '../oauth/authorizations.ts';
-import type { Billing } from '../billing/service.ts';
+import type { Billing, KeyLimit } from '../billing/service.ts';
 import type { LimitPeriod } from '../billing/periods.ts';
 import { serializeOn } from '../platform/db/serialize-on.ts';
 
@@ -25,10 +25,23 @@ export interface ListedApiKey {
   limit: number | null;
   /** The period of the key's spending limit (billing's periods): `total` never resets (decisions.md "Billing"). */
   limitPeriod: LimitPeriod | null;
+  /** What the limit's current period has spent and holds (credits), and when it resets; null without a limit. */
+  limitUsage: { spent: number; reserved: number; remaining: number; resetsAt: string | null } | null;
   /** When the key stops authenticating; null when never. An expired key stays listed until revoked. */
   expiresAt: string | null;
   /** The model ids and `<vendor>/*` wildcards the key may call; null when every model. */
   models: string[] | null;
+}
+
+/** A key's limit and its current period's use, in credits, as the list and `GET /api/v1/key` show them. */
+export function limitUsageOf(limit: KeyLimit | null): ListedApiKey['limitUsage'] {
+  if (!limit) return null;
+  return {
+    spent: microsToCredits(limit.spent),
+    reserved: microsToCredits(limit.held),
+    remaining: microsToCredits(Math.max(0, limit.amount - limit.spent - limit.held)),
+    resetsAt: limit.resetsAt === null ? null : iso(limit.resetsAt),
+  };
 }
 
 /** A key as creation returns it (contract §2.1: no lastUsed). */
@@ -156,6 +169,7 @@ export async function listApiKeys(
     createdAt: iso(row.created_at),
     limit: limits.get(row.id) ? microsToCredits(limits.get(row.id)!.amount) : null,
     limitPeriod: limits.get(row.id)?.period ?? null,
+    limitUsage: limitUsageOf(limits.get(row.id) ?? null),
     expiresAt: row.expires_at === null ? null : iso(row.expires_at),
     models: row.models === null ? null : (JSON.parse(row.models) as string[]),
   }));
@@ -216,4 +230,34 @@ export async function revokeKeysOfApp(db: KeysDb, clock: Clock, scope: AppKeysSc
     .where('revoked_at', 'is', null);
   if (scope.userId !== undefined) query = query.where('user_id', '=', scope.userId);
   return (await query.returning('id').execute()).map((row) => row.id);
+}
+
+/** The key a request was made with, as `GET /api/v1/key` describes it (null once revoked). */
+export interface CallingKey {
+  id: string;
+  name: string;
+  permissions: string[];
+  models: string[] | null;
+  createdAt: string;
+  expiresAt: string | null;
+}
+
+/** The live key `keyId` of `userId`, or null (revoked meanwhile: the 10-second credential cache may still pass it). */
+export async function callingKey(db: KeysDb, userId: string, keyId: string): Promise<CallingKey | null> {
+  const row = await db
+    .selectFrom('api_keys')
+    .select(['id', 'name', 'permissions', 'models', 'created_at', 'expires_at'])
+    .where('id', '=', keyId)
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  if (!row) return null;
+  return {
+    id: row.id,
+    name: row.name,
+    permissions: JSON.parse(row.permissions) as string[],
+    models: row.models === null ? null : (JSON.parse(row.models) as string[]),
+    createdAt: iso(row.created_at),
+    expiresAt: row.expires_at === null ? null : iso(row.expires_at),
+  };
 }

@@ -5,6 +5,18 @@ export const KeyLimitPeriodSchema = Type.Enum(['daily', 'monthly', 'total'] as c
 
 const IsoDate = Type.String({ format: 'date-time' });
 
+/** What a key's limit has used in its current period (credits). */
+function KeyLimitUsageSchema() {
+  return Type.Object({
+    spent: Type.Number({ description: 'Credits charged in the current period, net of refunds' }),
+    reserved: Type.Number({ description: "Credits held by the key's calls still running" }),
+    remaining: Type.Number({ description: 'What the limit leaves: limit - spent - reserved, never below 0' }),
+    resetsAt: Type.Union([IsoDate, Type.Null()], {
+      description: 'When the period ends (UTC day or month); null for a total limit, which never resets',
+    }),
+  });
+}
+
 /** An API key as listed (contract §2.1), with its optional spending limit, expiry and models. */
 export const ListedApiKeySchema = Type.Object({
   id: Type.String({ examples: ['key_3kT9xQ2mN7pR4sV8wY1z'] }),
@@ -18,6 +30,9 @@ export const ListedApiKeySchema = Type.Object({
   limit: Type.Union([Type.Number(), Type.Null()], { description: 'Spending limit in credits; null when none' }),
   limitPeriod: Type.Union([KeyLimitPeriodSchema, Type.Null()], {
     description: 'When the limit resets; null when there is no limit',
+  }),
+  limitUsage: Type.Union([KeyLimitUsageSchema(), Type.Null()], {
+    description: "What the limit's current period has spent and holds; null when there is no limit",
   }),
   expiresAt: Type.Union([IsoDate, Type.Null()], {
     description:

@@ -358,6 +358,7 @@ describeEachDatabase(
           await ai('POST', '/api/v1/messages/count_tokens', { model: 'tollgate/echo', messages }),
         ],
         ['GET', '/api/v1/models', await ai('GET', '/api/v1/models')],
+        ['GET', '/api/v1/key', await ai('GET', '/api/v1/key')],
         ['GET', '/api/v1/models/{vendor}/{model}', await ai('GET', '/api/v1/models/tollgate/echo')],
         ['GET', '/api/v1/models/{id}', await ai('GET', '/api/v1/models/tollgate%2Fecho')],
         [

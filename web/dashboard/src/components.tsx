@@ -359,6 +359,26 @@ export function ConfirmButton(props: {
   );
 }
 
+/** A limit's bar: spent (solid) and reserved (striped) against the limit, a meter named "<label> spending". */
+export function SpendMeter(props: { label: string; limit: AppLimit }) {
+  const { limit } = props;
+  const spent = percentOf(limit.spent, limit.limit);
+  const reserved = Math.min(100 - spent, percentOf(limit.reserved, limit.limit));
+  return (
+    <div
+      class="bar"
+      role="meter"
+      aria-valuemin={0}
+      aria-valuemax={limit.limit}
+      aria-valuenow={limit.spent + limit.reserved}
+      aria-label={`${props.label} spending`}
+    >
+      <span class={spent + reserved >= 100 ? 'full' : ''} style={{ width: `${spent}%` }} />
+      <span class="reserved" style={{ width: `${reserved}%` }} />
+    </div>
+  );
+}
+
 /** One spending limit: a bar of spent (solid) and reserved (striped) against the limit, and when it resets. */
 export function LimitBar(props: { label: string; limit: AppLimit | null }) {
   const { limit } = props;
@@ -372,8 +392,6 @@ export function LimitBar(props: { label: string; limit: AppLimit | null }) {
       </div>
     );
   }
-  const spent = percentOf(limit.spent, limit.limit);
-  const reserved = Math.min(100 - spent, percentOf(limit.reserved, limit.limit));
   const reset = resetsIn(limit.resetsAt);
   return (
     <div class="limit" data-testid={`limit-${props.label.toLowerCase()}`}>
@@ -384,17 +402,7 @@ export function LimitBar(props: { label: string; limit: AppLimit | null }) {
           <span class="muted">of {formatCredits(limit.limit)} credits</span>
         </span>
       </div>
-      <div
-        class="bar"
-        role="meter"
-        aria-valuemin={0}
-        aria-valuemax={limit.limit}
-        aria-valuenow={limit.spent + limit.reserved}
-        aria-label={`${props.label} spending`}
-      >
-        <span class={spent + reserved >= 100 ? 'full' : ''} style={{ width: `${spent}%` }} />
-        <span class="reserved" style={{ width: `${reserved}%` }} />
-      </div>
+      <SpendMeter label={props.label} limit={limit} />
       <div class="limit-foot muted">
         {reset ? reset[0].toUpperCase() + reset.slice(1) : 'Never resets'}
         {limit.reserved > 0 ? ` · ${formatCredits(limit.reserved)} held for calls in flight` : ''}

@@ -12,10 +12,38 @@ import {
   ErrorNote,
   FieldMessage,
   PageHeader,
+  SpendMeter,
   useAction,
   useLoad,
 } from '../components.tsx';
-import { ago, counted, formatCredits, when } from '../format.ts';
+import { ago, counted, formatCredits, resetsIn, when } from '../format.ts';
+
+/** A key limit's period as its meter names it. */
+const PERIOD_LABELS = { daily: 'Daily', monthly: 'Monthly', total: 'Total' } as const;
+
+/**
+ * A key's limit in its table cell: the limit and period as before, a thin meter of the period's spend under it, and
+ * what is used and when it resets in small type that wraps to the cell's width (the list must still fit a laptop).
+ */
+function KeyLimit(props: {
+  limit: number;
+  period: keyof typeof PERIOD_LABELS;
+  usage: NonNullable<ApiKeyList['apiKeys'][number]['limitUsage']>;
+}) {
+  const { usage } = props;
+  const reset = resetsIn(usage.resetsAt);
+  return (
+    <div>
+      <span class="nowrap">
+        {formatCredits(props.limit)} / {props.period}
+      </span>
+      <SpendMeter label={PERIOD_LABELS[props.period]} limit={{ limit: props.limit, ...usage }} />
+      <div class="muted key-limit-foot">
+        {formatCredits(usage.spent + usage.reserved)} used · {reset ?? 'never resets'}
+      </div>
+    </div>
+  );
+}
 import { loadUsage } from '../usage-data.ts';
 
 /** Contract §5.3, with what each grants. */
@@ -328,11 +356,11 @@ export function KeysPage() {
                         <KeyModels models={k.models} />
                       </div>
                     </td>
-                    <td data-label="Limit" class="nowrap">
-                      {k.limit === null ? (
+                    <td data-label="Limit" class="key-limit" data-testid="key-limit">
+                      {k.limit === null || k.limitUsage === null ? (
                         <span class="muted">None</span>
                       ) : (
-                        `${formatCredits(k.limit)} / ${k.limitPeriod}`
+                        <KeyLimit limit={k.limit} period={k.limitPeriod ?? 'total'} usage={k.limitUsage} />
                       )}
                     </td>
                     <td data-label="Expires" class="nowrap" data-testid="key-expires">
@@ -349,7 +377,7 @@ export function KeysPage() {
                     <td data-label="Last used" class="nowrap" title={when(k.lastUsed)}>
                       {ago(k.lastUsed)}
                     </td>
-                    <td data-label="Created" class="nowrap" title={when(k.createdAt)}>
+                    <td data-label="Created" title={when(k.createdAt)}>
                       {dayOf(k.createdAt)}
                     </td>
                     <td class="actions-cell">

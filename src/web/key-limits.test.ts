@@ -1,0 +1,68 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Browser } from 'playwright-core';
+import { describeEachDatabase } from '../testing/harness.ts';
+import { addSessionCookie, ensureWebBuilt, launchChromium } from './browser.ts';
+
+const NOW = '2030-03-01T10:00:00.000Z';
+const WIDTHS = { desktop: { width: 1280, height: 860 }, phone: { width: 390, height: 844 } } as const;
+
+describeEachDatabase(
+  "API keys' spending limits in the dashboard (Chromium)",
+  (env) => {
+    let browser: Browser;
+    before(async () => {
+      ensureWebBuilt();
+      browser = await launchChromium();
+    });
+    after(() => browser?.close());
+
+    test("a limited key shows its period's spend against its limit as a meter, with when it resets; the list fits a laptop and a phone", async () => {
+      const session = await env.createUser();
+      await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 10, reason: 't' });
+      const created = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+        name: 'nightly job',
+        permissions: ['ai:chat'],
+        limit: 0.001,
+        limitPeriod: 'daily',
+      });
+      assert.equal(created.status, 200, created.text);
+      await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'unlimited', permissions: ['ai:chat'] });
+      const chat = await env.request('POST', '/api/v1/chat/completions', {
+        token: created.body.apiKey.key,
+        body: { model: 'tollgate/echo', messages: [{ role: 'user', content: 'a few words to bill' }] },
+      });
+      assert.equal(chat.status, 200, chat.text);
+      const spent: number = chat.body.usage.cost;
+
+      for (const width of ['desktop', 'phone'] as const) {
+        const context = await browser.newContext({ viewport: WIDTHS[width], colorScheme: 'light', timezoneId: 'UTC' });
+        await addSessionCookie(context, env.baseUrl, session);
+        const page = await context.newPage();
+        page.setDefaultTimeout(15_000);
+        await page.clock.setFixedTime(new Date(NOW));
+        await page.goto(`${env.baseUrl}/#/keys`);
+        const meter = page.locator('tr', { hasText: 'nightly job' }).getByRole('meter', { name: 'Daily spending' });
+        await meter.waitFor();
+        assert.equal(Number(await meter.getAttribute('aria-valuenow')), spent, `${width}: the key's spend today`);
+        assert.equal(Number(await meter.getAttribute('aria-valuemax')), 0.001);
+        const cell = page.locator('tr', { hasText: 'nightly job' }).getByTestId('key-limit');
+        assert.match((await cell.textContent())!, /0\.001 \/ daily/);
+        assert.match((await cell.textContent())!, /used · resets in 14h/);
+        assert.equal(
+          (await page.locator('tr', { hasText: 'unlimited' }).getByTestId('key-limit').textContent())!.trim(),
+          'None',
+        );
+        const overflow = await page.evaluate(() => ({
+          page: document.documentElement.scrollWidth - window.innerWidth,
+          tables: [...document.querySelectorAll('.table-wrap')]
+            .map((wrap) => wrap.scrollWidth - wrap.clientWidth)
+            .filter((extra) => extra > 1),
+        }));
+        assert.deepEqual(overflow, { page: 0, tables: [] }, `${width}: nothing sticks out`);
+        await context.close();
+      }
+    });
+  },
+  { manualClock: NOW },
+);
