@@ -166,6 +166,33 @@ describeEachDatabase(
       );
       assert.equal(locked.status, 429);
     });
+
+    it("a public app's users behind one address are not locked out by each other's stale refresh tokens", async () => {
+      env.manualClock.advance(60_000);
+      const app = await registerTestApp(env, { scopes: ['read', 'offline_access'] });
+      const office = '198.51.100.41';
+      // More stale or mistyped refresh tokens from the office's one address than the failure throttle allows.
+      for (let i = 0; i < defaults.OAUTH_CLIENT_FAILURES_PER_MINUTE + 5; i++) {
+        const refused = await tokenRequest(
+          env,
+          app,
+          { grant_type: 'refresh_token', refresh_token: `stale-${i}` },
+          { address: office },
+        );
+        assert.equal(refused.status, 400, `stale refresh ${i + 1}: ${refused.text}`);
+        assert.equal(refused.body.error, 'invalid_grant');
+      }
+      // Another user at that address signs in, and the app exchanges the code and refreshes.
+      const exchanged = await signInAndExchange(env, app, ['read', 'offline_access'], { address: office });
+      assert.equal(exchanged.status, 200, exchanged.text);
+      const refreshed = await tokenRequest(
+        env,
+        app,
+        { grant_type: 'refresh_token', refresh_token: exchanged.body.refresh_token },
+        { address: office },
+      );
+      assert.equal(refreshed.status, 200, refreshed.text);
+    });
   },
   // A settable clock: the throttles count in minute windows of the service's clock, and on the wall clock a
   // burst that straddled a minute's end was counted in two windows (a CI run under load saw 400, not 429).
@@ -225,21 +252,29 @@ describeEachDatabase(
       );
     });
 
-    it('invalid grants (made-up codes) are throttled per app too', async () => {
+    it("invalid grants (made-up codes) are throttled per app and address too: a confidential app's at the failure limit, a public app's at its rate", async () => {
       env.manualClock.advance(60_000);
-      const app = await registerTestApp(env, { scopes: ['read'] });
-      const statuses: number[] = [];
-      for (let i = 0; i < 5; i++) {
-        const response = await tokenRequest(env, app, {
-          grant_type: 'authorization_code',
-          code: `made-up-${i}`,
-          redirect_uri: app.redirectUri,
-          code_verifier: 'v'.repeat(43),
-        });
-        statuses.push(response.status);
-        if (i < 3) assert.equal(response.body.error, 'invalid_grant');
-      }
-      assert.deepEqual(statuses, [400, 400, 400, 429, 429]);
+      const statusesOf = async (app: TestApp) => {
+        const statuses: number[] = [];
+        for (let i = 0; i < 6; i++) {
+          const response = await tokenRequest(env, app, {
+            grant_type: 'authorization_code',
+            code: `made-up-${i}`,
+            redirect_uri: app.redirectUri,
+            code_verifier: 'v'.repeat(43),
+          });
+          statuses.push(response.status);
+          if (response.status === 429) assert.match(response.body.error_description, /Retry after/);
+          else assert.equal(response.body.error, 'invalid_grant');
+        }
+        return statuses;
+      };
+      // With its secret, the app's refused grants are its own (markClientProven): they count against its rate.
+      const confidential = await registerTestApp(env, { type: 'confidential', scopes: ['read'] });
+      assert.deepEqual(await statusesOf(confidential), [400, 400, 400, 400, 429, 429]);
+      // Without a secret, they count against the public app's rate at this address (4 here), not the failures (3).
+      const publicApp = await registerTestApp(env, { scopes: ['read'] });
+      assert.deepEqual(await statusesOf(publicApp), [400, 400, 400, 400, 429, 429]);
     });
 
     it('successful token requests are limited only by the per-app rate, which other apps do not share', async () => {

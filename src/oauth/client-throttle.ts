@@ -78,10 +78,16 @@ function limited(message: string, seconds: number): ApiError {
  * server-side app exchanges codes and refreshes tokens for all its users from one address.
  *
  * Security invariants:
- * - failures (a wrong client secret, an invalid or replayed code or refresh token, any 4xx) are counted per
- *   app *and* client address: past `OAUTH_CLIENT_FAILURES_PER_MINUTE`, that address is refused for that app
- *   until the minute ends. Keyed by address too, because client ids are public: counting per app alone would
- *   let anyone lock a busy app out by sending failures in its name;
+ * - failures of a request that carries client credentials (a wrong client secret or assertion, or any 4xx to
+ *   one), or that names no app, are counted per app *and* client address: past
+ *   `OAUTH_CLIENT_FAILURES_PER_MINUTE`, that address is refused for that app until the minute ends. Keyed by
+ *   address too, because client ids are public: counting per app alone would let anyone lock a busy app out by
+ *   sending failures in its name;
+ * - failures of a request without client credentials (a public app's invalid or replayed code or refresh token)
+ *   count against that app's rate per address, with its successes, not against the failure throttle: such a
+ *   request guesses nothing (codes and refresh tokens carry 256 random bits, and there is no secret), while the
+ *   users of a public app behind one address (an office, a carrier's NAT) each bring their own stale tokens, and
+ *   30 of them a minute locked every other user of the app at that address out of signing in;
  * - except a refused grant of a confidential app that presented its right secret ({@link markClientProven}):
  *   a server-side app refreshes for thousands of users from one address, and the tokens of those who revoked
  *   it are refused; counted per address, 30 of them would lock every other user out for the minute. Only the
@@ -141,12 +147,17 @@ export function clientThrottle(ctx: OAuthDeps) {
     ): Promise<void> {
       const { windows } = ctx.throttles;
       const now = ctx.clock.now();
-      // A success, or a refusal only the app could have asked for: the app's own rate, not its address's.
-      if ((status >= 200 && status < 300) || provenAnswers.has(response)) {
+      // A success, or a refusal only the app could have asked for: the app's own rate, not its address's; and a
+      // public app's refusal, which guesses nothing: its rate at this address (see the invariants above).
+      const refused = status >= 400 && status < 500;
+      const ownRate =
+        (status >= 200 && status < 300) ||
+        provenAnswers.has(response) ||
+        (refused && !authenticated && clientId !== null);
+      if (ownRate) {
         if (clientId && successes > 0)
           await windows.take(successKey(clientId, authenticated, address), 1, successes, now);
-      } else if (status >= 400 && status < 500 && failures > 0)
-        await windows.take(failureKey(clientId, address), 1, failures, now);
+      } else if (refused && failures > 0) await windows.take(failureKey(clientId, address), 1, failures, now);
     },
   };
 }
