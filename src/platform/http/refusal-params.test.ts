@@ -47,6 +47,13 @@ describeEachDatabase(
           }),
         ],
         [
+          'limits.daily',
+          'INVALID_REQUEST',
+          await env.dashboard(user, 'PATCH', `/api/user/authorized-apps/${authorized.clientId}`, {
+            limits: { daily: -1 },
+          }),
+        ],
+        [
           'url',
           'WEBHOOK_URL_REFUSED',
           await env.dashboard(user, 'POST', '/api/user/webhooks', { url: 'http://example.com/hook' }),
@@ -78,6 +85,9 @@ describeEachDatabase(
       assert.doesNotMatch(scope.body.error.message, /constant|anyOf/);
       const eventType = cases.find(([param]) => param === 'eventTypes[0]')![2];
       assert.match(eventType.body.error.message, /^Invalid body: eventTypes\/0 must be one of "wallet\.low_balance", /);
+      // A field that also takes null says the rule broken once, not "must be null" and "must match a schema in anyOf".
+      const negative = cases.find(([param]) => param === 'limits.daily')![2];
+      assert.equal(negative.body.error.message, 'Invalid body: limits/daily must be >= 0, or null');
       for (const [param, code, response] of cases) {
         assert.equal(response.status, 400, `${param}: ${response.text}`);
         assert.equal(response.body.error.code, code, `${param}: ${response.text}`);

@@ -158,13 +158,30 @@ function choiceReason(validation: unknown): string | null {
   return choices.length === 0 ? null : oneOf(choices);
 }
 
+/**
+ * A value refused by a field that also takes null (a limit that may be removed), said as the one rule it broke and
+ * "or null": the validator reports the value's failure, then "must be null" and "must match a schema in anyOf",
+ * three sentences of which only the first helps. Null for any other failure.
+ */
+function nullableReason(validation: unknown): string | null {
+  if (!Array.isArray(validation) || validation.length < 3) return null;
+  const errors = validation as Array<{ keyword?: string; instancePath?: string; message?: string; params?: any }>;
+  const path = errors[0]!.instancePath;
+  if (!errors.every((e) => e.instancePath === path)) return null;
+  const isNull = (e: (typeof errors)[number]) => e.keyword === 'type' && e.params?.type === 'null';
+  if (!errors.some(isNull) || errors.at(-1)!.keyword !== 'anyOf') return null;
+  const rules = errors.filter((e) => !isNull(e) && e.keyword !== 'anyOf').map((e) => e.message);
+  return rules.length === 0 ? null : `${String(path ?? '').replace(/^\//, '')} ${rules.join(', ')}, or null`;
+}
+
 /** Maps any thrown value to an ApiError; client mistakes never become a 500. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   const fastifyError = error as FastifyError & { validation?: unknown; validationContext?: string };
   if (fastifyError?.validation) {
     const param = validationParam(fastifyError.validation, fastifyError.validationContext);
-    const reason = choiceReason(fastifyError.validation) ?? fastifyError.message;
+    const reason =
+      choiceReason(fastifyError.validation) ?? nullableReason(fastifyError.validation) ?? fastifyError.message;
     return new ApiError(
       'INVALID_REQUEST',
       `Invalid ${fastifyError.validationContext ?? 'request'}: ${reason.replace(/^(body|querystring|params|headers)(\/| +)?/, '')}`.trim(),

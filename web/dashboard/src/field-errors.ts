@@ -41,10 +41,14 @@ function dotted(path: string): string {
 
 /**
  * The rest of a schema sentence, in plain words: ajv's `anyOf` noise after the first reason dropped
- * ("must be >= 0, body/limit must be null, …"), its symbols and capitals turned into words.
+ * ("must be >= 0, body/limit must be null, …", or the API's own ", or null": an empty field is that null), its
+ * symbols and capitals turned into words.
  */
 function plain(rest: string): string {
-  const first = rest.split(/, body\//)[0]!.trim();
+  const first = rest
+    .split(/, body\//)[0]!
+    .replace(/, or null$/, '')
+    .trim();
   const worded = first
     .replace(/must be >= (\S+)/, 'must be $1 or more')
     .replace(/must be <= (\S+)/, 'must be $1 or less')
