@@ -22,6 +22,36 @@ const Credentials = Type.Object({
  */
 const PAGE = { envelope: 'page' } as const;
 
+/**
+ * The one API path a sign-in or sign-up form may return to: the page of an OAuth interaction (the "Create an
+ * account" link of the authorization's sign-in page, src/oauth/interaction-routes.ts), exactly, with no query.
+ */
+const INTERACTION_RETURN = /^\/api\/oauth\/interaction\/[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Where a sign-in or sign-up form sends the browser once it is done; anything else is `/`.
+ *
+ * Security invariants kept here (no open redirect, no sign-in that lands on an endpoint that acts):
+ * - the target is a path of this origin (safeReturnTo: one leading slash, printable ASCII, never `//host`,
+ *   `/\host` or a scheme);
+ * - a target under `/api` is refused unless it is exactly an OAuth interaction's page
+ *   ({@link INTERACTION_RETURN}); the path is judged as the browser will ask for it (dot segments resolved,
+ *   percent-escapes decoded, any case), so `/./api/…`, `/%61pi/…` or `/API/…` cannot slip past. An interaction
+ *   page only shows the browser's own interaction (its cookie must name that uid), so a link to another
+ *   one ends on the expired page, never in someone else's authorization.
+ */
+export function formReturnTo(value: unknown): string {
+  const target = safeReturnTo(value);
+  if (INTERACTION_RETURN.test(target)) return target;
+  let path: string;
+  try {
+    path = decodeURIComponent(new URL(target, 'http://tollgate.invalid').pathname).toLowerCase();
+  } catch {
+    return '/';
+  }
+  return path === '/api' || path.startsWith('/api/') || path.startsWith('/api\\') ? '/' : target;
+}
+
 /** A refusal shown on the sign-in or sign-up page; `field` names the one input it is about, if any. */
 interface FormProblem {
   message: string;
@@ -68,13 +98,13 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
   const pageQuery = Type.Object({ return_to: Type.Optional(Type.String()) });
   for (const kind of ['signin', 'signup'] as const) {
     app.get(`/${kind}`, { schema: { hide: true, querystring: pageQuery }, config: PAGE }, async (request, reply) =>
-      reply.type('text/html').send(authForm(kind, safeReturnTo((request.query as any).return_to))),
+      reply.type('text/html').send(authForm(kind, formReturnTo((request.query as any).return_to))),
     );
   }
 
   app.post('/signup', { schema: { hide: true }, config: PAGE }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, string>;
-    const returnTo = safeReturnTo(body.return_to);
+    const returnTo = formReturnTo(body.return_to);
     const input = { email: String(body.email ?? ''), name: body.name, password: String(body.password ?? '') };
     try {
       // Security invariant: the answer does not tell whether the email already has an account (see registerUser).
@@ -99,7 +129,7 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
 
   app.post('/signin', { schema: { hide: true }, config: PAGE }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, string>;
-    const returnTo = safeReturnTo(body.return_to);
+    const returnTo = formReturnTo(body.return_to);
     let user;
     try {
       user = await checkSignIn(ctx, request.ip, String(body.email ?? ''), String(body.password ?? ''));

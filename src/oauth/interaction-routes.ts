@@ -56,8 +56,23 @@ ${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="email" required value="${escapeHtml(email)}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <div class="row"><button class="primary" type="submit">Sign in</button></div>
-</form>`,
+</form>
+<p class="more">New here? <a href="${escapeHtml(signUpUrl(uid))}">Create an account</a></p>`,
   );
+}
+
+/**
+ * Where "Create an account" leads: the sign-up page, returning to this interaction's page once the account is
+ * made (and the browser signed in to it), which then finishes the sign-in step and shows consent as usual.
+ *
+ * Security invariants: the return target is only this interaction's own path, and the sign-up form accepts no
+ * other API path (accounts' formReturnTo), so the link cannot be bent into an open redirect; the sign-up is
+ * the ordinary `/signup` form, with its cross-origin refusal (CSRF), its throttle and its answer that does not
+ * tell whether an email has an account (a taken email signs nobody in, and the sign-in page shows again).
+ * The interaction itself is found again only through its cookie: a return after it expired is the expired page.
+ */
+export function signUpUrl(uid: string): string {
+  return `/signup?${new URLSearchParams({ return_to: interactionPath(uid) })}`;
 }
 
 /** What the consent page shows besides the form: who consents, to which app, and where the answer goes. */

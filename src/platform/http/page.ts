@@ -25,7 +25,7 @@ input:focus,button:focus{outline:2px solid var(--accent);outline-offset:2px}
 .row{display:flex;gap:10px;margin-top:20px}button{flex:1;padding:10px 14px;border-radius:8px;border:1px solid var(--line);font:inherit;font-weight:600;cursor:pointer;background:transparent;color:inherit}
 button.primary{background:var(--accent);color:var(--accent-ink);border-color:var(--accent)}.error{color:var(--danger);font-weight:600}
 ul.scopes{padding-left:18px;margin:8px 0 0}ul.scopes li{margin:4px 0}.hint{font-size:13px;color:var(--muted)}a{color:var(--accent)}
-form.switch{margin:0 0 16px}`;
+form.switch{margin:0 0 16px}p.more{margin:16px 0 0}`;
 
 /** A small, self-contained page (no external assets) in the Tollgate look; `body` must already be escaped. */
 export function renderPage(title: string, body: string): string {
