@@ -36,6 +36,7 @@ describeEachDatabase(
       await putModel(env, 'acme/instruct-cut', { provider: 'mock', upstreamModel: 'cut-2', pricing: perToken });
       await putModel(env, 'acme/instruct-silent', { provider: 'mock', upstreamModel: 'no-usage', pricing });
       await putModel(env, 'acme/instruct-gone', { provider: 'mock', upstreamModel: 'status-404', pricing });
+      await putModel(env, 'anthropic/claude-test', { provider: 'anthropic', upstreamModel: 'claude-test', pricing });
     });
 
     it("the official SDK's completions.create reaches the upstream's /completions as sent, and is charged the usage it reports", async () => {
@@ -198,6 +199,45 @@ describeEachDatabase(
       assert.equal((await settled(env, user)).balance, CREDIT - 2 * charged * CREDIT);
     });
 
+    it("a Claude model gets the prompt as one user message on Anthropic's Messages API, and answers as a text completion", async () => {
+      const user = await fundedUser(env, 1, ['ai:completions']);
+      const openai = sdk(env, user.key);
+      const completion = await openai.completions.create({
+        model: 'anthropic/claude-test',
+        prompt: 'Write a haiku',
+        temperature: 0.5,
+        stop: ['END'],
+      });
+      const sent = mock.requests.at(-1)!;
+      assert.equal(sent.path, '/v1/messages');
+      assert.equal(sent.body.model, 'claude-test');
+      assert.equal(sent.body.max_tokens, 16);
+      assert.equal(sent.body.temperature, 0.5);
+      assert.deepEqual(sent.body.stop_sequences, ['END']);
+      assert.equal(JSON.stringify(sent.body.messages).includes('Write a haiku'), true);
+      assert.equal(sent.body.messages.length, 1);
+      assert.equal(completion.object, 'text_completion');
+      assert.equal(completion.model, 'anthropic/claude-test');
+      assert.equal(completion.choices[0]!.text, 'alpha beta gamma delta');
+      // The mock's Anthropic usage: 11 input, 4 output tokens.
+      assert.equal((completion.usage as unknown as { cost: number }).cost, 0.000023);
+
+      let text = '';
+      let usage: any;
+      for await (const chunk of await openai.completions.create({
+        model: 'anthropic/claude-test',
+        prompt: 'Write a haiku',
+        stream: true,
+        stream_options: { include_usage: true },
+      })) {
+        text += chunk.choices[0]?.text ?? '';
+        if (chunk.usage) usage = chunk.usage;
+      }
+      assert.equal(text, 'alpha beta gamma delta');
+      assert.equal(usage.cost, 0.000023);
+      assert.equal((await settled(env, user)).balance, CREDIT - 46);
+    });
+
     it('refuses with a 400 naming the field, before anything is held or sent, what the model or the gateway cannot honour', async () => {
       const user = await fundedUser(env, 1, ['ai:completions']);
       const cases: [unknown, string, RegExp][] = [
@@ -234,5 +274,11 @@ describeEachDatabase(
       assert.deepEqual(await wallet(env, user), { balance: CREDIT, reserved: 0, available: CREDIT });
     });
   },
-  { config: { providers: [{ name: 'mock', baseUrl: `${mock.url}/v1`, apiKey: 'sk-mock' }] } },
+  {
+    config: {
+      providers: [{ name: 'mock', baseUrl: `${mock.url}/v1`, apiKey: 'sk-mock' }],
+      ANTHROPIC_BASE_URL: mock.url,
+      ANTHROPIC_API_KEY: 'sk-mock',
+    },
+  },
 );
