@@ -165,7 +165,7 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
 
       await page.goto(`${env.baseUrl}/#/keys`);
       await page.locator('tr', { hasText: 'three' }).waitFor();
-      const order = await page.locator('tbody tr td[data-label="Name"]').allInnerTexts();
+      const order = await page.locator('tbody tr td[data-label="Name"] strong').allInnerTexts();
       assert.equal(order.length, 3);
       await revoke(`Revoke key ${order[1]}`);
       assert.equal(await focused(page), `button Revoke key ${order[2]}`, 'the next row');

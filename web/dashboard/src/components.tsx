@@ -359,6 +359,52 @@ export function ConfirmButton(props: {
   );
 }
 
+/** Widths at which every table is stacked, whatever it holds: a phone reads one column of labelled lines best. */
+const PHONE = '(max-width: 640px)';
+
+/** Stacks the table in `box` when its columns do not fit the box (or on a phone), else lets it keep its columns. */
+function fitTable(box: HTMLElement): void {
+  box.classList.remove('stacked');
+  // Reading scrollWidth lays the columns out now, in the same task: the reader never sees the table that did not fit.
+  const stacked = matchMedia(PHONE).matches || box.scrollWidth > box.clientWidth + 1;
+  box.classList.toggle('stacked', stacked);
+}
+
+/**
+ * The box of a table of class `stack`: the table keeps its columns while they fit the box and is stacked when they
+ * do not (`.stacked` in styles.css: one block per row, each cell under its column's name), so that no row's
+ * actions end up beyond the box's edge, reachable only by scrolling inside it (an audit found the keys' Revoke
+ * there at 1024 px, and clipped at 1280). Measured rather than set at a window width: what fits depends on what
+ * the rows hold (a long name, a limit's meter, a redirect URI) and on the box, which the menu narrows.
+ */
+export function TableBox(props: { children: ComponentChildren }) {
+  const box = useRef<HTMLDivElement>(null);
+  // After every render of the rows (a key added, a list loaded), before the browser paints them.
+  useLayoutEffect(() => fitTable(box.current!));
+  useEffect(() => {
+    const own = box.current!;
+    let frame = 0;
+    // The window resized, or a row changed by itself (a confirm's second button): measured again in the next
+    // frame, not in the observer's callback, where stacking would resize what it observes (a loop error).
+    const observer = new ResizeObserver(() => {
+      cancelAnimationFrame(frame);
+      frame = requestAnimationFrame(() => fitTable(own));
+    });
+    observer.observe(own);
+    const table = own.querySelector('table');
+    if (table) observer.observe(table);
+    return () => {
+      observer.disconnect();
+      cancelAnimationFrame(frame);
+    };
+  }, []);
+  return (
+    <div class="table-wrap" ref={box}>
+      {props.children}
+    </div>
+  );
+}
+
 /** A limit's bar: spent (solid) and reserved (striped) against the limit, a meter named "<label> spending". */
 export function SpendMeter(props: { label: string; limit: AppLimit }) {
   const { limit } = props;

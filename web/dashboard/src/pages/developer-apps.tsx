@@ -13,6 +13,7 @@ import {
   PageHeader,
   useAction,
   useLoad,
+  TableBox,
 } from '../components.tsx';
 import { when } from '../format.ts';
 import { keysFormId, parsePublicKeys, ReplaceKeysForm } from './replace-app-keys.tsx';
@@ -220,7 +221,7 @@ export function DeveloperAppsPage() {
         {!apps.data ? null : apps.data.apps.length === 0 ? (
           <Empty>You have not registered an app yet.</Empty>
         ) : (
-          <div class="table-wrap">
+          <TableBox>
             <table class="stack">
               <thead>
                 <tr>
@@ -229,7 +230,6 @@ export function DeveloperAppsPage() {
                   <th>Type</th>
                   <th>Redirect URIs</th>
                   <th>Scopes</th>
-                  <th>Created</th>
                   <th>
                     <span class="sr-only">Actions</span>
                   </th>
@@ -238,8 +238,10 @@ export function DeveloperAppsPage() {
               <tbody>
                 {apps.data.apps.map((app) => (
                   <tr key={app.clientId}>
+                    {/* Its creation under its name, not in a column of its own: the list keeps its columns longer. */}
                     <td data-label="Name">
                       <strong>{app.name}</strong>
+                      <div class="muted small">Created {when(app.createdAt)}</div>
                     </td>
                     <td data-label="Client ID" class="nowrap">
                       <code>{app.clientId}</code>{' '}
@@ -249,7 +251,7 @@ export function DeveloperAppsPage() {
                       {app.type}
                       {app.tokenEndpointAuthMethod === 'private_key_jwt' && <span class="muted"> (key pair)</span>}
                     </td>
-                    <td data-label="Redirect URIs">
+                    <td data-label="Redirect URIs" class="uris">
                       {app.redirectUris.map((uri) => (
                         <div key={uri}>
                           <code>{uri}</code>
@@ -258,9 +260,6 @@ export function DeveloperAppsPage() {
                     </td>
                     <td data-label="Scopes">
                       <Chips items={app.scopes} />
-                    </td>
-                    <td data-label="Created" class="nowrap">
-                      {when(app.createdAt)}
                     </td>
                     <td class="actions-cell">
                       {app.tokenEndpointAuthMethod === 'private_key_jwt' && (
@@ -301,7 +300,7 @@ export function DeveloperAppsPage() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableBox>
         )}
         {replacing && (
           <ReplaceKeysForm

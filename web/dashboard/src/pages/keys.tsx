@@ -15,6 +15,7 @@ import {
   SpendMeter,
   useAction,
   useLoad,
+  TableBox,
 } from '../components.tsx';
 import { ago, counted, formatCredits, resetsIn, when } from '../format.ts';
 
@@ -323,7 +324,7 @@ export function KeysPage() {
         {keys.data?.apiKeys.length === 0 ? (
           <Empty>No keys yet. Create one above.</Empty>
         ) : (
-          <div class="table-wrap">
+          <TableBox>
             <table class="stack">
               <thead>
                 <tr>
@@ -333,8 +334,6 @@ export function KeysPage() {
                   <th>Limit</th>
                   <th>Expires</th>
                   <th class="num">Spent, 30 days</th>
-                  <th>Last used</th>
-                  <th>Created</th>
                   <th>
                     <span class="sr-only">Actions</span>
                   </th>
@@ -343,8 +342,19 @@ export function KeysPage() {
               <tbody>
                 {(keys.data?.apiKeys ?? []).map((k) => (
                   <tr key={k.id} data-key-id={k.id}>
-                    <td data-label="Name">
+                    {/* When it was last used and created sit under its name, not in columns of their own: the list
+                        then keeps its columns on a laptop (it was wider than its box at 1280 px). */}
+                    <td data-label="Name" class="key-name">
                       <strong>{k.name}</strong>
+                      <div class="muted small">
+                        <span title={k.lastUsed ? when(k.lastUsed) : undefined} data-testid="key-last-used">
+                          {k.lastUsed ? `Used ${ago(k.lastUsed)}` : 'Never used'}
+                        </span>
+                        {' · '}
+                        <span title={when(k.createdAt)} class="nowrap">
+                          created {dayOf(k.createdAt)}
+                        </span>
+                      </div>
                     </td>
                     <td data-label="Key" class="nowrap">
                       <code title="Use Copy for the whole key">{masked(k.key)}</code>{' '}
@@ -374,12 +384,6 @@ export function KeysPage() {
                     >
                       {usage.data ? formatCredits(spentBy.get(k.id)?.cost ?? 0) : '…'}
                     </td>
-                    <td data-label="Last used" class="nowrap" title={when(k.lastUsed)}>
-                      {ago(k.lastUsed)}
-                    </td>
-                    <td data-label="Created" title={when(k.createdAt)}>
-                      {dayOf(k.createdAt)}
-                    </td>
                     <td class="actions-cell">
                       <ConfirmButton
                         label="Revoke"
@@ -402,7 +406,7 @@ export function KeysPage() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableBox>
         )}
       </Card>
     </>

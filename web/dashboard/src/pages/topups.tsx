@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { AutoTopup, Topup, TopupsPage, TopupStarted } from '@tollgate/wire';
 import { api } from '../api.ts';
 import type { FormFields } from '../field-errors.ts';
-import { Card, Command, Empty, ErrorNote, FieldMessage, useAction } from '../components.tsx';
+import { Card, Command, Empty, ErrorNote, FieldMessage, useAction, TableBox } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 
 /** The query of the wallet route (`#/wallet?topup=…&need=…`). */
@@ -174,7 +174,7 @@ export function TopupHistory(props: { page: TopupsPage }) {
       {topups.length === 0 ? (
         <Empty>No top-ups yet.</Empty>
       ) : (
-        <div class="table-wrap">
+        <TableBox>
           <table class="stack" data-testid="topup-history">
             <thead>
               <tr>
@@ -222,7 +222,7 @@ export function TopupHistory(props: { page: TopupsPage }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableBox>
       )}
       <ErrorNote error={more.error} />
       {cursor && (

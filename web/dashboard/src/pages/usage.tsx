@@ -1,5 +1,5 @@
 import type { UsageTotals } from '@tollgate/wire';
-import { Card, Empty, ErrorNote, PageHeader, Stat, useLoad } from '../components.tsx';
+import { Card, Empty, ErrorNote, PageHeader, Stat, useLoad, TableBox } from '../components.tsx';
 import { count, formatCredits } from '../format.ts';
 import { SpendChart } from '../chart.tsx';
 import { dailySpend, loadUsage } from '../usage-data.ts';
@@ -7,7 +7,7 @@ import { dailySpend, loadUsage } from '../usage-data.ts';
 function UsageTable(props: { label: string; rows: Array<UsageTotals & { name: string }> }) {
   if (props.rows.length === 0) return <Empty>No calls in the last 30 days.</Empty>;
   return (
-    <div class="table-wrap">
+    <TableBox>
       <table class="stack" aria-label={props.label}>
         <thead>
           <tr>
@@ -47,7 +47,7 @@ function UsageTable(props: { label: string; rows: Array<UsageTotals & { name: st
           ))}
         </tbody>
       </table>
-    </div>
+    </TableBox>
   );
 }
 

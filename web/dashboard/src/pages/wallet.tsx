@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { AutoTopup, Balance, TopupsPage, Transaction, TransactionsPage } from '@tollgate/wire';
 import { api } from '../api.ts';
-import { Card, Empty, ErrorNote, PageHeader, Stat, useAction, useLoad } from '../components.tsx';
+import { Card, Empty, ErrorNote, PageHeader, Stat, useAction, useLoad, TableBox } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 import { SpendChart } from '../chart.tsx';
 import { dailySpend, loadUsage } from '../usage-data.ts';
@@ -100,7 +100,7 @@ export function WalletPage() {
         {transactions.length === 0 && !first.loading ? (
           <Empty>No transactions yet.</Empty>
         ) : (
-          <div class="table-wrap">
+          <TableBox>
             <table class="stack">
               <thead>
                 <tr>
@@ -132,7 +132,7 @@ export function WalletPage() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableBox>
         )}
         <ErrorNote error={more.error} />
         {cursor && (

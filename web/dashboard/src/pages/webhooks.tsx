@@ -13,6 +13,7 @@ import {
   PageHeader,
   useAction,
   useLoad,
+  TableBox,
 } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 
@@ -197,7 +198,7 @@ function Deliveries(props: { endpoint: Endpoint }) {
       {list.data?.deliveries.length === 0 ? (
         <Empty>No deliveries yet.</Empty>
       ) : (
-        <div class="table-wrap">
+        <TableBox>
           {/* One block per delivery on a phone: a table that scrolls sideways is out of a keyboard's reach. */}
           <table class="stack">
             <thead>
@@ -233,7 +234,7 @@ function Deliveries(props: { endpoint: Endpoint }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableBox>
       )}
     </div>
   );
