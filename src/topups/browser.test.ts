@@ -149,6 +149,46 @@ describeEachDatabase(
       await context.close();
     });
 
+    for (const width of [390, 1280]) {
+      it(`a custom amount and an auto top-up threshold the API refuses are told at their fields, focused, in the page's words (${width} px)`, async () => {
+        const user = await env.createUser();
+        const context = await browser.newContext({ viewport: { width, height: 900 } });
+        await addSessionCookie(context, env.baseUrl, user);
+        const page = await context.newPage();
+        page.setDefaultTimeout(15_000);
+        await page.goto(`${env.baseUrl}/#/wallet`);
+        /** What the input's own limits stop in a browser, a script or an older page can still send. */
+        const unbound = (name: string) =>
+          page.locator(`input[name="${name}"]`).evaluate((input) => {
+            input.removeAttribute('min');
+            input.removeAttribute('max');
+            input.setAttribute('step', 'any');
+          });
+        const refusedAt = async (name: string, words: RegExp, kept: string) => {
+          const input = page.locator(`input[name="${name}"]`);
+          await page.locator(`input[name="${name}"][aria-invalid="true"]`).waitFor();
+          assert.equal(await input.evaluate((element) => element === document.activeElement), true, `${name} focused`);
+          const described = await input.evaluate(
+            (element) => document.getElementById(element.getAttribute('aria-describedby') ?? '')?.textContent ?? '',
+          );
+          assert.match(described, words);
+          assert.equal(await input.inputValue(), kept, 'what was typed is kept');
+        };
+
+        await unbound('amount');
+        await page.locator('input[name="amount"]').fill('10.001');
+        await page.getByRole('button', { name: 'Top up' }).click();
+        await refusedAt('amount', /^The amount must be a number of currency units with at most 2 decimals\./, '10.001');
+
+        await unbound('threshold');
+        await page.locator('input[name="threshold"]').fill('0.0000001');
+        await page.getByRole('button', { name: 'Save a card and turn on' }).click();
+        await refusedAt('threshold', /^The threshold must be a non-negative number of credits/, '0.0000001');
+        assert.equal((await walletOf(env, user)).balance, 0, 'nothing was bought');
+        await context.close();
+      });
+    }
+
     it('a double click on an amount, on Top up, on Save a card or on Turn off starts one request, the buttons disabled while it runs', async () => {
       const user = await env.createUser();
       // A saved card and auto top-up on: the state a completed setup leaves (auto-topup.test.ts proves how).
