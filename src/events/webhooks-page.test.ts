@@ -1,8 +1,7 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { addSessionCookie, ensureWebBuilt, launchChromium, screenshot } from '../web/browser.ts';
+import { addSessionCookie, screenshot, chromiumForSuite } from '../web/browser.ts';
 import { WebhookReceiver } from './testing/receiver.ts';
 
 const receiver = new WebhookReceiver();
@@ -12,12 +11,7 @@ after(() => receiver.stop());
 describeEachDatabase(
   'the dashboard Webhooks page in Chromium',
   (env) => {
-    let browser: Browser;
-    before(async () => {
-      ensureWebBuilt();
-      browser = await launchChromium();
-    });
-    after(() => browser?.close());
+    const browser = chromiumForSuite();
 
     it('sets the low-balance threshold, registers an endpoint, shows its secret once, sends a test and shows it delivered', async () => {
       const user = await env.createUser();

@@ -1,8 +1,8 @@
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { ensureWebBuilt, launchChromium } from './browser.ts';
+import { chromiumForSuite } from './browser.ts';
 
 /** Records every CSP violation the page reports, from before its first script runs. */
 async function watchedPage(browser: Browser): Promise<Page> {
@@ -33,12 +33,7 @@ const inlineScriptRuns = (page: Page) =>
   });
 
 describeEachDatabase('security headers and the content security policy', (env) => {
-  let browser: Browser;
-  before(async () => {
-    ensureWebBuilt();
-    browser = await launchChromium();
-  });
-  after(() => browser?.close());
+  const browser = chromiumForSuite();
 
   test('every answer carries nosniff, a referrer policy and refuses framing; the dashboard and demo pages a strict CSP without inline scripts', async () => {
     for (const path of ['/api/user/me', '/healthz', '/nope', '/api/openapi.json']) {

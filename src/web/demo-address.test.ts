@@ -1,16 +1,10 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { ensureWebBuilt, launchChromium, signInToDemo } from './browser.ts';
+import { signInToDemo, chromiumForSuite } from './browser.ts';
 
 describeEachDatabase('the demo app opened at another name of the gateway, in Chromium', (env) => {
-  let browser: Browser;
-  before(async () => {
-    ensureWebBuilt();
-    browser = await launchChromium();
-  });
-  after(() => browser?.close());
+  const browser = chromiumForSuite();
 
   test('opened at localhost where PUBLIC_BASE_URL says 127.0.0.1, the demo moves to its own address and signing in works', async () => {
     // The demo's sign-in comes back to PUBLIC_BASE_URL's /demo/ (its registered redirect URI), whose page has

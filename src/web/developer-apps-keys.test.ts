@@ -1,18 +1,13 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { newTestClientKey, tokenEndpointErrorWithKey } from '../oauth/testing.ts';
-import { addSessionCookie, ensureWebBuilt, launchChromium } from './browser.ts';
+import { addSessionCookie, chromiumForSuite } from './browser.ts';
 
 // A confidential app registered from the dashboard with a pasted JWK Set authenticates with private_key_jwt.
 describeEachDatabase("the dashboard's Developer apps page registers a key-pair app, in Chromium", (env) => {
-  let browser: Browser;
-  before(async () => {
-    ensureWebBuilt();
-    browser = await launchChromium();
-  });
-  after(() => browser?.close());
+  const browser = chromiumForSuite();
 
   async function register(page: Page, name: string, jwks: string) {
     await page.getByLabel('App name').fill(name);

@@ -1,20 +1,14 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { addSessionCookie, ensureWebBuilt, launchChromium } from './browser.ts';
+import { addSessionCookie, chromiumForSuite } from './browser.ts';
 
 // The Developer apps form says how redirect URIs are matched, as this server's OAUTH_LOOPBACK_ANY_PORT has it.
 for (const loopbackAnyPort of [false, true]) {
   describeEachDatabase(
     `the dashboard's Developer apps page with OAUTH_LOOPBACK_ANY_PORT=${loopbackAnyPort}, in Chromium`,
     (env) => {
-      let browser: Browser;
-      before(async () => {
-        ensureWebBuilt();
-        browser = await launchChromium();
-      });
-      after(() => browser?.close());
+      const browser = chromiumForSuite();
 
       test(`the Redirect URIs field says they match ${loopbackAnyPort ? 'exactly but for the port of an http loopback one' : 'exactly, port included'}`, async () => {
         const user = await env.createUser();

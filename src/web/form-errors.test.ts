@@ -1,9 +1,9 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
 import { authorizeForTest, registerTestApp } from '../oauth/testing.ts';
-import { addSessionCookie, ensureWebBuilt, launchChromium } from './browser.ts';
+import { addSessionCookie, chromiumForSuite } from './browser.ts';
 
 const WIDTHS = [390, 1280];
 
@@ -42,12 +42,7 @@ async function openDashboard(
 }
 
 describeEachDatabase("the dashboard's forms and removals, in Chromium", (env) => {
-  let browser: Browser;
-  before(async () => {
-    ensureWebBuilt();
-    browser = await launchChromium();
-  });
-  after(() => browser?.close());
+  const browser = chromiumForSuite();
 
   const open = (user: DashboardSession, route: string, width: number) =>
     openDashboard(browser, env.baseUrl, user, route, width);
@@ -156,12 +151,7 @@ describeEachDatabase("the dashboard's forms and removals, in Chromium", (env) =>
 describeEachDatabase(
   "the dashboard's removals, announced, in Chromium",
   (env) => {
-    let browser: Browser;
-    before(async () => {
-      ensureWebBuilt();
-      browser = await launchChromium();
-    });
-    after(() => browser?.close());
+    const browser = chromiumForSuite();
     const open = (user: DashboardSession, route: string, width: number) =>
       openDashboard(browser, env.baseUrl, user, route, width);
 

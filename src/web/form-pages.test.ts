@@ -1,8 +1,8 @@
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { ensureWebBuilt, launchChromium } from './browser.ts';
+import { chromiumForSuite } from './browser.ts';
 
 /** The text a screen reader reads after a field's name: the elements its `aria-describedby` names. */
 function descriptionOf(field: Locator): Promise<string> {
@@ -26,12 +26,7 @@ async function openConsent(page: Page, user: { email: string; password: string }
 }
 
 describeEachDatabase('the server-rendered sign-up and consent pages, by keyboard and screen reader', (env) => {
-  let browser: Browser;
-  before(async () => {
-    ensureWebBuilt();
-    browser = await launchChromium();
-  });
-  after(() => browser?.close());
+  const browser = chromiumForSuite();
 
   async function newPage(): Promise<Page> {
     const page = await (await browser.newContext()).newPage();

@@ -1,8 +1,8 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
-import { addSessionCookie, ensureWebBuilt, launchChromium } from './browser.ts';
+import { addSessionCookie, chromiumForSuite } from './browser.ts';
 
 // The gateway's (manual) clock and the page's are the same instant, so "in 30 days" is exact.
 const NOW = '2030-03-01T10:00:00.000Z';
@@ -55,12 +55,7 @@ function overflow(page: Page) {
 describeEachDatabase(
   'API key expiry in the dashboard (Chromium)',
   (env) => {
-    let browser: Browser;
-    before(async () => {
-      ensureWebBuilt();
-      browser = await launchChromium();
-    });
-    after(() => browser?.close());
+    const browser = chromiumForSuite();
 
     async function listed(session: DashboardSession) {
       const response = await env.dashboard(session, 'GET', '/api/user/api-keys');

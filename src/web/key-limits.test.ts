@@ -1,8 +1,7 @@
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { addSessionCookie, ensureWebBuilt, launchChromium } from './browser.ts';
+import { addSessionCookie, chromiumForSuite } from './browser.ts';
 
 const NOW = '2030-03-01T10:00:00.000Z';
 const WIDTHS = { desktop: { width: 1280, height: 860 }, phone: { width: 390, height: 844 } } as const;
@@ -10,12 +9,7 @@ const WIDTHS = { desktop: { width: 1280, height: 860 }, phone: { width: 390, hei
 describeEachDatabase(
   "API keys' spending limits in the dashboard (Chromium)",
   (env) => {
-    let browser: Browser;
-    before(async () => {
-      ensureWebBuilt();
-      browser = await launchChromium();
-    });
-    after(() => browser?.close());
+    const browser = chromiumForSuite();
 
     test("a limited key shows its period's spend against its limit as a meter, with when it resets; the list fits a laptop and a phone", async () => {
       const session = await env.createUser();

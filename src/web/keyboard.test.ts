@@ -1,9 +1,9 @@
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
 import { authorizeForTest, registerTestApp } from '../oauth/testing.ts';
-import { addSessionCookie, ensureWebBuilt, launchChromium } from './browser.ts';
+import { addSessionCookie, chromiumForSuite } from './browser.ts';
 
 /** A browser context holding `session`'s dashboard cookie. */
 async function withCookie(
@@ -28,12 +28,7 @@ function focused(page: Page): Promise<string> {
 }
 
 describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
-  let browser: Browser;
-  before(async () => {
-    ensureWebBuilt();
-    browser = await launchChromium();
-  });
-  after(() => browser?.close());
+  const browser = chromiumForSuite();
 
   test('Revoke asks with the focus on its question, and Cancel or Escape gives the focus back to Revoke', async () => {
     const user = await env.createUser();

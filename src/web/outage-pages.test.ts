@@ -8,7 +8,7 @@ import { fillDisk, freeDisk } from '../testing/disk-full.ts';
 import { authorizationRequest, follow, registerTestApp, TestBrowser } from '../oauth/testing.ts';
 import { FORM_PAGE_CSP } from '../accounts/form-pages.ts';
 import { STRICT_PAGE_CSP } from '../platform/http/page.ts';
-import { ensureWebBuilt, launchChromium } from './browser.ts';
+import { ensureWebBuilt, launchChromium, chromiumForSuite } from './browser.ts';
 
 /** What a person reads on the page: its one heading and its alert. */
 async function shown(page: Page): Promise<{ heading: string; alert: string; text: string }> {
@@ -27,12 +27,7 @@ logStream.on('data', (chunk) => logLines.push(...String(chunk).split('\n').filte
 describeEachDatabase(
   'the pages a person opens in a browser, when Tollgate cannot serve them',
   (env) => {
-    let browser: Browser;
-    before(async () => {
-      ensureWebBuilt();
-      browser = await launchChromium();
-    });
-    after(() => browser?.close());
+    const browser = chromiumForSuite();
 
     async function newPage(): Promise<Page> {
       const page = await (await browser.newContext()).newPage();

@@ -1,8 +1,8 @@
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
-import { addSessionCookie, ensureWebBuilt, launchChromium, signInToDemo } from './browser.ts';
+import { addSessionCookie, signInToDemo, chromiumForSuite } from './browser.ts';
 
 /** A browser context holding `session`'s dashboard cookie, as a browser that signed in earlier does. */
 async function withCookie(browser: Browser, baseUrl: string, session: DashboardSession): Promise<BrowserContext> {
@@ -22,12 +22,7 @@ async function open(context: BrowserContext, url: string, heading: string): Prom
 }
 
 describeEachDatabase('the dashboard and the demo app when a session ends or the network fails, in Chromium', (env) => {
-  let browser: Browser;
-  before(async () => {
-    ensureWebBuilt();
-    browser = await launchChromium();
-  });
-  after(() => browser?.close());
+  const browser = chromiumForSuite();
 
   test('once its cookie has expired, the next action shows the sign-in page saying why, and signing in goes back to the same page', async () => {
     const user = await env.createUser();

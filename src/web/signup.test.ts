@@ -1,15 +1,9 @@
-import { after, before, test } from 'node:test';
-import type { Browser } from 'playwright-core';
+import { test } from 'node:test';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { ensureWebBuilt, launchChromium } from './browser.ts';
+import { chromiumForSuite } from './browser.ts';
 
 describeEachDatabase('dashboard sign-up with an email that has an account', (env) => {
-  let browser: Browser;
-  before(async () => {
-    ensureWebBuilt();
-    browser = await launchChromium();
-  });
-  after(() => browser?.close());
+  const browser = chromiumForSuite();
 
   test('the dashboard asks to sign in instead, and signing in with the real password works', async () => {
     const owner = await env.createUser();
