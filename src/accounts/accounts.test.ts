@@ -13,6 +13,25 @@ describeEachDatabase('accounts', (env) => {
     assert.equal(me.body.image, null);
   });
 
+  it('GET /api/auth/state answers signed out as a 200, and a session with its user and CSRF token', async () => {
+    assert.deepEqual((await env.request('GET', '/api/auth/state')).body, { signedIn: false });
+    const forged = await env.request('GET', '/api/auth/state', { headers: { cookie: 'tg_session=forged.value' } });
+    assert.equal(forged.status, 200);
+    assert.deepEqual(forged.body, { signedIn: false });
+    const session = await env.createUser({ name: 'Grace' });
+    const state = await env.dashboard(session, 'GET', '/api/auth/state');
+    assert.equal(state.status, 200);
+    assert.equal(state.body.signedIn, true);
+    assert.equal(state.body.user.id, session.userId);
+    assert.equal(state.body.csrfToken, session.csrfToken);
+    // A bearer credential is not a browser's session: the state reads the session cookie only.
+    const app = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'k', permissions: ['ai:chat'] });
+    const byKey = await env.request('GET', '/api/auth/state', { token: app.body.apiKey.key });
+    assert.deepEqual(byKey.body, { signedIn: false });
+    assert.equal((await env.dashboard(session, 'POST', '/api/auth/signout')).status, 200);
+    assert.deepEqual((await env.dashboard(session, 'GET', '/api/auth/state')).body, { signedIn: false });
+  });
+
   it('a wrong password is refused with 401 and sets no cookie', async () => {
     const session = await env.createUser();
     const response = await env.request('POST', '/api/auth/signin', {

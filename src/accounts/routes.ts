@@ -3,6 +3,8 @@ import { UserSchema } from '#wire/user.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
+import { sessionOfCookie } from '../platform/http/principal.ts';
+import { resolveSession } from './sessions.ts';
 import type { AccountsDeps } from './deps.ts';
 import type { BrowserSessions } from './browser-sessions.ts';
 import { escapeHtml, renderPage, safeReturnTo } from '../platform/http/page.ts';
@@ -216,6 +218,31 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
     async (request, reply) => {
       await sessions.signOut(request, reply);
       return { success: true } as const;
+    },
+  );
+
+  // No `config.auth`: a signed-out browser is an answer here, not a 401 (which Chromium logs as a console error on
+  // every signed-out visit to the dashboard).
+  app.get(
+    '/api/auth/state',
+    {
+      schema: {
+        tags: ['accounts'],
+        summary:
+          'Whether this browser is signed in to the dashboard: if so its user and the CSRF token writes must send',
+        response: {
+          200: Type.Object({
+            signedIn: Type.Boolean(),
+            user: Type.Optional(UserSchema),
+            csrfToken: Type.Optional(Type.String({ description: 'Given with the user, when signed in' })),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const principal = await sessionOfCookie(request, (token) => resolveSession(ctx.db, ctx.clock, token));
+      const user = principal ? await findUser(ctx.db, principal.userId) : null;
+      return user ? { signedIn: true as const, user, csrfToken: principal!.csrfToken! } : { signedIn: false as const };
     },
   );
 

@@ -93,6 +93,8 @@ describeEachDatabase(
           await env.request('POST', '/api/auth/signin', { body: { email, password: 'long-enough-pw' } }),
         ],
         ['GET', '/api/auth/session', await dashboard('GET', '/api/auth/session')],
+        ['GET', '/api/auth/state', await dashboard('GET', '/api/auth/state')],
+        ['GET', '/api/auth/state', await env.request('GET', '/api/auth/state')],
         ['GET', '/api/user/me', await dashboard('GET', '/api/user/me')],
         ['POST', '/api/user/api-keys', key],
         ['GET', '/api/user/api-keys', await dashboard('GET', '/api/user/api-keys')],

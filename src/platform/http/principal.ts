@@ -65,6 +65,17 @@ export interface CredentialOptions {
 }
 
 /**
+ * The dashboard session the request's signed session cookie names, or null (no cookie, a forged or unsigned one,
+ * or a session that ended). Reads nothing else: no bearer token, no key.
+ */
+export async function sessionOfCookie(request: FastifyRequest, resolve: CredentialResolver): Promise<Principal | null> {
+  const cookie = request.cookies?.[SESSION_COOKIE];
+  if (!cookie) return null;
+  const unsigned = request.unsignCookie(cookie);
+  return unsigned.valid && unsigned.value ? resolve(unsigned.value) : null;
+}
+
+/**
  * The challenge a 401 must carry (RFC 9110 §11.6.1), as RFC 6750 §3 words it for bearer credentials: no error
  * code when none was sent, `invalid_request` for a malformed one, `invalid_token` for one that was refused
  * (unknown, expired or revoked), so that a client knows to get a new token rather than retry.
@@ -116,20 +127,16 @@ export async function authenticate(
       );
     return resolveCredential(match[1], registry, 'x-api-key credential').catch(refusedCredential);
   }
-  const cookie = request.cookies?.[SESSION_COOKIE];
-  if (cookie) {
-    const unsigned = request.unsignCookie(cookie);
-    const principal = unsigned.valid && unsigned.value ? await registry.session(unsigned.value) : null;
-    if (principal) {
-      const isWrite = !['GET', 'HEAD', 'OPTIONS'].includes(request.method);
-      // Compared in constant time, as every other secret is; a session without a token takes no write at all.
-      const echoed = request.headers['x-csrf-token'];
-      const expected = principal.csrfToken;
-      if (isWrite && (!expected || typeof echoed !== 'string' || !constantTimeEqual(echoed, expected))) {
-        throw new ApiError('PERMISSION_DENIED', 'A dashboard write needs the x-csrf-token header of the session.');
-      }
-      return principal;
+  const principal = await sessionOfCookie(request, registry.session);
+  if (principal) {
+    const isWrite = !['GET', 'HEAD', 'OPTIONS'].includes(request.method);
+    // Compared in constant time, as every other secret is; a session without a token takes no write at all.
+    const echoed = request.headers['x-csrf-token'];
+    const expected = principal.csrfToken;
+    if (isWrite && (!expected || typeof echoed !== 'string' || !constantTimeEqual(echoed, expected))) {
+      throw new ApiError('PERMISSION_DENIED', 'A dashboard write needs the x-csrf-token header of the session.');
     }
+    return principal;
   }
   // A credential sent where this route does not look for it (Anthropic's clients send x-api-key on every call):
   // said so, rather than that none was sent.

@@ -85,10 +85,12 @@ function App() {
       setUser(null);
       setNotice('Your session has ended. Sign in again to go on.');
     });
-    api<{ user: SessionUser; csrfToken: string }>('GET', '/api/auth/session').then(
-      (session) => {
-        setCsrfToken(session.csrfToken);
-        setUser(session.user);
+    // The state, not `/api/auth/session`: signed out is a 200 there, where a 401 is a console error in every browser.
+    api<{ signedIn: true; user: SessionUser; csrfToken: string } | { signedIn: false }>('GET', '/api/auth/state').then(
+      (state) => {
+        if (!state.signedIn) return setUser(null);
+        setCsrfToken(state.csrfToken);
+        setUser(state.user);
       },
       () => setUser(null),
     );

@@ -5,6 +5,18 @@ import type { SessionUser } from '../main.tsx';
 import { useAction } from '../components.tsx';
 
 /** Sign in or create an account; both start a dashboard session (cookie) and return its CSRF token. */
+/**
+ * The session a sign-up started, or null: sign-up answers alike whether or not the email was free, so only the
+ * browser's state says whether it is now signed in.
+ */
+async function signedInSession(): Promise<{ user: SessionUser; csrfToken: string } | null> {
+  const state = await api<{ signedIn: true; user: SessionUser; csrfToken: string } | { signedIn: false }>(
+    'GET',
+    '/api/auth/state',
+  ).catch(() => null);
+  return state?.signedIn ? { user: state.user, csrfToken: state.csrfToken } : null;
+}
+
 export function AuthPage(props: {
   onSignedIn: (session: { user: SessionUser; csrfToken: string }) => void;
   themeButton: ComponentChildren;
@@ -24,7 +36,7 @@ export function AuthPage(props: {
       const answer = await api('POST', `/api/auth/${mode}`, body);
       // Sign-up answers alike whether or not the email was free (so it reveals no account); only a new
       // account comes with a session, so the session is confirmed before the dashboard opens.
-      const session = signup ? await api('GET', '/api/auth/session').catch(() => null) : answer;
+      const session = signup ? await signedInSession() : answer;
       if (!session) {
         setMode('signin');
         setError('If this email already has an account, sign in with its password.');
