@@ -177,6 +177,11 @@ export interface CanonicalCall {
    * `n` or `best_of` per prompt); absent: OpenAI chat's `n` from its native body, else 1.
    */
   choices?: number;
+  /**
+   * The messages are prompt texts an upstream continues as they are (legacy completions), not a chat: counted as
+   * their text alone, without the per-message framing a chat template adds.
+   */
+  rawPrompt?: boolean;
   /** The client's own body, for a provider that speaks `protocol` natively (see the module comment). */
   native?: { protocol: WireProtocol; body: Record<string, unknown> };
 }

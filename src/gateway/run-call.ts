@@ -116,7 +116,16 @@ function promptTokensOf(
 ): number {
   let nativeInput = 0;
   for (const text of call.nativeInput ?? []) nativeInput += count(text);
+  if (call.rawPrompt) return rawPromptTokens(call, count) + nativeInput;
   return countChatPromptTokens(prompt, count) + reasoningPromptTokens(call, count) + nativeInput;
+}
+
+/** The text parts of a raw prompt's messages, counted as they are (see {@link CanonicalCall.rawPrompt}). */
+function rawPromptTokens(call: CanonicalCall, count: TextTokenCounter): number {
+  let total = 0;
+  for (const message of call.messages)
+    for (const part of message.content) if (part.type === 'text') total += count(part.text);
+  return total;
 }
 
 /**

@@ -42,7 +42,7 @@ describeEachDatabase(
         assert.equal(Number(await meter.getAttribute('aria-valuemax')), 0.001);
         const cell = page.locator('tr', { hasText: 'nightly job' }).getByTestId('key-limit');
         assert.match((await cell.textContent())!, /0\.001 \/ daily/);
-        assert.match((await cell.textContent())!, /used · resets in 14h/);
+        assert.match((await cell.textContent())!, /spent · resets in 14h/);
         assert.equal(
           (await page.locator('tr', { hasText: 'unlimited' }).getByTestId('key-limit').textContent())!.trim(),
           'None',

@@ -89,7 +89,7 @@ describeEachDatabase(
       const row = dashboard.locator('tr', { hasText: 'Laptop scripts' });
       await row.waitFor();
       // Its name with when it was last used (never yet), then its permissions and its daily limit, nothing spent.
-      assert.match((await row.textContent())!, /Never used.*ai:chat.*billing:read.*5\.00 \/ daily0\.00 used/s);
+      assert.match((await row.textContent())!, /Never used.*ai:chat.*billing:read.*5\.00 \/ daily0\.00 spent/s);
       const keyCall = await env.request('GET', '/api/wallet/balance', { token: key });
       assert.equal(keyCall.status, 200, 'the new key works');
       await screenshot(dashboard, 'api-keys');

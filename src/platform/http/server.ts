@@ -174,6 +174,20 @@ function nullableReason(validation: unknown): string | null {
   return rules.length === 0 ? null : `${String(path ?? '').replace(/^\//, '')} ${rules.join(', ')}, or null`;
 }
 
+/**
+ * A value that fits none of a field's shapes (a prompt that is a string or a non-empty list), said as the rule of
+ * the shape it has: the validator reports each other shape's "must be <type>" and "must match a schema in anyOf"
+ * too. Null for any other failure.
+ */
+function shapeReason(validation: unknown): string | null {
+  if (!Array.isArray(validation) || validation.length < 3) return null;
+  const errors = validation as Array<{ keyword?: string; instancePath?: string; message?: string }>;
+  const path = errors[0]!.instancePath;
+  if (!errors.every((e) => e.instancePath === path) || errors.at(-1)!.keyword !== 'anyOf') return null;
+  const rules = errors.filter((e) => e.keyword !== 'type' && e.keyword !== 'anyOf').map((e) => e.message);
+  return rules.length === 0 ? null : `${String(path ?? '').replace(/^\//, '')} ${rules.join(', ')}`;
+}
+
 /** Maps any thrown value to an ApiError; client mistakes never become a 500. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
@@ -181,7 +195,10 @@ export function toApiError(error: unknown): ApiError {
   if (fastifyError?.validation) {
     const param = validationParam(fastifyError.validation, fastifyError.validationContext);
     const reason =
-      choiceReason(fastifyError.validation) ?? nullableReason(fastifyError.validation) ?? fastifyError.message;
+      choiceReason(fastifyError.validation) ??
+      nullableReason(fastifyError.validation) ??
+      shapeReason(fastifyError.validation) ??
+      fastifyError.message;
     return new ApiError(
       'INVALID_REQUEST',
       `Invalid ${fastifyError.validationContext ?? 'request'}: ${reason.replace(/^(body|querystring|params|headers)(\/| +)?/, '')}`.trim(),

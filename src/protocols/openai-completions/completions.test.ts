@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { describeEachDatabase, type TestEnv } from '../../testing/harness.ts';
 import { startMockUpstream } from '../../providers/testing/mock-upstream.ts';
+import { countTextTokens } from '../../providers/tokens.ts';
 import { fundedUser, putModel, readSseFrames, settled, usageOf, wallet } from '../../gateway/testing.ts';
 
 const mock = await startMockUpstream({ apiKey: 'sk-mock' });
@@ -169,8 +170,10 @@ describeEachDatabase(
 
     it('an upstream that reports no usage is billed on the gateway count of the prompt and the text', async () => {
       const user = await fundedUser(env, 1, ['ai:completions']);
-      const completion = await sdk(env, user.key).completions.create({ model: 'acme/instruct-silent', prompt: 'hi' });
-      assert.ok(completion.usage!.prompt_tokens > 0);
+      const prompt = 'Tell me a story about a toll road';
+      const completion = await sdk(env, user.key).completions.create({ model: 'acme/instruct-silent', prompt });
+      // The prompt's own tokens: a legacy prompt is continued as it is, with no chat message's framing around it.
+      assert.equal(completion.usage!.prompt_tokens, countTextTokens(prompt));
       assert.equal(completion.usage!.completion_tokens, 4);
       const cost = completion.usage!.prompt_tokens + 4 * 3;
       assert.equal((await wallet(env, user)).balance, CREDIT - cost);
@@ -249,6 +252,8 @@ describeEachDatabase(
         [{ model: 'acme/instruct', prompt: 'a', web_search_options: {} }, 'web_search_options', /allow-list/],
         [{ model: 'acme/instruct', prompt: 'a', max_tokens: 0 }, 'max_tokens', /./],
         [{ model: 'acme/instruct' }, 'prompt', /prompt/],
+        [{ model: 'acme/instruct', prompt: [] }, 'prompt', /^Invalid body: prompt must NOT have fewer than 1 items$/],
+        [{ model: 'tollgate/echo', prompt: 'a', presence_penalty: 0.5 }, 'presence_penalty', /no legacy completions/],
       ];
       const sentBefore = mock.requests.length;
       for (const [body, param, message] of cases) {
@@ -260,6 +265,25 @@ describeEachDatabase(
       }
       assert.equal(mock.requests.length, sentBefore);
       assert.deepEqual(await wallet(env, user), { balance: CREDIT, reserved: 0, available: CREDIT });
+    });
+
+    it("the defaults clients send on every call (LangChain's: penalties 0, n and best_of 1, an empty logit_bias) reach a model without legacy completions", async () => {
+      const user = await fundedUser(env, 1, ['ai:completions']);
+      const response = await post(env, user.key, {
+        model: 'tollgate/echo',
+        prompt: 'defaults only',
+        presence_penalty: 0,
+        frequency_penalty: 0,
+        n: 1,
+        best_of: 1,
+        logit_bias: {},
+        echo: false,
+        suffix: '',
+        logprobs: 0,
+      });
+      const answer = (await response.json()) as any;
+      assert.equal(response.status, 200, JSON.stringify(answer));
+      assert.equal(answer.choices[0].text, 'defaults only');
     });
 
     it('a key without a chat or completions permission is refused; an upstream failure charges nothing', async () => {

@@ -106,6 +106,7 @@ export function parseCompletion(body: CompletionRequest): CanonicalCall {
     maxOutputTokens: body.max_tokens ?? DEFAULT_COMPLETION_MAX_TOKENS,
     stream: body.stream === true,
     choices: prompts.length * Math.max(body.n ?? 1, body.best_of ?? 1),
+    rawPrompt: true,
     native: { protocol: 'openai-completions', body },
   };
   if (typeof body.temperature === 'number') call.temperature = body.temperature;
@@ -113,6 +114,30 @@ export function parseCompletion(body: CompletionRequest): CanonicalCall {
   if (typeof body.stop === 'string') call.stop = [body.stop];
   else if (Array.isArray(body.stop)) call.stop = body.stop.map(String);
   return call;
+}
+
+/**
+ * Whether a field's value asks for nothing beyond what the translated call does (the defaults clients send on
+ * every call: LangChain's legacy OpenAI LLM sends `presence_penalty: 0`, `frequency_penalty: 0`, `n: 1`,
+ * `best_of: 1`, `logit_bias: {}`), so a provider without legacy completions may take the request without it.
+ */
+function asksNothing(field: string, value: unknown): boolean {
+  switch (field) {
+    case 'n':
+    case 'best_of':
+      return value === 1;
+    case 'presence_penalty':
+    case 'frequency_penalty':
+    case 'logprobs':
+      return value === 0;
+    case 'echo':
+      return value === false;
+    case 'suffix':
+      return value === '';
+    case 'logit_bias':
+      return typeof value === 'object' && value !== null && Object.keys(value).length === 0;
+  }
+  return false;
 }
 
 /**
@@ -137,7 +162,7 @@ export function completionRefusal(
       if (value === undefined || value === null) continue;
       const allowed = native
         ? NATIVE_PASSED.has(field) || (extras && EXTRA_SAMPLING.has(field))
-        : TRANSLATED.has(field) || (field === 'n' && value === 1) || (field === 'best_of' && value === 1);
+        : TRANSLATED.has(field) || asksNothing(field, value);
       if (allowed) continue;
       return errors.unsupported(
         field,

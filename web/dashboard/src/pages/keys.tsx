@@ -24,7 +24,7 @@ const PERIOD_LABELS = { daily: 'Daily', monthly: 'Monthly', total: 'Total' } as 
 
 /**
  * A key's limit in its table cell: the limit and period as before, a thin meter of the period's spend under it, and
- * what is used and when it resets in small type that wraps to the cell's width (the list must still fit a laptop).
+ * what is spent, what running calls hold and when it resets in small type that wraps to the cell's width.
  */
 function KeyLimit(props: {
   limit: number;
@@ -40,7 +40,8 @@ function KeyLimit(props: {
       </span>
       <SpendMeter label={PERIOD_LABELS[props.period]} limit={{ limit: props.limit, ...usage }} />
       <div class="muted key-limit-foot">
-        {formatCredits(usage.spent + usage.reserved)} used · {reset ?? 'never resets'}
+        {formatCredits(usage.spent)} spent
+        {usage.reserved > 0 ? ` · ${formatCredits(usage.reserved)} held` : ''} · {reset ?? 'never resets'}
       </div>
     </div>
   );
