@@ -1,5 +1,5 @@
 import { microsToCredits } from '../platform/money.ts';
-import { readLimits, readSpend, subjectKey, writeLimits } from './limits.ts';
+import { readLimits, readSpends, subjectKey, writeLimits } from './limits.ts';
 import { periodAt, type LimitPeriod } from './periods.ts';
 import type { BillingContext } from './ledger.ts';
 import { billingDb } from './schema.ts';
@@ -33,24 +33,25 @@ export async function appLimitViews(
   const limits = await readLimits(billingDb(ctx.db), subjects);
 
   const now = ctx.clock.now();
-  return Promise.all(
-    subjects.map(async (subject) => {
-      const configured = limits.get(subjectKey(subject))!;
-      const anyLimit = Object.values(configured).some((limit) => limit !== null);
-      const spend = anyLimit ? await readSpend(billingDb(ctx.db), subject, now) : null;
-      const view = (period: LimitPeriod): LimitView | null => {
-        const limit = configured[period];
-        if (limit === null || !spend) return null;
-        return {
-          limit: microsToCredits(limit),
-          spent: microsToCredits(spend[period].spent),
-          reserved: microsToCredits(spend[period].held),
-          resetsAt: iso(periodAt(period, now).resetsAt),
-        };
-      };
-      return { daily: view('daily'), monthly: view('monthly'), total: view('total') };
-    }),
+  const limited = subjects.filter((subject) =>
+    Object.values(limits.get(subjectKey(subject))!).some((limit) => limit !== null),
   );
+  const spends = await readSpends(billingDb(ctx.db), limited, now);
+  return subjects.map((subject) => {
+    const configured = limits.get(subjectKey(subject))!;
+    const spend = spends.get(subjectKey(subject));
+    const view = (period: LimitPeriod): LimitView | null => {
+      const limit = configured[period];
+      if (limit === null || !spend) return null;
+      return {
+        limit: microsToCredits(limit),
+        spent: microsToCredits(spend[period].spent),
+        reserved: microsToCredits(spend[period].held),
+        resetsAt: iso(periodAt(period, now).resetsAt),
+      };
+    };
+    return { daily: view('daily'), monthly: view('monthly'), total: view('total') };
+  });
 }
 
 /**

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { BillingDb } from './schema.ts';
-import { preparedByShape, preparedQuery } from '../platform/db/prepared.ts';
+import { preparedByShape } from '../platform/db/prepared.ts';
 import type { BillingTables as Tables } from './schema.ts';
 import type { InsufficientCreditsDetails, SpendingLimitDetails } from '#wire/restrictions.ts';
 import { ApiError } from '../platform/errors.ts';
@@ -148,32 +148,9 @@ export interface PeriodSpend {
   held: number;
 }
 
-/** Reads the counters of `subject` for the periods that contain `at`. */
-export async function readSpend(
-  trx: Trx | BillingDb,
-  subject: LimitSubject,
-  at: number,
-): Promise<Record<LimitPeriod, PeriodSpend>> {
-  const starts = Object.fromEntries(LIMIT_PERIODS.map((period) => [period, periodAt(period, at).start])) as Record<
-    LimitPeriod,
-    number
-  >;
-  const { rows } = await spendCounters(trx, {
-    subject: subjectKey(subject),
-    daily: starts.daily,
-    monthly: starts.monthly,
-    total: starts.total,
-  });
-  const spend = { daily: { spent: 0, held: 0 }, monthly: { spent: 0, held: 0 }, total: { spent: 0, held: 0 } };
-  for (const row of rows) {
-    if (starts[row.period] === row.period_start) spend[row.period] = { spent: row.spent, held: row.held };
-  }
-  return spend;
-}
-
 /**
- * Reads the counters of several subjects for the periods that contain `at`, in one query (the key list shows
- * each key's spend), by subject key; a subject without counters spent nothing.
+ * Reads the counters of `subjects` for the periods that contain `at`, in one query for any number of them (the key
+ * list and the authorized apps show each one's spend), by subject key; a subject without counters spent nothing.
  */
 export async function readSpends(
   db: Trx | BillingDb,
@@ -204,17 +181,6 @@ export async function readSpends(
   }
   return spends;
 }
-
-// The three period starts are always three values (the day and the month start together on the 1st), so
-// the query keeps one shape.
-const spendCounters = preparedQuery(
-  (db: Kysely<Tables>, p: { subject: string; daily: number; monthly: number; total: number }) =>
-    db
-      .selectFrom('spend_counters')
-      .select(['period', 'period_start', 'spent', 'held'])
-      .where('subject', '=', p.subject)
-      .where('period_start', 'in', [p.daily, p.monthly, p.total]),
-);
 
 /**
  * The write that adds `delta` to the counters of every subject of a hold, for each period the hold counts

@@ -159,33 +159,20 @@ function choiceReason(validation: unknown): string | null {
 }
 
 /**
- * A value refused by a field that also takes null (a limit that may be removed), said as the one rule it broke and
- * "or null": the validator reports the value's failure, then "must be null" and "must match a schema in anyOf",
- * three sentences of which only the first helps. Null for any other failure.
- */
-function nullableReason(validation: unknown): string | null {
-  if (!Array.isArray(validation) || validation.length < 3) return null;
-  const errors = validation as Array<{ keyword?: string; instancePath?: string; message?: string; params?: any }>;
-  const path = errors[0]!.instancePath;
-  if (!errors.every((e) => e.instancePath === path)) return null;
-  const isNull = (e: (typeof errors)[number]) => e.keyword === 'type' && e.params?.type === 'null';
-  if (!errors.some(isNull) || errors.at(-1)!.keyword !== 'anyOf') return null;
-  const rules = errors.filter((e) => !isNull(e) && e.keyword !== 'anyOf').map((e) => e.message);
-  return rules.length === 0 ? null : `${String(path ?? '').replace(/^\//, '')} ${rules.join(', ')}, or null`;
-}
-
-/**
- * A value that fits none of a field's shapes (a prompt that is a string or a non-empty list), said as the rule of
- * the shape it has: the validator reports each other shape's "must be <type>" and "must match a schema in anyOf"
- * too. Null for any other failure.
+ * A value that fits none of a field's shapes, said as the rule of the shape it has (a prompt that is an empty list:
+ * "prompt must NOT have fewer than 1 items") and, when the field also takes null (a limit that may be removed),
+ * "or null": the validator adds each other shape's "must be <type>" (or "must be null") and "must match a schema in
+ * anyOf", sentences that only hide the one that helps. Null for any other failure.
  */
 function shapeReason(validation: unknown): string | null {
   if (!Array.isArray(validation) || validation.length < 3) return null;
-  const errors = validation as Array<{ keyword?: string; instancePath?: string; message?: string }>;
+  const errors = validation as Array<{ keyword?: string; instancePath?: string; message?: string; params?: any }>;
   const path = errors[0]!.instancePath;
   if (!errors.every((e) => e.instancePath === path) || errors.at(-1)!.keyword !== 'anyOf') return null;
   const rules = errors.filter((e) => e.keyword !== 'type' && e.keyword !== 'anyOf').map((e) => e.message);
-  return rules.length === 0 ? null : `${String(path ?? '').replace(/^\//, '')} ${rules.join(', ')}`;
+  if (rules.length === 0) return null;
+  const orNull = errors.some((e) => e.keyword === 'type' && e.params?.type === 'null') ? ', or null' : '';
+  return `${String(path ?? '').replace(/^\//, '')} ${rules.join(', ')}${orNull}`;
 }
 
 /** Maps any thrown value to an ApiError; client mistakes never become a 500. */
@@ -195,10 +182,7 @@ export function toApiError(error: unknown): ApiError {
   if (fastifyError?.validation) {
     const param = validationParam(fastifyError.validation, fastifyError.validationContext);
     const reason =
-      choiceReason(fastifyError.validation) ??
-      nullableReason(fastifyError.validation) ??
-      shapeReason(fastifyError.validation) ??
-      fastifyError.message;
+      choiceReason(fastifyError.validation) ?? shapeReason(fastifyError.validation) ?? fastifyError.message;
     return new ApiError(
       'INVALID_REQUEST',
       `Invalid ${fastifyError.validationContext ?? 'request'}: ${reason.replace(/^(body|querystring|params|headers)(\/| +)?/, '')}`.trim(),

@@ -89,25 +89,21 @@ export function openAiCompatibleAdapter(options: OpenAiCompatibleOptions): Provi
       dispatcher: options.dispatcher,
     });
 
-  /** A non-streaming chat completion, as the upstream sent it. */
-  async function chatCompletion(body: ChatBody, call: CallOptions): Promise<ChatCompletion> {
-    const completion = await readJson(await post('/chat/completions', { ...body, stream: false }, call));
+  /** A non-streaming chat completion (`what`: 'a chat completion') or legacy one, as the upstream sent it. */
+  async function wholeCompletion(path: string, body: object, call: CallOptions, what: string): Promise<any> {
+    const completion = await readJson(await post(path, body, call));
     if (!Array.isArray(completion?.choices))
-      throw new UpstreamError(502, 'The upstream provider answered a chat completion without choices.');
+      throw new UpstreamError(502, `The upstream provider answered ${what} without choices.`);
     return completion;
   }
-
-  /** A non-streaming legacy completion, as the upstream sent it. */
-  async function textCompletion(body: Record<string, unknown>, call: CallOptions): Promise<TextCompletion> {
-    const completion = await readJson(await post('/completions', body, call));
-    if (!Array.isArray(completion?.choices))
-      throw new UpstreamError(502, 'The upstream provider answered a completion without choices.');
-    return completion;
-  }
+  const chatCompletion = (body: ChatBody, call: CallOptions): Promise<ChatCompletion> =>
+    wholeCompletion('/chat/completions', { ...body, stream: false }, call, 'a chat completion');
+  const textCompletion = (body: Record<string, unknown>, call: CallOptions): Promise<TextCompletion> =>
+    wholeCompletion('/completions', body, call, 'a completion');
 
   /**
-   * A streaming chat completion (or legacy completion, on `path` `/completions`): resolves once the upstream accepted it, then yields each chunk's canonical
-   * events and the `end`. One generator from the SSE events to the canonical ones: each layer of async
+   * A streaming chat completion (or legacy completion, on `path` `/completions`): resolves once the upstream
+   * accepted it, then yields each chunk's canonical events and the `end`. One generator from the SSE events to the canonical ones: each layer of async
    * generators costs promises and microtask turns per token.
    */
   async function chatStream(

@@ -1,6 +1,6 @@
 import type { CanonicalPart, CanonicalResult } from '../../gateway/canonical.ts';
 import type { ProviderCall } from '../types.ts';
-import { canonicalUsageOfOpenAi, finishOf } from './wire.ts';
+import { canonicalUsageOfOpenAi, finishOf, withStreamFlags } from './wire.ts';
 
 /**
  * Canonical calls ⇄ OpenAI's legacy text completions (`POST /v1/completions`), which an OpenAI-compatible
@@ -25,23 +25,12 @@ export interface TextCompletion {
  * completions have no other cap field). A stream always asks for usage: it is what the call is billed on.
  */
 export function toTextCompletionBody(call: ProviderCall, stream: boolean): Record<string, unknown> {
-  const body: Record<string, unknown> = {
+  const body = {
     ...(call.native!.body as Record<string, unknown>),
     model: call.model,
     max_tokens: call.maxOutputTokens,
   };
-  if (stream) {
-    const options = body.stream_options;
-    body.stream = true;
-    body.stream_options = {
-      ...(options && typeof options === 'object' && !Array.isArray(options) ? options : {}),
-      include_usage: true,
-    };
-  } else {
-    delete body.stream;
-    delete body.stream_options;
-  }
-  return body;
+  return withStreamFlags(body, stream);
 }
 
 /** A choice's text as canonical output. */

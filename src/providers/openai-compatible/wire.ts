@@ -269,9 +269,19 @@ export function toOpenAiChatBody(call: ProviderCall, provider: string, stream: b
   delete body.max_tokens;
   delete body.max_completion_tokens;
   body[field] = call.maxOutputTokens;
+  return withStreamFlags(body, stream);
+}
+
+/**
+ * `body` with OpenAI's stream fields for a stream or not (chat's and legacy completions' alike): a stream always
+ * asks for usage, which is what the call is billed on; a whole answer carries neither field (OpenAI refuses
+ * `stream_options` without `stream`).
+ */
+export function withStreamFlags<B extends Record<string, unknown>>(body: B, stream: boolean): B {
   if (stream) {
-    body.stream = true;
-    body.stream_options = { ...objectOr(body.stream_options), include_usage: true };
+    const fields: Record<string, unknown> = body;
+    fields.stream = true;
+    fields.stream_options = { ...objectOr(body.stream_options), include_usage: true };
   } else {
     delete body.stream;
     delete body.stream_options;
