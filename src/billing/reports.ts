@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Db, DialectName } from '../platform/db/connect.ts';
 import { billingDb, OPEN } from './schema.ts';
-import { periodAt } from './periods.ts';
+import { dayStart, monthStart } from './periods.ts';
+import { subjectKey } from './limits.ts';
 
 /*
  * Billing's read-only reports for other features: ops' metrics and the usage report read billing's tables
@@ -98,28 +99,46 @@ export async function usageAggregates(db: Db, dialect: DialectName, scope: Usage
   return { all, byModel, byApp, byKey, byDay };
 }
 
-/** What one API key was charged (micro-credits) in the current UTC day and month, from its usage records. */
-export interface KeySpend {
+/** What one API key was charged (micro-credits, refunds deducted) in the current UTC day, week, month, and in all. */
+export interface KeyUsage {
   daily: number;
+  /** Since Monday 00:00 UTC. */
+  weekly: number;
   monthly: number;
+  total: number;
 }
 
 /**
- * What `keyId` of `userId` was charged since the start of the UTC day and month that contain `at`, summed from its
- * usage records (refunds apart): one read over the user's records of this month (the `user_id, created_at` index).
+ * What `keyId` was charged in the UTC day, week (from Monday) and month that contain `at`, and since it was made,
+ * read from its spend counters (the ones its limits are checked against: a call counts in the day and month its
+ * hold was placed, a refund comes off): at most eight rows of the counters' primary key, however many calls the
+ * key made. The week is the sum of its days' counters, which are never deleted.
  */
-export async function keySpend(db: Db, userId: string, keyId: string, at: number): Promise<KeySpend> {
-  const day = periodAt('daily', at).start;
-  const month = periodAt('monthly', at).start;
-  const row = await billingDb(db)
-    .selectFrom('usage_records')
-    .select([
-      sql<number | string | null>`sum(case when created_at >= ${day} then cost else 0 end)`.as('daily'),
-      sql<number | string | null>`sum(cost)`.as('monthly'),
-    ])
-    .where('user_id', '=', userId)
-    .where('created_at', '>=', month)
-    .where('key_id', '=', keyId)
-    .executeTakeFirst();
-  return { daily: Number(row?.daily ?? 0), monthly: Number(row?.monthly ?? 0) };
+export async function keyUsage(db: Db, keyId: string, at: number): Promise<KeyUsage> {
+  const day = dayStart(at);
+  const week = day - ((new Date(at).getUTCDay() + 6) % 7) * DAY_MS;
+  const month = monthStart(at);
+  const rows = await billingDb(db)
+    .selectFrom('spend_counters')
+    .select(['period', 'period_start', 'spent'])
+    .where('subject', '=', subjectKey({ kind: 'key', keyId }))
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('period', '=', 'daily'), eb('period_start', '>=', week)]),
+        eb.and([eb('period', '=', 'monthly'), eb('period_start', '=', month)]),
+        eb.and([eb('period', '=', 'total'), eb('period_start', '=', 0)]),
+      ]),
+    )
+    .execute();
+  const usage: KeyUsage = { daily: 0, weekly: 0, monthly: 0, total: 0 };
+  for (const row of rows) {
+    const spent = Number(row.spent);
+    if (row.period === 'total') usage.total = spent;
+    else if (row.period === 'monthly') usage.monthly = spent;
+    else {
+      usage.weekly += spent;
+      if (Number(row.period_start) === day) usage.daily = spent;
+    }
+  }
+  return usage;
 }

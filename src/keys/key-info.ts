@@ -1,9 +1,10 @@
 import Type from 'typebox';
+import type { FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/server.ts';
 import { principalOf } from '../platform/http/server.ts';
 import { errors } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { keySpend } from '../billing/reports.ts';
+import { keyUsage } from '../billing/reports.ts';
 import type { KeysDeps } from './deps.ts';
 import { callingKey, limitUsageOf } from './store.ts';
 
@@ -30,7 +31,9 @@ const KeyInfoSchema = Type.Object({
       Type.Number(),
       'What the limit leaves in its current period (limit - spent - held by running calls); null when there is no limit',
     ),
+    usage: Credits('Credits charged to calls made with this key since it was made (refunds deducted)'),
     usage_daily: Credits('Credits charged to calls made with this key since the start of the UTC day'),
+    usage_weekly: Credits('Credits charged to calls made with this key since Monday 00:00 UTC'),
     usage_monthly: Credits('Credits charged to calls made with this key since the start of the UTC month'),
     spendable: Type.Optional(
       Credits(
@@ -38,6 +41,13 @@ const KeyInfoSchema = Type.Object({
       ),
     ),
     is_free_tier: Type.Boolean({ description: 'Always false: every call is paid from the wallet' }),
+    rate_limit: Nullable(
+      Type.Object({
+        requests: Type.Integer({ description: 'Requests the key may make per interval on `/api/v1/*`' }),
+        interval: Type.Literal('1m'),
+      }),
+      "The key's request rate (`RATE_LIMIT_KEY_RPM`); null when the operator turned it off",
+    ),
   }),
 });
 
@@ -52,53 +62,75 @@ const KeyInfoSchema = Type.Object({
  * cache gets the 401 every revoked key gets.
  */
 export function registerKeyInfoRoute(app: App, ctx: KeysDeps): void {
+  const rateLimit =
+    ctx.config.RATE_LIMIT_KEY_RPM > 0 ? { requests: ctx.config.RATE_LIMIT_KEY_RPM, interval: '1m' as const } : null;
+  const describeKey = async (request: FastifyRequest) => {
+    const principal = principalOf(request);
+    if (principal.kind !== 'api_key' || principal.keyId === null)
+      throw errors.invalid(
+        'GET /api/v1/key describes the API key it is called with: call it with an API key (ak_…). An app reads its limits with GET /api/user/authorized-apps.',
+      );
+    const key = await callingKey(ctx.db, principal.userId, principal.keyId);
+    if (!key) throw errors.unauthenticated('This API key was revoked.');
+    const [limit, usage, spendable] = await Promise.all([
+      ctx.billing.keyLimits([key.id]).then((limits) => limits.get(key.id) ?? null),
+      keyUsage(ctx.db, key.id, ctx.clock.now()),
+      principal.scopes.has('billing:read')
+        ? ctx.billing.spendable({ userId: principal.userId, appId: principal.appId, keyId: key.id })
+        : null,
+    ]);
+    return {
+      data: {
+        id: key.id,
+        label: key.name,
+        name: key.name,
+        permissions: key.permissions,
+        models: key.models,
+        created_at: key.createdAt,
+        expires_at: key.expiresAt,
+        limit: limit ? microsToCredits(limit.amount) : null,
+        limit_reset: limit && limit.period !== 'total' ? limit.period : null,
+        limit_remaining: limitUsageOf(limit)?.remaining ?? null,
+        usage: microsToCredits(usage.total),
+        usage_daily: microsToCredits(usage.daily),
+        usage_weekly: microsToCredits(usage.weekly),
+        usage_monthly: microsToCredits(usage.monthly),
+        ...(spendable ? { spendable: microsToCredits(spendable.amount) } : {}),
+        is_free_tier: false,
+        rate_limit: rateLimit,
+      },
+    };
+  };
+  const schema = {
+    tags: ['api-keys'],
+    security: [{ bearer: [] }],
+    response: { 200: KeyInfoSchema },
+  };
   app.get(
     '/api/v1/key',
     {
       schema: {
-        tags: ['api-keys'],
+        ...schema,
         summary: 'Describe the API key this request is made with',
         description:
           'Any API key may call it (no permission needed); an OAuth token or the dashboard session is a 400, since it describes an API key.',
-        security: [{ bearer: [] }],
-        response: { 200: KeyInfoSchema },
       },
       config: { auth: [] },
     },
-    async (request) => {
-      const principal = principalOf(request);
-      if (principal.kind !== 'api_key' || principal.keyId === null)
-        throw errors.invalid(
-          'GET /api/v1/key describes the API key it is called with: call it with an API key (ak_…). An app reads its limits with GET /api/user/authorized-apps.',
-        );
-      const key = await callingKey(ctx.db, principal.userId, principal.keyId);
-      if (!key) throw errors.unauthenticated('This API key was revoked.');
-      const now = ctx.clock.now();
-      const [limit, spend, spendable] = await Promise.all([
-        ctx.billing.keyLimits([key.id]).then((limits) => limits.get(key.id) ?? null),
-        keySpend(ctx.db, principal.userId, key.id, now),
-        principal.scopes.has('billing:read')
-          ? ctx.billing.spendable({ userId: principal.userId, appId: principal.appId, keyId: key.id })
-          : null,
-      ]);
-      return {
-        data: {
-          id: key.id,
-          label: key.name,
-          name: key.name,
-          permissions: key.permissions,
-          models: key.models,
-          created_at: key.createdAt,
-          expires_at: key.expiresAt,
-          limit: limit ? microsToCredits(limit.amount) : null,
-          limit_reset: limit && limit.period !== 'total' ? limit.period : null,
-          limit_remaining: limitUsageOf(limit)?.remaining ?? null,
-          usage_daily: microsToCredits(spend.daily),
-          usage_monthly: microsToCredits(spend.monthly),
-          ...(spendable ? { spendable: microsToCredits(spendable.amount) } : {}),
-          is_free_tier: false,
-        },
-      };
+    describeKey,
+  );
+  // OpenRouter's older path, still what many usage widgets and scripts call.
+  app.get(
+    '/api/v1/auth/key',
+    {
+      schema: {
+        ...schema,
+        summary: 'Describe the API key this request is made with (older path)',
+        description: "The same answer as `GET /api/v1/key`, at OpenRouter's older path, which many tools still call.",
+        deprecated: true,
+      },
+      config: { auth: [] },
     },
+    describeKey,
   );
 }

@@ -361,6 +361,7 @@ describeEachDatabase(
         ],
         ['GET', '/api/v1/models', await ai('GET', '/api/v1/models')],
         ['GET', '/api/v1/key', await ai('GET', '/api/v1/key')],
+        ['GET', '/api/v1/auth/key', await ai('GET', '/api/v1/auth/key')],
         ['GET', '/api/v1/models/{vendor}/{model}', await ai('GET', '/api/v1/models/tollgate/echo')],
         ['GET', '/api/v1/models/{id}', await ai('GET', '/api/v1/models/tollgate%2Fecho')],
         [
