@@ -255,7 +255,9 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
     keyLimits: async (keyIds) => {
       const subjects = keyIds.map((keyId) => ({ kind: 'key' as const, keyId }));
       const limits = await readLimits(ctx.db, subjects);
-      const limited = subjects.filter((subject) => LIMIT_PERIODS.some((p) => limits.get(subjectKey(subject))![p]));
+      const limited = subjects.filter((subject) =>
+        LIMIT_PERIODS.some((p) => limits.get(subjectKey(subject))![p] !== null),
+      );
       const now = ctx.clock.now();
       const spends = await readSpends(billingDb(ctx.db), limited, now);
       return new Map(

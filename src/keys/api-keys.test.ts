@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describeEachDatabase, type DashboardSession, type TestEnv } from '../testing/harness.ts';
 import { authorizeForTest } from '../oauth/testing.ts';
 import { MAX_LIVE_KEYS_PER_USER } from './store.ts';
-import { MAX_KEY_LIFETIME_MS } from './routes.ts';
+import { MAX_KEY_LIFETIME_MS } from './fields.ts';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

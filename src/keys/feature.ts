@@ -4,6 +4,7 @@ import type { KeysDeps } from './deps.ts';
 import { createKeyAuthenticator, type KeyAuthenticator } from './authenticate.ts';
 import { registerKeyRoutes } from './routes.ts';
 import { registerKeyInfoRoute } from './key-info.ts';
+import { registerKeyUpdateRoute } from './update.ts';
 import { API_KEY_PREFIX } from './format.ts';
 
 /** Keys as the composition root and the features built after it use them. */
@@ -16,7 +17,7 @@ export interface KeysFeature extends Feature {
   isApiKey(credential: string): boolean;
 }
 
-/** User API keys (`ak_…`): the contract's §4.1–4.3 endpoints and key authentication. */
+/** User API keys (`ak_…`): the contract's §4.1–4.3 endpoints, changing a key, and key authentication. */
 export function createKeysFeature(deps: KeysDeps): KeysFeature {
   const authenticator = createKeyAuthenticator(deps);
   // Let the last `lastUsed` writes land before the database closes.
@@ -30,6 +31,7 @@ export function createKeysFeature(deps: KeysDeps): KeysFeature {
     isApiKey: (credential) => credential.startsWith(API_KEY_PREFIX),
     register(app) {
       registerKeyRoutes(app, deps, authenticator);
+      registerKeyUpdateRoute(app, deps, authenticator);
       registerKeyInfoRoute(app, deps);
     },
   };

@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type SqlBool, type Expression } from 'kysely';
+import { sql, type ExpressionBuilder, type SqlBool, type Expression, type Updateable } from 'kysely';
 import type { Clock } from '../platform/clock.ts';
 import { asDb } from '../platform/db/own-tables.ts';
 import type { KeysDb, KeysTables } from './schema.ts';
@@ -145,20 +145,20 @@ export async function createApiKey(
   return { id, name: input.name, key, permissions: input.permissions, createdAt: iso(createdAt) };
 }
 
-/** The caller's visible live keys, newest first, with their values unsealed. */
+/** The caller's visible live keys (or only `onlyId`), newest first, with their values unsealed. */
 export async function listApiKeys(
   db: KeysDb,
   encryptionKey: Buffer,
   principal: Principal,
   billing: Pick<Billing, 'keyLimits'>,
+  onlyId?: string,
 ): Promise<ListedApiKey[]> {
-  const rows = await db
+  let query = db
     .selectFrom('api_keys')
     .select(['id', 'name', 'key_sealed', 'permissions', 'last_used_at', 'created_at', 'expires_at', 'models'])
-    .where(visibleTo(principal))
-    .orderBy('created_at', 'desc')
-    .orderBy('id')
-    .execute();
+    .where(visibleTo(principal));
+  if (onlyId !== undefined) query = query.where('id', '=', onlyId);
+  const rows = await query.orderBy('created_at', 'desc').orderBy('id').execute();
   const limits = await billing.keyLimits(rows.map((row) => row.id));
   return rows.map((row) => ({
     id: row.id,
@@ -173,6 +173,66 @@ export async function listApiKeys(
     expiresAt: row.expires_at === null ? null : iso(row.expires_at),
     models: row.models === null ? null : (JSON.parse(row.models) as string[]),
   }));
+}
+
+/** What a change of a key sets; an absent field stays as it is. Validated by the route. */
+export interface KeyChanges {
+  name?: string;
+  permissions?: string[];
+  /** The key's spending limit after the change, in micro-credits; null removes it. */
+  limit?: { amount: number; period: LimitPeriod } | null;
+  /** When the key stops authenticating (epoch ms); null: never. */
+  expiresAt?: number | null;
+  models?: string[] | null;
+}
+
+/** Whether `id` is one of the caller's visible live keys (the same rows {@link revokeApiKey} may touch). */
+export async function isVisibleKey(db: KeysDb, principal: Principal, id: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('api_keys')
+    .select('id')
+    .where('id', '=', id)
+    .where(visibleTo(principal))
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * Changes one of the caller's visible keys; false when there is none by that id (unknown, another user's, another
+ * app's or revoked: the caller cannot tell which). The key's fields and its limit (billing's to write) commit
+ * together, so no call sees the new permissions under the old limit or the other way round.
+ */
+export async function updateApiKey(
+  db: KeysDb,
+  principal: Principal,
+  id: string,
+  changes: KeyChanges,
+  billing: Pick<Billing, 'setKeyLimit'>,
+): Promise<boolean> {
+  const set: Updateable<KeysTables['api_keys']> = {};
+  if (changes.name !== undefined) set.name = changes.name;
+  if (changes.permissions !== undefined) set.permissions = JSON.stringify(changes.permissions);
+  if (changes.expiresAt !== undefined) set.expires_at = changes.expiresAt;
+  if (changes.models !== undefined) set.models = changes.models === null ? null : JSON.stringify(changes.models);
+  return db.transaction().execute(async (trx) => {
+    // The row's own update is the visibility check when there is one; a change of the limit alone reads it.
+    const found =
+      Object.keys(set).length > 0
+        ? Number(
+            (
+              await trx
+                .updateTable('api_keys')
+                .set(set)
+                .where('id', '=', id)
+                .where(visibleTo(principal))
+                .executeTakeFirst()
+            ).numUpdatedRows,
+          ) > 0
+        : await isVisibleKey(trx, principal, id);
+    if (!found) return false;
+    if (changes.limit !== undefined) await billing.setKeyLimit(id, changes.limit, asDb(trx));
+    return true;
+  });
 }
 
 /**

@@ -43,9 +43,9 @@ describeEachDatabase(
         const cell = page.locator('tr', { hasText: 'nightly job' }).getByTestId('key-limit');
         assert.match((await cell.textContent())!, /0\.001 \/ daily/);
         assert.match((await cell.textContent())!, /spent · resets in 14h/);
-        assert.equal(
+        assert.match(
           (await page.locator('tr', { hasText: 'unlimited' }).getByTestId('key-limit').textContent())!.trim(),
-          'None',
+          /^None/,
         );
         const overflow = await page.evaluate(() => ({
           page: document.documentElement.scrollWidth - window.innerWidth,
@@ -54,6 +54,61 @@ describeEachDatabase(
             .filter((extra) => extra > 1),
         }));
         assert.deepEqual(overflow, { page: 0, tables: [] }, `${width}: nothing sticks out`);
+        await context.close();
+      }
+    });
+
+    test("a key's limit is changed in place from its row: a new amount and period, a refusal shown at the field, and removed", async () => {
+      const session = await env.createUser();
+      const created = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+        name: 'batch runner',
+        permissions: ['ai:chat'],
+        limit: 1,
+        limitPeriod: 'total',
+      });
+      assert.equal(created.status, 200, created.text);
+      const limitOf = async () =>
+        (await env.dashboard(session, 'GET', '/api/user/api-keys')).body.apiKeys.find(
+          (k: { id: string }) => k.id === created.body.apiKey.id,
+        );
+
+      for (const width of ['phone', 'desktop'] as const) {
+        const context = await browser.newContext({ viewport: WIDTHS[width], colorScheme: 'light', timezoneId: 'UTC' });
+        await addSessionCookie(context, env.baseUrl, session);
+        const page = await context.newPage();
+        page.setDefaultTimeout(15_000);
+        await page.clock.setFixedTime(new Date(NOW));
+        await page.goto(`${env.baseUrl}/#/keys`);
+        const row = page.locator('tr', { hasText: 'batch runner' });
+        const change = row.getByRole('button', { name: 'Change limit' });
+        await change.click();
+        const form = page.getByRole('form', { name: 'Limit of key batch runner' });
+        const amount = form.getByLabel('Spending limit (credits)');
+        assert.equal(await amount.evaluate((input) => input === document.activeElement), true, `${width}: focus`);
+
+        await amount.fill('99999999999');
+        await form.getByRole('button', { name: 'Save limit' }).click();
+        await form.getByText(/limit must be a number of credits/).waitFor();
+        assert.equal((await limitOf()).limit, width === 'phone' ? 1 : 2.5, `${width}: a refusal changes nothing`);
+
+        await amount.fill(width === 'phone' ? '2.5' : '');
+        if (width === 'phone') await form.getByLabel('Period').selectOption('daily');
+        await form.getByRole('button', { name: 'Save limit' }).click();
+        await form.waitFor({ state: 'detached' });
+        assert.equal(
+          await change.evaluate((button) => button === document.activeElement),
+          true,
+          `${width}: focus back`,
+        );
+        if (width === 'phone') {
+          await row.getByRole('meter', { name: 'Daily spending' }).waitFor();
+          assert.match((await row.getByTestId('key-limit').textContent())!, /2\.50 \/ daily/);
+          const listed = await limitOf();
+          assert.deepEqual([listed.limit, listed.limitPeriod], [2.5, 'daily']);
+        } else {
+          await row.getByTestId('key-limit').getByText('None').waitFor();
+          assert.equal((await limitOf()).limit, null, 'an empty amount removes the limit');
+        }
         await context.close();
       }
     });

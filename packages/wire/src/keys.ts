@@ -70,3 +70,9 @@ export const ApiKeyCreatedSchema = Type.Object({ success: Type.Literal(true), ap
 
 /** The answer to a key's creation. */
 export type ApiKeyCreated = Static<typeof ApiKeyCreatedSchema>;
+
+/** `PATCH /api/user/api-keys/:id`: the key as the list shows it after the change. */
+export const ApiKeyUpdatedSchema = Type.Object({ success: Type.Literal(true), apiKey: ListedApiKeySchema });
+
+/** The answer to a key's change. */
+export type ApiKeyUpdated = Static<typeof ApiKeyUpdatedSchema>;

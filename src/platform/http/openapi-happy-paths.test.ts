@@ -98,6 +98,11 @@ describeEachDatabase(
         ['GET', '/api/user/me', await dashboard('GET', '/api/user/me')],
         ['POST', '/api/user/api-keys', key],
         ['GET', '/api/user/api-keys', await dashboard('GET', '/api/user/api-keys')],
+        [
+          'PATCH',
+          '/api/user/api-keys/{id}',
+          await dashboard('PATCH', `/api/user/api-keys/${key.body.apiKey?.id}`, { limit: 1, limitPeriod: 'daily' }),
+        ],
         ['DELETE', '/api/user/api-keys/{id}', await dashboard('DELETE', `/api/user/api-keys/${key.body.apiKey?.id}`)],
         ['POST', '/api/user/apps', app],
         ['GET', '/api/user/apps', await dashboard('GET', '/api/user/apps')],

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { ApiKeyCreated, ApiKeyList, CreatedApiKey } from '@tollgate/wire';
 import { api } from '../api.ts';
 import type { FormFields } from '../field-errors.ts';
@@ -47,6 +47,83 @@ function KeyLimit(props: {
   );
 }
 import { loadUsage } from '../usage-data.ts';
+
+type ListedKey = ApiKeyList['apiKeys'][number];
+
+/** The id of a key's limit form, which its "Change limit" button controls. */
+const limitFormId = (key: ListedKey) => `key-limit-${key.id}`;
+
+/** The limit form's fields, as the API names them in a refusal. */
+const LIMIT_FORM_FIELDS: FormFields = { limit: { label: 'Spending limit', api: ['limit', 'limitPeriod'] } };
+
+/**
+ * A key's spending limit, changed in place (`PATCH /api/user/api-keys/:id`), opened by its "Change limit" button:
+ * the amount takes the focus, and Save, Cancel or Escape close the form and give the focus back to that button. An
+ * empty amount removes the limit.
+ */
+function KeyLimitForm(props: { apiKey: ListedKey; onClose: (saved: boolean) => void }) {
+  const action = useAction({ fields: LIMIT_FORM_FIELDS });
+  const { busy, error, run, field } = action;
+  const [period, setPeriod] = useState(props.apiKey.limitPeriod ?? 'total');
+  const form = useRef<HTMLFormElement>(null);
+  useLayoutEffect(() => form.current?.querySelector('input')?.focus(), []);
+  const close = (saved: boolean) => {
+    document.querySelector<HTMLElement>(`[aria-controls="${limitFormId(props.apiKey)}"]`)?.focus();
+    props.onClose(saved);
+  };
+  async function submit(event: Event) {
+    event.preventDefault();
+    const text = String(new FormData(event.currentTarget as HTMLFormElement).get('limit') ?? '').trim();
+    const body = text === '' ? { limit: null } : { limit: Number(text), limitPeriod: period };
+    await run(async () => {
+      await api('PATCH', `/api/user/api-keys/${encodeURIComponent(props.apiKey.id)}`, body);
+      announce(text === '' ? `Key ${props.apiKey.name} has no limit now.` : `Limit of key ${props.apiKey.name} saved.`);
+      close(true);
+    });
+  }
+  return (
+    <form
+      class="limits-form key-limit-form"
+      id={limitFormId(props.apiKey)}
+      ref={form}
+      onSubmit={submit}
+      onKeyDown={(event) => event.key === 'Escape' && !busy && close(false)}
+      aria-label={`Limit of key ${props.apiKey.name}`}
+    >
+      <label>
+        Spending limit (credits)
+        <input
+          name="limit"
+          type="number"
+          min="0"
+          step="0.000001"
+          inputMode="decimal"
+          placeholder="No limit"
+          defaultValue={props.apiKey.limit?.toString() ?? ''}
+          {...field('limit')}
+        />
+        <FieldMessage action={action} name="limit" />
+      </label>
+      <label>
+        Period
+        <select name="limitPeriod" value={period} onChange={(e) => setPeriod(e.currentTarget.value as typeof period)}>
+          <option value="total">Total (never resets)</option>
+          <option value="daily">Daily</option>
+          <option value="monthly">Monthly</option>
+        </select>
+      </label>
+      <ErrorNote error={error} />
+      <div class="row-actions">
+        <button class="btn primary small" type="submit" disabled={busy}>
+          Save limit
+        </button>
+        <button type="button" class="btn small" onClick={() => close(false)}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
 
 /** Contract §5.3, with what each grants. */
 const PERMISSIONS: Array<[string, string]> = [
@@ -295,6 +372,7 @@ export function KeysPage() {
   const spentBy = new Map((usage.data?.byKey ?? []).map((row) => [row.keyId, row]));
   const [created, setCreated] = useState<CreatedApiKey | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
   return (
     <>
       <PageHeader
@@ -368,11 +446,28 @@ export function KeysPage() {
                       </div>
                     </td>
                     <td data-label="Limit" class="key-limit" data-testid="key-limit">
-                      {k.limit === null || k.limitUsage === null ? (
+                      {editing === k.id ? (
+                        <KeyLimitForm
+                          apiKey={k}
+                          onClose={(saved) => {
+                            setEditing(null);
+                            if (saved) keys.reload();
+                          }}
+                        />
+                      ) : k.limit === null || k.limitUsage === null ? (
                         <span class="muted">None</span>
                       ) : (
                         <KeyLimit limit={k.limit} period={k.limitPeriod ?? 'total'} usage={k.limitUsage} />
                       )}
+                      <button
+                        type="button"
+                        class="link small key-limit-change"
+                        onClick={() => setEditing(editing === k.id ? null : k.id)}
+                        aria-expanded={editing === k.id}
+                        aria-controls={limitFormId(k)}
+                      >
+                        Change limit
+                      </button>
                     </td>
                     <td data-label="Expires" class="nowrap" data-testid="key-expires">
                       <Expiry expiresAt={k.expiresAt} />
