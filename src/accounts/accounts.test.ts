@@ -14,10 +14,10 @@ describeEachDatabase('accounts', (env) => {
   });
 
   it('GET /api/auth/state answers signed out as a 200, and a session with its user and CSRF token', async () => {
-    assert.deepEqual((await env.request('GET', '/api/auth/state')).body, { signedIn: false });
+    assert.deepEqual((await env.request('GET', '/api/auth/state')).body, { signedIn: false, signUp: 'open' });
     const forged = await env.request('GET', '/api/auth/state', { headers: { cookie: 'tg_session=forged.value' } });
     assert.equal(forged.status, 200);
-    assert.deepEqual(forged.body, { signedIn: false });
+    assert.deepEqual(forged.body, { signedIn: false, signUp: 'open' });
     const session = await env.createUser({ name: 'Grace' });
     const state = await env.dashboard(session, 'GET', '/api/auth/state');
     assert.equal(state.status, 200);
@@ -27,9 +27,12 @@ describeEachDatabase('accounts', (env) => {
     // A bearer credential is not a browser's session: the state reads the session cookie only.
     const app = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'k', permissions: ['ai:chat'] });
     const byKey = await env.request('GET', '/api/auth/state', { token: app.body.apiKey.key });
-    assert.deepEqual(byKey.body, { signedIn: false });
+    assert.deepEqual(byKey.body, { signedIn: false, signUp: 'open' });
     assert.equal((await env.dashboard(session, 'POST', '/api/auth/signout')).status, 200);
-    assert.deepEqual((await env.dashboard(session, 'GET', '/api/auth/state')).body, { signedIn: false });
+    assert.deepEqual((await env.dashboard(session, 'GET', '/api/auth/state')).body, {
+      signedIn: false,
+      signUp: 'open',
+    });
   });
 
   it('a wrong password is refused with 401 and sets no cookie', async () => {

@@ -1,7 +1,15 @@
 import Type, { type Static } from 'typebox';
 
-/** The sign-in throttle's settings. Part of the one configuration schema (src/config.ts). */
+/**
+ * Who may create an account, and the sign-in throttle's settings. Part of the one configuration schema
+ * (src/config.ts).
+ */
 export const AccountsConfigSection = Type.Object({
+  SIGNUP: Type.Union([Type.Literal('open'), Type.Literal('closed')], {
+    default: 'open',
+    description:
+      'Whether anyone reaching the service may create an account (`open`), or only the operator (`closed`: `POST /api/admin/users` or `tollgate create-user`). Closed, the sign-up API answers 403 `SIGNUP_CLOSED`, the `/signup` page says to ask the operator, and no page links to it.',
+  }),
   SIGNIN_FREE_FAILURES_PER_ACCOUNT: Type.Integer({
     minimum: 1,
     default: 5,

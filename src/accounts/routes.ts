@@ -12,6 +12,7 @@ import { ApiError, errors } from '../platform/errors.ts';
 import { randomBytes } from 'node:crypto';
 import { EMAIL_PATTERN, findUser, registerUser, signUpProblem } from './users.ts';
 import { checkSignIn, throttleMessage } from './sign-in-throttle.ts';
+import { NO_ACCOUNT_HINT, signUpClosed, signUpClosedPage, signUpOpen } from './signup-closed.ts';
 
 const Credentials = Type.Object({
   email: Type.String({ pattern: EMAIL_PATTERN, maxLength: 320 }),
@@ -60,17 +61,28 @@ interface FormProblem {
   field?: 'email' | 'password';
 }
 
+/** What a sign-in or sign-up page shows besides its fields. */
+interface FormView {
+  /** Where the form sends the browser once done (formReturnTo). */
+  returnTo: string;
+  /** Whether the sign-in page links to sign-up (false while `SIGNUP=closed`). */
+  offerSignUp: boolean;
+  problem?: FormProblem;
+  /** What was typed before a refusal (never the password). */
+  typed?: { email?: string; name?: string };
+}
+
 /**
  * The sign-in or sign-up page. After a refusal it keeps what was typed (never the password), announces the
  * message, and ties it to the field it is about (`aria-invalid`, `aria-describedby`).
  */
-function authForm(
-  kind: 'signin' | 'signup',
-  returnTo: string,
-  problem?: FormProblem,
-  typed: { email?: string; name?: string } = {},
-): string {
+function authForm(kind: 'signin' | 'signup', { returnTo, offerSignUp, problem, typed = {} }: FormView): string {
   const signup = kind === 'signup';
+  const other = signup
+    ? `Have an account? <a href="/signin?return_to=${encodeURIComponent(returnTo)}">Sign in</a>`
+    : offerSignUp
+      ? `New here? <a href="/signup?return_to=${encodeURIComponent(returnTo)}">Create an account</a>`
+      : escapeHtml(NO_ACCOUNT_HINT);
   const tie = (field: 'email' | 'password') =>
     problem?.field === field ? ' aria-invalid="true" aria-describedby="form_error"' : '';
   return renderPage(
@@ -86,7 +98,7 @@ ${signup ? `<label for="name">Name</label><input id="name" name="name" autocompl
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="${signup ? 'new-password' : 'current-password'}" required ${signup ? 'minlength="8"' : ''}${tie('password')}>
 <div class="row"><button class="primary" type="submit">${signup ? 'Create account' : 'Sign in'}</button></div>
 </form>
-<p class="hint" style="margin-top:16px">${signup ? `Have an account? <a href="/signin?return_to=${encodeURIComponent(returnTo)}">Sign in</a>` : `New here? <a href="/signup?return_to=${encodeURIComponent(returnTo)}">Create an account</a>`}</p>`,
+<p class="hint" style="margin-top:16px">${other}</p>`,
   );
 }
 
@@ -97,16 +109,28 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
   const signIn = (request: FastifyRequest, reply: FastifyReply, userId: string) =>
     sessions.signIn(request, reply, userId);
 
+  // SIGNUP=closed: only the operator creates accounts (POST /api/admin/users, `tollgate create-user`). The sign-up
+  // routes refuse before reading the body, and no page offers sign-up.
+  const open = signUpOpen(ctx.config);
+  const refuseWhenClosed = async () => {
+    if (!open) throw signUpClosed();
+  };
+
   const pageQuery = Type.Object({ return_to: Type.Optional(Type.String()) });
-  for (const kind of ['signin', 'signup'] as const) {
-    app.get(`/${kind}`, { schema: { hide: true, querystring: pageQuery }, config: PAGE }, async (request, reply) =>
-      reply.type('text/html').send(authForm(kind, formReturnTo((request.query as any).return_to))),
-    );
-  }
+  app.get('/signin', { schema: { hide: true, querystring: pageQuery }, config: PAGE }, async (request, reply) => {
+    const returnTo = formReturnTo((request.query as any).return_to);
+    return reply.type('text/html').send(authForm('signin', { returnTo, offerSignUp: open }));
+  });
+  app.get('/signup', { schema: { hide: true, querystring: pageQuery }, config: PAGE }, async (request, reply) => {
+    const returnTo = formReturnTo((request.query as any).return_to);
+    const page = open ? authForm('signup', { returnTo, offerSignUp: open }) : signUpClosedPage(returnTo);
+    return reply.type('text/html').send(page);
+  });
 
   app.post('/signup', { schema: { hide: true }, config: PAGE }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, string>;
     const returnTo = formReturnTo(body.return_to);
+    if (!open) return reply.code(403).type('text/html').send(signUpClosedPage(returnTo));
     const input = { email: String(body.email ?? ''), name: body.name, password: String(body.password ?? '') };
     try {
       // Security invariant: the answer does not tell whether the email already has an account (see registerUser).
@@ -119,12 +143,12 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
         .code(error.status)
         .type('text/html')
         .send(
-          authForm(
-            'signup',
+          authForm('signup', {
             returnTo,
-            { message: error.message, field: signUpProblem(input)?.field },
-            { email: input.email, name: String(body.name ?? '') },
-          ),
+            offerSignUp: open,
+            problem: { message: error.message, field: signUpProblem(input)?.field },
+            typed: { email: input.email, name: String(body.name ?? '') },
+          }),
         );
     }
   });
@@ -138,21 +162,26 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
     } catch (error) {
       const waitMessage = throttleMessage(error, reply);
       if (waitMessage === null) throw error;
-      return reply
-        .type('text/html')
-        .send(authForm('signin', returnTo, { message: waitMessage }, { email: String(body.email ?? '') }));
+      return reply.type('text/html').send(
+        authForm('signin', {
+          returnTo,
+          offerSignUp: open,
+          problem: { message: waitMessage },
+          typed: { email: String(body.email ?? '') },
+        }),
+      );
     }
     if (!user)
       return reply
         .code(401)
         .type('text/html')
         .send(
-          authForm(
-            'signin',
+          authForm('signin', {
             returnTo,
-            { message: 'That email and password do not match.' },
-            { email: String(body.email ?? '') },
-          ),
+            offerSignUp: open,
+            problem: { message: 'That email and password do not match.' },
+            typed: { email: String(body.email ?? '') },
+          }),
         );
     await signIn(request, reply, user.id);
     return reply.redirect(returnTo, 303);
@@ -171,9 +200,11 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
       schema: {
         tags: ['accounts'],
         summary: 'Create an account and start a dashboard session',
+        description: 'Refused with 403 `SIGNUP_CLOSED` when the operator closed sign-up (`SIGNUP=closed`).',
         body: Type.Intersect([Credentials, Type.Object({ name: Type.Optional(Type.String({ maxLength: 200 })) })]),
         response: { 201: SessionResponse },
       },
+      preValidation: refuseWhenClosed,
     },
     async (request, reply) => {
       // Security invariant: a taken email gets the same status and shape as a new account (a made-up user and
@@ -235,6 +266,9 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
             signedIn: Type.Boolean(),
             user: Type.Optional(UserSchema),
             csrfToken: Type.Optional(Type.String({ description: 'Given with the user, when signed in' })),
+            signUp: Type.Union([Type.Literal('open'), Type.Literal('closed')], {
+              description: 'Whether anyone may create an account here (`SIGNUP`), so the dashboard offers it or not',
+            }),
           }),
         },
       },
@@ -242,7 +276,10 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
     async (request) => {
       const principal = await sessionOfCookie(request, (token) => resolveSession(ctx.db, ctx.clock, token));
       const user = principal ? await findUser(ctx.db, principal.userId) : null;
-      return user ? { signedIn: true as const, user, csrfToken: principal!.csrfToken! } : { signedIn: false as const };
+      const signUp = ctx.config.SIGNUP;
+      return user
+        ? { signedIn: true as const, user, csrfToken: principal!.csrfToken!, signUp }
+        : { signedIn: false as const, signUp };
     },
   );
 

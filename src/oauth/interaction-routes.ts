@@ -8,6 +8,7 @@ import { escapeHtml, renderPage, STRICT_PAGE_CSP } from '../platform/http/page.t
 import { creditsToMicros, microsToCredits, CREDITS_RULE } from '../platform/money.ts';
 import { checkSignIn, throttleMessage } from '../accounts/sign-in-throttle.ts';
 import { findUser } from '../accounts/users.ts';
+import { NO_ACCOUNT_HINT, signUpOpen } from '../accounts/signup-closed.ts';
 import { clientDisplay, clientName } from './clients.ts';
 import { recordConsent } from './authorizations.ts';
 import { interactionPath } from './provider.ts';
@@ -45,7 +46,14 @@ const CREDITS_TEXT = /^\d{1,12}(\.\d+)?$/;
 /** What fails on these pages (a database outage, a malformed uid) is a page saying so, never JSON (error-page.ts). */
 const PAGE = { envelope: 'page' } as const;
 
-function loginPage(uid: string, appName: string, message?: string, email = ''): string {
+/**
+ * The sign-in page of an authorization. `offerSignUp` (false while `SIGNUP=closed`) links to sign-up; without it
+ * the page says to ask the operator for an account.
+ */
+function loginPage(uid: string, appName: string, offerSignUp: boolean, message?: string, email = ''): string {
+  const noAccount = offerSignUp
+    ? `New here? <a href="${escapeHtml(signUpUrl(uid))}">Create an account</a>`
+    : escapeHtml(NO_ACCOUNT_HINT);
   return renderPage(
     'Sign in',
     `
@@ -57,7 +65,7 @@ ${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <div class="row"><button class="primary" type="submit">Sign in</button></div>
 </form>
-<p class="more">New here? <a href="${escapeHtml(signUpUrl(uid))}">Create an account</a></p>`,
+<p class="more">${noAccount}</p>`,
   );
 }
 
@@ -186,6 +194,7 @@ export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider:
   }
 
   const sessions = ctx.browserSessions;
+  const offerSignUp = signUpOpen(ctx.config);
 
   /** What the consent page shows for this interaction and account. */
   async function consentView(details: InteractionDetails, accountId: string): Promise<ConsentView> {
@@ -247,7 +256,7 @@ export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider:
           const ts = Math.floor(signIn.signedInAt / 1000);
           return finish(request, reply, provider, { login: { accountId: signIn.userId, ts } });
         }
-        return sendPage(reply, 200, loginPage(uid, appName));
+        return sendPage(reply, 200, loginPage(uid, appName, offerSignUp));
       }
       if (details.prompt.name === 'consent' && details.session?.accountId) {
         const previous = (await ctx.billing.appLimits(details.session.accountId, details.params.client_id)).daily;
@@ -280,11 +289,15 @@ export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider:
         const waitMessage = throttleMessage(error, reply);
         if (waitMessage === null) throw error;
         const appName = (await clientName(ctx.db, found.details.params.client_id)) ?? 'this app';
-        return sendPage(reply, 429, loginPage(uid, appName, waitMessage, body.email));
+        return sendPage(reply, 429, loginPage(uid, appName, offerSignUp, waitMessage, body.email));
       }
       if (!user) {
         const appName = (await clientName(ctx.db, found.details.params.client_id)) ?? 'this app';
-        return sendPage(reply, 401, loginPage(uid, appName, 'That email and password do not match.', body.email));
+        return sendPage(
+          reply,
+          401,
+          loginPage(uid, appName, offerSignUp, 'That email and password do not match.', body.email),
+        );
       }
       // One account per browser: signing in here signs the browser in. When the provider session still holds
       // another account (a forced re-sign-in), it cannot take a new one mid-interaction, so the browser is

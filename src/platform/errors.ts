@@ -111,6 +111,11 @@ export const ERROR_CODES = {
     type: 'permission_error',
     when: 'Top-ups are off on this deployment: the operator has not set `STRIPE_SECRET_KEY` and `STRIPE_WEBHOOK_SECRET`.',
   },
+  SIGNUP_CLOSED: {
+    status: 403,
+    type: 'permission_error',
+    when: 'Sign-up is closed on this deployment (`SIGNUP=closed`): only the operator creates accounts.',
+  },
   PAYMENT_PROVIDER_ERROR: {
     status: 502,
     type: 'upstream_error',

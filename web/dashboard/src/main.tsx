@@ -17,6 +17,11 @@ export interface SessionUser {
   name: string;
 }
 
+/** `GET /api/auth/state`: whether this browser is signed in, and whether anyone may sign up here. */
+type AuthState = ({ signedIn: true; user: SessionUser; csrfToken: string } | { signedIn: false }) & {
+  signUp: 'open' | 'closed';
+};
+
 /** Small line icons (24×24 paths), drawn inline so they look the same everywhere. */
 const ICONS = {
   wallet: 'M3 7h15a3 3 0 0 1 3 3v7a3 3 0 0 1-3 3H6a3 3 0 0 1-3-3zm0 0 2-3h11v3M16 13.5h2',
@@ -77,6 +82,8 @@ function App() {
   const [theme, toggleTheme] = useTheme();
   // Why the sign-in page is back, when the session ended by itself rather than by "Sign out".
   const [notice, setNotice] = useState<string | null>(null);
+  // Whether the sign-in page offers to create an account (the operator may close sign-up: SIGNUP=closed).
+  const [signUpOpen, setSignUpOpen] = useState(true);
 
   useEffect(() => {
     // The page (its hash) stays, so signing in again goes back to it.
@@ -86,8 +93,9 @@ function App() {
       setNotice('Your session has ended. Sign in again to go on.');
     });
     // The state, not `/api/auth/session`: signed out is a 200 there, where a 401 is a console error in every browser.
-    api<{ signedIn: true; user: SessionUser; csrfToken: string } | { signedIn: false }>('GET', '/api/auth/state').then(
+    api<AuthState>('GET', '/api/auth/state').then(
       (state) => {
+        setSignUpOpen(state.signUp !== 'closed');
         if (!state.signedIn) return setUser(null);
         setCsrfToken(state.csrfToken);
         setUser(state.user);
@@ -138,6 +146,7 @@ function App() {
       <AuthPage
         themeButton={themeButton}
         notice={notice}
+        signUpOpen={signUpOpen}
         onSignedIn={(session) => {
           setCsrfToken(session.csrfToken);
           setNotice(null);

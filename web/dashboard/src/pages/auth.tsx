@@ -22,8 +22,11 @@ export function AuthPage(props: {
   themeButton: ComponentChildren;
   /** Why the user is asked to sign in (a session that ended), shown above the form. */
   notice?: string | null;
+  /** Whether anyone may create an account (false: the operator closed sign-up, and only sign-in is offered). */
+  signUpOpen: boolean;
 }) {
-  const [mode, setMode] = useState<'signin' | 'signup'>(location.hash.includes('signup') ? 'signup' : 'signin');
+  const [chosenMode, setMode] = useState<'signin' | 'signup'>(location.hash.includes('signup') ? 'signup' : 'signin');
+  const mode = props.signUpOpen ? chosenMode : 'signin';
   const { busy, error, setError, run } = useAction();
   const signup = mode === 'signup';
 
@@ -98,19 +101,23 @@ export function AuthPage(props: {
             {signup ? 'Create account' : 'Sign in'}
           </button>
         </form>
-        <p class="switch">
-          {signup ? 'Have an account? ' : 'New here? '}
-          <button
-            type="button"
-            class="link"
-            onClick={() => {
-              setMode(signup ? 'signin' : 'signup');
-              setError(null);
-            }}
-          >
-            {signup ? 'Sign in' : 'Create an account'}
-          </button>
-        </p>
+        {props.signUpOpen ? (
+          <p class="switch">
+            {signup ? 'Have an account? ' : 'New here? '}
+            <button
+              type="button"
+              class="link"
+              onClick={() => {
+                setMode(signup ? 'signin' : 'signup');
+                setError(null);
+              }}
+            >
+              {signup ? 'Sign in' : 'Create an account'}
+            </button>
+          </p>
+        ) : (
+          <p class="switch">New here? Ask the operator of this service for an account.</p>
+        )}
       </main>
     </div>
   );
