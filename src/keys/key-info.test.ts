@@ -1,25 +1,10 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeEachDatabase, type DashboardSession, type TestEnv } from '../testing/harness.ts';
+import { createKey, fundedSession } from './testing.ts';
 import { authorizeForTest } from '../oauth/testing.ts';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-async function fundedSession(env: TestEnv, credits: number): Promise<DashboardSession> {
-  const session = await env.createUser();
-  const granted = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, {
-    amount: credits,
-    reason: 't',
-  });
-  assert.equal(granted.status, 200, granted.text);
-  return session;
-}
-
-async function createKey(env: TestEnv, session: DashboardSession, body: Record<string, unknown>) {
-  const response = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'Editor', ...body });
-  assert.equal(response.status, 200, response.text);
-  return response.body.apiKey as { id: string; key: string };
-}
 
 /** A chat with the echo model; resolves the credits it was charged. */
 async function chat(env: TestEnv, key: string, text: string): Promise<number> {

@@ -1,23 +1,8 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeEachDatabase, type DashboardSession, type TestEnv } from '../testing/harness.ts';
+import { createKey, fundedSession } from './testing.ts';
 import { authorizeForTest } from '../oauth/testing.ts';
-
-async function fundedSession(env: TestEnv, credits: number): Promise<DashboardSession> {
-  const session = await env.createUser();
-  const granted = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, {
-    amount: credits,
-    reason: 't',
-  });
-  assert.equal(granted.status, 200, granted.text);
-  return session;
-}
-
-async function createKey(env: TestEnv, session: DashboardSession, body: Record<string, unknown>) {
-  const response = await env.dashboard(session, 'POST', '/api/user/api-keys', { name: 'Editor', ...body });
-  assert.equal(response.status, 200, response.text);
-  return response.body.apiKey as { id: string; key: string };
-}
 
 const chat = (env: TestEnv, key: string, text = 'hello') =>
   env.request('POST', '/api/v1/chat/completions', {

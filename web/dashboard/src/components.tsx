@@ -4,6 +4,21 @@ import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preac
 import { formatCredits, percentOf, resetsIn } from './format.ts';
 import { fieldErrorOf, type FieldError, type FormFields } from './field-errors.ts';
 
+/**
+ * An amount of credits as every form takes it: not below 0, at most 6 decimals (the API's micro-credits), a decimal
+ * keypad on a phone. The other attributes (name, placeholder, value, the field's error wiring) are the caller's.
+ */
+export function CreditsInput(props: {
+  name: string;
+  placeholder?: string;
+  defaultValue?: string;
+  value?: string;
+  onInput?: (event: Event) => void;
+  [wiring: string]: unknown;
+}) {
+  return <input type="number" min="0" step="0.000001" inputMode="decimal" {...props} />;
+}
+
 /** Loads data once (and on `reload`), keeping the last value while a reload runs. */
 export function useLoad<T>(
   load: () => Promise<T>,

@@ -7,6 +7,7 @@ import {
   Chips,
   announce,
   ConfirmButton,
+  CreditsInput,
   Empty,
   ErrorNote,
   FieldMessage,
@@ -72,12 +73,8 @@ function LimitsForm(props: { app: AuthorizedApp; onClose: (saved: boolean) => vo
         {PERIODS.map(([period, label]) => (
           <label key={period}>
             {label} limit (credits)
-            <input
+            <CreditsInput
               name={period}
-              type="number"
-              min="0"
-              step="0.000001"
-              inputMode="decimal"
               placeholder="No limit"
               defaultValue={props.app.limits[period]?.limit?.toString() ?? ''}
               {...field(period)}

@@ -8,6 +8,7 @@ import {
   announce,
   ConfirmButton,
   CopyButton,
+  CreditsInput,
   Empty,
   ErrorNote,
   FieldMessage,
@@ -18,6 +19,15 @@ import {
   TableBox,
 } from '../components.tsx';
 import { ago, counted, formatCredits, resetsIn, when } from '../format.ts';
+
+/** A key limit's periods as its forms offer them, the API's default (`total`) first. */
+const PERIOD_OPTIONS = (
+  <>
+    <option value="total">Total (never resets)</option>
+    <option value="daily">Daily</option>
+    <option value="monthly">Monthly</option>
+  </>
+);
 
 /** A key limit's period as its meter names it. */
 const PERIOD_LABELS = { daily: 'Daily', monthly: 'Monthly', total: 'Total' } as const;
@@ -92,12 +102,8 @@ function KeyLimitForm(props: { apiKey: ListedKey; onClose: (saved: boolean) => v
     >
       <label>
         Spending limit (credits)
-        <input
+        <CreditsInput
           name="limit"
-          type="number"
-          min="0"
-          step="0.000001"
-          inputMode="decimal"
           placeholder="No limit"
           defaultValue={props.apiKey.limit?.toString() ?? ''}
           {...field('limit')}
@@ -107,9 +113,7 @@ function KeyLimitForm(props: { apiKey: ListedKey; onClose: (saved: boolean) => v
       <label>
         Period
         <select name="limitPeriod" value={period} onChange={(e) => setPeriod(e.currentTarget.value as typeof period)}>
-          <option value="total">Total (never resets)</option>
-          <option value="daily">Daily</option>
-          <option value="monthly">Monthly</option>
+          {PERIOD_OPTIONS}
         </select>
       </label>
       <ErrorNote error={error} />
@@ -292,26 +296,14 @@ function CreateKey(props: { onCreated: (key: CreatedApiKey) => void }) {
       <div class="row">
         <label>
           Spending limit (credits, optional)
-          <input
-            name="limit"
-            type="number"
-            min="0"
-            step="0.000001"
-            inputMode="decimal"
-            placeholder="No limit"
-            {...field('limit')}
-          />
+          <CreditsInput name="limit" placeholder="No limit" {...field('limit')} />
           <FieldMessage action={action} name="limit" />
         </label>
         <label>
           Period
           {/* Total first, the API's default: Preact's `selected` sets no attribute, so the form's reset() after a
               key is created went back to the first option, and the next limit typed became a daily one. */}
-          <select name="limitPeriod">
-            <option value="total">Total (never resets)</option>
-            <option value="daily">Daily</option>
-            <option value="monthly">Monthly</option>
-          </select>
+          <select name="limitPeriod">{PERIOD_OPTIONS}</select>
         </label>
       </div>
       <div class="row">

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { AutoTopup, Topup, TopupsPage, TopupStarted } from '@tollgate/wire';
 import { api } from '../api.ts';
 import type { FormFields } from '../field-errors.ts';
-import { Card, Command, Empty, ErrorNote, FieldMessage, useAction, TableBox } from '../components.tsx';
+import { Card, Command, CreditsInput, Empty, ErrorNote, FieldMessage, useAction, TableBox } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 
 /** The query of the wallet route (`#/wallet?topup=…&need=…`). */
@@ -270,11 +270,8 @@ export function AutoTopupCard(props: { page: TopupsPage; auto: AutoTopup; onChan
       <div class="row">
         <label>
           When available credits fall below
-          <input
+          <CreditsInput
             name="threshold"
-            type="number"
-            min="0"
-            step="0.000001"
             value={threshold}
             onInput={(e) => setThreshold((e.target as HTMLInputElement).value)}
             {...refused.field('threshold')}

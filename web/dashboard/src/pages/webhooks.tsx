@@ -7,6 +7,7 @@ import {
   announce,
   ConfirmButton,
   CopyButton,
+  CreditsInput,
   Empty,
   ErrorNote,
   FieldMessage,
@@ -76,12 +77,8 @@ function LowBalance() {
     <form class="form-grid" onSubmit={submit} aria-label="Low-balance alert">
       <label>
         Alert when available credits fall below
-        <input
+        <CreditsInput
           name="threshold"
-          type="number"
-          min="0"
-          step="0.000001"
-          inputMode="decimal"
           placeholder="No alert"
           defaultValue={alert.data?.threshold?.toString() ?? ''}
           key={String(alert.data?.threshold)}
