@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from './config.ts';
 import { ConfigError } from './platform/config.ts';
+import { errors } from './platform/errors.ts';
 import { ensureDatabaseReachable, openDatabase } from './platform/db/connect.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import { jobWithoutQueryTimeout } from './platform/jobs.ts';
@@ -109,6 +110,13 @@ export interface ServiceOptions {
  */
 const LISTEN_BACKLOG = 4096;
 
+/**
+ * How long the calls cut at the end of a shutdown's grace period have to write their last frame (or their 503)
+ * before the connections still open are closed: a write to a reading client takes microseconds, one that is
+ * not reading is not waited for longer.
+ */
+const CUT_WRITE_MS = 1000;
+
 /** Builds the whole service: config, database, migrations, secrets, every feature's routes and jobs. */
 export async function createService(options: ServiceOptions = {}): Promise<Service> {
   const config = options.config ?? loadConfig();
@@ -128,6 +136,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       );
   }
   const secrets = await loadInstanceSecrets(database.db, config, log);
+  const shutdownController = new AbortController();
   const base: RootContext = {
     config,
     db: database.db,
@@ -139,6 +148,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     jobs: new Map(),
     metrics: createMetrics(),
     inflight: new Set(),
+    shutdown: shutdownController.signal,
     onClose: [],
   };
   const { features, apis, auth } = await composeFeatures(base);
@@ -211,6 +221,10 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     });
     if ((await Promise.race([serverClosed.then(() => 'closed' as const), graceOver])) === 'cut') {
       log.warn({ graceMs: config.SHUTDOWN_GRACE_MS }, 'grace period over or cut short: cutting open connections');
+      // The calls still running end first, each with its error (a stream's last frame, or a 503 not yet sent),
+      // settled for what they produced; then whatever connection is left is closed.
+      shutdownController.abort(errors.shuttingDown());
+      await Promise.race([serverClosed, new Promise((resolve) => setTimeout(resolve, CUT_WRITE_MS).unref())]);
       app.server.closeAllConnections();
       await serverClosed;
     }

@@ -5,12 +5,32 @@ import type { FaultUpstream } from './fault-upstream.ts';
 import { wordsOf } from './fault-upstream.ts';
 import { assertLedgerVerifies, chat, createChaosUser, CREDIT, putChatModel } from './client.ts';
 import { count } from './figures.ts';
+import type { SseFrame } from '../testing/sse.ts';
 
 const GRACE_MS = 1500;
 /** 3 words, 50 ms apart: ends well within the grace period. */
 const SHORT = { id: 'chaos/short-drip', upstreamModel: 'drip-3-50', words: 3 };
 /** 60 words, 100 ms apart: still streaming when the grace period ends. */
 const LONG = { id: 'chaos/long-drip', upstreamModel: 'drip-60-100', words: 60 };
+
+/**
+ * A stream cut by a shutdown ends with the error frame of the contract's envelope, not a bare close: what it was
+ * charged comes first when it asked for usage, then `event: error` with SERVICE_UNAVAILABLE, and no `[DONE]`.
+ */
+function assertEndsWithShutdownFrame(frames: SseFrame[]): void {
+  const last = frames.at(-1)!;
+  assert.equal(last.event, 'error', `the cut stream ends with an error frame, not ${JSON.stringify(last)}`);
+  assert.equal(last.data.error.code, 'SERVICE_UNAVAILABLE');
+  assert.match(last.data.error.message, /shutting down/);
+  assert.ok(
+    frames.at(-2)?.data?.usage?.cost > 0,
+    'the frame before it carries what the stream was charged (stream_options.include_usage)',
+  );
+  assert.equal(
+    frames.some((frame) => frame.data === '[DONE]'),
+    false,
+  );
+}
 
 /**
  * SIGTERM while streams flow (issue 7): a `tollgate serve` process with SHUTDOWN_GRACE_MS gets SIGTERM while
@@ -46,7 +66,12 @@ export function sigtermStreamSuite(upstream: FaultUpstream): void {
         const long = chat(
           gateway.baseUrl,
           user.key,
-          { model: LONG.id, stream: true, messages: [{ role: 'user', content: 'long' }] },
+          {
+            model: LONG.id,
+            stream: true,
+            stream_options: { include_usage: true },
+            messages: [{ role: 'user', content: 'long' }],
+          },
           (content) => {
             longWords = words(content);
             maybeSignal();
@@ -73,7 +98,7 @@ export function sigtermStreamSuite(upstream: FaultUpstream): void {
         assert.equal(shortSeen.content, wordsOf(SHORT.words).join(''));
         assert.equal(shortSeen.frames!.at(-1)!.data, '[DONE]', 'the short stream finished');
         assert.equal(longSeen.status, 200);
-        assert.notEqual(longSeen.frames!.at(-1)?.data, '[DONE]', 'the long stream was cut');
+        assertEndsWithShutdownFrame(longSeen.frames!);
         const received = words(longSeen.content);
         assert.ok(received >= 3 && received < LONG.words, `the long stream was cut mid-way (${received} words)`);
 
@@ -117,7 +142,12 @@ export function sigtermStreamSuite(upstream: FaultUpstream): void {
         const seen = await chat(
           gateway.baseUrl,
           user.key,
-          { model: LONG.id, stream: true, messages: [{ role: 'user', content: 'long' }] },
+          {
+            model: LONG.id,
+            stream: true,
+            stream_options: { include_usage: true },
+            messages: [{ role: 'user', content: 'long' }],
+          },
           (content) => {
             longWords = content ? content.split(' ').length : 0;
             if (!first && longWords >= 3) {
@@ -132,7 +162,7 @@ export function sigtermStreamSuite(upstream: FaultUpstream): void {
         assert.ok(second, 'the second signal was sent while the stream flowed');
         assert.equal(await first, 0, 'the process exits cleanly');
         assert.equal(seen.status, 200);
-        assert.notEqual(seen.frames!.at(-1)?.data, '[DONE]', 'the stream was cut, not left to finish');
+        assertEndsWithShutdownFrame(seen.frames!);
         const received = seen.content.split(' ').length;
         assert.ok(received >= 6 && received < LONG.words, `the stream was cut mid-way (${received} words)`);
         assert.match(gateway.output(), /second signal: cutting in-flight calls now/);

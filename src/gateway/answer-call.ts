@@ -34,7 +34,7 @@ export async function answerCall<R>(
   wire: CallWire<R>,
 ): Promise<R | FastifyReply> {
   const principal = principalOf(request);
-  const signal = clientSignal(reply);
+  const signal = clientSignal(reply, ctx.shutdown);
   if (call.stream) {
     const started = await startEventStream(
       reply,

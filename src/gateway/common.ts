@@ -24,11 +24,18 @@ export async function resolveModel(ctx: GatewayDeps, id: string, principal: Prin
   return model;
 }
 
-/** A signal that aborts when the client closes the connection before its answer was written in full. */
-export function clientSignal(reply: FastifyReply): AbortSignal {
+/**
+ * A signal that aborts when the client closes the connection before its answer was written in full, or when a
+ * shutdown cuts the calls still running (`shutdown`, whose reason, an ApiError, becomes this signal's: the call
+ * then ends with that error instead of going silent, see {@link callWithFallbacks} and `streamCall`).
+ */
+export function clientSignal(reply: FastifyReply, shutdown: AbortSignal): AbortSignal {
   const controller = new AbortController();
   const raw = reply.raw;
+  const cut = () => controller.abort(shutdown.reason);
+  shutdown.addEventListener('abort', cut, { once: true });
   raw.once('close', () => {
+    shutdown.removeEventListener('abort', cut);
     if (!raw.writableFinished) controller.abort(new DOMException('The client went away.', 'AbortError'));
   });
   return controller.signal;
@@ -88,7 +95,7 @@ export async function meteredCall<T>(
   );
   let answered;
   try {
-    answered = await callWithFallbacks(ctx, candidates, clientSignal(reply), (m, adapter, signal) =>
+    answered = await callWithFallbacks(ctx, candidates, clientSignal(reply, ctx.shutdown), (m, adapter, signal) =>
       options.call(adapter, m, signal),
     );
   } catch (error) {

@@ -1,6 +1,6 @@
 import type { GatewayDeps } from './deps.ts';
 import type { Principal } from '../platform/http/principal.ts';
-import type { ApiError } from '../platform/errors.ts';
+import { ApiError } from '../platform/errors.ts';
 import { toApiError } from '../platform/http/server.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { inputTokens, outputTokens, type UsageBreakdown } from '../models/pricing.ts';
@@ -383,6 +383,14 @@ export async function streamCall(
           yield event;
         }
       } catch (error) {
+        if (signal.reason instanceof ApiError) {
+          // A shutdown cut the stream: the client is still reading, so it gets what it was charged and why the
+          // stream ends here, and the call is settled for what was produced, as for a client gone.
+          const priced = account();
+          yield { type: 'usage', usage: billedUsage(priced.breakdown, priced.charge, reported) };
+          yield { type: 'error', code: signal.reason.code, message: signal.reason.message };
+          return;
+        }
         if (error instanceof ClientGone || attempt.signal.aborted || signal.aborted) return;
         status = 'upstream_error';
         ctx.log.warn({ err: error, model: model.id }, 'upstream stream failed after output began');

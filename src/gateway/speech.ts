@@ -113,7 +113,7 @@ export function registerSpeechRoute(app: App, ctx: GatewayDeps): void {
         model.id,
         Math.max(...candidates.map((m) => speechWorstCase(m, promptTokens))),
       );
-      const signal = clientSignal(reply);
+      const signal = clientSignal(reply, ctx.shutdown);
       let answered;
       try {
         answered = await callWithFallbacks<Answer>(ctx, candidates, signal, async (m, adapter, attempt) => {

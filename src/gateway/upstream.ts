@@ -129,8 +129,8 @@ export interface Answered<T> {
  * timeout — all before any output reached the client, since `call` resolves only when output is ready.
  * Each attempt's deadline is its own model's ({@link answerDeadlineOf}), so a fast model that hangs hands
  * over to its fallback at its own deadline, and a slow fallback still gets its full time.
- * The caller disposes the returned attempt. Throws {@link ClientGone} when the client left, or the
- * mapped ApiError of the last failure.
+ * The caller disposes the returned attempt. Throws {@link ClientGone} when the client left, the shutdown's
+ * error when a shutdown cut the call (`ctx.shutdown`), or the mapped ApiError of the last failure.
  */
 export async function callWithFallbacks<T>(
   ctx: GatewayDeps,
@@ -152,7 +152,11 @@ export async function callWithFallbacks<T>(
       return { result, model, attempt };
     } catch (error) {
       attempt.dispose();
-      if (client.aborted) throw new ClientGone('The client went away before the answer.');
+      // A shutdown's cut is an answer (its 503), not a client gone: the client is still there to read it.
+      if (client.aborted)
+        throw client.reason instanceof ApiError
+          ? client.reason
+          : new ClientGone('The client went away before the answer.');
       if (error instanceof ApiError) throw error;
       if (isAbortError(error) && !attempt.timedOut) throw new ClientGone('The call was aborted.');
       const last = i === candidates.length - 1;

@@ -28,6 +28,12 @@ export interface AppContext {
   metrics: Metrics;
   /** Work under way (AI calls, streams) that a graceful shutdown waits for before closing the database. */
   inflight: Set<Promise<unknown>>;
+  /**
+   * Aborts when a shutdown's grace period is over, with the error the calls still running end with (see
+   * `errors.shuttingDown`): a stream writes it as its last frame and is settled for what it produced, a call not yet
+   * answered answers it, before the remaining connections are closed.
+   */
+  shutdown: AbortSignal;
   /** Work to finish before the process exits (in-flight streams, timers). */
   onClose: Array<() => Promise<void> | void>;
 }

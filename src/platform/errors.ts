@@ -104,7 +104,7 @@ export const ERROR_CODES = {
   SERVICE_UNAVAILABLE: {
     status: 503,
     type: 'api_error',
-    when: "A dependency is not configured or not reachable (for example no webhook secret), or the database's disk is full.",
+    when: "A dependency is not configured or not reachable (for example no webhook secret), the database's disk is full, or the instance is shutting down and cut the call at the end of its grace period.",
   },
   TOPUPS_DISABLED: {
     status: 403,
@@ -207,4 +207,11 @@ export const errors = {
   forbidden: (message: string) => new ApiError('PERMISSION_DENIED', message),
   notFound: (what = 'Object') => new ApiError('NOT_FOUND', `${what} not found.`),
   conflict: (message: string) => new ApiError('CONFLICT', message),
+  /** What a call still running when a shutdown's grace period ends is answered, or its stream ends with. */
+  shuttingDown: () =>
+    new ApiError(
+      'SERVICE_UNAVAILABLE',
+      'This Tollgate instance is shutting down and cut the calls still running at the end of its grace period; what this one produced is charged. Retry it: another instance, or this one restarted, answers.',
+      { headers: { 'retry-after': '1' } },
+    ),
 };

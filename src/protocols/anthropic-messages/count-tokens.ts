@@ -112,7 +112,7 @@ export function registerCountTokensRoute(app: App, ctx: MessagesDeps): void {
       const model = await resolveModel(ctx, call.model, principal);
       let counted: number | null;
       try {
-        counted = await providerCount(ctx, call, model, clientSignal(reply), request.log);
+        counted = await providerCount(ctx, call, model, clientSignal(reply, ctx.shutdown), request.log);
       } catch (error) {
         if (error instanceof ClientGone) return reply.hijack();
         throw error;

@@ -53,7 +53,7 @@ export function registerMessagesRoute(app: App, ctx: MessagesDeps): void {
         requireMaxTokens: true,
         webSearch: ctx.config,
       });
-      const signal = clientSignal(reply);
+      const signal = clientSignal(reply, ctx.shutdown);
       const options = { refuses: messagesRefusal(call) };
       if (!call.stream) {
         try {

@@ -107,7 +107,7 @@ async function respondWhole(
 ): Promise<ResponseObject | FastifyReply> {
   let result;
   try {
-    result = await completeCall(ctx, principalOf(reply.request), call, clientSignal(reply), {
+    result = await completeCall(ctx, principalOf(reply.request), call, clientSignal(reply, ctx.shutdown), {
       refuses: responsesRefusal(call),
     });
   } catch (error) {
@@ -142,7 +142,7 @@ async function respondStreamed(
   const started = await startEventStream(
     reply,
     (onSlowStart) =>
-      streamCall(ctx, principalOf(request), call, clientSignal(reply), {
+      streamCall(ctx, principalOf(request), call, clientSignal(reply, ctx.shutdown), {
         refuses: responsesRefusal(call),
         onSlowStart,
       }),
