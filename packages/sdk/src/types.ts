@@ -53,7 +53,8 @@ export interface ChatCompletion {
 export interface ChatUsage {
   prompt_tokens: number;
   completion_tokens: number;
-  total_tokens: number;
+  /** Tollgate's own answers carry it; an upstream's pass-through answer may not (the OpenAPI document has it optional). */
+  total_tokens?: number;
   /** Input tokens read from (`cached_tokens`) and written to (`cache_write_tokens`) the prompt cache, and audio input; all inside `prompt_tokens`. */
   prompt_tokens_details?: {
     cached_tokens?: number;

@@ -35,7 +35,8 @@ const ChatBodySchema = Type.Object(
   { additionalProperties: true },
 );
 
-const ChatCompletionSchema = Type.Object(
+/** The chat answer as the OpenAPI document lists it (the SDK's ChatCompletion type must accept every one). */
+export const ChatCompletionSchema = Type.Object(
   {
     id: Type.String(),
     object: Type.Literal('chat.completion'),
