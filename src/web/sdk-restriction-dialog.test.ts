@@ -1,6 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Route } from 'playwright-core';
 import { launchChromium, startSdkSourcePage } from './browser.ts';
 
 /**
@@ -145,4 +145,68 @@ describe('the restriction dialog in Chromium', () => {
     assert.equal(href, 'https://tollgate.example/#/wallet?need=0.3');
     await page.close();
   });
+
+  for (const { kind, error, link } of [
+    {
+      kind: 'a 402',
+      error: { code: 'INSUFFICIENT_CREDITS', message: 'Insufficient credits', available: 0.5, required: 1 },
+      link: 'Add credits',
+    },
+    {
+      kind: 'a 429',
+      error: {
+        code: 'SPENDING_LIMIT_EXCEEDED',
+        message: 'Daily spending limit exceeded',
+        limitType: 'daily',
+        limit: 2.5,
+        current: 2,
+        requested: 1,
+        resetsAt: null,
+      },
+      link: 'Change this limit',
+    },
+  ])
+    it(`on ${kind}, its link keeps the keyboard focus when the dialog's reads arrive and it re-renders`, async () => {
+      const page = await browser.newPage();
+      let reads = 0;
+      // The dialog's reads are slow: the keyboard user has moved to the link before they arrive.
+      const answer = (body: unknown) => (route: Route) => {
+        setTimeout(() => {
+          reads++;
+          void route.fulfill({ json: body });
+        }, 800);
+      };
+      await page.route('**/api/user/me', answer({ id: 'usr_1', email: 'ada@example.com', name: 'Ada' }));
+      await page.route('**/api/wallet/balance', answer({ balance: 0.5, reserved: 0, available: 0.5 }));
+      await page.route('**/api/user/authorized-apps', answer({ apps: [] }));
+      await page.goto(`${origin}/`);
+      await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+      await page.evaluate((error) => {
+        const dialog = document.querySelector('tollgate-restriction-dialog') as HTMLElement & {
+          error: unknown;
+          getToken: () => Promise<string | null>;
+        };
+        dialog.setAttribute('gateway-url', location.origin);
+        dialog.getToken = async () => 'tok_app';
+        dialog.error = { error };
+      }, error);
+      await page.locator('tollgate-restriction-dialog dialog').waitFor({ state: 'visible' });
+      assert.equal(await focusPath(page), 'tollgate-restriction-dialog>retry');
+      // From Retry, the last control, Tab cycles to the first: the link.
+      await page.keyboard.press('Tab');
+      const onLink = () =>
+        page.evaluate(
+          () =>
+            document.querySelector('tollgate-restriction-dialog')!.shadowRoot!.activeElement?.textContent ?? 'nothing',
+        );
+      assert.equal(await onLink(), link);
+      await page.waitForFunction(() =>
+        document.querySelector('tollgate-restriction-dialog')!.shadowRoot!.innerHTML.includes('ada@example.com'),
+      );
+      assert.equal(reads, 3, 'the dialog re-rendered with its reads');
+      // Before, the focus fell to the page's <body>: only elements with a data-action got it back.
+      assert.equal(await onLink(), link);
+      assert.equal(await focusPath(page), 'tollgate-restriction-dialog>a');
+      await page.close();
+    });
 });

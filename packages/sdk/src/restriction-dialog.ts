@@ -209,8 +209,9 @@ ${restriction.owed ? `<dt>Owed</dt><dd part="owed">${formatCredits(restriction.o
       // No address, no link: a relative one would lead to a page of the embedding app's own site.
       if (link && !base)
         link = `<p class="error" part="setup-error">This app has not set the Tollgate address: open your Tollgate dashboard to ${restriction.kind === 'spending_limit' ? 'change this limit' : 'add credits'}.</p>`;
-      // Re-rendering (once the reads arrive) must not drop the keyboard focus.
-      const focused = (this.shadowRoot?.activeElement as HTMLElement | null)?.dataset?.action;
+      // Re-rendering (once the reads arrive) must not drop the keyboard focus: every focusable element of the
+      // dialog (its links and buttons) has a `part`, which the focus is given back by.
+      const focused = this.shadowRoot?.activeElement?.getAttribute('part');
       this.#modal.dialog.innerHTML = `
 <div class="body">
 <h2 id="title"><span class="badge" aria-hidden="true">!</span>${escapeHtml(titleOf(restriction))}</h2>
@@ -220,7 +221,7 @@ ${user ? `<p class="note">Signed in to Tollgate as ${escapeHtml(user.email)}</p>
 <div class="actions">${link}<button type="button" part="close" data-action="close">Close</button><button type="button" class="primary" part="retry" data-action="retry" autofocus>Retry</button></div>`;
       applyBarWidths(this.#modal.dialog);
       if (focused && this.#modal.isOpen())
-        this.#modal.dialog.querySelector<HTMLElement>(`[data-action=${focused}]`)?.focus();
+        this.#modal.dialog.querySelector<HTMLElement>(`[part="${CSS.escape(focused)}"]`)?.focus();
       this.#modal.dialog.querySelector('[data-action=close]')!.addEventListener('click', () => this.close());
       this.#modal.dialog.querySelector('[data-action=retry]')!.addEventListener('click', () => {
         this.close();
