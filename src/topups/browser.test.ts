@@ -324,6 +324,35 @@ describeEachDatabase(
       await page.getByRole('button', { name: 'Turn on' }).waitFor();
       await context.close();
     });
+
+    it('the wallet page follows a change of ?need= while it is open, from the page without one and from another page', async () => {
+      const user = await env.createUser();
+      const context = await browser.newContext();
+      await addSessionCookie(context, env.baseUrl, user);
+      const page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      const needed = page.getByTestId('credits-needed');
+      const custom = page.getByLabel(/Custom amount/);
+      const follows = async (hash: string, credits: string, amount: string) => {
+        await page.evaluate((to) => (location.hash = to), hash);
+        await needed.filter({ hasText: `needs ${credits} more credits` }).waitFor();
+        assert.equal(await custom.inputValue(), amount, `${hash} pre-fills the price of ${credits} credits`);
+      };
+      // The wallet is the page at / too: a restriction link opened in this tab changes only the query.
+      await page.goto(`${env.baseUrl}/`);
+      await page.getByRole('button', { name: /^10\.00 USD/ }).waitFor();
+      assert.equal(await needed.count(), 0);
+      await follows('#/wallet?need=12.345', '12.345', '5');
+      // Before, the page kept saying 12.345 and the first amount.
+      await follows('#/wallet?need=900', '900.00', '9');
+      await page.evaluate(() => (location.hash = '#/usage'));
+      await page.getByRole('heading', { name: 'Usage', level: 1 }).waitFor();
+      await follows('#/wallet?need=1500', '1,500.00', '15');
+      await page.evaluate(() => (location.hash = '#/wallet'));
+      await needed.waitFor({ state: 'detached' });
+      assert.equal(await custom.inputValue(), '', 'no need, no pre-fill');
+      await context.close();
+    });
   },
   { config: fake.config() },
 );

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { AutoTopup, Topup, TopupsPage, TopupStarted } from '@tollgate/wire';
 import { api } from '../api.ts';
 import type { FormFields } from '../field-errors.ts';
@@ -8,6 +8,20 @@ import { formatCredits, when } from '../format.ts';
 /** The query of the wallet route (`#/wallet?topup=…&need=…`). */
 export function walletQuery(): URLSearchParams {
   return new URLSearchParams(location.hash.split('?')[1] ?? '');
+}
+
+/**
+ * {@link walletQuery}, followed while the page is open: a restriction link opened in this tab changes only the
+ * query (`#/wallet?need=12.345` to `?need=900`, or `/` to `#/wallet?need=…`), which the route alone does not see.
+ */
+export function useWalletQuery(): URLSearchParams {
+  const [query, setQuery] = useState(() => location.hash.split('?')[1] ?? '');
+  useEffect(() => {
+    const onHash = () => setQuery(location.hash.split('?')[1] ?? '');
+    addEventListener('hashchange', onHash);
+    return () => removeEventListener('hashchange', onHash);
+  }, []);
+  return new URLSearchParams(query);
 }
 
 const money = (amount: number, currency: string) => `${amount.toFixed(2)} ${currency.toUpperCase()}`;
@@ -23,6 +37,13 @@ export function AddCredits(props: { page: TopupsPage; need: number | null }) {
       ? Math.min(page.maxAmount, Math.max(page.minAmount, Math.ceil((need / page.creditsPerUnit) * 100) / 100))
       : null;
   const [custom, setCustom] = useState(needed !== null ? String(needed) : '');
+  // A new need (the page's ?need= changed while it is open) pre-fills its own price.
+  const prefilled = useRef(needed);
+  useEffect(() => {
+    if (needed === prefilled.current) return;
+    prefilled.current = needed;
+    setCustom(needed !== null ? String(needed) : '');
+  }, [needed]);
   // Busy after a success too: the page is leaving for Checkout.
   const action = useAction({ leavesPage: true, fields: { amount: { label: 'The amount' } } });
   const { busy, error, run } = action;

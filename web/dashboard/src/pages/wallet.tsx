@@ -5,7 +5,7 @@ import { Card, Empty, ErrorNote, PageHeader, Stat, useAction, useLoad, TableBox 
 import { formatCredits, when } from '../format.ts';
 import { SpendChart } from '../chart.tsx';
 import { dailySpend, loadUsage } from '../usage-data.ts';
-import { AddCredits, AutoTopupCard, ReturningTopup, TopupHistory, walletQuery } from './topups.tsx';
+import { AddCredits, AutoTopupCard, ReturningTopup, TopupHistory, useWalletQuery } from './topups.tsx';
 
 /** Balance, reserved and available credits, a 30-day spend chart and the ledger's transactions. */
 export function WalletPage() {
@@ -34,7 +34,7 @@ export function WalletPage() {
     });
   const topups = useLoad(() => api<TopupsPage>('GET', '/api/wallet/topups'));
   const auto = useLoad(() => api<AutoTopup>('GET', '/api/wallet/auto-topup'));
-  const query = walletQuery();
+  const query = useWalletQuery();
   const returning = query.get('topup');
   const need = query.get('need') ? Number(query.get('need')) : topups.data?.owed || null;
   const warnBelow = Math.max(topups.data?.lowBalance ?? 0, auto.data?.enabled ? auto.data.threshold : 0);
