@@ -1,7 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../platform/context.ts';
 import { SESSION_COOKIE } from '../platform/http/principal.ts';
-import { endSession, resolveSession, SESSION_TTL_MS, sessionSignIn, startSession } from './sessions.ts';
+import {
+  endSession,
+  resolveSession,
+  SESSION_TTL_MS,
+  sessionSignIn,
+  startSession,
+  type SessionSignIn,
+} from './sessions.ts';
 
 /** Something else a browser is signed in to that must end when its account changes (the OAuth provider's session). */
 export type BrowserSessionEnder = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
@@ -16,15 +23,22 @@ export interface BrowserSessions {
   /** The user of this browser's dashboard session, or null when it has none (or it expired). */
   userOf(request: FastifyRequest): Promise<string | null>;
   /**
-   * The user of this browser's dashboard session and when they signed in to it (epoch ms), or null: how old
-   * a sign-in is matters to an app that bounds it (OpenID Connect's `max_age`).
+   * The user of this browser's dashboard session, when they signed in to it (epoch ms) and, if the session
+   * began with their sign-up, the page that sign-up returned to; or null. How old a sign-in is matters to an
+   * app that bounds it (OpenID Connect's `max_age`), what it was for to one that asks for a fresh one (`prompt=login`).
    */
-  signInOf(request: FastifyRequest): Promise<{ userId: string; signedInAt: number } | null>;
+  signInOf(request: FastifyRequest): Promise<SessionSignIn | null>;
   /**
    * Signs the browser in as `userId`: ends its previous dashboard session and every registered session,
-   * then starts a new dashboard session and sets its cookie.
+   * then starts a new dashboard session and sets its cookie. `signedUpFor`: the account was made just now, by a
+   * sign-up that returns to that page.
    */
-  signIn(request: FastifyRequest, reply: FastifyReply, userId: string): Promise<{ token: string; csrfToken: string }>;
+  signIn(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    userId: string,
+    signedUpFor?: string,
+  ): Promise<{ token: string; csrfToken: string }>;
   /**
    * Starts a dashboard session for `userId` (ending the previous one) but leaves the registered sessions
    * alone: for the OAuth sign-in page, whose provider session takes the same account in the same step.
@@ -67,9 +81,14 @@ export function createBrowserSessions(ctx: AppContext): BrowserSessions {
     for (const end of enders) await end(request, reply);
   }
 
-  async function startDashboardSession(request: FastifyRequest, reply: FastifyReply, userId: string) {
+  async function startDashboardSession(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    userId: string,
+    signedUpFor: string | null = null,
+  ) {
     await endDashboardSession(request);
-    const session = await startSession(ctx.db, ctx.clock, userId);
+    const session = await startSession(ctx.db, ctx.clock, userId, signedUpFor);
     reply.setCookie(SESSION_COOKIE, session.token, cookieOptions);
     return session;
   }
@@ -84,9 +103,9 @@ export function createBrowserSessions(ctx: AppContext): BrowserSessions {
       const token = tokenOf(request);
       return token ? sessionSignIn(ctx.db, ctx.clock, token) : null;
     },
-    async signIn(request, reply, userId) {
+    async signIn(request, reply, userId, signedUpFor) {
       await endOthers(request, reply);
-      return startDashboardSession(request, reply, userId);
+      return startDashboardSession(request, reply, userId, signedUpFor ?? null);
     },
     startDashboardSession,
     async signOut(request, reply) {

@@ -24,4 +24,11 @@ export const accountsMigrations: Record<string, Migration> = {
       await db.schema.createIndex('sessions_user_id').on('sessions').column('user_id').execute();
     },
   },
+  // A session that began with its account's sign-up keeps the page that sign-up returned to: an OAuth
+  // interaction's, when made from an app's sign-in page, whose `prompt=login` it then answers (oauth/sign-in-step.ts).
+  '1860_accounts_sessions_signed_up_for': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('sessions').addColumn('signed_up_for', 'text').execute();
+    },
+  },
 };

@@ -106,8 +106,8 @@ ${signup ? `<label for="name">Name</label><input id="name" name="name" autocompl
 export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: BrowserSessions): void {
   // One account per browser: every sign-in, sign-up and sign-out goes through the browser's sessions, which
   // also end the OAuth provider's session of the previous account (browser-sessions.ts).
-  const signIn = (request: FastifyRequest, reply: FastifyReply, userId: string) =>
-    sessions.signIn(request, reply, userId);
+  const signIn = (request: FastifyRequest, reply: FastifyReply, userId: string, signedUpFor?: string) =>
+    sessions.signIn(request, reply, userId, signedUpFor);
 
   // SIGNUP=closed: only the operator creates accounts (POST /api/admin/users, `tollgate create-user`). The sign-up
   // routes refuse before reading the body, and no page offers sign-up.
@@ -135,7 +135,9 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
     try {
       // Security invariant: the answer does not tell whether the email already has an account (see registerUser).
       const { user, created } = await registerUser(ctx.db, ctx.clock, input);
-      if (created) await signIn(request, reply, user.id);
+      // The session remembers where this sign-up returns: an app's authorization takes it as its sign-in
+      // (oauth/sign-in-step.ts), its prompt=login included.
+      if (created) await signIn(request, reply, user.id, returnTo);
       return reply.redirect(returnTo, 303);
     } catch (error) {
       if (!(error instanceof ApiError) || error.status >= 500) throw error;

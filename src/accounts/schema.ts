@@ -20,6 +20,11 @@ export interface SessionsTable {
   csrf_token: string;
   created_at: number;
   expires_at: number;
+  /**
+   * When the session began with its account's sign-up: the page that sign-up returned to (an OAuth interaction's
+   * page, for an account made from an app's sign-in page); null for a sign-in.
+   */
+  signed_up_for: string | null;
 }
 
 /** The tables this feature owns: only its view (`accountsDb`) sees them (tooling: src/testing/all-tables.ts). */

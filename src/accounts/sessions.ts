@@ -8,11 +8,15 @@ import { SCOPES } from '../oauth/scopes.ts';
 /** How long a dashboard session lasts without signing in again. */
 export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
 
-/** Starts a session for `userId`; returns the token for the cookie (only its hash is stored). */
+/**
+ * Starts a session for `userId`; returns the token for the cookie (only its hash is stored). `signedUpFor` is the
+ * page the sign-up that made the account returns to, when this session begins with that sign-up.
+ */
 export async function startSession(
   db: AccountsDb,
   clock: Clock,
   userId: string,
+  signedUpFor: string | null = null,
 ): Promise<{ token: string; csrfToken: string; expiresAt: number }> {
   const token = randomBytes(32).toString('base64url');
   const csrfToken = randomBytes(24).toString('base64url');
@@ -26,6 +30,7 @@ export async function startSession(
       csrf_token: csrfToken,
       created_at: now,
       expires_at: expiresAt,
+      signed_up_for: signedUpFor,
     })
     .execute();
   return { token, csrfToken, expiresAt };
@@ -40,7 +45,7 @@ export async function endSession(db: AccountsDb, token: string): Promise<void> {
 async function liveSession(db: AccountsDb, clock: Clock, token: string) {
   const row = await db
     .selectFrom('sessions')
-    .select(['user_id', 'csrf_token', 'created_at', 'expires_at'])
+    .select(['user_id', 'csrf_token', 'created_at', 'expires_at', 'signed_up_for'])
     .where('token_hash', '=', sha256Hex(token))
     .executeTakeFirst();
   return row && row.expires_at > clock.now() ? row : null;
@@ -60,12 +65,19 @@ export async function resolveSession(db: AccountsDb, clock: Clock, token: string
   };
 }
 
-/** The user of a live session and when it began (the password was given then: sessions are never extended). */
-export async function sessionSignIn(
-  db: AccountsDb,
-  clock: Clock,
-  token: string,
-): Promise<{ userId: string; signedInAt: number } | null> {
+/** How a browser is signed in: its user, when the password was given, and for what, when it was a sign-up. */
+export interface SessionSignIn {
+  userId: string;
+  /** When the session began (epoch ms): the password was given then, as sessions are never extended. */
+  signedInAt: number;
+  /** The page the sign-up that began this session returned to; null when it began with a sign-in. */
+  signedUpFor: string | null;
+}
+
+/** How the live session `token` names was signed in to, or null. */
+export async function sessionSignIn(db: AccountsDb, clock: Clock, token: string): Promise<SessionSignIn | null> {
   const row = await liveSession(db, clock, token);
-  return row ? { userId: row.user_id, signedInAt: Number(row.created_at) } : null;
+  return row
+    ? { userId: row.user_id, signedInAt: Number(row.created_at), signedUpFor: row.signed_up_for ?? null }
+    : null;
 }

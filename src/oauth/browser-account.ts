@@ -62,16 +62,32 @@ export async function endStaleProviderSession(
 }
 
 /**
- * The authorization request of an interaction, as a URL to start it again (after the user switched
- * accounts). `withoutLoginPrompt` drops `prompt=login` and `max_age`, which the sign-in that led here
- * has just satisfied.
+ * This browser's interaction `uid` once the provider session it began with has ended (the browser signed in or
+ * up to another account since: oidc-provider's interactionDetails refuses it then), or undefined. Its cookie
+ * must name it, as for any interaction page. Such an interaction can never finish: only its request parameters
+ * serve, to start the authorization again ({@link restartUrl}).
  */
-export function restartUrl(details: InteractionDetails, withoutLoginPrompt = false): string {
+export async function interactionOfEndedSession(
+  provider: Provider,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  uid: string,
+): Promise<InteractionDetails | undefined> {
+  const cookie = provider.createContext(request.raw, reply.raw).cookies.get(provider.cookieName('interaction'));
+  return cookie === uid ? provider.Interaction.find(uid) : undefined;
+}
+
+/**
+ * The authorization request of an interaction, as a URL to start it again (after the user switched
+ * accounts). `met` names what the sign-in that led here has just satisfied, dropped from the request:
+ * `prompt=login` (`login`), `max_age`.
+ */
+export function restartUrl(details: InteractionDetails, met: ReadonlyArray<'login' | 'max_age'> = []): string {
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(details.params)) {
     if (typeof value !== 'string') continue;
-    if (withoutLoginPrompt && name === 'max_age') continue;
-    if (withoutLoginPrompt && name === 'prompt') {
+    if (met.includes('max_age') && name === 'max_age') continue;
+    if (met.includes('login') && name === 'prompt') {
       const rest = value.split(' ').filter((prompt) => prompt && prompt !== 'login');
       if (rest.length) query.set(name, rest.join(' '));
       continue;

@@ -12,7 +12,8 @@ import { NO_ACCOUNT_HINT, signUpOpen } from '../accounts/signup-closed.ts';
 import { clientDisplay, clientName } from './clients.ts';
 import { recordConsent } from './authorizations.ts';
 import { interactionPath } from './provider.ts';
-import { restartUrl } from './browser-account.ts';
+import { interactionOfEndedSession, restartUrl } from './browser-account.ts';
+import { signInStep } from './sign-in-step.ts';
 
 /** What each scope lets an app do, in the words the consent page uses. */
 export const SCOPE_DESCRIPTIONS: Record<(typeof SCOPES)[number], string> = {
@@ -209,14 +210,21 @@ export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider:
     };
   }
 
+  /**
+   * Reports the user's answer to oidc-provider and sends the browser back to the authorization. `keepLogin`
+   * carries along the sign-in that this authorization's own login step gave (the interaction's last submission,
+   * kept server-side with it): the consent step needs it, or oidc-provider would find a `prompt=login` unanswered
+   * and ask for the password again after consent.
+   */
   async function finish(
     request: FastifyRequest,
     reply: FastifyReply,
     provider: Provider,
     result: Record<string, unknown>,
+    { keepLogin = false } = {},
   ) {
     const returnTo = await provider.interactionResult(request.raw, reply.raw, result, {
-      mergeWithLastSubmission: false,
+      mergeWithLastSubmission: keepLogin,
     });
     // Back to the authorization endpoint by path, on the address the browser is at: the authorization
     // server's cookies are that address's. oidc-provider writes PUBLIC_BASE_URL's (endpoint-routes.ts), which a
@@ -228,34 +236,40 @@ export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider:
 
   const expired = 'This authorization request has expired or is not valid.';
 
+  /**
+   * Where the browser goes when a sign-up from interaction `uid`'s sign-in page ended the provider session the
+   * interaction began with (the browser was signed in to another account): the interaction cannot go on, but
+   * that sign-up still answers its sign-in step (sign-in-step.ts), so its authorization starts again. Null when
+   * there is no such interaction or sign-up.
+   */
+  async function restartAfterSignUp(request: FastifyRequest, reply: FastifyReply, uid: string) {
+    const ended = await interactionOfEndedSession(await getProvider(), request, reply, uid);
+    if (ended?.prompt.name !== 'login') return null;
+    const step = signInStep(ended, await sessions.signInOf(request), ctx.clock.now());
+    return step.kind === 'restart' ? restartUrl(ended, ['login']) : null;
+  }
+
   app.get(
     '/api/oauth/interaction/:uid',
     { schema: { hide: true, params: Params }, config: PAGE },
     async (request, reply) => {
       const { uid } = request.params as { uid: string };
       const found = await interactionOf(request, reply, uid);
-      if (!found) return errorPage(reply, 400, expired);
+      if (!found) {
+        const restart = await restartAfterSignUp(request, reply, uid);
+        return restart ? reply.redirect(restart, 303) : errorPage(reply, 400, expired);
+      }
       const { provider, details } = found;
       const appName = (await clientName(ctx.db, details.params.client_id)) ?? 'this app';
 
       if (details.prompt.name === 'login') {
-        // A signed-in dashboard user is not asked for a password again, unless the app asked for a fresh
-        // sign-in (`prompt=login`) or one younger than its `max_age` (OpenID Connect) and the dashboard's is
-        // older. The sign-in is dated when the password was given, not now: it becomes the ID token's
-        // `auth_time` and what later requests' `max_age` is measured against. The consent page still names
-        // the account. The provider session is empty or already the same user's (endpoint-routes.ts ends a
-        // stale one before the request gets here).
-        const signIn = details.prompt.reasons.includes('login_prompt') ? null : await sessions.signInOf(request);
-        const maxAge = details.params.max_age === undefined ? Infinity : Number(details.params.max_age) * 1000;
-        const sessionAccount = details.session?.accountId;
-        if (
-          signIn &&
-          ctx.clock.now() - signIn.signedInAt <= maxAge &&
-          (!sessionAccount || sessionAccount === signIn.userId)
-        ) {
-          const ts = Math.floor(signIn.signedInAt / 1000);
-          return finish(request, reply, provider, { login: { accountId: signIn.userId, ts } });
-        }
+        // The browser's dashboard sign-in may answer this step (sign-in-step.ts keeps what it must meet). The
+        // provider session is empty or already the same user's (endpoint-routes.ts ends a stale one before the
+        // request gets here), unless the browser changed account during the interaction.
+        const step = signInStep(details, await sessions.signInOf(request), ctx.clock.now());
+        if (step.kind === 'finish')
+          return finish(request, reply, provider, { login: { accountId: step.accountId, ts: step.ts } });
+        if (step.kind === 'restart') return reply.redirect(restartUrl(details, ['login']), 303);
         return sendPage(reply, 200, loginPage(uid, appName, offerSignUp));
       }
       if (details.prompt.name === 'consent' && details.session?.accountId) {
@@ -305,10 +319,13 @@ export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider:
       const sessionAccount = found.details.session?.accountId;
       if (sessionAccount && sessionAccount !== user.id) {
         await sessions.signIn(request, reply, user.id);
-        return reply.redirect(restartUrl(found.details, true), 303);
+        return reply.redirect(restartUrl(found.details, ['login', 'max_age']), 303);
       }
       await sessions.startDashboardSession(request, reply, user.id);
-      return finish(request, reply, found.provider, { login: { accountId: user.id } });
+      // Dated now on oidc-provider's clock (the wall clock), as it would date it itself: consent carries this login
+      // along (finish's keepLogin), and the ID token's auth_time stays when the password was given.
+      const ts = Math.floor(Date.now() / 1000);
+      return finish(request, reply, found.provider, { login: { accountId: user.id, ts } });
     },
   );
 
@@ -375,7 +392,7 @@ export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider:
         },
         ctx.billing,
       );
-      return finish(request, reply, provider, { consent: { grantId } });
+      return finish(request, reply, provider, { consent: { grantId } }, { keepLogin: true });
     },
   );
 }

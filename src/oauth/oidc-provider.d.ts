@@ -95,6 +95,8 @@ declare module 'oidc-provider' {
     Client: { find(id: string): Promise<ClientInstance | undefined>; prototype: ClientInstance };
     AccessToken: { find(value: string): Promise<StoredToken | undefined> };
     Session: { find(id: string): Promise<SessionInstance | undefined> };
+    /** An interaction by its uid, unexpired, without interactionDetails' check of its provider session. */
+    Interaction: { find(uid: string): Promise<InteractionDetails | undefined> };
     Grant: {
       new (input: { accountId: string; clientId: string }): GrantInstance;
       find(id: string): Promise<GrantInstance | undefined>;

@@ -2,45 +2,10 @@ import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as client from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
-import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
+import { describeEachDatabase } from '../testing/harness.ts';
 import { ensureWebBuilt, launchChromium, startOtherOriginPage } from '../web/browser.ts';
 import { storedPayloadId } from './adapter.ts';
-import { discoverWithOpenidClient, registerTestApp, type TestApp } from './testing.ts';
-
-/** An app's "Sign in with Tollgate" as openid-client builds it: code + PKCE + state, and a nonce with `openid`. */
-async function startSignIn(env: TestEnv, app: TestApp, scopes: string[]) {
-  const config = await discoverWithOpenidClient(env, app);
-  const codeVerifier = client.randomPKCECodeVerifier();
-  const state = client.randomState();
-  const nonce = scopes.includes('openid') ? client.randomNonce() : undefined;
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: app.redirectUri,
-    scope: scopes.join(' '),
-    code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
-    code_challenge_method: 'S256',
-    state,
-    ...(nonce ? { nonce } : {}),
-  });
-  return { config, codeVerifier, state, nonce, url };
-}
-
-const newEmail = () => `new-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
-
-/** The uid of the interaction whose page `page` shows. */
-function interactionUid(page: Page): string {
-  const uid = /^\/api\/oauth\/interaction\/([A-Za-z0-9_-]+)$/.exec(new URL(page.url()).pathname)?.[1];
-  assert.ok(uid, `not on an interaction page: ${page.url()}`);
-  return uid;
-}
-
-/** Fills and sends the sign-up form the page shows. */
-async function signUp(page: Page, account: { name?: string; email: string; password: string }) {
-  await page.getByRole('heading', { name: 'Create your account' }).waitFor();
-  if (account.name) await page.getByLabel('Name').fill(account.name);
-  await page.getByLabel('Email').fill(account.email);
-  await page.getByLabel('Password').fill(account.password);
-  await page.getByRole('button', { name: 'Create account' }).click();
-}
+import { interactionUid, newEmail, registerTestApp, signUp, startSignIn } from './testing.ts';
 
 describeEachDatabase('creating an account from an app’s sign-in page, in Chromium', (env) => {
   let browser: Browser;

@@ -1,5 +1,7 @@
+import assert from 'node:assert/strict';
 import * as oauth from 'oauth4webapi';
 import * as client from 'openid-client';
+import type { Page } from 'playwright-core';
 import type { TestEnv } from '../testing/harness.ts';
 import { randomText } from '../platform/ids.ts';
 import { SCOPES } from './scopes.ts';
@@ -291,6 +293,46 @@ export function discoverWithOpenidClient(env: TestEnv, app: TestApp): Promise<cl
     app.clientSecret ? client.ClientSecretBasic(app.clientSecret) : client.None(),
     { execute: [client.allowInsecureRequests] },
   );
+}
+
+/**
+ * An app's "Sign in with Tollgate" as openid-client builds it: code + PKCE + state, and a nonce with `openid`;
+ * `extra` adds parameters (`prompt`, `max_age`).
+ */
+export async function startSignIn(env: TestEnv, app: TestApp, scopes: string[], extra: Record<string, string> = {}) {
+  const config = await discoverWithOpenidClient(env, app);
+  const codeVerifier = client.randomPKCECodeVerifier();
+  const state = client.randomState();
+  const nonce = scopes.includes('openid') ? client.randomNonce() : undefined;
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: app.redirectUri,
+    scope: scopes.join(' '),
+    code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+    code_challenge_method: 'S256',
+    state,
+    ...(nonce ? { nonce } : {}),
+    ...extra,
+  });
+  return { config, codeVerifier, state, nonce, url };
+}
+
+/** An email no account has. */
+export const newEmail = () => `new-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
+
+/** The uid of the interaction whose page `page` shows. */
+export function interactionUid(page: Page): string {
+  const uid = /^\/api\/oauth\/interaction\/([A-Za-z0-9_-]+)$/.exec(new URL(page.url()).pathname)?.[1];
+  assert.ok(uid, `not on an interaction page: ${page.url()}`);
+  return uid;
+}
+
+/** Fills and sends the sign-up form the page shows. */
+export async function signUp(page: Page, account: { name?: string; email: string; password: string }) {
+  await page.getByRole('heading', { name: 'Create your account' }).waitFor();
+  if (account.name) await page.getByLabel('Name').fill(account.name);
+  await page.getByLabel('Email').fill(account.email);
+  await page.getByLabel('Password').fill(account.password);
+  await page.getByRole('button', { name: 'Create account' }).click();
 }
 
 /** An ES256 key pair a key-pair app (`private_key_jwt`) signs its client assertions with. */
