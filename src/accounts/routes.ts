@@ -160,7 +160,7 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
     const returnTo = formReturnTo(body.return_to);
     let user;
     try {
-      user = await checkSignIn(ctx, request.ip, String(body.email ?? ''), String(body.password ?? ''));
+      user = await checkSignIn(ctx, request, reply, String(body.email ?? ''), String(body.password ?? ''));
     } catch (error) {
       const waitMessage = throttleMessage(error, reply);
       if (waitMessage === null) throw error;
@@ -231,7 +231,7 @@ export function registerAccountRoutes(app: App, ctx: AccountsDeps, sessions: Bro
     },
     async (request, reply) => {
       const { email, password } = request.body as { email: string; password: string };
-      const user = await checkSignIn(ctx, request.ip, email, password);
+      const user = await checkSignIn(ctx, request, reply, email, password);
       if (!user) throw errors.unauthenticated('That email and password do not match.');
       const session = await signIn(request, reply, user.id);
       return { user, csrfToken: session.csrfToken };

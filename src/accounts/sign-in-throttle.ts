@@ -1,8 +1,9 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountsDeps } from './deps.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { ApiError } from '../platform/errors.ts';
 import { verifyCredentials, type PublicUser } from './users.ts';
+import { signInDevice } from './device-cookie.ts';
 
 const HOUR_MS = 60 * 60_000;
 
@@ -31,36 +32,52 @@ export function waitText(seconds: number): string {
  *   sign in, a spray's; and an address's failures also leak away at the rate it is allowed them
  *   (`SIGNIN_FREE_FAILURES_PER_ADDRESS` an hour);
  * - accounts are keyed by the SHA-256 of the normalized email, so the counters (in Redis, maybe) hold no
- *   address book; an unknown email is throttled exactly like a known one, revealing nothing.
+ *   address book; an unknown email is throttled exactly like a known one, revealing nothing;
+ * - a browser that signed in to the account before (its signed device cookie, see `SignInDevice`) is not
+ *   held back by its address's count, nor adds to it: a spray from a shared address does not lock out the people
+ *   behind it who signed in there before; the per-account count applies to it as to anyone.
  */
 export async function checkSignIn(
   ctx: AccountsDeps,
-  clientAddress: string,
+  request: FastifyRequest,
+  reply: FastifyReply,
   email: string,
   password: string,
 ): Promise<PublicUser | null> {
+  const device = signInDevice(request, reply, ctx.config.PUBLIC_BASE_URL.startsWith('https://'));
   const maxDelayMs = ctx.config.SIGNIN_MAX_DELAY_SECONDS * 1000;
-  if (maxDelayMs === 0) return verifyCredentials(ctx.db, email, password);
+  const accountHash = sha256Hex(email.trim().toLowerCase()).slice(0, 32);
+  if (maxDelayMs === 0) return remembered(await verifyCredentials(ctx.db, email, password));
   const { backoff } = ctx.throttles;
   const account = `signin:account:${sha256Hex(email.trim().toLowerCase())}`;
-  const address = `signin:address:${clientAddress}`;
+  const address = `signin:address:${request.ip}`;
   const perAccount = ctx.config.SIGNIN_FREE_FAILURES_PER_ACCOUNT;
   const perAddress = ctx.config.SIGNIN_FREE_FAILURES_PER_ADDRESS;
+  const knownDevice = device.knows(accountHash, ctx.clock.now());
 
   const forAccount = await backoff.attempt(account, perAccount, maxDelayMs, ctx.clock.now());
   if (!forAccount.allowed) throw throttled(forAccount.retryAfterSeconds, 'for this account');
-  const forAddress = await backoff.attempt(address, perAddress, maxDelayMs, ctx.clock.now(), HOUR_MS / perAddress);
-  if (!forAddress.allowed) {
-    await backoff.refund(account, perAccount);
-    throw throttled(forAddress.retryAfterSeconds, 'from your network');
+  if (!knownDevice) {
+    const forAddress = await backoff.attempt(address, perAddress, maxDelayMs, ctx.clock.now(), HOUR_MS / perAddress);
+    if (!forAddress.allowed) {
+      await backoff.refund(account, perAccount);
+      throw throttled(forAddress.retryAfterSeconds, 'from your network');
+    }
   }
 
   const user = await verifyCredentials(ctx.db, email, password);
   if (user) {
     const counted = await backoff.reset(account);
-    await backoff.refund(address, perAddress, Math.max(1, counted));
+    // A known device's attempts were not counted at the address, so it gives nothing back there: giving back its
+    // typos would let an account holder erase a spray's failures with their own account's.
+    if (!knownDevice) await backoff.refund(address, perAddress, Math.max(1, counted));
   }
-  return user;
+  return remembered(user);
+
+  function remembered(user: PublicUser | null): PublicUser | null {
+    if (user) device.remember(accountHash, ctx.clock.now());
+    return user;
+  }
 }
 
 function throttled(seconds: number, where: string): ApiError {

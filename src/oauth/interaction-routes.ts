@@ -21,7 +21,7 @@ export const SCOPE_DESCRIPTIONS: Record<(typeof SCOPES)[number], string> = {
   write: 'Make changes to your account on your behalf.',
   'billing:read': 'See your credit balance and what your apps have spent.',
   'apikeys:read': 'See the API keys it created.',
-  'apikeys:write': 'Create and revoke API keys for you.',
+  'apikeys:write': 'Create, change and revoke API keys for you.',
   'ai:chat': 'Use chat models, paid from your credits.',
   'ai:completions': 'Use text completion models, paid from your credits.',
   'ai:models': 'List the models you can use.',
@@ -298,7 +298,7 @@ export function registerInteractionRoutes(app: App, ctx: OAuthDeps, getProvider:
       if (!found || found.details.prompt.name !== 'login') return errorPage(reply, 400, expired);
       let user;
       try {
-        user = await checkSignIn(ctx, request.ip, body.email ?? '', body.password ?? '');
+        user = await checkSignIn(ctx, request, reply, body.email ?? '', body.password ?? '');
       } catch (error) {
         const waitMessage = throttleMessage(error, reply);
         if (waitMessage === null) throw error;

@@ -40,7 +40,7 @@ const SCOPES: Array<[string, string, boolean]> = [
   ['ai:embeddings', 'Embeddings', false],
   ['ai:audio', 'Audio', false],
   ['apikeys:read', 'List the API keys it created', false],
-  ['apikeys:write', 'Create and revoke API keys', false],
+  ['apikeys:write', 'Create, change and revoke API keys', false],
   ['write', 'Change settings', false],
   ['openid', 'Sign in with Tollgate (ID token)', false],
   ['profile', 'Name and picture (with openid)', false],
