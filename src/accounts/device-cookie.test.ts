@@ -3,21 +3,7 @@ import assert from 'node:assert/strict';
 import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
 import { randomText } from '../platform/ids.ts';
 import { DEVICE_COOKIE, DEVICE_TTL_MS } from './device-cookie.ts';
-
-/** The production sign-in throttle (the harness relaxes the per-address one for other suites). */
-const PRODUCTION_THROTTLE = {
-  SIGNIN_FREE_FAILURES_PER_ACCOUNT: 5,
-  SIGNIN_FREE_FAILURES_PER_ADDRESS: 20,
-  SIGNIN_MAX_DELAY_SECONDS: 900,
-};
-
-async function newAccount(env: TestEnv): Promise<{ email: string; password: string }> {
-  const email = `office-${randomText(10).toLowerCase()}@example.com`;
-  const password = `pw-${randomText(16)}`;
-  const created = await env.admin('POST', '/api/admin/users', { email, password, name: 'Office worker' });
-  assert.equal(created.status, 201, created.text);
-  return { email, password };
-}
+import { newAccount, PRODUCTION_THROTTLE } from './testing.ts';
 
 /** Signs in through the JSON API, with `cookie` when given; the answer and the device cookie it set, if any. */
 async function signIn(env: TestEnv, credentials: { email: string; password: string }, cookie?: string) {
@@ -47,8 +33,8 @@ describeEachDatabase(
   (env) => {
     it('a browser that signed in to an account before signs in to it while its address must wait; others wait', async () => {
       env.manualClock.advance(25 * 60 * 60_000);
-      const regular = await newAccount(env);
-      const newcomer = await newAccount(env);
+      const regular = await newAccount(env, 'office');
+      const newcomer = await newAccount(env, 'office');
       const first = await signIn(env, regular);
       assert.equal(first.response.status, 200, first.response.text);
       assert.ok(first.device, 'a sign-in sets the device cookie');
@@ -77,7 +63,7 @@ describeEachDatabase(
 
     it('the cookie does not lift the per-account throttle, and it lapses after its lifetime', async () => {
       env.manualClock.advance(25 * 60 * 60_000);
-      const person = await newAccount(env);
+      const person = await newAccount(env, 'office');
       const { device } = await signIn(env, person);
       for (let i = 0; i <= PRODUCTION_THROTTLE.SIGNIN_FREE_FAILURES_PER_ACCOUNT; i++) {
         const typo = await signIn(env, { ...person, password: `typo-${i}` }, device);

@@ -10,24 +10,9 @@ import {
 import { loadConfig } from '../config.ts';
 import { randomText } from '../platform/ids.ts';
 import { authorizationRequest, registerTestApp, runAuthorization, TestBrowser } from '../oauth/testing.ts';
+import { newAccount, PRODUCTION_THROTTLE } from './testing.ts';
 
 const defaults = loadConfig({});
-/** The production sign-in throttle, spelled out (the harness relaxes the per-address one for other suites). */
-const PRODUCTION_THROTTLE = {
-  SIGNIN_FREE_FAILURES_PER_ACCOUNT: 5,
-  SIGNIN_FREE_FAILURES_PER_ADDRESS: 20,
-  SIGNIN_MAX_DELAY_SECONDS: 900,
-};
-
-/** A fresh account made through the operator API (no sign-in). */
-async function newAccount(env: Env): Promise<{ email: string; password: string }> {
-  const email = `victim-${randomText(10).toLowerCase()}@example.com`;
-  const password = `pw-${randomText(16)}`;
-  const created = await env.admin('POST', '/api/admin/users', { email, password, name: 'Victim' });
-  assert.equal(created.status, 201);
-  return { email, password };
-}
-
 /** A forwarded address no other attempt of the run used. */
 const freshAddress = () =>
   `10.${1 + Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.${1 + Math.floor(Math.random() * 250)}`;

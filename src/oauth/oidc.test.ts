@@ -5,6 +5,7 @@ import { describeEachDatabase, type TestEnv } from '../testing/harness.ts';
 import {
   authorizeForTest,
   discoverWithOpenidClient,
+  startSignIn,
   registerTestApp,
   runAuthorization,
   TestBrowser,
@@ -14,18 +15,7 @@ import {
 
 /** "Sign in with Tollgate" as an app does it with openid-client: code + PKCE + nonce, through the pages. */
 async function signInWithTollgate(env: TestEnv, app: TestApp, user: TestUser, scopes: string[]) {
-  const config = await discoverWithOpenidClient(env, app);
-  const codeVerifier = client.randomPKCECodeVerifier();
-  const state = client.randomState();
-  const nonce = client.randomNonce();
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: app.redirectUri,
-    scope: scopes.join(' '),
-    code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
-    code_challenge_method: 'S256',
-    state,
-    nonce,
-  });
+  const { config, codeVerifier, state, nonce, url } = await startSignIn(env, app, scopes);
   const outcome = await runAuthorization(env, new TestBrowser(), { app, scopes, state, codeVerifier, url }, { user });
   if (outcome.kind !== 'callback')
     throw new Error(`stopped on a page (${outcome.status}): ${outcome.html.slice(0, 300)}`);

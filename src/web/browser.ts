@@ -105,6 +105,13 @@ export function chromiumForSuite(): Browser {
   });
 }
 
+/** A page in a fresh context (no cookies) of `browser`, whose waits give up after 15 s rather than Playwright's 30. */
+export async function freshPage(browser: Browser): Promise<Page> {
+  const page = await (await browser.newContext()).newPage();
+  page.setDefaultTimeout(15_000);
+  return page;
+}
+
 /** Signs `context` in to the dashboard at `baseUrl` as `session`: the cookies its sign-in set (`tg_session`). */
 export async function addSessionCookie(
   context: BrowserContext,

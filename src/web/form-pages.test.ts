@@ -2,7 +2,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Locator, Page } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { chromiumForSuite } from './browser.ts';
+import { chromiumForSuite, freshPage } from './browser.ts';
 
 /** The text a screen reader reads after a field's name: the elements its `aria-describedby` names. */
 function descriptionOf(field: Locator): Promise<string> {
@@ -28,11 +28,7 @@ async function openConsent(page: Page, user: { email: string; password: string }
 describeEachDatabase('the server-rendered sign-up and consent pages, by keyboard and screen reader', (env) => {
   const browser = chromiumForSuite();
 
-  async function newPage(): Promise<Page> {
-    const page = await (await browser.newContext()).newPage();
-    page.setDefaultTimeout(15_000);
-    return page;
-  }
+  const newPage = () => freshPage(browser);
 
   test('Enter in the consent page’s Daily spending limit field allows the app with that limit, never denies it', async () => {
     const user = await env.createUser();

@@ -8,7 +8,7 @@ import { fillDisk, freeDisk } from '../testing/disk-full.ts';
 import { authorizationRequest, follow, registerTestApp, TestBrowser } from '../oauth/testing.ts';
 import { FORM_PAGE_CSP } from '../accounts/form-pages.ts';
 import { STRICT_PAGE_CSP } from '../platform/http/page.ts';
-import { ensureWebBuilt, launchChromium, chromiumForSuite } from './browser.ts';
+import { ensureWebBuilt, launchChromium, chromiumForSuite, freshPage } from './browser.ts';
 
 /** What a person reads on the page: its one heading and its alert. */
 async function shown(page: Page): Promise<{ heading: string; alert: string; text: string }> {
@@ -29,11 +29,7 @@ describeEachDatabase(
   (env) => {
     const browser = chromiumForSuite();
 
-    async function newPage(): Promise<Page> {
-      const page = await (await browser.newContext()).newPage();
-      page.setDefaultTimeout(15_000);
-      return page;
-    }
+    const newPage = () => freshPage(browser);
 
     test('with the database’s disk full, signing in on /signin shows a page saying so and when to try again, 503 with Retry-After, not JSON; it signs in once space is freed', async () => {
       const user = await env.createUser();

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { authorizationRequest, registerTestApp } from '../oauth/testing.ts';
-import { chromiumForSuite } from './browser.ts';
+import { chromiumForSuite, freshPage } from './browser.ts';
 
 const NO_ACCOUNT = 'New here? Ask the operator of this service for an account.';
 
@@ -12,11 +12,7 @@ describeEachDatabase(
   (env) => {
     const browser = chromiumForSuite();
 
-    async function newPage(): Promise<Page> {
-      const page = await (await browser.newContext()).newPage();
-      page.setDefaultTimeout(15_000);
-      return page;
-    }
+    const newPage = () => freshPage(browser);
 
     test('the dashboard offers only sign-in (even at #signup), says to ask the operator, and signs an operator-made user in', async () => {
       const user = await env.createUser();
