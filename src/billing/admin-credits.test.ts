@@ -94,17 +94,62 @@ describeEachDatabase('operator credits', (env) => {
 
   it('a grant that would take the balance past the most a wallet holds exactly is a 400 that moves nothing', async () => {
     const session = await env.createUser();
-    const first = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 9_000_000_000 });
+    const first = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 8_000_000_000 });
     assert.equal(first.status, 200, first.text);
-    const second = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 9_000_000_000 });
+    const second = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 8_000_000_000 });
     assert.equal(second.status, 400, second.text);
     assert.equal(second.body.error.code, 'INVALID_REQUEST');
-    assert.match(second.body.error.message, /9,007,199,254/);
+    assert.equal(
+      second.body.error.message,
+      'The grant would take the balance past 8,589,934,592 credits, the most a wallet holds: it holds 8000000000 credits.',
+    );
     // The wallet stays readable and exact (it was a 500 on every read once past 2^53 micro-credits).
     const balance = await env.dashboard(session, 'GET', '/api/wallet/balance');
     assert.equal(balance.status, 200, balance.text);
-    assert.equal(balance.body.balance, 9_000_000_000);
+    assert.equal(balance.body.balance, 8_000_000_000);
     assert.equal((await env.service.ctx.billing.listTransactions(session.userId)).transactions.length, 1);
+  });
+
+  it('8,589,934,592 credits is granted to the micro-credit, and one micro-credit more is refused with the rule', async () => {
+    // Past 2^33 credits a micro-credit amount may share its JSON number with a neighbour: 8589934592.000001
+    // reads as 8,589,934,592.000002 credits (and 9007199254.123456 was granted as 9,007,199,254.123455).
+    const session = await env.createUser();
+    for (const amount of [8_589_934_592.000001, -8_589_934_592.000001, 9_007_199_254.123456]) {
+      const refused = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount });
+      assert.equal(refused.status, 400, refused.text);
+      assert.deepEqual(refused.body.error, {
+        code: 'INVALID_REQUEST',
+        message: 'amount must be a non-zero number of credits with at most 6 decimals and at most 8,589,934,592.',
+        type: 'invalid_request_error',
+      });
+    }
+    assert.deepEqual((await env.service.ctx.billing.listTransactions(session.userId)).transactions, []);
+    // From 2^51 to 2^52 micro-credits the parse rounded a quarter of the amounts to their neighbour.
+    const halves = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, {
+      amount: 4_342_521_359.759752,
+    });
+    assert.equal(halves.status, 200, halves.text);
+    assert.equal(halves.body.balance, 4_342_521_359.759752);
+    const back = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, {
+      amount: -4_342_521_359.759752,
+    });
+    assert.equal(back.status, 200, back.text);
+    assert.equal(back.body.balance, 0);
+    const most = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, {
+      amount: 8_589_934_591.999999,
+    });
+    assert.equal(most.status, 200, most.text);
+    assert.equal(most.body.balance, 8_589_934_591.999999);
+    const last = await env.admin('POST', `/api/admin/users/${session.userId}/credits`, { amount: 0.000001 });
+    assert.equal(last.status, 200, last.text);
+    assert.equal(last.body.balance, 8_589_934_592);
+    const balance = await env.dashboard(session, 'GET', '/api/wallet/balance');
+    assert.equal(balance.body.balance, 8_589_934_592);
+    const { transactions } = await env.service.ctx.billing.listTransactions(session.userId);
+    assert.deepEqual(
+      transactions.map((t) => t.amount).sort((a, b) => a - b),
+      [-4_342_521_359.759752, 0.000001, 4_342_521_359.759752, 8_589_934_591.999999],
+    );
   });
 
   it('only an operator token is accepted', async () => {

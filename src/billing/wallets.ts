@@ -3,7 +3,7 @@ import { billingDb, type BillingDb } from './schema.ts';
 import { ApiError, errors } from '../platform/errors.ts';
 import { sha256Hex } from '../platform/crypto.ts';
 import { userExists } from '../accounts/users.ts';
-import { microsToCredits, CREDITS_RULE, groupThousands, MAX_CREDITS, MICROS_PER_CREDIT } from '../platform/money.ts';
+import { microsToCredits, CREDITS_RULE, groupThousands, MAX_CREDITS, MAX_MICROS } from '../platform/money.ts';
 import { accounts, lockWallet, postMovement, type BillingContext } from './ledger.ts';
 
 /**
@@ -34,8 +34,12 @@ export async function getBalance(db: BillingDb, userId: string): Promise<Balance
   return { balance, reserved, available: balance - reserved };
 }
 
-/** The most micro-credits a wallet holds: every amount of the API is at most {@link MAX_CREDITS}, exactly. */
-const MAX_BALANCE_MICROS = MAX_CREDITS * MICROS_PER_CREDIT;
+/**
+ * The most micro-credits a wallet holds: {@link MAX_CREDITS}, up to which every balance the API shows is exact.
+ * A balance stored above it (none can be made through the API) is shown as it reads; only movements that would
+ * take a balance past it are refused.
+ */
+const MAX_BALANCE_MICROS = MAX_MICROS;
 
 /** Where credits that enter or leave a wallet come from, by kind of movement. */
 const SOURCES = { grant: accounts.grants, topup: accounts.topups, adjustment: accounts.adjustments } as const;
@@ -87,7 +91,7 @@ export async function creditWallet(
           };
         }
         if (amount > 0 && wallet.balance + amount > MAX_BALANCE_MICROS) {
-          // Past 2^53 micro-credits a balance is no longer exact, and every read of the wallet would fail.
+          // Past 2^33 credits a balance no longer has a JSON number of its own (money.ts, MAX_CREDITS).
           return {
             refused: errors.invalid(
               `The ${kind} would take the balance past ${groupThousands(MAX_CREDITS)} credits, the most a wallet holds: it holds ${microsToCredits(wallet.balance)} credits.`,

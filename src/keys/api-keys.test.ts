@@ -133,8 +133,48 @@ describeEachDatabase('API keys endpoints', (env) => {
     });
     assert.deepEqual(huge.body, {
       success: false,
-      error: 'limit must be a number of credits with at most 6 decimals and at most 9,007,199,254',
+      error: 'limit must be a number of credits with at most 6 decimals and at most 8,589,934,592',
     });
+  });
+
+  it('a limit of 8,589,934,592 credits is kept exactly, and one micro-credit more is refused with the rule', async () => {
+    // Past 2^33 credits a micro-credit amount may share its JSON number with a neighbour: 8589934592.000001
+    // reads as 8,589,934,592.000002 credits, so it cannot be kept exactly and is refused, at creation and change.
+    const session = await env.createUser();
+    const rule = 'limit must be a number of credits with at most 6 decimals and at most 8,589,934,592';
+    const refused = await env.dashboard(session, 'POST', '/api/user/api-keys', {
+      name: 'k',
+      permissions: ['ai:chat'],
+      limit: 8_589_934_592.000001,
+    });
+    assert.equal(refused.status, 400, refused.text);
+    assert.deepEqual(refused.body, { success: false, error: rule });
+    const key = await createKey(env, session, { limit: 8_589_934_592 });
+    const stored = async () => {
+      const row = await env.db
+        .selectFrom('spending_limits')
+        .select('amount')
+        .where('subject', '=', `key:${key.id}`)
+        .executeTakeFirstOrThrow();
+      const listed = (await env.dashboard(session, 'GET', '/api/user/api-keys')).body.apiKeys[0];
+      return [Number(row.amount), listed.limit];
+    };
+    assert.deepEqual(await stored(), [8_589_934_592_000_000, 8_589_934_592]);
+    const changed = await env.dashboard(session, 'PATCH', `/api/user/api-keys/${key.id}`, {
+      limit: 8_589_934_592.000001,
+    });
+    assert.equal(changed.status, 400, changed.text);
+    assert.deepEqual(changed.body, { success: false, error: rule });
+    // Just below the bound, where doubles are sparsest, the limit is kept to the micro-credit; and from 2^51 to
+    // 2^52 micro-credits, where the parse used to round a quarter of the amounts to their neighbour.
+    for (const [limit, micros] of [
+      [8_589_934_591.999999, 8_589_934_591_999_999],
+      [4_342_521_359.759752, 4_342_521_359_759_752],
+    ]) {
+      const response = await env.dashboard(session, 'PATCH', `/api/user/api-keys/${key.id}`, { limit });
+      assert.equal(response.status, 200, response.text);
+      assert.deepEqual(await stored(), [micros, limit]);
+    }
   });
 
   it('create with no name, an empty name or a blank name: 400 "API key name is required"', async () => {

@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { errors } from '../platform/errors.ts';
+import { CREDITS_RULE } from '../platform/money.ts';
 import type { Principal } from '../platform/http/principal.ts';
 import { isModelEntry, MAX_KEY_MODEL_LENGTH, MAX_KEY_MODELS, MODEL_ENTRY_RULE } from '../models/allowed.ts';
 import { KEY_PERMISSIONS } from './permissions.ts';
@@ -107,7 +108,7 @@ const ModelEntry = Type.String({ maxLength: MAX_KEY_MODEL_LENGTH, examples: ['op
 export const KeyFieldSchemas = {
   name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH, description: 'A descriptive name' }),
   permissions: Type.Array(Permission, { minItems: 1 }),
-  limit: Type.Union([Type.Number({ minimum: 0, description: 'Credits, at most 6 decimals' }), Type.Null()]),
+  limit: Type.Union([Type.Number({ minimum: 0, description: `Credits ${CREDITS_RULE}` }), Type.Null()]),
   expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
     description: `When the key stops authenticating: ${TIMESTAMP_RULE}, in the future and at most ${MAX_KEY_LIFETIME_TEXT} ahead. Null or absent: never`,
   }),

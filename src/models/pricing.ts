@@ -1,4 +1,4 @@
-import { creditsToMicros, microsToCredits } from '../platform/money.ts';
+import { creditsToMicros, microsToCredits, CREDITS_RULE } from '../platform/money.ts';
 import { ApiError } from '../platform/errors.ts';
 import type { ModelPricing } from './catalogue.ts';
 
@@ -156,10 +156,7 @@ export function pricingFromCredits(
     if (value === undefined || value === null) continue;
     const micros = creditsToMicros(value);
     if (micros === null || micros < 0)
-      throw new ApiError(
-        'INVALID_REQUEST',
-        `pricing.${key} must be a non-negative number of credits with at most 6 decimals.`,
-      );
+      throw new ApiError('INVALID_REQUEST', `pricing.${key} must be a non-negative number of credits ${CREDITS_RULE}.`);
     out[key] = micros;
   }
   return out;

@@ -14,7 +14,7 @@ import {
 import { pricingFromCredits, pricingToAdminCredits, pricingToCredits } from './pricing.ts';
 import { defaultImageTokens } from './image-budgets.ts';
 import { familyReasons } from './reasoning-support.ts';
-import { creditsToMicros, microsToCredits } from '../platform/money.ts';
+import { creditsToMicros, microsToCredits, CREDITS_RULE } from '../platform/money.ts';
 import { syncModels } from './sync.ts';
 import { MODEL_ID_PATTERN } from './ids.ts';
 import { allowsModel } from './allowed.ts';
@@ -246,7 +246,7 @@ function imagePricesFromCredits(prices: Record<string, number>): Record<string, 
       if (micros === null || micros < 0)
         throw new ApiError(
           'INVALID_REQUEST',
-          `imagePrices["${key}"] must be a non-negative number of credits with at most 6 decimals.`,
+          `imagePrices["${key}"] must be a non-negative number of credits ${CREDITS_RULE}.`,
         );
       return [key, micros];
     }),

@@ -1,7 +1,7 @@
 import type Stripe from 'stripe';
 import { newId } from '../platform/ids.ts';
 import { errors } from '../platform/errors.ts';
-import { creditsToMicros } from '../platform/money.ts';
+import { creditsToMicros, CREDITS_RULE } from '../platform/money.ts';
 import { blankAccount, ensureCustomer, pendingTopup, requireStripe } from './checkout.ts';
 import { disableAutoTopup } from './events.ts';
 import { paymentProviderError, priceOf } from './settings.ts';
@@ -39,7 +39,7 @@ export async function autoTopupState(rt: TopupRuntime, userId: string): Promise<
 function autoValues(rt: TopupRuntime, threshold: number, amount: number): { threshold: number; amountMinor: number } {
   const micros = creditsToMicros(threshold);
   if (micros === null || micros < 0)
-    throw errors.invalid('The threshold must be a non-negative number of credits with at most 6 decimals.', {
+    throw errors.invalid(`The threshold must be a non-negative number of credits ${CREDITS_RULE}.`, {
       param: 'threshold',
     });
   return { threshold: micros, amountMinor: priceOf(rt.settings, amount).amountMinor };

@@ -45,10 +45,16 @@ it('top-up amounts that cannot be sold stop the start: an offered 0, a minimum a
     () => topupSettings(loadConfig({ TOPUP_MIN_AMOUNT: '50', TOPUP_MAX_AMOUNT: '5' })),
     /TOPUP_MIN_AMOUNT \(50\) is above TOPUP_MAX_AMOUNT \(5\)/,
   );
-  // 10,000 units at 1,000,000 credits each is 10^16 micro-credits: past 2^53, no longer exact.
-  assert.throws(
-    () => topupSettings(loadConfig({ TOPUP_CREDITS_PER_UNIT: '1000000', TOPUP_MAX_AMOUNT: '10000' })),
-    /TOPUP_CREDITS_PER_UNIT.*TOPUP_MAX_AMOUNT/s,
+  // 10,000 units at 1,000,000 credits each is 10^10 credits, and 8,600 units 8.6 × 10^9 (below 2^53 micro-credits):
+  // both past 8,589,934,592 credits, the most an amount can be exactly, so no wallet could take that top-up.
+  for (const max of ['10000', '8600'])
+    assert.throws(
+      () => topupSettings(loadConfig({ TOPUP_CREDITS_PER_UNIT: '1000000', TOPUP_MAX_AMOUNT: max })),
+      /TOPUP_CREDITS_PER_UNIT.*TOPUP_MAX_AMOUNT.*8,589,934,592 credits/s,
+    );
+  assert.equal(
+    topupSettings(loadConfig({ TOPUP_CREDITS_PER_UNIT: '1000000', TOPUP_MAX_AMOUNT: '8589' })).maxAmount,
+    8589,
   );
   assert.equal(
     topupSettings(loadConfig({ TOPUP_CREDITS_PER_UNIT: '1000000', TOPUP_MAX_AMOUNT: '500' })).maxAmount,

@@ -5,6 +5,7 @@ import type { TopupsConfig } from './config.ts';
 type Config = PlatformConfig & TopupsConfig;
 import { ApiError, errors } from '../platform/errors.ts';
 import { ConfigError } from '../platform/config.ts';
+import { groupThousands, MAX_CREDITS, MAX_MICROS } from '../platform/money.ts';
 
 /** Micro-credits per credit, times the minor units (cents) per unit of currency. */
 const MICROS_PER_CREDIT_PER_MINOR = 1_000_000 / 100;
@@ -23,7 +24,8 @@ export interface TopupSettings {
 
 /**
  * Reads the top-up settings; top-ups are on only with both Stripe secrets. Amounts that could never be sold
- * stop the start: a minimum above the maximum, or a price whose micro-credits pass exact integers.
+ * stop the start: a minimum above the maximum, or a top-up of more credits than an amount can be (MAX_CREDITS),
+ * which no wallet could take.
  */
 export function topupSettings(config: Config): TopupSettings {
   const min = config.TOPUP_MIN_AMOUNT;
@@ -33,9 +35,9 @@ export function topupSettings(config: Config): TopupSettings {
       `Invalid configuration:\n  TOPUP_MIN_AMOUNT (${min}) is above TOPUP_MAX_AMOUNT (${max}): no custom top-up could be bought.`,
     );
   const largest = Math.max(max, ...config.TOPUP_AMOUNTS.split(' ').map(Number));
-  if (!Number.isSafeInteger(largest * 100 * config.TOPUP_CREDITS_PER_UNIT * MICROS_PER_CREDIT_PER_MINOR))
+  if (!(largest * 100 * config.TOPUP_CREDITS_PER_UNIT * MICROS_PER_CREDIT_PER_MINOR <= MAX_MICROS))
     throw new ConfigError(
-      `Invalid configuration:\n  TOPUP_CREDITS_PER_UNIT (${config.TOPUP_CREDITS_PER_UNIT}) times the largest top-up (TOPUP_MAX_AMOUNT or TOPUP_AMOUNTS: ${largest}) is more micro-credits than count exactly (2^53): lower one of them.`,
+      `Invalid configuration:\n  TOPUP_CREDITS_PER_UNIT (${config.TOPUP_CREDITS_PER_UNIT}) times the largest top-up (TOPUP_MAX_AMOUNT or TOPUP_AMOUNTS: ${largest}) is more than ${groupThousands(MAX_CREDITS)} credits, the most an amount can be (and a wallet hold): lower one of them.`,
     );
   return {
     enabled: Boolean(config.STRIPE_SECRET_KEY && config.STRIPE_WEBHOOK_SECRET),

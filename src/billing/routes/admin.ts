@@ -54,8 +54,7 @@ export function registerBillingAdminRoutes(app: App, ctx: MeteringDeps): void {
         body: Type.Object(
           {
             amount: Type.Number({
-              description:
-                'Credits, at most 6 decimals, not zero; negative takes credits back (never below the available amount).',
+              description: `Credits ${CREDITS_RULE} either way, not zero; negative takes credits back (never below the available amount).`,
             }),
             reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
           },

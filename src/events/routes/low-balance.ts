@@ -61,10 +61,7 @@ export function registerLowBalanceRoutes(app: App, ctx: EventRoutesDeps): void {
           'been back at or above it. null removes the alert.',
         body: Type.Object(
           {
-            threshold: Type.Union([
-              Type.Number({ minimum: 0, description: 'Credits, at most 6 decimals.' }),
-              Type.Null(),
-            ]),
+            threshold: Type.Union([Type.Number({ minimum: 0, description: `Credits ${CREDITS_RULE}.` }), Type.Null()]),
           },
           { additionalProperties: false },
         ),
