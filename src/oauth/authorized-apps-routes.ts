@@ -12,7 +12,7 @@ const security = [{ bearer: [] }];
 
 const LimitInput = Type.Optional(
   Type.Union([Type.Number({ minimum: 0 }), Type.Null()], {
-    description: 'Credits (at most 6 decimals), or null to remove the limit; leave out to keep it.',
+    description: `Credits (${CREDITS_RULE}), or null to remove the limit; leave out to keep it.`,
   }),
 );
 
