@@ -222,6 +222,32 @@ for (const trustProxy of ['1', 'loopback, 192.0.2.0/24'])
           200,
         );
       });
+
+      it("an account holder's typos made at another address do not erase a spray's failures here when they sign in here", async () => {
+        const [sprayer, elsewhere] = [freshAddress(), freshAddress()];
+        const signIn = (body: { email: string; password: string }, address: string) =>
+          env.request('POST', '/api/auth/signin', { body, headers: { 'x-forwarded-for': address } });
+        const own = await newAccount(env);
+        for (let i = 0; i < PRODUCTION_THROTTLE.SIGNIN_FREE_FAILURES_PER_ACCOUNT; i++)
+          assert.equal((await signIn({ ...own, password: `typo-${i}` }, elsewhere)).status, 401);
+        for (let i = 0; i < PRODUCTION_THROTTLE.SIGNIN_FREE_FAILURES_PER_ADDRESS - 1; i++)
+          assert.equal(
+            (await signIn({ email: `s-${i}-${randomText(6)}@example.com`, password: 'x' }, sprayer)).status,
+            401,
+          );
+        assert.equal((await signIn(own, sprayer)).status, 200, 'the holder signs in at the spraying address');
+        // The success gave back only its own attempt there, not the five typos counted elsewhere.
+        const statuses: number[] = [];
+        for (let i = 0; i < 3; i++)
+          statuses.push(
+            (await signIn({ email: `t-${i}-${randomText(6)}@example.com`, password: 'x' }, sprayer)).status,
+          );
+        assert.deepEqual(
+          statuses,
+          [401, 401, 429],
+          'the last free failure, the one that starts the wait, then the wait',
+        );
+      });
     },
     { config: { ...PRODUCTION_THROTTLE, TRUST_PROXY: trustProxy }, manualClock: true },
   );

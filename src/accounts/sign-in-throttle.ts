@@ -26,11 +26,12 @@ export function waitText(seconds: number): string {
  * - failures are counted per account (whatever address they come from: rotating forwarded addresses do
  *   not help) and per client address (spraying one password over many accounts does not either); each
  *   past the free ones makes the next attempt wait twice as long, up to `SIGNIN_MAX_DELAY_SECONDS`;
- * - a success clears its account and gives its address back every attempt that account had counted (its
- *   own, and the typos before it), so people signing in from one office address never add up to a wait,
- *   however many of them mistype first; the failures that stay counted are those on accounts that do not
- *   sign in, a spray's; and an address's failures also leak away at the rate it is allowed them
- *   (`SIGNIN_FREE_FAILURES_PER_ADDRESS` an hour);
+ * - a success clears its account and gives its address back every attempt that account had counted at that
+ *   address (its own, and the typos before it; not those made elsewhere, which that address never counted), so
+ *   people signing in from one office address never add up to a wait, however many of them mistype first; the
+ *   failures that stay counted are those on accounts that do not sign in, a spray's; and an address's failures
+ *   (and an account's share of them) leak away at the rate it is allowed them (`SIGNIN_FREE_FAILURES_PER_ADDRESS`
+ *   an hour);
  * - accounts are keyed by the SHA-256 of the normalized email, so the counters (in Redis, maybe) hold no
  *   address book; an unknown email is throttled exactly like a known one, revealing nothing;
  * - a browser that signed in to the account before (its signed device cookie, see `SignInDevice`) is not
@@ -57,20 +58,24 @@ export async function checkSignIn(
 
   const forAccount = await backoff.attempt(account, perAccount, maxDelayMs, ctx.clock.now());
   if (!forAccount.allowed) throw throttled(forAccount.retryAfterSeconds, 'for this account');
+  // What this account counted at this address, so that a success gives back exactly that there.
+  const pair = `signin:pair:${accountHash}:${request.ip}`;
   if (!knownDevice) {
     const forAddress = await backoff.attempt(address, perAddress, maxDelayMs, ctx.clock.now(), HOUR_MS / perAddress);
     if (!forAddress.allowed) {
       await backoff.refund(account, perAccount);
       throw throttled(forAddress.retryAfterSeconds, 'from your network');
     }
+    await backoff.attempt(pair, Number.MAX_SAFE_INTEGER, 0, ctx.clock.now(), HOUR_MS / perAddress);
   }
 
   const user = await verifyCredentials(ctx.db, email, password);
   if (user) {
-    const counted = await backoff.reset(account);
-    // A known device's attempts were not counted at the address, so it gives nothing back there: giving back its
-    // typos would let an account holder erase a spray's failures with their own account's.
-    if (!knownDevice) await backoff.refund(address, perAddress, Math.max(1, counted));
+    await backoff.reset(account);
+    // Only what this account counted at this address goes back there: its typos made elsewhere, or from a known
+    // device (counted at no address), would otherwise let an account holder erase a spray's failures here.
+    const atAddress = await backoff.reset(pair);
+    if (atAddress > 0) await backoff.refund(address, perAddress, atAddress);
   }
   return remembered(user);
 
