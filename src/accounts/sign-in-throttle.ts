@@ -47,10 +47,11 @@ export async function checkSignIn(
 ): Promise<PublicUser | null> {
   const device = signInDevice(request, reply, ctx.config.PUBLIC_BASE_URL.startsWith('https://'));
   const maxDelayMs = ctx.config.SIGNIN_MAX_DELAY_SECONDS * 1000;
-  const accountHash = sha256Hex(email.trim().toLowerCase()).slice(0, 32);
+  const emailHash = sha256Hex(email.trim().toLowerCase());
+  const accountHash = emailHash.slice(0, 32);
   if (maxDelayMs === 0) return remembered(await verifyCredentials(ctx.db, email, password));
   const { backoff } = ctx.throttles;
-  const account = `signin:account:${sha256Hex(email.trim().toLowerCase())}`;
+  const account = `signin:account:${emailHash}`;
   const address = `signin:address:${request.ip}`;
   const perAccount = ctx.config.SIGNIN_FREE_FAILURES_PER_ACCOUNT;
   const perAddress = ctx.config.SIGNIN_FREE_FAILURES_PER_ADDRESS;

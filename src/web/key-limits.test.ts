@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { describeEachDatabase } from '../testing/harness.ts';
+import { describeEachDatabase, type DashboardSession } from '../testing/harness.ts';
 import { addSessionCookie, chromiumForSuite } from './browser.ts';
 
 const NOW = '2030-03-01T10:00:00.000Z';
@@ -10,6 +10,17 @@ describeEachDatabase(
   "API keys' spending limits in the dashboard (Chromium)",
   (env) => {
     const browser = chromiumForSuite();
+
+    /** The keys page at `width`, signed in as `session`, its clock fixed at NOW. */
+    async function keysPage(session: DashboardSession, width: keyof typeof WIDTHS) {
+      const context = await browser.newContext({ viewport: WIDTHS[width], colorScheme: 'light', timezoneId: 'UTC' });
+      await addSessionCookie(context, env.baseUrl, session);
+      const page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      await page.clock.setFixedTime(new Date(NOW));
+      await page.goto(`${env.baseUrl}/#/keys`);
+      return { context, page };
+    }
 
     test("a limited key shows its period's spend against its limit as a meter, with when it resets; the list fits a laptop and a phone", async () => {
       const session = await env.createUser();
@@ -30,12 +41,7 @@ describeEachDatabase(
       const spent: number = chat.body.usage.cost;
 
       for (const width of ['desktop', 'phone'] as const) {
-        const context = await browser.newContext({ viewport: WIDTHS[width], colorScheme: 'light', timezoneId: 'UTC' });
-        await addSessionCookie(context, env.baseUrl, session);
-        const page = await context.newPage();
-        page.setDefaultTimeout(15_000);
-        await page.clock.setFixedTime(new Date(NOW));
-        await page.goto(`${env.baseUrl}/#/keys`);
+        const { context, page } = await keysPage(session, width);
         const meter = page.locator('tr', { hasText: 'nightly job' }).getByRole('meter', { name: 'Daily spending' });
         await meter.waitFor();
         assert.equal(Number(await meter.getAttribute('aria-valuenow')), spent, `${width}: the key's spend today`);
@@ -73,12 +79,7 @@ describeEachDatabase(
         );
 
       for (const width of ['phone', 'desktop'] as const) {
-        const context = await browser.newContext({ viewport: WIDTHS[width], colorScheme: 'light', timezoneId: 'UTC' });
-        await addSessionCookie(context, env.baseUrl, session);
-        const page = await context.newPage();
-        page.setDefaultTimeout(15_000);
-        await page.clock.setFixedTime(new Date(NOW));
-        await page.goto(`${env.baseUrl}/#/keys`);
+        const { context, page } = await keysPage(session, width);
         const row = page.locator('tr', { hasText: 'batch runner' });
         const change = row.getByRole('button', { name: 'Change limit' });
         await change.click();
