@@ -50,7 +50,7 @@ export async function appLimitViews(
         resetsAt: iso(periodAt(period, now).resetsAt),
       };
     };
-    return { daily: view('daily'), monthly: view('monthly'), total: view('total') };
+    return { daily: view('daily'), weekly: view('weekly'), monthly: view('monthly'), total: view('total') };
   });
 }
 

@@ -37,6 +37,24 @@ const DAILY_LIMIT = {
   },
 };
 
+/** The 429 of an app's weekly limit of 6 credits, 1 of them spent on Monday and 5 held since (Tuesday). */
+const WEEKLY_LIMIT = {
+  status: 429,
+  error: {
+    code: 'SPENDING_LIMIT_EXCEEDED',
+    message:
+      'Weekly spending limit exceeded for this app: 6 of 6 credits used, this request needs up to 0.1 credits. The limit resets at 2026-03-16T00:00:00.000Z.',
+    type: 'spending_limit_error',
+    limitType: 'weekly',
+    limit: 6,
+    current: 6,
+    requested: 0.1,
+    resetsAt: '2026-03-16T00:00:00.000Z',
+  },
+};
+const MONDAY = '2026-03-09T15:00:00.000Z';
+const SPENT_ON_MONDAY = 10;
+
 /** Places `count` holds at once in this process; returns how many were placed and each refusal body with its count. */
 async function placeConcurrently(env: TestEnv, userId: string, appId: string | null, count: number) {
   const refusals: Record<string, number> = {};
@@ -123,6 +141,30 @@ describeEachDatabase(
       await assertNoOverspend(userId, 100 * FITS * AMOUNT);
     });
 
+    /**
+     * A user with plenty of credits and an app whose weekly limit covers what was spent on Monday and FITS more
+     * holds; the clock back on Tuesday, CLOCK. The week's spend is the sum of the days' counters, so the holds
+     * placed at once must each see Monday's spend and one another's.
+     */
+    async function weeklyLimitedApp() {
+      const userId = await insertUser(env.service.ctx);
+      await billing().grant(userId, 100 * FITS * AMOUNT, 'plenty');
+      const appId = await authorizeApp(env.service.ctx, userId, { weekly: (SPENT_ON_MONDAY + FITS) * AMOUNT });
+      env.manualClock.set(MONDAY);
+      for (let i = 0; i < SPENT_ON_MONDAY; i++) {
+        const { holdId } = await billing().placeHold({ userId, appId, keyId: null, amount: AMOUNT });
+        await billing().settleHold(holdId, AMOUNT);
+      }
+      env.manualClock.set(CLOCK);
+      return { userId, appId };
+    }
+
+    it(`${CONCURRENT} concurrent holds under an app's weekly limit that covers Monday's spend and ${FITS} more: ${FITS} placed on Tuesday, the rest get the exact 429 body`, async () => {
+      const { userId, appId } = await weeklyLimitedApp();
+      assertExactly(await placeConcurrently(env, userId, appId, CONCURRENT), WEEKLY_LIMIT);
+      await assertNoOverspend(userId, 100 * FITS * AMOUNT - SPENT_ON_MONDAY * AMOUNT);
+    });
+
     it('concurrent settlements of the same holds capture each exactly once', async () => {
       const userId = await insertUser(env.service.ctx);
       await billing().grant(userId, 10 * AMOUNT, 'ten');
@@ -177,6 +219,21 @@ describeEachDatabase(
         const [a, b] = await Promise.all(workers.map((worker) => worker.fire()));
         assertExactly(merge(a, b), DAILY_LIMIT);
         await assertNoOverspend(userId, 100 * FITS * AMOUNT);
+      },
+    );
+
+    it(
+      `two processes on one PostgreSQL under an app's weekly limit that covers Monday's spend and ${FITS} more: ${FITS} placed in all, 429 for the rest`,
+      crossProcess,
+      async () => {
+        const { userId, appId } = await weeklyLimitedApp();
+        const workers = await Promise.all([
+          startWorker(env, { userId, appId, count: CONCURRENT / 2 }),
+          startWorker(env, { userId, appId, count: CONCURRENT / 2 }),
+        ]);
+        const [a, b] = await Promise.all(workers.map((worker) => worker.fire()));
+        assertExactly(merge(a, b), WEEKLY_LIMIT);
+        await assertNoOverspend(userId, 100 * FITS * AMOUNT - SPENT_ON_MONDAY * AMOUNT);
       },
     );
   },

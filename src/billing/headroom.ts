@@ -1,5 +1,6 @@
 import { applicableLimitsWithSpend } from './limits.ts';
 import { getBalance } from './wallets.ts';
+import type { LimitPeriod } from './periods.ts';
 import type { BillingContext } from './ledger.ts';
 
 /** Who would pay for a call: the user, and the app and key whose limits apply. */
@@ -13,8 +14,8 @@ export interface Payer {
 export interface Spendable {
   /** The least of the wallet's available credits and every applicable limit's headroom (never below 0). */
   amount: number;
-  /** `wallet` when the wallet is the bound, else the limit period that is (`daily`, `monthly`, `total`). */
-  boundBy: 'wallet' | 'daily' | 'monthly' | 'total';
+  /** `wallet` when the wallet is the bound, else the limit period that is (`daily`, `weekly`, `monthly`, `total`). */
+  boundBy: 'wallet' | LimitPeriod;
 }
 
 /**

@@ -191,8 +191,9 @@ async function expireOverdue(
  * Security invariant: the checks and the hold are one transaction that starts by locking the user's wallet,
  * so no other movement of this user (hold, settlement, grant, in this process or another) runs between
  * reading the limits, the counters and the balance and writing the hold. Check-then-act cannot race.
- * Order (decisions.md "Billing"): each applicable spending limit (app daily, monthly, total, then the key's),
- * `spent + held + amount <= limit` else 429; then the wallet, `balance - reserved >= amount` else 402.
+ * Order (decisions.md "Billing"): each applicable spending limit (app daily, weekly, monthly, total, then the
+ * key's; a weekly limit's spend is its days' counters summed), `spent + held + amount <= limit` else 429; then
+ * the wallet, `balance - reserved >= amount` else 402.
  */
 export async function placeHold(
   ctx: BillingContext,

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describeEachDatabase } from '../testing/harness.ts';
 import { ApiError } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
-import { periodAt, type LimitPeriod } from './periods.ts';
+import { LIMIT_PERIODS, periodAt, type LimitPeriod } from './periods.ts';
 import { listAuthorizedApps } from '../oauth/authorized-apps.ts';
 import { authorizeApp, insertUser } from './testing/fixtures.ts';
 import { allTables } from '../testing/all-tables.ts';
@@ -118,7 +118,7 @@ class Model {
   expectHold(amount: number, viaApp: boolean, now: number): { code: string; details: Record<string, unknown> } | null {
     this.expireDue(now);
     if (viaApp) {
-      for (const kind of ['daily', 'monthly', 'total'] as const) {
+      for (const kind of LIMIT_PERIODS) {
         const max = this.limits[kind];
         if (max === null) continue;
         const { spent, held } = this.appSpend(kind, now);
@@ -161,7 +161,7 @@ describeEachDatabase(
 
       await fc.assert(
         fc.asyncProperty(
-          fc.record({ daily: limit, monthly: limit, total: limit }),
+          fc.record({ daily: limit, weekly: limit, monthly: limit, total: limit }),
           fc.array(step, { minLength: 1, maxLength: 14 }),
           async (limits, steps) => {
             const userId = await insertUser(ctx);
@@ -279,7 +279,7 @@ describeEachDatabase(
               assert.ok(report.ok, `ledger differs: ${JSON.stringify(report)}`);
               const [app] = await listAuthorizedApps(ctx, userId, appId);
               const now = clock.now();
-              for (const kind of ['daily', 'monthly', 'total'] as const) {
+              for (const kind of LIMIT_PERIODS) {
                 const view = app.limits[kind];
                 if (limits[kind] === null) {
                   assert.equal(view, null);

@@ -99,6 +99,7 @@ for (const kind of selectedDatabases()) {
         const billing = service.ctx.billing;
         assert.deepEqual(await billing.appLimits('usr_upgrade', 'app_upgrade'), {
           daily: 2_000_000,
+          weekly: null,
           monthly: null,
           total: 9_000_000,
         });

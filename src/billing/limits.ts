@@ -6,7 +6,7 @@ import type { InsufficientCreditsDetails, SpendingLimitDetails } from '#wire/res
 import { ApiError } from '../platform/errors.ts';
 import { microsToCredits } from '../platform/money.ts';
 import type { CompanionWrite, Trx } from './ledger.ts';
-import { LIMIT_PERIODS, periodAt, type LimitPeriod } from './periods.ts';
+import { COUNTER_PERIODS, LIMIT_PERIODS, periodAt, weekDays, type CounterPeriod, type LimitPeriod } from './periods.ts';
 
 /** Whose limit: an app's limit for one user, or an API key's own limit. */
 export type LimitSubject = { kind: 'app'; userId: string; appId: string } | { kind: 'key'; keyId: string };
@@ -37,11 +37,12 @@ export interface LimitWithSpend extends AppliedLimit {
 }
 
 /**
- * The limits that apply to a hold, in check order (the app's daily, monthly and total limits for this user,
- * then the key's limit), each with its current spend: spent + held in the period that contains `at`. Read
+ * The limits that apply to a hold, in check order (the app's daily, weekly, monthly and total limits for this
+ * user, then the key's limit), each with its current spend: spent + held in the period that contains `at`. Read
  * inside the hold's transaction, after the wallet lock, in one query (the limits, then each subject's
  * counters, were one query more per subject; on SQLite every statement of a hold runs under the one write
- * lock).
+ * lock). A weekly limit has no counter of its own: when a subject has one, a second query sums its days'
+ * counters (see {@link weekSpends}); a hold whose subjects have none runs the one query, as before.
  */
 export async function applicableLimitsWithSpend(
   trx: Trx | BillingDb,
@@ -56,17 +57,59 @@ export async function applicableLimitsWithSpend(
   };
   subjects.forEach((subject, i) => (values[`subject${i}`] = subjectKey(subject)));
   const { rows } = await limitWithSpendRows(subjects.length)(trx, values);
+  const weekly = rows.filter((r) => r.period === 'weekly').map((r) => r.subject);
+  const weeks = weekly.length > 0 ? await weekSpends(trx, weekly, at) : null;
   const limits: LimitWithSpend[] = [];
   for (const subject of subjects) {
     const key = subjectKey(subject);
     for (const period of LIMIT_PERIODS) {
       const row = rows.find((r) => r.subject === key && r.period === period);
-      if (row)
-        limits.push({ subject, period, limit: Number(row.amount), current: Number(row.spent) + Number(row.held) });
+      if (!row) continue;
+      // The query joined a weekly limit to no counter (there are none): its spend is its days' sum.
+      const week = period === 'weekly' ? weeks!.get(key)! : null;
+      const current = week ? week.spent + week.held : Number(row.spent) + Number(row.held);
+      limits.push({ subject, period, limit: Number(row.amount), current });
     }
   }
   return limits;
 }
+
+/**
+ * What each subject (by key) spent and holds in the week that contains `at`: the sum of its daily counters from
+ * Monday through `at`'s day (periods.ts `weekDays`), in one query for one or two subjects (a hold's), by subject
+ * key; a subject without counters this week spent nothing. Daily counters are never deleted (nothing prunes
+ * `spend_counters`), so the sum is the week's whole spend.
+ */
+async function weekSpends(db: Trx | BillingDb, keys: string[], at: number): Promise<Map<string, PeriodSpend>> {
+  const { from, through } = weekDays(at);
+  const values: Record<string, string | number> = { from, through };
+  keys.forEach((key, i) => (values[`subject${i}`] = key));
+  const spends = new Map<string, PeriodSpend>(keys.map((key) => [key, { spent: 0, held: 0 }]));
+  const { rows } = await weekSpendRows(keys.length)(db, values);
+  for (const row of rows) spends.set(row.subject, { spent: Number(row.spent), held: Number(row.held) });
+  return spends;
+}
+
+/** The sums of the daily counters of some subjects between two day starts (inclusive), per subject. */
+const weekSpendRows = preparedByShape(
+  (count: number) => (db: Kysely<Tables>, p: Record<string, any>) =>
+    db
+      .selectFrom('spend_counters')
+      .select((eb) => [
+        'subject',
+        eb.fn.sum<number | string>('spent').as('spent'),
+        eb.fn.sum<number | string>('held').as('held'),
+      ])
+      .where(
+        'subject',
+        'in',
+        Array.from({ length: count }, (_, i) => p[`subject${i}`]!),
+      )
+      .where('period', '=', 'daily')
+      // Cast as in limitWithSpendRows: epoch ms do not fit the integer PostgreSQL would guess.
+      .where(sql<boolean>`period_start between cast(${p.from} as bigint) and cast(${p.through} as bigint)`)
+      .groupBy('subject'),
+);
 
 /** The limit rows of one or two subjects, each with its period's counter (zeros when it has none yet). */
 const limitWithSpendRows = preparedByShape(
@@ -99,10 +142,12 @@ const limitWithSpendRows = preparedByShape(
 /** A subject's limits per period, in micro-credits (null: none). */
 export type LimitsByPeriod = Record<LimitPeriod, number | null>;
 
-/** The limits of several subjects at once, by subject key; a subject without any has all three null. */
+/** The limits of several subjects at once, by subject key; a subject without any has every period null. */
 export async function readLimits(db: Trx | BillingDb, subjects: LimitSubject[]): Promise<Map<string, LimitsByPeriod>> {
   const keys = [...new Set(subjects.map(subjectKey))];
-  const limits = new Map<string, LimitsByPeriod>(keys.map((key) => [key, { daily: null, monthly: null, total: null }]));
+  const limits = new Map<string, LimitsByPeriod>(
+    keys.map((key) => [key, { daily: null, weekly: null, monthly: null, total: null }]),
+  );
   if (keys.length === 0) return limits;
   for (const row of await db
     .selectFrom('spending_limits')
@@ -151,21 +196,28 @@ export interface PeriodSpend {
 /**
  * Reads the counters of `subjects` for the periods that contain `at`, in one query for any number of them (the key
  * list and the authorized apps show each one's spend), by subject key; a subject without counters spent nothing.
+ * The week's spend is the sum of its days' counters (Monday through `at`'s day), read by the same query.
  */
 export async function readSpends(
   db: Trx | BillingDb,
   subjects: LimitSubject[],
   at: number,
 ): Promise<Map<string, Record<LimitPeriod, PeriodSpend>>> {
-  const starts = Object.fromEntries(LIMIT_PERIODS.map((period) => [period, periodAt(period, at).start])) as Record<
-    LimitPeriod,
+  const starts = Object.fromEntries(COUNTER_PERIODS.map((period) => [period, periodAt(period, at).start])) as Record<
+    CounterPeriod,
     number
   >;
+  const week = weekDays(at);
   const keys = [...new Set(subjects.map(subjectKey))];
   const spends = new Map<string, Record<LimitPeriod, PeriodSpend>>(
     keys.map((key) => [
       key,
-      { daily: { spent: 0, held: 0 }, monthly: { spent: 0, held: 0 }, total: { spent: 0, held: 0 } },
+      {
+        daily: { spent: 0, held: 0 },
+        weekly: { spent: 0, held: 0 },
+        monthly: { spent: 0, held: 0 },
+        total: { spent: 0, held: 0 },
+      },
     ]),
   );
   if (keys.length === 0) return spends;
@@ -173,11 +225,25 @@ export async function readSpends(
     .selectFrom('spend_counters')
     .select(['subject', 'period', 'period_start', 'spent', 'held'])
     .where('subject', 'in', keys)
-    .where('period_start', 'in', [starts.daily, starts.monthly, starts.total])
+    .where((eb) =>
+      eb.or([
+        eb('period_start', 'in', [starts.daily, starts.monthly, starts.total]),
+        eb.and([
+          eb('period', '=', 'daily'),
+          eb('period_start', '>=', week.from),
+          eb('period_start', '<=', week.through),
+        ]),
+      ]),
+    )
     .execute();
   for (const row of rows) {
-    if (starts[row.period] === row.period_start)
-      spends.get(row.subject)![row.period] = { spent: Number(row.spent), held: Number(row.held) };
+    const spend = spends.get(row.subject)!;
+    const start = Number(row.period_start);
+    if (row.period === 'daily' && start >= week.from && start <= week.through) {
+      spend.weekly.spent += Number(row.spent);
+      spend.weekly.held += Number(row.held);
+    }
+    if (starts[row.period] === start) spend[row.period] = { spent: Number(row.spent), held: Number(row.held) };
   }
   return spends;
 }
@@ -194,7 +260,7 @@ export function counterWrite(
 ): CompanionWrite | null {
   if (delta.spent === 0 && delta.held === 0) return null;
   const rows = subjectsOf(hold).flatMap((subject) =>
-    (['daily', 'monthly', 'total'] as const).map((period) => ({
+    COUNTER_PERIODS.map((period) => ({
       subject: subjectKey(subject),
       period,
       period_start: period === 'daily' ? hold.periodDay : period === 'monthly' ? hold.periodMonth : 0,
@@ -216,7 +282,13 @@ export function counterWrite(
   };
 }
 
-type CounterRow = { subject: string; period: LimitPeriod; period_start: number; spent: number; held: number };
+type CounterRow = {
+  subject: string;
+  period: CounterPeriod;
+  period_start: number;
+  spent: number;
+  held: number;
+};
 
 /** Adds each row's spent and held to its counter, creating the counter at the row's values. */
 function counterUpsert(trx: Kysely<Tables>, rows: CounterRow[]) {
@@ -238,7 +310,7 @@ const preparedCounterUpsert = preparedByShape(
       db,
       Array.from({ length: subjects * 3 }, (_, i) => ({
         subject: p[`subject${i}`],
-        period: LIMIT_PERIODS[i % 3]!,
+        period: COUNTER_PERIODS[i % 3]!,
         period_start: p[`periodStart${i}`],
         spent: p.spent,
         held: p.held,
@@ -246,7 +318,12 @@ const preparedCounterUpsert = preparedByShape(
     ),
 );
 
-const PERIOD_WORD: Record<LimitPeriod, string> = { daily: 'Daily', monthly: 'Monthly', total: 'Total' };
+const PERIOD_WORD: Record<LimitPeriod, string> = {
+  daily: 'Daily',
+  weekly: 'Weekly',
+  monthly: 'Monthly',
+  total: 'Total',
+};
 
 /**
  * The 429 of contract §2.2/§7.2: which limit, the limit, what is already spent or held in the period, what

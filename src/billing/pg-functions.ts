@@ -580,6 +580,83 @@ BEGIN
 END
 $$`;
 
+/*
+ * Version 3 of placement (migration 1880): weekly spending limits (periods.ts; Monday 00:00 UTC). A week has no
+ * spend counter of its own — every call would write one more row — so a weekly limit's spend is the sum of its
+ * subject's daily counters from the hold's Monday through its day, summed only where a subject has a weekly
+ * limit: a hold whose subjects have none reads and writes exactly the rows it did. A subject's limits are checked
+ * by period length, as periods.ts LIMIT_PERIODS orders them: daily, weekly, monthly, total (the app's, then the
+ * key's; decisions.md's order with the week in its place). Everything else is version 2's (3's for the batch)
+ * text, which these are made from: the two cannot drift apart.
+ */
+
+/** `text` with `old`, which must occur in it exactly once, replaced by `by` (a function made from an older one). */
+function replacedOnce(text: string, old: string, by: string): string {
+  if (text.split(old).length !== 2) throw new Error(`pg-functions: expected one occurrence of ${old.slice(0, 80)}`);
+  return text.replace(old, () => by);
+}
+
+/**
+ * The Monday 00:00 UTC (epoch ms) of the week of the day that starts at `day` (epoch ms): periods.ts `weekStart`
+ * in integer arithmetic. Day 0 of the epoch, 1 January 1970, was a Thursday, three days after a Monday.
+ */
+const WEEK_START = (day: string) => `(${day} - ((${day} / 86400000 + 3) % 7) * 86400000)`;
+
+/** The spend of a subject's week: its daily counters from the week's Monday through the day that starts at `day`. */
+const WEEK_SPEND = (subject: string, day: string) =>
+  `(SELECT coalesce(sum(d.spent + d.held), 0)::bigint FROM spend_counters d
+                WHERE d.subject = ${subject} AND d.period = 'daily' AND d.period_start BETWEEN ${WEEK_START(day)} AND ${day})`;
+
+/** Version 3 of {@link PLACE}: {@link PLACE_V2} with weekly limits in its limit check. */
+const PLACE_V3 = replacedOnce(
+  PLACE_V2,
+  `  -- Spending limits: app daily, monthly, total, then the key's; spent + held + amount <= limit. The first one
+  -- exceeded, in that order, with its counter of the hold's period (none yet: 0).
+  IF cardinality(subjects) > 0 THEN
+    SELECT s.subject, s.period, s.amount, coalesce(c.spent + c.held, 0) AS current_spend INTO l
+      FROM spending_limits s
+      LEFT JOIN spend_counters c ON c.subject = s.subject AND c.period = s.period
+       AND c.period_start = CASE s.period WHEN 'daily' THEN p_day WHEN 'monthly' THEN p_month ELSE 0 END
+     WHERE s.subject = ANY (subjects) AND coalesce(c.spent + c.held, 0) + p_amount > s.amount
+     ORDER BY array_position(subjects, s.subject), array_position(ARRAY['daily', 'monthly', 'total'], s.period)
+     LIMIT 1;`,
+  `  -- Spending limits: app daily, weekly, monthly, total, then the key's; spent + held + amount <= limit. The first
+  -- one exceeded, in that order, with its counter of the hold's period (none yet: 0); a weekly limit (no counter
+  -- of its own, the join finds none) with the sum of its days' counters, read for that limit's row only.
+  IF cardinality(subjects) > 0 THEN
+    SELECT s.subject, s.period, s.amount, x.current_spend INTO l
+      FROM spending_limits s
+      LEFT JOIN spend_counters c ON c.subject = s.subject AND c.period = s.period
+       AND c.period_start = CASE s.period WHEN 'daily' THEN p_day WHEN 'monthly' THEN p_month ELSE 0 END
+     CROSS JOIN LATERAL (
+       SELECT CASE WHEN s.period = 'weekly' THEN ${WEEK_SPEND('s.subject', 'p_day')}
+              ELSE coalesce(c.spent + c.held, 0) END AS current_spend) x
+     WHERE s.subject = ANY (subjects) AND x.current_spend + p_amount > s.amount
+     ORDER BY array_position(subjects, s.subject), array_position(ARRAY['daily', 'weekly', 'monthly', 'total'], s.period)
+     LIMIT 1;`,
+);
+
+/**
+ * Version 4 of {@link PLACE_MANY}: {@link PLACE_MANY_V3} with weekly limits among the checks that send a batch
+ * one by one. A row's week counts what the subject's daily counters hold from Monday through the row's day, and
+ * what the batch's rows up to it add in that week (a batch across midnight may count a later day's row early:
+ * then it goes one by one, where `tollgate_place_hold` decides exactly).
+ */
+const PLACE_MANY_V4 = replacedOnce(
+  PLACE_MANY_V3,
+  `       WHERE coalesce(sc.spent + sc.held, 0) + c.counted_so_far > s.amount
+    ), go AS (`,
+  `       WHERE coalesce(sc.spent + sc.held, 0) + c.counted_so_far > s.amount
+      UNION ALL
+      SELECT FROM (
+        SELECT c.subject, c.start, s.amount AS weekly_limit,
+               sum(c.amount) OVER (PARTITION BY c.subject, ${WEEK_START('c.start')} ORDER BY c.k) AS counted_so_far
+          FROM counted c JOIN spending_limits s ON s.subject = c.subject AND s.period = 'weekly'
+         WHERE c.period = 'daily') wk
+       WHERE ${WEEK_SPEND('wk.subject', 'wk.start')} + wk.counted_so_far > wk.weekly_limit
+    ), go AS (`,
+);
+
 /** Migrations of the PostgreSQL billing functions (nothing on SQLite, whose path has no round trips). */
 export const billingFunctionMigrations: Record<string, Migration> = {
   '1680_billing_pg_functions': {
@@ -598,6 +675,12 @@ export const billingFunctionMigrations: Record<string, Migration> = {
     async up(db: Kysely<any>) {
       if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
       for (const text of [PLACE_MANY_V3, CLOSE_MANY_V3]) await sql.raw(text).execute(db);
+    },
+  },
+  '1880_billing_pg_functions_weekly_limits': {
+    async up(db: Kysely<any>) {
+      if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+      for (const text of [PLACE_V3, PLACE_MANY_V4]) await sql.raw(text).execute(db);
     },
   },
 };

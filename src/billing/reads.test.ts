@@ -108,11 +108,12 @@ describeEachDatabase('wallet and authorized-app reads', (env) => {
     assert.equal(entry.name, 'Test App');
     assert.ok(entry.scopes.includes('billing:read'));
     assert.ok(!Number.isNaN(Date.parse(entry.authorizedAt)));
-    assert.deepEqual(Object.keys(entry.limits).sort(), ['daily', 'monthly', 'total']);
+    assert.deepEqual(Object.keys(entry.limits).sort(), ['daily', 'monthly', 'total', 'weekly']);
     assert.deepEqual(Object.keys(entry.limits.daily).sort(), ['limit', 'reserved', 'resetsAt', 'spent']);
     assert.equal(entry.limits.daily.limit, 2.5);
     assert.equal(entry.limits.daily.spent, 0);
     assert.equal(entry.limits.daily.reserved, 0);
+    assert.equal(entry.limits.weekly, null);
     assert.equal(entry.limits.monthly, null);
     assert.equal(entry.limits.total, null);
 
@@ -122,7 +123,7 @@ describeEachDatabase('wallet and authorized-app reads', (env) => {
       viaBilling.body.apps.map((a: any) => a.clientId),
       [second.clientId],
     );
-    assert.deepEqual(viaBilling.body.apps[0].limits, { daily: null, monthly: null, total: null });
+    assert.deepEqual(viaBilling.body.apps[0].limits, { daily: null, weekly: null, monthly: null, total: null });
   });
 
   it('the dashboard sets and removes limits with PATCH; spent and reserved follow the holds', async () => {
@@ -198,7 +199,7 @@ describeEachDatabase('wallet and authorized-app reads', (env) => {
       { limits: { daily: 1.0000001 } },
       { limits: { daily: -1 } },
       { limits: { daily: '5' } },
-      { limits: { weekly: 5 } },
+      { limits: { hourly: 5 } },
       {},
     ]) {
       const response = await env.dashboard(session, 'PATCH', `/api/user/authorized-apps/${mine.clientId}`, body);

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db, DialectName } from '../platform/db/connect.ts';
 import { billingDb, OPEN } from './schema.ts';
-import { dayStart, monthStart } from './periods.ts';
+import { monthStart, weekDays } from './periods.ts';
 import { subjectKey } from './limits.ts';
 
 /*
@@ -115,8 +115,7 @@ export interface KeyUsage {
  * key made. The week is the sum of its days' counters, which are never deleted.
  */
 export async function keyUsage(db: Db, keyId: string, at: number): Promise<KeyUsage> {
-  const day = dayStart(at);
-  const week = day - ((new Date(at).getUTCDay() + 6) % 7) * DAY_MS;
+  const { from: week, through: day } = weekDays(at);
   const month = monthStart(at);
   const rows = await billingDb(db)
     .selectFrom('spend_counters')
@@ -124,7 +123,7 @@ export async function keyUsage(db: Db, keyId: string, at: number): Promise<KeyUs
     .where('subject', '=', subjectKey({ kind: 'key', keyId }))
     .where((eb) =>
       eb.or([
-        eb.and([eb('period', '=', 'daily'), eb('period_start', '>=', week)]),
+        eb.and([eb('period', '=', 'daily'), eb('period_start', '>=', week), eb('period_start', '<=', day)]),
         eb.and([eb('period', '=', 'monthly'), eb('period_start', '=', month)]),
         eb.and([eb('period', '=', 'total'), eb('period_start', '=', 0)]),
       ]),

@@ -115,5 +115,33 @@ if (selectedDatabases().includes('postgres')) {
         await database.close();
       }
     });
+
+    it('a weekly limit, summed from the daily counters inside the function, keeps placing at one named statement', async () => {
+      const config = loadConfig({ ...space.env(), LOG_LEVEL: 'warn', REPLICATE_WEBHOOK_SECRET: '' });
+      const database = openDatabase(config);
+      try {
+        const ctx = { db: database.db, dialect: database.dialect, clock: systemClock, config } as any;
+        const billing = createBilling(ctx);
+        const userId = await insertUser(ctx);
+        const appId = await authorizeApp(ctx, userId, { daily: 900_000_000, weekly: 12_000 });
+        const keyId = await insertApiKey(ctx, userId, { limit: 11_000, period: 'weekly' });
+        await billing.grant(userId, 1_000_000_000, 'test');
+        for (const expected of ['placed', 'placed', 'refused weekly']) {
+          let outcome = 'placed';
+          const place = await measure(() =>
+            billing.placeHold({ userId, appId, keyId, amount: 5_000 }).then(
+              () => undefined,
+              (error: { details?: { limitType?: string } }) => void (outcome = `refused ${error.details?.limitType}`),
+            ),
+          );
+          assert.equal(outcome, expected);
+          assert.equal(place.length, 1, `placing sent ${place.map((q) => q.text).join(' | ')}`);
+          assert.match(place[0]!.text, /tollgate_place_hold/);
+          assert.ok(place[0]!.name, 'placing runs as a named prepared statement');
+        }
+      } finally {
+        await database.close();
+      }
+    });
   });
 }

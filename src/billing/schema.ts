@@ -107,6 +107,7 @@ export interface HoldsTable {
  */
 export interface SpendCountersTable {
   subject: string;
+  /** No `weekly`: a week's spend is the sum of its days' counters (periods.ts COUNTER_PERIODS). */
   period: 'daily' | 'monthly' | 'total';
   period_start: number;
   spent: number;
@@ -120,7 +121,7 @@ export interface SpendCountersTable {
  */
 export interface SpendingLimitsTable {
   subject: string;
-  period: 'daily' | 'monthly' | 'total';
+  period: 'daily' | 'weekly' | 'monthly' | 'total';
   amount: number;
 }
 

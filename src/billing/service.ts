@@ -41,7 +41,7 @@ export type { CloseHoldOptions };
 export interface Billing {
   /**
    * Reserves `amount` for a call, after checking atomically with placing the hold, in decisions.md's order:
-   * each spending limit that applies (the app's daily, monthly, total limits for this user when `appId` is
+   * each spending limit that applies (the app's daily, weekly, monthly, total limits for this user when `appId` is
    * set, then the key's limit when `keyId` is set): `spent + held + amount <= limit`, else ApiError
    * SPENDING_LIMIT_EXCEEDED (429, details `{ limitType, limit, current, requested, resetsAt }` in credits,
    * `resetsAt` omitted for total); then the wallet: `balance - reserved >= amount`, else
@@ -273,7 +273,7 @@ export function createBilling(ctx: BillingContext & { log?: Pick<AppContext['log
     },
     setKeyLimit: (keyId, limit, db) => {
       // A key has one limit: setting one period clears the others.
-      const changes: Partial<LimitsByPeriod> = { daily: null, monthly: null, total: null };
+      const changes: Partial<LimitsByPeriod> = { daily: null, weekly: null, monthly: null, total: null };
       if (limit) changes[limit.period] = limit.amount;
       return writeLimits(billingDb(db ?? ctx.db), { kind: 'key', keyId }, changes);
     },

@@ -15,7 +15,22 @@ import { systemClock } from '../platform/clock.ts';
 import { loadConfig } from '../config.ts';
 import { allMigrations } from '../features.ts';
 import { createBilling } from './service.ts';
-import { insertApiKey, insertUser } from './testing/fixtures.ts';
+import { authorizeApp, insertApiKey, insertUser } from './testing/fixtures.ts';
+
+/** The statements a hold of an app and a key, neither with a weekly limit, runs on SQLite (measured before weekly limits). */
+const PLAIN_HOLD_STATEMENTS_SQLITE = 7;
+
+/** Counts the queries run through it (each execution passes its result through the plugin once). */
+class QueryCount implements KyselyPlugin {
+  count = 0;
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    return args.node;
+  }
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    this.count += 1;
+    return args.result;
+  }
+}
 
 /** Collects the SQL text of every query run through it. */
 class SqlTexts implements KyselyPlugin {
@@ -70,6 +85,39 @@ for (const kind of selectedDatabases()) {
         for (const scale of [3, 11, 29, 101]) await round(scale);
         assert.equal(texts.texts.size, shapes, `new SQL texts: ${[...texts.texts].slice(shapes).join('\n')}`);
         assert.equal((await billing.verify()).ok, true);
+      } finally {
+        await database.close();
+      }
+    });
+
+    // Issue 18: weekly limits have no counter of their own; only a hold whose subject has one reads its days.
+    it('a hold without a weekly limit runs the statements it always did; a weekly limit adds one read on SQLite, none on PostgreSQL', async () => {
+      const config = loadConfig({ ...space.env(), LOG_LEVEL: 'warn', REPLICATE_WEBHOOK_SECRET: '' });
+      const database = openDatabase(config);
+      try {
+        const queries = new QueryCount();
+        const ctx = {
+          db: database.db.withPlugin(queries),
+          dialect: database.dialect,
+          clock: systemClock,
+          config,
+        } as any;
+        const billing = createBilling(ctx);
+        const userId = await insertUser(ctx);
+        const appId = await authorizeApp(ctx, userId, { daily: 1_000_000_000, monthly: 1_000_000_000 });
+        const dailyKey = await insertApiKey(ctx, userId, { limit: 1_000_000_000, period: 'daily' });
+        const weeklyKey = await insertApiKey(ctx, userId, { limit: 1_000_000_000, period: 'weekly' });
+        await billing.grant(userId, 1_000_000_000, 'test');
+        const place = async (keyId: string) => {
+          queries.count = 0;
+          await billing.placeHold({ userId, appId, keyId, amount: 1_000 });
+          return queries.count;
+        };
+        await place(dailyKey);
+        // The figures of the code before weekly limits (SQLite: the wallet lock, the limits with their counters,
+        // the hold's writes; PostgreSQL: the one function call).
+        assert.equal(await place(dailyKey), kind === 'sqlite' ? PLAIN_HOLD_STATEMENTS_SQLITE : 1);
+        assert.equal(await place(weeklyKey), kind === 'sqlite' ? PLAIN_HOLD_STATEMENTS_SQLITE + 1 : 1);
       } finally {
         await database.close();
       }

@@ -41,7 +41,7 @@ export interface ChaosUserOptions {
   /** Credits granted through the operator API (0: none). */
   credits: number;
   /** The key's spending limit in credits, and its period. */
-  keyLimit?: { limit: number; period: 'daily' | 'monthly' | 'total' };
+  keyLimit?: { limit: number; period: 'daily' | 'weekly' | 'monthly' | 'total' };
 }
 
 /** Creates a user (operator API), signs it in, grants it credits and creates an API key, all through `baseUrl`. */

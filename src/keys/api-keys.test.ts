@@ -114,7 +114,7 @@ describeEachDatabase('API keys endpoints', (env) => {
       { limit: 0.0000001 },
       { limit: -1 },
       { limitPeriod: 'daily' },
-      { limit: 5, limitPeriod: 'weekly' },
+      { limit: 5, limitPeriod: 'hourly' },
     ]) {
       const response = await env.dashboard(session, 'POST', '/api/user/api-keys', {
         name: 'k',

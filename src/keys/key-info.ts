@@ -24,8 +24,8 @@ const KeyInfoSchema = Type.Object({
     expires_at: Nullable(Type.String({ format: 'date-time' }), 'When the key stops working; null when never'),
     limit: Nullable(Type.Number(), "The key's spending limit in credits; null when none"),
     limit_reset: Nullable(
-      Type.Enum(['daily', 'monthly']),
-      'When the limit resets (UTC); null for a total limit or none',
+      Type.Enum(['daily', 'weekly', 'monthly']),
+      'When the limit resets (UTC; a week on Monday); null for a total limit or none',
     ),
     limit_remaining: Nullable(
       Type.Number(),

@@ -49,7 +49,7 @@ export function registerAuthorizedAppRoutes(app: App, ctx: OAuthDeps): void {
         body: Type.Object(
           {
             limits: Type.Object(
-              { daily: LimitInput, monthly: LimitInput, total: LimitInput },
+              { daily: LimitInput, weekly: LimitInput, monthly: LimitInput, total: LimitInput },
               { additionalProperties: false },
             ),
           },

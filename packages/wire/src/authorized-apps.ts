@@ -22,7 +22,7 @@ export const AuthorizedAppSchema = Type.Object({
   scopes: Type.Array(Type.String()),
   authorizedAt: Type.String({ format: 'date-time' }),
   lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  limits: Type.Object({ daily: NoLimitOr, monthly: NoLimitOr, total: NoLimitOr }),
+  limits: Type.Object({ daily: NoLimitOr, weekly: NoLimitOr, monthly: NoLimitOr, total: NoLimitOr }),
 });
 
 /** An app the user authorized (one entry of `GET /api/user/authorized-apps`). */

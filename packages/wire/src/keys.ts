@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 
-/** When a key's spending limit resets (`total`: never). */
-export const KeyLimitPeriodSchema = Type.Enum(['daily', 'monthly', 'total'] as const);
+/** When a key's spending limit resets (`weekly`: Monday 00:00 UTC; `total`: never). */
+export const KeyLimitPeriodSchema = Type.Enum(['daily', 'weekly', 'monthly', 'total'] as const);
 
 const IsoDate = Type.String({ format: 'date-time' });
 
@@ -12,7 +12,8 @@ function KeyLimitUsageSchema() {
     reserved: Type.Number({ description: "Credits held by the key's calls still running" }),
     remaining: Type.Number({ description: 'What the limit leaves: limit - spent - reserved, never below 0' }),
     resetsAt: Type.Union([IsoDate, Type.Null()], {
-      description: 'When the period ends (UTC day or month); null for a total limit, which never resets',
+      description:
+        'When the period ends (UTC day, week from Monday, or month); null for a total limit, which never resets',
     }),
   });
 }

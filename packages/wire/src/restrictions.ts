@@ -7,7 +7,7 @@ import Type, { type Static } from 'typebox';
 
 /** What a spending-limit refusal adds to `code`, `message` and `type`. */
 export const SpendingLimitDetailsSchema = Type.Object({
-  limitType: Type.String({ description: '`daily`, `monthly` or `total`.' }),
+  limitType: Type.String({ description: '`daily`, `weekly` (Monday 00:00 UTC), `monthly` or `total`.' }),
   limit: Type.Number({ description: 'The configured limit, in credits.' }),
   current: Type.Number({ description: 'Spent plus held in the period, in credits.' }),
   requested: Type.Number({ description: 'What the request would cost at most, in credits.' }),

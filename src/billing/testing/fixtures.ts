@@ -1,6 +1,7 @@
 import type { AppContext } from '../../platform/context.ts';
 import { newId, randomText } from '../../platform/ids.ts';
 import { writeLimits } from '../limits.ts';
+import type { LimitPeriod } from '../periods.ts';
 import { allTables } from '../../testing/all-tables.ts';
 
 /**
@@ -35,6 +36,7 @@ export async function authorizeApp(
     name?: string;
     scopes?: string;
     daily?: number | null;
+    weekly?: number | null;
     monthly?: number | null;
     total?: number | null;
     revoked?: boolean;
@@ -76,7 +78,12 @@ export async function authorizeApp(
   await writeLimits(
     ctx.db,
     { kind: 'app', userId, appId: clientId },
-    { daily: options.daily ?? null, monthly: options.monthly ?? null, total: options.total ?? null },
+    {
+      daily: options.daily ?? null,
+      weekly: options.weekly ?? null,
+      monthly: options.monthly ?? null,
+      total: options.total ?? null,
+    },
   );
   return clientId;
 }
@@ -85,7 +92,7 @@ export async function authorizeApp(
 export async function insertApiKey(
   ctx: AppContext,
   userId: string,
-  options: { appId?: string | null; limit: number | null; period: 'daily' | 'monthly' | 'total' | null },
+  options: { appId?: string | null; limit: number | null; period: LimitPeriod | null },
 ): Promise<string> {
   const id = newId('key');
   await allTables(ctx.db)

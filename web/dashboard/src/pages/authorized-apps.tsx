@@ -21,6 +21,7 @@ import { loadUsage } from '../usage-data.ts';
 
 const PERIODS = [
   ['daily', 'Daily'],
+  ['weekly', 'Weekly'],
   ['monthly', 'Monthly'],
   ['total', 'Total'],
 ] as const;
@@ -34,7 +35,7 @@ const LIMIT_FIELDS: FormFields = Object.fromEntries(
 const formId = (app: AuthorizedApp) => `limits-${app.clientId}`;
 
 /**
- * An app's three limits, opened by its "Change limits" button: the first field takes the focus, and Save,
+ * An app's four limits, opened by its "Change limits" button: the first field takes the focus, and Save,
  * Cancel or Escape closes the form and gives the focus back to that button (else it fell to the page's start).
  * Save runs once however often it is pressed.
  */

@@ -25,12 +25,13 @@ const PERIOD_OPTIONS = (
   <>
     <option value="total">Total (never resets)</option>
     <option value="daily">Daily</option>
+    <option value="weekly">Weekly (from Monday)</option>
     <option value="monthly">Monthly</option>
   </>
 );
 
 /** A key limit's period as its meter names it. */
-const PERIOD_LABELS = { daily: 'Daily', monthly: 'Monthly', total: 'Total' } as const;
+const PERIOD_LABELS = { daily: 'Daily', weekly: 'Weekly', monthly: 'Monthly', total: 'Total' } as const;
 
 /**
  * A key's limit in its table cell: the limit and period as before, a thin meter of the period's spend under it, and
