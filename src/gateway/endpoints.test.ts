@@ -26,6 +26,20 @@ describeEachDatabase(
         imagePrices: { '*/256x256': 0.5 },
         outputModalities: ['image'],
       });
+      // Token-priced, as OpenAI bills gpt-image-1: no per-image price; output image tokens at `completion`.
+      await putModel(env, 'acme/gpt-image', {
+        provider: 'mock',
+        upstreamModel: 'gpt-image-1',
+        pricing: { request: 0.001, prompt: 5, completion: 40 },
+        outputModalities: ['image'],
+      });
+      await putModel(env, 'acme/quiet-painter', {
+        provider: 'mock',
+        upstreamModel: 'painter-2',
+        pricing: { completion: 40 },
+        maxOutputTokens: 1000,
+        outputModalities: ['image'],
+      });
       await putModel(env, 'acme/voice', {
         provider: 'mock',
         upstreamModel: 'tts-1',
@@ -161,6 +175,56 @@ describeEachDatabase(
       assert.equal(response.body.data.length, 2);
       assert.equal(mock.requests.at(-1)!.body.size, '256x256');
       assert.equal((await wallet(env, user)).balance, 10_000_000 - 10_000 - 2 * 500_000);
+    });
+
+    it('a token-priced image model (no per-image price) is charged the output tokens its upstream reports, at completion, with usage.cost in the answer', async () => {
+      const user = await fundedUser(env, 10);
+      const response = await env.request('POST', '/api/v1/images/generations', {
+        token: user.key,
+        body: { model: 'acme/gpt-image', prompt: 'a cat', n: 2 },
+      });
+      assert.equal(response.status, 200, response.text);
+      // The mock reports what OpenAI does for two 1024×1024 images of quality auto: 4,160 output tokens each.
+      assert.equal(response.body.usage.output_tokens, 8320);
+      const cost = 1000 + 2 * 5 + 8320 * 40;
+      assert.equal(response.body.usage.cost, cost / 1e6);
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - cost);
+      const [record] = await usageOf(env, user);
+      assert.deepEqual([Number(record!.cost), record!.prompt_tokens, record!.completion_tokens], [cost, 2, 8320]);
+    });
+
+    it('a token-priced image model takes any quality and size: its output tokens bound them', async () => {
+      const user = await fundedUser(env, 10);
+      const response = await env.request('POST', '/api/v1/images/generations', {
+        token: user.key,
+        body: { model: 'acme/gpt-image', prompt: 'a cat', quality: 'low', size: '1536x1024' },
+      });
+      assert.equal(response.status, 200, response.text);
+      assert.equal(mock.requests.at(-1)!.body.size, '1536x1024');
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - (1000 + 2 * 5 + 272 * 40));
+    });
+
+    it('a token-priced image call is held for n images at the output bound (6,240 tokens unless the model sets maxOutputTokens): a wallet short of it gets the 402', async () => {
+      const user = await fundedUser(env, 0.4);
+      const response = await env.request('POST', '/api/v1/images/generations', {
+        token: user.key,
+        body: { model: 'acme/gpt-image', prompt: 'a cat', n: 2 },
+      });
+      assert.equal(response.status, 402, response.text);
+      assert.equal(response.body.error.code, 'INSUFFICIENT_CREDITS');
+      assert.ok(response.body.error.required > (2 * 6240 * 40) / 1e6, response.text);
+      assert.equal((await wallet(env, user)).balance, 400_000);
+    });
+
+    it("a token-priced image model whose upstream reports no usage is charged each returned image at the model's output bound", async () => {
+      const user = await fundedUser(env, 10);
+      const response = await env.request('POST', '/api/v1/images/generations', {
+        token: user.key,
+        body: { model: 'acme/quiet-painter', prompt: 'a cat' },
+      });
+      assert.equal(response.status, 200, response.text);
+      assert.equal(response.body.usage.cost, 0.04);
+      assert.equal((await wallet(env, user)).balance, 10_000_000 - 1000 * 40);
     });
 
     it('a model whose provider cannot do the task is a 400 and holds nothing', async () => {

@@ -43,9 +43,18 @@ describeEachDatabase(
     before(async () => {
       await putModel(env, 'acme/editor', {
         provider: 'mock',
-        upstreamModel: 'gpt-image-1',
+        upstreamModel: 'dall-e-2',
         pricing: { request: 0.01, prompt: PROMPT_PRICE },
         imagePrices: { 'low/1024x1024': 0.02 },
+        imageTokens: IMAGE_TOKENS,
+        inputModalities: ['text', 'image'],
+        outputModalities: ['image'],
+      });
+      // Token-priced, as OpenAI bills gpt-image-1: no per-image price; output image tokens at `completion`.
+      await putModel(env, 'acme/gpt-image', {
+        provider: 'mock',
+        upstreamModel: 'gpt-image-1',
+        pricing: { request: 0.01, prompt: PROMPT_PRICE, completion: 40 },
         imageTokens: IMAGE_TOKENS,
         inputModalities: ['text', 'image'],
         outputModalities: ['image'],
@@ -73,7 +82,7 @@ describeEachDatabase(
       assert.equal(answer.data?.length, 1);
       assert.equal(Buffer.from(answer.data![0]!.b64_json!, 'base64').toString(), 'mock-edited-png');
       const edit = mock.requests.at(-1)!.edit!;
-      assert.deepEqual(edit.fields, { model: 'gpt-image-1', prompt: PROMPT, quality: 'low', size: '1024x1024' });
+      assert.deepEqual(edit.fields, { model: 'dall-e-2', prompt: PROMPT, quality: 'low', size: '1024x1024' });
       assert.deepEqual(
         edit.files.map((file) => [file.field, file.filename, file.type]),
         [['image', 'photo.png', 'image/png']],
@@ -108,6 +117,25 @@ describeEachDatabase(
       assert.equal(edit.fields.n, '2');
       assert.equal(edit.fields.response_format, 'b64_json');
       await assertCharged(env, user, editCost(4, 2), countTextTokens(PROMPT) + 4 * IMAGE_TOKENS);
+    });
+
+    it('an edit on a token-priced model is held for its output bound and charged the input and output tokens the upstream reports', async () => {
+      const user = await fundedUser(env, 10);
+      const answer = await sdk(user.key).images.edit({
+        model: 'acme/gpt-image',
+        image: [png('one'), png('two')],
+        prompt: PROMPT,
+        quality: 'medium',
+        size: '1024x1536',
+      });
+      // The mock reports the prompt's 4 words and 323 tokens per input image, and 1,056 output tokens.
+      const input = 4 + 2 * 323;
+      const cost = REQUEST + input * PROMPT_PRICE + 1056 * 40;
+      assert.equal((answer.usage as { cost?: number }).cost, cost / 1e6);
+      await assertCharged(env, user, cost, input);
+      assert.deepEqual(await holdsOf(env, user), [
+        REQUEST + (worstPromptTokens(countTextTokens(PROMPT)) + 2 * IMAGE_TOKENS) * PROMPT_PRICE + 6240 * 40,
+      ]);
     });
 
     it('an upstream that returns more images than asked is charged only the images asked for', async () => {

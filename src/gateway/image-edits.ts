@@ -2,12 +2,12 @@ import Value from 'typebox/value';
 import type { App } from '../platform/http/server.ts';
 import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
-import { costMicros } from '../models/pricing.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { countTextTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
 import { worstPromptTokens } from './chat-plan.ts';
-import { ImagesBody, perImagePrice, type ImagesRequest } from './images.ts';
+import { ImagesBody, type ImagesRequest } from './images.ts';
+import { imagePricingOf, imagesAnswer, imagesUsage, imagesWorstCase, type ImagePricing } from './image-billing.ts';
 import { IMAGES_ANSWERS } from './openai-answers.ts';
 import {
   fieldTooLong,
@@ -132,7 +132,7 @@ export function registerImageEditsRoute(app: App, ctx: GatewayDeps): void {
       const inputs = uploads.length;
       const asked = body.n ?? 1;
       const promptTokens = countTextTokens(body.prompt);
-      const pricingOf = (model: CatalogueModel) => ({ ...model.pricing, image: perImagePrice(body, model) as number });
+      const pricingOf = (model: CatalogueModel) => imagePricingOf(body, model) as ImagePricing;
       // Each source image and the mask is read by the model as an input image: at most its budget.
       const inputImageTokens = (model: CatalogueModel) => inputs * (model.imageTokens ?? 0);
       const answered = await meteredCall(ctx, request, reply, {
@@ -146,15 +146,11 @@ export function registerImageEditsRoute(app: App, ctx: GatewayDeps): void {
               `The model "${model.id}" does not accept input images (it has no image-token budget in the catalogue); send the edit to a model that does, or ask the operator to set the model's imageTokens.`,
               { details: { param: 'image' } },
             );
-          const price = perImagePrice(body, model);
-          return price instanceof ApiError ? price : null;
+          const pricing = imagePricingOf(body, model);
+          return pricing instanceof ApiError ? pricing : null;
         },
         worstCase: (model) =>
-          costMicros(pricingOf(model), {
-            promptTokens: worstPromptTokens(promptTokens) + inputImageTokens(model),
-            requests: 1,
-            images: asked,
-          }),
+          imagesWorstCase(model, pricingOf(model), worstPromptTokens(promptTokens) + inputImageTokens(model), asked),
         call: (adapter, model, signal) => {
           const form = new FormData();
           for (const [name, value] of Object.entries(fields))
@@ -163,18 +159,13 @@ export function registerImageEditsRoute(app: App, ctx: GatewayDeps): void {
             form.append(upload.field, new Blob([new Uint8Array(upload.bytes)], { type: upload.type }), upload.filename);
           return adapter.imageEdits!(form, { signal });
         },
-        usage: (result, model) => {
-          // Never more images than were asked (and held for), whatever the upstream returns.
-          const returned = Math.min(Array.isArray(result?.data) ? result.data.length : asked, asked);
-          const tokens = promptTokens + inputImageTokens(model);
-          return {
-            cost: costMicros(pricingOf(model), { promptTokens: tokens, requests: 1, images: returned }),
-            promptTokens: tokens,
-            completionTokens: 0,
-          };
-        },
+        usage: (result, model) =>
+          imagesUsage(result, model, pricingOf(model), {
+            promptTokens: promptTokens + inputImageTokens(model),
+            asked,
+          }),
       });
-      return answered ? answered.result : reply;
+      return answered ? imagesAnswer(answered.result, answered.charged) : reply;
     },
   );
 }

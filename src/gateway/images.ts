@@ -2,13 +2,13 @@ import Type from 'typebox';
 import type { App } from '../platform/http/server.ts';
 import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
-import { costMicros } from '../models/pricing.ts';
-import { imagePriceOf, type CatalogueModel } from '../models/catalogue.ts';
+import type { CatalogueModel } from '../models/catalogue.ts';
 import { MODEL_ID_PATTERN } from '../models/routes.ts';
 import { countTextTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
 import { worstPromptTokens } from './chat-plan.ts';
 import { IMAGES_ANSWERS } from './openai-answers.ts';
+import { imagePricingOf, imagesAnswer, imagesUsage, imagesWorstCase, type ImagePricing } from './image-billing.ts';
 
 /** The Images API's priced fields, as generations take them in JSON and edits as multipart text fields. */
 export const ImagesBody = Type.Object(
@@ -52,24 +52,10 @@ export type ImagesRequest = {
   [k: string]: unknown;
 };
 
-/** The per-image price of this request on `model`, or the 400 naming the quality or size it has no price for. */
-export function perImagePrice(body: ImagesRequest, model: CatalogueModel): number | ApiError {
-  const price = imagePriceOf(model, body.quality, body.size);
-  if (price !== null) return price;
-  const param = body.size !== undefined ? 'size' : 'quality';
-  const listed = Object.keys(model.imagePrices);
-  return new ApiError(
-    'UNSUPPORTED_PARAMETER',
-    listed.length
-      ? `The model "${model.id}" has no price for quality ${JSON.stringify(body.quality ?? 'auto')} and size ${JSON.stringify(body.size ?? 'auto')}; priced: ${listed.join(', ')}.`
-      : `The model "${model.id}" has one flat per-image price, which does not bound a chosen ${param}; send no quality or size, or ask the operator to price them (imagePrices).`,
-    { details: { param } },
-  );
-}
-
 /**
- * `POST /api/v1/images/generations`: holds `request` + the per-image price of the asked quality and size × n
- * + the prompt's tokens, and is charged for the images actually returned.
+ * `POST /api/v1/images/generations`: holds `request` + the prompt's tokens + n images at their worst (per image:
+ * the price of the asked quality and size; by tokens: their output bound), and is charged for the images
+ * actually returned (./image-billing.ts).
  */
 export function registerImagesRoute(app: App, ctx: GatewayDeps): void {
   app.post(
@@ -94,29 +80,20 @@ export function registerImagesRoute(app: App, ctx: GatewayDeps): void {
         );
       const asked = body.n ?? 1;
       const promptTokens = countTextTokens(body.prompt);
-      const pricingOf = (model: CatalogueModel) => ({ ...model.pricing, image: perImagePrice(body, model) as number });
+      const pricingOf = (model: CatalogueModel) => imagePricingOf(body, model) as ImagePricing;
       const answered = await meteredCall(ctx, request, reply, {
         kind: 'images',
         modelId: body.model,
         supports: (adapter) => !!adapter.images,
         refuses: (model) => {
-          const price = perImagePrice(body, model);
-          return price instanceof ApiError ? price : null;
+          const pricing = imagePricingOf(body, model);
+          return pricing instanceof ApiError ? pricing : null;
         },
-        worstCase: (model) =>
-          costMicros(pricingOf(model), { promptTokens: worstPromptTokens(promptTokens), requests: 1, images: asked }),
+        worstCase: (model) => imagesWorstCase(model, pricingOf(model), worstPromptTokens(promptTokens), asked),
         call: (adapter, model, signal) => adapter.images!({ ...body, model: model.upstreamModel }, { signal }),
-        usage: (result, model) => {
-          // Never more images than were asked (and held for), whatever the upstream returns.
-          const images = Math.min(Array.isArray(result?.data) ? result.data.length : asked, asked);
-          return {
-            cost: costMicros(pricingOf(model), { promptTokens, requests: 1, images }),
-            promptTokens,
-            completionTokens: 0,
-          };
-        },
+        usage: (result, model) => imagesUsage(result, model, pricingOf(model), { promptTokens, asked }),
       });
-      return answered ? answered.result : reply;
+      return answered ? imagesAnswer(answered.result, answered.charged) : reply;
     },
   );
 }

@@ -67,8 +67,9 @@ const ImagesAnswer = open({
         output_tokens: Type.Optional(Integer()),
         output_tokens_details: Type.Optional(TokenDetails),
         total_tokens: Type.Optional(Integer()),
+        cost: Num('What the call was charged, in credits.'),
       },
-      "The provider's token usage (GPT image models), as it reported it.",
+      "The provider's token usage (GPT image models) as it reported it, never its own `cost`, with Tollgate's `cost`.",
     ),
   ),
 });
@@ -135,7 +136,7 @@ export const EMBEDDINGS_ANSWERS = json(
 
 /** `POST /api/v1/images/generations` and `/images/edits`: OpenAI's `ImagesResponse`, passed through. */
 export const IMAGES_ANSWERS = json(
-  "The images, in OpenAI's `ImagesResponse` shape, as the provider returned them.",
+  "The images, in OpenAI's `ImagesResponse` shape, as the provider returned them; `usage.cost` is what the call was charged, in credits.",
   ImagesAnswer,
 );
 

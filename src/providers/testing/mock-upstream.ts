@@ -318,6 +318,7 @@ async function route(
     return json(res, 200, {
       created: 1,
       data: Array.from({ length: n }, () => ({ url: 'https://images.example/x.png' })),
+      ...gptImageUsage(model, entry.body.prompt, entry.body.quality, n, 0),
     });
   }
   if (path === '/v1/images/edits') {
@@ -343,6 +344,7 @@ async function route(
     return json(res, 200, {
       created: 1,
       data: Array.from({ length: n }, () => ({ b64_json: Buffer.from('mock-edited-png').toString('base64') })),
+      ...gptImageUsage(fields.model ?? '', fields.prompt, fields.quality, n, files.length),
     });
   }
   if (path === '/v1/audio/speech') {
@@ -537,4 +539,26 @@ async function legacyCompletion(
   if (usage && body.stream_options?.include_usage) await frame({ ...base, choices: [], usage });
   await write(res, 'data: [DONE]\n\n');
   res.end();
+}
+
+/**
+ * The `usage` OpenAI reports for a GPT image model (upstream model `gpt-image…`; others report none): the
+ * prompt's words as text tokens, 323 tokens per input image, and each output image's tokens at a 1024×1024
+ * size of the asked quality (low 272, medium 1056, high or auto 4160), as OpenAI documents them.
+ */
+export function gptImageUsage(model: string, prompt: unknown, quality: unknown, images: number, inputImages: number) {
+  if (!model.startsWith('gpt-image')) return {};
+  const text = String(prompt ?? '')
+    .split(/\s+/)
+    .filter(Boolean).length;
+  const perImage = quality === 'low' ? 272 : quality === 'medium' ? 1056 : 4160;
+  const input = text + 323 * inputImages;
+  return {
+    usage: {
+      input_tokens: input,
+      input_tokens_details: { text_tokens: text, image_tokens: 323 * inputImages },
+      output_tokens: perImage * images,
+      total_tokens: input + perImage * images,
+    },
+  };
 }
