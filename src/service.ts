@@ -159,6 +159,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       Object.entries(feature.errorEnvelopes ?? {}).map(([prefix, envelope]) => ({ prefix, envelope })),
     ),
     errorObservers: features.flatMap((feature) => (feature.observeError ? [feature.observeError] : [])),
+    scopedSecurityScheme: features.find((feature) => feature.scopedSecurityScheme)?.scopedSecurityScheme,
     ...apis,
   };
   const app = await createServer(ctx);

@@ -8,7 +8,7 @@ import { createAccessTokenResolver, type AccessTokenResolver } from './bearer.ts
 import { buildProvider, interactionPath, OAUTH_ROUTES } from './provider.ts';
 import { loadSigningKeys } from './signing-keys.ts';
 import { registerEndpointRoutes } from './endpoint-routes.ts';
-import { registerInteractionRoutes } from './interaction-routes.ts';
+import { registerInteractionRoutes, SCOPE_DESCRIPTIONS } from './interaction-routes.ts';
 import { registerAppRoutes } from './apps-routes.ts';
 import { registerAuthorizedAppRoutes } from './authorized-apps-routes.ts';
 import { endProviderSession, hasProviderSessionCookie } from './browser-account.ts';
@@ -57,6 +57,24 @@ export async function createOAuthFeature(deps: OAuthDeps): Promise<OAuthFeature>
         .concat([[interactionPath(''), 'page']]),
     ),
     resolveAccessToken: (value) => tokens.resolve(value),
+    // The document names each route's scopes, so a generated client or Swagger UI knows what to ask an app's user
+    // for. The URLs are relative to the document's server (OpenAPI: relative references resolve against it).
+    scopedSecurityScheme: {
+      name: 'oauth2',
+      scheme: {
+        type: 'oauth2',
+        description:
+          "An app's access token, from the authorization code flow with PKCE (S256), as OAuth 2.1 requires; a route needs one of the scopes its requirements list. Discovery: `/.well-known/oauth-authorization-server` and `/.well-known/openid-configuration`.",
+        flows: {
+          authorizationCode: {
+            authorizationUrl: OAUTH_ROUTES.authorization,
+            tokenUrl: OAUTH_ROUTES.token,
+            refreshUrl: OAUTH_ROUTES.token,
+            scopes: SCOPE_DESCRIPTIONS,
+          },
+        },
+      },
+    },
     jobs: [
       {
         name: 'oauth-expired',

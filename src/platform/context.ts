@@ -9,6 +9,7 @@ import type { Job } from './jobs.ts';
 import type { Metrics } from './metrics.ts';
 import type { ApiError } from './errors.ts';
 import type { ErrorEnvelope, ErrorRenderer } from './http/error-envelope.ts';
+import type { ScopedSecurityScheme } from './feature.ts';
 
 /**
  * What the platform gives every feature: the parsed config, the database, the clock, the logger, the kept
@@ -49,4 +50,6 @@ export interface ServerContext extends AppContext {
   errorEnvelopes: ReadonlyArray<{ prefix: string; envelope: ErrorEnvelope | ErrorRenderer }>;
   /** Called with every error the server answers with. */
   errorObservers: ReadonlyArray<(error: ApiError) => void>;
+  /** The OpenAPI scheme of the routes' scopes, when a feature issues scoped tokens (see `Feature`). */
+  scopedSecurityScheme?: ScopedSecurityScheme;
 }

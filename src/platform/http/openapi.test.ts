@@ -76,10 +76,42 @@ describeEachDatabase('the OpenAPI document', (env) => {
       description: document.components.securitySchemes.session.description,
     });
     assert.equal(document.components.securitySchemes.csrf.name, 'x-csrf-token');
-    assert.deepEqual(document.paths['/api/wallet/balance'].get.security, [{ bearer: [] }, { session: [] }]);
-    assert.deepEqual(document.paths['/api/user/apps'].post.security, [{ bearer: [] }, { session: [], csrf: [] }]);
+    assert.deepEqual(document.paths['/api/wallet/balance'].get.security, [
+      { bearer: [] },
+      { oauth2: ['billing:read'] },
+      { session: [] },
+    ]);
+    assert.deepEqual(document.paths['/api/user/apps'].post.security, [
+      { bearer: [] },
+      { oauth2: [] },
+      { session: [], csrf: [] },
+    ]);
     assert.deepEqual(document.paths['/api/admin/users'].post.security, [{ admin: [] }]);
     assert.deepEqual(document.paths['/healthz'].get.security, []);
+  });
+
+  it("describes OAuth apps' tokens as an oauth2 scheme (authorization code, every scope) and names the scopes each route takes, one requirement per scope", async () => {
+    const document = (await env.request('GET', '/api/openapi.json')).body;
+    const { oauth2 } = document.components.securitySchemes;
+    assert.equal(oauth2.type, 'oauth2');
+    const flow = oauth2.flows.authorizationCode;
+    const discovery = (await env.request('GET', '/.well-known/oauth-authorization-server')).body;
+    // Relative to the document's server, which is the issuer.
+    assert.equal(new URL(flow.authorizationUrl, document.servers[0].url).href, discovery.authorization_endpoint);
+    assert.equal(new URL(flow.tokenUrl, document.servers[0].url).href, discovery.token_endpoint);
+    assert.deepEqual(Object.keys(flow.scopes).sort(), [...discovery.scopes_supported].sort());
+    assert.deepEqual(document.paths['/api/v1/chat/completions'].post.security, [
+      { bearer: [] },
+      { oauth2: ['ai:chat'] },
+      { oauth2: ['ai:completions'] },
+      { session: [], csrf: [] },
+    ]);
+    assert.deepEqual(document.paths['/api/v1/messages'].post.security.slice(0, 4), [
+      { bearer: [] },
+      { oauth2: ['ai:chat'] },
+      { oauth2: ['ai:completions'] },
+      { apiKey: [] },
+    ]);
   });
 
   it('documents the media types answered where they are not JSON: event streams, metrics text, audio, the authorization endpoint', async () => {

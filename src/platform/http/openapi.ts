@@ -125,14 +125,18 @@ interface RouteLike {
 
 /**
  * `@fastify/swagger`'s per-route transform: security from the route's authentication (the operator token;
- * bearer or the dashboard session, whose writes also need the CSRF header; or public, said explicitly), the
+ * bearer, the scopes of `scopedScheme` when there is one, or the dashboard session, whose writes also need the
+ * CSRF header; or public, said explicitly), the
  * route's `config.documentedResponses` over its schema's (what Fastify does not serialise: streams, text,
  * audio, redirects), and a `4XX` answer in the route's error envelope for every client error not listed
  * (a route that lists its own, say 400 and 404, still answers 401, 403, 413 or 415 from the layers before its
  * handler; a route with its own `errorRenderer` lists each of its errors in its own envelope), and the restriction
  * answers (402, 429 with the contract's fields) of a route that lists them or is `billed`.
  */
-export function transformRoute({ schema, url, route }: { schema: any; url: string; route: RouteLike }): {
+export function transformRoute(
+  { schema, url, route }: { schema: any; url: string; route: RouteLike },
+  scopedScheme?: string,
+): {
   schema: any;
   url: string;
 } {
@@ -147,6 +151,12 @@ export function transformRoute({ schema, url, route }: { schema: any; url: strin
   else if (config.auth)
     security = [
       { bearer: [] },
+      // OpenAPI's scopes of one requirement are all needed; the route needs one of its scopes: one requirement each.
+      ...(scopedScheme
+        ? config.auth.length
+          ? config.auth.map((scope) => ({ [scopedScheme]: [scope] }))
+          : [{ [scopedScheme]: [] }]
+        : []),
       ...(config.apiKeyHeader ? [{ apiKey: [] }] : []),
       writes ? { session: [], csrf: [] } : { session: [] },
     ];
@@ -186,9 +196,12 @@ export function operationIdOf(method: string, path: string): string {
 
 /**
  * `@fastify/swagger`'s whole-document transform: CORS preflight (OPTIONS) operations are not part of the API
- * and are dropped; every operation gets an operationId unless its schema named one.
+ * and are dropped; every operation gets an operationId unless its schema named one; the server is the public
+ * address as it is when the document is made.
  */
-export function transformDocument({ openapiObject }: { openapiObject: any }): any {
+export function transformDocument({ openapiObject }: { openapiObject: any }, publicBaseUrl?: string): any {
+  // Read when the document is made, not at start: with PORT=0 the public address is known only once listening.
+  if (publicBaseUrl) openapiObject.servers = [{ url: publicBaseUrl }];
   for (const [path, operations] of Object.entries<Record<string, any>>(openapiObject.paths ?? {})) {
     delete operations.options;
     // A route of several methods shares one operation object between them: each gets its own copy.

@@ -390,15 +390,22 @@ export async function createServer(ctx: ServerContext): Promise<App> {
         license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
       },
       servers: [{ url: ctx.config.PUBLIC_BASE_URL }],
-      components: { securitySchemes: SECURITY_SCHEMES },
+      components: {
+        securitySchemes: {
+          ...SECURITY_SCHEMES,
+          ...(ctx.scopedSecurityScheme && { [ctx.scopedSecurityScheme.name]: ctx.scopedSecurityScheme.scheme }),
+        },
+      },
       // Every error code, so that clients can generate a complete error type.
       'x-error-codes': Object.fromEntries(
         Object.entries(ERROR_CODES).map(([code, v]) => [code, { status: v.status, type: v.type, description: v.when }]),
       ),
     } as any,
     // Security, client errors and operationIds are derived centrally (openapi.ts), for every route alike.
-    transform: transformRoute as any,
-    transformObject: transformDocument as any,
+    transform: ((route: Parameters<typeof transformRoute>[0]) =>
+      transformRoute(route, ctx.scopedSecurityScheme?.name)) as any,
+    transformObject: ((document: Parameters<typeof transformDocument>[0]) =>
+      transformDocument(document, ctx.config.PUBLIC_BASE_URL)) as any,
   });
   // Security invariant: Swagger UI runs on the dashboard's origin, where a script could read the session's
   // CSRF token, so it gets a policy as strict as the dashboard's (styles inline apart: it sets them itself).

@@ -667,7 +667,17 @@ describeEachDatabase(
       });
       for (const path of ['/api/v1/messages', '/api/v1/messages/count_tokens']) {
         const operation = document.paths[path].post;
-        assert.deepEqual(operation.security, [{ bearer: [] }, { apiKey: [] }, { session: [], csrf: [] }], path);
+        assert.deepEqual(
+          operation.security,
+          [
+            { bearer: [] },
+            { oauth2: ['ai:chat'] },
+            { oauth2: ['ai:completions'] },
+            { apiKey: [] },
+            { session: [], csrf: [] },
+          ],
+          path,
+        );
         assert.deepEqual(operation.tags, ['ai']);
         assert.ok(
           operation.summary && operation.requestBody && operation.responses['200'] && operation.responses['402'],
