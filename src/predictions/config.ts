@@ -6,7 +6,8 @@ export const PredictionsConfigSection = Type.Object({
     minimum: 60,
     maximum: 86400,
     default: 86400,
-    description: 'Lifetime of a prediction hold.',
+    description:
+      "Lifetime of a prediction hold, from when the prediction is stored; while Replicate answers the create it is a synchronous call's HOLD_TTL_SECONDS.",
   }),
 });
 

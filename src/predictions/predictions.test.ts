@@ -420,6 +420,47 @@ describeEachDatabase(
       assert.equal((await env.request('GET', `/api/v1/predictions/${made.body.id}`, { token: audioKey })).status, 200);
     });
 
+    it("while Replicate answers the create, the hold lives a synchronous call's HOLD_TTL_SECONDS (a process dying then frees it soon); once stored, PREDICTION_HOLD_TTL_SECONDS", async () => {
+      const user = await userWithCredits(env, 100);
+      const { HOLD_TTL_SECONDS, PREDICTION_HOLD_TTL_SECONDS } = env.service.ctx.config;
+      const holdOf = () =>
+        env.db
+          .selectFrom('holds')
+          .select(['id', 'status', 'expires_at', 'created_at'])
+          .where('user_id', '=', user.userId)
+          .execute();
+      let answer!: () => void;
+      fake.createGate = new Promise<void>((resolve) => (answer = resolve));
+      const asked = fake.requests.length;
+      const created = env.dashboard(user, 'POST', '/api/v1/predictions', {
+        model: IMAGE_MODEL.id,
+        input: { prompt: 'a lighthouse', num_outputs: 2 },
+      });
+      while (fake.requests.length === asked) await new Promise((resolve) => setTimeout(resolve, 5));
+      const [pending] = await holdOf();
+      assert.equal(Number(pending!.expires_at) - Number(pending!.created_at), HOLD_TTL_SECONDS * 1000);
+      assert.equal((await walletMicros(env, user)).reserved, IMAGE_HOLD);
+      // The process that placed it "dies" here: nobody extends it, and the sweep frees it after HOLD_TTL_SECONDS.
+      await env.manualClock.advance(HOLD_TTL_SECONDS * 1000 + 1);
+      await env.service.ctx.billing.releaseExpiredHolds();
+      assert.equal((await holdOf())[0]!.status, 'expired');
+      assert.equal((await walletMicros(env, user)).reserved, 0);
+      fake.createGate = null;
+      answer();
+      assert.equal((await created).status, 201);
+
+      // A create answered in time: the stored prediction's hold lasts the prediction's lifetime.
+      const second = await startPrediction(env, user);
+      const [hold] = await env.db
+        .selectFrom('holds')
+        .innerJoin('predictions', 'predictions.hold_id', 'holds.id')
+        .select(['holds.status', 'holds.expires_at'])
+        .where('predictions.id', '=', second.id)
+        .execute();
+      assert.equal(hold!.status, 'open');
+      assert.equal(Number(hold!.expires_at), env.clock.now() + PREDICTION_HOLD_TTL_SECONDS * 1000);
+    });
+
     it('a prediction that outlives its hold is still charged when it completes, from the available credits, and its usage record says charged_after_expiry', async () => {
       const user = await userWithCredits(env, 100);
       const prediction = await startPrediction(env, user);

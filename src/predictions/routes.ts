@@ -154,10 +154,11 @@ async function createPrediction(
   const asked = outputsAsked(input);
   const held = worstCaseCost(pricing, heldSeconds, asked);
   // The prediction runs at Replicate, not here: a detached meter, resumed by whoever finalizes it.
-  const meter = await Meter.open(ctx, principal, 'prediction', model.id, held, {
-    ttlMs: ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000,
-    detached: true,
-  });
+  // Invariant: until the prediction is stored, nothing but this request knows the hold, so it lives only a
+  // synchronous call's lifetime: a process that dies while Replicate answers the create leaves credits reserved
+  // for HOLD_TTL_SECONDS, not PREDICTION_HOLD_TTL_SECONDS (an outside check found 24 h that nothing freed).
+  // The stored prediction's hold is extended to the prediction's lifetime below.
+  const meter = await Meter.open(ctx, principal, 'prediction', model.id, held, { detached: true });
 
   // From here the hold is open: every way out that does not store the prediction releases it, so a failed
   // start never leaves credits reserved until the hold's expiry.
@@ -219,6 +220,16 @@ async function createPrediction(
       );
     throw error;
   }
+  // Stored: the webhook or reconciliation finalizes it now, in any process. Should this extension fail (or the
+  // short hold have expired meanwhile), the prediction is still charged when it ends, after its hold's expiry.
+  const extended = await ctx.billing
+    .extendHold(meter.holdId!, principal.userId, ctx.clock.now() + ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000)
+    .catch((error) => {
+      request.log.error({ err: error, holdId: meter.holdId }, "could not extend a started prediction's hold");
+      return false;
+    });
+  if (!extended)
+    request.log.warn({ predictionId: id, holdId: meter.holdId }, "a started prediction's hold was not extended");
   request.log.info({ predictionId: id, replicateId: upstream.id, model: model.id, held }, 'prediction started');
   // A model fast enough to be done already is finalized now, through the same exactly-once claim.
   if (TERMINAL_STATUSES.has(upstream.status)) await applyFromUpstream(ctx, upstream);

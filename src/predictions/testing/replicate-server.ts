@@ -48,6 +48,8 @@ export class FakeReplicate {
   createNextAs: Partial<Pick<FakePrediction, 'status' | 'output' | 'metrics' | 'started_at'>> | null = null;
   /** Called while a create is being answered: a test moves its clock here to make the create take time. */
   onCreate: (() => void) | null = null;
+  /** While set, a create waits for it before answering: a test looks at the gateway while Replicate is slow. */
+  createGate: Promise<void> | null = null;
   /** The clock the signatures' timestamps come from (epoch ms). */
   now: () => number = () => Date.now();
   #server: Server | null = null;
@@ -112,6 +114,7 @@ export class FakeReplicate {
         webhook_events_filter: body.webhook_events_filter ?? null,
       };
       this.onCreate?.();
+      if (this.createGate) await this.createGate;
       if (this.createNextAs) Object.assign(prediction, this.createNextAs);
       this.createNextAs = null;
       this.predictions.set(prediction.id, prediction);
