@@ -1,6 +1,6 @@
 import { request, type Dispatcher } from 'undici';
 import { ApiError } from '../platform/errors.ts';
-import { upstreamDispatcher } from '../providers/http.ts';
+import { upstreamDispatcher, withoutCredentials } from '../providers/http.ts';
 
 /** A prediction as Replicate's API returns it (only the fields Tollgate reads are typed). */
 export interface ReplicatePrediction {
@@ -94,12 +94,14 @@ export class ReplicateClient {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {}
     if (status < 200 || status >= 300) {
-      const detail =
+      const said =
         typeof parsed?.detail === 'string'
           ? parsed.detail
           : typeof parsed?.title === 'string'
             ? parsed.title
             : `HTTP ${status}`;
+      // Replicate's words reach the caller and the log: never the operator's token, should they repeat it.
+      const detail = withoutCredentials(said, { authorization: `Bearer ${this.#options.token}` });
       if (status === 400 || status === 422)
         throw new ApiError('INVALID_REQUEST', `Replicate refused the input: ${detail}`);
       throw new ApiError('UPSTREAM_ERROR', `Replicate failed: ${detail}`, { status: 502 });

@@ -82,7 +82,27 @@ export async function upstreamFetch(url: string, init: UpstreamRequest): Promise
   };
   if (statusCode >= 200 && statusCode < 300) return response;
   const text = await body.text().catch(() => '');
-  throw new UpstreamError(statusCode, sentence(`The upstream provider answered ${statusCode}${upstreamMessage(text)}`));
+  const message = withoutCredentials(upstreamMessage(text), init.headers);
+  throw new UpstreamError(statusCode, sentence(`The upstream provider answered ${statusCode}${message}`));
+}
+
+/** Request headers that carry the operator's provider credential (OpenAI, Anthropic, Azure, Replicate). */
+const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'api-key'];
+
+/**
+ * `text` with every credential the request carried replaced by `[redacted]`. Security invariant: an upstream's
+ * message reaches the caller (a 400 relays it) and the log, and some providers repeat the key they were sent
+ * ("Incorrect API key provided: Bearer sk-…"; found by an outside check): the operator's key must reach neither.
+ */
+export function withoutCredentials(text: string, headers: Record<string, string>): string {
+  let clean = text;
+  for (const [name, value] of Object.entries(headers)) {
+    if (!CREDENTIAL_HEADERS.includes(name.toLowerCase()) || !value) continue;
+    // The whole value, then the token after its scheme (`Bearer sk-…`), so that either form is caught.
+    for (const secret of [value, value.replace(/^\S+\s+/, '')])
+      if (secret.length >= 8) clean = clean.split(secret).join('[redacted]');
+  }
+  return clean;
 }
 
 /** Ends `text` with a full stop unless the provider's own message already ends a sentence ("…this model."). */

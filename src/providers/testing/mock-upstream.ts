@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
  * The upstream model name picks a behaviour, so one server serves every scenario at once:
  * - anything else: answers `reply` (default "alpha beta gamma delta"), one word per stream chunk;
  * - `status-<code>`: answers that HTTP status with an error body, before any output;
+ * - `echo-key-<code>`: the same, its message repeating the credential it was sent (as some providers do);
  * - `hang`: never answers (the gateway's deadline fires);
  * - `cut-<n>`: streams n words, then destroys the connection (non-streaming: destroys at once);
  * - `stall-<n>`: streams n words, then sends nothing more until the client goes away;
@@ -256,6 +257,18 @@ async function route(
   const status = /^status-(\d{3})$/.exec(model);
   if (model === 'hang') return; // never answers; the caller's deadline or abort ends it
   await sleep(options.latencyMs ?? 0);
+  const echoKey = /^echo-key-(\d{3})$/.exec(model);
+  if (echoKey) {
+    const sent = anthropic ? req.headers['x-api-key'] : req.headers.authorization;
+    const message = `Incorrect API key provided: ${sent}.`;
+    return json(
+      res,
+      Number(echoKey[1]),
+      anthropic
+        ? { type: 'error', error: { type: 'authentication_error', message } }
+        : { error: { message, type: 'invalid_request_error' } },
+    );
+  }
   if (status) {
     const code = Number(status[1]);
     return json(
