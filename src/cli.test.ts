@@ -60,6 +60,22 @@ describe('operator CLI', () => {
     );
   });
 
+  it('create-user --password-stdin reads the password from standard input, keeping it off the command line', () => {
+    const run = (args: string[], input: string) =>
+      spawnSync(process.execPath, ['src/cli.ts', 'create-user', ...args], { cwd: root, env, encoding: 'utf8', input });
+    const made = run(['--email', 'stdin@example.com', '--password-stdin'], 'a-long-password-from-stdin\n');
+    assert.equal(made.status, 0, made.stderr);
+    assert.match(JSON.parse(made.stdout).id, /^usr_/);
+    const both = run(['--email', 'both@example.com', '--password-stdin', '--password', 'a-long-password'], 'x\n');
+    assert.notEqual(both.status, 0);
+    assert.match(both.stderr, /--password-stdin or --password, not both/);
+    const none = run(['--email', 'none@example.com'], '');
+    assert.notEqual(none.status, 0);
+    assert.match(none.stderr, /--password-stdin \(or --password P\) is required/);
+    const empty = run(['--email', 'empty@example.com', '--password-stdin'], '\n');
+    assert.match(empty.stderr, /standard input holds no password/);
+  });
+
   it('sync-models from providers that are down reports what each did and exits 1, so a cron job notices', async () => {
     // It printed the errors and exited 0; a timeout read "The operation was aborted due to timeout".
     tollgate('migrate');

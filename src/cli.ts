@@ -276,6 +276,22 @@ function required(values: Record<string, unknown>, name: string): string {
 }
 
 /**
+ * The password of `create-user`: `--password-stdin`'s first line of standard input (a password on the command
+ * line is in `ps` for every local user and in the shell's history), or `--password`; one of them.
+ */
+function passwordOf(values: Record<string, unknown>): string {
+  if (values['password-stdin'] === true) {
+    if (values.password !== undefined) throw new Error('give --password-stdin or --password, not both');
+    const line = readFileSync(0, 'utf8').split(/\r?\n/)[0] ?? '';
+    if (line === '') throw new Error('--password-stdin: standard input holds no password (its first line is empty)');
+    return line;
+  }
+  if (values.password === undefined)
+    throw new Error('--password-stdin (or --password P) is required: the password of the new user');
+  return required(values, 'password');
+}
+
+/**
  * The JWK Set in the file `--jwks` names (`-`: standard input), parsed. A file that cannot be read or is not
  * JSON is said here, naming it; what the keys may be is the server's to check (oauth/client-keys.ts), with
  * the operator API's 400 text.
@@ -347,17 +363,19 @@ export const commands: Record<string, Command> = {
     },
   },
   'create-user': {
-    usage: 'create-user --email E --password P [--name N]',
-    options: { email: { type: 'string' }, password: { type: 'string' }, name: { type: 'string' } },
+    usage:
+      'create-user --email E (--password-stdin | --password P) [--name N]   --password-stdin reads the password from standard input (its first line), out of `ps` and the shell history',
+    options: {
+      email: { type: 'string' },
+      password: { type: 'string' },
+      'password-stdin': { type: 'boolean' },
+      name: { type: 'string' },
+    },
     async run(values) {
+      const email = required(values, 'email');
+      const password = passwordOf(values);
       const { createUser } = await import('./accounts/users.ts');
-      const user = await withService((s) =>
-        createUser(s.ctx.db, s.ctx.clock, {
-          email: required(values, 'email'),
-          password: required(values, 'password'),
-          name: values.name,
-        }),
-      );
+      const user = await withService((s) => createUser(s.ctx.db, s.ctx.clock, { email, password, name: values.name }));
       console.log(JSON.stringify(user, null, 2));
     },
   },
