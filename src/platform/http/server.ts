@@ -20,6 +20,7 @@ import { isDatabaseFull, isDatabaseUnavailable } from '../db/unavailable.ts';
 import { refuseNulCharacters } from './nul-characters.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan, tooDeeplyNested } from './json-nesting.ts';
 import { refuseNonJsonBody, registerNonJsonParsers } from './json-only-bodies.ts';
+import { patternRule } from './pattern-rules.ts';
 import { jsonTextOf } from './json-text-encoding.ts';
 import { authenticate, bearerChallenge, bearerCredential, requireScope, type Principal } from './principal.ts';
 import { SECURITY_SCHEMES, transformDocument, transformRoute, type DocumentedResponse } from './openapi.ts';
@@ -175,6 +176,14 @@ function shapeReason(validation: unknown): string | null {
   return `${String(path ?? '').replace(/^\//, '')} ${rules.join(', ')}${orNull}`;
 }
 
+/** A value that fails a pattern its owner described (pattern-rules.ts), said in those words. Null otherwise. */
+function patternReason(validation: unknown): string | null {
+  if (!Array.isArray(validation) || validation.length === 0) return null;
+  const first = validation[0] as { keyword?: string; instancePath?: string; params?: { pattern?: unknown } };
+  const rule = first.keyword === 'pattern' ? patternRule(first.params?.pattern) : undefined;
+  return rule ? `${String(first.instancePath ?? '').replace(/^\//, '')} ${rule}` : null;
+}
+
 /** Maps any thrown value to an ApiError; client mistakes never become a 500. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
@@ -182,7 +191,10 @@ export function toApiError(error: unknown): ApiError {
   if (fastifyError?.validation) {
     const param = validationParam(fastifyError.validation, fastifyError.validationContext);
     const reason =
-      choiceReason(fastifyError.validation) ?? shapeReason(fastifyError.validation) ?? fastifyError.message;
+      patternReason(fastifyError.validation) ??
+      choiceReason(fastifyError.validation) ??
+      shapeReason(fastifyError.validation) ??
+      fastifyError.message;
     return new ApiError(
       'INVALID_REQUEST',
       `Invalid ${fastifyError.validationContext ?? 'request'}: ${reason.replace(/^(body|querystring|params|headers)(\/| +)?/, '')}`.trim(),
