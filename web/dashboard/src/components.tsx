@@ -211,6 +211,24 @@ export function Empty(props: { children: ComponentChildren }) {
 }
 
 /**
+ * A success notice holding a secret shown only once (a new API key, an app's client secret). It takes the focus
+ * and scrolls into view when it appears: the form that made it may sit far below it (a phone's long page), and a
+ * secret the user never saw is lost for good once they leave. `key` it by the secret so each new one does so.
+ */
+export function SecretNotice(props: { children: ComponentChildren }) {
+  const box = useRef<HTMLDivElement>(null);
+  useLayoutEffect(() => {
+    box.current?.focus({ preventScroll: true });
+    box.current?.scrollIntoView({ block: 'start' });
+  }, []);
+  return (
+    <div class="notice success" role="status" tabIndex={-1} ref={box}>
+      {props.children}
+    </div>
+  );
+}
+
+/**
  * Copies `value`; says so for two seconds. `subject` (e.g. `key laptop`) completes the name a screen reader gives
  * the button, so that the Copy buttons of a table's rows are told apart; sighted users read the row.
  */

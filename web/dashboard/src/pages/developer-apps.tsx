@@ -7,6 +7,7 @@ import {
   announce,
   ConfirmButton,
   CopyButton,
+  SecretNotice,
   Empty,
   ErrorNote,
   FieldMessage,
@@ -119,7 +120,7 @@ export function DeveloperAppsPage() {
         lead="Register an app to let its users sign in with Tollgate and pay for AI with their own credits, under limits they choose."
       />
       {created && (
-        <div class="notice success" role="status">
+        <SecretNotice key={created.clientId}>
           <div>
             <strong>“{created.name}” registered.</strong> Client ID{' '}
             <code data-testid="new-client-id">{created.clientId}</code> <CopyButton value={created.clientId} />
@@ -131,7 +132,7 @@ export function DeveloperAppsPage() {
               <CopyButton value={created.clientSecret} />
             </div>
           )}
-        </div>
+        </SecretNotice>
       )}
       <Card title="Register an app">
         <form class="form-grid" onSubmit={submit} aria-label="Register an app">

@@ -8,6 +8,7 @@ import {
   announce,
   ConfirmButton,
   CopyButton,
+  SecretNotice,
   CreditsInput,
   Empty,
   ErrorNote,
@@ -373,7 +374,7 @@ export function KeysPage() {
         lead="Keys call the OpenAI-compatible API at /api/v1 with your credits. Give each its own permissions, models, limit and expiry."
       />
       {created && (
-        <div class="notice success" role="status">
+        <SecretNotice key={created.key}>
           <div>
             <strong>Key “{created.name}” created.</strong> Copy it now and keep it somewhere safe.
           </div>
@@ -381,7 +382,7 @@ export function KeysPage() {
             <code data-testid="new-key">{created.key}</code>
             <CopyButton value={created.key} />
           </div>
-        </div>
+        </SecretNotice>
       )}
       <Card title="New key">
         <CreateKey
