@@ -13,7 +13,7 @@ export const DIALOG_STYLE = `
 @media (prefers-color-scheme:dark){:host{--tg-bg:var(--tollgate-bg,#171a23);--tg-ink:var(--tollgate-ink,#eef0f6);--tg-muted:var(--tollgate-muted,#a2a8ba);--tg-line:var(--tollgate-line,#2a2f3d);--tg-accent:var(--tollgate-accent,#818cf8);--tg-accent-ink:var(--tollgate-accent-ink,#0f1117);--tg-warn:var(--tollgate-warn,#fdb022);--tg-track:var(--tollgate-track,#262b38)}}
 dialog{border:1px solid var(--tg-line);border-radius:16px;padding:0;width:min(440px,calc(100vw - 32px));background:var(--tg-bg);color:var(--tg-ink);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;box-shadow:0 24px 60px rgba(0,0,0,.25)}
 dialog::backdrop{background:rgba(15,17,23,.55);backdrop-filter:blur(2px)}
-.body{padding:24px 24px 8px}h2{font-size:18px;margin:0 0 6px;display:flex;gap:10px;align-items:center}
+.body{padding:24px 24px 8px;overflow-wrap:anywhere}h2{font-size:18px;margin:0 0 6px;display:flex;gap:10px;align-items:center}
 .badge{display:inline-grid;place-items:center;width:32px;height:32px;border-radius:10px;background:color-mix(in srgb,var(--tg-warn) 16%,transparent);color:var(--tg-warn);font-weight:800;flex:none}
 p{margin:0 0 12px;color:var(--tg-muted)}p.error{color:var(--tg-warn);font-weight:600}
 dl{display:grid;grid-template-columns:1fr auto;gap:6px 16px;margin:14px 0}dt{color:var(--tg-muted)}dd{margin:0;font-weight:600;font-variant-numeric:tabular-nums;text-align:right}

@@ -17,7 +17,7 @@ const STYLE = `
 :root{color-scheme:light dark;--bg:#f6f7fb;--card:#fff;--ink:#151826;--muted:#5b6275;--line:#e2e5ee;--accent:#4f46e5;--accent-ink:#fff;--danger:#b42318}
 @media (prefers-color-scheme:dark){:root{--bg:#0f1117;--card:#171a23;--ink:#eef0f6;--muted:#a2a8ba;--line:#2a2f3d;--accent:#818cf8;--accent-ink:#0f1117;--danger:#f97066}}
 *{box-sizing:border-box}body{margin:0;font:15px/1.5 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;background:var(--bg);color:var(--ink);display:grid;min-height:100vh;place-items:center;padding:24px}
-main{width:100%;max-width:420px;background:var(--card);border:1px solid var(--line);border-radius:14px;padding:28px;box-shadow:0 8px 30px rgba(0,0,0,.06)}
+main{width:100%;max-width:420px;overflow-wrap:anywhere;background:var(--card);border:1px solid var(--line);border-radius:14px;padding:28px;box-shadow:0 8px 30px rgba(0,0,0,.06)}
 .brand{display:flex;gap:8px;align-items:center;font-weight:700;margin-bottom:18px}.brand span{display:inline-grid;place-items:center;width:28px;height:28px;border-radius:8px;background:var(--accent);color:var(--accent-ink)}
 h1{font-size:20px;margin:0 0 6px}p{color:var(--muted);margin:0 0 16px}label{display:block;font-weight:600;margin:14px 0 6px}
 input{width:100%;padding:10px 12px;border-radius:8px;border:1px solid var(--line);background:transparent;color:inherit;font:inherit}
