@@ -26,6 +26,24 @@ export async function startOtherOriginPage(title: string): Promise<{ origin: str
 }
 
 /**
+ * A page on another origin ({@link startOtherOriginPage}) for the tests of the suite this is called in: started in
+ * the suite's `before`, closed in its `after` (an app's site, where its redirect URIs land).
+ */
+export function otherOriginPageForSuite(title: string): { readonly origin: string } {
+  let site: { origin: string; close(): Promise<void> } | undefined;
+  before(async () => {
+    site = await startOtherOriginPage(title);
+  });
+  after(() => site?.close());
+  return {
+    get origin() {
+      if (!site) throw new Error('The page is started in the suite’s before hook: read its origin in a test.');
+      return site.origin;
+    },
+  };
+}
+
+/**
  * An HTTP server answering `/` with `html` (a third-party app's page) and `/sdk/<file>.ts` with the SDK's own
  * source, its types stripped: a test of the SDK's elements runs the code as it is now, not a bundle built earlier.
  */

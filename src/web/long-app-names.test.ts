@@ -1,8 +1,8 @@
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describeEachDatabase } from '../testing/harness.ts';
-import { addSessionCookie, ensureWebBuilt, launchChromium, startOtherOriginPage } from './browser.ts';
+import { addSessionCookie, chromiumForSuite, otherOriginPageForSuite } from './browser.ts';
 import { registerTestApp, startSignIn } from '../oauth/testing.ts';
 
 /** The longest name an app may have, without a space to wrap at. */
@@ -19,17 +19,8 @@ async function overflowOf(page: Page) {
 }
 
 describeEachDatabase('an app with a 100-character name without spaces, at 390 px, in Chromium', (env) => {
-  let browser: Browser;
-  let appSite: { origin: string; close(): Promise<void> };
-  before(async () => {
-    ensureWebBuilt();
-    browser = await launchChromium();
-    appSite = await startOtherOriginPage('Back at the app');
-  });
-  after(async () => {
-    await browser?.close();
-    await appSite?.close();
-  });
+  const browser = chromiumForSuite();
+  const appSite = otherOriginPageForSuite('Back at the app');
 
   it("wraps on the sign-in and consent pages and in the dashboard's authorized apps: nothing sticks out", async () => {
     const app = await registerTestApp(env, {
