@@ -6,6 +6,7 @@ import { ApiError } from '../platform/errors.ts';
 import { PublicModelSchema, publicModel } from './routes.ts';
 import { allowsModel } from './allowed.ts';
 import { principalOf } from '../platform/http/server.ts';
+import { modelPaths } from './id-paths.ts';
 import type { Principal } from '../platform/http/principal.ts';
 
 const schema = (summary: string, params: ReturnType<typeof Type.Object>) => ({
@@ -19,7 +20,8 @@ const schema = (summary: string, params: ReturnType<typeof Type.Object>) => ({
 });
 
 /**
- * `GET /api/v1/models/:vendor/:model`, and the same with the id URL-encoded in one segment
+ * `GET /api/v1/models/:vendor/:model`, the model part as many segments as the id has
+ * (`/api/v1/models/openai/meta-llama/llama-3`), and the same with the id URL-encoded in one segment
  * (`/api/v1/models/tollgate%2Fecho`), which is how the official OpenAI SDK's `models.retrieve` sends it.
  */
 export function registerModelRetrieveRoutes(app: App, ctx: CatalogueDeps): void {
@@ -30,31 +32,24 @@ export function registerModelRetrieveRoutes(app: App, ctx: CatalogueDeps): void 
       throw new ApiError('MODEL_NOT_FOUND', `The model "${id}" does not exist; GET /api/v1/models lists the models.`);
     return publicModel(model);
   };
-  app.get(
-    '/api/v1/models/:vendor/:model',
-    {
-      schema: schema(
-        'Retrieve a model (OpenAI format, with prices in credits)',
-        Type.Object({ vendor: Type.String({ maxLength: 100 }), model: Type.String({ maxLength: 300 }) }),
-      ),
-      config: { auth: ['ai:models'] },
-    },
-    async (request) => {
-      const { vendor, model } = request.params as { vendor: string; model: string };
-      return answer(`${vendor}/${model}`, principalOf(request));
-    },
-  );
-  app.get(
-    '/api/v1/models/:id',
-    {
-      schema: schema(
-        'Retrieve a model by its URL-encoded id (`tollgate%2Fecho`), as the OpenAI SDK sends it',
-        Type.Object({
-          id: Type.String({ maxLength: 400, description: 'The model id `<vendor>/<model>`, URL-encoded.' }),
-        }),
-      ),
-      config: { auth: ['ai:models'] },
-    },
-    async (request) => answer((request.params as { id: string }).id, principalOf(request)),
-  );
+  // Not checked: any text is looked up, and what is not a model is the 404 that says where the list is.
+  for (const path of modelPaths('/api/v1/models', { checked: false, documentEncoded: true })) {
+    app.get(
+      path.url,
+      {
+        schema: {
+          ...schema(
+            path.url.endsWith(':id')
+              ? 'Retrieve a model by its URL-encoded id (`tollgate%2Fecho`), as the OpenAI SDK sends it'
+              : 'Retrieve a model (OpenAI format, with prices in credits)',
+            path.params,
+          ),
+          hide: path.hide,
+        },
+        config: { auth: ['ai:models'] },
+        ...(path.preValidation ? { preValidation: path.preValidation } : {}),
+      },
+      async (request) => answer(path.idOf(request.params), principalOf(request)),
+    );
+  }
 }

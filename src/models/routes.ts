@@ -19,6 +19,7 @@ import { syncModels } from './sync.ts';
 import { MODEL_ID_PATTERN } from './ids.ts';
 import { allowsModel } from './allowed.ts';
 import { principalOf } from '../platform/http/server.ts';
+import { modelPaths } from './id-paths.ts';
 
 /** A public model id: `<vendor>/<model>` (see `ids.ts`). */
 export { MODEL_ID_PATTERN };
@@ -266,6 +267,46 @@ function reasonsOf(
   return { reasons: found ? before.reasons : familyReasons(body.upstreamModel), reasonsByOperator: false };
 }
 
+/** `PUT /api/admin/models/<id>`: creates or replaces the model `id`. */
+async function putModel(ctx: CatalogueDeps, id: string, body: Static<typeof PutModelBody>) {
+  if (!ctx.providers.knownNames().includes(body.provider)) {
+    throw new ApiError(
+      'INVALID_REQUEST',
+      `Unknown provider "${body.provider}"; use one of ${ctx.providers.knownNames().join(', ')}.`,
+    );
+  }
+  if (body.fallbacks?.includes(id)) throw new ApiError('INVALID_REQUEST', 'A model cannot be its own fallback.');
+  const before = await getModel(ctx.db, id);
+  const saved = await upsertModel(
+    ctx.db,
+    {
+      id,
+      provider: body.provider,
+      upstreamModel: body.upstreamModel,
+      name: body.name ?? before?.name ?? id,
+      pricing: pricingFromCredits(body.pricing),
+      contextLength: body.contextLength ?? null,
+      maxOutputTokens: body.maxOutputTokens ?? null,
+      maxPredictSeconds: body.maxPredictSeconds ?? null,
+      imageTokens:
+        body.imageTokens !== undefined
+          ? body.imageTokens
+          : defaultImageTokens(body.upstreamModel, body.inputModalities ?? ['text']),
+      imagePrices: imagePricesFromCredits(body.imagePrices ?? {}),
+      inputModalities: body.inputModalities ?? ['text'],
+      outputModalities: body.outputModalities ?? ['text'],
+      fallbacks: body.fallbacks ?? [],
+      answerTimeoutMs: body.answerTimeoutMs ?? null,
+      ...reasonsOf(body, before),
+      isTest: body.isTest ?? false,
+      enabled: body.enabled ?? true,
+    },
+    ctx.clock.now(),
+  );
+  ctx.models.announceChange();
+  return adminModel(saved);
+}
+
 const security = [{ admin: [] }];
 
 /** `GET /api/v1/models` and the operator's catalogue routes. */
@@ -311,64 +352,28 @@ export function registerModelRoutes(app: App, ctx: CatalogueDeps): void {
     async () => ({ data: (await listAllModels(ctx.db)).map(adminModel) }),
   );
 
-  app.put(
-    '/api/admin/models/:vendor/:model',
-    {
-      schema: {
-        tags: ['admin'],
-        summary: 'Create or replace a model of the catalogue',
-        security,
-        params: Type.Object({
-          vendor: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', maxLength: 100 }),
-          model: Type.String({ pattern: '^[^\\s/]+$', maxLength: 200 }),
-        }),
-        body: PutModelBody,
-        response: { 200: AdminModelSchema },
-      },
-      config: { admin: true },
-    },
-    async (request) => {
-      const { vendor, model: modelName } = request.params as { vendor: string; model: string };
-      const body = request.body as Static<typeof PutModelBody>;
-      const id = `${vendor}/${modelName}`;
-      if (!ctx.providers.knownNames().includes(body.provider)) {
-        throw new ApiError(
-          'INVALID_REQUEST',
-          `Unknown provider "${body.provider}"; use one of ${ctx.providers.knownNames().join(', ')}.`,
-        );
-      }
-      if (body.fallbacks?.includes(id)) throw new ApiError('INVALID_REQUEST', 'A model cannot be its own fallback.');
-      const before = await getModel(ctx.db, id);
-      const saved = await upsertModel(
-        ctx.db,
-        {
-          id,
-          provider: body.provider,
-          upstreamModel: body.upstreamModel,
-          name: body.name ?? before?.name ?? id,
-          pricing: pricingFromCredits(body.pricing),
-          contextLength: body.contextLength ?? null,
-          maxOutputTokens: body.maxOutputTokens ?? null,
-          maxPredictSeconds: body.maxPredictSeconds ?? null,
-          imageTokens:
-            body.imageTokens !== undefined
-              ? body.imageTokens
-              : defaultImageTokens(body.upstreamModel, body.inputModalities ?? ['text']),
-          imagePrices: imagePricesFromCredits(body.imagePrices ?? {}),
-          inputModalities: body.inputModalities ?? ['text'],
-          outputModalities: body.outputModalities ?? ['text'],
-          fallbacks: body.fallbacks ?? [],
-          answerTimeoutMs: body.answerTimeoutMs ?? null,
-          ...reasonsOf(body, before),
-          isTest: body.isTest ?? false,
-          enabled: body.enabled ?? true,
+  // The model's name may hold slashes (Groq's, Together's and vLLM's ids do): every shape of its path takes it.
+  for (const path of modelPaths('/api/admin/models', { checked: true, documentEncoded: false })) {
+    app.put(
+      path.url,
+      {
+        schema: {
+          tags: ['admin'],
+          summary: 'Create or replace a model of the catalogue',
+          description:
+            'The id is the path after `/api/admin/models/`: `openai/gpt-4o-mini`, or with more slashes `openai/meta-llama/llama-3`, written as they are or URL-encoded (`openai%2Fmeta-llama%2Fllama-3`).',
+          hide: path.hide,
+          security,
+          params: path.params,
+          body: PutModelBody,
+          response: { 200: AdminModelSchema },
         },
-        ctx.clock.now(),
-      );
-      ctx.models.announceChange();
-      return adminModel(saved);
-    },
-  );
+        config: { admin: true },
+        ...(path.preValidation ? { preValidation: path.preValidation } : {}),
+      },
+      async (request) => putModel(ctx, path.idOf(request.params), request.body as Static<typeof PutModelBody>),
+    );
+  }
 
   app.post(
     '/api/admin/models/sync',
