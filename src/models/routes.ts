@@ -389,7 +389,10 @@ export function registerModelRoutes(app: App, ctx: CatalogueDeps): void {
                 provider: Type.String(),
                 imported: Type.Integer(),
                 updated: Type.Integer(),
-                needsPricing: Type.Array(Type.String()),
+                needsPricing: Type.Array(Type.String(), {
+                  description:
+                    'The listed models that still wait for a price: listed without one, and neither priced nor enabled by the operator (imported disabled).',
+                }),
                 error: Type.Optional(Type.String()),
               }),
             ),

@@ -108,6 +108,26 @@ describeEachDatabase(
       }
       assert.equal((await adminModel(env, 'openai/gpt-mock/')) ?? null, null);
     });
+
+    it('needsPricing lists only the listed models that still wait for a price: not one the operator priced, nor one enabled', async () => {
+      // Priced but left disabled; enabled at no price (a free local model); the deeper one untouched.
+      await env.admin('PUT', `/api/admin/models/${LLAMA}`, { ...priced('meta-llama/llama-3'), enabled: false });
+      await env.admin('PUT', '/api/admin/models/openai/gpt-mock', { ...priced('gpt-mock'), pricing: {} });
+      await env.admin('PUT', '/api/admin/models/openai/qwen/qwen-2/instruct', {
+        ...priced('qwen/qwen-2/instruct'),
+        pricing: {},
+        enabled: false,
+      });
+      for (let sync = 0; sync < 2; sync++) {
+        const report = await env.admin('POST', '/api/admin/models/sync');
+        assert.equal(report.status, 200, report.text);
+        assert.deepEqual(report.body.providers[0].needsPricing, ['openai/qwen/qwen-2/instruct']);
+        assert.equal(report.body.providers[0].updated, 3);
+      }
+      // The sync kept what the operator set.
+      assert.equal((await adminModel(env, LLAMA)).pricing.prompt, 1);
+      assert.equal((await adminModel(env, 'openai/gpt-mock')).enabled, true);
+    });
   },
   { config: { OPENAI_BASE_URL: `${mock.url}/v1`, OPENAI_API_KEY: 'sk-test' } },
 );

@@ -26,8 +26,8 @@ function publicId(provider: string, upstreamId: string): string {
  * Imports every configured provider's `/models` list into the catalogue, converting USD prices with
  * `CREDITS_PER_USD` exactly (decimal arithmetic, rounded up to the micro-credit).
  *
- * Invariant: a model without a listed price is imported **disabled** (and reported in `needsPricing`) —
- * enabling it at price zero would give it away. What the operator set by hand (fallbacks and the answer's
+ * Invariant: a model without a listed price is imported **disabled** — enabling it at price zero would give it
+ * away — and reported in `needsPricing` until the operator prices or enables it (`stillUnpriced`). What the operator set by hand (fallbacks and the answer's
  * deadline, the enabled flag of an existing model, an output cap, `reasons`) is kept; listed prices and limits
  * follow the provider, and so does a default `reasons` (the list's `supported_parameters`, else the family).
  */
@@ -51,21 +51,30 @@ export async function syncModels(ctx: CatalogueDeps, timeoutMs = ctx.config.UPST
     for (const upstream of listed) {
       const id = publicId(adapter.name, upstream.id);
       const priced = priceOf(upstream, ctx.config.CREDITS_PER_USD);
-      if (!priced) entry.needsPricing.push(id);
       // What the operator set is read with the row locked and written in the same transaction: read once
       // before the list was fetched (which may take minutes), an edit made meanwhile, on this instance or
       // another, was overwritten with the copy (a model the operator priced and enabled went back to disabled).
-      const existed = await ctx.db.transaction().execute(async (trx) => {
+      const { existed, unpriced } = await ctx.db.transaction().execute(async (trx) => {
         const before = (await getModelForUpdate(trx, ctx.dialect, id)) ?? undefined;
-        await upsertModel(trx, merged(adapter.name, upstream, id, priced, before), ctx.clock.now());
-        return before !== undefined;
+        const saved = await upsertModel(trx, merged(adapter.name, upstream, id, priced, before), ctx.clock.now());
+        return { existed: before !== undefined, unpriced: !priced && stillUnpriced(saved) };
       });
       if (existed) entry.updated++;
       else entry.imported++;
+      if (unpriced) entry.needsPricing.push(id);
     }
   }
   ctx.models.announceChange();
   return report;
+}
+
+/**
+ * Whether a model the provider lists without a price still waits for the operator's: disabled, every price 0,
+ * as a sync imports it. One the operator priced (disabled or not) or enabled (a free local model, on purpose)
+ * keeps what it was given and is not reported again at every sync.
+ */
+function stillUnpriced(model: CatalogueModel): boolean {
+  return !model.enabled && Object.values(model.pricing).every((price) => !price);
 }
 
 /**
