@@ -3,7 +3,7 @@ import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
 import { costMicros, effectivePrice } from '../models/pricing.ts';
 import { tokenCount } from './chat-usage.ts';
-import { MODEL_ID_PATTERN } from '../models/routes.ts';
+import { MODEL_ID_PATTERN, MODEL_ID_RULE } from '../models/routes.ts';
 import { countTextTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
 import { DEFAULT_MAX_OUTPUT_TOKENS, worstPromptTokens } from './chat-plan.ts';
@@ -117,7 +117,13 @@ function registerAudioTextRoute(app: App, ctx: GatewayDeps, endpoint: AudioTextE
       if (!audio?.length) throw new ApiError('INVALID_REQUEST', 'The multipart body needs a non-empty "file".');
       const durationSeconds = audioDurationSeconds(audio);
       if (!fields.model || !new RegExp(MODEL_ID_PATTERN).test(fields.model))
-        throw new ApiError('INVALID_REQUEST', 'The multipart body needs a "model" of the form <vendor>/<model>.');
+        throw new ApiError(
+          'INVALID_REQUEST',
+          fields.model
+            ? `model ${MODEL_ID_RULE} (as sent: ${JSON.stringify(fields.model)}).`
+            : `The multipart body needs a "model" field: it ${MODEL_ID_RULE}.`,
+          { details: { param: 'model' } },
+        );
       // The hold covers the audio the file carries (read from its header), not a flat hour; see audio-duration.ts.
       if (durationSeconds === null) {
         throw new ApiError(

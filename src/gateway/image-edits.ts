@@ -2,6 +2,7 @@ import Value from 'typebox/value';
 import type { App } from '../platform/http/server.ts';
 import type { GatewayDeps } from './deps.ts';
 import { ApiError } from '../platform/errors.ts';
+import { patternRule } from '../platform/http/pattern-rules.ts';
 import type { CatalogueModel } from '../models/catalogue.ts';
 import { countTextTokens } from '../providers/tokens.ts';
 import { meteredCall } from './common.ts';
@@ -175,6 +176,12 @@ export function registerImageEditsRoute(app: App, ctx: GatewayDeps): void {
  * what a model, prompt, n, quality and size may be), and its files: at least one source image, at most
  * `maxImages`, at most one mask, none empty; any other field or file is refused naming it.
  */
+/** A field's failure in words: a pattern its owner described (a model id) as that rule, not the expression. */
+function reasonOf(error: { keyword?: string; params?: unknown; message?: string } | undefined): string {
+  const rule = error?.keyword === 'pattern' ? patternRule((error.params as { pattern?: unknown }).pattern) : undefined;
+  return rule ?? error?.message ?? 'is not valid';
+}
+
 function editRequest(fields: Record<string, string>, uploads: Upload[], maxImages: number): ImagesRequest {
   for (const name of Object.keys(fields)) {
     if (IMAGE_PARTS.includes(name) || name === MASK_PART)
@@ -227,7 +234,7 @@ function editRequest(fields: Record<string, string>, uploads: Upload[], maxImage
       'INVALID_REQUEST',
       missing
         ? `The multipart body needs a "${missing}" field${missing === 'model' ? ' naming the model as <vendor>/<model>' : ''}.`
-        : `The field "${param}" ${first?.message ?? 'is not valid'} (as sent: ${JSON.stringify(fields[param] ?? '')}).`,
+        : `The field "${param}" ${reasonOf(first)} (as sent: ${JSON.stringify(fields[param] ?? '')}).`,
       { details: { param } },
     );
   }

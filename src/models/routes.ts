@@ -16,13 +16,13 @@ import { defaultImageTokens } from './image-budgets.ts';
 import { familyReasons } from './reasoning-support.ts';
 import { creditsToMicros, microsToCredits, CREDITS_RULE } from '../platform/money.ts';
 import { syncModels } from './sync.ts';
-import { MODEL_ID_PATTERN } from './ids.ts';
+import { MODEL_ID_PATTERN, MODEL_ID_RULE } from './ids.ts';
 import { allowsModel } from './allowed.ts';
 import { principalOf } from '../platform/http/server.ts';
 import { modelPaths } from './id-paths.ts';
 
 /** A public model id: `<vendor>/<model>` (see `ids.ts`). */
-export { MODEL_ID_PATTERN };
+export { MODEL_ID_PATTERN, MODEL_ID_RULE };
 
 const Credits = Type.Number({ minimum: 0, description: 'Credits' });
 /** A key of `imagePrices`: `<quality>/<size>`, either part `*`. */
