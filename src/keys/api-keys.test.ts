@@ -199,6 +199,32 @@ describeEachDatabase('API keys endpoints', (env) => {
     }
   });
 
+  it('create with a name that is not text or permissions that are not a list: 400 saying what to send, not that it is missing', async () => {
+    const session = await env.createUser();
+    for (const [body, error] of [
+      [
+        { name: 123, permissions: ['ai:chat'] },
+        'name must be text (a JSON string) of 1 to 100 characters, such as "CI deploy"; it was the number 123',
+      ],
+      [{ name: { first: 'k' }, permissions: ['ai:chat'] }, /^name must be text .*; it was an object$/],
+      [
+        { name: 'k', permissions: 'ai:chat' },
+        /^permissions must be a list of permissions, such as \["ai:chat"\]; it was the string "ai:chat"\. A key can carry ai:chat, /,
+      ],
+      [
+        { name: 'k', permissions: { 'ai:chat': true } },
+        /^permissions must be a list of permissions, such as \["ai:chat"\]; it was an object/,
+      ],
+    ] as const) {
+      const response = await env.dashboard(session, 'POST', '/api/user/api-keys', body);
+      assert.equal(response.status, 400, JSON.stringify(body));
+      assert.equal(response.body.success, false);
+      if (typeof error === 'string') assert.equal(response.body.error, error);
+      else assert.match(response.body.error, error);
+    }
+    assert.deepEqual((await env.dashboard(session, 'GET', '/api/user/api-keys')).body.apiKeys, []);
+  });
+
   it('create with neither name nor permissions reports the name first, also with no body at all', async () => {
     const session = await env.createUser();
     const empty = await env.dashboard(session, 'POST', '/api/user/api-keys', {});

@@ -78,8 +78,36 @@ export function refuseUnknownFields(body: Record<string, unknown>, fields: reado
     });
 }
 
-/** A `permissions` as stored: distinct, at least one, each of contract §5.3; a 400 in the contract's text otherwise. */
+/**
+ * A `name` as stored, trimmed. A name that is not text (`123`, `true`) is a 400 saying so; one absent or blank
+ * a 400 with `missing` (creation's is the contract's "API key name is required").
+ */
+export function parseName(value: unknown, missing: string): string {
+  if (value !== undefined && value !== null && typeof value !== 'string')
+    throw errors.invalid(
+      `name must be text (a JSON string) of 1 to ${NAME_MAX_LENGTH} characters, such as "CI deploy"; it was ${jsonKind(value)}`,
+    );
+  const name = typeof value === 'string' ? value.trim() : '';
+  if (name === '') throw errors.invalid(missing);
+  return name;
+}
+
+/** What kind of JSON value `value` is, for a refusal: "the number 123", "an object". */
+function jsonKind(value: unknown): string {
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'an object';
+  return `the ${typeof value} ${JSON.stringify(value)}`;
+}
+
+/**
+ * A `permissions` as stored: distinct, at least one, each of contract §5.3. None (absent, null or an empty list) is
+ * the contract's text; a value that is not a list (`"ai:chat"`) is told to be one.
+ */
 export function parsePermissions(value: unknown): string[] {
+  if (value !== undefined && value !== null && !Array.isArray(value))
+    throw errors.invalid(
+      `permissions must be a list of permissions, such as ["ai:chat"]; it was ${jsonKind(value)}. A key can carry ${KEY_PERMISSIONS.join(', ')}`,
+    );
   if (!Array.isArray(value) || value.length === 0) throw errors.invalid('At least one permission is required');
   for (const permission of value) {
     if (!(KEY_PERMISSIONS as readonly unknown[]).includes(permission)) {

@@ -13,6 +13,7 @@ import {
   KeyFieldSchemas,
   parseExpiresAt,
   parseModels,
+  parseName,
   parsePermissions,
   refuseUnknownFields,
   requireWithinScopes,
@@ -50,8 +51,7 @@ function parseCreateBody(request: FastifyRequest, now: number): NewApiKey {
   // JSON only (contract §4.2): a text or form body is refused with 415 by the server before this runs
   // (platform/http/json-only-bodies.ts), not answered as if it had no name.
   const body = (request.body ?? {}) as Record<string, unknown>;
-  const name = typeof body.name === 'string' ? body.name.trim() : '';
-  if (name === '') throw errors.invalid('API key name is required');
+  const name = parseName(body.name, 'API key name is required');
   const permissions = parsePermissions(body.permissions);
   refuseUnknownFields(body, Object.keys(CreateBody.properties));
   const expiresAt = parseExpiresAt(body.expiresAt, now);

@@ -97,13 +97,21 @@ describeEachDatabase('PATCH /api/user/api-keys/:id: changing a key in place', (e
     assert.match(past.body.error, /expiresAt must be in the future/);
   });
 
-  it('refuses with what to send: an empty body, an unknown field, an empty name, an unknown permission, limitPeriod: null alone', async () => {
+  it('refuses with what to send: an empty body, an unknown field, an empty name, a name not text, permissions not a list, an unknown permission, limitPeriod: null alone', async () => {
     const session = await fundedSession(env, 1);
     const key = await createKey(env, session, { permissions: ['ai:chat'], limit: 1 });
     const cases: Array<[unknown, RegExp]> = [
       [{}, /Send at least one field to change: name, permissions, limit, limitPeriod, expiresAt, models/],
       [{ name: 'x', colour: 'red' }, /Unknown field "colour"; a key takes name, permissions, limit, limitPeriod/],
       [{ name: '   ' }, /name must be a non-empty string/],
+      [
+        { name: 123 },
+        /^name must be text \(a JSON string\) of 1 to 100 characters, such as "CI deploy"; it was the number 123$/,
+      ],
+      [
+        { permissions: 'ai:chat' },
+        /^permissions must be a list of permissions, such as \["ai:chat"\]; it was the string "ai:chat"/,
+      ],
       [{ permissions: ['ai:everything'] }, /Unknown permission "ai:everything"/],
       [{ permissions: [] }, /At least one permission is required/],
       [{ limitPeriod: null }, /To remove the spending limit, send "limit": null/],

@@ -15,6 +15,7 @@ import {
   KeyFieldSchemas,
   parseExpiresAt,
   parseModels,
+  parseName,
   parsePermissions,
   refuseUnknownFields,
   requireWithinScopes,
@@ -55,11 +56,7 @@ function parseChange(request: FastifyRequest, principal: Principal, now: number)
   refuseUnknownFields(body, CHANGEABLE);
   if (!CHANGEABLE.some(given)) throw errors.invalid(`Send at least one field to change: ${CHANGEABLE.join(', ')}`);
   const change: RequestedChange = {};
-  if (given('name')) {
-    const name = typeof body.name === 'string' ? body.name.trim() : '';
-    if (name === '') throw errors.invalid('name must be a non-empty string');
-    change.name = name;
-  }
+  if (given('name')) change.name = parseName(body.name, 'name must be a non-empty string');
   if (given('permissions')) {
     change.permissions = parsePermissions(body.permissions);
     requireWithinScopes(principal, change.permissions);
