@@ -238,6 +238,24 @@ describeEachDatabase(
       assert.equal((await wallet(env, user)).balance, 5_000_000);
     });
 
+    it('stream_options.include_usage that is not a boolean is a 400 naming it, "must be true or false", without the union\'s other shapes', async () => {
+      const user = await fundedUser(env, 5);
+      const response = await env.request('POST', '/api/v1/chat/completions', {
+        token: user.key,
+        body: {
+          model: 'acme/ok',
+          stream: true,
+          stream_options: { include_usage: 'x' },
+          messages: [{ role: 'user', content: 'hi' }],
+        },
+      });
+      assert.equal(response.status, 400, response.text);
+      assert.equal(response.body.error.code, 'INVALID_REQUEST');
+      assert.equal(response.body.error.param, 'stream_options.include_usage');
+      assert.equal(response.body.error.message, 'Invalid body: stream_options.include_usage must be true or false');
+      assert.equal((await wallet(env, user)).reserved, 0);
+    });
+
     it('a key without ai:chat or ai:completions gets 403; with ai:completions alone it may chat', async () => {
       const modelsOnly = await fundedUser(env, 5, ['ai:models']);
       const refused = await env.request('POST', '/api/v1/chat/completions', {

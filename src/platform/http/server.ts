@@ -176,6 +176,36 @@ function shapeReason(validation: unknown): string | null {
   return `${String(path ?? '').replace(/^\//, '')} ${rules.join(', ')}${orNull}`;
 }
 
+/**
+ * An object of a field that also takes another shape (`stream_options`: an object or null) whose member is wrong,
+ * said as that member's rule ("stream_options.include_usage must be true or false"): the validator adds the other
+ * shapes' "must be null" and "must match a schema in anyOf", which hide the member at fault. The shape the value
+ * has is the branch whose errors lie inside it. Null for any other failure.
+ */
+function memberReason(validation: unknown): string | null {
+  if (!Array.isArray(validation) || validation.length < 2) return null;
+  const errors = validation as Array<{ keyword?: string; instancePath?: string; message?: string; params?: any }>;
+  const union = errors.at(-1)!;
+  if (union.keyword !== 'anyOf') return null;
+  const inside = errors.find((e) => String(e.instancePath ?? '').startsWith(`${union.instancePath ?? ''}/`));
+  if (!inside) return null;
+  const rule =
+    inside.keyword === 'type' && inside.params?.type === 'boolean'
+      ? 'must be true or false'
+      : ((inside.keyword === 'pattern' ? patternRule(inside.params?.pattern) : undefined) ?? inside.message);
+  return `${dottedPath(String(inside.instancePath ?? ''))} ${rule}`;
+}
+
+/** A JSON pointer (`/messages/0/content`) as a person reads it (`messages[0].content`). */
+function dottedPath(pointer: string): string {
+  return pointer
+    .split('/')
+    .filter(Boolean)
+    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'))
+    .map((segment, i) => (/^\d+$/.test(segment) ? `[${segment}]` : i === 0 ? segment : `.${segment}`))
+    .join('');
+}
+
 /** A value that fails a pattern its owner described (pattern-rules.ts), said in those words. Null otherwise. */
 function patternReason(validation: unknown): string | null {
   if (!Array.isArray(validation) || validation.length === 0) return null;
@@ -194,6 +224,7 @@ export function toApiError(error: unknown): ApiError {
       patternReason(fastifyError.validation) ??
       choiceReason(fastifyError.validation) ??
       shapeReason(fastifyError.validation) ??
+      memberReason(fastifyError.validation) ??
       fastifyError.message;
     return new ApiError(
       'INVALID_REQUEST',
