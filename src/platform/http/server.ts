@@ -18,6 +18,7 @@ import type { AppContext, ServerContext } from '../context.ts';
 import { matchesAnySecret } from '../crypto.ts';
 import { isDatabaseFull, isDatabaseUnavailable } from '../db/unavailable.ts';
 import { refuseNulCharacters } from './nul-characters.ts';
+import { forbiddenKeyRefusal } from './json-poisoning.ts';
 import { MAX_JSON_NESTING, nestsDeeperThan, tooDeeplyNested } from './json-nesting.ts';
 import { refuseNonJsonBody, registerNonJsonParsers } from './json-only-bodies.ts';
 import { patternRule } from './pattern-rules.ts';
@@ -419,7 +420,8 @@ export async function createServer(ctx: ServerContext): Promise<App> {
     const text = jsonTextOf(body as string);
     if (text instanceof ApiError) return done(text, undefined);
     if (nestsDeeperThan(text, MAX_JSON_NESTING)) return done(tooDeeplyNested(), undefined);
-    parseJson(request, text, done);
+    // The parser says only "not valid JSON" for a `__proto__` key it refuses: say which key instead.
+    parseJson(request, text, (error, value) => done(error && (forbiddenKeyRefusal(text) ?? error), value));
   });
   registerNonJsonParsers(app);
   await app.register(cookie, { secret: ctx.secrets.cookieSecret, hook: 'onRequest' });
