@@ -77,9 +77,11 @@ export function upstreamFailure(error: unknown, attempt: UpstreamAttempt): ApiEr
         cause: error,
       });
     if (error.status >= 400 && error.status < 500)
-      return new ApiError('INVALID_REQUEST', `The upstream provider rejected the request: ${error.message}`, {
-        cause: error,
-      });
+      return new ApiError(
+        'INVALID_REQUEST',
+        `The upstream provider rejected the request (${error.status})${error.detail ? `: ${error.detail}` : '.'}`,
+        { cause: error },
+      );
     return new ApiError('UPSTREAM_ERROR', error.message, { cause: error });
   }
   return new ApiError('UPSTREAM_ERROR', 'The upstream call failed.', { cause: error });

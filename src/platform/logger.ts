@@ -23,11 +23,33 @@ export const REDACTED_PATHS = [
 /** The structured JSON logger of the service. */
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   const logger = pino(
-    { level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { service: 'tollgate' } },
+    {
+      level,
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      base: { service: 'tollgate' },
+      serializers: { err: errorSaidOnce },
+    },
     destination as any,
   );
   skipRedactionOfPrimitives(logger);
   return logger;
+}
+
+/**
+ * pino's error serializer, except that a cause's message the error already says is not said again: pino writes
+ * "<message>: <cause's message>", and an error that relays its cause's words (an upstream's refusal) was logged
+ * as "The upstream provider answered 500: boom.: The upstream provider answered 500: boom.".
+ */
+function errorSaidOnce(error: unknown): unknown {
+  const serialized = pino.stdSerializers.err(error as Error);
+  if (!(error instanceof Error) || typeof serialized !== 'object' || serialized === null) return serialized;
+  let message = error.message;
+  const seen = new Set<unknown>([error]);
+  for (let cause = error.cause; cause instanceof Error && !seen.has(cause); cause = cause.cause) {
+    seen.add(cause);
+    if (!message.includes(cause.message)) message = `${message}: ${cause.message}`;
+  }
+  return Object.assign(serialized, { message });
 }
 
 /**

@@ -82,8 +82,15 @@ export async function upstreamFetch(url: string, init: UpstreamRequest): Promise
   };
   if (statusCode >= 200 && statusCode < 300) return response;
   const text = await body.text().catch(() => '');
-  const message = withoutCredentials(upstreamMessage(text), init.headers);
-  throw new UpstreamError(statusCode, sentence(`The upstream provider answered ${statusCode}${message}`));
+  const said = upstreamMessage(text);
+  const detail = said ? sentence(withoutCredentials(said, init.headers)) : undefined;
+  throw new UpstreamError(
+    statusCode,
+    detail
+      ? `The upstream provider answered ${statusCode}: ${detail}`
+      : `The upstream provider answered ${statusCode}.`,
+    { detail },
+  );
 }
 
 /** Request headers that carry the operator's provider credential (OpenAI, Anthropic, Azure, Replicate). */
@@ -131,7 +138,7 @@ function upstreamMessage(text: string): string {
   try {
     const body = JSON.parse(text);
     const message = body?.error?.message ?? body?.message ?? body?.detail;
-    if (typeof message === 'string' && message) return `: ${message.slice(0, 500)}`;
+    if (typeof message === 'string' && message) return message.slice(0, 500);
   } catch {}
   return '';
 }

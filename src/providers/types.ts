@@ -186,10 +186,16 @@ export class UpstreamError extends Error {
   override name = 'UpstreamError';
   readonly status: number;
   readonly retryable: boolean;
+  /**
+   * The upstream's own words for an HTTP error answer ("model not found."), credentials redacted; undefined when it
+   * gave none. The message says them after the status; a refusal relayed to the caller says them once, its own way.
+   */
+  readonly detail: string | undefined;
 
-  constructor(status: number, message: string, options: { cause?: unknown } = {}) {
+  constructor(status: number, message: string, options: { cause?: unknown; detail?: string } = {}) {
     super(message, { cause: options.cause });
     this.status = status;
+    this.detail = options.detail;
     this.retryable = status >= 500 || status === 408;
   }
 }
