@@ -115,7 +115,8 @@ export async function authenticate(
     const match = BEARER.exec(header);
     if (!match)
       throw bearerChallenge(errors.unauthenticated('The Authorization header must be "Bearer <token>".'), 'malformed');
-    return resolveCredential(match[1], registry, 'bearer token').catch(refusedCredential);
+    const alsoSent = options.apiKeyHeader ? request.headers['x-api-key'] : undefined;
+    return resolveCredential(match[1], registry, bearerRefusal(match[1], alsoSent)).catch(refusedCredential);
   }
   const apiKey = options.apiKeyHeader ? request.headers['x-api-key'] : undefined;
   if (apiKey !== undefined) {
@@ -125,7 +126,9 @@ export async function authenticate(
         errors.unauthenticated('The x-api-key header must hold one API key (ak_…) or access token.'),
         'malformed',
       );
-    return resolveCredential(match[1], registry, 'x-api-key credential').catch(refusedCredential);
+    return resolveCredential(match[1], registry, 'The x-api-key credential is invalid, expired or revoked.').catch(
+      refusedCredential,
+    );
   }
   const principal = await sessionOfCookie(request, registry.session);
   if (principal) {
@@ -152,11 +155,28 @@ export async function authenticate(
 
 const API_KEY_HEADER = /^([\x21-\x7e]{1,4096})$/;
 
-/** An API key (by the keys feature's form) or else an OAuth access token; 401 when neither resolves. */
-async function resolveCredential(credential: string, registry: CredentialResolvers, what: string): Promise<Principal> {
+/**
+ * What a refused `Authorization` credential is told, naming the header the client sent it in. On a route that also
+ * reads `x-api-key` (Anthropic's clients send it, some with an `Authorization` beside it), a client that sent both
+ * is told that Authorization was the one read: "the bearer token is invalid" sent it looking at a key it never
+ * saw refused.
+ */
+function bearerRefusal(credential: string, apiKeyHeader: string | string[] | undefined): string {
+  if (apiKeyHeader === undefined) return 'The bearer token (Authorization header) is invalid, expired or revoked.';
+  if (apiKeyHeader === credential)
+    return 'The credential sent in both x-api-key and Authorization is invalid, expired or revoked.';
+  return 'The bearer token (Authorization header) is invalid, expired or revoked; the x-api-key header sent with it was not read, since Authorization comes first: send one credential.';
+}
+
+/** An API key (by the keys feature's form) or else an OAuth access token; 401 `refusal` when neither resolves. */
+async function resolveCredential(
+  credential: string,
+  registry: CredentialResolvers,
+  refusal: string,
+): Promise<Principal> {
   const resolver = registry.isApiKey(credential) ? registry.apiKey : registry.accessToken;
   const principal = await resolver(credential);
-  if (!principal) throw errors.unauthenticated(`The ${what} is invalid, expired or revoked.`);
+  if (!principal) throw errors.unauthenticated(refusal);
   return principal;
 }
 
