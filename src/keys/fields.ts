@@ -2,6 +2,7 @@ import Type from 'typebox';
 import { errors } from '../platform/errors.ts';
 import { CREDITS_RULE } from '../platform/money.ts';
 import type { Principal } from '../platform/http/principal.ts';
+import { refuseUnknownFields as refuseUnknownBodyFields } from '../platform/http/unknown-fields.ts';
 import { isModelEntry, MAX_KEY_MODEL_LENGTH, MAX_KEY_MODELS, MODEL_ENTRY_RULE } from '../models/allowed.ts';
 import { KEY_PERMISSIONS } from './permissions.ts';
 
@@ -71,11 +72,7 @@ export function parseModels(value: unknown): string[] | null {
 
 /** A 400 naming the first field of `body` that is not one of `fields` (the validator would not say which). */
 export function refuseUnknownFields(body: Record<string, unknown>, fields: readonly string[]): void {
-  const unknown = Object.keys(body).find((field) => !fields.includes(field));
-  if (unknown !== undefined)
-    throw errors.invalid(`Unknown field ${JSON.stringify(unknown)}; a key takes ${fields.join(', ')}`, {
-      param: unknown,
-    });
+  refuseUnknownBodyFields(body, fields, 'a key');
 }
 
 /**

@@ -1,7 +1,8 @@
 import Type from 'typebox';
 import { AuthorizedAppSchema, AuthorizedAppsSchema } from '#wire/authorized-apps.ts';
 import type { App } from '../platform/http/server.ts';
-import { principalOf } from '../platform/http/server.ts';
+import { principalOf, toApiError } from '../platform/http/server.ts';
+import { refuseUnknownFields } from '../platform/http/unknown-fields.ts';
 import type { OAuthDeps } from './deps.ts';
 import { errors } from '../platform/errors.ts';
 import { creditsToMicros, CREDITS_RULE } from '../platform/money.ts';
@@ -57,6 +58,8 @@ export function registerAuthorizedAppRoutes(app: App, ctx: OAuthDeps): void {
         ),
         response: { 200: AuthorizedAppSchema },
       },
+      // Validation is attached, not thrown: an unknown field is named first (refuseUnknownFields), as a key's are.
+      attachValidation: true,
       config: { auth: [] },
     },
     async (request) => {
@@ -65,7 +68,13 @@ export function registerAuthorizedAppRoutes(app: App, ctx: OAuthDeps): void {
       // can never raise its own.
       if (principal.kind !== 'session')
         throw errors.forbidden("An app's spending limits can only be changed from the dashboard.");
-      const { limits } = request.body as { limits: Partial<Record<LimitPeriod, number | null>> };
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      const isObject = (value: unknown) => value !== null && typeof value === 'object' && !Array.isArray(value);
+      if (isObject(body)) refuseUnknownFields(body, ['limits'], 'the body');
+      if (isObject(body.limits))
+        refuseUnknownFields(body.limits as Record<string, unknown>, LIMIT_PERIODS, 'limits', 'limits');
+      if (request.validationError) throw toApiError(request.validationError);
+      const { limits } = body as { limits: Partial<Record<LimitPeriod, number | null>> };
       const changes: Partial<Record<LimitPeriod, number | null>> = {};
       for (const period of LIMIT_PERIODS) {
         const value = limits[period];
