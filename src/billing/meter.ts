@@ -254,6 +254,15 @@ export class Meter {
   }
 
   /** Releases the hold of a call that produced nothing billable, and records it with cost 0 in the same transaction. */
+  /**
+   * Moves the hold's expiry to `ttlMs` from now (a detached call once it is handed over, say a prediction once
+   * stored). False when there is no open hold to extend: it was already closed or had expired.
+   */
+  async extend(ttlMs: number): Promise<boolean> {
+    if (!this.#holdId) return false;
+    return this.#ctx.billing.extendHold(this.#holdId, this.#owner.userId, this.#ctx.clock.now() + ttlMs);
+  }
+
   async release(
     model: { id: string },
     status: UsageStatus,

@@ -98,7 +98,7 @@ describeEachDatabase('oauth authorization code flow', (env) => {
     assert.deepEqual(row.scopes.split(' ').sort(), ['ai:chat', 'billing:read', 'read']);
     assert.deepEqual(
       await env.service.ctx.billing.appLimits(user.userId, clientId),
-      { daily: 12_345_678, monthly: null, total: null },
+      { daily: 12_345_678, weekly: null, monthly: null, total: null },
       'billing keeps the limit',
     );
     assert.equal(row.revoked_at, null);

@@ -222,12 +222,10 @@ async function createPrediction(
   }
   // Stored: the webhook or reconciliation finalizes it now, in any process. Should this extension fail (or the
   // short hold have expired meanwhile), the prediction is still charged when it ends, after its hold's expiry.
-  const extended = await ctx.billing
-    .extendHold(meter.holdId!, principal.userId, ctx.clock.now() + ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000)
-    .catch((error) => {
-      request.log.error({ err: error, holdId: meter.holdId }, "could not extend a started prediction's hold");
-      return false;
-    });
+  const extended = await meter.extend(ctx.config.PREDICTION_HOLD_TTL_SECONDS * 1000).catch((error) => {
+    request.log.error({ err: error, holdId: meter.holdId }, "could not extend a started prediction's hold");
+    return false;
+  });
   if (!extended)
     request.log.warn({ predictionId: id, holdId: meter.holdId }, "a started prediction's hold was not extended");
   request.log.info({ predictionId: id, replicateId: upstream.id, model: model.id, held }, 'prediction started');
