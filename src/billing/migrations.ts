@@ -222,6 +222,26 @@ export const billingMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '1890_billing_wallets_credited': {
+    /**
+     * What came into each wallet other than through calls (`WalletsTable.credited`), so that `GET /api/v1/credits`
+     * reads a user's credits and usage from the wallet row instead of summing their ledger per request. Filled
+     * from the ledger once: the balance plus what the user's movements put on `system:revenue` (captures, less
+     * refunds of calls), which is what calls took out of the balance.
+     */
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable('wallets')
+        .addColumn('credited', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await sql`UPDATE wallets SET credited = balance + coalesce((
+          SELECT sum(ledger_entries.amount) FROM ledger_transactions
+            JOIN ledger_entries ON ledger_entries.transaction_id = ledger_transactions.id
+           WHERE ledger_transactions.user_id = wallets.user_id AND ledger_entries.account = 'system:revenue'), 0)`.execute(
+        db,
+      );
+    },
+  },
 };
 
 /**

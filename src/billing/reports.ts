@@ -141,3 +141,25 @@ export async function keyUsage(db: Db, keyId: string, at: number): Promise<KeyUs
   }
   return usage;
 }
+
+/** What came into a user's wallet and what calls took from it, in micro-credits (`GET /api/v1/credits`). */
+export interface UserCredits {
+  /** Grants, top-ups, adjustments and disputes, less processor refunds and debt repayments: `WalletsTable.credited`. */
+  total: number;
+  /** What calls captured, net of their refunds. */
+  usage: number;
+}
+
+/**
+ * The user's credits in and usage, read from one row (the wallet, by its primary key): `total - usage` is the
+ * wallet's balance, exactly, as both come from the same read. Zeros when the user never had a wallet.
+ */
+export async function userCredits(db: Db, userId: string): Promise<UserCredits> {
+  const wallet = await billingDb(db)
+    .selectFrom('wallets')
+    .select(['balance', 'credited'])
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  const total = Number(wallet?.credited ?? 0);
+  return { total, usage: total - Number(wallet?.balance ?? 0) };
+}

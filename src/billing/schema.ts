@@ -18,6 +18,13 @@ export interface WalletsTable {
    * whose credits were already spent. Any debt refuses new holds (402) until a top-up repays it.
    */
   debt: Generated<number>;
+  /**
+   * Micro-credits that came into the wallet other than through calls, in all: grants, top-ups and adjustments,
+   * disputes, less processor refunds and what went to repay a debt. What calls captured (net of their refunds)
+   * is `credited - balance`, so `GET /api/v1/credits` reads both from this row. Moved only by movements that
+   * touch a system account other than `system:revenue` (never a call's hold or close); verify recomputes it.
+   */
+  credited: Generated<number>;
   created_at: number;
   updated_at: number;
 }
