@@ -134,6 +134,8 @@ export function AuthorizedAppsPage() {
                   aria-controls={formId(app)}
                 >
                   Change limits
+                  {/* Completes the name a screen reader gives it, as Revoke does: apps told apart. */}
+                  <span class="sr-only"> of {app.name}</span>
                 </button>
                 <ConfirmButton
                   label="Revoke"
