@@ -15,6 +15,39 @@ async function sharedButtonNames(page: Page): Promise<string[]> {
   return [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
 }
 
+/**
+ * The buttons in a table's box whose focus ring (outline and its offset) would be cut off by the box, or that show
+ * none when focused: the box scrolls (overflow), so nothing of a button's ring beyond its inner edges is painted.
+ */
+async function clippedFocusRings(page: Page): Promise<string[]> {
+  return page.locator('.table-wrap button').evaluateAll((buttons) =>
+    buttons
+      .filter((button) => {
+        // Focused first: focusing scrolls the page, which moves both boxes.
+        (button as HTMLElement).focus();
+        const wrap = button.closest<HTMLElement>('.table-wrap')!;
+        const outer = wrap.getBoundingClientRect();
+        const inner = {
+          left: outer.left + wrap.clientLeft,
+          top: outer.top + wrap.clientTop,
+          right: outer.left + wrap.clientLeft + wrap.clientWidth,
+          bottom: outer.top + wrap.clientTop + wrap.clientHeight,
+        };
+        const style = getComputedStyle(button);
+        const ring = parseFloat(style.outlineWidth) + parseFloat(style.outlineOffset);
+        const box = button.getBoundingClientRect();
+        return (
+          !(ring > 0) ||
+          box.left - ring < inner.left - 0.5 ||
+          box.top - ring < inner.top - 0.5 ||
+          box.right + ring > inner.right + 0.5 ||
+          box.bottom + ring > inner.bottom + 0.5
+        );
+      })
+      .map((button) => button.textContent!.replace(/\s+/g, ' ').trim()),
+  );
+}
+
 describeEachDatabase("the rows' buttons of the dashboard's lists (Chromium)", (env) => {
   const browser = chromiumForSuite();
 
@@ -58,6 +91,21 @@ describeEachDatabase("the rows' buttons of the dashboard's lists (Chromium)", (e
         assert.equal(await apps.getByRole('button', { name: `Change limits of ${name}`, exact: true }).count(), 1);
       assert.deepEqual(await sharedButtonNames(apps), [], 'the authorized apps page');
       await apps.context().close();
+    });
+
+    test(`${width}: the focus ring of every button in a table is shown whole, not cut off at the table's edge, and nothing scrolls sideways`, async () => {
+      const user = await userWithRows();
+      const page = await open(user, 'keys', viewport);
+      await page.getByRole('button', { name: 'Revoke key server' }).waitFor();
+      assert.deepEqual(await clippedFocusRings(page), [], 'the focus rings cut off');
+      const overflow = await page.evaluate(() => ({
+        page: document.documentElement.scrollWidth - window.innerWidth,
+        tables: [...document.querySelectorAll('.table-wrap')]
+          .map((wrap) => wrap.scrollWidth - wrap.clientWidth)
+          .filter((extra) => extra > 1),
+      }));
+      assert.deepEqual(overflow, { page: 0, tables: [] });
+      await page.context().close();
     });
   }
 });
