@@ -292,4 +292,23 @@ export const usageRecordsMigrations: Record<string, Migration> = {
       await db.schema.alterTable('usage_records').addColumn('details', 'text').execute();
     },
   },
+  '1900_usage_records_generation_id': {
+    /**
+     * The id a call was answered with, whether it was streamed and why it ended, for `GET /api/v1/generation?id=`:
+     * one read of `usage_records_generation`, within the caller's user. The index is partial: the records of
+     * calls that answer no id (embeddings, images, audio) are not in it. Adding nullable columns rewrites no row
+     * on either database (SQLite keeps the table WITHOUT ROWID); the existing rows' ids are all null.
+     */
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('usage_records').addColumn('generation_id', 'text').execute();
+      await db.schema.alterTable('usage_records').addColumn('streamed', 'smallint').execute();
+      await db.schema.alterTable('usage_records').addColumn('finish_reason', 'text').execute();
+      await db.schema
+        .createIndex('usage_records_generation')
+        .on('usage_records')
+        .columns(['user_id', 'generation_id'])
+        .where(sql.ref('generation_id'), 'is not', null)
+        .execute();
+    },
+  },
 };

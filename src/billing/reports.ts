@@ -163,3 +163,76 @@ export async function userCredits(db: Db, userId: string): Promise<UserCredits> 
   const total = Number(wallet?.credited ?? 0);
   return { total, usage: total - Number(wallet?.balance ?? 0) };
 }
+
+/** One settled call answered with an id, as `GET /api/v1/generation` shows it (amounts in micro-credits). */
+export interface GenerationRecord {
+  id: string;
+  model: string;
+  kind: string;
+  appId: string | null;
+  keyId: string | null;
+  createdAt: number;
+  /** Micro-credits captured. */
+  cost: number;
+  promptTokens: number;
+  completionTokens: number;
+  latencyMs: number;
+  status: string;
+  streamed: boolean;
+  finishReason: string | null;
+  /** The usage breakdown the call was priced on (cached, reasoning, audio tokens, web searches), when recorded. */
+  details: Record<string, number> | null;
+}
+
+/** Who may read a generation: its user, and within an app (its token, or a key it created) that app's calls only. */
+export interface GenerationReader {
+  userId: string;
+  appId: string | null;
+}
+
+/**
+ * The settled call `reader`'s user was answered with `id`, or null: none (yet: a call in flight has no record until
+ * its settle commits), another user's, or another app's when `reader` is an app. One read of the partial index
+ * `usage_records_generation` (user, id). An upstream's id is not unique: of two calls answered with the same id,
+ * the later one.
+ */
+export async function findGeneration(db: Db, reader: GenerationReader, id: string): Promise<GenerationRecord | null> {
+  let query = billingDb(db)
+    .selectFrom('usage_records')
+    .select([
+      'model',
+      'kind',
+      'app_id',
+      'key_id',
+      'created_at',
+      'cost',
+      'prompt_tokens',
+      'completion_tokens',
+      'latency_ms',
+      'status',
+      'streamed',
+      'finish_reason',
+      'details',
+    ])
+    .where('user_id', '=', reader.userId)
+    .where('generation_id', '=', id);
+  if (reader.appId !== null) query = query.where('app_id', '=', reader.appId);
+  const row = await query.orderBy('created_at', 'desc').limit(1).executeTakeFirst();
+  if (!row) return null;
+  return {
+    id,
+    model: row.model,
+    kind: row.kind,
+    appId: row.app_id,
+    keyId: row.key_id,
+    createdAt: Number(row.created_at),
+    cost: Number(row.cost),
+    promptTokens: Number(row.prompt_tokens),
+    completionTokens: Number(row.completion_tokens),
+    latencyMs: Number(row.latency_ms),
+    status: row.status,
+    streamed: Number(row.streamed) === 1,
+    finishReason: row.finish_reason,
+    details: row.details ? (JSON.parse(row.details) as Record<string, number>) : null,
+  };
+}

@@ -166,6 +166,16 @@ export interface UsageRecordsTable {
   uncollected: ColumnType<number, number | undefined, number>;
   /** JSON of the usage details the meter was given (cached, reasoning, audio tokens…), or null. */
   details: string | null;
+  /**
+   * The id the client was answered with (`chatcmpl-…`, `msg_…`, `resp_…`, `cmpl-…`): what `GET
+   * /api/v1/generation?id=` looks up, within its user (`usage_records_generation`). Null for a call that answers
+   * no id (embeddings, images, audio) or ended before one was known. An upstream's id is not unique.
+   */
+  generation_id: string | null;
+  /** With a generation id: 1 when the answer was streamed, else 0. */
+  streamed: number | null;
+  /** With a generation id: why the answer ended (`stop`, `length`, `tool_calls`, `content_filter`, `error`), or null when cut short. */
+  finish_reason: string | null;
 }
 
 /**

@@ -115,7 +115,8 @@ export function renderMessage(result: CanonicalResult): AnthropicMessage {
     const body = result.native.body;
     return {
       ...body,
-      id: messageId(body.id as string | undefined),
+      // The pipeline's id for the call (run-call.ts `publicId`: the upstream's `msg_…`), which its usage record keeps.
+      id: messageId(result.id),
       type: 'message',
       role: 'assistant',
       model: result.model,
