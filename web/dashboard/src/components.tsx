@@ -206,6 +206,32 @@ export function ErrorNote(props: { error: string | null | undefined }) {
   ) : null;
 }
 
+/**
+ * What a part of a page shows when reading it failed: that `what` could not be loaded and why, with Try again
+ * (`retry`, disabled while `busy`). Shown instead of the part's empty state, never beside it: "No transactions
+ * yet." next to "The gateway answered 502." says something false about the user's money. `subject` completes the
+ * button's name for a screen reader ("Try again" + "to load the transactions"), as a page may hold several.
+ */
+export function LoadFailure(props: {
+  what: string;
+  subject: string;
+  error: string;
+  busy: boolean;
+  retry: () => void;
+  testId?: string;
+}) {
+  return (
+    <div class="error-note load-failure" role="alert" data-testid={props.testId}>
+      <span>
+        {props.what} could not be loaded. {props.error}
+      </span>
+      <button type="button" class="btn small" disabled={props.busy} onClick={props.retry}>
+        Try again<span class="sr-only"> {props.subject}</span>
+      </button>
+    </div>
+  );
+}
+
 export function Empty(props: { children: ComponentChildren }) {
   return <div class="empty">{props.children}</div>;
 }
