@@ -183,13 +183,16 @@ export function Stat(props: { label: string; value: string; hint?: string; testI
   );
 }
 
-/** A shell command that wraps only between its words: each word (`grant-credits`, `--amount`, `10`) stays whole. */
+/**
+ * A shell command that wraps only between its words: each word (`grant-credits`, `--amount`, `10`) stays whole,
+ * but for one longer than a phone's line may hold (an account's email), which breaks rather than widen the page.
+ */
 export function Command(props: { text: string }) {
   const words = props.text.split(' ');
   return (
     <code class="command">
       {words.flatMap((word, i) => [
-        <span class="word" key={i}>
+        <span class={word.length > 32 ? 'word long' : 'word'} key={i}>
           {word}
         </span>,
         i < words.length - 1 ? ' ' : null,

@@ -10,12 +10,7 @@ import { AuthorizedAppsPage } from './pages/authorized-apps.tsx';
 import { DeveloperAppsPage } from './pages/developer-apps.tsx';
 import { WebhooksPage } from './pages/webhooks.tsx';
 
-/** The signed-in user, as `GET /api/auth/session` gives it. */
-export interface SessionUser {
-  id: string;
-  email: string;
-  name: string;
-}
+import { SessionContext, type SessionUser } from './session.ts';
 
 /** `GET /api/auth/state`: whether this browser is signed in, and whether anyone may sign up here. */
 type AuthState = ({ signedIn: true; user: SessionUser; csrfToken: string } | { signedIn: false }) & {
@@ -210,7 +205,9 @@ function App() {
           </button>
         </header>
         <main id="content" tabIndex={-1}>
-          <Page />
+          <SessionContext.Provider value={user}>
+            <Page />
+          </SessionContext.Provider>
         </main>
       </div>
     </div>
