@@ -33,6 +33,12 @@ describeEachDatabase(
         pricing: { prompt: 3, completion: 5, request: 0.0001 },
         maxOutputTokens: 100,
       });
+      await putModel(env, 'acme/stall', {
+        provider: 'mock',
+        upstreamModel: 'stall-2',
+        pricing: { prompt: 3, completion: 5 },
+        maxOutputTokens: 100,
+      });
       await putModel(env, 'acme/claude', {
         provider: 'anthropic',
         upstreamModel: 'claude-x',
@@ -90,6 +96,42 @@ describeEachDatabase(
       assert.equal(body.data.tokens_completion, usage.completion_tokens);
       assert.equal(body.data.streamed, true);
       assert.equal(body.data.finish_reason, 'stop');
+    });
+
+    it('a stream the client left is there once settled: cancelled, no finish reason, charged what was produced', async () => {
+      const user = await fundedUser(env, 10);
+      const controller = new AbortController();
+      const response = await fetch(`${env.baseUrl}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'acme/stall', messages: hi, stream: true }),
+        signal: controller.signal,
+      });
+      assert.equal(response.status, 200);
+      const reader = response.body!.getReader();
+      let text = '';
+      while ((text.match(/"content":"[^"]+"/g) ?? []).length < 2)
+        text += new TextDecoder().decode((await reader.read()).value);
+      const id = JSON.parse(/^data: (.*)$/m.exec(text)![1]!).id as string;
+      controller.abort();
+      await settled(env, user);
+      let found = await generation(env, user.key, id);
+      // The settle commits once the gateway sees the client gone: a client asks again until it is there.
+      for (let i = 0; found.status === 404 && i < 200; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        found = await generation(env, user.key, id);
+      }
+      assert.equal(found.status, 200, found.text);
+      assert.deepEqual(
+        {
+          cancelled: found.body.data.cancelled,
+          streamed: found.body.data.streamed,
+          finish: found.body.data.finish_reason,
+        },
+        { cancelled: true, streamed: true, finish: null },
+      );
+      assert.equal(found.body.data.tokens_completion, 2);
+      assert.ok(found.body.data.total_cost > 0, 'what was produced is charged');
     });
 
     it('a Messages, a Responses and a legacy completion call are found by the ids they were answered with', async () => {
