@@ -33,14 +33,12 @@ for (const kind of selectedDatabases()) {
       let userId: string;
       try {
         await migrateToLatest(database.db, before, config);
-        // Today's billing reads columns later migrations add (1620: the debt, movement references; 1890: what
-        // came into the wallet): they exist while it seeds the old database, and go again so that the upgrade adds
-        // them itself (and fills `credited` from the ledger, which verify checks below).
-        for (const column of ['debt', 'credited'])
-          await database.db.schema
-            .alterTable('wallets')
-            .addColumn(column, 'bigint', (c) => c.notNull().defaultTo(0))
-            .execute();
+        // Today's billing reads columns a later migration adds (1620: the debt, movement references): they
+        // exist while it seeds the old database, and go again so that the upgrade adds them itself.
+        await database.db.schema
+          .alterTable('wallets')
+          .addColumn('debt', 'bigint', (c) => c.notNull().defaultTo(0))
+          .execute();
         await database.db.schema.alterTable('ledger_transactions').addColumn('reference', 'text').execute();
         userId = await insertUser(ctx);
         await billing.grant(userId, 1_000_000, 'test');
@@ -65,8 +63,7 @@ for (const kind of selectedDatabases()) {
             created_at: Date.now(),
           } as any)
           .execute();
-        for (const column of ['debt', 'credited'])
-          await database.db.schema.alterTable('wallets').dropColumn(column).execute();
+        await database.db.schema.alterTable('wallets').dropColumn('debt').execute();
         await database.db.schema.alterTable('ledger_transactions').dropColumn('reference').execute();
       } finally {
         await database.close();

@@ -4,7 +4,6 @@ import { createBilling, type Billing } from './service.ts';
 import { createBillingMetrics, type BillingMetrics } from './metrics.ts';
 import { registerWalletRoutes } from './routes/wallet.ts';
 import { registerBillingAdminRoutes } from './routes/admin.ts';
-import { registerCreditsRoute } from './routes/credits.ts';
 
 /** Billing as the features built after it use it. */
 export interface BillingFeature extends Feature {
@@ -36,7 +35,6 @@ export function createBillingFeature(deps: BillingDeps): BillingFeature {
     ],
     register(app) {
       registerWalletRoutes(app, metering);
-      registerCreditsRoute(app, metering);
       registerBillingAdminRoutes(app, metering);
     },
   };

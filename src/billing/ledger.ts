@@ -159,9 +159,6 @@ export async function postMovement(
   let balanceDelta = 0;
   let reservedDelta = 0;
   let debtDelta = 0;
-  // What calls took (captures on system:revenue, less refunds of calls): the rest of the balance's change came
-  // in or went out otherwise, and moves `credited` (WalletsTable.credited). Zero for every hold and close.
-  let revenue = 0;
   for (const entry of entries) {
     if (!Number.isSafeInteger(entry.amount))
       throw new Error(`ledger entry ${entry.account} is not an integer: ${entry.amount}`);
@@ -172,11 +169,9 @@ export async function postMovement(
       reservedDelta += entry.amount;
     } else if (entry.account === accounts.debt(wallet.user_id)) {
       debtDelta -= entry.amount;
-    } else if (entry.account === accounts.revenue) revenue += entry.amount;
-    else if (!entry.account.startsWith('system:'))
+    } else if (!entry.account.startsWith('system:'))
       throw new Error(`movement on ${wallet.user_id}'s wallet touches ${entry.account}`);
   }
-  const creditedDelta = balanceDelta + revenue;
   if (sum !== 0) throw new Error(`unbalanced ${movement.type} movement: entries sum to ${sum}`);
   const after = {
     user_id: wallet.user_id,
@@ -207,12 +202,11 @@ export async function postMovement(
     amount: entry.amount,
     created_at: now,
   }));
-  // A debt and `credited` move only with grants, top-ups, adjustments, processor refunds and disputes, never on
-  // the path of a call: one more statement there, none on a call's.
-  if (debtDelta !== 0 || creditedDelta !== 0)
+  // A debt moves only with processor refunds, disputes and top-ups, never on the path of a call.
+  if (debtDelta !== 0)
     await trx
       .updateTable('wallets')
-      .set((eb) => ({ debt: eb('debt', '+', debtDelta), credited: eb('credited', '+', creditedDelta) }))
+      .set((eb) => ({ debt: eb('debt', '+', debtDelta) }))
       .where('user_id', '=', wallet.user_id)
       .execute();
   const walletChange = { balance: after.balance, reserved: after.reserved, updated_at: now };

@@ -30,15 +30,6 @@ export interface CallOutcome {
   status: UsageStatus;
   /** The usage breakdown behind `cost` (cached, reasoning, audio tokens…), kept as JSON on the usage record. */
   details?: Record<string, unknown>;
-  /** A call answered with an id (chat, Messages, Responses, completions): what `GET /api/v1/generation` finds it by. */
-  generation?: GenerationOutcome;
-}
-
-/** The id the client was answered with, whether the answer was streamed, and why it ended (null: cut short). */
-export interface GenerationOutcome {
-  id: string;
-  streamed: boolean;
-  finishReason: string | null;
 }
 
 /** Who a meter bills: the user, and the app and key whose spending limits apply. */
@@ -367,9 +358,6 @@ export class Meter {
         hold_id: this.#holdId,
         created_at: this.#ctx.clock.now(),
         details: outcome.details ? JSON.stringify(outcome.details) : null,
-        generation_id: outcome.generation?.id ?? null,
-        streamed: outcome.generation ? Number(outcome.generation.streamed) : null,
-        finish_reason: outcome.generation?.finishReason ?? null,
       },
     };
   }

@@ -222,26 +222,6 @@ export const billingMigrations: Record<string, Migration> = {
         .execute();
     },
   },
-  '1890_billing_wallets_credited': {
-    /**
-     * What came into each wallet other than through calls (`WalletsTable.credited`), so that `GET /api/v1/credits`
-     * reads a user's credits and usage from the wallet row instead of summing their ledger per request. Filled
-     * from the ledger once: the balance plus what the user's movements put on `system:revenue` (captures, less
-     * refunds of calls), which is what calls took out of the balance.
-     */
-    async up(db: Kysely<any>) {
-      await db.schema
-        .alterTable('wallets')
-        .addColumn('credited', 'bigint', (c) => c.notNull().defaultTo(0))
-        .execute();
-      await sql`UPDATE wallets SET credited = balance + coalesce((
-          SELECT sum(ledger_entries.amount) FROM ledger_transactions
-            JOIN ledger_entries ON ledger_entries.transaction_id = ledger_transactions.id
-           WHERE ledger_transactions.user_id = wallets.user_id AND ledger_entries.account = 'system:revenue'), 0)`.execute(
-        db,
-      );
-    },
-  },
 };
 
 /**
@@ -290,25 +270,6 @@ export const usageRecordsMigrations: Record<string, Migration> = {
         .addColumn('uncollected', 'bigint', (c) => c.notNull().defaultTo(0))
         .execute();
       await db.schema.alterTable('usage_records').addColumn('details', 'text').execute();
-    },
-  },
-  '1900_usage_records_generation_id': {
-    /**
-     * The id a call was answered with, whether it was streamed and why it ended, for `GET /api/v1/generation?id=`:
-     * one read of `usage_records_generation`, within the caller's user. The index is partial: the records of
-     * calls that answer no id (embeddings, images, audio) are not in it. Adding nullable columns rewrites no row
-     * on either database (SQLite keeps the table WITHOUT ROWID); the existing rows' ids are all null.
-     */
-    async up(db: Kysely<any>) {
-      await db.schema.alterTable('usage_records').addColumn('generation_id', 'text').execute();
-      await db.schema.alterTable('usage_records').addColumn('streamed', 'smallint').execute();
-      await db.schema.alterTable('usage_records').addColumn('finish_reason', 'text').execute();
-      await db.schema
-        .createIndex('usage_records_generation')
-        .on('usage_records')
-        .columns(['user_id', 'generation_id'])
-        .where(sql.ref('generation_id'), 'is not', null)
-        .execute();
     },
   },
 };

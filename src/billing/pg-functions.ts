@@ -657,25 +657,6 @@ const PLACE_MANY_V4 = replacedOnce(
     ), go AS (`,
 );
 
-/**
- * The usage record's generation id, `streamed` and `finish_reason` (migration 1900) written by the closes from their JSON draft, as the
- * TypeScript path writes it (usage-records.ts): the id rides in the draft the close already gets, so writing it
- * adds no statement and no round trip. Version 3 of {@link CLOSE} and 4 of {@link CLOSE_MANY}, made from the
- * versions in use.
- */
-const withGenerationId = (text: string) =>
-  replacedOnce(
-    replacedOnce(
-      text,
-      'settlement, uncollected, details)',
-      'settlement, uncollected, details, generation_id, streamed, finish_reason)',
-    ),
-    '- h.captured), r.details\n',
-    '- h.captured), r.details, r.generation_id, r.streamed, r.finish_reason\n',
-  );
-const CLOSE_V3 = withGenerationId(CLOSE_V2);
-const CLOSE_MANY_V4 = withGenerationId(CLOSE_MANY_V3);
-
 /** Migrations of the PostgreSQL billing functions (nothing on SQLite, whose path has no round trips). */
 export const billingFunctionMigrations: Record<string, Migration> = {
   '1680_billing_pg_functions': {
@@ -700,12 +681,6 @@ export const billingFunctionMigrations: Record<string, Migration> = {
     async up(db: Kysely<any>) {
       if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
       for (const text of [PLACE_V3, PLACE_MANY_V4]) await sql.raw(text).execute(db);
-    },
-  },
-  '1910_billing_pg_functions_generation_ids': {
-    async up(db: Kysely<any>) {
-      if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
-      for (const text of [CLOSE_V3, CLOSE_MANY_V4]) await sql.raw(text).execute(db);
     },
   },
 };

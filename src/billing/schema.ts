@@ -18,13 +18,6 @@ export interface WalletsTable {
    * whose credits were already spent. Any debt refuses new holds (402) until a top-up repays it.
    */
   debt: Generated<number>;
-  /**
-   * Micro-credits that came into the wallet other than through calls, in all: grants, top-ups and adjustments,
-   * disputes, less processor refunds and what went to repay a debt. What calls captured (net of their refunds)
-   * is `credited - balance`, so `GET /api/v1/credits` reads both from this row. Moved only by movements that
-   * touch a system account other than `system:revenue` (never a call's hold or close); verify recomputes it.
-   */
-  credited: Generated<number>;
   created_at: number;
   updated_at: number;
 }
@@ -166,16 +159,6 @@ export interface UsageRecordsTable {
   uncollected: ColumnType<number, number | undefined, number>;
   /** JSON of the usage details the meter was given (cached, reasoning, audio tokens…), or null. */
   details: string | null;
-  /**
-   * The id the client was answered with (`chatcmpl-…`, `msg_…`, `resp_…`, `cmpl-…`): what `GET
-   * /api/v1/generation?id=` looks up, within its user (`usage_records_generation`). Null for a call that answers
-   * no id (embeddings, images, audio) or ended before one was known. An upstream's id is not unique.
-   */
-  generation_id: string | null;
-  /** With a generation id: 1 when the answer was streamed, else 0. */
-  streamed: number | null;
-  /** With a generation id: why the answer ended (`stop`, `length`, `tool_calls`, `content_filter`, `error`), or null when cut short. */
-  finish_reason: string | null;
 }
 
 /**

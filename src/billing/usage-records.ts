@@ -68,9 +68,6 @@ function withId(record: Omit<Insertable<UsageRecordsTable>, 'id'>): FullRecord {
     settlement: record.settlement ?? null,
     uncollected: record.uncollected ?? 0,
     details: record.details ?? null,
-    generation_id: record.generation_id ?? null,
-    streamed: record.streamed ?? null,
-    finish_reason: record.finish_reason ?? null,
   };
 }
 
@@ -93,7 +90,4 @@ const insertRecord = preparedInsert<FullRecord>('usage_records', [
   'settlement',
   'uncollected',
   'details',
-  'generation_id',
-  'streamed',
-  'finish_reason',
 ]);

@@ -7,8 +7,7 @@ import { subjectKey, subjectsOf } from './limits.ts';
 
 /**
  * What a difference of the verification is about: `wallet_balance` / `wallet_reserved`: the wallet's cached
- * numbers against the sums of its accounts; `wallet_credited`: what came into the wallet other than through calls
- * against what its movements took from system accounts other than `system:revenue`, less its debt's moves; `open_holds`: the wallet's reserve against its open holds;
+ * numbers against the sums of its accounts; `open_holds`: the wallet's reserve against its open holds;
  * `spend_counter`: a limit counter against its holds; `wallet_debt`: the wallet's debt against minus its `debt`
  * account (or a negative debt); `unbalanced_transaction`: a movement whose entries do not sum to zero;
  * `ledger_total`: all entries together do not sum to zero; `foreign_entry`: an entry on a user's account in
@@ -18,7 +17,6 @@ export const LEDGER_DIFFERENCE_KINDS = [
   'wallet_balance',
   'wallet_reserved',
   'wallet_debt',
-  'wallet_credited',
   'open_holds',
   'spend_counter',
   'unbalanced_transaction',
@@ -103,9 +101,6 @@ async function readLedgerReport(
         amountOn(':available').as('available'),
         amountOn(':held').as('held'),
         amountOn(':debt').as('debt'),
-        // What the movements moved on system accounts other than revenue: grants, top-ups, adjustments, disputes.
-        sql<string | number>`sum(case when substr(ledger_entries.account, 1, 7) = 'system:'
-          and ledger_entries.account <> 'system:revenue' then ledger_entries.amount else 0 end)`.as('sources'),
         sql<string | number>`sum(ledger_entries.amount)`.as('total'),
         sql<string | number>`count(*)`.as('entries'),
         sql<string | number>`sum(case when ${ownAccount} then 1 else 0 end)`.as('own_entries'),
@@ -126,7 +121,7 @@ async function readLedgerReport(
             .execute()
         : [];
 
-    let walletQuery = trx.selectFrom('wallets').select(['user_id', 'balance', 'reserved', 'debt', 'credited']);
+    let walletQuery = trx.selectFrom('wallets').select(['user_id', 'balance', 'reserved', 'debt']);
     if (userId) walletQuery = walletQuery.where('user_id', '=', userId);
     const walletRows = await walletQuery.execute();
 
@@ -153,17 +148,12 @@ async function readLedgerReport(
     const differences: LedgerDifference[] = [];
     let entries = 0;
     let total = 0;
-    const perUser = new Map<string, { available: number; held: number; debt: number; sources: number }>();
+    const perUser = new Map<string, { available: number; held: number; debt: number }>();
     for (const row of userRows) {
       // The whole check counts every entry; one user's, the entries on that user's accounts.
       entries += num(userId ? row.own_entries : row.entries);
       total += num(row.total);
-      perUser.set(row.user_id, {
-        available: num(row.available),
-        held: num(row.held),
-        debt: num(row.debt),
-        sources: num(row.sources),
-      });
+      perUser.set(row.user_id, { available: num(row.available), held: num(row.held), debt: num(row.debt) });
     }
     for (const row of foreignRows) {
       differences.push({
@@ -188,8 +178,8 @@ async function readLedgerReport(
     const openByUser = new Map(openRows.map((row) => [row.user_id, num(row.total)]));
     const negativeAvailable: LedgerReport['negativeAvailable'] = [];
     for (const user of new Set([...wallets.keys(), ...perUser.keys(), ...openByUser.keys()])) {
-      const wallet = wallets.get(user) ?? { balance: 0, reserved: 0, debt: 0, credited: 0 };
-      const ledger = perUser.get(user) ?? { available: 0, held: 0, debt: 0, sources: 0 };
+      const wallet = wallets.get(user) ?? { balance: 0, reserved: 0, debt: 0 };
+      const ledger = perUser.get(user) ?? { available: 0, held: 0, debt: 0 };
       const open = openByUser.get(user) ?? 0;
       if (wallet.balance !== ledger.available + ledger.held) {
         differences.push({
@@ -214,17 +204,6 @@ async function readLedgerReport(
           subject: user,
           recorded: microsToCredits(debt),
           computed: microsToCredits(-ledger.debt),
-        });
-      // What came in other than through calls: what the sources gave (their entries, negative) less what went to
-      // repay or came from a debt. In a balanced ledger, the balance plus what calls put on system:revenue; read
-      // apart from both, so a wrong balance or a slipped entry is its own difference, not this one too.
-      const credited = -(ledger.sources + ledger.debt);
-      if (num(wallet.credited) !== credited)
-        differences.push({
-          kind: 'wallet_credited',
-          subject: user,
-          recorded: microsToCredits(num(wallet.credited)),
-          computed: microsToCredits(credited),
         });
       if (wallet.reserved !== open)
         differences.push({

@@ -14,7 +14,7 @@ import {
 } from '../providers/tokens.ts';
 import { toOpenAiPromptFields } from '../providers/openai-compatible/wire.ts';
 import { UpstreamError, type ProviderCall, type TokenUsage } from '../providers/types.ts';
-import type { CallOutcome, GenerationOutcome, Meter } from '../billing/meter.ts';
+import type { Meter } from '../billing/meter.ts';
 import type {
   CanonicalCall,
   CanonicalEvent,
@@ -58,19 +58,6 @@ export interface RunOptions {
    * sooner.
    */
   onSlowStart?: () => void;
-  /**
-   * The id the client is answered with, from the upstream's (`native`: the provider spoke the call's protocol and
-   * its own answer or frames are relayed). The result's id and the stream's `start` event carry it, and the
-   * call's usage record keeps it for `GET /api/v1/generation?id=`. It must be what the protocol's renderer shows
-   * when given it again (a renderer applies its own form, so the form must be idempotent: `cmpl-` is not added
-   * twice, a `msg_…` id is kept). Default: the upstream's id as it is (chat).
-   */
-  publicId?: (upstreamId: string, native: boolean) => string;
-}
-
-/** The id a call's client sees (see {@link RunOptions.publicId}). */
-function publicIdOf(options: RunOptions, upstreamId: string, native: boolean): string {
-  return options.publicId ? options.publicId(upstreamId, native) : upstreamId;
 }
 
 /** A planned and held call, ready to go upstream. */
@@ -242,22 +229,14 @@ export async function completeCall(
   const reported = reportOf(result.usage);
   const own = { prompt: planPromptTokens(plan, model), output: () => countTextTokens(producedText(result)) };
   const account = accountChat(model.pricing, meter.held, reported, own, call.longCache !== undefined);
-  const id = publicIdOf(options, result.id, result.native !== undefined);
-  const generation = { id, streamed: false, finishReason: result.finishReason };
-  const captured = await meter.settle(outcomeOf(model, account, 'ok', generation));
-  return { ...result, id, model: model.id, usage: billedUsage(account.breakdown, captured, reported) };
+  const captured = await meter.settle(outcomeOf(model, account, 'ok'));
+  return { ...result, model: model.id, usage: billedUsage(account.breakdown, captured, reported) };
 }
 
-/** What the meter records for a call priced by `account`, answered with `generation`'s id when it has one. */
-function outcomeOf(
-  model: CatalogueModel,
-  account: ChatAccount,
-  status: 'ok' | 'client_aborted' | 'upstream_error',
-  generation: GenerationOutcome | undefined,
-): CallOutcome {
+/** What the meter records for a call priced by `account`. */
+function outcomeOf(model: CatalogueModel, account: ChatAccount, status: 'ok' | 'client_aborted' | 'upstream_error') {
   const { breakdown, cost } = account;
   return {
-    generation,
     model,
     // The whole cost: the meter captures at most the hold, and records the rest as uncollected.
     cost,
@@ -356,9 +335,6 @@ export async function streamCall(
   const failedBeforeOutput = (status: 'ok' | 'client_aborted' | 'upstream_error') =>
     status === 'upstream_error' && produced.total === 0 && !((tokenCount(reported?.completion_tokens) ?? 0) > 0);
   let closed = false;
-  /** The id the client saw, from the stream's `start` event (none yet: nothing to look the call up by). */
-  let generationId: string | null = null;
-  let finishReason: FinishReason | null = null;
   /**
    * Stops the upstream when it may still be producing, and settles for what was produced; once. Resolves with
    * the error when the settle could not be written (after the meter's own retries), else null.
@@ -368,14 +344,8 @@ export async function streamCall(
     closed = true;
     if (status === 'client_aborted') await iterator.return?.(undefined).catch(() => {});
     attempt.dispose();
-    // A stream that ended without its `end` ends as 'stop' (as its client is told), one broken upstream as 'error';
-    // a client gone has none.
-    const ended = finishReason ?? (status === 'ok' ? 'stop' : status === 'upstream_error' ? 'error' : null);
-    const generation = generationId === null ? undefined : { id: generationId, streamed: true, finishReason: ended };
     return (
-      failedBeforeOutput(status)
-        ? meter.release(model, status)
-        : meter.settle(outcomeOf(model, account(), status, generation))
+      failedBeforeOutput(status) ? meter.release(model, status) : meter.settle(outcomeOf(model, account(), status))
     ).then(
       () => null,
       (error: unknown) => {
@@ -396,14 +366,8 @@ export async function streamCall(
           if (event.type === 'text' || event.type === 'reasoning') produced.add(event.delta);
           else if (event.type === 'tool_call_start') produced.add(event.name);
           else if (event.type === 'tool_call_delta') produced.add(event.arguments);
-          if (event.type === 'start' && generationId === null) {
-            generationId = publicIdOf(options, event.id, native);
-            yield { ...event, id: generationId };
-            continue;
-          }
           if (event.type === 'end') {
             end = event;
-            finishReason = event.finishReason;
             // The provider may still be suspended at its `end`: returning it runs its cleanup now (the upstream
             // body's last bytes are read, so its keep-alive connection serves the next call).
             await iterator.return?.(undefined).catch(() => {});

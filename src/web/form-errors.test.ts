@@ -77,7 +77,7 @@ describeEachDatabase("the dashboard's forms and removals, in Chromium", (env) =>
       const app = await registerTestApp(env, { name: 'Acme', scopes: ['read', 'ai:chat'] });
       await authorizeForTest(env, { user, app, scopes: ['read', 'ai:chat'] });
       const page = await open(user, 'apps', width);
-      await page.getByRole('button', { name: 'Change limits of Acme' }).click();
+      await page.getByRole('button', { name: 'Change limits' }).click();
       await page.locator('input[name="monthly"]').fill('99999999999');
       await page.getByRole('button', { name: 'Save' }).click();
       await assertRefusedAt(page, 'monthly', /^Monthly limit must be a number of credits/, '99999999999', /limits\./);
@@ -89,7 +89,7 @@ describeEachDatabase("the dashboard's forms and removals, in Chromium", (env) =>
       const app = await registerTestApp(env, { name: 'Acme', scopes: ['read', 'ai:chat'] });
       await authorizeForTest(env, { user, app, scopes: ['read', 'ai:chat'] });
       const page = await open(user, 'apps', width);
-      await page.getByRole('button', { name: 'Change limits of Acme' }).click();
+      await page.getByRole('button', { name: 'Change limits' }).click();
       // What the input's own min stops in a browser, a script or an older page can still send.
       await page.locator('input[name="monthly"]').evaluate((input) => input.removeAttribute('min'));
       await page.locator('input[name="monthly"]').fill('-1');

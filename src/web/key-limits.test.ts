@@ -81,7 +81,7 @@ describeEachDatabase(
       for (const width of ['phone', 'desktop'] as const) {
         const { context, page } = await keysPage(session, width);
         const row = page.locator('tr', { hasText: 'batch runner' });
-        const change = row.getByRole('button', { name: 'Change limit of key batch runner' });
+        const change = row.getByRole('button', { name: 'Change limit' });
         await change.click();
         const form = page.getByRole('form', { name: 'Limit of key batch runner' });
         const amount = form.getByLabel('Spending limit (credits)');

@@ -190,19 +190,19 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
     page.on('request', (request) => void (request.method() === 'PATCH' && patches.push(request.url())));
     await page.goto(`${env.baseUrl}/#/apps`);
     const card = page.getByRole('region', { name: 'Keyboard App' });
-    const change = card.getByRole('button', { name: 'Change limits of Keyboard App' });
+    const change = card.getByRole('button', { name: 'Change limits' });
 
     await change.focus();
     await page.keyboard.press('Enter');
     assert.equal(await focused(page), 'input Daily limit (credits)');
     await page.keyboard.press('Escape');
     assert.equal(await card.getByRole('form').count(), 0, 'Escape closed the form');
-    assert.equal(await focused(page), 'button Change limits of Keyboard App');
+    assert.equal(await focused(page), 'button Change limits');
 
     await page.keyboard.press('Enter');
     await card.getByRole('button', { name: 'Cancel' }).focus();
     await page.keyboard.press('Enter');
-    assert.equal(await focused(page), 'button Change limits of Keyboard App', 'Cancel gives the focus back');
+    assert.equal(await focused(page), 'button Change limits', 'Cancel gives the focus back');
 
     await page.keyboard.press('Enter');
     await page.keyboard.type('3');
@@ -210,7 +210,7 @@ describeEachDatabase('the dashboard by keyboard alone, in Chromium', (env) => {
     await card.getByRole('button', { name: 'Save limits' }).dblclick();
     await card.getByTestId('limit-daily').waitFor();
     assert.equal(await card.getByRole('form').count(), 0);
-    assert.equal(await focused(page), 'button Change limits of Keyboard App', 'Save gives the focus back');
+    assert.equal(await focused(page), 'button Change limits', 'Save gives the focus back');
     assert.equal(patches.length, 1, `one PATCH, not ${patches.length}`);
     const apps = await env.dashboard(user, 'GET', '/api/user/authorized-apps');
     assert.equal(apps.body.apps[0].limits.daily.limit, 3);

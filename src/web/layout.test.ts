@@ -336,7 +336,6 @@ describeEachDatabase(
     test('the operator command on the wallet never breaks inside a word or a number, at phone width', async () => {
       const context = await signedIn(browser, env.baseUrl, session, 'phone');
       const page = await open(context, `${env.baseUrl}/#/wallet`);
-      await page.getByText('For the operator of this service').click();
       const command = page.locator('code.command');
       await command.waitFor();
       const split = await command.evaluate((code) =>
@@ -348,7 +347,7 @@ describeEachDatabase(
           })
           .map((word) => word.textContent),
       );
-      assert.equal(await command.textContent(), `tollgate grant-credits --email ${session.email} --amount 10`);
+      assert.equal(await command.textContent(), 'tollgate grant-credits --email you@example.com --amount 10');
       assert.equal(await command.locator('.word').count(), 6);
       assert.deepEqual(split, []);
       await context.close();

@@ -135,7 +135,7 @@ describeEachDatabase(
       await card.getByTestId('limit-daily').filter({ hasText: '2.00 of 2.50 credits' }).waitFor();
       assert.match((await card.getByTestId('limit-daily').textContent())!, /Resets in 3h 12m/);
       await screenshot(dashboard, 'authorized-apps');
-      await card.getByRole('button', { name: 'Change limits of Echo Chat (mine)' }).click();
+      await card.getByRole('button', { name: 'Change limits' }).click();
       await card.getByLabel('Daily limit (credits)').fill('10');
       await card.getByRole('button', { name: 'Save limits' }).click();
       await card.getByTestId('limit-daily').filter({ hasText: '2.00 of 10.00 credits' }).waitFor();

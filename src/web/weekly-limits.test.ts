@@ -57,7 +57,7 @@ describeEachDatabase(
       ] as const) {
         const { context, page } = await dashboardPage(session, 'keys', width);
         const row = page.locator('tr', { hasText: 'weekly job' });
-        await row.getByRole('button', { name: 'Change limit of key weekly job' }).click();
+        await row.getByRole('button', { name: 'Change limit' }).click();
         const form = page.getByRole('form', { name: 'Limit of key weekly job' });
         await form.getByLabel('Spending limit (credits)').fill(limit);
         await form.getByLabel('Period').selectOption('weekly');
@@ -96,7 +96,7 @@ describeEachDatabase(
       ] as const) {
         const { context, page } = await dashboardPage(session, 'apps', width);
         const card = page.getByRole('region', { name: 'Weekly App' });
-        await card.getByRole('button', { name: 'Change limits of Weekly App' }).click();
+        await card.getByRole('button', { name: 'Change limits' }).click();
         const form = page.getByRole('form', { name: 'Limits of Weekly App' });
         const labels = await form.locator('label').allTextContents();
         assert.deepEqual(

@@ -334,11 +334,12 @@ describeEachDatabase(
       const messages = [{ role: 'user', content: 'hi' }];
       const response = await ai('POST', '/api/v1/responses', { model: 'tollgate/echo', input: 'hi', store: true });
       const id = response.body.id;
-      const chat = await ai('POST', '/api/v1/chat/completions', { model: 'tollgate/echo', messages });
       const calls: DocumentedCall[] = [
-        ['POST', '/api/v1/chat/completions', chat],
-        ['GET', '/api/v1/generation', await ai('GET', `/api/v1/generation?id=${chat.body.id}`)],
-        ['GET', '/api/v1/credits', await ai('GET', '/api/v1/credits')],
+        [
+          'POST',
+          '/api/v1/chat/completions',
+          await ai('POST', '/api/v1/chat/completions', { model: 'tollgate/echo', messages }),
+        ],
         [
           'POST',
           '/api/v1/completions',

@@ -8,7 +8,7 @@ import { relayEvents, startEventStream } from '../../gateway/sse.ts';
 import { ClientGone, completeCall, streamCall, type RunOptions } from '../../gateway/run-call.ts';
 import type { CanonicalCall } from '../../gateway/canonical.ts';
 import { messagesRefusal, parseMessagesRequest, type MessagesRequest } from './parse.ts';
-import { messageId, renderMessage } from './render.ts';
+import { renderMessage } from './render.ts';
 import { AnthropicStreamRenderer } from './stream.ts';
 import { ERROR_RESPONSES, MessageSchema, MessagesBodySchema } from './schemas.ts';
 import { anthropicErrorBody, anthropicErrorFrame } from './errors.ts';
@@ -54,8 +54,7 @@ export function registerMessagesRoute(app: App, ctx: MessagesDeps): void {
         webSearch: ctx.config,
       });
       const signal = clientSignal(reply, ctx.shutdown);
-      // The message id the client sees: the upstream's `msg_…`, or a new one (see render.ts `messageId`).
-      const options: RunOptions = { refuses: messagesRefusal(call), publicId: (id) => messageId(id) };
+      const options = { refuses: messagesRefusal(call) };
       if (!call.stream) {
         try {
           return renderMessage(await completeCall(ctx, principalOf(request), call, signal, options));

@@ -115,8 +115,7 @@ export function renderMessage(result: CanonicalResult): AnthropicMessage {
     const body = result.native.body;
     return {
       ...body,
-      // The pipeline's id for the call (run-call.ts `publicId`: the upstream's `msg_…`), which its usage record keeps.
-      id: messageId(result.id),
+      id: messageId(body.id as string | undefined),
       type: 'message',
       role: 'assistant',
       model: result.model,

@@ -80,8 +80,7 @@ export class AnthropicStreamRenderer {
     }
     if (event.type === 'end') return this.#close(event.finishReason);
     if (event.type === 'error') return this.error(errorOf(event.code, event.message, event.overloaded));
-    if (event.native?.protocol === 'anthropic-messages')
-      return this.#relay(event.native.frame, event.type === 'start' ? event.id : undefined);
+    if (event.native?.protocol === 'anthropic-messages') return this.#relay(event.native.frame);
     return this.#canonical(event);
   }
 
@@ -92,18 +91,13 @@ export class AnthropicStreamRenderer {
     return anthropicErrorFrame(error);
   }
 
-  /** An upstream's own frame; `id`, from the stream's `start`, is the message id the call was recorded with. */
-  #relay(value: unknown, id?: string): string {
+  #relay(value: unknown): string {
     const data = nativeData(value);
     if (!data) return '';
     switch (data.type) {
       case 'message_start':
         this.#started = true;
-        return frame({
-          ...data,
-          type: 'message_start',
-          message: { ...data.message, ...(id ? { id } : {}), model: this.#publicModel },
-        });
+        return frame({ ...data, type: 'message_start', message: { ...data.message, model: this.#publicModel } });
       case 'message_delta':
         this.#nativeDelta = data;
         return '';

@@ -16,26 +16,13 @@ const FINISH: Record<FinishReason, string> = {
   error: 'stop',
 };
 
-/**
- * The id of a completion built here from another provider's (`cmpl-` and its id); an id that has the prefix
- * already is kept, so the id the pipeline recorded for the call (run-call.ts `publicId`) renders as it is.
- */
-export function completionId(id: string): string {
-  return id.startsWith('cmpl-') ? id : `cmpl-${id}`;
-}
-
-/** The id a completions client is answered with: a native upstream's own, or {@link completionId}. */
-export function publicCompletionId(id: string, native: boolean): string {
-  return native ? id : completionId(id);
-}
-
 /** A `text_completion` of a pipeline result. */
 export function renderTextCompletion(result: CanonicalResult): Record<string, unknown> {
   const usage = openAiUsageOf(result.usage);
   if (result.native?.protocol === 'openai-completions') return { ...result.native.body, model: result.model, usage };
   const text = result.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
   return {
-    id: completionId(result.id),
+    id: `cmpl-${result.id}`,
     object: 'text_completion',
     created: result.created,
     model: result.model,
@@ -66,7 +53,7 @@ export class TextCompletionStreamRenderer extends OpenAiStyleStreamRenderer {
       });
     switch (event.type) {
       case 'start':
-        this.last = { id: completionId(event.id), created: event.created };
+        this.last = { id: `cmpl-${event.id}`, created: event.created };
         return [];
       case 'text':
         return event.delta ? [chunk(event.delta)] : [];

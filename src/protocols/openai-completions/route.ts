@@ -7,7 +7,7 @@ import { MODEL_ID_PATTERN } from '../../models/routes.ts';
 import { answerCall } from '../../gateway/answer-call.ts';
 import { openAiStyleWire } from '../openai-chat/stream-render.ts';
 import { completionRefusal, DEFAULT_COMPLETION_MAX_TOKENS, parseCompletion, type CompletionRequest } from './parse.ts';
-import { publicCompletionId, renderTextCompletion, TextCompletionStreamRenderer } from './render.ts';
+import { renderTextCompletion, TextCompletionStreamRenderer } from './render.ts';
 
 const errorContent = { 'application/json': { schema: ApiErrorSchema } };
 
@@ -109,14 +109,7 @@ export function registerCompletionsRoute(app: App, ctx: GatewayDeps): void {
       const body = request.body as CompletionRequest;
       const call = parseCompletion(body);
       const wire = openAiStyleWire(renderTextCompletion, TextCompletionStreamRenderer, body);
-      return answerCall(
-        ctx,
-        request,
-        reply,
-        call,
-        { refuses: completionRefusal(body, speaksCompletions), publicId: publicCompletionId },
-        wire,
-      );
+      return answerCall(ctx, request, reply, call, { refuses: completionRefusal(body, speaksCompletions) }, wire);
     },
   );
 }

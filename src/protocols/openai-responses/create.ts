@@ -109,7 +109,6 @@ async function respondWhole(
   try {
     result = await completeCall(ctx, principalOf(reply.request), call, clientSignal(reply, ctx.shutdown), {
       refuses: responsesRefusal(call),
-      publicId: () => frame.id,
     });
   } catch (error) {
     // The client left before the answer: the pipeline released the hold; there is no one to answer.
@@ -146,7 +145,6 @@ async function respondStreamed(
       streamCall(ctx, principalOf(request), call, clientSignal(reply, ctx.shutdown), {
         refuses: responsesRefusal(call),
         onSlowStart,
-        publicId: () => frame.id,
       }),
     // No model answered: the Response is the one asked for, created and failed at once (SDK helpers that
     // accumulate the stream expect `response.created` first).

@@ -183,16 +183,13 @@ export function Stat(props: { label: string; value: string; hint?: string; testI
   );
 }
 
-/**
- * A shell command that wraps only between its words: each word (`grant-credits`, `--amount`, `10`) stays whole,
- * but for one longer than a phone's line may hold (an account's email), which breaks rather than widen the page.
- */
+/** A shell command that wraps only between its words: each word (`grant-credits`, `--amount`, `10`) stays whole. */
 export function Command(props: { text: string }) {
   const words = props.text.split(' ');
   return (
     <code class="command">
       {words.flatMap((word, i) => [
-        <span class={word.length > 32 ? 'word long' : 'word'} key={i}>
+        <span class="word" key={i}>
           {word}
         </span>,
         i < words.length - 1 ? ' ' : null,
@@ -207,32 +204,6 @@ export function ErrorNote(props: { error: string | null | undefined }) {
       {props.error}
     </p>
   ) : null;
-}
-
-/**
- * What a part of a page shows when reading it failed: that `what` could not be loaded and why, with Try again
- * (`retry`, disabled while `busy`). Shown instead of the part's empty state, never beside it: "No transactions
- * yet." next to "The gateway answered 502." says something false about the user's money. `subject` completes the
- * button's name for a screen reader ("Try again" + "to load the transactions"), as a page may hold several.
- */
-export function LoadFailure(props: {
-  what: string;
-  subject: string;
-  error: string;
-  busy: boolean;
-  retry: () => void;
-  testId?: string;
-}) {
-  return (
-    <div class="error-note load-failure" role="alert" data-testid={props.testId}>
-      <span>
-        {props.what} could not be loaded. {props.error}
-      </span>
-      <button type="button" class="btn small" disabled={props.busy} onClick={props.retry}>
-        Try again<span class="sr-only"> {props.subject}</span>
-      </button>
-    </div>
-  );
 }
 
 export function Empty(props: { children: ComponentChildren }) {

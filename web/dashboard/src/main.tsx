@@ -10,7 +10,12 @@ import { AuthorizedAppsPage } from './pages/authorized-apps.tsx';
 import { DeveloperAppsPage } from './pages/developer-apps.tsx';
 import { WebhooksPage } from './pages/webhooks.tsx';
 
-import { SessionContext, type SessionUser } from './session.ts';
+/** The signed-in user, as `GET /api/auth/session` gives it. */
+export interface SessionUser {
+  id: string;
+  email: string;
+  name: string;
+}
 
 /** `GET /api/auth/state`: whether this browser is signed in, and whether anyone may sign up here. */
 type AuthState = ({ signedIn: true; user: SessionUser; csrfToken: string } | { signedIn: false }) & {
@@ -205,9 +210,7 @@ function App() {
           </button>
         </header>
         <main id="content" tabIndex={-1}>
-          <SessionContext.Provider value={user}>
-            <Page />
-          </SessionContext.Provider>
+          <Page />
         </main>
       </div>
     </div>

@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import type { SessionUser } from '../session.ts';
+import type { SessionUser } from '../main.tsx';
 import { useAction } from '../components.tsx';
 
 /** Sign in or create an account; both start a dashboard session (cookie) and return its CSRF token. */

@@ -134,8 +134,6 @@ export function AuthorizedAppsPage() {
                   aria-controls={formId(app)}
                 >
                   Change limits
-                  {/* Completes the name a screen reader gives it, as Revoke does: apps told apart. */}
-                  <span class="sr-only"> of {app.name}</span>
                 </button>
                 <ConfirmButton
                   label="Revoke"

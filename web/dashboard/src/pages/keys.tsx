@@ -461,8 +461,6 @@ export function KeysPage() {
                         aria-controls={limitFormId(k)}
                       >
                         Change limit
-                        {/* Completes the name a screen reader gives it, as Copy and Revoke do: rows told apart. */}
-                        <span class="sr-only"> of key {k.name}</span>
                       </button>
                     </td>
                     <td data-label="Expires" class="nowrap" data-testid="key-expires">

@@ -1,10 +1,9 @@
-import { useContext, useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { AutoTopup, Topup, TopupsPage, TopupStarted } from '@tollgate/wire';
 import { api } from '../api.ts';
 import type { FormFields } from '../field-errors.ts';
 import { Card, Command, CreditsInput, Empty, ErrorNote, FieldMessage, useAction, TableBox } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
-import { SessionContext } from '../session.ts';
 
 /** The query of the wallet route (`#/wallet?topup=…&need=…`). */
 export function walletQuery(): URLSearchParams {
@@ -27,60 +26,9 @@ export function useWalletQuery(): URLSearchParams {
 
 const money = (amount: number, currency: string) => `${amount.toFixed(2)} ${currency.toUpperCase()}`;
 
-/** `text` as one word of a shell command: quoted when it holds anything but letters, digits and `@._+-`. */
-function shellWord(text: string): string {
-  return /^[\w@.+-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
-}
-
-/**
- * With top-ups off (no Stripe configured), what the user can do: ask the operator of this service, who adds the
- * credits, for as many as they need (`need`, from the restriction dialog's link) on their account (its email).
- * How the operator turns top-ups on and adds credits is kept apart, folded and marked as theirs, with the
- * command for this very account and amount: a user never reads STRIPE_* names or a placeholder email as steps.
- */
-function TopupsOff(props: { page: TopupsPage; need: number | null }) {
-  const { page, need } = props;
-  const user = useContext(SessionContext);
-  const amount = need && need > 0 ? Math.ceil(need) : 10;
-  return (
-    <Card title="Add credits">
-      {need ? (
-        <p data-testid="credits-needed">
-          This request needs <strong>{formatCredits(need)}</strong> more credits.
-        </p>
-      ) : null}
-      <p data-testid="topups-off">
-        Credits cannot be bought here: the operator of this service adds them. Ask them for{' '}
-        {need ? `at least ${formatCredits(need)} credits` : 'credits'}
-        {user ? (
-          <>
-            {' '}
-            on your account,{' '}
-            <strong class="account-email" data-testid="account-email">
-              {user.email}
-            </strong>
-          </>
-        ) : (
-          ' on your account'
-        )}
-        . They appear here as soon as they are added.
-      </p>
-      <details class="operator-note" data-testid="operator-note">
-        <summary>For the operator of this service</summary>
-        <p class="muted">{page.message}</p>
-        <p class="muted">
-          To add {need ? 'these' : 'credits'} now:{' '}
-          <Command text={`tollgate grant-credits --email ${shellWord(user?.email ?? '<email>')} --amount ${amount}`} />
-        </p>
-      </details>
-    </Card>
-  );
-}
-
 /**
  * The amounts on offer and a custom one; choosing one starts a Checkout and goes there. `need` (credits, from
  * the restriction dialog's link) pre-fills the custom amount with the price of at least that many credits.
- * With top-ups off, {@link TopupsOff}.
  */
 export function AddCredits(props: { page: TopupsPage; need: number | null }) {
   const { page, need } = props;
@@ -99,7 +47,20 @@ export function AddCredits(props: { page: TopupsPage; need: number | null }) {
   // Busy after a success too: the page is leaving for Checkout.
   const action = useAction({ leavesPage: true, fields: { amount: { label: 'The amount' } } });
   const { busy, error, run } = action;
-  if (!page.enabled) return <TopupsOff page={page} need={need} />;
+  if (!page.enabled) {
+    return (
+      <Card title="Add credits">
+        <p class="muted" data-testid="topups-off">
+          {page.message}
+        </p>
+        <p class="muted">
+          Meanwhile the operator adds credits (for example{' '}
+          <Command text="tollgate grant-credits --email you@example.com --amount 10" />
+          ), and they appear here at once.
+        </p>
+      </Card>
+    );
+  }
   const buy = (amount: number) =>
     run(async () => {
       const started = await api<TopupStarted>('POST', '/api/wallet/topups', { amount });

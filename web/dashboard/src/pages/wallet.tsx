@@ -1,19 +1,16 @@
 import { useState } from 'preact/hooks';
 import type { AutoTopup, Balance, TopupsPage, Transaction, TransactionsPage } from '@tollgate/wire';
 import { api } from '../api.ts';
-import { Card, Empty, ErrorNote, LoadFailure, PageHeader, Stat, useAction, useLoad, TableBox } from '../components.tsx';
+import { Card, Empty, ErrorNote, PageHeader, Stat, useAction, useLoad, TableBox } from '../components.tsx';
 import { formatCredits, when } from '../format.ts';
 import { SpendChart } from '../chart.tsx';
 import { dailySpend, loadUsage } from '../usage-data.ts';
 import { AddCredits, AutoTopupCard, ReturningTopup, TopupHistory, useWalletQuery } from './topups.tsx';
 
-/**
- * Balance, reserved and available credits, a 30-day spend chart and the ledger's transactions. A part whose read
- * failed says so, with Try again (LoadFailure), instead of its empty state or zeros.
- */
+/** Balance, reserved and available credits, a 30-day spend chart and the ledger's transactions. */
 export function WalletPage() {
   const balance = useLoad(() => api<Balance>('GET', '/api/wallet/balance'));
-  const usage = useLoad(loadUsage);
+  const usage = useLoad(() => loadUsage().catch(() => undefined));
   const [pages, setPages] = useState<Transaction[][]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
   const first = useLoad(async () => {
@@ -42,8 +39,6 @@ export function WalletPage() {
   const need = query.get('need') ? Number(query.get('need')) : topups.data?.owed || null;
   const warnBelow = Math.max(topups.data?.lowBalance ?? 0, auto.data?.enabled ? auto.data.threshold : 0);
   const low = balance.data && topups.data && balance.data.available < warnBelow;
-  // A figure not known: still coming, or its read failed (said above the figures, with Try again).
-  const unknown = balance.error && !balance.loading ? '—' : '…';
 
   return (
     <>
@@ -51,16 +46,7 @@ export function WalletPage() {
         title="Wallet"
         lead="Prepaid credits. Every AI call holds its worst-case cost first, then settles what it really used."
       />
-      {balance.error ? (
-        <LoadFailure
-          what="Your balance"
-          subject="to load the balance"
-          error={balance.error}
-          busy={balance.loading}
-          retry={balance.reload}
-          testId="balance-failed"
-        />
-      ) : null}
+      <ErrorNote error={balance.error} />
       {returning ? (
         <ReturningTopup
           id={returning}
@@ -86,77 +72,32 @@ export function WalletPage() {
       <div class="stats" id="add-credits">
         <Stat
           label="Balance"
-          value={balance.data ? formatCredits(balance.data.balance) : unknown}
+          value={balance.data ? formatCredits(balance.data.balance) : '…'}
           hint="credits"
           testId="wallet-balance"
         />
         <Stat
           label="Reserved"
-          value={balance.data ? formatCredits(balance.data.reserved) : unknown}
+          value={balance.data ? formatCredits(balance.data.reserved) : '…'}
           hint="held for calls in flight"
           testId="wallet-reserved"
         />
         <Stat
           label="Available"
-          value={balance.data ? formatCredits(balance.data.available) : unknown}
+          value={balance.data ? formatCredits(balance.data.available) : '…'}
           hint="what new calls can use"
           testId="wallet-available"
         />
       </div>
-      {topups.data ? (
-        <AddCredits page={topups.data} need={need} />
-      ) : topups.error ? (
-        <Card title="Add credits">
-          <LoadFailure
-            what="Adding credits and your top-ups"
-            subject="to load adding credits and the top-ups"
-            error={topups.error}
-            busy={topups.loading}
-            retry={topups.reload}
-            testId="topups-failed"
-          />
-        </Card>
-      ) : null}
-      {topups.data?.enabled && auto.error && !auto.data ? (
-        <Card title="Auto top-up">
-          <LoadFailure
-            what="Auto top-up"
-            subject="to load auto top-up"
-            error={auto.error}
-            busy={auto.loading}
-            retry={auto.reload}
-          />
-        </Card>
-      ) : null}
+      {topups.data ? <AddCredits page={topups.data} need={need} /> : <ErrorNote error={topups.error} />}
       {topups.data && auto.data ? <AutoTopupCard page={topups.data} auto={auto.data} onChange={auto.reload} /> : null}
       {topups.data ? <TopupHistory page={topups.data} /> : null}
       <Card title="Daily spend, last 30 days">
-        {/* Without the usage, a chart of zeros would say nothing was spent. */}
-        {usage.error && !usage.data ? (
-          <LoadFailure
-            what="Your daily spend"
-            subject="to load the daily spend"
-            error={usage.error}
-            busy={usage.loading}
-            retry={usage.reload}
-            testId="spend-failed"
-          />
-        ) : (
-          <SpendChart days={dailySpend(usage.data)} />
-        )}
+        <SpendChart days={dailySpend(usage.data)} />
       </Card>
       <Card title="Transactions">
-        {first.error ? (
-          <LoadFailure
-            what="Your transactions"
-            subject="to load the transactions"
-            error={first.error}
-            busy={first.loading}
-            retry={first.reload}
-            testId="transactions-failed"
-          />
-        ) : null}
-        {transactions.length === 0 && (first.loading || first.error) ? null : transactions.length === 0 ? (
+        <ErrorNote error={first.error} />
+        {transactions.length === 0 && !first.loading ? (
           <Empty>No transactions yet.</Empty>
         ) : (
           <TableBox>
