@@ -183,16 +183,13 @@ export function Stat(props: { label: string; value: string; hint?: string; testI
   );
 }
 
-/**
- * A shell command that wraps only between its words: each word (`grant-credits`, `--amount`, `10`) stays whole,
- * but for one longer than a phone's line may hold (an account's email), which breaks rather than widen the page.
- */
+/** A shell command that wraps only between its words: each word (`grant-credits`, `--amount`, `10`) stays whole. */
 export function Command(props: { text: string }) {
   const words = props.text.split(' ');
   return (
     <code class="command">
       {words.flatMap((word, i) => [
-        <span class={word.length > 32 ? 'word long' : 'word'} key={i}>
+        <span class="word" key={i}>
           {word}
         </span>,
         i < words.length - 1 ? ' ' : null,
@@ -209,32 +206,6 @@ export function ErrorNote(props: { error: string | null | undefined }) {
   ) : null;
 }
 
-/**
- * What a part of a page shows when reading it failed: that `what` could not be loaded and why, with Try again
- * (`retry`, disabled while `busy`). Shown instead of the part's empty state, never beside it: "No transactions
- * yet." next to "The gateway answered 502." says something false about the user's money. `subject` completes the
- * button's name for a screen reader ("Try again" + "to load the transactions"), as a page may hold several.
- */
-export function LoadFailure(props: {
-  what: string;
-  subject: string;
-  error: string;
-  busy: boolean;
-  retry: () => void;
-  testId?: string;
-}) {
-  return (
-    <div class="error-note load-failure" role="alert" data-testid={props.testId}>
-      <span>
-        {props.what} could not be loaded. {props.error}
-      </span>
-      <button type="button" class="btn small" disabled={props.busy} onClick={props.retry}>
-        Try again<span class="sr-only"> {props.subject}</span>
-      </button>
-    </div>
-  );
-}
-
 export function Empty(props: { children: ComponentChildren }) {
   return <div class="empty">{props.children}</div>;
 }
@@ -242,16 +213,13 @@ export function Empty(props: { children: ComponentChildren }) {
 /**
  * A success notice holding a secret shown only once (a new API key, an app's client secret). It takes the focus
  * and scrolls into view when it appears: the form that made it may sit far below it (a phone's long page), and a
- * secret the user never saw is lost for good once they leave. `announcement` (what was made, and that its secret
- * is shown only now, never the secret) is said in the page's status region: a live region added with its text, as
- * this notice is, is not read. `key` it by the secret so each new one does all this.
+ * secret the user never saw is lost for good once they leave. `key` it by the secret so each new one does so.
  */
-export function SecretNotice(props: { announcement: string; children: ComponentChildren }) {
+export function SecretNotice(props: { children: ComponentChildren }) {
   const box = useRef<HTMLDivElement>(null);
   useLayoutEffect(() => {
     box.current?.focus({ preventScroll: true });
     box.current?.scrollIntoView({ block: 'start' });
-    announce(props.announcement);
   }, []);
   return (
     <div class="notice success" role="status" tabIndex={-1} ref={box}>

@@ -120,24 +120,16 @@ export function DeveloperAppsPage() {
         lead="Register an app to let its users sign in with Tollgate and pay for AI with their own credits, under limits they choose."
       />
       {created && (
-        <SecretNotice
-          key={created.clientId}
-          announcement={
-            created.clientSecret
-              ? `App ${created.name} registered. Copy its client secret now: it is shown only once.`
-              : `App ${created.name} registered.`
-          }
-        >
+        <SecretNotice key={created.clientId}>
           <div>
             <strong>“{created.name}” registered.</strong> Client ID{' '}
-            <code data-testid="new-client-id">{created.clientId}</code>{' '}
-            <CopyButton value={created.clientId} subject="client ID" />
+            <code data-testid="new-client-id">{created.clientId}</code> <CopyButton value={created.clientId} />
           </div>
           {created.clientSecret && (
             <div class="secret">
               <span>Client secret — shown only now:</span>
               <code data-testid="new-client-secret">{created.clientSecret}</code>
-              <CopyButton value={created.clientSecret} subject="client secret" />
+              <CopyButton value={created.clientSecret} />
             </div>
           )}
         </SecretNotice>

@@ -374,16 +374,13 @@ export function KeysPage() {
         lead="Keys call the OpenAI-compatible API at /api/v1 with your credits. Give each its own permissions, models, limit and expiry."
       />
       {created && (
-        <SecretNotice
-          key={created.key}
-          announcement={`Key ${created.name} created. Copy it now: it is shown only once.`}
-        >
+        <SecretNotice key={created.key}>
           <div>
             <strong>Key “{created.name}” created.</strong> Copy it now and keep it somewhere safe.
           </div>
           <div class="secret">
             <code data-testid="new-key">{created.key}</code>
-            <CopyButton value={created.key} subject={`new key ${created.name}`} />
+            <CopyButton value={created.key} />
           </div>
         </SecretNotice>
       )}
@@ -464,8 +461,6 @@ export function KeysPage() {
                         aria-controls={limitFormId(k)}
                       >
                         Change limit
-                        {/* Completes the name a screen reader gives it, as Copy and Revoke do: rows told apart. */}
-                        <span class="sr-only"> of key {k.name}</span>
                       </button>
                     </td>
                     <td data-label="Expires" class="nowrap" data-testid="key-expires">
