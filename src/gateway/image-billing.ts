@@ -53,15 +53,17 @@ export function imagePricingOf(body: PricedImageFields, model: CatalogueModel): 
 
 /** The most `images` can cost on `model` with `promptTokens` of input (already at their worst). */
 export function imagesWorstCase(model: CatalogueModel, pricing: ImagePricing, promptTokens: number, images: number) {
-  return costMicros(
-    { ...model.pricing, image: pricing.per === 'image' ? pricing.price : 0 },
-    {
-      promptTokens,
-      completionTokens: pricing.per === 'token' ? pricing.outputTokensPerImage * images : 0,
-      requests: 1,
-      images: pricing.per === 'image' ? images : 0,
-    },
-  );
+  return costMicros(pricesOf(model, pricing), {
+    promptTokens,
+    completionTokens: pricing.per === 'token' ? pricing.outputTokensPerImage * images : 0,
+    requests: 1,
+    images: pricing.per === 'image' ? images : 0,
+  });
+}
+
+/** The model's prices with this request's per-image price (none for a token-priced model). */
+function pricesOf(model: CatalogueModel, pricing: ImagePricing) {
+  return { ...model.pricing, image: pricing.per === 'image' ? pricing.price : 0 };
 }
 
 /**
@@ -82,10 +84,12 @@ export function imagesUsage(
   const completionTokens =
     pricing.per === 'token' ? (tokenCount(reported.output_tokens) ?? pricing.outputTokensPerImage * returned) : 0;
   return {
-    cost: costMicros(
-      { ...model.pricing, image: pricing.per === 'image' ? pricing.price : 0 },
-      { promptTokens, completionTokens, requests: 1, images: pricing.per === 'image' ? returned : 0 },
-    ),
+    cost: costMicros(pricesOf(model, pricing), {
+      promptTokens,
+      completionTokens,
+      requests: 1,
+      images: pricing.per === 'image' ? returned : 0,
+    }),
     promptTokens,
     completionTokens,
   };
